@@ -1,0 +1,97 @@
+# cugraph-lua. `make` builds build/cugraph-lua, build/cugraph/core.so and
+# build/libcugraph.a; `make test` runs the specs on the test double of the
+# driver, `make test-gpu` on the real one; `make run` runs the model example.
+
+CUDA_HOME ?= /usr/local/cuda
+NVCC ?= $(CUDA_HOME)/bin/nvcc
+CC ?= cc
+PKG_CONFIG ?= pkg-config
+LUA ?= lua5.4
+PREFIX ?= /usr/local
+
+WARN = -Wall -Wextra -pedantic -Wmissing-prototypes -Wstrict-prototypes \
+       -Wshadow -Wpointer-arith -Wcast-qual -Wno-unused-parameter
+WERROR ?=
+LUA_CFLAGS ?= $(shell $(PKG_CONFIG) --cflags lua5.4 2>/dev/null)
+LUA_LIBS ?= $(shell $(PKG_CONFIG) --libs lua5.4 2>/dev/null)
+CFLAGS ?= -O2 -g
+ALL_CFLAGS = -std=c11 $(CFLAGS) $(WARN) $(WERROR) -fPIC $(LUA_CFLAGS) \
+             -I$(CUDA_HOME)/include -Isrc
+
+READLINE := $(shell test -f /usr/include/readline/readline.h && echo yes)
+ifeq ($(READLINE),yes)
+HOST_DEFS = -DCG_READLINE
+HOST_LIBS = -lreadline
+endif
+
+CORE = context driver stream buffer scalar event module graph nvrtc ptx lcugraph
+OBJS = $(CORE:%=build/obj/%.o)
+DOUBLE = build/libcuda-double.so
+KERNELS = build/kernels.ptx build/kernels.cubin
+SPEC_ENV = CUGRAPH_LUA_BUILD=build XDG_CACHE_HOME=build/cache
+
+all: build/cugraph-lua build/cugraph/core.so build/libcugraph.a
+
+build/obj/%.o: src/%.c src/core.h src/driver.h src/ptx.h src/cugraph.h | deps
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+build/obj/host.o: src/host.c | deps
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(HOST_DEFS) -c $< -o $@
+
+# Linked to the shared liblua5.4 so Lua C modules (busted's) load into it.
+build/cugraph-lua: build/obj/host.o $(OBJS)
+	$(CC) $(CFLAGS) -rdynamic -o $@ $^ $(LUA_LIBS) $(HOST_LIBS) -ldl -lm
+
+build/cugraph/core.so: $(OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -shared -o $@ $^ -ldl -lm
+
+build/libcugraph.a: $(OBJS)
+	ar rcs $@ $^
+
+$(DOUBLE): spec/support/cuda_double.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(WERROR) -fPIC -shared \
+	  -I$(CUDA_HOME)/include -o $@ $< -lm
+
+build/kernels.ptx: spec/kernels/kernels.cu
+	@mkdir -p $(@D)
+	$(NVCC) -ptx -arch=compute_75 $< -o $@
+
+build/kernels.cubin: spec/kernels/kernels.cu
+	@mkdir -p $(@D)
+	$(NVCC) -cubin -arch=sm_90 $< -o $@
+
+# Debian packages the build and the tests need: installed when root, else
+# named. CUDA comes from the toolkit (CUDA_HOME).
+deps:
+	@missing=""; \
+	$(PKG_CONFIG) --exists lua5.4 2>/dev/null || missing="$$missing liblua5.4-dev pkgconf"; \
+	command -v $(LUA) >/dev/null || missing="$$missing lua5.4"; \
+	command -v busted >/dev/null || missing="$$missing lua-busted"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing:$$missing"; \
+	    (apt-get install -y -qq $$missing >/dev/null 2>&1 || \
+	     (apt-get update -qq && apt-get install -y -qq $$missing)) || exit 1; \
+	  else echo "missing Debian packages:$$missing (apt-get install$$missing)"; exit 1; fi; \
+	fi; \
+	test -f $(CUDA_HOME)/include/cuda.h || \
+	  { echo "CUDA headers not found in $(CUDA_HOME)/include; set CUDA_HOME"; exit 1; }
+
+test: all $(DOUBLE) $(KERNELS)
+	$(SPEC_ENV) CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
+	  build/cugraph-lua "$$(command -v busted)" $(BUSTED_ARGS)
+
+test-gpu: all $(KERNELS)
+	$(SPEC_ENV) build/cugraph-lua "$$(command -v busted)" $(BUSTED_ARGS)
+
+run: all
+	build/cugraph-lua examples/model.lua
+
+clean:
+	rm -rf build
+
+.PHONY: all deps test test-gpu run clean

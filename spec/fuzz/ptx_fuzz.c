@@ -1,0 +1,77 @@
+/* libFuzzer harness for src/ptx.c: the bytes go to ptx_parse as they are
+   (not NUL-terminated), and as a C string to ptx_signature and ptx_demangle,
+   with full-size and tiny outputs. Any result must keep the documented
+   invariants; a broken one aborts.
+
+   clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
+     spec/fuzz/ptx_fuzz.c src/ptx.c -o /tmp/ptx_fuzz
+   mkdir -p /tmp/corpus_work
+   /tmp/ptx_fuzz -max_total_time=60 /tmp/corpus_work spec/fuzz/corpus */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptx.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check_param(const ptx_param *p) {
+  if (p->type > PTX_ANY || p->size == 0 || p->align == 0) abort();
+  if (p->type == PTX_PTR && (p->elem > PTX_ANY || p->elem == PTX_INT ||
+                             p->elem == PTX_PTR_OR_INT ||
+                             p->elem == PTX_PTR || p->elem == PTX_BYTES ||
+                             p->size != 8))
+    abort();
+}
+
+static void check_err(const char *err, size_t errlen) {
+  if (memchr(err, '\0', errlen) == NULL || err[0] == '\0') abort();
+}
+
+static void run_parse(const uint8_t *data, size_t size) {
+  char err[256];
+  int n = -1, i, k;
+  ptx_entry *e = ptx_parse((const char *)data, size, &n, err, sizeof err);
+  if (!e) {
+    check_err(err, sizeof err);
+    return;
+  }
+  if (n < 0) abort();
+  for (i = 0; i < n; i++) {
+    if (!memchr(e[i].name, '\0', sizeof e[i].name) ||
+        !memchr(e[i].base, '\0', sizeof e[i].base) || e[i].nparams < 0 ||
+        e[i].nparams > PTX_MAX_PARAMS || (e[i].typed != 0 && e[i].typed != 1))
+      abort();
+    for (k = 0; k < e[i].nparams; k++) check_param(&e[i].params[k]);
+  }
+  free(e);
+}
+
+static void run_string(const char *s) {
+  ptx_param p[PTX_MAX_PARAMS], two[2];
+  char err[256], tiny[4], base[128];
+  int k, i;
+  k = ptx_signature(s, p, PTX_MAX_PARAMS, err, sizeof err);
+  if (k < 0) check_err(err, sizeof err);
+  if (k > PTX_MAX_PARAMS) abort();
+  for (i = 0; i < k; i++) check_param(&p[i]);
+  k = ptx_signature(s, two, 2, tiny, sizeof tiny);
+  if (k > 2 || (k < 0 && memchr(tiny, '\0', sizeof tiny) == NULL)) abort();
+  k = ptx_demangle(s, base, sizeof base, p, PTX_MAX_PARAMS);
+  if (k > PTX_MAX_PARAMS || (k >= 0 && !memchr(base, '\0', sizeof base)))
+    abort();
+  for (i = 0; i < k; i++) check_param(&p[i]);
+  k = ptx_demangle(s, tiny, sizeof tiny, two, 2);
+  if (k > 2) abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  char *s;
+  run_parse(data, size);
+  if (!(s = malloc(size + 1))) return 0;
+  memcpy(s, data, size);
+  s[size] = '\0';
+  run_string(s);
+  free(s);
+  return 0;
+}

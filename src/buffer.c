@@ -1,0 +1,342 @@
+/* cugraph.Buffer: typed device memory, and the element-type conversions that
+   scalars and kernel arguments share. Calls that name no stream are
+   synchronous with all device work; with a stream they are ordered on it. */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include "core.h"
+
+const char *const cg_type_names[] = {
+  "f32", "f64", "i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64", NULL
+};
+const unsigned char cg_type_size[] = { 4, 8, 1, 1, 2, 2, 4, 4, 8, 8 };
+
+cg_type cg_checktype(lua_State *L, int idx) {
+  return (cg_type)luaL_checkoption(L, idx, NULL, cg_type_names);
+}
+
+static int bad(lua_State *L, int idx, const char *what, const char *msg) {
+  if (!what) return luaL_argerror(L, idx, msg);
+  return luaL_error(L, "%s: %s", what, msg);
+}
+
+/* Converts the number at idx to element type t. Integers must be exact and
+   in range; u64 takes a Lua integer as its 64-bit pattern, as Lua's own hex
+   literals do (0xffffffffffffffff is -1). what == NULL: an argument error. */
+void cg_tobits(lua_State *L, int idx, cg_type t, void *out, const char *what) {
+  if (lua_type(L, idx) != LUA_TNUMBER) {
+    bad(L, idx, what, lua_pushfstring(L, "expected number, got %s",
+                                      luaL_typename(L, idx)));
+    return;
+  }
+  if (t == CG_F32 || t == CG_F64) {
+    lua_Number v = lua_tonumber(L, idx);
+    if (t == CG_F64) {
+      memcpy(out, &v, 8);
+      return;
+    }
+    if (isfinite(v) && fabs(v) > FLT_MAX)
+      bad(L, idx, what, lua_pushfstring(L, "%f is out of range for f32", v));
+    float f = (float)v;
+    memcpy(out, &f, 4);
+    return;
+  }
+  int ok;
+  lua_Integer v = lua_tointegerx(L, idx, &ok);
+  if (!ok)
+    bad(L, idx, what, lua_pushfstring(L, "%s expected an integer, got %f",
+                                      cg_type_names[t], lua_tonumber(L, idx)));
+  static const lua_Integer lo[] = { 0, 0, INT8_MIN, 0, INT16_MIN, 0,
+                                    INT32_MIN, 0, INT64_MIN, INT64_MIN };
+  static const lua_Integer hi[] = { 0, 0, INT8_MAX, UINT8_MAX, INT16_MAX,
+                                    UINT16_MAX, INT32_MAX, UINT32_MAX,
+                                    INT64_MAX, INT64_MAX };
+  if (v < lo[t] || v > hi[t])
+    bad(L, idx, what, lua_pushfstring(L, "%I is out of range for %s",
+                                      (LUAI_UACINT)v, cg_type_names[t]));
+  switch (cg_type_size[t]) {
+  case 1: { uint8_t b = (uint8_t)v; memcpy(out, &b, 1); break; }
+  case 2: { uint16_t b = (uint16_t)v; memcpy(out, &b, 2); break; }
+  case 4: { uint32_t b = (uint32_t)v; memcpy(out, &b, 4); break; }
+  default: memcpy(out, &v, 8);
+  }
+}
+
+void cg_pushbits(lua_State *L, cg_type t, const void *p) {
+  switch (t) {
+  case CG_F32: { float f; memcpy(&f, p, 4); lua_pushnumber(L, f); break; }
+  case CG_F64: { double d; memcpy(&d, p, 8); lua_pushnumber(L, d); break; }
+  case CG_I8: lua_pushinteger(L, *(const int8_t *)p); break;
+  case CG_U8: lua_pushinteger(L, *(const uint8_t *)p); break;
+  case CG_I16: { int16_t v; memcpy(&v, p, 2); lua_pushinteger(L, v); break; }
+  case CG_U16: { uint16_t v; memcpy(&v, p, 2); lua_pushinteger(L, v); break; }
+  case CG_I32: { int32_t v; memcpy(&v, p, 4); lua_pushinteger(L, v); break; }
+  case CG_U32: { uint32_t v; memcpy(&v, p, 4); lua_pushinteger(L, v); break; }
+  default: { lua_Integer v; memcpy(&v, p, 8); lua_pushinteger(L, v); }
+  }
+}
+
+static cg_buffer *check(lua_State *L) { return cg_checkobj(L, 1, CG_BUFFER); }
+
+/* A count of elements: a positive integer whose byte size fits. */
+static size_t checkcount(lua_State *L, int idx, cg_type t) {
+  lua_Integer n = luaL_checkinteger(L, idx);
+  luaL_argcheck(L, n > 0, idx, "size must be positive");
+  luaL_argcheck(L, (uint64_t)n <= SIZE_MAX / cg_type_size[t] &&
+                (uint64_t)n <= (uint64_t)INT64_MAX / 8, idx,
+                "size in bytes overflows");
+  return (size_t)n;
+}
+
+/* Element offset (argument oidx, absent: 0) and count within the buffer;
+   *count == SIZE_MAX means to the end. */
+static size_t checkrange(lua_State *L, cg_buffer *b, int oidx, size_t *count,
+                         const char *what) {
+  lua_Integer off = oidx ? luaL_optinteger(L, oidx, 0) : 0;
+  luaL_argcheck(L, off >= 0 && (uint64_t)off <= b->n, oidx,
+                "offset out of range");
+  if (*count == SIZE_MAX) *count = b->n - (size_t)off;
+  if (*count > b->n - (size_t)off)
+    luaL_error(L, "%s: %I elements at offset %I pass the end of the buffer "
+               "(%I elements)", what, (LUAI_UACINT)*count, (LUAI_UACINT)off,
+               (LUAI_UACINT)b->n);
+  return (size_t)off;
+}
+
+static void upload_data(lua_State *L, cg_buffer *b, int didx, int oidx,
+                        CUstream st);
+
+/* cuda.buffer(type, n | table | string) */
+static int buffer_new(lua_State *L) {
+  cg_type t = cg_checktype(L, 1);
+  int init = lua_type(L, 2) == LUA_TTABLE || lua_type(L, 2) == LUA_TSTRING;
+  size_t n = init ? (lua_istable(L, 2) ? lua_rawlen(L, 2)
+                                       : lua_rawlen(L, 2) / cg_type_size[t])
+                  : checkcount(L, 2, t);
+  if (init) luaL_argcheck(L, n > 0, 2, "no elements to upload");
+  cg_ctx *ctx = cg_context(L);
+  cg_guard(L, ctx, "cannot allocate a buffer", "allocate buffers before capture");
+  cg_buffer *b = cg_newobj(L, ctx, sizeof *b, CG_BUFFER);
+  b->type = t;
+  b->n = n;
+  CU(L, ctx, cuMemAlloc, &b->ptr, n * cg_type_size[t]);
+  b->h.open = 1;
+  if (init) upload_data(L, b, 2, 0, NULL);
+  return 1;
+}
+
+static int buffer_free(lua_State *L) {
+  cg_buffer *b = cg_toobj(L, 1, CG_BUFFER);
+  if (!b->h.open) return 0;
+  cg_canfree(L, &b->h);
+  b->h.open = 0;
+  if (b->h.owned) cg_release(L, b->h.ctx, CG_FREE_MEM, (void *)(uintptr_t)b->ptr);
+  b->ptr = 0;
+  return 0;
+}
+
+static int buffer_gc(lua_State *L) {
+  ((cg_obj *)cg_toobj(L, 1, CG_BUFFER))->uses = 0;
+  return buffer_free(L);
+}
+
+/* Work named with no stream runs on the default stream, after all device
+   work, and is complete on return. */
+static CUstream begin(lua_State *L, cg_ctx *ctx, int sidx, const char *what) {
+  if (!lua_isnoneornil(L, sidx)) {
+    CUstream st = cg_optstream(L, sidx, ctx);
+    if (ctx->capture && !cg_capturing_on(L, ctx, st))
+      luaL_error(L, "%s: the stream is not part of the capture; make it "
+                 "wait on the capture stream first", what);
+    return st;
+  }
+  if (ctx->capture)
+    luaL_error(L, "%s without a stream inside a graph capture: pass the "
+               "capture stream", what);
+  cg_sync(L, ctx);
+  return NULL;
+}
+
+static void finish(lua_State *L, cg_ctx *ctx, CUstream st) {
+  if (!st) CU(L, ctx, cuStreamSynchronize, ctx->stream);
+}
+
+/* Copies a table (a sequence of numbers) or a binary string to the buffer
+   at element offset (index oidx, 0 = none), on st or synchronously. */
+static void upload_data(lua_State *L, cg_buffer *b, int didx, int oidx,
+                        CUstream st) {
+  cg_ctx *ctx = b->h.ctx;
+  size_t es = cg_type_size[b->type], count, bytes;
+  const char *src = NULL;
+  luaL_Buffer lb;
+  if (lua_type(L, didx) == LUA_TSTRING) {
+    src = lua_tolstring(L, didx, &bytes);
+    if (bytes % es)
+      luaL_error(L, "upload: string of %I bytes is not a whole number of %s",
+                 (LUAI_UACINT)bytes, cg_type_names[b->type]);
+    count = bytes / es;
+  } else {
+    luaL_checktype(L, didx, LUA_TTABLE);
+    count = lua_rawlen(L, didx);
+    bytes = count * es;
+  }
+  size_t off = checkrange(L, b, oidx, &count, "upload");
+  if (count == 0) return;
+  if (lua_istable(L, didx)) {
+    char *dst = luaL_buffinitsize(L, &lb, bytes);
+    char what[64];
+    for (size_t i = 0; i < count; i++) {
+      if (lua_rawgeti(L, didx, (lua_Integer)i + 1) == LUA_TNIL)
+        luaL_error(L, "upload: element %I is nil (a table must be a sequence)",
+                   (LUAI_UACINT)i + 1);
+      snprintf(what, sizeof what, "upload: element %llu",
+               (unsigned long long)i + 1);
+      cg_tobits(L, -1, b->type, dst + i * es, what);
+      lua_pop(L, 1);
+    }
+    src = dst;
+  }
+  CU(L, ctx, cuMemcpyHtoDAsync, b->ptr + off * es, src, count * es,
+     st ? st : ctx->stream);
+  finish(L, ctx, st);
+}
+
+/* b:upload(table | string [, offset [, stream]]) */
+static int buffer_upload(lua_State *L) {
+  cg_buffer *b = check(L);
+  cg_guard(L, b->h.ctx, "upload from host memory",
+           "upload before capture, or copy from a device buffer");
+  CUstream st = begin(L, b->h.ctx, 4, "upload");
+  upload_data(L, b, 2, 3, st);
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* b:download(["table" | "string" [, offset [, count]]]): waits for all
+   device work first */
+static int buffer_download(lua_State *L) {
+  static const char *const fmts[] = { "table", "string", NULL };
+  cg_buffer *b = check(L);
+  cg_ctx *ctx = b->h.ctx;
+  int fmt = luaL_checkoption(L, 2, "table", fmts);
+  lua_Integer c = luaL_optinteger(L, 4, -1);
+  luaL_argcheck(L, c >= -1, 4, "count must not be negative");
+  size_t count = c < 0 ? SIZE_MAX : (size_t)c;
+  size_t off = checkrange(L, b, 3, &count, "download");
+  size_t es = cg_type_size[b->type];
+  cg_guard(L, ctx, "download", "download after the capture ends");
+  luaL_Buffer lb;
+  char *dst = luaL_buffinitsize(L, &lb, count * es + 1);
+  cg_sync(L, ctx);
+  CU(L, ctx, cuMemcpyDtoHAsync, dst, b->ptr + off * es, count * es,
+     ctx->stream);
+  finish(L, ctx, NULL);
+  if (fmt == 1) {
+    luaL_pushresultsize(&lb, count * es);
+    return 1;
+  }
+  lua_createtable(L, (int)(count < INT32_MAX ? count : INT32_MAX), 0);
+  for (size_t i = 0; i < count; i++) {
+    cg_pushbits(L, b->type, dst + i * es);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  return 1;
+}
+
+/* Sets every element to the pattern v; for 8-byte types the halves are set
+   with two strided 2D memsets. */
+static void fill(lua_State *L, cg_ctx *ctx, CUdeviceptr p, size_t n,
+                 cg_type t, const void *v, CUstream st) {
+  uint32_t w[2];
+  switch (cg_type_size[t]) {
+  case 1: CU(L, ctx, cuMemsetD8Async, p, *(const uint8_t *)v, n, st); break;
+  case 2: {
+    uint16_t h;
+    memcpy(&h, v, 2);
+    CU(L, ctx, cuMemsetD16Async, p, h, n, st);
+    break;
+  }
+  case 4:
+    memcpy(w, v, 4);
+    CU(L, ctx, cuMemsetD32Async, p, w[0], n, st);
+    break;
+  default:
+    memcpy(w, v, 8);
+    CU(L, ctx, cuMemsetD2D32Async, p, 8, w[0], 1, n, st);
+    CU(L, ctx, cuMemsetD2D32Async, p + 4, 8, w[1], 1, n, st);
+  }
+}
+
+/* b:fill(v [, stream]) */
+static int buffer_fill(lua_State *L) {
+  cg_buffer *b = check(L);
+  uint64_t v;
+  cg_tobits(L, 2, b->type, &v, NULL);
+  CUstream st = begin(L, b->h.ctx, 3, "fill");
+  cg_pin(L, b->h.ctx, 1);
+  fill(L, b->h.ctx, b->ptr, b->n, b->type, &v, st ? st : b->h.ctx->stream);
+  finish(L, b->h.ctx, st);
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* dst:copy(src [, stream]): the whole of src into dst (same type and size) */
+static int buffer_copy(lua_State *L) {
+  cg_buffer *d = check(L);
+  cg_buffer *s = cg_checkobj(L, 2, CG_BUFFER);
+  if (s->type != d->type || s->n != d->n)
+    luaL_error(L, "copy: source is %s[%I], destination %s[%I]; they must "
+               "match", cg_type_names[s->type], (LUAI_UACINT)s->n,
+               cg_type_names[d->type], (LUAI_UACINT)d->n);
+  CUstream st = begin(L, d->h.ctx, 3, "copy");
+  cg_pin(L, d->h.ctx, 1);
+  cg_pin(L, d->h.ctx, 2);
+  CU(L, d->h.ctx, cuMemcpyDtoDAsync, d->ptr, s->ptr,
+     d->n * cg_type_size[d->type], st ? st : d->h.ctx->stream);
+  finish(L, d->h.ctx, st);
+  lua_settop(L, 1);
+  return 1;
+}
+
+static int buffer_len(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)check(L)->n);
+  return 1;
+}
+
+/* fields: type, bytes, address */
+static int buffer_index(lua_State *L) {
+  if (cg_method(L)) return 1;
+  cg_buffer *b = check(L);
+  const char *k = lua_tostring(L, 2);
+  if (!k) return 0;
+  if (!strcmp(k, "type")) lua_pushstring(L, cg_type_names[b->type]);
+  else if (!strcmp(k, "bytes"))
+    lua_pushinteger(L, (lua_Integer)(b->n * cg_type_size[b->type]));
+  else if (!strcmp(k, "address")) lua_pushinteger(L, (lua_Integer)b->ptr);
+  else return 0;
+  return 1;
+}
+
+static int buffer_tostring(lua_State *L) {
+  cg_buffer *b = cg_toobj(L, 1, CG_BUFFER);
+  return cg_tostring(L, &b->h, " %s[%I] (%p%s)", cg_type_names[b->type],
+                     (LUAI_UACINT)b->n, (void *)(uintptr_t)b->ptr,
+                     b->h.owned ? "" : ", borrowed");
+}
+
+void buffer_open(lua_State *L) {
+  static const luaL_Reg methods[] = {
+    {"upload", buffer_upload}, {"download", buffer_download},
+    {"fill", buffer_fill}, {"copy", buffer_copy}, {"free", buffer_free},
+    {"close", buffer_free}, {NULL, NULL}
+  };
+  static const luaL_Reg meta[] = {
+    {"__gc", buffer_gc}, {"__close", buffer_free}, {"__len", buffer_len},
+    {"__index", buffer_index}, {"__tostring", buffer_tostring}, {NULL, NULL}
+  };
+  cg_newtype(L, CG_BUFFER, methods, meta);
+  lua_pushcfunction(L, buffer_new);
+  lua_setfield(L, -2, "buffer");
+}

@@ -1,0 +1,372 @@
+/* Device selection, the primary context, the sentinel, and what every object
+   shares: creation marked closed, the two checkers, guards, release. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core.h"
+
+const char *const cg_kind_names[] = {
+  "cugraph.Stream", "cugraph.Buffer", "cugraph.Scalar", "cugraph.Event",
+  "cugraph.Module", "cugraph.Kernel", "cugraph.Graph"
+};
+
+static const char sentinel_key = 'k';
+
+cg_ctx *cg_sentinel(lua_State *L) {
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &sentinel_key);
+  cg_ctx *ctx = lua_touserdata(L, -1);
+  lua_pop(L, 1);
+  return ctx;
+}
+
+static int poisoned(lua_State *L, cg_ctx *ctx) {
+  cg_pusherror(L, ctx->poison_api, (int)ctx->poison,
+               cg_driver_errname(ctx->poison),
+               "the CUDA context is unusable after an earlier error; "
+               "the process must restart");
+  return lua_error(L);
+}
+
+void cg_check(lua_State *L, cg_ctx *ctx, const char *api, CUresult r) {
+  if (r == CUDA_SUCCESS) return;
+  if (cg_driver_sticky(r) && !ctx->poison) {
+    ctx->poison = r;
+    ctx->poison_api = api;
+  }
+  cg_driver_error(L, api, r);
+}
+
+static int attr(lua_State *L, cg_ctx *ctx, CUdevice_attribute a) {
+  int v = 0;
+  CU(L, ctx, cuDeviceGetAttribute, &v, a, ctx->dev);
+  return v;
+}
+
+static void start(lua_State *L, cg_ctx *ctx) {
+  const char *why = cg_driver_load();
+  if (why) luaL_error(L, "%s", why);
+  int count = 0;
+  CU(L, ctx, cuDeviceGetCount, &count);
+  if (count == 0) luaL_error(L, "no CUDA device found");
+  if (ctx->ordinal < 0 || ctx->ordinal >= count)
+    luaL_error(L, "device %d does not exist (%d device%s)", ctx->ordinal,
+               count, count == 1 ? "" : "s");
+  CU(L, ctx, cuDeviceGet, &ctx->dev, ctx->ordinal);
+  CU(L, ctx, cuDevicePrimaryCtxRetain, &ctx->cu, ctx->dev);
+  ctx->ready = 1; /* from here the sentinel releases the context */
+  CU(L, ctx, cuCtxSetCurrent, ctx->cu);
+  ctx->max_threads = attr(L, ctx, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+  for (int i = 0; i < 3; i++) {
+    ctx->max_block[i] = attr(L, ctx, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X + i);
+    ctx->max_grid[i] = attr(L, ctx, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X + i);
+  }
+  ctx->max_shared = attr(L, ctx, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
+  ctx->max_shared_optin =
+      attr(L, ctx, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+  CU(L, ctx, cuStreamCreate, &ctx->stream, CU_STREAM_NON_BLOCKING);
+}
+
+cg_ctx *cg_context(lua_State *L) {
+  cg_ctx *ctx = cg_sentinel(L);
+  if (ctx->poison) poisoned(L, ctx);
+  if (ctx->closed) luaL_error(L, "cugraph is closed");
+  if (!ctx->ready) start(L, ctx);
+  return ctx;
+}
+
+int cg_alive(cg_ctx *ctx) {
+  return ctx->ready && !ctx->closed && !ctx->poison;
+}
+
+void *cg_newobj(lua_State *L, cg_ctx *ctx, size_t size, cg_kind kind) {
+  cg_obj *o = lua_newuserdatauv(L, size, 2);
+  memset(o, 0, size);
+  o->ctx = ctx;
+  o->kind = (unsigned char)kind;
+  o->owned = 1;
+  luaL_setmetatable(L, cg_kind_names[kind]);
+  return o; /* open stays 0 until the driver call that fills it succeeds */
+}
+
+void *cg_toobj(lua_State *L, int idx, cg_kind kind) {
+  return luaL_checkudata(L, idx, cg_kind_names[kind]);
+}
+
+void *cg_testobj(lua_State *L, int idx, cg_kind kind) {
+  cg_ctx *ctx = cg_sentinel(L);
+  if (!lua_getmetatable(L, idx)) return NULL;
+  const void *mt = lua_topointer(L, -1);
+  lua_pop(L, 1);
+  return mt == ctx->mt[kind] ? lua_touserdata(L, idx) : NULL;
+}
+
+void *cg_checkobj(lua_State *L, int idx, cg_kind kind) {
+  cg_obj *o = luaL_checkudata(L, idx, cg_kind_names[kind]);
+  if (!o->open) luaL_error(L, "attempt to use a freed %s", cg_kind_names[kind]);
+  if (o->ctx->poison) poisoned(L, o->ctx);
+  return o;
+}
+
+void cg_guard(lua_State *L, cg_ctx *ctx, const char *what, const char *fix) {
+  if (ctx->capture)
+    luaL_error(L, "%s inside a graph capture: %s", what, fix);
+}
+
+void cg_canfree(lua_State *L, cg_obj *o) {
+  if (o->uses)
+    luaL_error(L, "cannot free %s: it is used by live cugraph.Graph #%d%s; "
+               "free the graph first", cg_kind_names[o->kind], (int)o->graph,
+               o->uses > 1 ? " and others" : "");
+}
+
+void cg_sync(lua_State *L, cg_ctx *ctx) {
+  cg_check(L, ctx, "cuCtxSynchronize", cg_drv.cuCtxSynchronize());
+}
+
+CUstream cg_optstream(lua_State *L, int idx, cg_ctx *ctx) {
+  if (lua_isnoneornil(L, idx)) return ctx->stream;
+  return ((cg_stream *)cg_checkobj(L, idx, CG_STREAM))->s;
+}
+
+int cg_method(lua_State *L) {
+  lua_getmetatable(L, 1);
+  lua_getfield(L, -1, "methods");
+  lua_pushvalue(L, 2);
+  if (lua_rawget(L, -2) != LUA_TNIL) return 1;
+  lua_pop(L, 3);
+  return 0;
+}
+
+int cg_tostring(lua_State *L, cg_obj *o, const char *fmt, ...) {
+  if (!o->open) {
+    lua_pushfstring(L, "%s (freed)", cg_kind_names[o->kind]);
+    return 1;
+  }
+  va_list ap;
+  va_start(ap, fmt);
+  lua_pushstring(L, cg_kind_names[o->kind]);
+  lua_pushvfstring(L, fmt, ap);
+  lua_concat(L, 2);
+  va_end(ap);
+  return 1;
+}
+
+void cg_newtype(lua_State *L, cg_kind kind, const luaL_Reg *methods,
+                const luaL_Reg *meta) {
+  luaL_newmetatable(L, cg_kind_names[kind]);
+  cg_sentinel(L)->mt[kind] = lua_topointer(L, -1);
+  luaL_setfuncs(L, meta, 0);
+  lua_pushstring(L, cg_kind_names[kind]);
+  lua_setfield(L, -2, "__metatable");
+  if (methods) { /* an __index function finds them in the field methods */
+    lua_newtable(L);
+    luaL_setfuncs(L, methods, 0);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, -3, "methods");
+    if (lua_getfield(L, -2, "__index") == LUA_TNIL) {
+      lua_pop(L, 1);
+      lua_setfield(L, -2, "__index");
+    } else {
+      lua_pop(L, 2);
+    }
+  }
+  lua_pop(L, 1);
+}
+
+/* -- release ------------------------------------------------------------ */
+
+static CUresult destroy(int what, void *h) {
+  switch (what) {
+  case CG_FREE_MEM: return cg_drv.cuMemFree((CUdeviceptr)(uintptr_t)h);
+  case CG_FREE_MODULE: return cg_drv.cuModuleUnload(h);
+  case CG_FREE_STREAM: return cg_drv.cuStreamDestroy(h);
+  case CG_FREE_EVENT: return cg_drv.cuEventDestroy(h);
+  case CG_FREE_EXEC: return cg_drv.cuGraphExecDestroy(h);
+  default: return cg_drv.cuGraphDestroy(h);
+  }
+}
+
+static const char *const destroy_api[] = {
+  "cuMemFree", "cuModuleUnload", "cuStreamDestroy", "cuEventDestroy",
+  "cuGraphExecDestroy", "cuGraphDestroy"
+};
+
+static void record(lua_State *L, cg_ctx *ctx, int what, CUresult r) {
+  if (r == CUDA_SUCCESS || r == CUDA_ERROR_DEINITIALIZED) return;
+  if (cg_driver_sticky(r) && !ctx->poison) {
+    ctx->poison = r;
+    ctx->poison_api = destroy_api[what];
+  }
+  ctx->gc_errors++;
+  snprintf(ctx->gc_error, sizeof ctx->gc_error, "%s: %s", destroy_api[what],
+           cg_driver_errname(r));
+  lua_warning(L, "cugraph: ", 1);
+  lua_warning(L, ctx->gc_error, 0);
+}
+
+void cg_release(lua_State *L, cg_ctx *ctx, int what, void *h) {
+  if (!h || !cg_alive(ctx)) return;
+  if (ctx->capture) {
+    if (ctx->ndeferred == ctx->cdeferred) {
+      size_t c = ctx->cdeferred ? 2 * ctx->cdeferred : 16;
+      void *p = realloc(ctx->deferred, c * sizeof *ctx->deferred);
+      if (!p) return; /* out of host memory: leak rather than break */
+      ctx->deferred = p;
+      ctx->cdeferred = c;
+    }
+    ctx->deferred[ctx->ndeferred].kind = what;
+    ctx->deferred[ctx->ndeferred++].h = h;
+    return;
+  }
+  record(L, ctx, what, destroy(what, h));
+}
+
+void cg_flush_deferred(lua_State *L, cg_ctx *ctx) {
+  for (size_t i = 0; i < ctx->ndeferred; i++)
+    if (cg_alive(ctx))
+      record(L, ctx, ctx->deferred[i].kind,
+             destroy(ctx->deferred[i].kind, ctx->deferred[i].h));
+  ctx->ndeferred = 0;
+}
+
+/* -- the sentinel --------------------------------------------------------- */
+
+static int sentinel_gc(lua_State *L) {
+  cg_ctx *ctx = lua_touserdata(L, 1);
+  if (cg_alive(ctx)) {
+    cg_flush_deferred(L, ctx);
+    if (ctx->stream) cg_drv.cuStreamDestroy(ctx->stream);
+  }
+  if (ctx->ready && !ctx->closed) cg_drv.cuDevicePrimaryCtxRelease(ctx->dev);
+  ctx->closed = 1;
+  free(ctx->deferred);
+  ctx->deferred = NULL;
+  return 0;
+}
+
+/* cuda.device([ordinal]) -> table */
+static int device(lua_State *L) {
+  cg_ctx *ctx = cg_context(L);
+  CUdevice dev = ctx->dev;
+  if (!lua_isnoneornil(L, 1)) {
+    int count = 0;
+    lua_Integer i = luaL_checkinteger(L, 1);
+    CU(L, ctx, cuDeviceGetCount, &count);
+    luaL_argcheck(L, i >= 0 && i < count, 1, "no such device");
+    CU(L, ctx, cuDeviceGet, &dev, (int)i);
+  }
+  char name[256];
+  int major, minor, sms, version;
+  size_t total, freemem = 0, tmp;
+  CU(L, ctx, cuDeviceGetName, name, (int)sizeof name, dev);
+  CU(L, ctx, cuDeviceGetAttribute, &major,
+     CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+  CU(L, ctx, cuDeviceGetAttribute, &minor,
+     CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+  CU(L, ctx, cuDeviceGetAttribute, &sms,
+     CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+  CU(L, ctx, cuDeviceTotalMem, &total, dev);
+  CU(L, ctx, cuDriverGetVersion, &version);
+  if (dev == ctx->dev) CU(L, ctx, cuMemGetInfo, &freemem, &tmp);
+  lua_createtable(L, 0, 10);
+  lua_pushstring(L, name);
+  lua_setfield(L, -2, "name");
+  lua_pushinteger(L, dev == ctx->dev ? ctx->ordinal : lua_tointeger(L, 1));
+  lua_setfield(L, -2, "ordinal");
+  lua_pushfstring(L, "%d.%d", major, minor);
+  lua_setfield(L, -2, "compute_capability");
+  lua_pushinteger(L, major);
+  lua_setfield(L, -2, "major");
+  lua_pushinteger(L, minor);
+  lua_setfield(L, -2, "minor");
+  lua_pushinteger(L, sms);
+  lua_setfield(L, -2, "multiprocessors");
+  lua_pushinteger(L, (lua_Integer)total);
+  lua_setfield(L, -2, "memory");
+  if (dev == ctx->dev) {
+    lua_pushinteger(L, (lua_Integer)freemem);
+    lua_setfield(L, -2, "free_memory");
+  }
+  lua_pushinteger(L, version);
+  lua_setfield(L, -2, "driver_version");
+  lua_pushinteger(L, ctx->max_threads);
+  lua_setfield(L, -2, "max_threads_per_block");
+  lua_pushinteger(L, ctx->max_shared_optin);
+  lua_setfield(L, -2, "max_shared_memory");
+  return 1;
+}
+
+/* cuda.device_count() */
+static int device_count(lua_State *L) {
+  cg_ctx *ctx = cg_sentinel(L);
+  const char *why = cg_driver_load();
+  if (why) return luaL_error(L, "%s", why);
+  int n = 0;
+  CU(L, ctx, cuDeviceGetCount, &n);
+  lua_pushinteger(L, n);
+  return 1;
+}
+
+/* cuda.select(ordinal): the device to use, before the first GPU call */
+static int select_device(lua_State *L) {
+  cg_ctx *ctx = cg_sentinel(L);
+  lua_Integer i = luaL_checkinteger(L, 1);
+  luaL_argcheck(L, i >= 0 && i <= 1024, 1, "device ordinal out of range");
+  if (ctx->ready && i != ctx->ordinal)
+    return luaL_error(L, "device %d is already in use; select a device "
+                      "before the first GPU call", ctx->ordinal);
+  ctx->ordinal = (int)i;
+  return 0;
+}
+
+/* cuda.synchronize(): waits for all work on the device */
+static int synchronize(lua_State *L) {
+  cg_ctx *ctx = cg_context(L);
+  cg_guard(L, ctx, "cuda.synchronize()", "synchronize after the capture");
+  cg_sync(L, ctx);
+  return 0;
+}
+
+/* cuda.status() -> {poisoned=name|nil, finalizer_errors=n, last_finalizer_error} */
+static int status(lua_State *L) {
+  cg_ctx *ctx = cg_sentinel(L);
+  lua_createtable(L, 0, 4);
+  lua_pushboolean(L, ctx->ready);
+  lua_setfield(L, -2, "initialized");
+  if (ctx->poison) {
+    lua_pushstring(L, cg_driver_errname(ctx->poison));
+    lua_setfield(L, -2, "poisoned");
+  }
+  lua_pushinteger(L, ctx->gc_errors);
+  lua_setfield(L, -2, "finalizer_errors");
+  if (ctx->gc_errors) {
+    lua_pushstring(L, ctx->gc_error);
+    lua_setfield(L, -2, "last_finalizer_error");
+  }
+  lua_pushboolean(L, ctx->capture != NULL);
+  lua_setfield(L, -2, "capturing");
+  return 1;
+}
+
+static const luaL_Reg funcs[] = {
+  {"device", device}, {"device_count", device_count},
+  {"select", select_device}, {"synchronize", synchronize},
+  {"status", status}, {NULL, NULL}
+};
+
+/* Creates the sentinel (first, so it is finalized last) and the functions
+   of this file into the module table on top of the stack. */
+void context_open(lua_State *L) {
+  luaL_setfuncs(L, funcs, 0);
+  if (cg_sentinel(L)) return; /* opened before in this state */
+  cg_ctx *ctx = lua_newuserdatauv(L, sizeof *ctx, 0);
+  memset(ctx, 0, sizeof *ctx);
+  const char *dev = getenv("CUGRAPH_LUA_DEVICE");
+  ctx->ordinal = dev && *dev ? atoi(dev) : 0;
+  lua_createtable(L, 0, 2);
+  lua_pushcfunction(L, sentinel_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, -2);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &sentinel_key);
+}

@@ -1,0 +1,135 @@
+/* Internal declarations shared by the files of cugraph.core. One file per
+   Lua type; each exports <type>_open(L), called from lcugraph.c. */
+#ifndef CUGRAPH_CORE_H
+#define CUGRAPH_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <lua.h>
+#include <lauxlib.h>
+#include "driver.h"
+
+/* Element types of buffers and scalars, in the order of their names. */
+typedef enum cg_type {
+  CG_F32, CG_F64, CG_I8, CG_U8, CG_I16, CG_U16, CG_I32, CG_U32, CG_I64,
+  CG_U64, CG_NTYPES
+} cg_type;
+extern const char *const cg_type_names[];
+extern const unsigned char cg_type_size[];
+
+/* The Lua types; cg_obj.kind. */
+typedef enum cg_kind {
+  CG_STREAM, CG_BUFFER, CG_SCALAR, CG_EVENT, CG_MODULE, CG_KERNEL, CG_GRAPH,
+  CG_NKINDS
+} cg_kind;
+extern const char *const cg_kind_names[]; /* "cugraph.Buffer", ... */
+
+typedef struct cg_capture cg_capture;
+
+/* One per lua_State that opened the module: the sentinel userdata, created
+   first in luaopen so it is finalized last. The driver is touched only when
+   the first GPU object is made. */
+typedef struct cg_ctx {
+  int ready;            /* device and primary context held */
+  int closed;           /* sentinel finalized: children skip the driver */
+  CUresult poison;      /* sticky error: the context can never work again */
+  const char *poison_api;
+  int ordinal;
+  CUdevice dev;
+  CUcontext cu;
+  CUstream stream;      /* default stream for calls that name none */
+  int max_threads, max_block[3], max_grid[3], max_shared, max_shared_optin;
+  cg_capture *capture;  /* the capture in progress, or NULL */
+  unsigned graph_ids;
+  const void *mt[CG_NKINDS]; /* metatable identities, for fast type tests */
+  struct cg_deferred { int kind; void *h; } *deferred; /* frees held back */
+  size_t ndeferred, cdeferred;                        /* during a capture */
+  unsigned gc_errors;   /* driver errors seen in finalizers */
+  char gc_error[200];   /* the last of them */
+} cg_ctx;
+
+/* Header of every object. open == 0 once freed; the handle is then gone. */
+typedef struct cg_obj {
+  cg_ctx *ctx;
+  unsigned char kind, open, owned;
+  unsigned uses;        /* live graphs that captured this object */
+  unsigned graph;       /* id of the last of them, for messages */
+} cg_obj;
+
+typedef struct cg_stream {
+  cg_obj h;
+  CUstream s;
+  CUevent join;         /* private event for s2:wait(s1), made on demand */
+} cg_stream;
+
+typedef struct cg_event {
+  cg_obj h;
+  CUevent e;
+  int timing;
+} cg_event;
+
+typedef struct cg_buffer {
+  cg_obj h;
+  CUdeviceptr ptr;
+  size_t n;
+  cg_type type;
+} cg_buffer;
+
+typedef struct cg_scalar {
+  cg_obj h;
+  CUdeviceptr ptr;
+  uint64_t bits;        /* value set on the host ... */
+  int pending;          /* ... and not yet written to the device */
+  cg_type type;
+} cg_scalar;
+
+/* Checked driver call that keeps the API's name for the error object. */
+#define CU(L, ctx, fn, ...) cg_check((L), (ctx), #fn, cg_drv.fn(__VA_ARGS__))
+void cg_check(lua_State *L, cg_ctx *ctx, const char *api, CUresult r);
+
+/* context.c */
+cg_ctx *cg_context(lua_State *L);           /* ready for driver calls */
+cg_ctx *cg_sentinel(lua_State *L);          /* no driver call */
+int cg_alive(cg_ctx *ctx);                  /* finalizers may call driver */
+void *cg_newobj(lua_State *L, cg_ctx *ctx, size_t size, cg_kind kind);
+void *cg_checkobj(lua_State *L, int idx, cg_kind kind); /* open, ctx sane */
+void *cg_toobj(lua_State *L, int idx, cg_kind kind);    /* freed is fine */
+void *cg_testobj(lua_State *L, int idx, cg_kind kind);  /* NULL if other */
+void cg_guard(lua_State *L, cg_ctx *ctx, const char *what, const char *fix);
+void cg_canfree(lua_State *L, cg_obj *o);
+/* Releases a driver handle for a finalizer or :free(): never raises; held
+   back while a capture runs (a free would break it); skipped when the
+   context is gone or poisoned; driver errors are recorded (cuda.status). */
+enum { CG_FREE_MEM, CG_FREE_MODULE, CG_FREE_STREAM, CG_FREE_EVENT,
+       CG_FREE_EXEC, CG_FREE_GRAPH };
+void cg_release(lua_State *L, cg_ctx *ctx, int what, void *h);
+void cg_flush_deferred(lua_State *L, cg_ctx *ctx);
+int cg_method(lua_State *L); /* __index helper: pushes methods[key] or 0 */
+int cg_tostring(lua_State *L, cg_obj *o, const char *fmt, ...);
+void cg_newtype(lua_State *L, cg_kind kind, const luaL_Reg *methods,
+                const luaL_Reg *meta);
+CUstream cg_optstream(lua_State *L, int idx, cg_ctx *ctx);
+void cg_sync(lua_State *L, cg_ctx *ctx); /* cuCtxSynchronize, checked */
+
+/* buffer.c: Lua values <-> element bits, range-checked */
+cg_type cg_checktype(lua_State *L, int idx);
+void cg_tobits(lua_State *L, int idx, cg_type t, void *out, const char *what);
+void cg_pushbits(lua_State *L, cg_type t, const void *p);
+
+/* scalar.c: write a pending host value on stream s (outside captures) */
+void cg_scalar_flush(lua_State *L, cg_scalar *sc, CUstream s);
+
+/* graph.c: record that the capture in progress uses the object at idx */
+void cg_pin(lua_State *L, cg_ctx *ctx, int idx);
+int cg_capturing_on(lua_State *L, cg_ctx *ctx, CUstream s);
+
+void stream_open(lua_State *L);
+void buffer_open(lua_State *L);
+void scalar_open(lua_State *L);
+void event_open(lua_State *L);
+void module_open(lua_State *L);
+void graph_open(lua_State *L);
+void nvrtc_open(lua_State *L);
+void context_open(lua_State *L);
+
+#endif

@@ -1,0 +1,45 @@
+/* cugraph-lua: the embedding API, for engines that run their own lua_State.
+
+   Link the engine with build/libcugraph.a (or the installed libcugraph.a,
+   pkg-config cugraph-lua) and Lua 5.4. Then:
+
+     lua_State *L = luaL_newstate();
+     luaL_openlibs(L);
+     cugraph_openlibs(L);           // require "cugraph" works from here
+     ...
+     cugraph_pushbuffer(L, ptr, "f32", n);   // engine memory, as a Buffer
+     lua_setglobal(L, "positions");
+
+   The engine's memory and streams must belong to the device's primary
+   context, the one the CUDA runtime uses. Objects pushed here are borrowed:
+   the script can use them anywhere a Buffer or Stream goes (launches,
+   captures) but never frees them; their :free() only detaches the Lua
+   object. The engine keeps the memory alive while a graph that captured it
+   lives. Functions that push raise Lua errors like any Lua API function. */
+#ifndef CUGRAPH_H
+#define CUGRAPH_H
+
+#include <stddef.h>
+#include <cuda.h>
+#include <lua.h>
+
+#define CUGRAPH_VERSION "0.1.0"
+
+/* The module's C part, as require "cugraph.core" opens it. */
+int luaopen_cugraph_core(lua_State *L);
+
+/* Registers cugraph.core in package.preload and, when dir is not NULL, puts
+   dir/?.lua and dir/?/init.lua (the folder holding cugraph/init.lua) at the
+   front of package.path, so that require "cugraph" works. */
+void cugraph_openlibs(lua_State *L, const char *dir);
+
+/* Pushes a borrowed Buffer of n elements of type ("f32", "u32", ...) at
+   device address ptr. */
+void cugraph_pushbuffer(lua_State *L, CUdeviceptr ptr, const char *type,
+                        size_t n);
+
+/* Pushes a borrowed Stream. The legacy stream (NULL) is refused: it cannot
+   be captured. */
+void cugraph_pushstream(lua_State *L, CUstream stream);
+
+#endif

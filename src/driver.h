@@ -1,0 +1,68 @@
+/* The single door to libcuda. Entry points are found with dlsym under the
+   versioned names that cuda.h maps the plain names to (cuMemAlloc is
+   cuMemAlloc_v2), so a call reads like the API: CU(L, cuMemAlloc, &p, n). */
+#ifndef CUGRAPH_DRIVER_H
+#define CUGRAPH_DRIVER_H
+
+#include <cuda.h>
+#include <lua.h>
+
+#define CG_DRIVER_FUNCS(X) \
+  X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) \
+  X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) \
+  X(cuDeviceGetAttribute) X(cuDeviceTotalMem) \
+  X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) \
+  X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuMemGetInfo) \
+  X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) \
+  X(cuStreamQuery) X(cuStreamWaitEvent) X(cuStreamBeginCapture) \
+  X(cuStreamEndCapture) X(cuStreamIsCapturing) \
+  X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) \
+  X(cuEventSynchronize) X(cuEventQuery) X(cuEventElapsedTime) \
+  X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) \
+  X(cuMemcpyDtoDAsync) X(cuMemsetD8Async) X(cuMemsetD16Async) \
+  X(cuMemsetD32Async) X(cuMemsetD2D32Async) \
+  X(cuModuleLoadDataEx) X(cuModuleUnload) X(cuModuleGetFunction) \
+  X(cuFuncSetAttribute) X(cuLaunchKernel) \
+  X(cuGraphInstantiate) X(cuGraphDestroy) X(cuGraphExecDestroy) \
+  X(cuGraphLaunch) X(cuGraphUpload) X(cuGraphGetNodes) \
+  X(cuGraphNodeGetType) X(cuGraphExecUpdate) X(cuGraphDebugDotPrint)
+
+/* Entry points a driver may lack (older drivers, the test double): NULL then. */
+#define CG_DRIVER_OPTIONAL(X) X(cuFuncGetParamInfo)
+
+#define CG_FIELD(f) __typeof__(f) *f;
+typedef struct cg_driver {
+  CG_DRIVER_FUNCS(CG_FIELD)
+  CG_DRIVER_OPTIONAL(CG_FIELD)
+} cg_driver;
+#undef CG_FIELD
+
+extern cg_driver cg_drv;
+
+/* Opens libcuda (CUGRAPH_LUA_LIBCUDA overrides the name) and calls cuInit
+   once per process. Returns NULL on success, else a message that stays
+   valid for the life of the process. */
+const char *cg_driver_load(void);
+
+/* Raises an error object {api, code, name, message}. Never returns. */
+int cg_driver_error(lua_State *L, const char *api, CUresult r);
+
+/* Pushes the error object without raising it. */
+void cg_driver_pusherror(lua_State *L, const char *api, CUresult r);
+
+/* Pushes an error object of any origin (NVRTC too): a table with fields
+   api, code, name, message and the metatable "cugraph.Error", whose
+   __tostring gives "api: name: message". */
+void cg_pusherror(lua_State *L, const char *api, int code, const char *name,
+                  const char *message);
+
+/* "CUDA_ERROR_OUT_OF_MEMORY", or "CUDA_ERROR_<code>" when unknown. */
+const char *cg_driver_errname(CUresult r);
+
+/* Errors after which the context can never work again. */
+int cg_driver_sticky(CUresult r);
+
+/* Registers the error metatable; called once from luaopen. */
+void cg_driver_open(lua_State *L);
+
+#endif

@@ -1,0 +1,382 @@
+/* cugraph.Graph: a Lua closure captured from a stream into a CUDA graph.
+   Capture is guarded (the closure runs under pcall; on any error the capture
+   is ended, the partial graph destroyed and the error re-raised), and a graph
+   pins every object the capture used (user value: a set of them), so the
+   collector never frees what it reads and an explicit free is refused. */
+#include <stdlib.h>
+#include <string.h>
+#include "core.h"
+
+struct cg_capture {
+  unsigned id;          /* the graph's id, for messages */
+  int pins;             /* registry ref: set of pinned objects */
+};
+
+typedef struct cg_graph {
+  cg_obj h;
+  CUgraph g;
+  CUgraphExec exec;
+  CUstream stream;      /* the capture stream: launches default to it */
+  CUstreamCaptureMode mode;
+  unsigned id;
+  lua_Integer launches;
+  size_t nodes;
+  int nscalars;
+  cg_scalar **scalars;  /* pinned scalars, flushed before each launch */
+} cg_graph;
+
+static const char *const modes[] = { "global", "thread_local", "relaxed", NULL };
+static const CUstreamCaptureMode mode_values[] = {
+  CU_STREAM_CAPTURE_MODE_GLOBAL, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+  CU_STREAM_CAPTURE_MODE_RELAXED
+};
+
+int cg_capturing_on(lua_State *L, cg_ctx *ctx, CUstream s) {
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  CU(L, ctx, cuStreamIsCapturing, s, &st);
+  return st == CU_STREAM_CAPTURE_STATUS_ACTIVE;
+}
+
+static cg_obj *asobj(lua_State *L, cg_ctx *ctx, int idx) {
+  if (!lua_getmetatable(L, idx)) return NULL;
+  const void *mt = lua_topointer(L, -1);
+  lua_pop(L, 1);
+  for (int k = 0; k < CG_NKINDS; k++)
+    if (mt == ctx->mt[k]) return lua_touserdata(L, idx);
+  return NULL;
+}
+
+void cg_pin(lua_State *L, cg_ctx *ctx, int idx) {
+  cg_obj *o;
+  if (!ctx->capture || !(o = asobj(L, ctx, idx))) return;
+  idx = lua_absindex(L, idx);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->capture->pins);
+  lua_pushvalue(L, idx);
+  if (lua_rawget(L, -2) == LUA_TNIL) {
+    lua_pushvalue(L, idx);
+    lua_pushboolean(L, 1);
+    lua_rawset(L, -4);
+    o->uses++;
+    o->graph = ctx->capture->id;
+    if (o->kind == CG_KERNEL) { /* and so its module */
+      lua_getiuservalue(L, idx, 1);
+      cg_pin(L, ctx, -1);
+      lua_pop(L, 1);
+    }
+  }
+  lua_pop(L, 2);
+}
+
+/* Releases every pin of the set at idx. */
+static void unpin(lua_State *L, int idx) {
+  idx = lua_absindex(L, idx);
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    cg_obj *o = lua_touserdata(L, -2);
+    if (o->uses) o->uses--;
+    lua_pop(L, 1);
+  }
+}
+
+static int traceback(lua_State *L) {
+  const char *msg = lua_tostring(L, 1);
+  if (msg && lua_type(L, 1) == LUA_TSTRING) luaL_traceback(L, L, msg, 1);
+  else lua_settop(L, 1);
+  return 1;
+}
+
+/* Runs fn (at fnidx) under capture on the stream at sidx, passing it. On success returns the graph and
+   leaves the set of pins on the stack; on any failure everything is undone
+   (capture ended, partial graph destroyed, pins released) and the error is
+   raised: the closure's own, or the driver's. */
+static CUgraph capture(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
+                       CUstreamCaptureMode mode, unsigned id) {
+  cg_stream *s = cg_checkobj(L, sidx, CG_STREAM);
+  if (ctx->capture)
+    luaL_error(L, "nested capture: a graph capture is already in progress");
+  if (!s->s)
+    luaL_error(L, "cannot capture on the legacy default stream; use a "
+               "stream from cuda.stream()");
+  if (cg_capturing_on(L, ctx, s->s))
+    luaL_error(L, "the stream is already capturing");
+  struct cg_capture cap = { id, 0 };
+  lua_newtable(L);
+  int pins = lua_gettop(L);
+  lua_pushvalue(L, pins);
+  cap.pins = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_pushcfunction(L, traceback);
+  lua_pushvalue(L, fnidx);
+  lua_pushvalue(L, sidx);
+  CUresult r = cg_drv.cuStreamBeginCapture(s->s, mode);
+  int status = LUA_OK;
+  if (r == CUDA_SUCCESS) {
+    ctx->capture = &cap;
+    cg_pin(L, ctx, sidx);
+    status = lua_pcall(L, 1, 0, pins + 1);
+    ctx->capture = NULL;
+  }
+  CUgraph g = NULL;
+  CUresult end = r == CUDA_SUCCESS ? cg_drv.cuStreamEndCapture(s->s, &g)
+                                   : r;
+  luaL_unref(L, LUA_REGISTRYINDEX, cap.pins);
+  cg_flush_deferred(L, ctx);
+  size_t n = 0;
+  if (status == LUA_OK && end == CUDA_SUCCESS)
+    end = cg_drv.cuGraphGetNodes(g, NULL, &n);
+  if (status == LUA_OK && end == CUDA_SUCCESS && n > 0) {
+    lua_settop(L, pins);
+    return g;
+  }
+  unpin(L, pins);
+  if (g) cg_drv.cuGraphDestroy(g);
+  if (status != LUA_OK) lua_error(L); /* the closure's error, on top */
+  if (end != CUDA_SUCCESS)
+    cg_check(L, ctx, r != CUDA_SUCCESS ? "cuStreamBeginCapture"
+                                       : "cuStreamEndCapture", end);
+  luaL_error(L, "the capture recorded no work: launch kernels, copies or "
+             "fills on the capture stream inside the closure");
+  return NULL;
+}
+
+/* Graph ids start at 1; the capture of graph #n pins with id n. */
+static unsigned nextid(cg_ctx *ctx) { return ++ctx->graph_ids; }
+
+/* Collects the pinned scalars into the graph's array (pins at idx). */
+static void collect(lua_State *L, cg_graph *gr, int idx) {
+  int n = 0;
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    lua_pop(L, 1);
+    n += ((cg_obj *)lua_touserdata(L, -1))->kind == CG_SCALAR;
+  }
+  cg_scalar **a = n ? malloc((size_t)n * sizeof *a) : NULL;
+  if (n && !a) luaL_error(L, "out of host memory");
+  free(gr->scalars);
+  gr->scalars = a;
+  gr->nscalars = 0;
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    lua_pop(L, 1);
+    cg_obj *o = lua_touserdata(L, -1);
+    if (o->kind == CG_SCALAR) a[gr->nscalars++] = (cg_scalar *)o;
+  }
+}
+
+/* s:capture(fn [, {mode=, auto_free=, upload=}]) -> Graph */
+static int stream_capture(lua_State *L) {
+  cg_stream *s = cg_checkobj(L, 1, CG_STREAM);
+  cg_ctx *ctx = s->h.ctx;
+  luaL_checktype(L, 2, LUA_TFUNCTION);
+  int mode = 1, auto_free = 0, upload = 0;
+  if (!lua_isnoneornil(L, 3)) {
+    luaL_checktype(L, 3, LUA_TTABLE);
+    lua_getfield(L, 3, "mode");
+    mode = luaL_checkoption(L, -1, "thread_local", modes);
+    lua_getfield(L, 3, "auto_free");
+    auto_free = lua_toboolean(L, -1);
+    lua_getfield(L, 3, "upload");
+    upload = lua_toboolean(L, -1);
+    lua_pop(L, 3);
+  }
+  lua_settop(L, 2);
+  cg_graph *gr = cg_newobj(L, ctx, sizeof *gr, CG_GRAPH); /* 3 */
+  gr->id = nextid(ctx);
+  gr->mode = mode_values[mode];
+  gr->stream = s->s;
+  CUgraph g = capture(L, ctx, 1, 2, gr->mode, gr->id); /* pins at 4 */
+  gr->g = g;
+  gr->h.open = 1; /* from here __gc releases the graph and the pins */
+  lua_pushvalue(L, 4);
+  lua_setiuservalue(L, 3, 1);
+  lua_pushvalue(L, 1);
+  lua_setiuservalue(L, 3, 2);
+  cg_drv.cuGraphGetNodes(g, NULL, &gr->nodes);
+  collect(L, gr, 4);
+  CU(L, ctx, cuGraphInstantiate, &gr->exec, g,
+     auto_free ? CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH : 0);
+  if (upload) CU(L, ctx, cuGraphUpload, gr->exec, gr->stream);
+  lua_settop(L, 3);
+  return 1;
+}
+
+static cg_graph *check(lua_State *L) { return cg_checkobj(L, 1, CG_GRAPH); }
+
+static int graph_free(lua_State *L) {
+  cg_graph *gr = cg_toobj(L, 1, CG_GRAPH);
+  if (!gr->h.open) return 0;
+  gr->h.open = 0;
+  cg_release(L, gr->h.ctx, CG_FREE_EXEC, gr->exec);
+  cg_release(L, gr->h.ctx, CG_FREE_GRAPH, gr->g);
+  gr->exec = NULL;
+  gr->g = NULL;
+  free(gr->scalars);
+  gr->scalars = NULL;
+  gr->nscalars = 0;
+  if (lua_getiuservalue(L, 1, 1) == LUA_TTABLE) unpin(L, -1);
+  lua_pushnil(L);
+  lua_setiuservalue(L, 1, 1);
+  return 0;
+}
+
+static CUstream launchstream(lua_State *L, cg_graph *gr, int idx) {
+  cg_ctx *ctx = gr->h.ctx;
+  if (ctx->capture)
+    luaL_error(L, "graph:launch() inside a graph capture: launch the graph "
+               "after the capture ends");
+  return lua_isnoneornil(L, idx) ? gr->stream : cg_optstream(L, idx, ctx);
+}
+
+static void launch(lua_State *L, cg_graph *gr, CUstream st) {
+  for (int i = 0; i < gr->nscalars; i++)
+    cg_scalar_flush(L, gr->scalars[i], st);
+  CU(L, gr->h.ctx, cuGraphLaunch, gr->exec, st);
+  gr->launches++;
+}
+
+/* g:launch([stream]) */
+static int graph_launch(lua_State *L) {
+  cg_graph *gr = check(L);
+  launch(L, gr, launchstream(L, gr, 2));
+  return 0;
+}
+
+/* g:replay(n [, stream]): n launches, the loop in C */
+static int graph_replay(lua_State *L) {
+  cg_graph *gr = check(L);
+  lua_Integer n = luaL_checkinteger(L, 2);
+  luaL_argcheck(L, n >= 0, 2, "count must not be negative");
+  CUstream st = launchstream(L, gr, 3);
+  for (lua_Integer i = 0; i < n; i++) launch(L, gr, st);
+  return 0;
+}
+
+/* g:upload([stream]): moves the graph's work to the device ahead of launch */
+static int graph_upload(lua_State *L) {
+  cg_graph *gr = check(L);
+  CU(L, gr->h.ctx, cuGraphUpload, gr->exec, launchstream(L, gr, 2));
+  return 0;
+}
+
+/* g:nodes() -> count, {kind, ...} */
+static int graph_nodes(lua_State *L) {
+  static const char *const kinds[] = {
+    "kernel", "memcpy", "memset", "host", "graph", "empty", "wait_event",
+    "event_record", "ext_semas_signal", "ext_semas_wait", "mem_alloc",
+    "mem_free", "batch_mem_op", "conditional"
+  };
+  cg_graph *gr = check(L);
+  size_t n = gr->nodes;
+  CUgraphNode *nodes = lua_newuserdatauv(L, (n ? n : 1) * sizeof *nodes, 0);
+  CU(L, gr->h.ctx, cuGraphGetNodes, gr->g, nodes, &n);
+  lua_pushinteger(L, (lua_Integer)n);
+  lua_createtable(L, (int)n, 0);
+  for (size_t i = 0; i < n; i++) {
+    CUgraphNodeType t;
+    CU(L, gr->h.ctx, cuGraphNodeGetType, nodes[i], &t);
+    if ((size_t)t < sizeof kinds / sizeof *kinds) lua_pushstring(L, kinds[t]);
+    else lua_pushfstring(L, "type %d", (int)t);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  return 2;
+}
+
+/* g:dot(path [, verbose]): Graphviz description of the graph */
+static int graph_dot(lua_State *L) {
+  cg_graph *gr = check(L);
+  const char *path = luaL_checkstring(L, 2);
+  unsigned flags = lua_toboolean(L, 3) ? CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE : 0;
+  CU(L, gr->h.ctx, cuGraphDebugDotPrint, gr->g, path, flags);
+  lua_settop(L, 1);
+  return 1;
+}
+
+static const char *update_reason(CUgraphExecUpdateResult r) {
+  switch (r) {
+  case CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED:
+    return "the topology changed (nodes or edges added or removed)";
+  case CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED:
+    return "a node changed type";
+  case CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED:
+    return "a kernel node launches a different function";
+  case CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED:
+    return "a node's parameters changed in a way that cannot be updated";
+  case CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED:
+    return "a node's change is not supported";
+  case CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE:
+    return "an unsupported function change";
+  case CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED:
+    return "a node's attributes changed";
+  default:
+    return "the graphs differ";
+  }
+}
+
+/* g:update(fn): captures fn again on the graph's stream and applies the new
+   parameters to the instantiated graph in place; the topology must match. */
+static int graph_update(lua_State *L) {
+  cg_graph *gr = check(L);
+  cg_ctx *ctx = gr->h.ctx;
+  luaL_checktype(L, 2, LUA_TFUNCTION);
+  lua_settop(L, 2);
+  lua_getiuservalue(L, 1, 2); /* 3: the capture stream */
+  CUgraph g = capture(L, ctx, 3, 2, gr->mode, gr->id); /* 4: new pins */
+  CUgraphExecUpdateResultInfo info;
+  memset(&info, 0, sizeof info);
+  CUresult r = cg_drv.cuGraphExecUpdate(gr->exec, g, &info);
+  if (r != CUDA_SUCCESS) {
+    unpin(L, 4);
+    cg_drv.cuGraphDestroy(g);
+    if (r != CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE)
+      cg_check(L, ctx, "cuGraphExecUpdate", r);
+    cg_pusherror(L, "cuGraphExecUpdate", (int)r, cg_driver_errname(r),
+                 lua_pushfstring(L, "graph update failed: %s; capture a new "
+                                 "graph instead", update_reason(info.result)));
+    return lua_error(L);
+  }
+  lua_getiuservalue(L, 1, 1);
+  unpin(L, -1);
+  lua_pushvalue(L, 4);
+  lua_setiuservalue(L, 1, 1);
+  cg_release(L, ctx, CG_FREE_GRAPH, gr->g);
+  gr->g = g;
+  cg_drv.cuGraphGetNodes(g, NULL, &gr->nodes);
+  collect(L, gr, 4);
+  lua_settop(L, 1);
+  return 1;
+}
+
+static int graph_index(lua_State *L) {
+  if (cg_method(L)) return 1;
+  cg_graph *gr = cg_toobj(L, 1, CG_GRAPH);
+  const char *k = lua_tostring(L, 2);
+  if (!k) return 0;
+  if (!strcmp(k, "launches")) lua_pushinteger(L, gr->launches);
+  else if (!strcmp(k, "id")) lua_pushinteger(L, gr->id);
+  else return 0;
+  return 1;
+}
+
+static int graph_tostring(lua_State *L) {
+  cg_graph *gr = cg_toobj(L, 1, CG_GRAPH);
+  return cg_tostring(L, &gr->h, " #%d (%d nodes, %I launches)", (int)gr->id,
+                     (int)gr->nodes, (LUAI_UACINT)gr->launches);
+}
+
+void graph_open(lua_State *L) {
+  static const luaL_Reg methods[] = {
+    {"launch", graph_launch}, {"replay", graph_replay},
+    {"upload", graph_upload}, {"nodes", graph_nodes}, {"dot", graph_dot},
+    {"update", graph_update}, {"free", graph_free}, {"close", graph_free},
+    {NULL, NULL}
+  };
+  static const luaL_Reg meta[] = {
+    {"__gc", graph_free}, {"__close", graph_free}, {"__index", graph_index},
+    {"__tostring", graph_tostring}, {NULL, NULL}
+  };
+  cg_newtype(L, CG_GRAPH, methods, meta);
+  luaL_getmetatable(L, cg_kind_names[CG_STREAM]);
+  lua_getfield(L, -1, "methods");
+  lua_pushcfunction(L, stream_capture);
+  lua_setfield(L, -2, "capture");
+  lua_pop(L, 2);
+}

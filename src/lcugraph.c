@@ -1,0 +1,74 @@
+/* luaopen_cugraph_core: registers every type; and the embedding API. */
+#include <string.h>
+#include "core.h"
+#include "cugraph.h"
+
+int luaopen_cugraph_core(lua_State *L) {
+  lua_newtable(L);
+  context_open(L); /* first: the sentinel must be finalized last */
+  cg_driver_open(L);
+  stream_open(L);
+  buffer_open(L);
+  scalar_open(L);
+  event_open(L);
+  module_open(L);
+  graph_open(L);
+  nvrtc_open(L);
+  lua_pushliteral(L, CUGRAPH_VERSION);
+  lua_setfield(L, -2, "version");
+  lua_createtable(L, CG_NTYPES, 0);
+  for (int t = 0; t < CG_NTYPES; t++) {
+    lua_pushstring(L, cg_type_names[t]);
+    lua_rawseti(L, -2, t + 1);
+  }
+  lua_setfield(L, -2, "types");
+  return 1;
+}
+
+void cugraph_openlibs(lua_State *L, const char *dir) {
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
+  lua_pushcfunction(L, luaopen_cugraph_core);
+  lua_setfield(L, -2, "cugraph.core");
+  lua_pop(L, 1);
+  if (!dir) return;
+  lua_getglobal(L, "package");
+  lua_getfield(L, -1, "path");
+  lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;%s", dir, dir,
+                  lua_tostring(L, -1));
+  lua_setfield(L, -3, "path");
+  lua_pop(L, 2);
+}
+
+/* The sentinel of this state; opens the module if the script has not. */
+static cg_ctx *context(lua_State *L) {
+  if (!cg_sentinel(L)) {
+    luaL_requiref(L, "cugraph.core", luaopen_cugraph_core, 0);
+    lua_pop(L, 1);
+  }
+  return cg_context(L);
+}
+
+void cugraph_pushbuffer(lua_State *L, CUdeviceptr ptr, const char *type,
+                        size_t n) {
+  cg_ctx *ctx = context(L);
+  lua_pushstring(L, type);
+  cg_type t = cg_checktype(L, -1);
+  lua_pop(L, 1);
+  if (!ptr || !n) luaL_error(L, "cugraph_pushbuffer: null pointer or size 0");
+  cg_buffer *b = cg_newobj(L, ctx, sizeof *b, CG_BUFFER);
+  b->ptr = ptr;
+  b->n = n;
+  b->type = t;
+  b->h.owned = 0;
+  b->h.open = 1;
+}
+
+void cugraph_pushstream(lua_State *L, CUstream stream) {
+  cg_ctx *ctx = context(L);
+  if (!stream)
+    luaL_error(L, "cugraph_pushstream: the legacy stream cannot be used");
+  cg_stream *s = cg_newobj(L, ctx, sizeof *s, CG_STREAM);
+  s->s = stream;
+  s->h.owned = 0;
+  s->h.open = 1;
+}

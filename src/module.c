@@ -1,0 +1,550 @@
+/* cugraph.Module and cugraph.Kernel. A module keeps the signatures of its
+   PTX entries; a kernel checks every launch against its signature and the
+   device's limits before cuLaunchKernel, and marshals the arguments into
+   storage it owns, so a steady launch loop allocates nothing. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core.h"
+#include "ptx.h"
+
+typedef struct cg_module {
+  cg_obj h;
+  CUmodule m;
+  ptx_entry *entries;   /* user value 2; NULL for cubin and fatbin */
+  int nentries;
+} cg_module;
+
+typedef struct cg_kernel {
+  cg_obj h;
+  cg_module *mod;       /* pinned through the kernel's user value */
+  CUfunction f;
+  unsigned shared;      /* dynamic shared memory per launch */
+  int nparams;
+  char name[64];        /* for messages */
+  ptx_param *params;    /* the rest of the userdata: params, then argp, */
+  void **argp;          /* then one 8-aligned slot per argument */
+} cg_kernel;
+
+/* -- signatures as text --------------------------------------------------- */
+
+static const char *const ptx_names[] = {
+  "f32", "f64", "i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64"
+};
+
+static void pushparam(lua_State *L, const ptx_param *p) {
+  switch (p->type) {
+  case PTX_INT: lua_pushfstring(L, "b%d", (int)p->size * 8); break;
+  case PTX_PTR_OR_INT: lua_pushliteral(L, "u64|ptr"); break;
+  case PTX_PTR:
+    lua_pushfstring(L, "%s%s*", p->is_const ? "const " : "",
+                    p->elem == PTX_ANY ? "void" : ptx_names[p->elem]);
+    break;
+  case PTX_BYTES: lua_pushfstring(L, "b8[%d]", (int)p->size); break;
+  default: lua_pushstring(L, ptx_names[p->type]);
+  }
+}
+
+static void pushsignature(lua_State *L, const char *name, const ptx_param *ps,
+                          int n) {
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  luaL_addstring(&b, name);
+  luaL_addchar(&b, '(');
+  for (int i = 0; i < n; i++) {
+    if (i) luaL_addstring(&b, ", ");
+    pushparam(L, &ps[i]);
+    luaL_addvalue(&b);
+  }
+  luaL_addchar(&b, ')');
+  luaL_pushresult(&b);
+}
+
+/* cuda.entries(ptx) -> { {name=, base=, typed=, params={...}}, ... } */
+static int entries(lua_State *L) {
+  size_t len;
+  const char *src = luaL_checklstring(L, 1, &len);
+  char err[200];
+  int n;
+  ptx_entry *e = ptx_parse(src, len, &n, err, sizeof err);
+  if (!e) return luaL_error(L, "%s", err);
+  lua_createtable(L, n, 0);
+  for (int i = 0; i < n; i++) {
+    lua_createtable(L, 0, 4);
+    lua_pushstring(L, e[i].name);
+    lua_setfield(L, -2, "name");
+    lua_pushstring(L, e[i].base);
+    lua_setfield(L, -2, "base");
+    lua_pushboolean(L, e[i].typed);
+    lua_setfield(L, -2, "typed");
+    lua_createtable(L, e[i].nparams, 0);
+    for (int j = 0; j < e[i].nparams; j++) {
+      pushparam(L, &e[i].params[j]);
+      lua_rawseti(L, -2, j + 1);
+    }
+    lua_setfield(L, -2, "params");
+    lua_rawseti(L, -2, i + 1);
+  }
+  free(e);
+  return 1;
+}
+
+/* -- modules -------------------------------------------------------------- */
+
+static int is_binary(const char *s, size_t len) {
+  static const unsigned char fatbin[4] = { 0x50, 0xed, 0x55, 0xba };
+  return (len >= 4 && !memcmp(s, "\x7f" "ELF", 4)) ||
+         (len >= 4 && !memcmp(s, fatbin, 4));
+}
+
+/* core.module(image [, name]): PTX text, cubin or fatbin */
+static int module_new(lua_State *L) {
+  size_t len;
+  const char *img = luaL_checklstring(L, 1, &len);
+  const char *name = luaL_optstring(L, 2, "module");
+  char err[256];
+  ptx_entry *e = NULL;
+  int n = 0;
+  if (!is_binary(img, len)) {
+    if (strlen(img) != len)
+      return luaL_error(L, "%s: not PTX, cubin or fatbin (NUL byte in text)",
+                        name);
+    ptx_entry *parsed = ptx_parse(img, len, &n, err, sizeof err);
+    if (!parsed) return luaL_error(L, "%s: %s", name, err);
+    e = lua_newuserdatauv(L, (size_t)(n ? n : 1) * sizeof *e, 0);
+    memcpy(e, parsed, (size_t)n * sizeof *e);
+    free(parsed);
+  } else {
+    lua_pushnil(L);
+  }
+  int box = lua_gettop(L);
+  cg_ctx *ctx = cg_context(L);
+  cg_guard(L, ctx, "cannot load a module", "load modules before capture");
+  cg_module *m = cg_newobj(L, ctx, sizeof *m, CG_MODULE);
+  m->entries = e;
+  m->nentries = n;
+  lua_newtable(L); /* kernels by name */
+  lua_setiuservalue(L, -2, 1);
+  lua_pushvalue(L, box); /* the signatures live as long as the module */
+  lua_setiuservalue(L, -2, 2);
+  char log[4096] = "";
+  CUjit_option opt[2] = { CU_JIT_ERROR_LOG_BUFFER,
+                          CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES };
+  void *val[2] = { log, (void *)(uintptr_t)sizeof log };
+  CUresult r = cg_drv.cuModuleLoadDataEx(&m->m, img, 2, opt, val);
+  if (r != CUDA_SUCCESS) {
+    cg_driver_pusherror(L, "cuModuleLoadDataEx", r);
+    lua_pushstring(L, log);
+    lua_setfield(L, -2, "log");
+    if (*log) { /* the JIT's reason makes the message */
+      lua_pushfstring(L, "%s: %s", name, log);
+      lua_setfield(L, -2, "message");
+    }
+    return lua_error(L);
+  }
+  m->h.open = 1;
+  return 1;
+}
+
+static int module_free(lua_State *L) {
+  cg_module *m = cg_toobj(L, 1, CG_MODULE);
+  if (!m->h.open) return 0;
+  cg_canfree(L, &m->h);
+  m->h.open = 0;
+  cg_release(L, m->h.ctx, CG_FREE_MODULE, m->m);
+  m->m = NULL;
+  return 0;
+}
+
+static int module_gc(lua_State *L) {
+  ((cg_obj *)cg_toobj(L, 1, CG_MODULE))->uses = 0;
+  return module_free(L);
+}
+
+/* The entry named name: exact, else the one whose demangled name it is. */
+static const ptx_entry *find(lua_State *L, cg_module *m, const char *name) {
+  const ptx_entry *hit = NULL;
+  for (int i = 0; i < m->nentries; i++)
+    if (!strcmp(m->entries[i].name, name)) return &m->entries[i];
+  for (int i = 0; i < m->nentries; i++)
+    if (!strcmp(m->entries[i].base, name)) {
+      if (hit)
+        luaL_error(L, "kernel '%s' is overloaded (%s, %s): use the entry "
+                   "name", name, hit->name, m->entries[i].name);
+      hit = &m->entries[i];
+    }
+  if (!hit) {
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (int i = 0; i < m->nentries; i++) {
+      if (i) luaL_addstring(&b, ", ");
+      luaL_addstring(&b, m->entries[i].base);
+    }
+    luaL_pushresult(&b);
+    luaL_error(L, "module has no kernel '%s' (it has: %s)", name,
+               lua_tostring(L, -1));
+  }
+  return hit;
+}
+
+/* Checks the signature against the sizes the driver reports, if it can. */
+static void crosscheck(lua_State *L, cg_kernel *k) {
+  if (!cg_drv.cuFuncGetParamInfo) return;
+  size_t off, size;
+  for (int i = 0; i < k->nparams; i++) {
+    CUresult r = cg_drv.cuFuncGetParamInfo(k->f, (size_t)i, &off, &size);
+    if (r != CUDA_SUCCESS) {
+      if (i == 0 && r == CUDA_ERROR_NOT_SUPPORTED) return;
+      luaL_error(L, "%s: the signature has %d parameters, the kernel %d",
+                 k->name, k->nparams, i);
+    }
+    if (size != k->params[i].size)
+      luaL_error(L, "%s: the signature gives parameter %d %d bytes, the "
+                 "kernel %d", k->name, i + 1, (int)k->params[i].size,
+                 (int)size);
+  }
+  if (cg_drv.cuFuncGetParamInfo(k->f, (size_t)k->nparams, &off, &size) ==
+      CUDA_SUCCESS)
+    luaL_error(L, "%s: the signature has %d parameters, the kernel more",
+               k->name, k->nparams);
+}
+
+/* Makes a kernel object for entry `entry` with parameters ps[n]; the module
+   is at index 1. */
+static cg_kernel *newkernel(lua_State *L, cg_module *m, const char *entry,
+                            const char *label, const ptx_param *ps, int n) {
+  size_t slots = 0;
+  for (int i = 0; i < n; i++) slots += (ps[i].size + 7) / 8;
+  size_t size = sizeof(cg_kernel) + (size_t)n * sizeof(ptx_param);
+  size = (size + 7) & ~(size_t)7;
+  cg_kernel *k = cg_newobj(L, m->h.ctx, size + (size_t)n * sizeof(void *) +
+                           slots * 8, CG_KERNEL);
+  k->mod = m;
+  k->nparams = n;
+  snprintf(k->name, sizeof k->name, "%s", label);
+  k->params = (ptx_param *)(k + 1);
+  memcpy(k->params, ps, (size_t)n * sizeof *ps);
+  k->argp = (void **)((char *)k + size);
+  uint64_t *slot = (uint64_t *)(k->argp + n);
+  for (int i = 0; i < n; i++) {
+    k->argp[i] = slot;
+    slot += (ps[i].size + 7) / 8;
+  }
+  lua_pushvalue(L, 1);
+  lua_setiuservalue(L, -2, 1); /* the kernel keeps its module alive */
+  CU(L, m->h.ctx, cuModuleGetFunction, &k->f, m->m, entry);
+  k->h.open = 1;
+  crosscheck(L, k);
+  return k;
+}
+
+/* m:kernel(name [, signature]) */
+static int module_kernel(lua_State *L) {
+  cg_module *m = cg_checkobj(L, 1, CG_MODULE);
+  const char *name = luaL_checkstring(L, 2);
+  if (!lua_isnoneornil(L, 3)) {
+    ptx_param ps[PTX_MAX_PARAMS];
+    char err[200];
+    int n = ptx_signature(luaL_checkstring(L, 3), ps, PTX_MAX_PARAMS, err,
+                          sizeof err);
+    if (n < 0) return luaL_argerror(L, 3, err);
+    const char *entry = name;
+    if (m->entries) entry = find(L, m, name)->name;
+    newkernel(L, m, entry, name, ps, n);
+    return 1;
+  }
+  if (!m->entries)
+    return luaL_error(L, "kernel '%s': a cubin or fatbin module has no "
+                      "signatures; use m:kernel(name, signature)", name);
+  lua_getiuservalue(L, 1, 1);
+  if (lua_getfield(L, -1, name) != LUA_TNIL) return 1;
+  lua_pop(L, 1);
+  const ptx_entry *e = find(L, m, name);
+  newkernel(L, m, e->name, e->base, e->params, e->nparams);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, -3, name);
+  return 1;
+}
+
+/* m:kernels() -> names of the entries */
+static int module_kernels(lua_State *L) {
+  cg_module *m = cg_checkobj(L, 1, CG_MODULE);
+  lua_createtable(L, m->nentries, 0);
+  for (int i = 0; i < m->nentries; i++) {
+    lua_pushstring(L, m->entries[i].base);
+    lua_rawseti(L, -2, i + 1);
+  }
+  return 1;
+}
+
+/* m.name is m:kernel(name) */
+static int module_index(lua_State *L) {
+  if (cg_method(L)) return 1;
+  lua_settop(L, 2);
+  return module_kernel(L);
+}
+
+static int module_tostring(lua_State *L) {
+  cg_module *m = cg_toobj(L, 1, CG_MODULE);
+  return cg_tostring(L, &m->h, " (%d kernel%s)", m->nentries,
+                     m->nentries == 1 ? "" : "s");
+}
+
+/* -- kernels -------------------------------------------------------------- */
+
+static cg_kernel *checkkernel(lua_State *L) {
+  cg_kernel *k = cg_checkobj(L, 1, CG_KERNEL);
+  if (!k->mod->h.open)
+    luaL_error(L, "attempt to use a kernel of a freed cugraph.Module");
+  return k;
+}
+
+static int kernel_free(lua_State *L) {
+  ((cg_obj *)cg_toobj(L, 1, CG_KERNEL))->open = 0;
+  return 0;
+}
+
+/* Raises "saxpy: argument 3 (f32): msg". */
+static int argerror(lua_State *L, cg_kernel *k, int arg, const char *msg) {
+  pushparam(L, &k->params[arg - 1]);
+  return luaL_error(L, "%s: argument %d (%s): %s", k->name, arg,
+                    lua_tostring(L, -1), msg);
+}
+
+static int typeerror(lua_State *L, cg_kernel *k, int arg, int idx,
+                     const char *expected) {
+  const char *got = luaL_typename(L, idx);
+  if (luaL_getmetafield(L, idx, "__name") == LUA_TSTRING)
+    got = lua_tostring(L, -1);
+  cg_buffer *b = cg_testobj(L, idx, CG_BUFFER);
+  if (b) got = lua_pushfstring(L, "%s of %s", got, cg_type_names[b->type]);
+  cg_scalar *s = cg_testobj(L, idx, CG_SCALAR);
+  if (s) got = lua_pushfstring(L, "%s of %s", got, cg_type_names[s->type]);
+  return argerror(L, k, arg,
+                  lua_pushfstring(L, "expected %s, got %s", expected, got));
+}
+
+/* A device pointer from a Buffer or Scalar at idx (whose element type must
+   be elem unless elem is PTX_ANY); 0 if the value is neither. */
+static CUdeviceptr pointer(lua_State *L, cg_kernel *k, int arg, int idx,
+                           int elem, CUstream st) {
+  cg_ctx *ctx = k->h.ctx;
+  if (!lua_getmetatable(L, idx)) return 0;
+  const void *mt = lua_topointer(L, -1);
+  lua_pop(L, 1);
+  cg_obj *o = lua_touserdata(L, idx);
+  CUdeviceptr p;
+  int type;
+  if (mt == ctx->mt[CG_BUFFER]) {
+    p = ((cg_buffer *)o)->ptr;
+    type = ((cg_buffer *)o)->type;
+  } else if (mt == ctx->mt[CG_SCALAR]) {
+    cg_scalar *sc = (cg_scalar *)o;
+    p = sc->ptr;
+    type = sc->type;
+    if (o->open && !ctx->capture) cg_scalar_flush(L, sc, st);
+  } else {
+    return 0;
+  }
+  if (!o->open)
+    argerror(L, k, arg, lua_pushfstring(L, "attempt to use a freed %s",
+                                        cg_kind_names[o->kind]));
+  if (elem != PTX_ANY && elem != type)
+    typeerror(L, k, arg, idx, lua_pushfstring(L, "%s of %s",
+              "cugraph.Buffer or cugraph.Scalar", ptx_names[elem]));
+  if (ctx->capture) cg_pin(L, ctx, idx);
+  return p;
+}
+
+/* An integer argument of `size` bytes; signedness unknown when !typed. */
+static void intarg(lua_State *L, cg_kernel *k, int arg, int idx,
+                   unsigned size, void *slot) {
+  int ok;
+  lua_Integer v = lua_tointegerx(L, idx, &ok);
+  if (!ok || lua_type(L, idx) != LUA_TNUMBER) {
+    if (lua_type(L, idx) == LUA_TNUMBER)
+      argerror(L, k, arg, "number has no integer representation");
+    typeerror(L, k, arg, idx, "integer");
+  }
+  if (size < 8) {
+    lua_Integer lo = -((lua_Integer)1 << (size * 8 - 1));
+    lua_Integer hi = ((lua_Integer)1 << (size * 8)) - 1;
+    if (v < lo || v > hi)
+      argerror(L, k, arg, lua_pushfstring(L, "%I is out of range",
+                                          (LUAI_UACINT)v));
+  }
+  memcpy(slot, &v, size); /* little-endian: the low bytes */
+}
+
+static void setarg(lua_State *L, cg_kernel *k, int arg, int idx,
+                   CUstream st) {
+  const ptx_param *p = &k->params[arg - 1];
+  void *slot = k->argp[arg - 1];
+  CUdeviceptr ptr;
+  switch (p->type) {
+  case PTX_PTR:
+    if (!(ptr = pointer(L, k, arg, idx, p->elem, st)))
+      typeerror(L, k, arg, idx, p->elem == PTX_ANY
+                ? "cugraph.Buffer or cugraph.Scalar"
+                : lua_pushfstring(L, "cugraph.Buffer or cugraph.Scalar of %s",
+                                  ptx_names[p->elem]));
+    memcpy(slot, &ptr, 8);
+    break;
+  case PTX_PTR_OR_INT:
+    if (lua_type(L, idx) == LUA_TNUMBER) intarg(L, k, arg, idx, 8, slot);
+    else if ((ptr = pointer(L, k, arg, idx, PTX_ANY, st))) memcpy(slot, &ptr, 8);
+    else typeerror(L, k, arg, idx, "cugraph.Buffer, cugraph.Scalar or integer");
+    break;
+  case PTX_INT:
+    intarg(L, k, arg, idx, p->size, slot);
+    break;
+  case PTX_BYTES: {
+    size_t len;
+    const char *s = lua_tolstring(L, idx, &len);
+    if (lua_type(L, idx) != LUA_TSTRING) typeerror(L, k, arg, idx, "string");
+    if (len != p->size)
+      argerror(L, k, arg, lua_pushfstring(L, "expected %d bytes, got %d",
+                                          (int)p->size, (int)len));
+    memcpy(slot, s, len);
+    break;
+  }
+  default:
+    if (lua_type(L, idx) != LUA_TNUMBER) typeerror(L, k, arg, idx, "number");
+    if (p->type == PTX_F32 || p->type == PTX_F64) {
+      cg_tobits(L, idx, (cg_type)p->type, slot, k->name);
+    } else {
+      char what[96];
+      int ok;
+      lua_tointegerx(L, idx, &ok);
+      snprintf(what, sizeof what, "%s: argument %d (%s)", k->name, arg,
+               ptx_names[p->type]);
+      if (!ok) argerror(L, k, arg, "number has no integer representation");
+      cg_tobits(L, idx, (cg_type)p->type, slot, what);
+    }
+  }
+}
+
+/* Launch dimensions: an integer or {x [, y [, z]]}, each 1..limit. */
+static void dims(lua_State *L, cg_kernel *k, int idx, const char *what,
+                 const int lim[3], unsigned out[3]) {
+  static const char xyz[] = "xyz";
+  int t = lua_type(L, idx);
+  if (t != LUA_TNUMBER && t != LUA_TTABLE)
+    luaL_error(L, "%s: %s must be an integer or {x, y, z}, got %s", k->name,
+               what, luaL_typename(L, idx));
+  for (int i = 0; i < 3; i++) {
+    int isnum = 1;
+    lua_Integer v = 1;
+    if (t == LUA_TNUMBER && i == 0) {
+      v = lua_tointegerx(L, idx, &isnum);
+    } else if (t == LUA_TTABLE) {
+      int vt = lua_rawgeti(L, idx, i + 1);
+      if (vt != LUA_TNIL) v = lua_tointegerx(L, -1, &isnum);
+      if (vt != LUA_TNIL && vt != LUA_TNUMBER) isnum = 0;
+      lua_pop(L, 1);
+    }
+    if (!isnum || v < 1 || v > lim[i])
+      luaL_error(L, "%s: %s.%c must be an integer in 1..%d (the device's "
+                 "limit)", k->name, what, xyz[i], lim[i]);
+    out[i] = (unsigned)v;
+  }
+}
+
+/* k:launch(stream, grid, block, args...) */
+static int kernel_launch(lua_State *L) {
+  cg_kernel *k = checkkernel(L);
+  cg_ctx *ctx = k->h.ctx;
+  int nargs = lua_gettop(L) - 4;
+  cg_stream *s = lua_touserdata(L, 2);
+  if (!s || !lua_getmetatable(L, 2) || lua_topointer(L, -1) != ctx->mt[CG_STREAM])
+    return luaL_typeerror(L, 2, "cugraph.Stream");
+  lua_pop(L, 1);
+  if (!s->h.open) return luaL_error(L, "attempt to use a freed cugraph.Stream");
+  unsigned grid[3], block[3];
+  dims(L, k, 3, "grid", ctx->max_grid, grid);
+  dims(L, k, 4, "block", ctx->max_block, block);
+  if ((uint64_t)block[0] * block[1] * block[2] > (uint64_t)ctx->max_threads)
+    return luaL_error(L, "%s: block of %d threads, above the device's limit "
+                      "of %d", k->name, (int)(block[0] * block[1] * block[2]),
+                      ctx->max_threads);
+  if (nargs != k->nparams)
+    return luaL_error(L, "%s: expected %d argument%s, got %d", k->name,
+                      k->nparams, k->nparams == 1 ? "" : "s", nargs < 0 ? 0 : nargs);
+  if (ctx->capture) {
+    if (!cg_capturing_on(L, ctx, s->s))
+      return luaL_error(L, "%s: launch inside a graph capture on a stream "
+                        "that is not part of it; make the stream wait on the "
+                        "capture stream first", k->name);
+    cg_pin(L, ctx, 1);
+    cg_pin(L, ctx, 2);
+  }
+  for (int i = 1; i <= nargs; i++) setarg(L, k, i, i + 4, s->s);
+  CU(L, ctx, cuLaunchKernel, k->f, grid[0], grid[1], grid[2], block[0],
+     block[1], block[2], k->shared, s->s, k->argp, NULL);
+  return 0;
+}
+
+/* fields: name, signature, params, shared (settable) */
+static int kernel_index(lua_State *L) {
+  if (cg_method(L)) return 1;
+  cg_kernel *k = checkkernel(L);
+  const char *key = lua_tostring(L, 2);
+  if (!key) return 0;
+  if (!strcmp(key, "name")) lua_pushstring(L, k->name);
+  else if (!strcmp(key, "signature"))
+    pushsignature(L, k->name, k->params, k->nparams);
+  else if (!strcmp(key, "params")) lua_pushinteger(L, k->nparams);
+  else if (!strcmp(key, "shared")) lua_pushinteger(L, k->shared);
+  else return 0;
+  return 1;
+}
+
+/* k.shared = bytes of dynamic shared memory for later launches */
+static int kernel_newindex(lua_State *L) {
+  cg_kernel *k = checkkernel(L);
+  const char *key = luaL_checkstring(L, 2);
+  if (strcmp(key, "shared"))
+    return luaL_error(L, "cugraph.Kernel has no settable field '%s'", key);
+  lua_Integer v = luaL_checkinteger(L, 3);
+  cg_ctx *ctx = k->h.ctx;
+  if (v < 0 || v > ctx->max_shared_optin)
+    return luaL_error(L, "%s: shared memory of %I bytes; the device allows "
+                      "0..%d", k->name, (LUAI_UACINT)v, ctx->max_shared_optin);
+  if (v > ctx->max_shared)
+    CU(L, ctx, cuFuncSetAttribute, k->f,
+       CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)v);
+  k->shared = (unsigned)v;
+  return 0;
+}
+
+static int kernel_tostring(lua_State *L) {
+  cg_kernel *k = cg_toobj(L, 1, CG_KERNEL);
+  if (!k->h.open) return cg_tostring(L, &k->h, "");
+  pushsignature(L, k->name, k->params, k->nparams);
+  return cg_tostring(L, &k->h, " %s", lua_tostring(L, -1));
+}
+
+void module_open(lua_State *L) {
+  static const luaL_Reg mmethods[] = {
+    {"kernel", module_kernel}, {"kernels", module_kernels},
+    {"free", module_free}, {"close", module_free}, {NULL, NULL}
+  };
+  static const luaL_Reg mmeta[] = {
+    {"__gc", module_gc}, {"__close", module_free}, {"__index", module_index},
+    {"__tostring", module_tostring}, {NULL, NULL}
+  };
+  static const luaL_Reg kmethods[] = {
+    {"launch", kernel_launch}, {NULL, NULL}
+  };
+  static const luaL_Reg kmeta[] = {
+    {"__gc", kernel_free}, {"__index", kernel_index},
+    {"__newindex", kernel_newindex}, {"__tostring", kernel_tostring},
+    {NULL, NULL}
+  };
+  cg_newtype(L, CG_MODULE, mmethods, mmeta);
+  cg_newtype(L, CG_KERNEL, kmethods, kmeta);
+  lua_pushcfunction(L, module_new);
+  lua_setfield(L, -2, "module");
+  lua_pushcfunction(L, entries);
+  lua_setfield(L, -2, "entries");
+}

@@ -1,0 +1,695 @@
+#define _POSIX_C_SOURCE 200809L
+/* core.compile: CUDA C++ source to PTX through NVRTC, opened with dlopen on
+   first use, with an on-disk cache of the PTX. A cache entry is named by a
+   128-bit hash of everything that decides the PTX (NVRTC version, options in
+   order, program name, source) and is used only when its header, length and
+   checksum all agree; anything else is recompiled and rewritten. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <nvrtc.h>
+#include "core.h"
+
+#define NV_FUNCS(X) \
+  X(nvrtcVersion) X(nvrtcCreateProgram) X(nvrtcCompileProgram) \
+  X(nvrtcGetProgramLogSize) X(nvrtcGetProgramLog) X(nvrtcGetPTXSize) \
+  X(nvrtcGetPTX) X(nvrtcDestroyProgram) X(nvrtcGetErrorString)
+
+#define NV_FIELD(f) __typeof__(f) *f;
+static struct { NV_FUNCS(NV_FIELD) } nv;
+#undef NV_FIELD
+
+static void *nv_handle;        /* set once every entry of nv is filled */
+static int nv_major, nv_minor; /* nvrtcVersion, part of every cache key */
+
+#define GUARD "cugraph.nvrtcProgram" /* metatable of the program holder */
+#define CACHE_MAGIC "cugraph-lua-ptx 1"  /* bump when the format changes */
+#define CACHE_MAX ((off_t)1 << 30)       /* larger entries are not read */
+enum { DIRLEN = 3968, PATHLEN = 4096 };  /* dir + "/<key>.ptx.tmp..." fits */
+
+/* Stack slots of l_compile. LIST holds the NVRTC options in order; LIST[1]
+   is the -arch option, filled last. NAME is the program name. */
+enum { SRC = 1, OPTS, LIST, NAME };
+
+static void *nv_try(const char *name, char *err, size_t errlen) {
+  void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+  if (!h && !err[0]) snprintf(err, errlen, "%s", dlerror());
+  return h;
+}
+
+static void nv_load(lua_State *L) {
+  static const char *const names[] = {
+    "libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12"
+  };
+  const char *env = getenv("CUGRAPH_LUA_LIBNVRTC");
+  const char *home = getenv("CUDA_HOME");
+  const char *missing = NULL;
+  char err[512] = "", path[PATHLEN];
+  void *h = NULL, *sym;
+  size_t i;
+  nvrtcResult r;
+  if (nv_handle) return;
+  if (env && *env) {
+    h = nv_try(env, err, sizeof err);
+  } else {
+    for (i = 0; !h && i < sizeof names / sizeof *names; i++)
+      h = nv_try(names[i], err, sizeof err);
+    if (!h && home && *home &&
+        snprintf(path, sizeof path, "%s/lib64/libnvrtc.so", home) <
+          (int)sizeof path)
+      h = nv_try(path, err, sizeof err);
+    if (!h) h = nv_try("/usr/local/cuda/lib64/libnvrtc.so", err, sizeof err);
+  }
+  if (!h)
+    luaL_error(L, "NVRTC not found (%s): %s; install the CUDA toolkit or set "
+               "CUGRAPH_LUA_LIBNVRTC", env && *env ? env : "libnvrtc.so", err);
+#define NV_SYM(f) \
+  if ((sym = dlsym(h, #f)) != NULL) memcpy(&nv.f, &sym, sizeof nv.f); \
+  else if (!missing) missing = #f;
+  NV_FUNCS(NV_SYM)
+#undef NV_SYM
+  if (missing) {
+    dlclose(h);
+    luaL_error(L, "NVRTC library %s lacks %s", env && *env ? env : "libnvrtc",
+               missing);
+  }
+  r = nv.nvrtcVersion(&nv_major, &nv_minor);
+  if (r != NVRTC_SUCCESS) {
+    dlclose(h);
+    luaL_error(L, "nvrtcVersion failed: %s", nv.nvrtcGetErrorString(r));
+  }
+  nv_handle = h;
+}
+
+/* Pushes an error object; message NULL: "out of memory" from the name
+   "NVRTC_ERROR_OUT_OF_MEMORY". */
+static void nv_pusherror(lua_State *L, const char *api, nvrtcResult r,
+                         const char *message) {
+  const char *name = nv.nvrtcGetErrorString(r), *p = name;
+  char desc[64];
+  size_t i;
+  if (!strncmp(p, "NVRTC_ERROR", 11)) p += 11;
+  while (*p == '_' || *p == ' ') p++;
+  for (i = 0; p[i] && i < sizeof desc - 1; i++)
+    desc[i] = p[i] == '_' ? ' ' : (char)(p[i] | 0x20);
+  desc[i] = '\0';
+  cg_pusherror(L, api, (int)r, name, message ? message : desc);
+}
+
+/* ---- options ---------------------------------------------------------- */
+
+/* Raises "compile: opts.<field>[i]: <msg>"; i == 0 leaves out the index. */
+static int opt_error(lua_State *L, const char *field, lua_Integer i,
+                     const char *msg) {
+  if (i) return luaL_error(L, "compile: opts.%s[%I]: %s", field, i, msg);
+  return luaL_error(L, "compile: opts.%s: %s", field, msg);
+}
+
+/* The string at idx, which must hold no NUL byte (NVRTC takes C strings). */
+static const char *opt_str(lua_State *L, int idx, const char *field,
+                           lua_Integer i) {
+  size_t len;
+  const char *s;
+  if (lua_type(L, idx) != LUA_TSTRING)
+    opt_error(L, field, i, lua_pushfstring(L, "expected a string, got %s",
+                                           luaL_typename(L, idx)));
+  s = lua_tolstring(L, idx, &len);
+  if (strlen(s) != len) opt_error(L, field, i, "contains a NUL byte");
+  return s;
+}
+
+/* Pushes opts[field] (raw) and returns its type. */
+static int opt_get(lua_State *L, const char *field) {
+  lua_pushstring(L, field);
+  return lua_rawget(L, OPTS);
+}
+
+/* Appends the string on top to LIST, popping it. */
+static void opt_add(lua_State *L, int *n) {
+  lua_rawseti(L, LIST, ++*n);
+}
+
+static int opt_bool(lua_State *L, const char *field, int dflt) {
+  int t = opt_get(L, field);
+  if (t == LUA_TBOOLEAN) dflt = lua_toboolean(L, -1);
+  else if (t != LUA_TNIL)
+    opt_error(L, field, 0, lua_pushfstring(L, "expected a boolean, got %s",
+                                           luaL_typename(L, -1)));
+  lua_pop(L, 1);
+  return dflt;
+}
+
+/* Appends prefix..s for each string s of the array opts[field]. */
+static void opt_array(lua_State *L, const char *field, const char *prefix,
+                      int *n) {
+  int t = opt_get(L, field);
+  lua_Integer i, len;
+  if (t == LUA_TTABLE) {
+    len = (lua_Integer)lua_rawlen(L, -1);
+    for (i = 1; i <= len; i++) {
+      lua_rawgeti(L, -1, i);
+      lua_pushfstring(L, "%s%s", prefix, opt_str(L, -1, field, i));
+      opt_add(L, n);
+      lua_pop(L, 1);
+    }
+  } else if (t != LUA_TNIL) {
+    opt_error(L, field, 0, lua_pushfstring(L,
+              "expected an array of strings, got %s", luaL_typename(L, -1)));
+  }
+  lua_pop(L, 1);
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Pushes -Dname[=value] for the value on top, or nothing for false.
+   Returns whether it pushed. */
+static int push_define(lua_State *L, const char *name) {
+  int idx = lua_gettop(L), prec;
+  const char *type = luaL_typename(L, idx), *s;
+  char num[32];
+  size_t len;
+  double v;
+  switch (lua_type(L, idx)) {
+  case LUA_TBOOLEAN:
+    if (!lua_toboolean(L, idx)) return 0;
+    lua_pushfstring(L, "-D%s", name);
+    return 1;
+  case LUA_TSTRING:
+    s = lua_tolstring(L, idx, &len);
+    if (strlen(s) != len)
+      opt_error(L, lua_pushfstring(L, "defines.%s", name), 0,
+                "contains a NUL byte");
+    lua_pushfstring(L, "-D%s=%s", name, s);
+    return 1;
+  case LUA_TNUMBER:
+    if (lua_isinteger(L, idx)) {
+      lua_pushfstring(L, "-D%s=%I", name, lua_tointeger(L, idx));
+      return 1;
+    }
+    v = lua_tonumber(L, idx);
+    if (!isfinite(v))
+      opt_error(L, lua_pushfstring(L, "defines.%s", name), 0,
+                "expected a finite number");
+    /* shortest form that reads back exactly, and a C floating literal */
+    for (prec = 15; prec <= 17; prec++) {
+      snprintf(num, sizeof num, "%.*g", prec, v);
+      if (strtod(num, NULL) == v) break;
+    }
+    lua_pushfstring(L, "-D%s=%s%s", name, num,
+                    strpbrk(num, ".e") ? "" : ".0");
+    return 1;
+  default:
+    s = lua_pushfstring(L, "defines.%s", name);
+    return opt_error(L, s, 0, lua_pushfstring(L, "expected true, false, a "
+                                              "string or a number, got %s",
+                                              type));
+  }
+}
+
+/* Appends the defines sorted by name, so the cache key does not depend on
+   the order of table traversal. */
+static void opt_defines(lua_State *L, int *n) {
+  int t = opt_get(L, "defines"), d = lua_gettop(L);
+  size_t count = 0, i = 0;
+  const char **names;
+  if (t == LUA_TTABLE) {
+    lua_pushnil(L);
+    while (lua_next(L, d)) {
+      count++;
+      lua_pop(L, 1);
+    }
+    names = lua_newuserdatauv(L, count * sizeof *names, 0);
+    lua_pushnil(L);
+    while (lua_next(L, d)) {   /* keys stay anchored in the table */
+      const char *k;
+      if (lua_type(L, -2) != LUA_TSTRING)
+        opt_error(L, "defines", 0, lua_pushfstring(L,
+                  "expected names as keys, got a %s key",
+                  luaL_typename(L, -2)));
+      k = lua_tostring(L, -2);
+      if (strlen(k) != lua_rawlen(L, -2) || strchr(k, '=') ||
+          !(k[0] == '_' || (k[0] >= 'A' && k[0] <= 'Z') ||
+            (k[0] >= 'a' && k[0] <= 'z')))
+        opt_error(L, "defines", 0, lua_pushfstring(L,
+                  "'%s' is not a macro name", k));
+      names[i++] = k;
+      lua_pop(L, 1);
+    }
+    qsort(names, count, sizeof *names, cmp_str);
+    for (i = 0; i < count; i++) {
+      lua_pushstring(L, names[i]);
+      lua_rawget(L, d);
+      if (push_define(L, names[i])) opt_add(L, n);
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+  } else if (t != LUA_TNIL) {
+    opt_error(L, "defines", 0, lua_pushfstring(L,
+              "expected a table of name = value, got %s",
+              luaL_typename(L, -1)));
+  }
+  lua_pop(L, 1);
+}
+
+/* Pushes -arch=compute_XX for opts.arch at idx: "sm_90", "compute_90a",
+   "90" or 90. NVRTC itself rejects the numbers it does not know. */
+static void push_arch(lua_State *L, int idx) {
+  const char *s, *p;
+  size_t digits;
+  lua_Integer v;
+  int ok;
+  if (lua_type(L, idx) == LUA_TNUMBER) {
+    v = lua_tointegerx(L, idx, &ok);
+    if (!ok || v <= 0 || v > 9999)
+      opt_error(L, "arch", 0, lua_pushfstring(L,
+                "expected a compute capability like 90, got %s",
+                luaL_tolstring(L, idx, NULL)));
+    lua_pushfstring(L, "-arch=compute_%I", v);
+    return;
+  }
+  if (lua_type(L, idx) != LUA_TSTRING)
+    opt_error(L, "arch", 0, lua_pushfstring(L,
+              "expected a string like 'sm_90' or an integer, got %s",
+              luaL_typename(L, idx)));
+  s = lua_tostring(L, idx);
+  p = !strncmp(s, "sm_", 3) ? s + 3 : !strncmp(s, "compute_", 8) ? s + 8 : s;
+  digits = strspn(p, "0123456789");
+  /* digits, then at most one feature letter: 90, 90a, 100f */
+  if (digits == 0 || digits > 4 || p[0] == '0' ||
+      strlen(p) != digits + (p[digits] >= 'a' && p[digits] <= 'z') ||
+      strlen(s) != lua_rawlen(L, idx))
+    opt_error(L, "arch", 0, lua_pushfstring(L,
+              "expected a string like 'sm_90' or an integer, got '%s'", s));
+  lua_pushfstring(L, "-arch=compute_%s", p);
+}
+
+/* The current device's compute capability; the only driver use here. */
+static void push_device_arch(lua_State *L) {
+  cg_ctx *ctx = cg_context(L);
+  int major = 0, minor = 0;
+  CU(L, ctx, cuDeviceGetAttribute, &major,
+     CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, ctx->dev);
+  CU(L, ctx, cuDeviceGetAttribute, &minor,
+     CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, ctx->dev);
+  lua_pushfstring(L, "-arch=compute_%d%d", major, minor);
+}
+
+/* Fills LIST and NAME from the table at OPTS; returns opts.cache. */
+static int parse_opts(lua_State *L, int *n) {
+  static const char *const known[] = {
+    "arch", "cache", "defines", "fast_math", "include", "lineinfo", "name",
+    "options", "std", NULL
+  };
+  int cache, i;
+  lua_pushnil(L);
+  while (lua_next(L, OPTS)) {
+    if (lua_type(L, -2) != LUA_TSTRING)
+      luaL_error(L, "compile: opts: unexpected %s key",
+                 luaL_typename(L, -2));
+    for (i = 0; known[i] && strcmp(known[i], lua_tostring(L, -2)); i++) {}
+    if (!known[i])
+      luaL_error(L, "compile: opts: unknown field '%s'", lua_tostring(L, -2));
+    lua_pop(L, 1);
+  }
+  if (opt_get(L, "name") != LUA_TNIL) {
+    if (!*opt_str(L, -1, "name", 0)) opt_error(L, "name", 0, "is empty");
+    lua_replace(L, NAME);
+  } else {
+    lua_pop(L, 1);
+  }
+  cache = opt_bool(L, "cache", 1);
+  if (opt_get(L, "std") != LUA_TNIL) {
+    lua_pushfstring(L, "-std=%s", opt_str(L, -1, "std", 0));
+    opt_add(L, n);
+  }
+  lua_pop(L, 1);
+  opt_defines(L, n);
+  opt_array(L, "include", "-I", n);
+  if (opt_bool(L, "lineinfo", 0)) {
+    lua_pushliteral(L, "-lineinfo");
+    opt_add(L, n);
+  }
+  if (opt_bool(L, "fast_math", 0)) {
+    lua_pushliteral(L, "--use_fast_math");
+    opt_add(L, n);
+  }
+  opt_array(L, "options", "", n);
+  if (opt_get(L, "arch") != LUA_TNIL) {
+    push_arch(L, -1);
+    lua_rawseti(L, LIST, 1);
+  }
+  lua_pop(L, 1);
+  return cache;
+}
+
+/* The toolkit's include directory, so <cuda_fp16.h> and friends resolve. */
+static const char *toolkit_include(char *buf, size_t n) {
+  const char *home = getenv("CUDA_HOME");
+  struct stat st;
+  int w;
+  if (home && *home) {
+    w = snprintf(buf, n, "%s/include", home);
+    if (w > 0 && (size_t)w < n && stat(buf, &st) == 0 && S_ISDIR(st.st_mode))
+      return buf;
+  }
+  if (stat("/usr/local/cuda/include", &st) == 0 && S_ISDIR(st.st_mode))
+    return "/usr/local/cuda/include";
+  return NULL;
+}
+
+/* ---- cache ------------------------------------------------------------ */
+
+/* Two independent 64-bit lanes: FNV-1a, and a multiply/xorshift lane. */
+typedef struct hash { uint64_t a, b; } hash;
+#define HASH_INIT {0xcbf29ce484222325u, 0x6a09e667f3bcc909u}
+
+static void hash_bytes(hash *h, const void *p, size_t n) {
+  const unsigned char *s = p;
+  size_t i;
+  for (i = 0; i < n; i++) {
+    h->a = (h->a ^ s[i]) * 0x100000001b3u;
+    h->b = (h->b ^ s[i]) * 0x9e3779b97f4a7c15u;
+    h->b ^= h->b >> 29;
+  }
+}
+
+/* Length-prefixed, so a sequence of fields hashes unambiguously. */
+static void hash_field(hash *h, const char *s, size_t n) {
+  unsigned char len[8];
+  int i;
+  for (i = 0; i < 8; i++) len[i] = (unsigned char)((uint64_t)n >> (8 * i));
+  hash_bytes(h, len, sizeof len);
+  hash_bytes(h, s, n);
+}
+
+/* Writes $XDG_CACHE_HOME/cugraph-lua (or $HOME/.cache/cugraph-lua),
+   creating it mode 0700 as needed; returns 0 when it is not usable. */
+static int cache_dir(char *out, size_t n) {
+  const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  struct stat st;
+  char *p;
+  int w;
+  if (xdg && xdg[0] == '/') /* XDG: relative paths are invalid, ignored */
+    w = snprintf(out, n, "%s/cugraph-lua", xdg);
+  else if (home && home[0] == '/')
+    w = snprintf(out, n, "%s/.cache/cugraph-lua", home);
+  else
+    return 0;
+  if (w < 0 || (size_t)w >= n) return 0;
+  for (p = out + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+    mkdir(out, 0700); /* failures show in the stat below */
+    *p = '/';
+  }
+  mkdir(out, 0700);
+  return stat(out, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static size_t read_all(int fd, char *buf, size_t n) {
+  size_t got = 0;
+  ssize_t r;
+  while (got < n) {
+    r = read(fd, buf + got, n - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    got += (size_t)r;
+  }
+  return got;
+}
+
+static int write_all(int fd, const char *buf, size_t n) {
+  ssize_t r;
+  while (n > 0) {
+    r = write(fd, buf, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return 0;
+    buf += r;
+    n -= (size_t)r;
+  }
+  return 1;
+}
+
+/* Entry: "<magic> <key> <ptx length> <ptx checksum>\n" then the PTX. */
+static int cache_header(char *out, size_t n, const char *key, const char *ptx,
+                        size_t len) {
+  hash h = HASH_INIT;
+  hash_bytes(&h, ptx, len);
+  return snprintf(out, n, "%s %s %zu %016llx\n", CACHE_MAGIC, key, len,
+                  (unsigned long long)(h.a ^ h.b));
+}
+
+/* Pushes the PTX of the entry at path and returns 1, or returns 0 with
+   nothing pushed when the entry is absent or fails any check. */
+static int cache_get(lua_State *L, const char *path, const char *key) {
+  struct stat st;
+  char *buf, *p, want[128];
+  size_t size, got = 0, hdr, len = 0;
+  int fd;
+  if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > CACHE_MAX)
+    return 0;
+  size = (size_t)st.st_size;
+  buf = lua_newuserdatauv(L, size + 1, 0); /* +1: sees a file that grew */
+  fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    got = read_all(fd, buf, size + 1);
+    close(fd);
+  }
+  buf[got < size ? got : size] = '\0';
+  p = memchr(buf, '\n', got);
+  if (got != size || !p) goto miss;
+  hdr = (size_t)(p - buf) + 1;
+  /* the length follows "<magic> <32 hex> "; all of it is checked below */
+  if (hdr > 100 || hdr <= strlen(CACHE_MAGIC) + 34) goto miss;
+  for (p = buf + strlen(CACHE_MAGIC) + 34; *p >= '0' && *p <= '9' &&
+       len <= size; p++)
+    len = len * 10 + (size_t)(*p - '0');
+  if (len != size - hdr ||
+      (size_t)cache_header(want, sizeof want, key, buf + hdr, len) != hdr ||
+      memcmp(want, buf, hdr))
+    goto miss;
+  lua_pushlstring(L, buf + hdr, len);
+  lua_remove(L, -2);
+  return 1;
+miss:
+  lua_pop(L, 1);
+  return 0;
+}
+
+/* Writes the entry to a private temporary file, then renames it into place,
+   so readers see a whole entry or none. Failures leave no file behind. */
+static void cache_put(const char *dir, const char *key, const char *ptx,
+                      size_t len) {
+  static unsigned counter;
+  char path[PATHLEN], tmp[PATHLEN], hdr[128];
+  struct timespec ts;
+  hash h = HASH_INIT;
+  uint64_t seed[3];
+  int fd, n, ok;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  seed[0] = (uint64_t)ts.tv_sec;
+  seed[1] = (uint64_t)ts.tv_nsec;
+  seed[2] = ++counter;
+  hash_bytes(&h, seed, sizeof seed);
+  if (snprintf(path, sizeof path, "%s/%s.ptx", dir, key) >= PATHLEN ||
+      snprintf(tmp, sizeof tmp, "%s/%s.ptx.tmp.%ld.%016llx", dir, key,
+               (long)getpid(), (unsigned long long)(h.a ^ h.b)) >= PATHLEN)
+    return;
+  n = cache_header(hdr, sizeof hdr, key, ptx, len);
+  fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  ok = write_all(fd, hdr, (size_t)n) && write_all(fd, ptx, len);
+  ok = close(fd) == 0 && ok;
+  if (!ok || rename(tmp, path) != 0) unlink(tmp);
+}
+
+/* ---- compile ---------------------------------------------------------- */
+
+static void prog_destroy(nvrtcProgram *prog) {
+  if (*prog) nv.nvrtcDestroyProgram(prog);
+  *prog = NULL;
+}
+
+/* __close of the program holder: a Lua error between create and destroy
+   (out of memory while copying the log or PTX) still destroys it. */
+static int guard_close(lua_State *L) {
+  prog_destroy(lua_touserdata(L, 1));
+  return 0;
+}
+
+static int prog_fail(lua_State *L, nvrtcProgram *prog, const char *api,
+                     nvrtcResult r) {
+  prog_destroy(prog);
+  nv_pusherror(L, api, r, NULL);
+  return lua_error(L);
+}
+
+/* Length of a C string NVRTC wrote into n bytes (n counts its NUL). */
+static size_t nv_strlen(const char *s, size_t n) {
+  const char *z = memchr(s, '\0', n);
+  return z ? (size_t)(z - s) : n;
+}
+
+/* Pushes the line of the log at idx that names the first error: the
+   message of the error object. NULL when the log is empty. */
+static const char *first_error(lua_State *L, int idx) {
+  size_t n, len;
+  const char *log = lua_tolstring(L, idx, &n), *end = log + n, *line, *eol;
+  const char *first = NULL;
+  size_t firstlen = 0;
+  for (line = log; line < end; line = eol + 1) {
+    eol = memchr(line, '\n', (size_t)(end - line));
+    if (!eol) eol = end;
+    len = (size_t)(eol - line);
+    while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == ' ')) len--;
+    if (len == 0) continue;
+    if (!first) {
+      first = line;
+      firstlen = len;
+    }
+    /* "kernel.cu(3): error: ...", "...: catastrophic error: ...",
+       "nvrtc: error: ...", "...: error #20-D: ..." */
+    if (strstr(lua_pushlstring(L, line, len), "error:") ||
+        strstr(lua_tostring(L, -1), "error #"))
+      return lua_tostring(L, -1);
+    lua_pop(L, 1);
+  }
+  return first ? lua_pushlstring(L, first, firstlen) : NULL;
+}
+
+/* Compiles with the n options of LIST; pushes the PTX and the log. */
+static void compile_ptx(lua_State *L, int n) {
+  const char **argv = lua_newuserdatauv(L, (size_t)n * sizeof *argv, 0);
+  nvrtcProgram *prog;
+  nvrtcResult r, cr;
+  luaL_Buffer b;
+  size_t size;
+  char *p;
+  int i;
+  for (i = 0; i < n; i++) { /* the strings stay anchored in LIST */
+    lua_rawgeti(L, LIST, i + 1);
+    argv[i] = lua_tostring(L, -1);
+    lua_pop(L, 1);
+  }
+  prog = lua_newuserdatauv(L, sizeof *prog, 0);
+  *prog = NULL;
+  luaL_setmetatable(L, GUARD);
+  lua_toclose(L, -1); /* invariant: *prog is live only while this slot is */
+  r = nv.nvrtcCreateProgram(prog, lua_tostring(L, SRC), lua_tostring(L, NAME),
+                            0, NULL, NULL);
+  if (r != NVRTC_SUCCESS) prog_fail(L, prog, "nvrtcCreateProgram", r);
+  cr = nv.nvrtcCompileProgram(*prog, n, argv);
+  r = nv.nvrtcGetProgramLogSize(*prog, &size);
+  if (r != NVRTC_SUCCESS) prog_fail(L, prog, "nvrtcGetProgramLogSize", r);
+  p = luaL_buffinitsize(L, &b, size);
+  r = nv.nvrtcGetProgramLog(*prog, p);
+  if (r != NVRTC_SUCCESS) prog_fail(L, prog, "nvrtcGetProgramLog", r);
+  luaL_pushresultsize(&b, nv_strlen(p, size));
+  if (cr != NVRTC_SUCCESS) {
+    i = lua_gettop(L); /* the log */
+    prog_destroy(prog);
+    nv_pusherror(L, "nvrtcCompileProgram", cr, first_error(L, i));
+    lua_pushvalue(L, i);
+    lua_setfield(L, -2, "log");
+    lua_error(L);
+  }
+  r = nv.nvrtcGetPTXSize(*prog, &size);
+  if (r != NVRTC_SUCCESS) prog_fail(L, prog, "nvrtcGetPTXSize", r);
+  p = luaL_buffinitsize(L, &b, size);
+  r = nv.nvrtcGetPTX(*prog, p);
+  if (r != NVRTC_SUCCESS) prog_fail(L, prog, "nvrtcGetPTX", r);
+  size = nv_strlen(p, size);
+  prog_destroy(prog);
+  luaL_pushresultsize(&b, size);
+  lua_insert(L, -2); /* ptx, log */
+}
+
+/* core.compile(source [, opts]) -> ptx, log */
+static int l_compile(lua_State *L) {
+  char dir[DIRLEN], path[PATHLEN], key[33], ver[32], inc[PATHLEN];
+  const char *s;
+  size_t len;
+  hash h = HASH_INIT;
+  int n = 1, i, cache = 1, have_dir;
+  if (lua_type(L, SRC) != LUA_TSTRING)
+    luaL_error(L, "compile: source: expected a string, got %s",
+               luaL_typename(L, SRC));
+  s = lua_tolstring(L, SRC, &len);
+  if (strlen(s) != len) luaL_error(L, "compile: source: contains a NUL byte");
+  if (!lua_isnoneornil(L, OPTS) && !lua_istable(L, OPTS))
+    luaL_error(L, "compile: opts: expected a table, got %s",
+               luaL_typename(L, OPTS));
+  lua_settop(L, OPTS);
+  lua_newtable(L);                 /* LIST */
+  lua_pushliteral(L, "kernel.cu"); /* NAME */
+  if (lua_istable(L, OPTS)) cache = parse_opts(L, &n);
+  if (lua_rawgeti(L, LIST, 1) == LUA_TNIL) {
+    push_device_arch(L);
+    lua_rawseti(L, LIST, 1);
+  }
+  lua_pop(L, 1);
+  if (toolkit_include(inc, sizeof inc)) {
+    lua_pushfstring(L, "-I%s", inc);
+    opt_add(L, &n);
+  }
+
+  nv_load(L);
+  hash_field(&h, CACHE_MAGIC, strlen(CACHE_MAGIC));
+  snprintf(ver, sizeof ver, "%d.%d", nv_major, nv_minor);
+  hash_field(&h, ver, strlen(ver));
+  for (i = 1; i <= n; i++) {
+    lua_rawgeti(L, LIST, i);
+    s = lua_tolstring(L, -1, &len);
+    hash_field(&h, s, len);
+    lua_pop(L, 1);
+  }
+  s = lua_tolstring(L, NAME, &len);
+  hash_field(&h, s, len);
+  s = lua_tolstring(L, SRC, &len);
+  hash_field(&h, s, len);
+  snprintf(key, sizeof key, "%016llx%016llx", (unsigned long long)h.a,
+           (unsigned long long)h.b);
+
+  have_dir = cache && cache_dir(dir, sizeof dir);
+  if (have_dir) {
+    snprintf(path, sizeof path, "%s/%s.ptx", dir, key);
+    if (cache_get(L, path, key)) {
+      lua_pushliteral(L, "");
+      return 2;
+    }
+  }
+  compile_ptx(L, n);
+  if (have_dir) {
+    s = lua_tolstring(L, -2, &len);
+    cache_put(dir, key, s, len);
+  }
+  return 2;
+}
+
+/* core.compile_cache_dir() -> the cache directory, or nil when unusable */
+static int l_compile_cache_dir(lua_State *L) {
+  char dir[DIRLEN];
+  if (cache_dir(dir, sizeof dir)) lua_pushstring(L, dir);
+  else lua_pushnil(L);
+  return 1;
+}
+
+void nvrtc_open(lua_State *L) {
+  luaL_newmetatable(L, GUARD);
+  lua_pushcfunction(L, guard_close);
+  lua_setfield(L, -2, "__close");
+  lua_pop(L, 1);
+  lua_pushcfunction(L, l_compile);
+  lua_setfield(L, -2, "compile");
+  lua_pushcfunction(L, l_compile_cache_dir);
+  lua_setfield(L, -2, "compile_cache_dir");
+}

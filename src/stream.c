@@ -1,0 +1,116 @@
+/* cugraph.Stream: a non-blocking CUDA stream. The capture method is added
+   by graph.c. */
+#include <string.h>
+#include "core.h"
+
+static cg_stream *check(lua_State *L) { return cg_checkobj(L, 1, CG_STREAM); }
+
+/* cuda.stream() */
+static int stream_new(lua_State *L) {
+  cg_ctx *ctx = cg_context(L);
+  cg_guard(L, ctx, "cannot create a stream", "create streams before capture");
+  cg_stream *s = cg_newobj(L, ctx, sizeof *s, CG_STREAM);
+  CU(L, ctx, cuStreamCreate, &s->s, CU_STREAM_NON_BLOCKING);
+  s->h.open = 1;
+  return 1;
+}
+
+static int stream_free(lua_State *L) {
+  cg_stream *s = cg_toobj(L, 1, CG_STREAM);
+  if (!s->h.open) return 0;
+  cg_canfree(L, &s->h);
+  s->h.open = 0;
+  if (s->h.owned) cg_release(L, s->h.ctx, CG_FREE_STREAM, s->s);
+  cg_release(L, s->h.ctx, CG_FREE_EVENT, s->join);
+  s->s = NULL;
+  s->join = NULL;
+  return 0;
+}
+
+/* Finalizers never raise: a pinned stream cannot be collected anyway. */
+static int stream_gc(lua_State *L) {
+  cg_stream *s = cg_toobj(L, 1, CG_STREAM);
+  s->h.uses = 0;
+  return stream_free(L);
+}
+
+static int stream_synchronize(lua_State *L) {
+  cg_stream *s = check(L);
+  cg_guard(L, s->h.ctx, "stream:synchronize()",
+           "synchronize after the capture ends");
+  CU(L, s->h.ctx, cuStreamSynchronize, s->s);
+  return 0;
+}
+
+/* s:query() -> true when all work on the stream is done */
+static int stream_query(lua_State *L) {
+  cg_stream *s = check(L);
+  cg_guard(L, s->h.ctx, "stream:query()", "query after the capture ends");
+  CUresult r = cg_drv.cuStreamQuery(s->s);
+  if (r == CUDA_ERROR_NOT_READY) {
+    lua_pushboolean(L, 0);
+    return 1;
+  }
+  CU(L, s->h.ctx, cuStreamQuery, s->s);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* s:wait(event | stream): later work on s waits for the event, or for all
+   work queued so far on the other stream. Inside a capture this forks or
+   joins streams: it becomes graph edges. */
+static int stream_wait(lua_State *L) {
+  cg_stream *s = check(L);
+  cg_ctx *ctx = s->h.ctx;
+  cg_stream *other = cg_testobj(L, 2, CG_STREAM);
+  CUevent e;
+  if (other) {
+    other = cg_checkobj(L, 2, CG_STREAM);
+    if (!other->join)
+      CU(L, ctx, cuEventCreate, &other->join, CU_EVENT_DISABLE_TIMING);
+    CU(L, ctx, cuEventRecord, other->join, other->s);
+    e = other->join;
+  } else {
+    if (!cg_testobj(L, 2, CG_EVENT))
+      luaL_typeerror(L, 2, "cugraph.Event or cugraph.Stream");
+    e = ((cg_event *)cg_checkobj(L, 2, CG_EVENT))->e;
+  }
+  cg_pin(L, ctx, 1);
+  cg_pin(L, ctx, 2);
+  CU(L, ctx, cuStreamWaitEvent, s->s, e, 0);
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* s.handle: the CUstream as an integer, for foreign code */
+static int stream_index(lua_State *L) {
+  cg_stream *s = cg_toobj(L, 1, CG_STREAM);
+  if (cg_method(L)) return 1;
+  const char *k = lua_tostring(L, 2);
+  if (k && !strcmp(k, "handle") && s->h.open) {
+    lua_pushinteger(L, (lua_Integer)(intptr_t)s->s);
+    return 1;
+  }
+  return 0;
+}
+
+static int stream_tostring(lua_State *L) {
+  cg_stream *s = cg_toobj(L, 1, CG_STREAM);
+  return cg_tostring(L, &s->h, " (%p%s)", (void *)s->s,
+                     s->h.owned ? "" : ", borrowed");
+}
+
+void stream_open(lua_State *L) {
+  static const luaL_Reg methods[] = {
+    {"synchronize", stream_synchronize}, {"query", stream_query},
+    {"wait", stream_wait}, {"free", stream_free}, {"close", stream_free},
+    {NULL, NULL}
+  };
+  static const luaL_Reg meta[] = {
+    {"__gc", stream_gc}, {"__close", stream_free}, {"__index", stream_index},
+    {"__tostring", stream_tostring}, {NULL, NULL}
+  };
+  cg_newtype(L, CG_STREAM, methods, meta);
+  lua_pushcfunction(L, stream_new);
+  lua_setfield(L, -2, "stream");
+}
