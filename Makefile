@@ -28,7 +28,7 @@ CORE = context driver stream buffer scalar event module graph nvrtc ptx lcugraph
 OBJS = $(CORE:%=build/obj/%.o)
 DOUBLE = build/libcuda-double.so
 KERNELS = build/kernels.ptx build/kernels.cubin
-SPEC_ENV = CUGRAPH_LUA_BUILD=build XDG_CACHE_HOME=build/cache
+SPEC_ENV = CUGRAPH_LUA_BUILD=$(CURDIR)/build XDG_CACHE_HOME=$(CURDIR)/build/cache
 
 all: build/cugraph-lua build/cugraph/core.so build/libcugraph.a
 

@@ -299,7 +299,7 @@ static void type_entry(ptx_entry *e) {
     if (c[i].size != e->params[i].size) k = -1;
   if (k == e->nparams) {
     memcpy(e->params, c, (size_t)k * sizeof c[0]);
-    memcpy(e->base, base, sizeof base);
+    memcpy(e->base, base, strlen(base) + 1);
     e->typed = 1;
     return;
   }
@@ -577,14 +577,15 @@ static const struct {
   const char *name;
   unsigned char type, size;
 } named_types[] = {
-  {"void", PTX_ANY, 0},      {"float", PTX_F32, 4},    {"double", PTX_F64, 8},
-  {"bool", PTX_U8, 1},       {"int8_t", PTX_I8, 1},    {"uint8_t", PTX_U8, 1},
-  {"int16_t", PTX_I16, 2},   {"uint16_t", PTX_U16, 2}, {"int32_t", PTX_I32, 4},
-  {"uint32_t", PTX_U32, 4},  {"int64_t", PTX_I64, 8},  {"uint64_t", PTX_U64, 8},
-  {"size_t", PTX_U64, 8},    {"f32", PTX_F32, 4},      {"f64", PTX_F64, 8},
-  {"i8", PTX_I8, 1},         {"u8", PTX_U8, 1},        {"i16", PTX_I16, 2},
-  {"u16", PTX_U16, 2},       {"i32", PTX_I32, 4},      {"u32", PTX_U32, 4},
-  {"i64", PTX_I64, 8},       {"u64", PTX_U64, 8},      {"__half", PTX_INT, 2},
+  {"void", PTX_ANY, 0},     {"float", PTX_F32, 4},   {"double", PTX_F64, 8},
+  {"bool", PTX_U8, 1},      {"int8_t", PTX_I8, 1},   {"uint8_t", PTX_U8, 1},
+  {"int16_t", PTX_I16, 2},  {"uint16_t", PTX_U16, 2},
+  {"int32_t", PTX_I32, 4},  {"uint32_t", PTX_U32, 4},
+  {"int64_t", PTX_I64, 8},  {"uint64_t", PTX_U64, 8},
+  {"size_t", PTX_U64, 8},   {"f32", PTX_F32, 4},     {"f64", PTX_F64, 8},
+  {"i8", PTX_I8, 1},        {"u8", PTX_U8, 1},       {"i16", PTX_I16, 2},
+  {"u16", PTX_U16, 2},      {"i32", PTX_I32, 4},     {"u32", PTX_U32, 4},
+  {"i64", PTX_I64, 8},      {"u64", PTX_U64, 8},     {"__half", PTX_INT, 2},
   {"__nv_bfloat16", PTX_INT, 2},
 };
 #define NNAMED ((int)(sizeof named_types / sizeof named_types[0]))
@@ -628,8 +629,16 @@ static int resolve(const int *w, int named, int *type, unsigned *size) {
   return 0;
 }
 
+static int unknown_type(const char *w, size_t n, int k, char *err,
+                        size_t errlen) {
+  seterr(err, errlen, "signature: unknown type '%.*s' in parameter %d",
+         (int)(n < 64 ? n : 64), w, k);
+  return -1;
+}
+
 /* Parses one parameter from *pp up to ',' or the end; k counts from 1.
-   Returns 1 with *p set, 0 for an empty parameter, -1 with err. */
+   Returns 1 with *p set, 0 for an empty parameter, 2 for a lone "void",
+   -1 with err. */
 static int sig_param(const char **pp, int k, ptx_param *p, char *err,
                      size_t errlen) {
   const char *s = *pp, *w, *tb = NULL, *te = NULL;
@@ -665,11 +674,7 @@ static int sig_param(const char **pp, int k, ptx_param *p, char *err,
     if (i == W_NAMED) {
       for (j = 0; j < NNAMED && !word_is(w, n, named_types[j].name); j++) {}
       if (j == NNAMED) {
-        if (!tb) {
-          seterr(err, errlen, "signature: unknown type '%.*s' in parameter %d",
-                 (int)(n < 64 ? n : 64), w, k);
-          return -1;
-        }
+        if (!tb) return unknown_type(w, n, k, err, errlen);
         name = 1; /* a parameter name ends the parameter */
         continue;
       }
@@ -683,12 +688,8 @@ static int sig_param(const char **pp, int k, ptx_param *p, char *err,
   *pp = s;
   if (!any) return 0;
   if (!tb) goto malformed; /* "const" alone */
-  if (resolve(words, named, &type, &size)) {
-    n = (size_t)(te - tb);
-    seterr(err, errlen, "signature: unknown type '%.*s' in parameter %d",
-           (int)(n < 64 ? n : 64), tb, k);
-    return -1;
-  }
+  if (resolve(words, named, &type, &size))
+    return unknown_type(tb, (size_t)(te - tb), k, err, errlen);
   if (nptr) {
     *p = pointer_param(nptr > 1 ? PTX_ANY : pointee(type), pcnst);
   } else if (type == PTX_ANY) {

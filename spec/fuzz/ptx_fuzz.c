@@ -1,7 +1,7 @@
 /* libFuzzer harness for src/ptx.c: the bytes go to ptx_parse as they are
-   (not NUL-terminated), and as a C string to ptx_signature and ptx_demangle,
-   with full-size and tiny outputs. Any result must keep the documented
-   invariants; a broken one aborts.
+   (not NUL-terminated), and as a C string (whole, then line by line) to
+   ptx_signature and ptx_demangle, with full-size and tiny outputs. Any
+   result must keep the documented invariants; a broken one aborts.
 
    clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
      spec/fuzz/ptx_fuzz.c src/ptx.c -o /tmp/ptx_fuzz
@@ -66,12 +66,18 @@ static void run_string(const char *s) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  char *s;
+  char *s, *line, *nl;
   run_parse(data, size);
   if (!(s = malloc(size + 1))) return 0;
   memcpy(s, data, size);
   s[size] = '\0';
   run_string(s);
+  /* then each line alone, so a seed can list names or signatures */
+  for (line = s; (nl = strchr(line, '\n')) != NULL; line = nl + 1) {
+    *nl = '\0';
+    run_string(line);
+  }
+  if (line != s) run_string(line);
   free(s);
   return 0;
 }

@@ -1,0 +1,98 @@
+-- Modules and kernels: loading PTX/cubin, signatures, bad images.
+local H = require "support.helper"
+local cuda = H.cuda
+
+local function read(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+describe("cugraph.Module", function()
+  it("loads PTX from a file and from a string", function()
+    local m = cuda.module(H.build .. "/kernels.ptx")
+    local names = m:kernels()
+    assert.is_true(#names >= 10)
+    local m2 = cuda.module(read(H.build .. "/kernels.ptx"))
+    assert.equals(#names, #m2:kernels())
+    assert.matches("^cugraph%.Module %(%d+ kernels%)$", tostring(m))
+  end)
+
+  it("reads each kernel's signature from the PTX", function()
+    local m = H.kernels()
+    assert.equals("saxpy(f32, u64|ptr, u64|ptr, b32)", m.saxpy.signature)
+    assert.equals(4, m.saxpy.params)
+    assert.equals("noop()", m.noop.signature)
+    -- a C++ kernel: the mangled entry name gives the C types
+    assert.equals("axpy(f32, const f32*, f32*, i32)", m.axpy.signature)
+    assert.equals(m.axpy, m:kernel("_Z4axpyfPKfPfi"))
+    assert.equals(m.saxpy, m.saxpy) -- one object per name
+    assert.matches("^cugraph%.Kernel saxpy%(", tostring(m.saxpy))
+  end)
+
+  it("names the kernels it has when one is missing", function()
+    local m = H.kernels()
+    assert.error_matches(function() return m.saxpi end, "module has no kernel 'saxpi' %(it has: .*saxpy")
+    assert.error_matches(function() m:kernel("nope") end, "no kernel 'nope'")
+  end)
+
+  it("takes an explicit signature", function()
+    local m = H.kernels()
+    local k = m:kernel("saxpy", "float a, const float *x, float *y, int n")
+    assert.equals("saxpy(f32, const f32*, f32*, i32)", k.signature)
+    assert.error_matches(function() m:kernel("saxpy", "float, flaot") end, "unknown type 'flaot'")
+  end)
+
+  it("loads a cubin, whose kernels need a signature", function()
+    local m = cuda.module(H.build .. "/kernels.cubin")
+    assert.error_matches(function() return m.saxpy end, "use m:kernel%(name, signature%)")
+    local k = m:kernel("saxpy", "f32, const f32*, f32*, i32")
+    local s = cuda.stream()
+    local x = cuda.buffer("f32", { 1, 2, 3 })
+    local y = cuda.buffer("f32", { 10, 20, 30 })
+    k:launch(s, 1, 32, 2.0, x, y, 3)
+    s:synchronize()
+    assert.same({ 12, 24, 36 }, y:download())
+  end)
+
+  it("refuses what is not PTX, before the driver", function()
+    assert.error_matches(function() cuda.module("hello\nworld") end, "not PTX")
+    assert.error_matches(function() cuda.module("\0\1\2\3\n") end, "not PTX")
+    local ptx = read(H.build .. "/kernels.ptx")
+    local cut = ptx:sub(1, ptx:find("saxpy_param_1") + 5)
+    assert.error_matches(function() cuda.module(cut) end, "truncated PTX")
+    assert.error_matches(function() cuda.module("/no/such/file.ptx") end, "No such file")
+    assert.error_matches(function() cuda.module(42) end, "string expected, got number")
+  end)
+
+  it("raises the JIT's error for PTX the driver rejects", function()
+    local bad = ".version 8.0\n.target sm_75\n.address_size 64\n" ..
+                ".visible .entry k(.param .u32 n)\n{\n  bogus.instruction %r1;\n}\n"
+    local err = H.error_of(cuda.module, bad)
+    assert.equals("cuModuleLoadDataEx", err.api)
+    assert.is_string(err.name)
+    assert.is_string(err.log)
+  end)
+
+  it("lists the entries of a PTX text", function()
+    local es = cuda.entries(read(H.build .. "/kernels.ptx"))
+    local byname = {}
+    for _, e in ipairs(es) do byname[e.base] = e end
+    assert.same({ "f32", "u64|ptr", "u64|ptr", "b32" }, byname.saxpy.params)
+    assert.is_false(byname.saxpy.typed)
+    assert.is_true(byname.axpy.typed)
+    assert.equals("_Z4axpyfPKfPfi", byname.axpy.name)
+  end)
+
+  it("frees three ways; its kernels then refuse to launch", function()
+    local m = cuda.module(H.build .. "/kernels.ptx")
+    local k = m.noop
+    m:free()
+    m:close()
+    assert.equals("cugraph.Module (freed)", tostring(m))
+    assert.error_matches(function() k:launch(cuda.stream(), 1, 1) end, "kernel of a freed cugraph.Module")
+    assert.error_matches(function() m:kernels() end, "attempt to use a freed cugraph.Module")
+    do local t <close> = cuda.module(H.build .. "/kernels.ptx") end
+  end)
+end)

@@ -1,0 +1,113 @@
+-- Eager launches: results, checked arguments and dimensions, no garbage.
+local H = require "support.helper"
+local cuda = H.cuda
+
+describe("k:launch", function()
+  local m, s
+  before_each(function()
+    m = H.kernels()
+    s = cuda.stream()
+  end)
+
+  it("computes saxpy exactly as the host does", function()
+    local n = 1000
+    local xs, ys = {}, {}
+    for i = 1, n do xs[i] = i * 0.25; ys[i] = 1000 - i end
+    local x, y = cuda.buffer("f32", xs), cuda.buffer("f32", ys)
+    m.saxpy:launch(s, (n + 255) // 256, 256, 3.0, x, y, n)
+    s:synchronize()
+    local out = y:download()
+    for i = 1, n do
+      local expect = string.unpack("f", string.pack("f", 3.0 * xs[i] + ys[i]))
+      assert.equals(expect, out[i])
+    end
+  end)
+
+  it("passes every scalar type by value", function()
+    local src = cuda.buffer("i64", { 1, -2, math.maxinteger - 5 })
+    local dst = cuda.buffer("i64", 3)
+    m.add_i64:launch(s, 1, 32, dst, src, 5, 3)
+    local a = cuda.buffer("f64", { 1.5, 2.5 })
+    local b = cuda.buffer("f64", 2)
+    m.scale_f64:launch(s, 1, 32, b, a, 0.5, 2)
+    local u = cuda.buffer("u32", 4)
+    m.iota_u32:launch(s, 1, 4, u, 4294967290, 4)
+    s:synchronize()
+    assert.same({ 6, 3, math.maxinteger }, dst:download())
+    assert.same({ 0.75, 1.25 }, b:download())
+    assert.same({ 4294967290, 4294967291, 4294967292, 4294967293 }, u:download())
+  end)
+
+  it("launches 3D grids and blocks", function()
+    local n = 2 * 3 * 4 * 4 * 2 * 2
+    local out = cuda.buffer("u32", n):fill(0)
+    m.dims_u32:launch(s, { 2, 3, 4 }, { 4, 2, 2 }, out, n)
+    s:synchronize()
+    local got = out:download()
+    for i = 1, n do assert.equals(n, got[i]) end
+  end)
+
+  it("uses dynamic shared memory", function()
+    local k = m.shared_u32
+    k.shared = 256 * 4
+    assert.equals(1024, k.shared)
+    local out = cuda.buffer("u32", 512)
+    k:launch(s, 2, 256, out, 512)
+    s:synchronize()
+    assert.equals(1022, out:download()[512])
+    assert.error_matches(function() k.shared = 1 << 30 end, "shared memory of %d+ bytes; the device allows")
+    assert.error_matches(function() k.shared = -1 end, "the device allows")
+    assert.error_matches(function() k.name = "x" end, "no settable field 'name'")
+  end)
+
+  it("checks the argument count and types", function()
+    local x, y = cuda.buffer("f32", 4), cuda.buffer("f32", 4)
+    local k = m.axpy -- typed: float, const float*, float*, int
+    assert.error_matches(function() k:launch(s, 1, 4, 1.0, x, y) end, "axpy: expected 4 arguments, got 3")
+    assert.error_matches(function() k:launch(s, 1, 4, 1.0, x, y, 4, 5) end, "expected 4 arguments, got 5")
+    assert.error_matches(function() k:launch(s, 1, 4, x, x, y, 4) end,
+                         "axpy: argument 1 %(f32%): expected number, got cugraph.Buffer")
+    assert.error_matches(function() k:launch(s, 1, 4, 1.0, 5, y, 4) end,
+                         "axpy: argument 2 %(const f32%*%): expected cugraph.Buffer or cugraph.Scalar of f32, got number")
+    assert.error_matches(function() k:launch(s, 1, 4, 1.0, x, cuda.buffer("i32", 4), 4) end,
+                         "argument 3 %(f32%*%): expected cugraph.Buffer or cugraph.Scalar of f32, got cugraph.Buffer of i32")
+    assert.error_matches(function() k:launch(s, 1, 4, 1.0, x, y, 4.5) end,
+                         "argument 4 %(i32%): number has no integer representation")
+    assert.error_matches(function() k:launch(s, 1, 4, 1.0, x, y, 2 ^ 31) end,
+                         "argument 4 %(i32%): 2147483648 is out of range for i32")
+    assert.error_matches(function() k:launch(s, 1, 4, 1.0, x, y, "4") end,
+                         "argument 4 %(i32%): expected number, got string")
+    -- PTX-only signatures still know sizes and numbers from pointers
+    local p = m.saxpy
+    assert.error_matches(function() p:launch(s, 1, 4, 1.0, x, y, 1 << 33) end, "argument 4 %(b32%): 8589934592 is out of range")
+    assert.error_matches(function() p:launch(s, 1, 4, 1.0, "x", y, 4) end,
+                         "argument 2 %(u64|ptr%): expected cugraph.Buffer, cugraph.Scalar or integer, got string")
+    local freed = cuda.buffer("f32", 4)
+    freed:free()
+    assert.error_matches(function() k:launch(s, 1, 4, 1.0, freed, y, 4) end, "attempt to use a freed cugraph.Buffer")
+    assert.error_matches(function() k:launch(x, 1, 4, 1.0, x, y, 4) end, "cugraph.Stream expected")
+  end)
+
+  it("checks grid and block before the driver", function()
+    local k, x = m.inc_i32, cuda.buffer("i32", 4)
+    for _, bad in ipairs { 0, -1, 1.5, 2 ^ 32, "1", {}, { 1, 0 }, { 1, 1, 2 ^ 31 } } do
+      assert.error_matches(function() k:launch(s, bad, 1, x, 4) end, "inc_i32: grid")
+    end
+    assert.error_matches(function() k:launch(s, 1, 2048, x, 4) end, "block%.x must be an integer in 1%.%.1024")
+    assert.error_matches(function() k:launch(s, 1, { 1, 1, 65 }, x, 4) end, "block%.z must be an integer in 1%.%.64")
+    assert.error_matches(function() k:launch(s, 1, { 64, 32 }, x, 4) end, "block of 2048 threads, above the device's limit")
+    assert.error_matches(function() k:launch(s, { 1, 65536 }, 1, x, 4) end, "grid%.y must be an integer in 1%.%.65535")
+    assert.error_matches(function() k:launch(s, nil, 1, x, 4) end, "grid must be an integer or {x, y, z}, got nil")
+  end)
+
+  it("allocates no Lua memory in a steady launch loop", function()
+    local k = m.saxpy
+    local x, y = cuda.buffer("f32", 256):fill(1), cuda.buffer("f32", 256):fill(0)
+    local v = cuda.scalar("u32")
+    local grid, block = { 1, 1, 1 }, 256
+    assert.equals(0, H.garbage(function() k:launch(s, grid, block, 0.5, x, y, 256) end, 10000))
+    local mark, out = m.mark_u32, cuda.buffer("u32", 4)
+    assert.equals(0, H.garbage(function(i) v:set(i % 4); mark:launch(s, 1, 1, out, v, 4) end, 10000))
+    s:synchronize()
+  end)
+end)

@@ -1,0 +1,198 @@
+-- Graphs: replay, scalars between replays, lifetime, update, inspection.
+local H = require "support.helper"
+local cuda = H.cuda
+
+describe("cugraph.Graph", function()
+  local m, s
+  before_each(function()
+    m = H.kernels()
+    s = cuda.stream()
+  end)
+
+  it("replays captured work exactly as the host computes it", function()
+    local n = 512
+    local xs = {}
+    for i = 1, n do xs[i] = (i % 17) * 0.5 end
+    local x, y = cuda.buffer("f32", xs), cuda.buffer("f32", n):fill(1)
+    local g = s:capture(function(stream)
+      assert.equals(s, stream)
+      m.saxpy:launch(stream, 2, 256, 2.0, x, y, n)
+      y:fill(0, stream) -- the memset is recorded too, before the last launch
+      m.saxpy:launch(stream, 2, 256, 1.0, x, y, n)
+    end)
+    assert.equals(0, g.launches)
+    g:launch()
+    g:launch(s)
+    g:replay(3)
+    s:synchronize()
+    assert.equals(5, g.launches)
+    local out = y:download()
+    for i = 1, n do assert.equals(xs[i], out[i]) end
+  end)
+
+  it("gives each replay the scalar value set before it", function()
+    local n = 64
+    local out = cuda.buffer("u32", n):fill(0)
+    local pos = cuda.scalar("u32", 0)
+    local g = s:capture(function() m.mark_u32:launch(s, 1, 1, out, pos, n) end)
+    for i = 0, n - 1 do
+      pos:set(i)
+      g:launch()
+    end
+    s:synchronize()
+    local got = out:download()
+    for i = 1, n do assert.equals(i, got[i]) end
+    -- and on another stream than the capture's
+    local other = cuda.stream()
+    out:fill(0)
+    pos:set(5)
+    g:launch(other)
+    pos:set(9)
+    g:launch(other)
+    other:synchronize()
+    got = out:download()
+    assert.equals(6, got[6])
+    assert.equals(10, got[10])
+    assert.equals(0, got[7])
+  end)
+
+  it("keeps its buffers alive when Lua drops them", function()
+    local weak = setmetatable({}, { __mode = "v" })
+    local g
+    do
+      local x = cuda.buffer("i32", 128):fill(0)
+      local pos = cuda.scalar("f32", 1)
+      weak.x, weak.pos = x, pos
+      g = s:capture(function() m.inc_i32:launch(s, 1, 128, x, 128) end)
+    end
+    collectgarbage()
+    collectgarbage()
+    g:replay(7)
+    s:synchronize()
+    assert.is_nil(weak.pos) -- not captured: collected
+    assert.is_not_nil(weak.x)
+    assert.equals(7, weak.x:download()[128])
+    g = nil -- luacheck: ignore
+    collectgarbage()
+    collectgarbage()
+    assert.is_nil(weak.x) -- the graph gone, the buffer goes too
+  end)
+
+  it("refuses to free what a live graph uses, naming the graph", function()
+    local x = cuda.buffer("i32", 32):fill(0)
+    local sc = cuda.scalar("u32")
+    local mod = cuda.module(H.build .. "/kernels.ptx")
+    local g = s:capture(function()
+      mod.mark_u32:launch(s, 1, 1, x, sc, 32)
+    end)
+    local id = g.id
+    for _, obj in ipairs { x, sc, mod, s } do
+      assert.error_matches(function() obj:free() end,
+                           "used by live cugraph%.Graph #" .. id .. "; free the graph first")
+    end
+    g:free()
+    assert.equals("cugraph.Graph (freed)", tostring(g))
+    x:free()
+    sc:free()
+    mod:free()
+    s:free()
+    assert.equals("cugraph.Buffer (freed)", tostring(x))
+  end)
+
+  it("counts its nodes and their kinds", function()
+    local x = cuda.buffer("i32", 32)
+    local y = cuda.buffer("i32", 32)
+    local g = s:capture(function()
+      x:fill(1, s)
+      m.inc_i32:launch(s, 1, 32, x, 32)
+      y:copy(x, s)
+    end)
+    local n, kinds = g:nodes()
+    assert.equals(3, n)
+    table.sort(kinds)
+    assert.same({ "kernel", "memcpy", "memset" }, kinds)
+    assert.matches("^cugraph%.Graph #%d+ %(3 nodes, 0 launches%)$", tostring(g))
+  end)
+
+  it("writes a DOT file", function()
+    local x = cuda.buffer("i32", 32)
+    local g = s:capture(function() m.inc_i32:launch(s, 1, 32, x, 32) end)
+    local path = os.tmpname()
+    g:dot(path)
+    local f = assert(io.open(path))
+    local dot = f:read("a")
+    f:close()
+    os.remove(path)
+    assert.matches("digraph", dot)
+    assert.matches("inc_i32", dot)
+    assert.has_error(function() g:dot("/no/such/dir/g.dot") end)
+  end)
+
+  it("updates in place when the topology matches", function()
+    local a = cuda.buffer("i32", 64):fill(0)
+    local b = cuda.buffer("i32", 64):fill(0)
+    local g = s:capture(function() m.inc_i32:launch(s, 1, 64, a, 64) end)
+    g:launch()
+    g:update(function() m.inc_i32:launch(s, 1, 64, b, 64) end)
+    g:launch()
+    g:launch()
+    s:synchronize()
+    assert.equals(1, a:download()[64])
+    assert.equals(2, b:download()[64])
+    a:free() -- no longer used by the graph
+    assert.error_matches(function() b:free() end, "used by live cugraph.Graph")
+  end)
+
+  it("says why an update cannot apply, and keeps the old graph", function()
+    local a = cuda.buffer("i32", 64):fill(0)
+    local g = s:capture(function() m.inc_i32:launch(s, 1, 64, a, 64) end)
+    local err = H.error_of(g.update, g, function()
+      m.inc_i32:launch(s, 1, 64, a, 64)
+      m.inc_i32:launch(s, 1, 64, a, 64)
+    end)
+    assert.equals("cuGraphExecUpdate", err.api)
+    assert.matches("graph update failed: .*capture a new graph instead", err.message)
+    err = H.error_of(g.update, g, function() m.noop:launch(s, 1, 1) end)
+    assert.matches("graph update failed", tostring(err))
+    err = H.error_of(g.update, g, function() error("no update") end)
+    assert.matches("no update", err)
+    g:launch()
+    s:synchronize()
+    assert.equals(1, a:download()[1])
+  end)
+
+  it("honours instantiate options", function()
+    local a = cuda.buffer("i32", 64):fill(0)
+    local g = s:capture(function() m.inc_i32:launch(s, 1, 64, a, 64) end,
+                        { auto_free = true, upload = true })
+    g:upload()
+    g:launch()
+    s:synchronize()
+    assert.equals(1, a:download()[1])
+  end)
+
+  it("frees three ways and refuses use after free", function()
+    local a = cuda.buffer("i32", 64)
+    local g = s:capture(function() m.inc_i32:launch(s, 1, 64, a, 64) end)
+    g:free()
+    g:free()
+    g:close()
+    for _, call in ipairs { function() g:launch() end, function() g:replay(1) end,
+                            function() g:nodes() end, function() g:upload() end,
+                            function() g:update(function() end) end,
+                            function() g:dot("x") end } do
+      assert.error_matches(call, "attempt to use a freed cugraph.Graph")
+    end
+    do local t <close> = s:capture(function() m.inc_i32:launch(s, 1, 64, a, 64) end) end
+    a:free()
+  end)
+
+  it("replays with no Lua garbage: set then launch", function()
+    local out = cuda.buffer("u32", 16):fill(0)
+    local pos = cuda.scalar("u32")
+    local g = s:capture(function() m.mark_u32:launch(s, 1, 1, out, pos, 16) end)
+    assert.equals(0, H.garbage(function(i) pos:set(i & 15); g:launch() end, 10000))
+    assert.equals(0, H.garbage(function() g:replay(10) end, 1000))
+    s:synchronize()
+  end)
+end)

@@ -1,0 +1,87 @@
+-- Lifetime across lua_close, finalizers by hand, and sticky errors.
+local H = require "support.helper"
+local cuda = H.cuda
+
+describe("lifetime", function()
+  it("lets __gc run by hand after free, harmlessly", function()
+    for _, make in ipairs {
+      function() return cuda.buffer("f32", 4) end, function() return cuda.scalar("u8") end,
+      function() return cuda.stream() end, function() return cuda.event() end,
+      function() return cuda.module(H.build .. "/kernels.ptx") end,
+    } do
+      local o = make()
+      o:free()
+      debug.getmetatable(o).__gc(o)
+      debug.getmetatable(o).__close(o)
+      o:free()
+      assert.matches("%(freed%)$", tostring(o))
+    end
+  end)
+
+  it("closes the state with live objects in any creation order", function()
+    local code, out = H.script([[
+      local cuda = require "cugraph"
+      local m = cuda.module(os.getenv("CUGRAPH_LUA_BUILD") .. "/kernels.ptx")
+      local s = cuda.stream()
+      local x = cuda.buffer("i32", 64):fill(0)
+      local pos = cuda.scalar("u32", 3)
+      local g = s:capture(function() m.mark_u32:launch(s, 1, 1, x, pos, 64) end)
+      local late = cuda.buffer("f32", 8)          -- made after its graph
+      local g2 = s:capture(function() late:fill(1, s) end)
+      g:launch(); g2:launch()
+      local e = cuda.event():record(s)
+      G = { m, s, x, pos, g, late, g2, e }        -- still reachable at exit
+      print("made all")
+    ]])
+    assert.equals(0, code, out)
+    assert.matches("made all", out)
+    assert.not_matches("cugraph:", out) -- no finalizer warning
+  end)
+
+  it("closes the state in the middle of work on several streams", function()
+    local code, out = H.script([[
+      local cuda = require "cugraph"
+      local m = cuda.module(os.getenv("CUGRAPH_LUA_BUILD") .. "/kernels.ptx")
+      for i = 1, 4 do
+        local s = cuda.stream()
+        local x = cuda.buffer("i32", 1 << 16):fill(0)
+        for _ = 1, 20 do m.inc_i32:launch(s, 256, 256, x, 1 << 16) end
+      end
+      os.exit(0, true)
+    ]])
+    assert.equals(0, code, out)
+  end)
+end)
+
+describe("a sticky error", function()
+  it("poisons the context: every later call says the process must restart", function()
+    local code, out = H.script([[
+      local cuda = require "cugraph"
+      local m = cuda.module(os.getenv("CUGRAPH_LUA_BUILD") .. "/kernels.ptx")
+      local s = cuda.stream()
+      local x = cuda.buffer("f32", 16)
+      local keep = cuda.buffer("f32", 16)
+      m.oob_write:launch(s, 1, 1, x)
+      local ok, err = pcall(s.synchronize, s)
+      assert(not ok)
+      print("first:", err.api, err.name)
+      for _, f in ipairs { function() cuda.buffer("f32", 4) end,
+                           function() keep:fill(0) end,
+                           function() s:synchronize() end,
+                           function() m.noop:launch(s, 1, 1) end } do
+        local ok2, e2 = pcall(f)
+        assert(not ok2)
+        assert(tostring(e2):find("the process must restart"), tostring(e2))
+        assert(e2.name == "CUDA_ERROR_ILLEGAL_ADDRESS", e2.name)
+      end
+      print("poisoned:", cuda.status().poisoned)
+      keep = nil; x = nil
+      collectgarbage(); collectgarbage()           -- finalizers skip the driver
+      print("finalizer errors:", cuda.status().finalizer_errors)
+    ]])
+    assert.equals(0, code, out)
+    assert.matches("first:\tcuStreamSynchronize\tCUDA_ERROR_ILLEGAL_ADDRESS", out)
+    assert.matches("poisoned:\tCUDA_ERROR_ILLEGAL_ADDRESS", out)
+    assert.matches("finalizer errors:\t0", out)
+  end)
+end)

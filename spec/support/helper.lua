@@ -1,0 +1,61 @@
+-- Shared by the specs: the module, the spec kernels, subprocesses, and a
+-- meter of Lua allocation.
+local cuda = require "cugraph"
+
+local H = { cuda = cuda }
+H.build = os.getenv("CUGRAPH_LUA_BUILD") or "build"
+H.double = os.getenv("CUGRAPH_LUA_LIBCUDA")   -- nil on a real GPU
+H.gpu = H.double == nil
+
+local kernels
+--- The module of spec/kernels/kernels.cu (PTX built by make).
+function H.kernels()
+  kernels = kernels or cuda.module(H.build .. "/kernels.ptx")
+  return kernels
+end
+
+local function shell_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+H.quote = shell_quote
+
+--- Runs build/cugraph-lua with the given argument string in a subprocess.
+-- Returns the exit status and the combined output.
+function H.run(args, env)
+  local cmd = (env and env .. " " or "") .. H.build .. "/cugraph-lua " .. args .. " 2>&1"
+  local p = assert(io.popen(cmd))
+  local out = p:read("a")
+  local _, _, code = p:close()
+  return code, out
+end
+
+--- Runs a Lua chunk in a fresh cugraph-lua process (same driver as this one).
+function H.script(src, env)
+  local path = os.tmpname()
+  local f = assert(io.open(path, "w"))
+  f:write(src)
+  f:close()
+  local code, out = H.run(shell_quote(path), env)
+  os.remove(path)
+  return code, out
+end
+
+--- Bytes of Lua memory that n calls of fn(i) allocate, after a warm-up,
+-- with the collector stopped.
+function H.garbage(fn, n)
+  for i = 1, 100 do fn(i) end
+  collectgarbage("collect")
+  collectgarbage("stop")
+  local before = collectgarbage("count")
+  for i = 1, n do fn(i) end
+  local after = collectgarbage("count")
+  collectgarbage("restart")
+  return math.floor((after - before) * 1024 + 0.5)
+end
+
+--- The error a call raises (fails the test when it raises none).
+function H.error_of(fn, ...)
+  local ok, err = pcall(fn, ...)
+  assert(not ok, "expected an error")
+  return err
+end
+
+return H
