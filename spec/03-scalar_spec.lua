@@ -5,7 +5,7 @@ local cuda = H.cuda
 describe("cugraph.Scalar", function()
   it("round-trips exactly for every type", function()
     local values = {
-      f32 = { 0.1, -3.5e38, 1.5 }, f64 = { 0.1, math.pi, -2 ^ 1000 },
+      f32 = { 0.1, -2 ^ 127 * 1.5, 1.5 }, f64 = { 0.1, math.pi, -2 ^ 1000 },
       i8 = { -128, 127 }, u8 = { 0, 255 }, i16 = { -32768, 32767 },
       u16 = { 0, 65535 }, i32 = { -2147483648, 2147483647 },
       u32 = { 0, 4294967295 },

@@ -4,7 +4,7 @@ local H = require "support.helper"
 describe("cugraph-lua", function()
   it("runs a script with arguments, like lua", function()
     local code, out = H.script([[
-      print(select("#", ...), ..., arg[0] ~= nil, arg[-1] ~= nil)
+      print(select("#", ...), arg[0] ~= nil, arg[-1] ~= nil)
     ]] .. "", nil)
     assert.equals(0, code)
     assert.matches("0\ttrue\ttrue", out)

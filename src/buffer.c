@@ -111,6 +111,7 @@ static void upload_data(lua_State *L, cg_buffer *b, int didx, int oidx,
 /* cuda.buffer(type, n | table | string) */
 static int buffer_new(lua_State *L) {
   cg_type t = cg_checktype(L, 1);
+  lua_settop(L, 2);
   int init = lua_type(L, 2) == LUA_TTABLE || lua_type(L, 2) == LUA_TSTRING;
   size_t n = init ? (lua_istable(L, 2) ? lua_rawlen(L, 2)
                                        : lua_rawlen(L, 2) / cg_type_size[t])
@@ -123,7 +124,10 @@ static int buffer_new(lua_State *L) {
   b->n = n;
   CU(L, ctx, cuMemAlloc, &b->ptr, n * cg_type_size[t]);
   b->h.open = 1;
-  if (init) upload_data(L, b, 2, 0, NULL);
+  if (init) {
+    upload_data(L, b, 2, 0, NULL);
+    lua_settop(L, 3);
+  }
   return 1;
 }
 

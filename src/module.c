@@ -256,13 +256,16 @@ static int module_kernel(lua_State *L) {
   if (!m->entries)
     return luaL_error(L, "kernel '%s': a cubin or fatbin module has no "
                       "signatures; use m:kernel(name, signature)", name);
-  lua_getiuservalue(L, 1, 1);
+  lua_getiuservalue(L, 1, 1); /* kernels by name and by entry name */
   if (lua_getfield(L, -1, name) != LUA_TNIL) return 1;
-  lua_pop(L, 1);
   const ptx_entry *e = find(L, m, name);
-  newkernel(L, m, e->name, e->base, e->params, e->nparams);
+  if (lua_getfield(L, -2, e->name) == LUA_TNIL) {
+    newkernel(L, m, e->name, e->base, e->params, e->nparams);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, -4, e->name);
+  }
   lua_pushvalue(L, -1);
-  lua_setfield(L, -3, name);
+  lua_setfield(L, -4, name);
   return 1;
 }
 
@@ -437,10 +440,10 @@ static void dims(lua_State *L, cg_kernel *k, int idx, const char *what,
     lua_Integer v = 1;
     if (t == LUA_TNUMBER && i == 0) {
       v = lua_tointegerx(L, idx, &isnum);
-    } else if (t == LUA_TTABLE) {
+    } else if (t == LUA_TTABLE) { /* x is required, y and z default to 1 */
       int vt = lua_rawgeti(L, idx, i + 1);
-      if (vt != LUA_TNIL) v = lua_tointegerx(L, -1, &isnum);
-      if (vt != LUA_TNIL && vt != LUA_TNUMBER) isnum = 0;
+      if (vt != LUA_TNIL || i == 0) v = lua_tointegerx(L, -1, &isnum);
+      if ((vt != LUA_TNIL || i == 0) && vt != LUA_TNUMBER) isnum = 0;
       lua_pop(L, 1);
     }
     if (!isnum || v < 1 || v > lim[i])

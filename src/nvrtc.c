@@ -67,9 +67,11 @@ static void nv_load(lua_State *L) {
       h = nv_try(path, err, sizeof err);
     if (!h) h = nv_try("/usr/local/cuda/lib64/libnvrtc.so", err, sizeof err);
   }
-  if (!h)
+  if (!h) {
     luaL_error(L, "NVRTC not found (%s): %s; install the CUDA toolkit or set "
                "CUGRAPH_LUA_LIBNVRTC", env && *env ? env : "libnvrtc.so", err);
+    return;
+  }
 #define NV_SYM(f) \
   if ((sym = dlsym(h, #f)) != NULL) memcpy(&nv.f, &sym, sizeof nv.f); \
   else if (!missing) missing = #f;
@@ -351,24 +353,32 @@ static int parse_opts(lua_State *L, int *n) {
   return cache;
 }
 
-/* The toolkit's include directory, so <cuda_fp16.h> and friends resolve. */
-static const char *toolkit_include(char *buf, size_t n) {
+/* Appends -I<toolkit>/include when it exists, so <cuda_fp16.h> and friends
+   resolve: $CUDA_HOME/include, else /usr/local/cuda/include. */
+static void opt_toolkit_include(lua_State *L, int *n) {
   const char *home = getenv("CUDA_HOME");
+  char buf[PATHLEN];
   struct stat st;
   int w;
   if (home && *home) {
-    w = snprintf(buf, n, "%s/include", home);
-    if (w > 0 && (size_t)w < n && stat(buf, &st) == 0 && S_ISDIR(st.st_mode))
-      return buf;
+    w = snprintf(buf, sizeof buf, "%s/include", home);
+    if (w > 0 && (size_t)w < sizeof buf && stat(buf, &st) == 0 &&
+        S_ISDIR(st.st_mode)) {
+      lua_pushfstring(L, "-I%s", buf);
+      opt_add(L, n);
+      return;
+    }
   }
-  if (stat("/usr/local/cuda/include", &st) == 0 && S_ISDIR(st.st_mode))
-    return "/usr/local/cuda/include";
-  return NULL;
+  if (stat("/usr/local/cuda/include", &st) == 0 && S_ISDIR(st.st_mode)) {
+    lua_pushliteral(L, "-I/usr/local/cuda/include");
+    opt_add(L, n);
+  }
 }
 
 /* ---- cache ------------------------------------------------------------ */
 
-/* Two independent 64-bit lanes: FNV-1a, and a multiply/xorshift lane. */
+/* Two unrelated 64-bit lanes, FNV-1a and multiply/xorshift: a 128-bit key
+   that no accidental pair of inputs shares. */
 typedef struct hash { uint64_t a, b; } hash;
 #define HASH_INIT {0xcbf29ce484222325u, 0x6a09e667f3bcc909u}
 
@@ -615,7 +625,7 @@ static void compile_ptx(lua_State *L, int n) {
 
 /* core.compile(source [, opts]) -> ptx, log */
 static int l_compile(lua_State *L) {
-  char dir[DIRLEN], path[PATHLEN], key[33], ver[32], inc[PATHLEN];
+  char dir[DIRLEN], path[PATHLEN], key[33], ver[32];
   const char *s;
   size_t len;
   hash h = HASH_INIT;
@@ -637,10 +647,7 @@ static int l_compile(lua_State *L) {
     lua_rawseti(L, LIST, 1);
   }
   lua_pop(L, 1);
-  if (toolkit_include(inc, sizeof inc)) {
-    lua_pushfstring(L, "-I%s", inc);
-    opt_add(L, &n);
-  }
+  opt_toolkit_include(L, &n);
 
   nv_load(L);
   hash_field(&h, CACHE_MAGIC, strlen(CACHE_MAGIC));

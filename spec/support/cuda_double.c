@@ -1,0 +1,1983 @@
+/* A test double of libcuda.so.1, the CUDA Driver API, so that the specs run
+   on machines with CUDA's headers but no GPU. Built as a shared library and
+   named by CUGRAPH_LUA_LIBCUDA, it exports the entry points of src/driver.h
+   under the versioned symbols that cuda.h maps them to, and follows the real
+   driver's documented behaviour for what it covers: one device whose memory
+   is host memory, streams that run work at once, stream capture into graphs,
+   instantiated graphs, sticky errors, and host versions of the kernels of
+   spec/kernels/kernels.cu, found by entry name.
+
+   Environment: CUDA_DOUBLE_DEVICES=0 hides the device (cuInit fails);
+   CUDA_DOUBLE_MEM_LIMIT=bytes sizes device memory (default 80 GiB).
+   Calls come from one thread at a time; nothing here is locked. */
+#define _POSIX_C_SOURCE 200809L
+#include <cuda.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* -- the device ----------------------------------------------------------- */
+
+#define DEVICE_NAME "cugraph-lua test double"
+#define DEVICE_MEMORY ((size_t)80 << 30)
+#define MAX_THREADS 1024
+#define SHARED_DEFAULT 49152 /* dynamic shared memory without opt-in */
+#define SHARED_OPTIN 232448
+#define ALLOC_ALIGN 256      /* cuMemAlloc's alignment */
+
+static const unsigned max_block[3] = {1024, 1024, 64};
+static const unsigned max_grid[3] = {2147483647u, 65535, 65535};
+
+static int attribute(CUdevice_attribute a) {
+  switch (a) {
+  case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: return MAX_THREADS;
+  case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: return (int)max_block[0];
+  case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: return (int)max_block[1];
+  case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: return (int)max_block[2];
+  case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: return (int)max_grid[0];
+  case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: return (int)max_grid[1];
+  case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: return (int)max_grid[2];
+  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: return SHARED_DEFAULT;
+  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
+    return SHARED_OPTIN;
+  case CU_DEVICE_ATTRIBUTE_WARP_SIZE: return 32;
+  case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: return 132;
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: return 9;
+  default: return 0;
+  }
+}
+
+/* -- error codes ---------------------------------------------------------- */
+
+/* Every code of cuda.h, with the real driver's messages. */
+#define E(code, text) {code, #code, text}
+static const struct { CUresult code; const char *name, *text; } errors[] = {
+  E(CUDA_SUCCESS, "no error"),
+  E(CUDA_ERROR_INVALID_VALUE, "invalid argument"),
+  E(CUDA_ERROR_OUT_OF_MEMORY, "out of memory"),
+  E(CUDA_ERROR_NOT_INITIALIZED, "initialization error"),
+  E(CUDA_ERROR_DEINITIALIZED, "driver shutting down"),
+  E(CUDA_ERROR_PROFILER_DISABLED,
+    "profiler disabled while using external profiling tool"),
+  E(CUDA_ERROR_PROFILER_NOT_INITIALIZED,
+    "profiler not initialized: call cudaProfilerInitialize()"),
+  E(CUDA_ERROR_PROFILER_ALREADY_STARTED, "profiler already started"),
+  E(CUDA_ERROR_PROFILER_ALREADY_STOPPED, "profiler already stopped"),
+  E(CUDA_ERROR_STUB_LIBRARY, "CUDA driver is a stub library"),
+  E(CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER,
+    "API call is not supported in the installed CUDA driver"),
+  E(CUDA_ERROR_DEVICE_UNAVAILABLE,
+    "CUDA-capable device(s) is/are busy or unavailable"),
+  E(CUDA_ERROR_NO_DEVICE, "no CUDA-capable device is detected"),
+  E(CUDA_ERROR_INVALID_DEVICE, "invalid device ordinal"),
+  E(CUDA_ERROR_DEVICE_NOT_LICENSED, "device doesn't have valid Grid license"),
+  E(CUDA_ERROR_INVALID_IMAGE, "device kernel image is invalid"),
+  E(CUDA_ERROR_INVALID_CONTEXT, "invalid device context"),
+  E(CUDA_ERROR_CONTEXT_ALREADY_CURRENT, "context already current"),
+  E(CUDA_ERROR_MAP_FAILED, "mapping of buffer object failed"),
+  E(CUDA_ERROR_UNMAP_FAILED, "unmapping of buffer object failed"),
+  E(CUDA_ERROR_ARRAY_IS_MAPPED, "array is mapped"),
+  E(CUDA_ERROR_ALREADY_MAPPED, "resource already mapped"),
+  E(CUDA_ERROR_NO_BINARY_FOR_GPU,
+    "no kernel image is available for execution on the device"),
+  E(CUDA_ERROR_ALREADY_ACQUIRED, "resource already acquired"),
+  E(CUDA_ERROR_NOT_MAPPED, "resource not mapped"),
+  E(CUDA_ERROR_NOT_MAPPED_AS_ARRAY, "resource not mapped as array"),
+  E(CUDA_ERROR_NOT_MAPPED_AS_POINTER, "resource not mapped as pointer"),
+  E(CUDA_ERROR_ECC_UNCORRECTABLE, "uncorrectable ECC error encountered"),
+  E(CUDA_ERROR_UNSUPPORTED_LIMIT,
+    "limit is not supported on this architecture"),
+  E(CUDA_ERROR_CONTEXT_ALREADY_IN_USE,
+    "exclusive-thread device already in use by a different thread"),
+  E(CUDA_ERROR_PEER_ACCESS_UNSUPPORTED,
+    "peer access is not supported between these two devices"),
+  E(CUDA_ERROR_INVALID_PTX, "a PTX JIT compilation failed"),
+  E(CUDA_ERROR_INVALID_GRAPHICS_CONTEXT, "invalid OpenGL or DirectX context"),
+  E(CUDA_ERROR_NVLINK_UNCORRECTABLE,
+    "uncorrectable NVLink error detected during the execution"),
+  E(CUDA_ERROR_JIT_COMPILER_NOT_FOUND, "PTX JIT compiler library not found"),
+  E(CUDA_ERROR_UNSUPPORTED_PTX_VERSION,
+    "the provided PTX was compiled with an unsupported toolchain."),
+  E(CUDA_ERROR_JIT_COMPILATION_DISABLED, "PTX JIT compilation was disabled"),
+  E(CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY,
+    "the provided execution affinity is not supported"),
+  E(CUDA_ERROR_UNSUPPORTED_DEVSIDE_SYNC,
+    "the provided PTX contains unsupported call to cudaDeviceSynchronize"),
+  E(CUDA_ERROR_CONTAINED,
+    "Invalid access of peer GPU memory over nvlink or a hardware error"),
+  E(CUDA_ERROR_INVALID_SOURCE, "device kernel image is invalid"),
+  E(CUDA_ERROR_FILE_NOT_FOUND, "file not found"),
+  E(CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND,
+    "shared object symbol not found"),
+  E(CUDA_ERROR_SHARED_OBJECT_INIT_FAILED,
+    "shared object initialization failed"),
+  E(CUDA_ERROR_OPERATING_SYSTEM,
+    "OS call failed or operation not supported on this OS"),
+  E(CUDA_ERROR_INVALID_HANDLE, "invalid resource handle"),
+  E(CUDA_ERROR_ILLEGAL_STATE,
+    "the operation cannot be performed in the present state"),
+  E(CUDA_ERROR_LOSSY_QUERY,
+    "attempted introspection would be semantically lossy"),
+  E(CUDA_ERROR_NOT_FOUND, "named symbol not found"),
+  E(CUDA_ERROR_NOT_READY, "device not ready"),
+  E(CUDA_ERROR_ILLEGAL_ADDRESS, "an illegal memory access was encountered"),
+  E(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
+    "too many resources requested for launch"),
+  E(CUDA_ERROR_LAUNCH_TIMEOUT, "the launch timed out and was terminated"),
+  E(CUDA_ERROR_LAUNCH_INCOMPATIBLE_TEXTURING,
+    "launch uses incompatible texturing mode"),
+  E(CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, "peer access is already enabled"),
+  E(CUDA_ERROR_PEER_ACCESS_NOT_ENABLED, "peer access has not been enabled"),
+  E(CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE,
+    "cannot set while device is active in this process"),
+  E(CUDA_ERROR_CONTEXT_IS_DESTROYED, "context is destroyed"),
+  E(CUDA_ERROR_ASSERT, "device-side assert triggered"),
+  E(CUDA_ERROR_TOO_MANY_PEERS, "peer mapping resources exhausted"),
+  E(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
+    "part or all of the requested memory range is already mapped"),
+  E(CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED,
+    "pointer does not correspond to a registered memory region"),
+  E(CUDA_ERROR_HARDWARE_STACK_ERROR, "hardware stack error"),
+  E(CUDA_ERROR_ILLEGAL_INSTRUCTION, "an illegal instruction was encountered"),
+  E(CUDA_ERROR_MISALIGNED_ADDRESS, "misaligned address"),
+  E(CUDA_ERROR_INVALID_ADDRESS_SPACE,
+    "operation not supported on global/shared address space"),
+  E(CUDA_ERROR_INVALID_PC, "invalid program counter"),
+  E(CUDA_ERROR_LAUNCH_FAILED, "unspecified launch failure"),
+  E(CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE,
+    "too many blocks in cooperative launch"),
+  E(CUDA_ERROR_TENSOR_MEMORY_LEAK, "tensor memory not completely freed"),
+  E(CUDA_ERROR_NOT_PERMITTED, "operation not permitted"),
+  E(CUDA_ERROR_NOT_SUPPORTED, "operation not supported"),
+  E(CUDA_ERROR_SYSTEM_NOT_READY, "system not yet initialized"),
+  E(CUDA_ERROR_SYSTEM_DRIVER_MISMATCH,
+    "system has unsupported display driver / cuda driver combination"),
+  E(CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE,
+    "forward compatibility was attempted on non supported HW"),
+  E(CUDA_ERROR_MPS_CONNECTION_FAILED,
+    "MPS client failed to connect to the MPS control daemon or the MPS "
+    "server"),
+  E(CUDA_ERROR_MPS_RPC_FAILURE,
+    "the remote procedural call between the MPS server and the MPS client "
+    "failed"),
+  E(CUDA_ERROR_MPS_SERVER_NOT_READY,
+    "MPS server is not ready to accept new MPS client requests"),
+  E(CUDA_ERROR_MPS_MAX_CLIENTS_REACHED,
+    "the hardware resources required to create MPS client have been "
+    "exhausted"),
+  E(CUDA_ERROR_MPS_MAX_CONNECTIONS_REACHED,
+    "the hardware resources required to support device connections have "
+    "been exhausted"),
+  E(CUDA_ERROR_MPS_CLIENT_TERMINATED,
+    "the MPS client has been terminated by the server"),
+  E(CUDA_ERROR_CDP_NOT_SUPPORTED,
+    "is using CUDA Dynamic Parallelism, but the current configuration, like "
+    "MPS, does not support it"),
+  E(CUDA_ERROR_CDP_VERSION_MISMATCH,
+    "unsupported interaction between different versions of CUDA Dynamic "
+    "Parallelism"),
+  E(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+    "operation not permitted when stream is capturing"),
+  E(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
+    "operation failed due to a previous error during capture"),
+  E(CUDA_ERROR_STREAM_CAPTURE_MERGE,
+    "operation would result in a merge of separate capture sequences"),
+  E(CUDA_ERROR_STREAM_CAPTURE_UNMATCHED,
+    "capture was not ended in the same stream as it began"),
+  E(CUDA_ERROR_STREAM_CAPTURE_UNJOINED, "capturing stream has unjoined work"),
+  E(CUDA_ERROR_STREAM_CAPTURE_ISOLATION,
+    "dependency created on uncaptured work in another stream"),
+  E(CUDA_ERROR_STREAM_CAPTURE_IMPLICIT,
+    "operation would make the legacy stream depend on a capturing blocking "
+    "stream"),
+  E(CUDA_ERROR_CAPTURED_EVENT,
+    "operation not permitted on an event last recorded in a capturing "
+    "stream"),
+  E(CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD,
+    "attempt to terminate a thread-local capture sequence from another "
+    "thread"),
+  E(CUDA_ERROR_TIMEOUT, "wait operation timed out"),
+  E(CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE,
+    "the graph update was not performed because it included changes which "
+    "violated constraints specific to instantiated graph update"),
+  E(CUDA_ERROR_EXTERNAL_DEVICE,
+    "an async error has occured in external entity outside of CUDA"),
+  E(CUDA_ERROR_INVALID_CLUSTER_SIZE,
+    "a kernel launch error has occurred due to cluster misconfiguration"),
+  E(CUDA_ERROR_FUNCTION_NOT_LOADED,
+    "the function handle is not loaded when calling an API that requires a "
+    "loaded function"),
+  E(CUDA_ERROR_INVALID_RESOURCE_TYPE,
+    "one or more resources passed in are not valid resource types for the "
+    "operation"),
+  E(CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION,
+    "one or more resources are insufficient or non-applicable for the "
+    "operation"),
+  E(CUDA_ERROR_KEY_ROTATION,
+    "an error happened during the key rotation sequence"),
+  E(CUDA_ERROR_UNKNOWN, "unknown error"),
+};
+#undef E
+
+static int error_index(CUresult r) {
+  for (size_t i = 0; i < sizeof errors / sizeof *errors; i++)
+    if (errors[i].code == r) return (int)i;
+  return -1;
+}
+
+CUresult CUDAAPI cuGetErrorName(CUresult error, const char **pStr) {
+  if (!pStr) return CUDA_ERROR_INVALID_VALUE;
+  int i = error_index(error);
+  *pStr = i < 0 ? NULL : errors[i].name;
+  return i < 0 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGetErrorString(CUresult error, const char **pStr) {
+  if (!pStr) return CUDA_ERROR_INVALID_VALUE;
+  int i = error_index(error);
+  *pStr = i < 0 ? NULL : errors[i].text;
+  return i < 0 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+
+/* -- driver and context state --------------------------------------------- */
+
+static int initialized;
+static size_t mem_limit;  /* device memory, bytes */
+static size_t mem_used;   /* sum of live allocation sizes, <= mem_limit */
+static CUresult sticky;   /* the fault that broke the context, or SUCCESS */
+
+/* The primary context: live while refs > 0. Destroying it frees everything
+   made in it and clears the sticky error, as on the real driver. */
+struct CUctx_st { int refs; };
+static struct CUctx_st primary;
+static _Thread_local CUcontext current;
+
+/* The gate of every call that needs the context. */
+static CUresult enter(void) {
+  if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (sticky) return sticky;
+  if (current != &primary || !primary.refs) return CUDA_ERROR_INVALID_CONTEXT;
+  return CUDA_SUCCESS;
+}
+
+/* The gate of calls about the device, which need no context. */
+static CUresult enter_device(CUdevice dev) {
+  if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (sticky) return sticky;
+  return dev == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+/* -- handles -------------------------------------------------------------- */
+
+/* Every live handle is on one ring, so that destroying the context can free
+   what the caller did not. Each handle struct starts with an obj. */
+enum { O_STREAM, O_EVENT, O_MODULE, O_GRAPH, O_EXEC };
+typedef struct obj { struct obj *prev, *next; int kind; } obj;
+static obj live = {&live, &live, -1};
+
+static void *new_obj(size_t size, int kind) {
+  obj *o = calloc(1, size);
+  if (!o) return NULL;
+  o->kind = kind;
+  o->prev = live.prev;
+  o->next = &live;
+  live.prev->next = o;
+  live.prev = o;
+  return o;
+}
+
+static void free_obj(void *p) {
+  obj *o = p;
+  o->prev->next = o->next;
+  o->next->prev = o->prev;
+  free(o);
+}
+
+/* A set of graph nodes in insertion order. */
+typedef struct nodeset { CUgraphNode *v; size_t n, cap; } nodeset;
+
+static int set_has(const nodeset *s, CUgraphNode x) {
+  for (size_t i = 0; i < s->n; i++)
+    if (s->v[i] == x) return 1;
+  return 0;
+}
+
+/* Appends x (also when present, if dup). Nonzero when out of memory. */
+static int set_push(nodeset *s, CUgraphNode x, int dup) {
+  if (!dup && set_has(s, x)) return 0;
+  if (s->n == s->cap) {
+    size_t cap = s->cap ? 2 * s->cap : 4;
+    CUgraphNode *v = realloc(s->v, cap * sizeof *v);
+    if (!v) return 1;
+    s->v = v;
+    s->cap = cap;
+  }
+  s->v[s->n++] = x;
+  return 0;
+}
+
+static int set_union(nodeset *dst, const nodeset *src) {
+  for (size_t i = 0; i < src->n; i++)
+    if (set_push(dst, src->v[i], 0)) return 1;
+  return 0;
+}
+
+static int set_assign(nodeset *dst, const nodeset *src) {
+  dst->n = 0;
+  return set_union(dst, src);
+}
+
+/* -- device memory -------------------------------------------------------- */
+
+/* Live allocations, sorted by base and disjoint. A device pointer is the
+   host address of the allocation. */
+typedef struct span { uintptr_t base; size_t size; } span;
+static span *spans;
+static size_t nspans, cspans;
+
+/* Number of spans whose base is <= p. */
+static size_t spans_upto(uintptr_t p) {
+  size_t lo = 0, hi = nspans;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (spans[mid].base <= p) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* The host address of [p, p + n) when one allocation holds it, else NULL. */
+static void *dev_range(CUdeviceptr p, size_t n) {
+  size_t i = spans_upto((uintptr_t)p);
+  if (!i) return NULL;
+  const span *s = &spans[i - 1];
+  size_t at = (uintptr_t)p - s->base;
+  if (at >= s->size || n > s->size - at) return NULL;
+  return (void *)(uintptr_t)p;
+}
+
+static void free_all_memory(void) {
+  for (size_t i = 0; i < nspans; i++) free((void *)spans[i].base);
+  free(spans);
+  spans = NULL;
+  nspans = cspans = mem_used = 0;
+}
+
+/* -- kernels -------------------------------------------------------------- */
+
+/* One thread of a launch. A bad access sets fault and the kernel stops, as
+   a GPU stops the context. */
+typedef struct kctx {
+  const unsigned char *args; /* parameter bytes, laid out as on the GPU */
+  const size_t *off;         /* offset of each parameter in args */
+  unsigned grid[3], block[3], bid[3], tid[3];
+  unsigned char *shared;     /* this block's dynamic shared memory */
+  size_t nshared;
+  CUresult fault;
+} kctx;
+
+typedef void kfn(kctx *c);
+
+/* A host version of a kernel: body[1], if any, runs after every thread of
+   the block has run body[0] (a __syncthreads()). */
+typedef struct kimpl {
+  const char *name;
+  kfn *body[2];        /* body[0] NULL: the kernel does nothing */
+  size_t nparams;
+  unsigned char size[4];
+} kimpl;
+
+static void arg(const kctx *c, size_t i, void *v, size_t n) {
+  memcpy(v, c->args + c->off[i], n);
+}
+
+/* The host address of an n-byte global access at p, or NULL after a fault. */
+static void *global(kctx *c, uint64_t p, size_t n) {
+  void *h = dev_range(p, n);
+  if (!h) c->fault = CUDA_ERROR_ILLEGAL_ADDRESS;
+  else if (p % n) c->fault = CUDA_ERROR_MISALIGNED_ADDRESS;
+  return c->fault ? NULL : h;
+}
+
+static int ld(kctx *c, uint64_t p, void *v, size_t n) {
+  void *h = global(c, p, n);
+  if (h) memcpy(v, h, n);
+  return h != NULL;
+}
+
+static void st(kctx *c, uint64_t p, const void *v, size_t n) {
+  void *h = global(c, p, n);
+  if (h) memcpy(h, v, n);
+}
+
+/* The shared-memory word at byte offset at, or NULL after a fault. */
+static unsigned char *shared_at(kctx *c, size_t at, size_t n) {
+  if (at > c->nshared || n > c->nshared - at) {
+    c->fault = CUDA_ERROR_ILLEGAL_ADDRESS;
+    return NULL;
+  }
+  return c->shared + at;
+}
+
+/* blockIdx.x * blockDim.x + threadIdx.x, stored in an int as CUDA C does. */
+static int flat_x(const kctx *c) {
+  return (int)(c->bid[0] * c->block[0] + c->tid[0]);
+}
+
+/* Byte offset of element i of a T[] indexed by an int (mul.wide.s32). */
+static uint64_t at_index(int i, size_t elem) {
+  return (uint64_t)((int64_t)i * (int64_t)elem);
+}
+
+/* fmaf without libm, which the build does not link: the product is exact in
+   double; when rounding the double sum to float would meet a tie that the
+   first rounding made, step the sum one ulp towards the exact value (the
+   method of musl's fmaf). This is the GPU's fma.rn.f32 but for subnormal
+   results. */
+static float fma_f32(float x, float y, float z) {
+  double xy = (double)x * y, r = xy + z;
+  uint64_t u;
+  memcpy(&u, &r, sizeof u);
+  if ((u & 0x1fffffff) != 0x10000000 || (u >> 52 & 0x7ff) == 0x7ff
+      || (r - xy == z && r - z == xy))
+    return (float)r;
+  int neg = (int)(u >> 63);
+  double err = neg == (z > xy) ? xy - r + z : z - r + xy;
+  if (neg == (err < 0)) u++;
+  else u--;
+  memcpy(&r, &u, sizeof r);
+  return (float)r;
+}
+
+/* saxpy and _Z4axpyfPKfPfi: y[i] = a * x[i] + y[i], fused as nvcc emits it */
+static void k_saxpy(kctx *c) {
+  float a, xv, yv;
+  uint64_t x, y;
+  int n, i = flat_x(c);
+  arg(c, 0, &a, 4), arg(c, 1, &x, 8), arg(c, 2, &y, 8), arg(c, 3, &n, 4);
+  if (i >= n) return;
+  uint64_t o = at_index(i, 4);
+  if (ld(c, x + o, &xv, 4) && ld(c, y + o, &yv, 4)) {
+    yv = fma_f32(xv, a, yv);
+    st(c, y + o, &yv, 4);
+  }
+}
+
+/* out[i] = base + i */
+static void k_iota_u32(kctx *c) {
+  uint64_t out;
+  uint32_t base;
+  int n, i = flat_x(c);
+  arg(c, 0, &out, 8), arg(c, 1, &base, 4), arg(c, 2, &n, 4);
+  if (i >= n) return;
+  uint32_t v = base + (uint32_t)i;
+  st(c, out + at_index(i, 4), &v, 4);
+}
+
+/* y[i] += *s */
+static void k_add_scalar_f32(kctx *c) {
+  uint64_t y, s;
+  float yv, sv;
+  int n, i = flat_x(c);
+  arg(c, 0, &y, 8), arg(c, 1, &s, 8), arg(c, 2, &n, 4);
+  if (i >= n) return;
+  uint64_t o = at_index(i, 4);
+  if (ld(c, y + o, &yv, 4) && ld(c, s, &sv, 4)) {
+    yv += sv;
+    st(c, y + o, &yv, 4);
+  }
+}
+
+/* out[*pos] = *pos + 1 in thread 0 of block 0 (in x) */
+static void k_mark_u32(kctx *c) {
+  uint64_t out, pos;
+  uint32_t p;
+  int n;
+  arg(c, 0, &out, 8), arg(c, 1, &pos, 8), arg(c, 2, &n, 4);
+  if (c->bid[0] != 0 || c->tid[0] != 0 || !ld(c, pos, &p, 4)
+      || p >= (uint32_t)n)
+    return;
+  uint32_t v = p + 1u;
+  st(c, out + (uint64_t)p * 4, &v, 4);
+}
+
+/* x[i] += 1 */
+static void k_inc_i32(kctx *c) {
+  uint64_t x;
+  uint32_t v;
+  int n, i = flat_x(c);
+  arg(c, 0, &x, 8), arg(c, 1, &n, 4);
+  if (i >= n) return;
+  uint64_t o = at_index(i, 4);
+  if (ld(c, x + o, &v, 4)) {
+    v += 1u; /* the GPU's add wraps */
+    st(c, x + o, &v, 4);
+  }
+}
+
+/* dst[i] = src[i] * k */
+static void k_scale_f64(kctx *c) {
+  uint64_t dst, src;
+  double k, v;
+  int n, i = flat_x(c);
+  arg(c, 0, &dst, 8), arg(c, 1, &src, 8), arg(c, 2, &k, 8), arg(c, 3, &n, 4);
+  if (i >= n) return;
+  uint64_t o = at_index(i, 8);
+  if (ld(c, src + o, &v, 8)) {
+    v *= k;
+    st(c, dst + o, &v, 8);
+  }
+}
+
+/* dst[i] = src[i] + v, 64-bit, wrapping */
+static void k_add_i64(kctx *c) {
+  uint64_t dst, src, v, s;
+  int n, i = flat_x(c);
+  arg(c, 0, &dst, 8), arg(c, 1, &src, 8), arg(c, 2, &v, 8), arg(c, 3, &n, 4);
+  if (i >= n) return;
+  uint64_t o = at_index(i, 8);
+  if (ld(c, src + o, &s, 8)) {
+    s += v;
+    st(c, dst + o, &s, 8);
+  }
+}
+
+/* out[i] = threads in the launch, i = flat 3D thread index */
+static void k_dims_u32(kctx *c) {
+  uint64_t out;
+  int n;
+  arg(c, 0, &out, 8), arg(c, 1, &n, 4);
+  const unsigned *g = c->grid, *b = c->block;
+  unsigned bx = c->bid[0] + g[0] * (c->bid[1] + g[1] * c->bid[2]);
+  unsigned tx = c->tid[0] + b[0] * (c->tid[1] + b[1] * c->tid[2]);
+  unsigned nt = b[0] * b[1] * b[2];
+  unsigned i = bx * nt + tx;
+  if (i >= (unsigned)n) return;
+  unsigned v = nt * g[0] * g[1] * g[2];
+  st(c, out + (uint64_t)i * 4, &v, 4);
+}
+
+/* shared_u32, before __syncthreads(): tile[threadIdx.x] = i * 2 */
+static void k_shared_store(kctx *c) {
+  unsigned v = (unsigned)flat_x(c) * 2u;
+  unsigned char *t = shared_at(c, (size_t)c->tid[0] * 4, 4);
+  if (t) memcpy(t, &v, 4);
+}
+
+/* shared_u32, after: out[i] = tile[threadIdx.x] */
+static void k_shared_load(kctx *c) {
+  uint64_t out;
+  int n, i = flat_x(c);
+  arg(c, 0, &out, 8), arg(c, 1, &n, 4);
+  unsigned char *t = shared_at(c, (size_t)c->tid[0] * 4, 4);
+  if (t && i < n) st(c, out + at_index(i, 4), t, 4);
+}
+
+/* x[2^40] = 1.0f */
+static void k_oob_write(kctx *c) {
+  uint64_t x;
+  float one = 1.0f;
+  arg(c, 0, &x, 8);
+  st(c, x + ((uint64_t)1 << 40) * 4, &one, 4);
+}
+
+static const kimpl kernels[] = {
+  {"saxpy", {k_saxpy, NULL}, 4, {4, 8, 8, 4}},
+  {"_Z4axpyfPKfPfi", {k_saxpy, NULL}, 4, {4, 8, 8, 4}},
+  {"iota_u32", {k_iota_u32, NULL}, 3, {8, 4, 4}},
+  {"add_scalar_f32", {k_add_scalar_f32, NULL}, 3, {8, 8, 4}},
+  {"mark_u32", {k_mark_u32, NULL}, 3, {8, 8, 4}},
+  {"inc_i32", {k_inc_i32, NULL}, 2, {8, 4}},
+  {"scale_f64", {k_scale_f64, NULL}, 4, {8, 8, 8, 4}},
+  {"add_i64", {k_add_i64, NULL}, 4, {8, 8, 8, 4}},
+  {"dims_u32", {k_dims_u32, NULL}, 2, {8, 4}},
+  {"shared_u32", {k_shared_store, k_shared_load}, 2, {8, 4}},
+  {"oob_write", {k_oob_write, NULL}, 1, {8}},
+  {"noop", {NULL, NULL}, 0, {0}},
+};
+
+static const kimpl *find_kernel(const char *name) {
+  for (size_t i = 0; i < sizeof kernels / sizeof *kernels; i++)
+    if (!strcmp(kernels[i].name, name)) return &kernels[i];
+  return NULL;
+}
+
+/* -- modules and functions ------------------------------------------------ */
+
+struct CUfunc_st {
+  CUmodule mod;
+  char *name;
+  const kimpl *impl;    /* NULL: no host version; launches are refused */
+  int layout;           /* nparams, off and size are known */
+  size_t nparams;
+  size_t *off, *size;   /* one block: off[nparams], then size[nparams] */
+  size_t argbytes;      /* end of the last parameter */
+  int max_dynamic;      /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
+};
+
+struct CUmod_st {
+  obj h;
+  unsigned char *image; /* a copy of a binary image (searched for names) */
+  size_t nimage;
+  CUfunction *funcs;    /* PTX: every entry; binary: those asked for */
+  size_t nfuncs, cfuncs;
+};
+
+static void free_function(CUfunction f) {
+  free(f->name);
+  free(f->off);
+  free(f);
+}
+
+/* Lays the parameters out at offsets aligned as given. */
+static int set_layout(CUfunction f, size_t n, const size_t *size,
+                      const size_t *align) {
+  f->off = n ? malloc(2 * n * sizeof *f->off) : NULL;
+  if (n && !f->off) return 1;
+  f->size = f->off + n;
+  f->nparams = n;
+  f->layout = 1;
+  size_t at = 0;
+  for (size_t i = 0; i < n; i++) {
+    at = (at + align[i] - 1) / align[i] * align[i];
+    f->off[i] = at;
+    f->size[i] = size[i];
+    at += size[i];
+  }
+  f->argbytes = at;
+  return 0;
+}
+
+/* Adds a function to m. With a parameter list from PTX (n, size, align),
+   a host version whose parameters differ is not used. */
+static CUfunction add_function(CUmodule m, const char *name, size_t len,
+                               int from_ptx, size_t n, const size_t *size,
+                               const size_t *align) {
+  if (m->nfuncs == m->cfuncs) {
+    size_t cap = m->cfuncs ? 2 * m->cfuncs : 8;
+    CUfunction *v = realloc(m->funcs, cap * sizeof *v);
+    if (!v) return NULL;
+    m->funcs = v;
+    m->cfuncs = cap;
+  }
+  CUfunction f = calloc(1, sizeof *f);
+  if (!f || !(f->name = malloc(len + 1))) {
+    free(f);
+    return NULL;
+  }
+  memcpy(f->name, name, len);
+  f->name[len] = '\0';
+  f->mod = m;
+  f->max_dynamic = SHARED_DEFAULT;
+  f->impl = find_kernel(f->name);
+  if (f->impl && from_ptx) {
+    int same = f->impl->nparams == n;
+    for (size_t i = 0; same && i < n; i++)
+      same = f->impl->size[i] == size[i] && size[i] == align[i];
+    if (!same) f->impl = NULL;
+  }
+  int bad = 0;
+  if (from_ptx) {
+    bad = set_layout(f, n, size, align);
+  } else if (f->impl) {
+    size_t sz[4];
+    for (size_t i = 0; i < f->impl->nparams; i++) sz[i] = f->impl->size[i];
+    bad = set_layout(f, f->impl->nparams, sz, sz);
+  }
+  if (bad) {
+    free_function(f);
+    return NULL;
+  }
+  m->funcs[m->nfuncs++] = f;
+  return f;
+}
+
+static void free_module(CUmodule m) {
+  for (size_t i = 0; i < m->nfuncs; i++) free_function(m->funcs[i]);
+  free(m->funcs);
+  free(m->image);
+  free_obj(m);
+}
+
+static int blank(int ch) {
+  return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\f'
+         || ch == '\v';
+}
+
+static int ident(int ch) {
+  return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')
+         || (ch >= '0' && ch <= '9') || ch == '_' || ch == '$' || ch == '%';
+}
+
+/* Bytes of a PTX type (".u32"), or 0. */
+static size_t ptx_type_size(const char *t, size_t len) {
+  static const struct { const char *name; size_t size; } types[] = {
+    {".b8", 1}, {".s8", 1}, {".u8", 1}, {".b16", 2}, {".s16", 2},
+    {".u16", 2}, {".f16", 2}, {".bf16", 2}, {".b32", 4}, {".s32", 4},
+    {".u32", 4}, {".f32", 4}, {".f16x2", 4}, {".bf16x2", 4}, {".b64", 8},
+    {".s64", 8}, {".u64", 8}, {".f64", 8},
+  };
+  for (size_t i = 0; i < sizeof types / sizeof *types; i++)
+    if (strlen(types[i].name) == len && !memcmp(types[i].name, t, len))
+      return types[i].size;
+  return 0;
+}
+
+/* Size and alignment of one ".param" declaration in [s, e): ".param .align
+   A .b8 name[N]" or ".param .u64 [.ptr .global .align A] name"; an .align
+   after the type is the pointee's. Zero when it is not one. */
+static int ptx_param(const char *s, const char *e, size_t *size,
+                     size_t *align) {
+  size_t elem = 0, al = 0, count = 1;
+  while (s < e) {
+    while (s < e && blank(*s)) s++;
+    const char *t = s;
+    while (s < e && !blank(*s)) s++;
+    size_t len = (size_t)(s - t);
+    if (!len) break;
+    const char *bracket = memchr(t, '[', len);
+    if (len == 6 && !memcmp(t, ".align", 6)) {
+      while (s < e && blank(*s)) s++;
+      size_t a = strtoul(s, NULL, 10);
+      if (!elem) al = a;
+      while (s < e && !blank(*s)) s++;
+    } else if (!elem && ptx_type_size(t, len)) {
+      elem = ptx_type_size(t, len);
+    } else if (bracket) {
+      count = strtoul(bracket + 1, NULL, 10);
+    }
+  }
+  if (!elem || !count || (al & (al - 1))) return 0;
+  *size = elem * count;
+  *align = al ? al : elem;
+  return 1;
+}
+
+/* Collects the .entry functions of NUL-terminated PTX text into m. Returns
+   CUDA_ERROR_INVALID_PTX with a reason in *why on a malformed list. */
+static CUresult load_ptx(CUmodule m, const char *text, const char **why) {
+  if (!strstr(text, ".version")) return *why = "no .version directive",
+                                        CUDA_ERROR_INVALID_PTX;
+  if (!strstr(text, ".target")) return *why = "no .target directive",
+                                       CUDA_ERROR_INVALID_PTX;
+  for (const char *p = text; (p = strstr(p, ".entry")); ) {
+    p += 6;
+    if ((p - 6 > text && !blank(p[-7])) || !blank(*p)) continue;
+    while (blank(*p)) p++;
+    const char *name = p;
+    while (ident(*p)) p++;
+    size_t len = (size_t)(p - name);
+    if (!len) return *why = ".entry without a name", CUDA_ERROR_INVALID_PTX;
+    while (blank(*p)) p++;
+    size_t n = 0, cap = 0, *size = NULL;
+    if (*p == '(') {
+      const char *close = p + 1;
+      for (int depth = 1; depth; close++) {
+        if (!*close) return *why = "unbalanced parameter list",
+                            CUDA_ERROR_INVALID_PTX;
+        depth += (*close == '(') - (*close == ')');
+      }
+      close--; /* at the matching ')' */
+      for (const char *q = p + 1; q < close; n++) {
+        const char *comma = memchr(q, ',', (size_t)(close - q));
+        const char *end = comma ? comma : close;
+        if (n == cap) {
+          cap = cap ? 2 * cap : 8;
+          size_t *v = realloc(size, 2 * cap * sizeof *v);
+          if (!v) {
+            free(size);
+            return *why = "out of memory", CUDA_ERROR_OUT_OF_MEMORY;
+          }
+          size = v;
+        }
+        if (!ptx_param(q, end, &size[2 * n], &size[2 * n + 1])) {
+          const char *s = q;
+          while (s < end && blank(*s)) s++;
+          if (s == end && !comma && !n) break; /* "()" */
+          free(size);
+          return *why = "malformed .param", CUDA_ERROR_INVALID_PTX;
+        }
+        q = comma ? comma + 1 : close;
+      }
+      p = close + 1;
+    }
+    size_t sz[n ? n : 1], al[n ? n : 1];
+    for (size_t i = 0; i < n; i++) sz[i] = size[2 * i], al[i] = size[2 * i + 1];
+    free(size);
+    if (!add_function(m, name, len, 1, n, sz, al))
+      return *why = "out of memory", CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  return CUDA_SUCCESS;
+}
+
+static uint64_t rd_le(const unsigned char *p, int n) {
+  uint64_t v = 0;
+  while (n--) v = v << 8 | p[n];
+  return v;
+}
+
+/* Length of a little-endian ELF64 image: the furthest of its headers and
+   sections. Zero when it is not one. */
+static size_t elf_size(const unsigned char *p) {
+  if (p[4] != 2 || p[5] != 1) return 0;
+  uint64_t phoff = rd_le(p + 0x20, 8), shoff = rd_le(p + 0x28, 8);
+  uint64_t phsz = rd_le(p + 0x36, 2), phn = rd_le(p + 0x38, 2);
+  uint64_t shsz = rd_le(p + 0x3a, 2), shn = rd_le(p + 0x3c, 2);
+  uint64_t end = 0x40;
+  if (phoff + phn * phsz > end) end = phoff + phn * phsz;
+  if (shoff + shn * shsz > end) end = shoff + shn * shsz;
+  for (uint64_t i = 0; shoff && shsz >= 0x28 && i < shn; i++) {
+    const unsigned char *sh = p + shoff + i * shsz;
+    uint64_t off = rd_le(sh + 0x18, 8), size = rd_le(sh + 0x20, 8);
+    if (rd_le(sh + 4, 4) != 8 /* SHT_NOBITS */ && off + size > end)
+      end = off + size;
+  }
+  return end < ((uint64_t)1 << 32) ? (size_t)end : 0;
+}
+
+/* Length of a fatbin: its header (magic, version, header size, fat size). */
+static size_t fatbin_size(const unsigned char *p) {
+  uint64_t header = rd_le(p + 6, 2), body = rd_le(p + 8, 8);
+  return header >= 16 && body < ((uint64_t)1 << 32) ? (size_t)(header + body)
+                                                   : 0;
+}
+
+/* Whether name occurs in the binary image as a whole NUL-terminated string. */
+static int image_has(CUmodule m, const char *name) {
+  size_t len = strlen(name) + 1;
+  const unsigned char *p = m->image, *end = m->image + m->nimage;
+  while (len <= (size_t)(end - p)) {
+    const unsigned char *hit = memchr(p, name[0], (size_t)(end - p) - len + 1);
+    if (!hit) return 0;
+    if ((hit == m->image || hit[-1] == '\0') && !memcmp(hit, name, len))
+      return 1;
+    p = hit + 1;
+  }
+  return 0;
+}
+
+/* Text as a PTX file holds it: printable bytes and blanks up to a NUL. */
+static int is_text(const unsigned char *p) {
+  if (!*p) return 0;
+  for (; *p; p++)
+    if ((*p < 0x20 && !blank(*p)) || *p == 0x7f) return 0;
+  return 1;
+}
+
+/* Writes the reason of a failed load where CU_JIT_ERROR_LOG_BUFFER asks, and
+   its length (with the NUL) back into CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES. */
+static void jit_log(unsigned n, const CUjit_option *options, void **values,
+                    const char *why) {
+  char *buf = NULL;
+  size_t size = 0;
+  unsigned at = 0;
+  for (unsigned i = 0; i < n; i++) {
+    if (options[i] == CU_JIT_ERROR_LOG_BUFFER) buf = values[i];
+    if (options[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
+      size = (uintptr_t)values[i], at = i;
+  }
+  if (!buf || !size) return;
+  snprintf(buf, size, "cuda double: %s", why);
+  values[at] = (void *)(uintptr_t)(strlen(buf) + 1);
+}
+
+/* -- work: kernel launches, copies and memsets ---------------------------- */
+
+/* One unit of stream work, as run at once or held by a graph node. */
+typedef struct op {
+  CUgraphNodeType type;     /* KERNEL, MEMCPY or MEMSET */
+  CUfunction f;             /* kernel */
+  unsigned grid[3], block[3], shared;
+  unsigned char *args;      /* owned copy of f->argbytes parameter bytes */
+  CUdeviceptr dst, src;     /* memcpy: src 0 means from host */
+  const void *host;         /* memcpy from host memory, read when it runs */
+  size_t bytes;             /* memcpy */
+  size_t pitch, width, height; /* memset: height rows of width elements */
+  unsigned value, elem;     /* memset: the element and its size in bytes */
+} op;
+
+static unsigned char shared_mem[SHARED_OPTIN];
+
+/* Runs every thread of the grid, block by block; a fault makes the context
+   sticky and stops the kernel. */
+static void run_kernel(const op *o) {
+  const kimpl *k = o->f->impl;
+  if (!k->body[0]) return;
+  kctx c = {o->args, o->f->off, {0}, {0}, {0}, {0}, shared_mem, o->shared,
+            CUDA_SUCCESS};
+  memcpy(c.grid, o->grid, sizeof c.grid);
+  memcpy(c.block, o->block, sizeof c.block);
+  unsigned *b = c.bid, *t = c.tid;
+  for (b[2] = 0; b[2] < c.grid[2]; b[2]++)
+    for (b[1] = 0; b[1] < c.grid[1]; b[1]++)
+      for (b[0] = 0; b[0] < c.grid[0]; b[0]++) {
+        memset(shared_mem, 0xCD, o->shared); /* shared memory is not zeroed */
+        for (int phase = 0; phase < 2 && k->body[phase]; phase++)
+          for (t[2] = 0; t[2] < c.block[2]; t[2]++)
+            for (t[1] = 0; t[1] < c.block[1]; t[1]++)
+              for (t[0] = 0; t[0] < c.block[0]; t[0]++) {
+                k->body[phase](&c);
+                if (c.fault) {
+                  sticky = c.fault;
+                  return;
+                }
+              }
+      }
+}
+
+/* Checks o's memory ranges and, unless dry, does it. A kernel's accesses are
+   checked as it runs: their faults are sticky, not returned. */
+static CUresult run_op(const op *o, int dry) {
+  if (o->type == CU_GRAPH_NODE_TYPE_KERNEL) {
+    if (!dry) run_kernel(o);
+    return CUDA_SUCCESS;
+  }
+  if (o->type == CU_GRAPH_NODE_TYPE_MEMCPY) {
+    void *d = dev_range(o->dst, o->bytes);
+    const void *s = o->host ? o->host : dev_range(o->src, o->bytes);
+    if (!d || !s) return CUDA_ERROR_INVALID_VALUE;
+    if (!dry) memmove(d, s, o->bytes);
+    return CUDA_SUCCESS;
+  }
+  for (size_t r = 0; r < o->height; r++) {
+    unsigned char *d = dev_range(o->dst + r * o->pitch, o->width * o->elem);
+    if (!d) return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; !dry && i < o->width; i++)
+      memcpy(d + i * o->elem, &o->value, o->elem); /* little-endian host */
+  }
+  return CUDA_SUCCESS;
+}
+
+static int copy_op(op *dst, const op *src) {
+  *dst = *src;
+  if (src->type != CU_GRAPH_NODE_TYPE_KERNEL || !src->f->argbytes) return 0;
+  if (!(dst->args = malloc(src->f->argbytes))) return 1;
+  memcpy(dst->args, src->args, src->f->argbytes);
+  return 0;
+}
+
+/* -- graphs --------------------------------------------------------------- */
+
+struct CUgraphNode_st {
+  op op;
+  nodeset deps;   /* nodes of the same graph, each added before this one */
+  size_t idx;     /* position in the graph */
+};
+
+/* Nodes in the order they were added, which is a topological order. */
+struct CUgraph_st { obj h; nodeset nodes; };
+
+static void free_graph(CUgraph g) {
+  for (size_t i = 0; i < g->nodes.n; i++) {
+    free(g->nodes.v[i]->op.args);
+    free(g->nodes.v[i]->deps.v);
+    free(g->nodes.v[i]);
+  }
+  free(g->nodes.v);
+  free_obj(g);
+}
+
+/* Adds a node running o (whose args it takes) after deps. */
+static CUgraphNode add_node(CUgraph g, const op *o, const nodeset *deps) {
+  CUgraphNode n = calloc(1, sizeof *n);
+  if (!n || set_union(&n->deps, deps) || set_push(&g->nodes, n, 1)) {
+    if (n) free(n->deps.v);
+    free(n);
+    return NULL;
+  }
+  n->op = *o;
+  n->idx = g->nodes.n - 1;
+  return n;
+}
+
+/* Dependencies of every node as sorted indices: node i's are
+   dep[start[i] .. start[i + 1]). */
+typedef struct edges { size_t *start, *dep; } edges;
+
+static int cmp_size(const void *a, const void *b) {
+  size_t x = *(const size_t *)a, y = *(const size_t *)b;
+  return (x > y) - (x < y);
+}
+
+static int make_edges(CUgraph g, edges *e) {
+  size_t n = g->nodes.n, total = 0;
+  for (size_t i = 0; i < n; i++) total += g->nodes.v[i]->deps.n;
+  e->start = malloc((n + 1) * sizeof *e->start);
+  e->dep = malloc((total ? total : 1) * sizeof *e->dep);
+  if (!e->start || !e->dep) {
+    free(e->start);
+    free(e->dep);
+    return 1;
+  }
+  e->start[0] = 0;
+  for (size_t i = 0; i < n; i++) {
+    const nodeset *d = &g->nodes.v[i]->deps;
+    size_t *out = e->dep + e->start[i];
+    for (size_t j = 0; j < d->n; j++) out[j] = d->v[j]->idx;
+    qsort(out, d->n, sizeof *out, cmp_size);
+    e->start[i + 1] = e->start[i] + d->n;
+  }
+  return 0;
+}
+
+/* An instantiated graph owns copies of the nodes' work and edges. */
+struct CUgraphExec_st {
+  obj h;
+  size_t n;
+  op *ops;        /* in topological order */
+  edges e;
+};
+
+static void free_exec(CUgraphExec x) {
+  for (size_t i = 0; i < x->n; i++) free(x->ops[i].args);
+  free(x->ops);
+  free(x->e.start);
+  free(x->e.dep);
+  free_obj(x);
+}
+
+/* -- streams, events and capture ------------------------------------------ */
+
+/* A capture sequence: begun on origin, joined by the streams that waited on
+   its events. Its nodes go into g. */
+typedef struct capture {
+  struct capture *next;
+  CUstream origin;
+  CUstreamCaptureMode mode;
+  int invalid;          /* a rule was broken: ending it yields no graph */
+  unsigned long id;
+  CUgraph g;
+} capture;
+
+static capture *captures; /* in progress */
+static unsigned long capture_ids;
+
+struct CUstream_st {
+  obj h;
+  unsigned flags;
+  capture *cap;         /* the capture this stream takes part in, or NULL */
+  nodeset tips;         /* while capturing: what new work depends on */
+};
+
+struct CUevent_st {
+  obj h;
+  unsigned flags;
+  int recorded;         /* recorded outside capture: t is its time */
+  struct timespec t;
+  unsigned long cap_id; /* last recorded in this capture (0: none) */
+  nodeset tips;         /* that stream's tips then */
+};
+
+static capture *find_capture(unsigned long id) {
+  capture *c = captures;
+  while (c && c->id != id) c = c->next;
+  return c;
+}
+
+#define EACH_STREAM(s)                                                      \
+  for (obj *o_ = live.next; o_ != &live; o_ = o_->next)                     \
+    if (o_->kind == O_STREAM && ((s) = (CUstream)o_))
+
+/* Ends c: its streams leave capture mode; its graph is the caller's. */
+static void end_capture(capture *c) {
+  CUstream s;
+  EACH_STREAM(s) if (s->cap == c) {
+    s->cap = NULL;
+    s->tips.n = 0;
+  }
+  capture **p = &captures;
+  while (*p != c) p = &(*p)->next;
+  *p = c->next;
+  free(c);
+}
+
+/* Calls the docs call potentially unsafe during capture (memory and module
+   management): refused while a capture not begun RELAXED is in progress,
+   which is then invalidated. */
+static CUresult unsafe_call(void) {
+  CUresult r = CUDA_SUCCESS;
+  for (capture *c = captures; c; c = c->next)
+    if (c->mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
+      c->invalid = 1;
+      r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
+  return r;
+}
+
+/* The legacy stream waits on every blocking stream, so it cannot be used
+   while one captures (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT); work sent to it
+   invalidates those captures. */
+static CUresult legacy_blocked(int invalidate) {
+  CUresult r = CUDA_SUCCESS;
+  CUstream s;
+  EACH_STREAM(s) if (s->cap && !(s->flags & CU_STREAM_NON_BLOCKING)) {
+    if (invalidate) s->cap->invalid = 1;
+    r = CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+  }
+  return r;
+}
+
+/* NULL and CU_STREAM_LEGACY are the legacy stream. */
+static CUstream stream_of(CUstream s) {
+  return s == CU_STREAM_LEGACY ? NULL : s;
+}
+
+/* Whether work may be sent to s. */
+static CUresult stream_usable(CUstream s) {
+  if (!s) return legacy_blocked(1);
+  if (s->cap && s->cap->invalid) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  return CUDA_SUCCESS;
+}
+
+/* Synchronizing with or querying a capturing stream is refused, and
+   invalidates the capture. */
+static CUresult no_sync(CUstream s) {
+  if (!s) return legacy_blocked(1);
+  if (!s->cap) return CUDA_SUCCESS;
+  s->cap->invalid = 1;
+  return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+}
+
+/* Runs o on s now or, while s captures, records it as a node after s's tips.
+   Takes o->args either way. */
+static CUresult submit(CUstream s, op *o) {
+  CUresult r = stream_usable(s);
+  if (!r) r = run_op(o, 1);
+  if (!r && s && s->cap) {
+    CUgraphNode n = add_node(s->cap->g, o, &s->tips);
+    if (n) {
+      s->tips.n = 0;
+      set_push(&s->tips, n, 0); /* cannot fail: tips has room for one */
+      return CUDA_SUCCESS;
+    }
+    r = CUDA_ERROR_OUT_OF_MEMORY;
+  } else if (!r) {
+    r = run_op(o, 0);
+  }
+  free(o->args);
+  return r;
+}
+
+static void free_stream(CUstream s) {
+  free(s->tips.v);
+  free_obj(s);
+}
+
+static void free_event(CUevent e) {
+  free(e->tips.v);
+  free_obj(e);
+}
+
+/* Frees everything made in the context, which is being destroyed. */
+static void destroy_context(void) {
+  while (captures) {
+    capture *c = captures;
+    captures = c->next;
+    free(c); /* its graph is on the ring */
+  }
+  while (live.next != &live) {
+    obj *o = live.next;
+    switch (o->kind) {
+    case O_STREAM: free_stream((CUstream)o); break;
+    case O_EVENT: free_event((CUevent)o); break;
+    case O_MODULE: free_module((CUmodule)o); break;
+    case O_GRAPH: free_graph((CUgraph)o); break;
+    default: free_exec((CUgraphExec)o); break;
+    }
+  }
+  free_all_memory();
+  sticky = CUDA_SUCCESS;
+}
+
+/* -- initialization, device, context -------------------------------------- */
+
+CUresult CUDAAPI cuInit(unsigned int Flags) {
+  if (Flags) return CUDA_ERROR_INVALID_VALUE;
+  if (initialized) return sticky;
+  const char *devices = getenv("CUDA_DOUBLE_DEVICES");
+  if (devices && !strcmp(devices, "0")) return CUDA_ERROR_NO_DEVICE;
+  const char *limit = getenv("CUDA_DOUBLE_MEM_LIMIT");
+  char *end = NULL;
+  unsigned long long v = limit ? strtoull(limit, &end, 10) : 0;
+  mem_limit = limit && *limit && !*end && v ? (size_t)v : DEVICE_MEMORY;
+  initialized = 1;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDriverGetVersion(int *driverVersion) {
+  if (!driverVersion) return CUDA_ERROR_INVALID_VALUE;
+  *driverVersion = 13000;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGetCount(int *count) {
+  CUresult r = enter_device(0);
+  if (r) return r;
+  if (!count) return CUDA_ERROR_INVALID_VALUE;
+  *count = 1;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGet(CUdevice *device, int ordinal) {
+  CUresult r = enter_device(ordinal);
+  if (r) return r;
+  if (!device) return CUDA_ERROR_INVALID_VALUE;
+  *device = ordinal;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGetName(char *name, int len, CUdevice dev) {
+  CUresult r = enter_device(dev);
+  if (r) return r;
+  if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+  snprintf(name, (size_t)len, "%s", DEVICE_NAME);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib,
+                                      CUdevice dev) {
+  CUresult r = enter_device(dev);
+  if (r) return r;
+  if (!pi || attrib <= 0 || attrib >= CU_DEVICE_ATTRIBUTE_MAX)
+    return CUDA_ERROR_INVALID_VALUE;
+  *pi = attribute(attrib);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceTotalMem(size_t *bytes, CUdevice dev) {
+  CUresult r = enter_device(dev);
+  if (r) return r;
+  if (!bytes) return CUDA_ERROR_INVALID_VALUE;
+  *bytes = mem_limit;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
+  CUresult r = enter_device(dev);
+  if (r) return r;
+  if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+  primary.refs++;
+  *pctx = &primary;
+  return CUDA_SUCCESS;
+}
+
+/* Works on a broken context too: destroying it is the way to recover. */
+CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev) {
+  if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  if (!primary.refs) return CUDA_ERROR_INVALID_CONTEXT;
+  if (!--primary.refs) destroy_context();
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
+  if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (sticky) return sticky;
+  if (ctx && (ctx != &primary || !primary.refs))
+    return CUDA_ERROR_INVALID_CONTEXT;
+  current = ctx;
+  return CUDA_SUCCESS;
+}
+
+/* Waits for all work, which is done; refused during any capture. */
+CUresult CUDAAPI cuCtxSynchronize(void) {
+  CUresult r = enter();
+  if (r) return r;
+  for (capture *c = captures; c; c = c->next) {
+    c->invalid = 1;
+    r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
+  return r;
+}
+
+/* -- memory --------------------------------------------------------------- */
+
+CUresult CUDAAPI cuMemGetInfo(size_t *free_bytes, size_t *total) {
+  CUresult r = enter();
+  if (r) return r;
+  if (!free_bytes || !total) return CUDA_ERROR_INVALID_VALUE;
+  *free_bytes = mem_limit - mem_used;
+  *total = mem_limit;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemAlloc(CUdeviceptr *dptr, size_t bytesize) {
+  CUresult r = enter();
+  if (r) return r;
+  if (!dptr || !bytesize) return CUDA_ERROR_INVALID_VALUE;
+  if ((r = unsafe_call())) return r;
+  if (bytesize > mem_limit - mem_used || bytesize > SIZE_MAX - ALLOC_ALIGN)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  if (nspans == cspans) {
+    size_t cap = cspans ? 2 * cspans : 64;
+    span *v = realloc(spans, cap * sizeof *v);
+    if (!v) return CUDA_ERROR_OUT_OF_MEMORY;
+    spans = v;
+    cspans = cap;
+  }
+  size_t rounded = (bytesize + ALLOC_ALIGN - 1) / ALLOC_ALIGN * ALLOC_ALIGN;
+  void *p = aligned_alloc(ALLOC_ALIGN, rounded);
+  if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
+  memset(p, 0xCD, rounded); /* device memory is not zeroed */
+  size_t i = spans_upto((uintptr_t)p);
+  memmove(spans + i + 1, spans + i, (nspans - i) * sizeof *spans);
+  spans[i] = (span){(uintptr_t)p, bytesize};
+  nspans++;
+  mem_used += bytesize;
+  *dptr = (CUdeviceptr)(uintptr_t)p;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemFree(CUdeviceptr dptr) {
+  CUresult r = enter();
+  if (r) return r;
+  if ((r = unsafe_call())) return r;
+  size_t i = spans_upto((uintptr_t)dptr);
+  if (!i || spans[i - 1].base != (uintptr_t)dptr)
+    return CUDA_ERROR_INVALID_VALUE;
+  i--;
+  free((void *)spans[i].base);
+  mem_used -= spans[i].size;
+  memmove(spans + i, spans + i + 1, (nspans - i - 1) * sizeof *spans);
+  nspans--;
+  return CUDA_SUCCESS;
+}
+
+static CUresult memcpy_op(CUdeviceptr dst, CUdeviceptr src, const void *host,
+                          size_t n, CUstream s) {
+  CUresult r = enter();
+  if (r) return r;
+  if (!n) return stream_usable(stream_of(s));
+  if (!host && !src) return CUDA_ERROR_INVALID_VALUE;
+  op o = {.type = CU_GRAPH_NODE_TYPE_MEMCPY, .dst = dst, .src = src,
+          .host = host, .bytes = n};
+  return submit(stream_of(s), &o);
+}
+
+CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr dstDevice, const void *srcHost,
+                                   size_t ByteCount, CUstream hStream) {
+  return memcpy_op(dstDevice, 0, srcHost, ByteCount, hStream);
+}
+
+CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
+                                   size_t ByteCount, CUstream hStream) {
+  return memcpy_op(dstDevice, srcDevice, NULL, ByteCount, hStream);
+}
+
+/* Device to host memory cannot be captured: refused, and the capture is
+   invalidated. */
+CUresult CUDAAPI cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr srcDevice,
+                                   size_t ByteCount, CUstream hStream) {
+  CUresult r = enter();
+  if (r) return r;
+  CUstream s = stream_of(hStream);
+  if ((r = stream_usable(s))) return r;
+  if (s && s->cap) {
+    s->cap->invalid = 1;
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
+  if (!ByteCount) return CUDA_SUCCESS;
+  const void *src = dev_range(srcDevice, ByteCount);
+  if (!dstHost || !src) return CUDA_ERROR_INVALID_VALUE;
+  memmove(dstHost, src, ByteCount);
+  return CUDA_SUCCESS;
+}
+
+static CUresult memset_op(CUdeviceptr dst, size_t pitch, unsigned value,
+                          unsigned elem, size_t width, size_t height,
+                          CUstream s) {
+  CUresult r = enter();
+  if (r) return r;
+  if (!width || !height) return stream_usable(stream_of(s));
+  if (dst % elem || (height > 1 && pitch < width * elem))
+    return CUDA_ERROR_INVALID_VALUE;
+  op o = {.type = CU_GRAPH_NODE_TYPE_MEMSET, .dst = dst, .pitch = pitch,
+          .width = width, .height = height, .value = value, .elem = elem};
+  return submit(stream_of(s), &o);
+}
+
+CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc,
+                                 size_t N, CUstream hStream) {
+  return memset_op(dstDevice, 0, uc, 1, N, 1, hStream);
+}
+
+CUresult CUDAAPI cuMemsetD16Async(CUdeviceptr dstDevice, unsigned short us,
+                                  size_t N, CUstream hStream) {
+  return memset_op(dstDevice, 0, us, 2, N, 1, hStream);
+}
+
+CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui,
+                                  size_t N, CUstream hStream) {
+  return memset_op(dstDevice, 0, ui, 4, N, 1, hStream);
+}
+
+CUresult CUDAAPI cuMemsetD2D32Async(CUdeviceptr dstDevice, size_t dstPitch,
+                                    unsigned int ui, size_t Width,
+                                    size_t Height, CUstream hStream) {
+  return memset_op(dstDevice, dstPitch, ui, 4, Width, Height, hStream);
+}
+
+/* -- streams -------------------------------------------------------------- */
+
+CUresult CUDAAPI cuStreamCreate(CUstream *phStream, unsigned int Flags) {
+  CUresult r = enter();
+  if (r) return r;
+  if (!phStream || (Flags & ~(unsigned)CU_STREAM_NON_BLOCKING))
+    return CUDA_ERROR_INVALID_VALUE;
+  CUstream s = new_obj(sizeof *s, O_STREAM);
+  if (!s) return CUDA_ERROR_OUT_OF_MEMORY;
+  s->flags = Flags;
+  *phStream = s;
+  return CUDA_SUCCESS;
+}
+
+/* A capturing stream that is destroyed leaves its capture, invalidated; the
+   origin's capture ends with it. */
+CUresult CUDAAPI cuStreamDestroy(CUstream hStream) {
+  CUresult r = enter();
+  if (r) return r;
+  if (!hStream) return CUDA_ERROR_INVALID_HANDLE;
+  capture *c = hStream->cap;
+  if (c) {
+    c->invalid = 1;
+    if (c->origin == hStream) {
+      free_graph(c->g);
+      end_capture(c);
+    }
+  }
+  free_stream(hStream);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamSynchronize(CUstream hStream) {
+  CUresult r = enter();
+  return r ? r : no_sync(stream_of(hStream));
+}
+
+/* All work is done when it is sent, so a stream is never busy. */
+CUresult CUDAAPI cuStreamQuery(CUstream hStream) {
+  CUresult r = enter();
+  return r ? r : no_sync(stream_of(hStream));
+}
+
+CUresult CUDAAPI cuStreamBeginCapture(CUstream hStream,
+                                      CUstreamCaptureMode mode) {
+  CUresult r = enter();
+  if (r) return r;
+  CUstream s = stream_of(hStream);
+  if (!s) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  if (mode != CU_STREAM_CAPTURE_MODE_GLOBAL
+      && mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+      && mode != CU_STREAM_CAPTURE_MODE_RELAXED)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (s->cap) return CUDA_ERROR_ILLEGAL_STATE;
+  capture *c = calloc(1, sizeof *c);
+  if (!c || !(c->g = new_obj(sizeof *c->g, O_GRAPH))) {
+    free(c);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  c->origin = s;
+  c->mode = mode;
+  c->id = ++capture_ids;
+  c->next = captures;
+  captures = c;
+  s->cap = c;
+  s->tips.n = 0;
+  return CUDA_SUCCESS;
+}
+
+/* Marks n and everything it depends on. */
+static void mark_ancestors(CUgraphNode n, unsigned char *mark) {
+  if (mark[n->idx]) return;
+  mark[n->idx] = 1;
+  for (size_t i = 0; i < n->deps.n; i++) mark_ancestors(n->deps.v[i], mark);
+}
+
+/* Whether every stream that joined c has been joined back into its origin:
+   its tips are among the origin's tips or their ancestors. */
+static CUresult joined(capture *c) {
+  unsigned char *mark = calloc(c->g->nodes.n + 1, 1);
+  if (!mark) return CUDA_ERROR_OUT_OF_MEMORY;
+  for (size_t i = 0; i < c->origin->tips.n; i++)
+    mark_ancestors(c->origin->tips.v[i], mark);
+  CUresult r = CUDA_SUCCESS;
+  CUstream s;
+  EACH_STREAM(s) if (s->cap == c)
+    for (size_t i = 0; i < s->tips.n; i++)
+      if (!mark[s->tips.v[i]->idx]) r = CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
+  free(mark);
+  return r;
+}
+
+/* Ends the capture of hStream however it ends: its streams leave capture
+   mode, and only a capture that kept the rules yields a graph. */
+CUresult CUDAAPI cuStreamEndCapture(CUstream hStream, CUgraph *phGraph) {
+  CUresult r = enter();
+  if (r) return r;
+  CUstream s = stream_of(hStream);
+  if (!phGraph) return CUDA_ERROR_INVALID_VALUE;
+  if (!s || !s->cap) return CUDA_ERROR_ILLEGAL_STATE;
+  capture *c = s->cap;
+  *phGraph = NULL;
+  if (c->origin != s) r = CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;
+  else if (c->invalid) r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  else r = joined(c);
+  if (r) free_graph(c->g);
+  else *phGraph = c->g;
+  end_capture(c);
+  return r;
+}
+
+CUresult CUDAAPI cuStreamIsCapturing(CUstream hStream,
+                                     CUstreamCaptureStatus *captureStatus) {
+  CUresult r = enter();
+  if (r) return r;
+  CUstream s = stream_of(hStream);
+  if (!captureStatus) return CUDA_ERROR_INVALID_VALUE;
+  if (!s && (r = legacy_blocked(0))) return r; /* not invalidated */
+  *captureStatus = !s || !s->cap ? CU_STREAM_CAPTURE_STATUS_NONE
+                   : s->cap->invalid ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
+                                     : CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  return CUDA_SUCCESS;
+}
+
+/* Orders hStream after hEvent's work. In a capture that is how streams fork
+   and join: a stream that waits on an event recorded in a capture joins it
+   with the event's tips; a capturing stream adds them to its own. */
+CUresult CUDAAPI cuStreamWaitEvent(CUstream hStream, CUevent hEvent,
+                                   unsigned int Flags) {
+  CUresult r = enter();
+  if (r) return r;
+  CUstream s = stream_of(hStream);
+  if (!hEvent) return CUDA_ERROR_INVALID_HANDLE;
+  if (Flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL) return CUDA_ERROR_INVALID_VALUE;
+  if ((r = stream_usable(s))) return r;
+  capture *ec = find_capture(hEvent->cap_id);
+  if (!s) {
+    if (!ec) return CUDA_SUCCESS;
+    ec->invalid = 1;
+    return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+  }
+  if (!s->cap) {
+    if (!ec) return CUDA_SUCCESS;
+    if (ec->invalid) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    if (set_assign(&s->tips, &hEvent->tips)) return CUDA_ERROR_OUT_OF_MEMORY;
+    s->cap = ec;
+    return CUDA_SUCCESS;
+  }
+  if (ec != s->cap) {
+    s->cap->invalid = 1;
+    return ec ? CUDA_ERROR_STREAM_CAPTURE_MERGE
+              : CUDA_ERROR_STREAM_CAPTURE_ISOLATION;
+  }
+  return set_union(&s->tips, &hEvent->tips) ? CUDA_ERROR_OUT_OF_MEMORY
+                                             : CUDA_SUCCESS;
+}
+
+/* -- events --------------------------------------------------------------- */
+
+CUresult CUDAAPI cuEventCreate(CUevent *phEvent, unsigned int Flags) {
+  CUresult r = enter();
+  if (r) return r;
+  unsigned known = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING
+                   | CU_EVENT_INTERPROCESS;
+  if (!phEvent || (Flags & ~known)
+      || ((Flags & CU_EVENT_INTERPROCESS) && !(Flags & CU_EVENT_DISABLE_TIMING)))
+    return CUDA_ERROR_INVALID_VALUE;
+  CUevent e = new_obj(sizeof *e, O_EVENT);
+  if (!e) return CUDA_ERROR_OUT_OF_MEMORY;
+  e->flags = Flags;
+  *phEvent = e;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventDestroy(CUevent hEvent) {
+  CUresult r = enter();
+  if (r) return r;
+  if (!hEvent) return CUDA_ERROR_INVALID_HANDLE;
+  free_event(hEvent);
+  return CUDA_SUCCESS;
+}
+
+/* In a capture, keeps the stream's tips for streams that will wait on it;
+   otherwise takes the time. */
+CUresult CUDAAPI cuEventRecord(CUevent hEvent, CUstream hStream) {
+  CUresult r = enter();
+  if (r) return r;
+  CUstream s = stream_of(hStream);
+  if (!hEvent) return CUDA_ERROR_INVALID_HANDLE;
+  if ((r = stream_usable(s))) return r;
+  if (s && s->cap) {
+    if (set_assign(&hEvent->tips, &s->tips)) return CUDA_ERROR_OUT_OF_MEMORY;
+    hEvent->cap_id = s->cap->id;
+    hEvent->recorded = 0;
+    return CUDA_SUCCESS;
+  }
+  clock_gettime(CLOCK_MONOTONIC, &hEvent->t);
+  hEvent->recorded = 1;
+  hEvent->cap_id = 0;
+  return CUDA_SUCCESS;
+}
+
+/* An event last recorded in a capture in progress cannot be waited on from
+   the host: refused, and the capture is invalidated. */
+static CUresult event_done(CUevent e) {
+  CUresult r = enter();
+  if (r) return r;
+  if (!e) return CUDA_ERROR_INVALID_HANDLE;
+  capture *c = find_capture(e->cap_id);
+  if (!c) return CUDA_SUCCESS;
+  c->invalid = 1;
+  return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+}
+
+CUresult CUDAAPI cuEventSynchronize(CUevent hEvent) {
+  return event_done(hEvent);
+}
+
+CUresult CUDAAPI cuEventQuery(CUevent hEvent) {
+  return event_done(hEvent);
+}
+
+CUresult CUDAAPI cuEventElapsedTime(float *pMilliseconds, CUevent hStart,
+                                    CUevent hEnd) {
+  CUresult r = enter();
+  if (r) return r;
+  if (!pMilliseconds) return CUDA_ERROR_INVALID_VALUE;
+  if (!hStart || !hEnd || !hStart->recorded || !hEnd->recorded
+      || ((hStart->flags | hEnd->flags) & CU_EVENT_DISABLE_TIMING))
+    return CUDA_ERROR_INVALID_HANDLE;
+  double ms = (double)(hEnd->t.tv_sec - hStart->t.tv_sec) * 1e3
+              + (double)(hEnd->t.tv_nsec - hStart->t.tv_nsec) / 1e6;
+  *pMilliseconds = (float)ms;
+  return CUDA_SUCCESS;
+}
+
+/* -- modules -------------------------------------------------------------- */
+
+CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *module, const void *image,
+                                    unsigned int numOptions,
+                                    CUjit_option *options,
+                                    void **optionValues) {
+  CUresult r = enter();
+  if (r) return r;
+  if (!module || !image || (numOptions && (!options || !optionValues)))
+    return CUDA_ERROR_INVALID_VALUE;
+  if ((r = unsafe_call())) return r;
+  const unsigned char *p = image;
+  CUmodule m = new_obj(sizeof *m, O_MODULE);
+  if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
+  const char *why = "not a PTX, cubin or fatbin image";
+  if (p[0] == 0x7f && p[1] == 'E' && p[2] == 'L' && p[3] == 'F')
+    m->nimage = elf_size(p);
+  else if (p[0] == 0x50 && p[1] == 0xed && p[2] == 0x55 && p[3] == 0xba)
+    m->nimage = fatbin_size(p);
+  if (m->nimage) {
+    if (!(m->image = malloc(m->nimage))) r = CUDA_ERROR_OUT_OF_MEMORY;
+    else memcpy(m->image, p, m->nimage);
+  } else if (is_text(p)) {
+    r = load_ptx(m, image, &why);
+  } else {
+    r = CUDA_ERROR_INVALID_IMAGE;
+  }
+  if (r) {
+    jit_log(numOptions, options, optionValues, why);
+    free_module(m);
+    return r;
+  }
+  jit_log(numOptions, options, optionValues, "");
+  *module = m;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuModuleUnload(CUmodule hmod) {
+  CUresult r = enter();
+  if (r) return r;
+  if (!hmod) return CUDA_ERROR_INVALID_HANDLE;
+  if ((r = unsafe_call())) return r;
+  free_module(hmod);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod,
+                                     const char *name) {
+  CUresult r = enter();
+  if (r) return r;
+  if (!hmod) return CUDA_ERROR_INVALID_HANDLE;
+  if (!hfunc || !name) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < hmod->nfuncs; i++)
+    if (!strcmp(hmod->funcs[i]->name, name)) {
+      *hfunc = hmod->funcs[i];
+      return CUDA_SUCCESS;
+    }
+  if (!hmod->image || !*name || !image_has(hmod, name))
+    return CUDA_ERROR_NOT_FOUND;
+  CUfunction f = add_function(hmod, name, strlen(name), 0, 0, NULL, NULL);
+  if (!f) return CUDA_ERROR_OUT_OF_MEMORY;
+  *hfunc = f;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuFuncSetAttribute(CUfunction hfunc,
+                                    CUfunction_attribute attrib, int value) {
+  CUresult r = enter();
+  if (r) return r;
+  if (!hfunc) return CUDA_ERROR_INVALID_HANDLE;
+  switch (attrib) {
+  case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+    if (value < 0 || value > SHARED_OPTIN) return CUDA_ERROR_INVALID_VALUE;
+    hfunc->max_dynamic = value;
+    return CUDA_SUCCESS;
+  case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+    return value < -1 || value > 100 ? CUDA_ERROR_INVALID_VALUE
+                                     : CUDA_SUCCESS;
+  default:
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+/* The parameter layout of the host version, or of the PTX entry. A binary
+   image's layout is not read: CUDA_ERROR_NOT_SUPPORTED. */
+CUresult CUDAAPI cuFuncGetParamInfo(CUfunction func, size_t paramIndex,
+                                    size_t *paramOffset, size_t *paramSize) {
+  CUresult r = enter();
+  if (r) return r;
+  if (!func) return CUDA_ERROR_INVALID_HANDLE;
+  if (!paramOffset) return CUDA_ERROR_INVALID_VALUE;
+  if (!func->layout) return CUDA_ERROR_NOT_SUPPORTED;
+  if (paramIndex >= func->nparams) return CUDA_ERROR_INVALID_VALUE;
+  *paramOffset = func->off[paramIndex];
+  if (paramSize) *paramSize = func->size[paramIndex];
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX,
+                                unsigned int gridDimY, unsigned int gridDimZ,
+                                unsigned int blockDimX, unsigned int blockDimY,
+                                unsigned int blockDimZ,
+                                unsigned int sharedMemBytes, CUstream hStream,
+                                void **kernelParams, void **extra) {
+  CUresult r = enter();
+  if (r) return r;
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  if (extra) return CUDA_ERROR_NOT_SUPPORTED; /* the double reads only
+                                                 kernelParams */
+  op o = {.type = CU_GRAPH_NODE_TYPE_KERNEL, .f = f,
+          .grid = {gridDimX, gridDimY, gridDimZ},
+          .block = {blockDimX, blockDimY, blockDimZ},
+          .shared = sharedMemBytes};
+  for (int i = 0; i < 3; i++)
+    if (!o.grid[i] || o.grid[i] > max_grid[i] || !o.block[i]
+        || o.block[i] > max_block[i])
+      return CUDA_ERROR_INVALID_VALUE;
+  if ((uint64_t)blockDimX * blockDimY * blockDimZ > MAX_THREADS
+      || sharedMemBytes > (unsigned)f->max_dynamic)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (!f->impl) return CUDA_ERROR_NOT_SUPPORTED; /* no host version */
+  if (f->nparams && !kernelParams) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < f->nparams; i++)
+    if (!kernelParams[i]) return CUDA_ERROR_INVALID_VALUE;
+  if (f->argbytes && !(o.args = malloc(f->argbytes)))
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  for (size_t i = 0; i < f->nparams; i++) /* the caller may reuse them */
+    memcpy(o.args + f->off[i], kernelParams[i], f->size[i]);
+  return submit(stream_of(hStream), &o);
+}
+
+/* -- graphs --------------------------------------------------------------- */
+
+CUresult CUDAAPI cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                    unsigned long long flags) {
+  CUresult r = enter();
+  if (r) return r;
+  if (!hGraph) return CUDA_ERROR_INVALID_HANDLE;
+  if (!phGraphExec
+      || (flags & ~(unsigned long long)(CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH
+                                        | CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD)))
+    return CUDA_ERROR_INVALID_VALUE;
+  CUgraphExec x = new_obj(sizeof *x, O_EXEC);
+  size_t n = hGraph->nodes.n;
+  if (!x || !(x->ops = calloc(n ? n : 1, sizeof *x->ops))
+      || make_edges(hGraph, &x->e)) {
+    if (x) free_exec(x);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  for (; x->n < n; x->n++)
+    if (copy_op(&x->ops[x->n], &hGraph->nodes.v[x->n]->op)) {
+      free_exec(x);
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+  *phGraphExec = x;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphDestroy(CUgraph hGraph) {
+  CUresult r = enter();
+  if (r) return r;
+  if (!hGraph) return CUDA_ERROR_INVALID_HANDLE;
+  free_graph(hGraph);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec hGraphExec) {
+  CUresult r = enter();
+  if (r) return r;
+  if (!hGraphExec) return CUDA_ERROR_INVALID_HANDLE;
+  free_exec(hGraphExec);
+  return CUDA_SUCCESS;
+}
+
+/* Runs the nodes in order, at once, as eager work would; a kernel's fault
+   stops the rest, as it stops a GPU. */
+CUresult CUDAAPI cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
+  CUresult r = enter();
+  if (r) return r;
+  CUstream s = stream_of(hStream);
+  if (!hGraphExec) return CUDA_ERROR_INVALID_HANDLE;
+  if ((r = stream_usable(s))) return r;
+  if (s && s->cap) return CUDA_ERROR_NOT_SUPPORTED; /* no child graphs */
+  for (size_t i = 0; i < hGraphExec->n && !sticky; i++)
+    if ((r = run_op(&hGraphExec->ops[i], 0))) return r;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream) {
+  CUresult r = enter();
+  if (r) return r;
+  if (!hGraphExec) return CUDA_ERROR_INVALID_HANDLE;
+  return stream_usable(stream_of(hStream));
+}
+
+CUresult CUDAAPI cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes,
+                                 size_t *numNodes) {
+  CUresult r = enter();
+  if (r) return r;
+  if (!hGraph) return CUDA_ERROR_INVALID_HANDLE;
+  if (!numNodes) return CUDA_ERROR_INVALID_VALUE;
+  size_t n = hGraph->nodes.n;
+  if (nodes) {
+    for (size_t i = 0; i < *numNodes; i++)
+      nodes[i] = i < n ? hGraph->nodes.v[i] : NULL;
+    if (*numNodes < n) n = *numNodes;
+  }
+  *numNodes = n;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type) {
+  CUresult r = enter();
+  if (r) return r;
+  if (!hNode) return CUDA_ERROR_INVALID_HANDLE;
+  if (!type) return CUDA_ERROR_INVALID_VALUE;
+  *type = hNode->op.type;
+  return CUDA_SUCCESS;
+}
+
+/* Why g's node i cannot replace x's: a node type, a kernel or (where the
+   driver allows no change) a parameter. CU_GRAPH_EXEC_UPDATE_SUCCESS if it
+   can. */
+static CUgraphExecUpdateResult node_change(const op *old, const op *new_op) {
+  if (old->type != new_op->type)
+    return CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED;
+  if (old->type == CU_GRAPH_NODE_TYPE_KERNEL && old->f != new_op->f)
+    return CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED;
+  if (old->type == CU_GRAPH_NODE_TYPE_MEMCPY && !old->host != !new_op->host)
+    return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED; /* memory type */
+  if (old->type == CU_GRAPH_NODE_TYPE_MEMSET
+      && (old->elem != new_op->elem
+          || ((old->height > 1 || new_op->height > 1)
+              && (old->height != new_op->height || old->width != new_op->width
+                  || old->pitch != new_op->pitch))))
+    return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED; /* 2D shape */
+  return CU_GRAPH_EXEC_UPDATE_SUCCESS;
+}
+
+/* Copies hGraph's parameters into hGraphExec when both have the same nodes
+   and edges, node for node; else leaves it as it was and says why. */
+CUresult CUDAAPI cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph,
+                                   CUgraphExecUpdateResultInfo *resultInfo) {
+  CUresult r = enter();
+  if (r) return r;
+  if (!hGraphExec || !hGraph) return CUDA_ERROR_INVALID_HANDLE;
+  if (!resultInfo) return CUDA_ERROR_INVALID_VALUE;
+  CUgraphExecUpdateResultInfo info = {CU_GRAPH_EXEC_UPDATE_SUCCESS, NULL, NULL};
+  const nodeset *g = &hGraph->nodes;
+  edges e = {NULL, NULL};
+  op *ops = NULL;
+  if (g->n != hGraphExec->n) {
+    info.result = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+  } else if (make_edges(hGraph, &e)
+             || !(ops = calloc(g->n ? g->n : 1, sizeof *ops))) {
+    r = CUDA_ERROR_OUT_OF_MEMORY;
+  } else {
+    const edges *old = &hGraphExec->e;
+    for (size_t i = 0; i < g->n && !info.result; i++) {
+      size_t a = old->start[i], na = old->start[i + 1] - a;
+      size_t b = e.start[i], nb = e.start[i + 1] - b;
+      if (na == nb && !memcmp(old->dep + a, e.dep + b, na * sizeof *e.dep))
+        continue;
+      info.result = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+      info.errorNode = g->v[i];
+      for (size_t j = 0; j < nb && !info.errorFromNode; j++)
+        if (j >= na || old->dep[a + j] != e.dep[b + j])
+          info.errorFromNode = g->v[e.dep[b + j]];
+    }
+    for (size_t i = 0; i < g->n && !info.result; i++)
+      if ((info.result = node_change(&hGraphExec->ops[i], &g->v[i]->op)))
+        info.errorNode = g->v[i];
+    for (size_t i = 0; i < g->n && !info.result && !r; i++)
+      if (copy_op(&ops[i], &g->v[i]->op)) r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (!info.result && !r) { /* all or nothing */
+      for (size_t i = 0; i < g->n; i++) {
+        free(hGraphExec->ops[i].args);
+        hGraphExec->ops[i] = ops[i];
+      }
+      free(hGraphExec->ops);
+      hGraphExec->ops = ops;
+      ops = NULL;
+    } else if (ops) {
+      for (size_t i = 0; i < g->n; i++) free(ops[i].args);
+    }
+  }
+  free(ops);
+  free(e.start);
+  free(e.dep);
+  if (r) return r;
+  if (info.result) info.result = info.result; /* keep */
+  *resultInfo = info;
+  return info.result ? CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE : CUDA_SUCCESS;
+}
+
+/* Writes a Graphviz digraph: one line per node (type, and kernel name or copy
+   direction), one per edge. flags ask for detail the double does not keep. */
+CUresult CUDAAPI cuGraphDebugDotPrint(CUgraph hGraph, const char *path,
+                                      unsigned int flags) {
+  CUresult r = enter();
+  if (r) return r;
+  (void)flags;
+  if (!hGraph) return CUDA_ERROR_INVALID_HANDLE;
+  if (!path) return CUDA_ERROR_INVALID_VALUE;
+  FILE *out = fopen(path, "w");
+  if (!out) return CUDA_ERROR_OPERATING_SYSTEM;
+  fprintf(out, "digraph dot {\n");
+  for (size_t i = 0; i < hGraph->nodes.n; i++) {
+    const op *o = &hGraph->nodes.v[i]->op;
+    fprintf(out, "  node%zu [label=\"%s", i,
+            o->type == CU_GRAPH_NODE_TYPE_KERNEL   ? "KERNEL"
+            : o->type == CU_GRAPH_NODE_TYPE_MEMSET ? "MEMSET"
+                                                   : "MEMCPY");
+    if (o->type == CU_GRAPH_NODE_TYPE_KERNEL) fprintf(out, "\\n%s", o->f->name);
+    if (o->type == CU_GRAPH_NODE_TYPE_MEMCPY)
+      fprintf(out, "\\n%s", o->host ? "HtoD" : "DtoD");
+    fprintf(out, "\"];\n");
+  }
+  for (size_t i = 0; i < hGraph->nodes.n; i++) {
+    const nodeset *d = &hGraph->nodes.v[i]->deps;
+    for (size_t j = 0; j < d->n; j++)
+      fprintf(out, "  node%zu -> node%zu;\n", d->v[j]->idx, i);
+  }
+  fprintf(out, "}\n");
+  return fclose(out) ? CUDA_ERROR_OPERATING_SYSTEM : CUDA_SUCCESS;
+}
