@@ -631,9 +631,9 @@ static void free_function(CUfunction f) {
   free(f);
 }
 
-/* Lays the parameters out at offsets aligned as given. */
-static int set_layout(CUfunction f, size_t n, const size_t *size,
-                      const size_t *align) {
+/* Lays the parameters out: pair[2i] is the size of parameter i and
+   pair[2i + 1] its alignment. */
+static int set_layout(CUfunction f, size_t n, const size_t *pair) {
   f->off = n ? malloc(2 * n * sizeof *f->off) : NULL;
   if (n && !f->off) return 1;
   f->size = f->off + n;
@@ -641,20 +641,19 @@ static int set_layout(CUfunction f, size_t n, const size_t *size,
   f->layout = 1;
   size_t at = 0;
   for (size_t i = 0; i < n; i++) {
-    at = (at + align[i] - 1) / align[i] * align[i];
+    at = (at + pair[2 * i + 1] - 1) / pair[2 * i + 1] * pair[2 * i + 1];
     f->off[i] = at;
-    f->size[i] = size[i];
-    at += size[i];
+    f->size[i] = pair[2 * i];
+    at += pair[2 * i];
   }
   f->argbytes = at;
   return 0;
 }
 
-/* Adds a function to m. With a parameter list from PTX (n, size, align),
-   a host version whose parameters differ is not used. */
+/* Adds a function to m. With a parameter list from PTX (n (size, align)
+   pairs), a host version whose parameters differ is not used. */
 static CUfunction add_function(CUmodule m, const char *name, size_t len,
-                               int from_ptx, size_t n, const size_t *size,
-                               const size_t *align) {
+                               int from_ptx, size_t n, const size_t *pair) {
   if (m->nfuncs == m->cfuncs) {
     size_t cap = m->cfuncs ? 2 * m->cfuncs : 8;
     CUfunction *v = realloc(m->funcs, cap * sizeof *v);
@@ -675,16 +674,17 @@ static CUfunction add_function(CUmodule m, const char *name, size_t len,
   if (f->impl && from_ptx) {
     int same = f->impl->nparams == n;
     for (size_t i = 0; same && i < n; i++)
-      same = f->impl->size[i] == size[i] && size[i] == align[i];
+      same = f->impl->size[i] == pair[2 * i] && pair[2 * i] == pair[2 * i + 1];
     if (!same) f->impl = NULL;
   }
   int bad = 0;
   if (from_ptx) {
-    bad = set_layout(f, n, size, align);
-  } else if (f->impl) {
-    size_t sz[4];
-    for (size_t i = 0; i < f->impl->nparams; i++) sz[i] = f->impl->size[i];
-    bad = set_layout(f, f->impl->nparams, sz, sz);
+    bad = set_layout(f, n, pair);
+  } else if (f->impl) { /* naturally aligned */
+    size_t own[8];
+    for (size_t i = 0; i < f->impl->nparams; i++)
+      own[2 * i] = own[2 * i + 1] = f->impl->size[i];
+    bad = set_layout(f, f->impl->nparams, own);
   }
   if (bad) {
     free_function(f);
@@ -771,7 +771,7 @@ static CUresult load_ptx(CUmodule m, const char *text, const char **why) {
     size_t len = (size_t)(p - name);
     if (!len) return *why = ".entry without a name", CUDA_ERROR_INVALID_PTX;
     while (blank(*p)) p++;
-    size_t n = 0, cap = 0, *size = NULL;
+    size_t n = 0, cap = 0, *pair = NULL;
     if (*p == '(') {
       const char *close = p + 1;
       for (int depth = 1; depth; close++) {
@@ -785,29 +785,27 @@ static CUresult load_ptx(CUmodule m, const char *text, const char **why) {
         const char *end = comma ? comma : close;
         if (n == cap) {
           cap = cap ? 2 * cap : 8;
-          size_t *v = realloc(size, 2 * cap * sizeof *v);
+          size_t *v = realloc(pair, 2 * cap * sizeof *v);
           if (!v) {
-            free(size);
+            free(pair);
             return *why = "out of memory", CUDA_ERROR_OUT_OF_MEMORY;
           }
-          size = v;
+          pair = v;
         }
-        if (!ptx_param(q, end, &size[2 * n], &size[2 * n + 1])) {
+        if (!ptx_param(q, end, &pair[2 * n], &pair[2 * n + 1])) {
           const char *s = q;
           while (s < end && blank(*s)) s++;
-          if (s == end && !comma && !n) break; /* "()" */
-          free(size);
+          if (s == end && !comma && !n) break; /* "( )" */
+          free(pair);
           return *why = "malformed .param", CUDA_ERROR_INVALID_PTX;
         }
         q = comma ? comma + 1 : close;
       }
       p = close + 1;
     }
-    size_t sz[n ? n : 1], al[n ? n : 1];
-    for (size_t i = 0; i < n; i++) sz[i] = size[2 * i], al[i] = size[2 * i + 1];
-    free(size);
-    if (!add_function(m, name, len, 1, n, sz, al))
-      return *why = "out of memory", CUDA_ERROR_OUT_OF_MEMORY;
+    CUfunction f = add_function(m, name, len, 1, n, pair);
+    free(pair);
+    if (!f) return *why = "out of memory", CUDA_ERROR_OUT_OF_MEMORY;
   }
   return CUDA_SUCCESS;
 }
@@ -1058,7 +1056,8 @@ struct CUstream_st {
   obj h;
   unsigned flags;
   capture *cap;         /* the capture this stream takes part in, or NULL */
-  nodeset tips;         /* while capturing: what new work depends on */
+  nodeset tips;         /* while capturing: what new work depends on; has
+                           room for one node from creation on */
 };
 
 struct CUevent_st {
@@ -1427,7 +1426,11 @@ CUresult CUDAAPI cuStreamCreate(CUstream *phStream, unsigned int Flags) {
   if (!phStream || (Flags & ~(unsigned)CU_STREAM_NON_BLOCKING))
     return CUDA_ERROR_INVALID_VALUE;
   CUstream s = new_obj(sizeof *s, O_STREAM);
-  if (!s) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (!s || set_push(&s->tips, NULL, 1)) {
+    if (s) free_obj(s);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  s->tips.n = 0;
   s->flags = Flags;
   *phStream = s;
   return CUDA_SUCCESS;
@@ -1488,20 +1491,29 @@ CUresult CUDAAPI cuStreamBeginCapture(CUstream hStream,
   return CUDA_SUCCESS;
 }
 
-/* Marks n and everything it depends on. */
-static void mark_ancestors(CUgraphNode n, unsigned char *mark) {
-  if (mark[n->idx]) return;
-  mark[n->idx] = 1;
-  for (size_t i = 0; i < n->deps.n; i++) mark_ancestors(n->deps.v[i], mark);
+/* Marks the nodes of from and everything they depend on (by index), with
+   a stack of its own: chains of nodes can be long. */
+static int mark_ancestors(const nodeset *from, unsigned char *mark) {
+  nodeset todo = {NULL, 0, 0};
+  int bad = set_union(&todo, from);
+  while (!bad && todo.n) {
+    CUgraphNode n = todo.v[--todo.n];
+    mark[n->idx] = 1;
+    for (size_t i = 0; i < n->deps.n && !bad; i++)
+      if (!mark[n->deps.v[i]->idx]) bad = set_push(&todo, n->deps.v[i], 1);
+  }
+  free(todo.v);
+  return bad;
 }
 
 /* Whether every stream that joined c has been joined back into its origin:
    its tips are among the origin's tips or their ancestors. */
 static CUresult joined(capture *c) {
   unsigned char *mark = calloc(c->g->nodes.n + 1, 1);
-  if (!mark) return CUDA_ERROR_OUT_OF_MEMORY;
-  for (size_t i = 0; i < c->origin->tips.n; i++)
-    mark_ancestors(c->origin->tips.v[i], mark);
+  if (!mark || mark_ancestors(&c->origin->tips, mark)) {
+    free(mark);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
   CUresult r = CUDA_SUCCESS;
   CUstream s;
   EACH_STREAM(s) if (s->cap == c)
@@ -1714,7 +1726,7 @@ CUresult CUDAAPI cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod,
     }
   if (!hmod->image || !*name || !image_has(hmod, name))
     return CUDA_ERROR_NOT_FOUND;
-  CUfunction f = add_function(hmod, name, strlen(name), 0, 0, NULL, NULL);
+  CUfunction f = add_function(hmod, name, strlen(name), 0, 0, NULL);
   if (!f) return CUDA_ERROR_OUT_OF_MEMORY;
   *hfunc = f;
   return CUDA_SUCCESS;
@@ -1945,7 +1957,6 @@ CUresult CUDAAPI cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph,
   free(e.start);
   free(e.dep);
   if (r) return r;
-  if (info.result) info.result = info.result; /* keep */
   *resultInfo = info;
   return info.result ? CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE : CUDA_SUCCESS;
 }
