@@ -95,3 +95,27 @@ clean:
 	rm -rf build
 
 .PHONY: all deps test test-gpu run clean
+
+# -- install ------------------------------------------------------------------
+LUA_LDIR ?= $(PREFIX)/share/lua/5.4
+LUA_CDIR ?= $(PREFIX)/lib/lua/5.4
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LUA_CDIR)/cugraph \
+	  $(DESTDIR)$(LUA_LDIR)/cugraph $(DESTDIR)$(PREFIX)/include \
+	  $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 755 build/cugraph-lua $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 build/cugraph/core.so $(DESTDIR)$(LUA_CDIR)/cugraph/
+	install -m 644 lua/cugraph/*.lua $(DESTDIR)$(LUA_LDIR)/cugraph/
+	install -m 644 src/cugraph.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 build/libcugraph.a $(DESTDIR)$(PREFIX)/lib/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@CUDA_HOME@|$(CUDA_HOME)|' \
+	  cugraph-lua.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/cugraph-lua.pc
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/cugraph-lua $(DESTDIR)$(LUA_CDIR)/cugraph/core.so \
+	  $(DESTDIR)$(LUA_LDIR)/cugraph/init.lua $(DESTDIR)$(PREFIX)/include/cugraph.h \
+	  $(DESTDIR)$(PREFIX)/lib/libcugraph.a $(DESTDIR)$(PREFIX)/lib/pkgconfig/cugraph-lua.pc
+	-rmdir $(DESTDIR)$(LUA_CDIR)/cugraph $(DESTDIR)$(LUA_LDIR)/cugraph 2>/dev/null
+
+.PHONY: install uninstall

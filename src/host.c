@@ -341,8 +341,8 @@ static void prepend_path(lua_State *L, const char *argv0) {
   lua_getfield(L, -1, "path");
   lua_pushfstring(L,
                   "%s/../lua/?.lua;%s/../lua/?/init.lua;"
-                  "%s/../share/cugraph-lua/lua/?.lua;"
-                  "%s/../share/cugraph-lua/lua/?/init.lua;%s",
+                  "%s/../share/lua/5.4/?.lua;"
+                  "%s/../share/lua/5.4/?/init.lua;%s",
                   dir, dir, dir, dir, lua_tostring(L, -1));
   lua_setfield(L, -3, "path");
   lua_pop(L, 3);
