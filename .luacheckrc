@@ -1,3 +1,3 @@
 std = "lua54"
-max_line_length = 120
+max_line_length = 140
 files["spec/"] = { std = "+busted" }

@@ -119,10 +119,9 @@ describe("cugraph.Buffer", function()
       local c <close> = cuda.buffer("f32", 4)
       assert.equals(4, #c)
     end
-    local d = cuda.buffer("f32", 4)
-    d = nil
+    local weak = setmetatable({ cuda.buffer("f32", 4) }, { __mode = "v" })
     collectgarbage()
-    collectgarbage()
+    assert.is_nil(weak[1])
   end)
 
   it("refuses every method after free, without a crash", function()

@@ -66,7 +66,7 @@ describe("cugraph.Scalar", function()
     assert.equals("cugraph.Scalar (freed)", tostring(s))
     assert.error_matches(function() s:set(1) end, "attempt to use a freed cugraph.Scalar")
     assert.error_matches(function() s:get() end, "attempt to use a freed cugraph.Scalar")
-    do local t <close> = cuda.scalar("u8") end
+    do local _ <close> = cuda.scalar("u8") end
     getmetatable(cuda.scalar("u8")) -- protected: a string, not the table
     assert.equals("cugraph.Scalar", getmetatable(cuda.scalar("u8")))
   end)

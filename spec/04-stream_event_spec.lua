@@ -42,7 +42,7 @@ describe("cugraph.Stream", function()
     end
     assert.error_matches(function() H.kernels().noop:launch(s, 1, 1) end,
                          "attempt to use a freed cugraph.Stream")
-    do local t <close> = cuda.stream() end
+    do local _ <close> = cuda.stream() end
   end)
 end)
 
@@ -73,6 +73,6 @@ describe("cugraph.Event", function()
     assert.equals("cugraph.Event (freed)", tostring(e))
     assert.error_matches(function() e:record(cuda.stream()) end, "attempt to use a freed cugraph.Event")
     assert.error_matches(function() e:synchronize() end, "attempt to use a freed cugraph.Event")
-    do local t <close> = cuda.event() end
+    do local _ <close> = cuda.event() end
   end)
 end)

@@ -93,6 +93,6 @@ describe("cugraph.Module", function()
     assert.equals("cugraph.Module (freed)", tostring(m))
     assert.error_matches(function() k:launch(cuda.stream(), 1, 1) end, "kernel of a freed cugraph.Module")
     assert.error_matches(function() m:kernels() end, "attempt to use a freed cugraph.Module")
-    do local t <close> = cuda.module(H.build .. "/kernels.ptx") end
+    do local _ <close> = cuda.module(H.build .. "/kernels.ptx") end
   end)
 end)

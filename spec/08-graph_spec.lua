@@ -192,7 +192,7 @@ describe("cugraph.Graph", function()
                             function() g:dot("x") end } do
       assert.error_matches(call, "attempt to use a freed cugraph.Graph")
     end
-    do local t <close> = s:capture(function() m.inc_i32:launch(s, 1, 64, a, 64) end) end
+    do local _ <close> = s:capture(function() m.inc_i32:launch(s, 1, 64, a, 64) end) end
     a:free()
   end)
 
