@@ -91,10 +91,36 @@ test-gpu: all $(KERNELS)
 run: all
 	build/cugraph-lua examples/model.lua
 
+# The suite under valgrind on the test double: any invalid access or definite
+# leak fails it. Subprocess specs run their children natively.
+VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full \
+  --errors-for-leak-kinds=definite --show-leak-kinds=definite \
+  --suppressions=spec/support/valgrind.supp
+test-valgrind: all $(DOUBLE) $(KERNELS)
+	$(SPEC_ENV) CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
+	  $(VALGRIND) build/cugraph-lua "$$(command -v busted)" $(BUSTED_ARGS)
+
+# compute-sanitizer over the GPU suite: memcheck with leak check.
+sanitize-gpu: all $(KERNELS)
+	$(SPEC_ENV) $(CUDA_HOME)/bin/compute-sanitizer --tool memcheck \
+	  --leak-check full --error-exitcode 99 \
+	  build/cugraph-lua "$$(command -v busted)" $(BUSTED_ARGS)
+
+# libFuzzer over the PTX signature parser (Debian's clang), FUZZ_TIME seconds.
+FUZZ_TIME ?= 60
+build/ptx_fuzz: spec/fuzz/ptx_fuzz.c src/ptx.c src/ptx.h
+	@mkdir -p $(@D)
+	clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -o $@ \
+	  spec/fuzz/ptx_fuzz.c src/ptx.c
+fuzz: build/ptx_fuzz
+	@mkdir -p build/fuzz-corpus
+	build/ptx_fuzz -max_total_time=$(FUZZ_TIME) -print_final_stats=1 \
+	  build/fuzz-corpus spec/fuzz/corpus
+
 clean:
 	rm -rf build
 
-.PHONY: all deps test test-gpu run clean
+.PHONY: all deps test test-gpu test-valgrind sanitize-gpu fuzz run clean
 
 # -- install ------------------------------------------------------------------
 LUA_LDIR ?= $(PREFIX)/share/lua/5.4
