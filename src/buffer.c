@@ -111,12 +111,12 @@ static void upload_data(lua_State *L, cg_buffer *b, int didx, int oidx,
 /* cuda.buffer(type, n | table | string) */
 static int buffer_new(lua_State *L) {
   cg_type t = cg_checktype(L, 1);
-  lua_settop(L, 2);
   int init = lua_type(L, 2) == LUA_TTABLE || lua_type(L, 2) == LUA_TSTRING;
   size_t n = init ? (lua_istable(L, 2) ? lua_rawlen(L, 2)
                                        : lua_rawlen(L, 2) / cg_type_size[t])
                   : checkcount(L, 2, t);
   if (init) luaL_argcheck(L, n > 0, 2, "no elements to upload");
+  lua_settop(L, 2);
   cg_ctx *ctx = cg_context(L);
   cg_guard(L, ctx, "cannot allocate a buffer", "allocate buffers before capture");
   cg_buffer *b = cg_newobj(L, ctx, sizeof *b, CG_BUFFER);

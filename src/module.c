@@ -256,16 +256,17 @@ static int module_kernel(lua_State *L) {
   if (!m->entries)
     return luaL_error(L, "kernel '%s': a cubin or fatbin module has no "
                       "signatures; use m:kernel(name, signature)", name);
-  lua_getiuservalue(L, 1, 1); /* kernels by name and by entry name */
-  if (lua_getfield(L, -1, name) != LUA_TNIL) return 1;
+  lua_settop(L, 2);
+  lua_getiuservalue(L, 1, 1); /* 3: kernels by name and by entry name */
+  if (lua_getfield(L, 3, name) != LUA_TNIL) return 1;
   const ptx_entry *e = find(L, m, name);
-  if (lua_getfield(L, -2, e->name) == LUA_TNIL) {
+  if (lua_getfield(L, 3, e->name) == LUA_TNIL) {
     newkernel(L, m, e->name, e->base, e->params, e->nparams);
     lua_pushvalue(L, -1);
-    lua_setfield(L, -4, e->name);
+    lua_setfield(L, 3, e->name);
   }
   lua_pushvalue(L, -1);
-  lua_setfield(L, -4, name);
+  lua_setfield(L, 3, name);
   return 1;
 }
 

@@ -755,13 +755,152 @@ static int ptx_param(const char *s, const char *e, size_t *size,
   return 1;
 }
 
+/* Base names (up to the first '.') of the instructions of the PTX ISA. */
+static const char *const opcodes[] = {
+  "abs", "activemask", "add", "addc", "alloca", "and", "applypriority",
+  "atom", "bar", "barrier", "bfe", "bfi", "bfind", "bmsk", "bra", "brev",
+  "brkpt", "brx", "call", "clusterlaunchcontrol", "clz", "cnot", "copysign",
+  "cos", "cp", "createpolicy", "cvt", "cvta", "discard", "div", "dp2a",
+  "dp4a", "elect", "ex2", "exit", "fence", "fma", "fns", "getctarank",
+  "griddepcontrol", "isspacep", "istypeof", "ld", "ldmatrix", "ldu", "lg2",
+  "lop3", "mad", "mad24", "madc", "mapa", "match", "max", "mbarrier",
+  "membar", "min", "mma", "mov", "movmatrix", "mul", "mul24", "multimem",
+  "nanosleep", "neg", "not", "or", "pmevent", "popc", "prefetch",
+  "prefetchu", "prmt", "rcp", "red", "redux", "rem", "ret", "rsqrt", "sad",
+  "selp", "set", "setmaxnreg", "setp", "shf", "shfl", "shl", "shr", "sin",
+  "slct", "sqrt", "st", "stackrestore", "stacksave", "stmatrix", "sub",
+  "subc", "suld", "suq", "sured", "sust", "szext", "tanh", "tcgen05",
+  "tensormap", "testp", "tex", "tld4", "trap", "txq", "vabsdiff",
+  "vabsdiff2", "vabsdiff4", "vadd", "vadd2", "vadd4", "vavrg2", "vavrg4",
+  "vmad", "vmax", "vmax2", "vmax4", "vmin", "vmin2", "vmin4", "vote",
+  "vset", "vset2", "vset4", "vshl", "vshr", "vsub", "vsub2", "vsub4",
+  "wgmma", "wmma", "xor",
+};
+
+static const char *skip_blanks(const char *p, const char *end) {
+  while (p < end && blank(*p)) p++;
+  return p;
+}
+
+/* What follows the labels ("$L__BB0_2:") at the start of [p, end). */
+static const char *skip_labels(const char *p, const char *end) {
+  for (;;) {
+    p = skip_blanks(p, end);
+    const char *q = p;
+    while (q < end && ident(*q)) q++;
+    const char *colon = skip_blanks(q, end);
+    if (q == p || colon == end || *colon != ':') return p;
+    p = colon + 1;
+  }
+}
+
+/* Whether a statement of a function body in [p, end) is empty, a directive
+   (.reg, .loc, ...) or a known instruction, after labels and a predicate. */
+static int known_statement(const char *p, const char *end) {
+  p = skip_labels(p, end);
+  if (p < end && *p == '@') /* guard predicate */
+    while (p < end && !blank(*p)) p++;
+  p = skip_blanks(p, end);
+  if (p == end || *p == '.') return 1;
+  const char *op = p;
+  while (p < end && ((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9')
+                     || *p == '_'))
+    p++;
+  if (p < end && *p != '.' && !blank(*p)) return 0;
+  for (size_t i = 0; i < sizeof opcodes / sizeof *opcodes; i++)
+    if (strlen(opcodes[i]) == (size_t)(p - op)
+        && !memcmp(opcodes[i], op, (size_t)(p - op)))
+      return 1;
+  return 0;
+}
+
+/* Whether the word w (".entry") occurs in [p, end) between blanks. */
+static int has_word(const char *p, const char *end, const char *w) {
+  size_t n = strlen(w);
+  for (; (size_t)(end - p) >= n; p++)
+    if (!memcmp(p, w, n) && (p + n == end || blank(p[n]) || p[n] == '('))
+      return 1;
+  return 0;
+}
+
+/* Copies PTX text with its comments and strings blanked out, line breaks
+   kept, so that braces and semicolons in them do not count. */
+static char *uncomment(const char *text) {
+  size_t n = strlen(text);
+  char *s = malloc(n + 1);
+  if (!s) return NULL;
+  memcpy(s, text, n + 1);
+  for (char *p = s; *p; ) {
+    if (p[0] == '/' && p[1] == '/') {
+      while (*p && *p != '\n') *p++ = ' ';
+    } else if (p[0] == '/' && p[1] == '*') {
+      *p++ = ' ', *p++ = ' ';
+      while (*p && !(p[0] == '*' && p[1] == '/')) {
+        if (*p != '\n') *p = ' ';
+        p++;
+      }
+      if (*p) *p++ = ' ', *p++ = ' ';
+    } else if (*p == '"') {
+      do *p++ = ' '; while (*p && *p != '"' && *p != '\n');
+      if (*p == '"') *p++ = ' ';
+    } else {
+      p++;
+    }
+  }
+  return s;
+}
+
+/* Checks that every statement of every .entry and .func body is a known
+   instruction, as the JIT would; the reason goes into msg. */
+static int check_bodies(const char *s, char *msg, size_t nmsg) {
+  const char *header = s, *stmt = s;
+  int depth = 0, body = 0;
+  for (const char *p = s; *p; p++) {
+    if (!depth) {
+      if (*p == ';' || *p == '}') header = p + 1;
+      if (*p != '{') continue;
+      body = !memchr(header, '=', (size_t)(p - header))
+             && (has_word(header, p, ".entry") || has_word(header, p, ".func"));
+      depth = 1;
+      stmt = p + 1;
+      continue;
+    }
+    if (*p == '{' && skip_labels(stmt, p) != p) { /* a vector operand */
+      while (p[1] && p[1] != '}') p++;
+      if (p[1]) p++; /* at its '}' */
+      continue;
+    }
+    if (*p != '{' && *p != '}' && *p != ';') continue;
+    if (body && !known_statement(stmt, p)) {
+      int line = 1;
+      for (const char *q = s; q < stmt; q++) line += *q == '\n';
+      const char *op = skip_blanks(stmt, p);
+      int len = 0;
+      while (op + len < p && !blank(op[len]) && len < 40) len++;
+      snprintf(msg, nmsg, "ptx input, line %d: not a name of any known "
+               "instruction: '%.*s'", line, len, op);
+      return 0;
+    }
+    depth += (*p == '{') - (*p == '}');
+    stmt = p + 1;
+    if (!depth) header = p + 1;
+  }
+  return 1;
+}
+
 /* Collects the .entry functions of NUL-terminated PTX text into m. Returns
-   CUDA_ERROR_INVALID_PTX with a reason in *why on a malformed list. */
+   CUDA_ERROR_INVALID_PTX with a reason in *why when the JIT would fail. */
 static CUresult load_ptx(CUmodule m, const char *text, const char **why) {
+  static char reason[160];
   if (!strstr(text, ".version")) return *why = "no .version directive",
                                         CUDA_ERROR_INVALID_PTX;
   if (!strstr(text, ".target")) return *why = "no .target directive",
                                        CUDA_ERROR_INVALID_PTX;
+  char *plain = uncomment(text);
+  if (!plain) return *why = "out of memory", CUDA_ERROR_OUT_OF_MEMORY;
+  int ok = check_bodies(plain, reason, sizeof reason);
+  free(plain);
+  if (!ok) return *why = reason, CUDA_ERROR_INVALID_PTX;
   for (const char *p = text; (p = strstr(p, ".entry")); ) {
     p += 6;
     if ((p - 6 > text && !blank(p[-7])) || !blank(*p)) continue;
@@ -1887,14 +2026,12 @@ CUresult CUDAAPI cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type) {
   return CUDA_SUCCESS;
 }
 
-/* Why g's node i cannot replace x's: a node type, a kernel or (where the
-   driver allows no change) a parameter. CU_GRAPH_EXEC_UPDATE_SUCCESS if it
-   can. */
+/* Why a node running new_op cannot replace one running old: its type or a
+   parameter the driver cannot change. A kernel node may take another
+   function of the same context (drivers since 11.2). */
 static CUgraphExecUpdateResult node_change(const op *old, const op *new_op) {
   if (old->type != new_op->type)
     return CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED;
-  if (old->type == CU_GRAPH_NODE_TYPE_KERNEL && old->f != new_op->f)
-    return CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED;
   if (old->type == CU_GRAPH_NODE_TYPE_MEMCPY && !old->host != !new_op->host)
     return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED; /* memory type */
   if (old->type == CU_GRAPH_NODE_TYPE_MEMSET
