@@ -145,3 +145,4 @@ uninstall:
 	-rmdir $(DESTDIR)$(LUA_CDIR)/cugraph $(DESTDIR)$(LUA_LDIR)/cugraph 2>/dev/null
 
 .PHONY: install uninstall
+include bench/bench.mk
