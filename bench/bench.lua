@@ -185,24 +185,29 @@ local cases = {
    end},
 }
 
-local c_us = {} -- bench-ref's result by case, run once each
-
-local function c_case(c)
-  if not c_us[c.ref] then
-    local res = assert(run(("%s --case %s --ptx %s --n %d --repeats %d "
-                            .. "--warmup %d"):format(q(REF), c.ref, q(PTX),
-                                                     c.iters, R, W)))
-    c_us[c.ref] = assert(values(res)[c.ref], res)
-  end
-  return c_us[c.ref]
+-- One timed run of bench-ref's case (after its own warm-up): the C side.
+local function c_once(c)
+  local res = assert(run(("%s --case %s --ptx %s --n %d --repeats 1 "
+                          .. "--warmup %d"):format(q(REF), c.ref, q(PTX),
+                                                   c.iters, W)))
+  return assert(values(res)[c.ref], res)
 end
 
--- Runs the Lua side of c and checks that its work ran.
-local function lua_case(c)
+-- Runs c in C and in Lua, one repeat of each in turn so that both sides
+-- see the same GPU state (clocks, other load), and checks the Lua side's
+-- work ran. Returns the medians and the most Lua bytes per iteration.
+local function run_case(c)
   x:fill(0)
   out:fill(0)
   if c.nodes then g = graph(c.nodes, c.mark) end
-  local us, bytes = measure(c.loop, c.iters, c.steady)
+  for _ = 1, W do timed(c.loop, c.iters, c.steady) end
+  local ct, lt, most = {}, {}, nil
+  for r = 1, R do
+    ct[r] = c_once(c)
+    local us, bytes = timed(c.loop, c.iters, c.steady)
+    lt[r] = us
+    if bytes then most = math.max(most or 0, bytes) end
+  end
   local want = c.incs * c.iters * (W + R)
   local got = x:download("table", 0, 1)[1]
   if got ~= want then
@@ -215,14 +220,13 @@ local function lua_case(c)
   end
   if g then g:free() end
   g = nil
-  return us, bytes
+  return median(ct), median(lt), most
 end
 
 local rows, notes = {}, {}
 
 for _, c in ipairs(cases) do
-  local cu = c_case(c)
-  local lu, bytes = lua_case(c)
+  local cu, lu, bytes = run_case(c)
   rows[#rows + 1] = {label = c.label, c = cu, lua = lu, target = c.target,
                      bytes = bytes}
 end

@@ -72,9 +72,11 @@ describe("k:launch", function()
     assert.error_matches(function() k:launch(s, 1, 4, 1.0, x, cuda.buffer("i32", 4), 4) end,
                          "argument 3 %(f32%*%): expected cugraph.Buffer or cugraph.Scalar of f32, got cugraph.Buffer of i32")
     assert.error_matches(function() k:launch(s, 1, 4, 1.0, x, y, 4.5) end,
-                         "argument 4 %(i32%): number has no integer representation")
+                         "argument 4 %(i32%): expected an integer, got 4.5")
     assert.error_matches(function() k:launch(s, 1, 4, 1.0, x, y, 2 ^ 31) end,
                          "argument 4 %(i32%): 2147483648 is out of range for i32")
+    assert.error_matches(function() k:launch(s, 1, 4, 1e39, x, y, 4) end,
+                         "axpy: argument 1 %(f32%): 1e%+39 is out of range for f32")
     assert.error_matches(function() k:launch(s, 1, 4, 1.0, x, y, "4") end,
                          "argument 4 %(i32%): expected number, got string")
     -- PTX-only signatures still know sizes and numbers from pointers

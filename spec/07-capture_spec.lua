@@ -107,7 +107,7 @@ describe("s:capture", function()
     s:synchronize()
     assert.equals(3, x:download()[7])
     assert.error_matches(function() s:capture(function() end, { mode = "local" }) end,
-                         "invalid option 'local'")
+                         'opts.mode must be "thread_local", "global" or "relaxed", got local')
     assert.error_matches(function() s:capture(42) end, "function expected, got number")
     usable(s)
   end)

@@ -86,11 +86,16 @@ describe("cugraph.Graph", function()
       mod.mark_u32:launch(s, 1, 1, x, sc, 32)
     end)
     local id = g.id
+    assert.has_error(function() s:capture(function() error("fails, taking an id") end) end)
+    assert.has_error(function() s:capture(function() mod.mark_u32:launch(s, 1, 1, x, sc, 32); error("x") end) end)
     for _, obj in ipairs { x, sc, mod, s } do
       assert.error_matches(function() obj:free() end,
                            "used by live cugraph%.Graph #" .. id .. "; free the graph first")
     end
+    local g2 = s:capture(function() x:fill(0, s) end)
     g:free()
+    assert.error_matches(function() x:free() end, "used by 1 live cugraph.Graph; free them first")
+    g2:free()
     assert.equals("cugraph.Graph (freed)", tostring(g))
     x:free()
     sc:free()

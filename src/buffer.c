@@ -17,51 +17,52 @@ cg_type cg_checktype(lua_State *L, int idx) {
   return (cg_type)luaL_checkoption(L, idx, NULL, cg_type_names);
 }
 
-static int bad(lua_State *L, int idx, const char *what, const char *msg) {
-  if (!what) return luaL_argerror(L, idx, msg);
-  return luaL_error(L, "%s: %s", what, msg);
-}
-
-/* Converts the number at idx to element type t. Integers must be exact and
-   in range; u64 takes a Lua integer as its 64-bit pattern, as Lua's own hex
-   literals do (0xffffffffffffffff is -1). what == NULL: an argument error. */
-void cg_tobits(lua_State *L, int idx, cg_type t, void *out, const char *what) {
-  if (lua_type(L, idx) != LUA_TNUMBER) {
-    bad(L, idx, what, lua_pushfstring(L, "expected number, got %s",
-                                      luaL_typename(L, idx)));
-    return;
-  }
+/* Converts the number at idx to element type t into out. Integers must be
+   exact and in range; u64 takes a Lua integer as its 64-bit pattern, as
+   Lua's own hex literals do (0xffffffffffffffff is -1). Returns NULL, or
+   the reason it cannot (pushed on the stack). */
+const char *cg_bits(lua_State *L, int idx, cg_type t, void *out) {
+  if (lua_type(L, idx) != LUA_TNUMBER)
+    return lua_pushfstring(L, "expected number, got %s", luaL_typename(L, idx));
   if (t == CG_F32 || t == CG_F64) {
     lua_Number v = lua_tonumber(L, idx);
     if (t == CG_F64) {
       memcpy(out, &v, 8);
-      return;
+      return NULL;
     }
     if (isfinite(v) && fabs(v) > FLT_MAX)
-      bad(L, idx, what, lua_pushfstring(L, "%f is out of range for f32", v));
+      return lua_pushfstring(L, "%f is out of range for f32", v);
     float f = (float)v;
     memcpy(out, &f, 4);
-    return;
+    return NULL;
   }
-  int ok;
-  lua_Integer v = lua_tointegerx(L, idx, &ok);
-  if (!ok)
-    bad(L, idx, what, lua_pushfstring(L, "%s expected an integer, got %f",
-                                      cg_type_names[t], lua_tonumber(L, idx)));
   static const lua_Integer lo[] = { 0, 0, INT8_MIN, 0, INT16_MIN, 0,
                                     INT32_MIN, 0, INT64_MIN, INT64_MIN };
   static const lua_Integer hi[] = { 0, 0, INT8_MAX, UINT8_MAX, INT16_MAX,
                                     UINT16_MAX, INT32_MAX, UINT32_MAX,
                                     INT64_MAX, INT64_MAX };
+  int ok;
+  lua_Integer v = lua_tointegerx(L, idx, &ok);
+  if (!ok)
+    return lua_pushfstring(L, "expected an integer, got %f",
+                           lua_tonumber(L, idx));
   if (v < lo[t] || v > hi[t])
-    bad(L, idx, what, lua_pushfstring(L, "%I is out of range for %s",
-                                      (LUAI_UACINT)v, cg_type_names[t]));
+    return lua_pushfstring(L, "%I is out of range for %s", (LUAI_UACINT)v,
+                           cg_type_names[t]);
   switch (cg_type_size[t]) {
   case 1: { uint8_t b = (uint8_t)v; memcpy(out, &b, 1); break; }
   case 2: { uint16_t b = (uint16_t)v; memcpy(out, &b, 2); break; }
   case 4: { uint32_t b = (uint32_t)v; memcpy(out, &b, 4); break; }
   default: memcpy(out, &v, 8);
   }
+  return NULL;
+}
+
+void cg_tobits(lua_State *L, int idx, cg_type t, void *out, const char *what) {
+  const char *msg = cg_bits(L, idx, t, out);
+  if (!msg) return;
+  if (!what) luaL_argerror(L, idx, msg);
+  luaL_error(L, "%s: %s", what, msg);
 }
 
 void cg_pushbits(lua_State *L, cg_type t, const void *p) {

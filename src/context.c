@@ -114,10 +114,14 @@ void cg_guard(lua_State *L, cg_ctx *ctx, const char *what, const char *fix) {
 }
 
 void cg_canfree(lua_State *L, cg_obj *o) {
-  if (o->uses)
+  if (!o->uses) return;
+  if (o->graph)
     luaL_error(L, "cannot free %s: it is used by live cugraph.Graph #%d%s; "
                "free the graph first", cg_kind_names[o->kind], (int)o->graph,
                o->uses > 1 ? " and others" : "");
+  luaL_error(L, "cannot free %s: it is used by %d live cugraph.Graph%s; "
+             "free them first", cg_kind_names[o->kind], (int)o->uses,
+             o->uses > 1 ? "s" : "");
 }
 
 void cg_sync(lua_State *L, cg_ctx *ctx) {
@@ -290,9 +294,13 @@ static int device(lua_State *L) {
   }
   lua_pushinteger(L, version);
   lua_setfield(L, -2, "driver_version");
-  lua_pushinteger(L, ctx->max_threads);
+  CU(L, ctx, cuDeviceGetAttribute, &sms,
+     CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, dev);
+  lua_pushinteger(L, sms);
   lua_setfield(L, -2, "max_threads_per_block");
-  lua_pushinteger(L, ctx->max_shared_optin);
+  CU(L, ctx, cuDeviceGetAttribute, &sms,
+     CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev);
+  lua_pushinteger(L, sms);
   lua_setfield(L, -2, "max_shared_memory");
   return 1;
 }

@@ -113,6 +113,8 @@ void cg_sync(lua_State *L, cg_ctx *ctx); /* cuCtxSynchronize, checked */
 
 /* buffer.c: Lua values <-> element bits, range-checked */
 cg_type cg_checktype(lua_State *L, int idx);
+const char *cg_bits(lua_State *L, int idx, cg_type t, void *out);
+/* cg_bits, raising: an argument error when what is NULL, else "what: msg" */
 void cg_tobits(lua_State *L, int idx, cg_type t, void *out, const char *what);
 void cg_pushbits(lua_State *L, cg_type t, const void *p);
 

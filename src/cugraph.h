@@ -5,7 +5,7 @@
 
      lua_State *L = luaL_newstate();
      luaL_openlibs(L);
-     cugraph_openlibs(L);           // require "cugraph" works from here
+     cugraph_openlibs(L, "path/to/lua");  // require "cugraph" works
      ...
      cugraph_pushbuffer(L, ptr, "f32", n);   // engine memory, as a Buffer
      lua_setglobal(L, "positions");

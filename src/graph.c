@@ -8,6 +8,7 @@
 #include "core.h"
 
 struct cg_capture {
+  CUstream origin;      /* the stream the capture began on */
   unsigned id;          /* the graph's id, for messages */
   int pins;             /* registry ref: set of pinned objects */
 };
@@ -32,6 +33,7 @@ static const CUstreamCaptureMode mode_values[] = {
 };
 
 int cg_capturing_on(lua_State *L, cg_ctx *ctx, CUstream s) {
+  if (ctx->capture && s == ctx->capture->origin) return 1;
   CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
   CU(L, ctx, cuStreamIsCapturing, s, &st);
   return st == CU_STREAM_CAPTURE_STATUS_ACTIVE;
@@ -56,8 +58,7 @@ void cg_pin(lua_State *L, cg_ctx *ctx, int idx) {
     lua_pushvalue(L, idx);
     lua_pushboolean(L, 1);
     lua_rawset(L, -4);
-    o->uses++;
-    o->graph = ctx->capture->id;
+    if (o->uses++ == 0) o->graph = ctx->capture->id;
     if (o->kind == CG_KERNEL) { /* and so its module */
       lua_getiuservalue(L, idx, 1);
       cg_pin(L, ctx, -1);
@@ -67,13 +68,24 @@ void cg_pin(lua_State *L, cg_ctx *ctx, int idx) {
   lua_pop(L, 2);
 }
 
-/* Releases every pin of the set at idx. */
-static void unpin(lua_State *L, int idx) {
+/* Releases every pin of graph id in the set at idx. An object keeps the id
+   of a graph that holds it, or 0 when that is not known. */
+static void unpin(lua_State *L, int idx, unsigned id) {
   idx = lua_absindex(L, idx);
   lua_pushnil(L);
   while (lua_next(L, idx)) {
     cg_obj *o = lua_touserdata(L, -2);
     if (o->uses) o->uses--;
+    if (!o->uses || o->graph == id) o->graph = 0;
+    lua_pop(L, 1);
+  }
+}
+
+/* Marks every object of the set at idx as held by graph id. */
+static void stamp(lua_State *L, int idx, unsigned id) {
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    ((cg_obj *)lua_touserdata(L, -2))->graph = id;
     lua_pop(L, 1);
   }
 }
@@ -99,7 +111,7 @@ static CUgraph capture(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
                "stream from cuda.stream()");
   if (cg_capturing_on(L, ctx, s->s))
     luaL_error(L, "the stream is already capturing");
-  struct cg_capture cap = { id, 0 };
+  struct cg_capture cap = { s->s, id, 0 };
   lua_newtable(L);
   int pins = lua_gettop(L);
   lua_pushvalue(L, pins);
@@ -127,7 +139,7 @@ static CUgraph capture(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
     lua_settop(L, pins);
     return g;
   }
-  unpin(L, pins);
+  unpin(L, pins, id);
   if (g) cg_drv.cuGraphDestroy(g);
   if (status != LUA_OK) lua_error(L); /* the closure's error, on top */
   if (end != CUDA_SUCCESS)
@@ -170,8 +182,15 @@ static int stream_capture(lua_State *L) {
   int mode = 1, auto_free = 0, upload = 0;
   if (!lua_isnoneornil(L, 3)) {
     luaL_checktype(L, 3, LUA_TTABLE);
-    lua_getfield(L, 3, "mode");
-    mode = luaL_checkoption(L, -1, "thread_local", modes);
+    if (lua_getfield(L, 3, "mode") != LUA_TNIL) {
+      const char *name = lua_tostring(L, -1);
+      for (mode = 0; modes[mode] && (!name || strcmp(modes[mode], name));)
+        mode++;
+      if (!modes[mode])
+        luaL_error(L, "capture: opts.mode must be \"thread_local\", "
+                   "\"global\" or \"relaxed\", got %s",
+                   name ? name : luaL_typename(L, -1));
+    }
     lua_getfield(L, 3, "auto_free");
     auto_free = lua_toboolean(L, -1);
     lua_getfield(L, 3, "upload");
@@ -212,7 +231,7 @@ static int graph_free(lua_State *L) {
   free(gr->scalars);
   gr->scalars = NULL;
   gr->nscalars = 0;
-  if (lua_getiuservalue(L, 1, 1) == LUA_TTABLE) unpin(L, -1);
+  if (lua_getiuservalue(L, 1, 1) == LUA_TTABLE) unpin(L, -1, gr->id);
   lua_pushnil(L);
   lua_setiuservalue(L, 1, 1);
   return 0;
@@ -324,7 +343,9 @@ static int graph_update(lua_State *L) {
   memset(&info, 0, sizeof info);
   CUresult r = cg_drv.cuGraphExecUpdate(gr->exec, g, &info);
   if (r != CUDA_SUCCESS) {
-    unpin(L, 4);
+    unpin(L, 4, gr->id);
+    lua_getiuservalue(L, 1, 1);
+    stamp(L, 5, gr->id);
     cg_drv.cuGraphDestroy(g);
     if (r != CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE)
       cg_check(L, ctx, "cuGraphExecUpdate", r);
@@ -334,7 +355,8 @@ static int graph_update(lua_State *L) {
     return lua_error(L);
   }
   lua_getiuservalue(L, 1, 1);
-  unpin(L, -1);
+  unpin(L, -1, gr->id);
+  stamp(L, 4, gr->id);
   lua_pushvalue(L, 4);
   lua_setiuservalue(L, 1, 1);
   cg_release(L, ctx, CG_FREE_GRAPH, gr->g);

@@ -51,14 +51,16 @@ static cg_ctx *context(lua_State *L) {
 void cugraph_pushbuffer(lua_State *L, CUdeviceptr ptr, const char *type,
                         size_t n) {
   cg_ctx *ctx = context(L);
-  lua_pushstring(L, type);
-  cg_type t = cg_checktype(L, -1);
-  lua_pop(L, 1);
+  int t = 0;
+  while (cg_type_names[t] && strcmp(cg_type_names[t], type ? type : "")) t++;
+  if (!cg_type_names[t])
+    luaL_error(L, "cugraph_pushbuffer: unknown element type '%s'",
+               type ? type : "(null)");
   if (!ptr || !n) luaL_error(L, "cugraph_pushbuffer: null pointer or size 0");
   cg_buffer *b = cg_newobj(L, ctx, sizeof *b, CG_BUFFER);
   b->ptr = ptr;
   b->n = n;
-  b->type = t;
+  b->type = (cg_type)t;
   b->h.owned = 0;
   b->h.open = 1;
 }

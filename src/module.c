@@ -367,7 +367,8 @@ static void intarg(lua_State *L, cg_kernel *k, int arg, int idx,
   lua_Integer v = lua_tointegerx(L, idx, &ok);
   if (!ok || lua_type(L, idx) != LUA_TNUMBER) {
     if (lua_type(L, idx) == LUA_TNUMBER)
-      argerror(L, k, arg, "number has no integer representation");
+      argerror(L, k, arg, lua_pushfstring(L, "expected an integer, got %f",
+                                          lua_tonumber(L, idx)));
     typeerror(L, k, arg, idx, "integer");
   }
   if (size < 8) {
@@ -412,19 +413,11 @@ static void setarg(lua_State *L, cg_kernel *k, int arg, int idx,
     memcpy(slot, s, len);
     break;
   }
-  default:
+  default: {
     if (lua_type(L, idx) != LUA_TNUMBER) typeerror(L, k, arg, idx, "number");
-    if (p->type == PTX_F32 || p->type == PTX_F64) {
-      cg_tobits(L, idx, (cg_type)p->type, slot, k->name);
-    } else {
-      char what[96];
-      int ok;
-      lua_tointegerx(L, idx, &ok);
-      snprintf(what, sizeof what, "%s: argument %d (%s)", k->name, arg,
-               ptx_names[p->type]);
-      if (!ok) argerror(L, k, arg, "number has no integer representation");
-      cg_tobits(L, idx, (cg_type)p->type, slot, what);
-    }
+    const char *msg = cg_bits(L, idx, (cg_type)p->type, slot);
+    if (msg) argerror(L, k, arg, msg);
+  }
   }
 }
 

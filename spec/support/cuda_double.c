@@ -246,33 +246,42 @@ CUresult CUDAAPI cuGetErrorString(CUresult error, const char **pStr) {
 static int initialized;
 static size_t mem_limit;  /* device memory, bytes */
 static size_t mem_used;   /* sum of live allocation sizes, <= mem_limit */
-static CUresult sticky;   /* the fault that broke the context, or SUCCESS */
 
-/* The primary context: live while refs > 0. Destroying it frees everything
-   made in it and clears the sticky error, as on the real driver. */
+/* The fault that broke the device for this process, or SUCCESS. Device
+   queries, cuCtxSetCurrent and freeing graphs still work after it; not even
+   destroying the context clears it. */
+static CUresult sticky;
+
+/* The primary context: live while refs > 0; destroying it frees everything
+   made in it. The handle stays the same across retains. */
 struct CUctx_st { int refs; };
 static struct CUctx_st primary;
 static _Thread_local CUcontext current;
 
-/* The gate of every call that needs the context. */
-static CUresult enter(void) {
+/* The gate of calls that need the context, whatever the sticky error. */
+static CUresult enter_context(void) {
   if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  if (sticky) return sticky;
-  if (current != &primary || !primary.refs) return CUDA_ERROR_INVALID_CONTEXT;
-  return CUDA_SUCCESS;
+  if (!current) return CUDA_ERROR_INVALID_CONTEXT;
+  return primary.refs ? CUDA_SUCCESS : CUDA_ERROR_CONTEXT_IS_DESTROYED;
 }
 
-/* The gate of calls about the device, which need no context. */
+/* The gate of every call that works on the device. */
+static CUresult enter(void) {
+  CUresult r = enter_context();
+  return r ? r : sticky;
+}
+
+/* The gate of device queries, which need no context. */
 static CUresult enter_device(CUdevice dev) {
   if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  if (sticky) return sticky;
   return dev == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
 
 /* -- handles -------------------------------------------------------------- */
 
 /* Every live handle is on one ring, so that destroying the context can free
-   what the caller did not. Each handle struct starts with an obj. */
+   what the caller did not (all but graphs) and capture can find its
+   streams. Each handle struct starts with an obj. */
 enum { O_STREAM, O_EVENT, O_MODULE, O_GRAPH, O_EXEC };
 typedef struct obj { struct obj *prev, *next; int kind; } obj;
 static obj live = {&live, &live, -1};
@@ -607,7 +616,6 @@ static const kimpl *find_kernel(const char *name) {
 /* -- modules and functions ------------------------------------------------ */
 
 struct CUfunc_st {
-  CUmodule mod;
   char *name;
   const kimpl *impl;    /* NULL: no host version; launches are refused */
   int layout;           /* nparams, off and size are known */
@@ -636,7 +644,7 @@ static void free_function(CUfunction f) {
 static int set_layout(CUfunction f, size_t n, const size_t *pair) {
   f->off = n ? malloc(2 * n * sizeof *f->off) : NULL;
   if (n && !f->off) return 1;
-  f->size = f->off + n;
+  f->size = n ? f->off + n : NULL;
   f->nparams = n;
   f->layout = 1;
   size_t at = 0;
@@ -668,7 +676,6 @@ static CUfunction add_function(CUmodule m, const char *name, size_t len,
   }
   memcpy(f->name, name, len);
   f->name[len] = '\0';
-  f->mod = m;
   f->max_dynamic = SHARED_DEFAULT;
   f->impl = find_kernel(f->name);
   if (f->impl && from_ptx) {
@@ -850,6 +857,12 @@ static char *uncomment(const char *text) {
   return s;
 }
 
+static int line_of(const char *text, const char *p) {
+  int line = 1;
+  for (; text < p; text++) line += *text == '\n';
+  return line;
+}
+
 /* Checks that every statement of every .entry and .func body is a known
    instruction, as the JIT would; the reason goes into msg. */
 static int check_bodies(const char *s, char *msg, size_t nmsg) {
@@ -872,13 +885,15 @@ static int check_bodies(const char *s, char *msg, size_t nmsg) {
     }
     if (*p != '{' && *p != '}' && *p != ';') continue;
     if (body && !known_statement(stmt, p)) {
-      int line = 1;
-      for (const char *q = s; q < stmt; q++) line += *q == '\n';
-      const char *op = skip_blanks(stmt, p);
+      const char *op = skip_labels(stmt, p);
+      if (op < p && *op == '@')
+        while (op < p && !blank(*op)) op++;
+      op = skip_blanks(op, p);
       int len = 0;
-      while (op + len < p && !blank(op[len]) && len < 40) len++;
-      snprintf(msg, nmsg, "ptx input, line %d: not a name of any known "
-               "instruction: '%.*s'", line, len, op);
+      while (op + len < p && ident(op[len]) && len < 40) len++;
+      snprintf(msg, nmsg, "ptxas application ptx input, line %d; error   : "
+               "Not a name of any known instruction: '%.*s'",
+               line_of(s, op), len, op);
       return 0;
     }
     depth += (*p == '{') - (*p == '}');
@@ -888,34 +903,35 @@ static int check_bodies(const char *s, char *msg, size_t nmsg) {
   return 1;
 }
 
-/* Collects the .entry functions of NUL-terminated PTX text into m. Returns
-   CUDA_ERROR_INVALID_PTX with a reason in *why when the JIT would fail. */
-static CUresult load_ptx(CUmodule m, const char *text, const char **why) {
-  static char reason[160];
-  if (!strstr(text, ".version")) return *why = "no .version directive",
-                                        CUDA_ERROR_INVALID_PTX;
-  if (!strstr(text, ".target")) return *why = "no .target directive",
-                                       CUDA_ERROR_INVALID_PTX;
-  char *plain = uncomment(text);
-  if (!plain) return *why = "out of memory", CUDA_ERROR_OUT_OF_MEMORY;
-  int ok = check_bodies(plain, reason, sizeof reason);
-  free(plain);
-  if (!ok) return *why = reason, CUDA_ERROR_INVALID_PTX;
+static char reason[200]; /* why the last PTX failed to load */
+
+/* Adds the .entry functions of comment-free PTX text to m. */
+static CUresult collect_entries(CUmodule m, const char *text,
+                                const char **why) {
   for (const char *p = text; (p = strstr(p, ".entry")); ) {
     p += 6;
     if ((p - 6 > text && !blank(p[-7])) || !blank(*p)) continue;
     while (blank(*p)) p++;
     const char *name = p;
     while (ident(*p)) p++;
-    size_t len = (size_t)(p - name);
-    if (!len) return *why = ".entry without a name", CUDA_ERROR_INVALID_PTX;
+    int len = (int)(p - name);
+    const char *syntax = "ptxas application ptx input, line %d; fatal   : "
+                         "Parsing error: %s of .entry '%.*s'";
+    if (!len) {
+      snprintf(reason, sizeof reason, syntax, line_of(text, name), "no name",
+               0, "");
+      return CUDA_ERROR_INVALID_PTX;
+    }
     while (blank(*p)) p++;
     size_t n = 0, cap = 0, *pair = NULL;
     if (*p == '(') {
       const char *close = p + 1;
       for (int depth = 1; depth; close++) {
-        if (!*close) return *why = "unbalanced parameter list",
-                            CUDA_ERROR_INVALID_PTX;
+        if (!*close) {
+          snprintf(reason, sizeof reason, syntax, line_of(text, name),
+                   "unbalanced parameter list", len, name);
+          return CUDA_ERROR_INVALID_PTX;
+        }
         depth += (*close == '(') - (*close == ')');
       }
       close--; /* at the matching ')' */
@@ -936,17 +952,37 @@ static CUresult load_ptx(CUmodule m, const char *text, const char **why) {
           while (s < end && blank(*s)) s++;
           if (s == end && !comma && !n) break; /* "( )" */
           free(pair);
-          return *why = "malformed .param", CUDA_ERROR_INVALID_PTX;
+          snprintf(reason, sizeof reason, syntax, line_of(text, q),
+                   "malformed .param", len, name);
+          return CUDA_ERROR_INVALID_PTX;
         }
         q = comma ? comma + 1 : close;
       }
       p = close + 1;
     }
-    CUfunction f = add_function(m, name, len, 1, n, pair);
+    CUfunction f = add_function(m, name, (size_t)len, 1, n, pair);
     free(pair);
     if (!f) return *why = "out of memory", CUDA_ERROR_OUT_OF_MEMORY;
   }
   return CUDA_SUCCESS;
+}
+
+/* Loads NUL-terminated PTX text into m. Returns CUDA_ERROR_INVALID_PTX with
+   the JIT's kind of reason in *why where the JIT would fail. */
+static CUresult load_ptx(CUmodule m, const char *text, const char **why) {
+  *why = reason;
+  if (!strstr(text, ".target")) {
+    snprintf(reason, sizeof reason, "ptxas fatal   : Missing .target "
+             "directive at start of file 'application ptx input'");
+    return CUDA_ERROR_INVALID_PTX;
+  }
+  char *plain = uncomment(text);
+  if (!plain) return *why = "out of memory", CUDA_ERROR_OUT_OF_MEMORY;
+  CUresult r = check_bodies(plain, reason, sizeof reason)
+                 ? collect_entries(m, plain, why)
+                 : CUDA_ERROR_INVALID_PTX;
+  free(plain);
+  return r;
 }
 
 static uint64_t rd_le(const unsigned char *p, int n) {
@@ -956,12 +992,14 @@ static uint64_t rd_le(const unsigned char *p, int n) {
 }
 
 /* Length of a little-endian ELF64 image: the furthest of its headers and
-   sections. Zero when it is not one. */
+   sections. Zero when it is not one (or claims 4 GiB or more). */
 static size_t elf_size(const unsigned char *p) {
-  if (p[4] != 2 || p[5] != 1) return 0;
+  const uint64_t most = (uint64_t)1 << 32;
+  if (p[4] != 2 || p[5] != 1 || p[6] != 1) return 0; /* 64-bit, LE, v1 */
   uint64_t phoff = rd_le(p + 0x20, 8), shoff = rd_le(p + 0x28, 8);
   uint64_t phsz = rd_le(p + 0x36, 2), phn = rd_le(p + 0x38, 2);
   uint64_t shsz = rd_le(p + 0x3a, 2), shn = rd_le(p + 0x3c, 2);
+  if (phoff >= most || shoff >= most) return 0;
   uint64_t end = 0x40;
   if (phoff + phn * phsz > end) end = phoff + phn * phsz;
   if (shoff + shn * shsz > end) end = shoff + shn * shsz;
@@ -1003,8 +1041,9 @@ static int is_text(const unsigned char *p) {
   return 1;
 }
 
-/* Writes the reason of a failed load where CU_JIT_ERROR_LOG_BUFFER asks, and
-   its length (with the NUL) back into CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES. */
+/* Writes the reason of a failed load ("" after success) where
+   CU_JIT_ERROR_LOG_BUFFER asks, and its length back into
+   CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, as the driver does. */
 static void jit_log(unsigned n, const CUjit_option *options, void **values,
                     const char *why) {
   char *buf = NULL;
@@ -1016,8 +1055,8 @@ static void jit_log(unsigned n, const CUjit_option *options, void **values,
       size = (uintptr_t)values[i], at = i;
   }
   if (!buf || !size) return;
-  snprintf(buf, size, "cuda double: %s", why);
-  values[at] = (void *)(uintptr_t)(strlen(buf) + 1);
+  snprintf(buf, size, "%s", why);
+  values[at] = (void *)(uintptr_t)strlen(buf);
 }
 
 /* -- work: kernel launches, copies and memsets ---------------------------- */
@@ -1028,8 +1067,9 @@ typedef struct op {
   CUfunction f;             /* kernel */
   unsigned grid[3], block[3], shared;
   unsigned char *args;      /* owned copy of f->argbytes parameter bytes */
-  CUdeviceptr dst, src;     /* memcpy: src 0 means from host */
-  const void *host;         /* memcpy from host memory, read when it runs */
+  CUdeviceptr dst, src;     /* memcpy and memset: device memory, unless */
+  void *hdst;               /* memcpy: ... host memory takes a side; it is */
+  const void *hsrc;         /* read and written when the copy runs */
   size_t bytes;             /* memcpy */
   size_t pitch, width, height; /* memset: height rows of width elements */
   unsigned value, elem;     /* memset: the element and its size in bytes */
@@ -1072,8 +1112,8 @@ static CUresult run_op(const op *o, int dry) {
     return CUDA_SUCCESS;
   }
   if (o->type == CU_GRAPH_NODE_TYPE_MEMCPY) {
-    void *d = dev_range(o->dst, o->bytes);
-    const void *s = o->host ? o->host : dev_range(o->src, o->bytes);
+    void *d = o->hdst ? o->hdst : dev_range(o->dst, o->bytes);
+    const void *s = o->hsrc ? o->hsrc : dev_range(o->src, o->bytes);
     if (!d || !s) return CUDA_ERROR_INVALID_VALUE;
     if (!dry) memmove(d, s, o->bytes);
     return CUDA_SUCCESS;
@@ -1186,6 +1226,7 @@ typedef struct capture {
   int invalid;          /* a rule was broken: ending it yields no graph */
   unsigned long id;
   CUgraph g;
+  nodeset orphans;      /* tips of joined streams destroyed meanwhile */
 } capture;
 
 static capture *captures; /* in progress */
@@ -1204,7 +1245,8 @@ struct CUevent_st {
   unsigned flags;
   int recorded;         /* recorded outside capture: t is its time */
   struct timespec t;
-  unsigned long cap_id; /* last recorded in this capture (0: none) */
+  unsigned long cap_id; /* last recorded in this capture (0: not in one); it
+                           stays set after the capture */
   nodeset tips;         /* that stream's tips then */
 };
 
@@ -1228,12 +1270,14 @@ static void end_capture(capture *c) {
   capture **p = &captures;
   while (*p != c) p = &(*p)->next;
   *p = c->next;
+  free(c->orphans.v);
   free(c);
 }
 
-/* Calls the docs call potentially unsafe during capture (memory and module
-   management): refused while a capture not begun RELAXED is in progress,
-   which is then invalidated. */
+/* Calls the driver deems potentially unsafe during capture (allocation,
+   unloading, waiting on or querying other work, instantiation): refused
+   while a capture not begun RELAXED is in progress, which is then
+   invalidated. */
 static CUresult unsafe_call(void) {
   CUresult r = CUDA_SUCCESS;
   for (capture *c = captures; c; c = c->next)
@@ -1269,11 +1313,12 @@ static CUresult stream_usable(CUstream s) {
   return CUDA_SUCCESS;
 }
 
-/* Synchronizing with or querying a capturing stream is refused, and
-   invalidates the capture. */
+/* Waiting on or querying a stream: refused for a capturing one, whose
+   capture is invalidated; an unsafe call for any other. */
 static CUresult no_sync(CUstream s) {
-  if (!s) return legacy_blocked(1);
-  if (!s->cap) return CUDA_SUCCESS;
+  CUresult r = s ? CUDA_SUCCESS : legacy_blocked(1);
+  if (r) return r;
+  if (!s || !s->cap) return unsafe_call();
   s->cap->invalid = 1;
   return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 }
@@ -1308,32 +1353,31 @@ static void free_event(CUevent e) {
   free_obj(e);
 }
 
-/* Frees everything made in the context, which is being destroyed. */
+/* Frees everything made in the context, which is being destroyed: all but
+   the graphs, which belong to no context. */
 static void destroy_context(void) {
   while (captures) {
-    capture *c = captures;
-    captures = c->next;
-    free(c); /* its graph is on the ring */
+    free_graph(captures->g);
+    end_capture(captures);
   }
-  while (live.next != &live) {
-    obj *o = live.next;
+  for (obj *o = live.next, *next; o != &live; o = next) {
+    next = o->next;
     switch (o->kind) {
     case O_STREAM: free_stream((CUstream)o); break;
     case O_EVENT: free_event((CUevent)o); break;
     case O_MODULE: free_module((CUmodule)o); break;
-    case O_GRAPH: free_graph((CUgraph)o); break;
-    default: free_exec((CUgraphExec)o); break;
+    case O_EXEC: free_exec((CUgraphExec)o); break;
+    default: break;
     }
   }
   free_all_memory();
-  sticky = CUDA_SUCCESS;
 }
 
 /* -- initialization, device, context -------------------------------------- */
 
 CUresult CUDAAPI cuInit(unsigned int Flags) {
   if (Flags) return CUDA_ERROR_INVALID_VALUE;
-  if (initialized) return sticky;
+  if (initialized) return CUDA_SUCCESS;
   const char *devices = getenv("CUDA_DOUBLE_DEVICES");
   if (devices && !strcmp(devices, "0")) return CUDA_ERROR_NO_DEVICE;
   const char *limit = getenv("CUDA_DOUBLE_MEM_LIMIT");
@@ -1396,12 +1440,13 @@ CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
   CUresult r = enter_device(dev);
   if (r) return r;
   if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+  if (!primary.refs && sticky) return sticky; /* no new context */
   primary.refs++;
   *pctx = &primary;
   return CUDA_SUCCESS;
 }
 
-/* Works on a broken context too: destroying it is the way to recover. */
+/* Works after a sticky error too. */
 CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev) {
   if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
@@ -1412,9 +1457,7 @@ CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev) {
 
 CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
   if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  if (sticky) return sticky;
-  if (ctx && (ctx != &primary || !primary.refs))
-    return CUDA_ERROR_INVALID_CONTEXT;
+  if (ctx && ctx != &primary) return CUDA_ERROR_INVALID_CONTEXT;
   current = ctx;
   return CUDA_SUCCESS;
 }
@@ -1470,7 +1513,7 @@ CUresult CUDAAPI cuMemAlloc(CUdeviceptr *dptr, size_t bytesize) {
 
 CUresult CUDAAPI cuMemFree(CUdeviceptr dptr) {
   CUresult r = enter();
-  if (r) return r;
+  if (r || !dptr) return r;
   if ((r = unsafe_call())) return r;
   size_t i = spans_upto((uintptr_t)dptr);
   if (!i || spans[i - 1].base != (uintptr_t)dptr)
@@ -1483,44 +1526,31 @@ CUresult CUDAAPI cuMemFree(CUdeviceptr dptr) {
   return CUDA_SUCCESS;
 }
 
-static CUresult memcpy_op(CUdeviceptr dst, CUdeviceptr src, const void *host,
-                          size_t n, CUstream s) {
+/* A copy; a NULL host pointer stands for device memory, so a NULL host
+   side fails the range check. A copy of nothing is no work. */
+static CUresult memcpy_op(CUdeviceptr dst, void *hdst, CUdeviceptr src,
+                          const void *hsrc, size_t n, CUstream s) {
   CUresult r = enter();
   if (r) return r;
   if (!n) return stream_usable(stream_of(s));
-  if (!host && !src) return CUDA_ERROR_INVALID_VALUE;
-  op o = {.type = CU_GRAPH_NODE_TYPE_MEMCPY, .dst = dst, .src = src,
-          .host = host, .bytes = n};
+  op o = {.type = CU_GRAPH_NODE_TYPE_MEMCPY, .dst = dst, .hdst = hdst,
+          .src = src, .hsrc = hsrc, .bytes = n};
   return submit(stream_of(s), &o);
 }
 
 CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr dstDevice, const void *srcHost,
                                    size_t ByteCount, CUstream hStream) {
-  return memcpy_op(dstDevice, 0, srcHost, ByteCount, hStream);
+  return memcpy_op(dstDevice, NULL, 0, srcHost, ByteCount, hStream);
+}
+
+CUresult CUDAAPI cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr srcDevice,
+                                   size_t ByteCount, CUstream hStream) {
+  return memcpy_op(0, dstHost, srcDevice, NULL, ByteCount, hStream);
 }
 
 CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
                                    size_t ByteCount, CUstream hStream) {
-  return memcpy_op(dstDevice, srcDevice, NULL, ByteCount, hStream);
-}
-
-/* Device to host memory cannot be captured: refused, and the capture is
-   invalidated. */
-CUresult CUDAAPI cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr srcDevice,
-                                   size_t ByteCount, CUstream hStream) {
-  CUresult r = enter();
-  if (r) return r;
-  CUstream s = stream_of(hStream);
-  if ((r = stream_usable(s))) return r;
-  if (s && s->cap) {
-    s->cap->invalid = 1;
-    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  }
-  if (!ByteCount) return CUDA_SUCCESS;
-  const void *src = dev_range(srcDevice, ByteCount);
-  if (!dstHost || !src) return CUDA_ERROR_INVALID_VALUE;
-  memmove(dstHost, src, ByteCount);
-  return CUDA_SUCCESS;
+  return memcpy_op(dstDevice, NULL, srcDevice, NULL, ByteCount, hStream);
 }
 
 static CUresult memset_op(CUdeviceptr dst, size_t pitch, unsigned value,
@@ -1575,19 +1605,18 @@ CUresult CUDAAPI cuStreamCreate(CUstream *phStream, unsigned int Flags) {
   return CUDA_SUCCESS;
 }
 
-/* A capturing stream that is destroyed leaves its capture, invalidated; the
-   origin's capture ends with it. */
+/* A joined stream that is destroyed leaves its work in the capture, never
+   to be joined; the origin takes its capture with it. */
 CUresult CUDAAPI cuStreamDestroy(CUstream hStream) {
   CUresult r = enter();
   if (r) return r;
   if (!hStream) return CUDA_ERROR_INVALID_HANDLE;
   capture *c = hStream->cap;
-  if (c) {
-    c->invalid = 1;
-    if (c->origin == hStream) {
-      free_graph(c->g);
-      end_capture(c);
-    }
+  if (c && c->origin == hStream) {
+    free_graph(c->g);
+    end_capture(c);
+  } else if (c && set_union(&c->orphans, &hStream->tips)) {
+    c->invalid = 1; /* out of memory: the capture cannot be trusted */
   }
   free_stream(hStream);
   return CUDA_SUCCESS;
@@ -1645,8 +1674,9 @@ static int mark_ancestors(const nodeset *from, unsigned char *mark) {
   return bad;
 }
 
-/* Whether every stream that joined c has been joined back into its origin:
-   its tips are among the origin's tips or their ancestors. */
+/* Whether all work of c has been joined back into its origin: the tips of
+   the other streams (and of destroyed ones) are among the origin's tips or
+   their ancestors. */
 static CUresult joined(capture *c) {
   unsigned char *mark = calloc(c->g->nodes.n + 1, 1);
   if (!mark || mark_ancestors(&c->origin->tips, mark)) {
@@ -1654,6 +1684,8 @@ static CUresult joined(capture *c) {
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   CUresult r = CUDA_SUCCESS;
+  for (size_t i = 0; i < c->orphans.n; i++)
+    if (!mark[c->orphans.v[i]->idx]) r = CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
   CUstream s;
   EACH_STREAM(s) if (s->cap == c)
     for (size_t i = 0; i < s->tips.n; i++)
@@ -1662,20 +1694,23 @@ static CUresult joined(capture *c) {
   return r;
 }
 
-/* Ends the capture of hStream however it ends: its streams leave capture
-   mode, and only a capture that kept the rules yields a graph. */
+/* Ends the capture begun on hStream, however it went: its streams leave
+   capture mode, and only a capture that kept the rules yields a graph (not
+   kept when phGraph is NULL). Ending it from another of its streams breaks
+   it instead. */
 CUresult CUDAAPI cuStreamEndCapture(CUstream hStream, CUgraph *phGraph) {
   CUresult r = enter();
   if (r) return r;
   CUstream s = stream_of(hStream);
-  if (!phGraph) return CUDA_ERROR_INVALID_VALUE;
+  if (phGraph) *phGraph = NULL;
   if (!s || !s->cap) return CUDA_ERROR_ILLEGAL_STATE;
   capture *c = s->cap;
-  *phGraph = NULL;
-  if (c->origin != s) r = CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;
-  else if (c->invalid) r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-  else r = joined(c);
-  if (r) free_graph(c->g);
+  if (c->origin != s) {
+    c->invalid = 1;
+    return CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;
+  }
+  r = c->invalid ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED : joined(c);
+  if (r || !phGraph) free_graph(c->g);
   else *phGraph = c->g;
   end_capture(c);
   return r;
@@ -1696,32 +1731,39 @@ CUresult CUDAAPI cuStreamIsCapturing(CUstream hStream,
 
 /* Orders hStream after hEvent's work. In a capture that is how streams fork
    and join: a stream that waits on an event recorded in a capture joins it
-   with the event's tips; a capturing stream adds them to its own. */
+   with the event's tips; a capturing stream adds them to its own. A
+   capturing stream may not wait on work outside its capture, and an event
+   whose capture is over can no longer be waited on. */
 CUresult CUDAAPI cuStreamWaitEvent(CUstream hStream, CUevent hEvent,
                                    unsigned int Flags) {
   CUresult r = enter();
   if (r) return r;
   CUstream s = stream_of(hStream);
   if (!hEvent) return CUDA_ERROR_INVALID_HANDLE;
-  if (Flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL) return CUDA_ERROR_INVALID_VALUE;
+  if (Flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL)
+    return CUDA_ERROR_INVALID_VALUE;
   if ((r = stream_usable(s))) return r;
-  capture *ec = find_capture(hEvent->cap_id);
-  if (!s) {
-    if (!ec) return CUDA_SUCCESS;
-    ec->invalid = 1;
-    return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+  capture *mine = s ? s->cap : NULL;
+  if (!hEvent->cap_id) { /* never recorded, or recorded outside capture */
+    if (!mine || !hEvent->recorded) return CUDA_SUCCESS;
+    mine->invalid = 1;
+    return CUDA_ERROR_STREAM_CAPTURE_ISOLATION;
   }
-  if (!s->cap) {
-    if (!ec) return CUDA_SUCCESS;
+  capture *ec = find_capture(hEvent->cap_id);
+  if (!ec || !s) {
+    if (mine) mine->invalid = 1;
+    if (ec) ec->invalid = 1; /* the legacy stream cannot join a capture */
+    return ec ? CUDA_ERROR_STREAM_CAPTURE_IMPLICIT : CUDA_ERROR_INVALID_VALUE;
+  }
+  if (!mine) {
     if (ec->invalid) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
     if (set_assign(&s->tips, &hEvent->tips)) return CUDA_ERROR_OUT_OF_MEMORY;
     s->cap = ec;
     return CUDA_SUCCESS;
   }
-  if (ec != s->cap) {
-    s->cap->invalid = 1;
-    return ec ? CUDA_ERROR_STREAM_CAPTURE_MERGE
-              : CUDA_ERROR_STREAM_CAPTURE_ISOLATION;
+  if (ec != mine) {
+    mine->invalid = ec->invalid = 1;
+    return CUDA_ERROR_STREAM_CAPTURE_MERGE;
   }
   return set_union(&s->tips, &hEvent->tips) ? CUDA_ERROR_OUT_OF_MEMORY
                                              : CUDA_SUCCESS;
@@ -1732,10 +1774,9 @@ CUresult CUDAAPI cuStreamWaitEvent(CUstream hStream, CUevent hEvent,
 CUresult CUDAAPI cuEventCreate(CUevent *phEvent, unsigned int Flags) {
   CUresult r = enter();
   if (r) return r;
-  unsigned known = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING
-                   | CU_EVENT_INTERPROCESS;
-  if (!phEvent || (Flags & ~known)
-      || ((Flags & CU_EVENT_INTERPROCESS) && !(Flags & CU_EVENT_DISABLE_TIMING)))
+  unsigned ipc = CU_EVENT_INTERPROCESS, untimed = CU_EVENT_DISABLE_TIMING;
+  if (!phEvent || (Flags & ~(CU_EVENT_BLOCKING_SYNC | untimed | ipc))
+      || ((Flags & ipc) && !(Flags & untimed))) /* IPC events are untimed */
     return CUDA_ERROR_INVALID_VALUE;
   CUevent e = new_obj(sizeof *e, O_EVENT);
   if (!e) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -1772,16 +1813,18 @@ CUresult CUDAAPI cuEventRecord(CUevent hEvent, CUstream hStream) {
   return CUDA_SUCCESS;
 }
 
-/* An event last recorded in a capture in progress cannot be waited on from
-   the host: refused, and the capture is invalidated. */
+/* Waiting on or querying an event: an unsafe call, and one that conflicts
+   with the capture in which the event was last recorded (which is then
+   invalidated); once that capture is broken or over, the event is invalid. */
 static CUresult event_done(CUevent e) {
   CUresult r = enter();
   if (r) return r;
   if (!e) return CUDA_ERROR_INVALID_HANDLE;
+  if (!e->cap_id) return unsafe_call();
   capture *c = find_capture(e->cap_id);
-  if (!c) return CUDA_SUCCESS;
+  if (!c || c->invalid) return CUDA_ERROR_INVALID_VALUE;
   c->invalid = 1;
-  return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  return CUDA_ERROR_CAPTURED_EVENT;
 }
 
 CUresult CUDAAPI cuEventSynchronize(CUevent hEvent) {
@@ -1796,8 +1839,9 @@ CUresult CUDAAPI cuEventElapsedTime(float *pMilliseconds, CUevent hStart,
                                     CUevent hEnd) {
   CUresult r = enter();
   if (r) return r;
-  if (!pMilliseconds) return CUDA_ERROR_INVALID_VALUE;
-  if (!hStart || !hEnd || !hStart->recorded || !hEnd->recorded
+  if (!hStart || !hEnd) return CUDA_ERROR_INVALID_HANDLE;
+  if (hStart->cap_id || hEnd->cap_id) return CUDA_ERROR_INVALID_VALUE;
+  if (!pMilliseconds || !hStart->recorded || !hEnd->recorded
       || ((hStart->flags | hEnd->flags) & CU_EVENT_DISABLE_TIMING))
     return CUDA_ERROR_INVALID_HANDLE;
   double ms = (double)(hEnd->t.tv_sec - hStart->t.tv_sec) * 1e3
@@ -1816,11 +1860,11 @@ CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *module, const void *image,
   if (r) return r;
   if (!module || !image || (numOptions && (!options || !optionValues)))
     return CUDA_ERROR_INVALID_VALUE;
-  if ((r = unsafe_call())) return r;
   const unsigned char *p = image;
   CUmodule m = new_obj(sizeof *m, O_MODULE);
   if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
-  const char *why = "not a PTX, cubin or fatbin image";
+  const char *why = "error   : Binary format for key='0', ident='' is not "
+                    "recognized";
   if (p[0] == 0x7f && p[1] == 'E' && p[2] == 'L' && p[3] == 'F')
     m->nimage = elf_size(p);
   else if (p[0] == 0x50 && p[1] == 0xed && p[2] == 0x55 && p[3] == 0xba)
@@ -1828,7 +1872,7 @@ CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *module, const void *image,
   if (m->nimage) {
     if (!(m->image = malloc(m->nimage))) r = CUDA_ERROR_OUT_OF_MEMORY;
     else memcpy(m->image, p, m->nimage);
-  } else if (is_text(p)) {
+  } else if (is_text(p) && strstr(image, ".version")) { /* PTX */
     r = load_ptx(m, image, &why);
   } else {
     r = CUDA_ERROR_INVALID_IMAGE;
@@ -1904,6 +1948,30 @@ CUresult CUDAAPI cuFuncGetParamInfo(CUfunction func, size_t paramIndex,
   return CUDA_SUCCESS;
 }
 
+/* Checks a launch and copies its parameters into o->args (the caller may
+   reuse its own storage at once). */
+static CUresult prepare_launch(op *o, void **params, void **extra) {
+  const CUfunction f = o->f;
+  for (int i = 0; i < 3; i++)
+    if (!o->grid[i] || o->grid[i] > max_grid[i] || !o->block[i]
+        || o->block[i] > max_block[i])
+      return CUDA_ERROR_INVALID_VALUE;
+  if ((uint64_t)o->block[0] * o->block[1] * o->block[2] > MAX_THREADS
+      || o->shared > (unsigned)f->max_dynamic)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (extra || !f->impl) /* the double reads only kernelParams, and runs */
+    return CUDA_ERROR_NOT_SUPPORTED; /* only the kernels it has */
+  if (f->nparams && !params) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < f->nparams; i++)
+    if (!params[i]) return CUDA_ERROR_INVALID_VALUE;
+  if (f->argbytes && !(o->args = malloc(f->argbytes)))
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  for (size_t i = 0; i < f->nparams; i++)
+    memcpy(o->args + f->off[i], params[i], f->size[i]);
+  return CUDA_SUCCESS;
+}
+
+/* A launch that fails its checks also breaks the capture it was sent to. */
 CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX,
                                 unsigned int gridDimY, unsigned int gridDimZ,
                                 unsigned int blockDimX, unsigned int blockDimY,
@@ -1912,29 +1980,18 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX,
                                 void **kernelParams, void **extra) {
   CUresult r = enter();
   if (r) return r;
+  CUstream s = stream_of(hStream);
   if (!f) return CUDA_ERROR_INVALID_HANDLE;
-  if (extra) return CUDA_ERROR_NOT_SUPPORTED; /* the double reads only
-                                                 kernelParams */
+  if ((r = stream_usable(s))) return r;
   op o = {.type = CU_GRAPH_NODE_TYPE_KERNEL, .f = f,
           .grid = {gridDimX, gridDimY, gridDimZ},
           .block = {blockDimX, blockDimY, blockDimZ},
           .shared = sharedMemBytes};
-  for (int i = 0; i < 3; i++)
-    if (!o.grid[i] || o.grid[i] > max_grid[i] || !o.block[i]
-        || o.block[i] > max_block[i])
-      return CUDA_ERROR_INVALID_VALUE;
-  if ((uint64_t)blockDimX * blockDimY * blockDimZ > MAX_THREADS
-      || sharedMemBytes > (unsigned)f->max_dynamic)
-    return CUDA_ERROR_INVALID_VALUE;
-  if (!f->impl) return CUDA_ERROR_NOT_SUPPORTED; /* no host version */
-  if (f->nparams && !kernelParams) return CUDA_ERROR_INVALID_VALUE;
-  for (size_t i = 0; i < f->nparams; i++)
-    if (!kernelParams[i]) return CUDA_ERROR_INVALID_VALUE;
-  if (f->argbytes && !(o.args = malloc(f->argbytes)))
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  for (size_t i = 0; i < f->nparams; i++) /* the caller may reuse them */
-    memcpy(o.args + f->off[i], kernelParams[i], f->size[i]);
-  return submit(stream_of(hStream), &o);
+  if ((r = prepare_launch(&o, kernelParams, extra))) {
+    if (s && s->cap) s->cap->invalid = 1;
+    return r;
+  }
+  return submit(s, &o);
 }
 
 /* -- graphs --------------------------------------------------------------- */
@@ -1944,10 +2001,14 @@ CUresult CUDAAPI cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph,
   CUresult r = enter();
   if (r) return r;
   if (!hGraph) return CUDA_ERROR_INVALID_HANDLE;
-  if (!phGraphExec
-      || (flags & ~(unsigned long long)(CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH
-                                        | CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD)))
+  unsigned long long
+    auto_free = CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH,
+    device = CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH,
+    priority = CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY;
+  if (!phGraphExec || (flags & ~(auto_free | device | priority))
+      || ((flags & auto_free) && (flags & device))) /* UPLOAD: ...WithParams */
     return CUDA_ERROR_INVALID_VALUE;
+  if ((r = unsafe_call())) return r;
   CUgraphExec x = new_obj(sizeof *x, O_EXEC);
   size_t n = hGraph->nodes.n;
   if (!x || !(x->ops = calloc(n ? n : 1, sizeof *x->ops))
@@ -1964,8 +2025,13 @@ CUresult CUDAAPI cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph,
   return CUDA_SUCCESS;
 }
 
+/* Graphs belong to no context and are host data: sticky errors spare them. */
+static CUresult enter_graph(void) {
+  return initialized ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
+}
+
 CUresult CUDAAPI cuGraphDestroy(CUgraph hGraph) {
-  CUresult r = enter();
+  CUresult r = enter_graph();
   if (r) return r;
   if (!hGraph) return CUDA_ERROR_INVALID_HANDLE;
   free_graph(hGraph);
@@ -1973,11 +2039,21 @@ CUresult CUDAAPI cuGraphDestroy(CUgraph hGraph) {
 }
 
 CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec hGraphExec) {
-  CUresult r = enter();
+  CUresult r = enter_context();
   if (r) return r;
   if (!hGraphExec) return CUDA_ERROR_INVALID_HANDLE;
+  if ((r = unsafe_call())) return r;
   free_exec(hGraphExec);
   return CUDA_SUCCESS;
+}
+
+/* Launches and uploads of graphs are not captured: refused, and the capture
+   is invalidated. */
+static CUresult graph_stream(CUstream s) {
+  CUresult r = stream_usable(s);
+  if (r || !s || !s->cap) return r;
+  s->cap->invalid = 1;
+  return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 }
 
 /* Runs the nodes in order, at once, as eager work would; a kernel's fault
@@ -1985,10 +2061,8 @@ CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec hGraphExec) {
 CUresult CUDAAPI cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
   CUresult r = enter();
   if (r) return r;
-  CUstream s = stream_of(hStream);
   if (!hGraphExec) return CUDA_ERROR_INVALID_HANDLE;
-  if ((r = stream_usable(s))) return r;
-  if (s && s->cap) return CUDA_ERROR_NOT_SUPPORTED; /* no child graphs */
+  if ((r = graph_stream(stream_of(hStream)))) return r;
   for (size_t i = 0; i < hGraphExec->n && !sticky; i++)
     if ((r = run_op(&hGraphExec->ops[i], 0))) return r;
   return CUDA_SUCCESS;
@@ -1998,12 +2072,12 @@ CUresult CUDAAPI cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream) {
   CUresult r = enter();
   if (r) return r;
   if (!hGraphExec) return CUDA_ERROR_INVALID_HANDLE;
-  return stream_usable(stream_of(hStream));
+  return graph_stream(stream_of(hStream));
 }
 
 CUresult CUDAAPI cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes,
                                  size_t *numNodes) {
-  CUresult r = enter();
+  CUresult r = enter_graph();
   if (r) return r;
   if (!hGraph) return CUDA_ERROR_INVALID_HANDLE;
   if (!numNodes) return CUDA_ERROR_INVALID_VALUE;
@@ -2018,7 +2092,7 @@ CUresult CUDAAPI cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes,
 }
 
 CUresult CUDAAPI cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type) {
-  CUresult r = enter();
+  CUresult r = enter_graph();
   if (r) return r;
   if (!hNode) return CUDA_ERROR_INVALID_HANDLE;
   if (!type) return CUDA_ERROR_INVALID_VALUE;
@@ -2032,13 +2106,13 @@ CUresult CUDAAPI cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type) {
 static CUgraphExecUpdateResult node_change(const op *old, const op *new_op) {
   if (old->type != new_op->type)
     return CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED;
-  if (old->type == CU_GRAPH_NODE_TYPE_MEMCPY && !old->host != !new_op->host)
+  if (old->type == CU_GRAPH_NODE_TYPE_MEMCPY
+      && (!old->hdst != !new_op->hdst || !old->hsrc != !new_op->hsrc))
     return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED; /* memory type */
   if (old->type == CU_GRAPH_NODE_TYPE_MEMSET
-      && (old->elem != new_op->elem
-          || ((old->height > 1 || new_op->height > 1)
-              && (old->height != new_op->height || old->width != new_op->width
-                  || old->pitch != new_op->pitch))))
+      && (old->height > 1 || new_op->height > 1)
+      && (old->height != new_op->height || old->width != new_op->width
+          || old->pitch != new_op->pitch || old->elem != new_op->elem))
     return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED; /* 2D shape */
   return CU_GRAPH_EXEC_UPDATE_SUCCESS;
 }
@@ -2069,8 +2143,8 @@ CUresult CUDAAPI cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph,
         continue;
       info.result = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
       info.errorNode = g->v[i];
-      for (size_t j = 0; j < nb && !info.errorFromNode; j++)
-        if (j >= na || old->dep[a + j] != e.dep[b + j])
+      for (size_t j = 0; na == nb && !info.errorFromNode; j++)
+        if (old->dep[a + j] != e.dep[b + j]) /* the first that differs */
           info.errorFromNode = g->v[e.dep[b + j]];
     }
     for (size_t i = 0; i < g->n && !info.result; i++)
@@ -2078,16 +2152,11 @@ CUresult CUDAAPI cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph,
         info.errorNode = g->v[i];
     for (size_t i = 0; i < g->n && !info.result && !r; i++)
       if (copy_op(&ops[i], &g->v[i]->op)) r = CUDA_ERROR_OUT_OF_MEMORY;
-    if (!info.result && !r) { /* all or nothing */
-      for (size_t i = 0; i < g->n; i++) {
-        free(hGraphExec->ops[i].args);
-        hGraphExec->ops[i] = ops[i];
-      }
-      free(hGraphExec->ops);
+    op *dead = !info.result && !r ? hGraphExec->ops : ops; /* all or none */
+    for (size_t i = 0; i < g->n; i++) free(dead[i].args);
+    if (dead != ops) {
       hGraphExec->ops = ops;
-      ops = NULL;
-    } else if (ops) {
-      for (size_t i = 0; i < g->n; i++) free(ops[i].args);
+      ops = dead;
     }
   }
   free(ops);
@@ -2102,7 +2171,7 @@ CUresult CUDAAPI cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph,
    direction), one per edge. flags ask for detail the double does not keep. */
 CUresult CUDAAPI cuGraphDebugDotPrint(CUgraph hGraph, const char *path,
                                       unsigned int flags) {
-  CUresult r = enter();
+  CUresult r = enter_graph();
   if (r) return r;
   (void)flags;
   if (!hGraph) return CUDA_ERROR_INVALID_HANDLE;
@@ -2118,7 +2187,7 @@ CUresult CUDAAPI cuGraphDebugDotPrint(CUgraph hGraph, const char *path,
                                                    : "MEMCPY");
     if (o->type == CU_GRAPH_NODE_TYPE_KERNEL) fprintf(out, "\\n%s", o->f->name);
     if (o->type == CU_GRAPH_NODE_TYPE_MEMCPY)
-      fprintf(out, "\\n%s", o->host ? "HtoD" : "DtoD");
+      fprintf(out, "\\n%s", o->hsrc ? "HtoD" : o->hdst ? "DtoH" : "DtoD");
     fprintf(out, "\"];\n");
   }
   for (size_t i = 0; i < hGraph->nodes.n; i++) {
