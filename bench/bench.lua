@@ -10,6 +10,7 @@ local here = arg[0]:match("^(.*)/[^/]*$") or "."
 local build = os.getenv("CUGRAPH_LUA_BUILD") or here .. "/../build"
 package.cpath = build .. "/bench/?.so;" .. package.cpath
 local now = require("clock").now
+local ref = require("ref") -- the C side of each case, in this process
 local cuda = require "cugraph"
 
 local quick, markdown, child_arch = false, false, nil
@@ -185,12 +186,10 @@ local cases = {
    end},
 }
 
--- One timed run of bench-ref's case (after its own warm-up): the C side.
+-- One timed run of the C side of case c (after W untimed ones), in this
+-- process: bench/ref.c's loop with its own objects in the same context.
 local function c_once(c)
-  local res = assert(run(("%s --case %s --ptx %s --n %d --repeats 1 "
-                          .. "--warmup %d"):format(q(REF), c.ref, q(PTX),
-                                                   c.iters, W)))
-  return assert(values(res)[c.ref], res)
+  return ref.run(c.ref, PTX, c.iters, W)
 end
 
 -- Runs c in C and in Lua, one repeat of each in turn so that both sides

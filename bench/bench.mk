@@ -19,7 +19,12 @@ build/bench/clock.so: bench/clock.c | deps
 	@mkdir -p $(@D)
 	$(CC) $(BENCH_CFLAGS) $(LUA_CFLAGS) -fPIC -shared -o $@ $<
 
-bench: all build/kernels.ptx build/bench-ref build/bench/clock.so
+# The same cases as a Lua module, so bench.lua runs C and Lua in one process.
+build/bench/ref.so: bench/ref.c | deps
+	@mkdir -p $(@D)
+	$(CC) $(BENCH_CFLAGS) -Wno-unused-function $(LUA_CFLAGS) -DBENCH_REF_MODULE -fPIC -shared -o $@ $< -ldl
+
+bench: all build/kernels.ptx build/bench-ref build/bench/clock.so build/bench/ref.so
 	build/cugraph-lua bench/bench.lua $(BENCH_ARGS)
 
 soak: all build/kernels.ptx

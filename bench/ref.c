@@ -378,11 +378,58 @@ static const struct {
   {"scalar", scalar, 9, 1, 9},     {"capture", capture, 0, 0, 0},
 };
 
+/* Checks that the work of case c ran: x[0] counts every inc_i32, and the
+   graph read each value of the scalar (the first, 1, marks out[1]; the last
+   is n). runs: timed and untimed loops of n iterations. */
+static void verify(size_t c, long n, long runs) {
+  if (peek(b.x, 0) != (unsigned)(cases[c].incs * runs * n))
+    fail(cases[c].name, "x[0] is not the number of inc_i32 launches");
+  if (cases[c].mark && (peek(b.pos, 0) != (unsigned)n || peek(b.out, 1) != 2))
+    fail(cases[c].name, "the graph did not see the scalar's values");
+}
+
+static size_t find_case(const char *name) {
+  size_t c = 0;
+  while (c < sizeof cases / sizeof *cases && strcmp(cases[c].name, name)) c++;
+  return c;
+}
+
+#ifdef BENCH_REF_MODULE
+#include <lua.h>
+#include <lauxlib.h>
+
+/* ref.run(case, ptx, n, warmup) -> microseconds per iteration: the case's
+   loop run in this process (its own module, stream and buffers in the same
+   primary context), so that Lua and C see the same GPU state. */
+static int lrun(lua_State *L) {
+  size_t c = find_case(luaL_checkstring(L, 1));
+  const char *ptx = luaL_checkstring(L, 2);
+  long n = (long)luaL_checkinteger(L, 3), warmup = (long)luaL_checkinteger(L, 4);
+  luaL_argcheck(L, c < sizeof cases / sizeof *cases, 1, "no such case");
+  setup(ptx);
+  if (cases[c].nodes) build(cases[c].nodes, cases[c].mark);
+  for (long i = 0; i < warmup; i++) timed(cases[c].loop, n);
+  double us = timed(cases[c].loop, n);
+  verify(c, n, warmup + 1);
+  teardown();
+  memset(&b, 0, sizeof b);
+  lua_pushnumber(L, us);
+  return 1;
+}
+
+int luaopen_ref(lua_State *L);
+int luaopen_ref(lua_State *L) {
+  lua_newtable(L);
+  lua_pushcfunction(L, lrun);
+  lua_setfield(L, -2, "run");
+  return 1;
+}
+#else
 int main(int argc, char **argv) {
   const char *name = NULL, *ptx = NULL, *source = NULL;
   long n = 0, arch = 0, repeats = 0, warmup = -1;
   int is_cold = 0;
-  size_t c = 0;
+  size_t c;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--cold")) { is_cold = 1; continue; }
@@ -408,18 +455,14 @@ int main(int argc, char **argv) {
     printf("compile %.17g\n", measure(compile, n, (int)repeats, (int)warmup));
     return 0;
   }
-  while (c < sizeof cases / sizeof *cases && strcmp(cases[c].name, name)) c++;
+  c = find_case(name);
   if (!ptx || c == sizeof cases / sizeof *cases) usage();
   setup(ptx);
   if (cases[c].nodes) build(cases[c].nodes, cases[c].mark);
   printf("%s %.17g\n", name, measure(cases[c].loop, n, (int)repeats,
                                      (int)warmup));
-  /* the work ran: x[0] counts every inc_i32, and the graph read each value
-     of the scalar (the first, 1, marks out[1]; the last is n) */
-  if (peek(b.x, 0) != (unsigned)(cases[c].incs * (warmup + repeats) * n))
-    fail(name, "x[0] is not the number of inc_i32 launches");
-  if (cases[c].mark && (peek(b.pos, 0) != (unsigned)n || peek(b.out, 1) != 2))
-    fail(name, "the graph did not see the scalar's values");
+  verify(c, n, warmup + repeats);
   teardown();
   return 0;
 }
+#endif

@@ -134,11 +134,9 @@ CUstream cg_optstream(lua_State *L, int idx, cg_ctx *ctx) {
 }
 
 int cg_method(lua_State *L) {
-  lua_getmetatable(L, 1);
-  lua_getfield(L, -1, "methods");
   lua_pushvalue(L, 2);
-  if (lua_rawget(L, -2) != LUA_TNIL) return 1;
-  lua_pop(L, 3);
+  if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
+  lua_pop(L, 1);
   return 0;
 }
 
@@ -163,17 +161,19 @@ void cg_newtype(lua_State *L, cg_kind kind, const luaL_Reg *methods,
   luaL_setfuncs(L, meta, 0);
   lua_pushstring(L, cg_kind_names[kind]);
   lua_setfield(L, -2, "__metatable");
-  if (methods) { /* an __index function finds them in the field methods */
+  if (methods) { /* an __index function has them as its upvalue */
     lua_newtable(L);
     luaL_setfuncs(L, methods, 0);
     lua_pushvalue(L, -1);
-    lua_setfield(L, -3, "methods");
-    if (lua_getfield(L, -2, "__index") == LUA_TNIL) {
+    lua_setfield(L, -3, "methods"); /* for graph.c to add capture */
+    if (lua_getfield(L, -2, "__index") == LUA_TFUNCTION) {
+      lua_CFunction f = lua_tocfunction(L, -1);
       lua_pop(L, 1);
-      lua_setfield(L, -2, "__index");
+      lua_pushcclosure(L, f, 1);
     } else {
-      lua_pop(L, 2);
+      lua_pop(L, 1);
     }
+    lua_setfield(L, -2, "__index");
   }
   lua_pop(L, 1);
 }

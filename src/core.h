@@ -40,7 +40,7 @@ typedef struct cg_ctx {
   CUstream stream;      /* default stream for calls that name none */
   int max_threads, max_block[3], max_grid[3], max_shared, max_shared_optin;
   cg_capture *capture;  /* the capture in progress, or NULL */
-  unsigned graph_ids;
+  unsigned graph_ids, captures;
   const void *mt[CG_NKINDS]; /* metatable identities, for fast type tests */
   struct cg_deferred { int kind; void *h; } *deferred; /* frees held back */
   size_t ndeferred, cdeferred;                        /* during a capture */
@@ -53,7 +53,8 @@ typedef struct cg_obj {
   cg_ctx *ctx;
   unsigned char kind, open, owned;
   unsigned uses;        /* live graphs that captured this object */
-  unsigned graph;       /* id of the last of them, for messages */
+  unsigned graph;       /* id of one of them (0: unknown), for messages */
+  unsigned pinned;      /* serial of the capture whose pins hold it */
 } cg_obj;
 
 typedef struct cg_stream {
@@ -104,7 +105,7 @@ enum { CG_FREE_MEM, CG_FREE_MODULE, CG_FREE_STREAM, CG_FREE_EVENT,
        CG_FREE_EXEC, CG_FREE_GRAPH };
 void cg_release(lua_State *L, cg_ctx *ctx, int what, void *h);
 void cg_flush_deferred(lua_State *L, cg_ctx *ctx);
-int cg_method(lua_State *L); /* __index helper: pushes methods[key] or 0 */
+int cg_method(lua_State *L); /* in __index: pushes methods[key], or 0 */
 int cg_tostring(lua_State *L, cg_obj *o, const char *fmt, ...);
 void cg_newtype(lua_State *L, cg_kind kind, const luaL_Reg *methods,
                 const luaL_Reg *meta);
@@ -123,6 +124,7 @@ void cg_scalar_flush(lua_State *L, cg_scalar *sc, CUstream s);
 
 /* graph.c: record that the capture in progress uses the object at idx */
 void cg_pin(lua_State *L, cg_ctx *ctx, int idx);
+void cg_pinobj(lua_State *L, cg_ctx *ctx, cg_obj *o, int idx);
 int cg_capturing_on(lua_State *L, cg_ctx *ctx, CUstream s);
 
 void stream_open(lua_State *L);

@@ -10,6 +10,7 @@
 struct cg_capture {
   CUstream origin;      /* the stream the capture began on */
   unsigned id;          /* the graph's id, for messages */
+  unsigned serial;      /* this capture's number: cg_obj.pinned */
   int pins;             /* registry ref: set of pinned objects */
 };
 
@@ -50,22 +51,25 @@ static cg_obj *asobj(lua_State *L, cg_ctx *ctx, int idx) {
 
 void cg_pin(lua_State *L, cg_ctx *ctx, int idx) {
   cg_obj *o;
-  if (!ctx->capture || !(o = asobj(L, ctx, idx))) return;
+  if (ctx->capture && (o = asobj(L, ctx, idx))) cg_pinobj(L, ctx, o, idx);
+}
+
+/* o is the object at idx. */
+void cg_pinobj(lua_State *L, cg_ctx *ctx, cg_obj *o, int idx) {
+  if (!ctx->capture || o->pinned == ctx->capture->serial) return;
+  o->pinned = ctx->capture->serial;
   idx = lua_absindex(L, idx);
   lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->capture->pins);
   lua_pushvalue(L, idx);
-  if (lua_rawget(L, -2) == LUA_TNIL) {
-    lua_pushvalue(L, idx);
-    lua_pushboolean(L, 1);
-    lua_rawset(L, -4);
-    if (o->uses++ == 0) o->graph = ctx->capture->id;
-    if (o->kind == CG_KERNEL) { /* and so its module */
-      lua_getiuservalue(L, idx, 1);
-      cg_pin(L, ctx, -1);
-      lua_pop(L, 1);
-    }
+  lua_pushboolean(L, 1);
+  lua_rawset(L, -3);
+  lua_pop(L, 1);
+  if (o->uses++ == 0) o->graph = ctx->capture->id;
+  if (o->kind == CG_KERNEL) { /* and so its module */
+    lua_getiuservalue(L, idx, 1);
+    cg_pin(L, ctx, -1);
+    lua_pop(L, 1);
   }
-  lua_pop(L, 2);
 }
 
 /* Releases every pin of graph id in the set at idx. An object keeps the id
@@ -109,9 +113,7 @@ static CUgraph capture(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
   if (!s->s)
     luaL_error(L, "cannot capture on the legacy default stream; use a "
                "stream from cuda.stream()");
-  if (cg_capturing_on(L, ctx, s->s))
-    luaL_error(L, "the stream is already capturing");
-  struct cg_capture cap = { s->s, id, 0 };
+  struct cg_capture cap = { s->s, id, ++ctx->captures, 0 };
   lua_newtable(L);
   int pins = lua_gettop(L);
   lua_pushvalue(L, pins);

@@ -356,7 +356,7 @@ static CUdeviceptr pointer(lua_State *L, cg_kernel *k, int arg, int idx,
   if (elem != PTX_ANY && elem != type)
     typeerror(L, k, arg, idx, lua_pushfstring(L, "%s of %s",
               "cugraph.Buffer or cugraph.Scalar", ptx_names[elem]));
-  if (ctx->capture) cg_pin(L, ctx, idx);
+  cg_pinobj(L, ctx, o, idx);
   return p;
 }
 
@@ -472,8 +472,8 @@ static int kernel_launch(lua_State *L) {
       return luaL_error(L, "%s: launch inside a graph capture on a stream "
                         "that is not part of it; make the stream wait on the "
                         "capture stream first", k->name);
-    cg_pin(L, ctx, 1);
-    cg_pin(L, ctx, 2);
+    cg_pinobj(L, ctx, &k->h, 1);
+    cg_pinobj(L, ctx, &s->h, 2);
   }
   for (int i = 1; i <= nargs; i++) setarg(L, k, i, i + 4, s->s);
   CU(L, ctx, cuLaunchKernel, k->f, grid[0], grid[1], grid[2], block[0],
