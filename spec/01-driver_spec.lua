@@ -80,6 +80,15 @@ describe("without a driver", function()
     assert.matches("no CUDA driver found %(/nonexistent/libcuda.so.1%)", out)
   end)
 
+  it("says clearly when the driver sees no GPU", function()
+    local code, out = H.run("-e " .. H.quote('require("cugraph").buffer("f32", 4)'),
+                            "CUDA_VISIBLE_DEVICES=")
+    assert.equals(1, code)
+    assert.matches("cuInit: CUDA_ERROR_NO_DEVICE: no CUDA%-capable device is detected", out)
+    code, out = H.run("-v", "CUDA_VISIBLE_DEVICES=")
+    assert.equals(0, code, out)
+  end)
+
   it("says so for every kind of GPU object", function()
     local code, out = H.script([[
       local cuda = require "cugraph"

@@ -7,8 +7,8 @@
    instantiated graphs, sticky errors, and host versions of the kernels of
    spec/kernels/kernels.cu, found by entry name.
 
-   Environment: CUDA_DOUBLE_DEVICES=0 hides the device (cuInit fails);
-   CUDA_DOUBLE_MEM_LIMIT=bytes sizes device memory (default 80 GiB).
+   Environment: CUDA_VISIBLE_DEVICES empty (or -1) hides the device, as with
+   the driver; CUDA_DOUBLE_MEM_LIMIT=bytes sizes device memory (80 GiB).
    Calls come from one thread at a time; nothing here is locked. */
 #define _POSIX_C_SOURCE 200809L
 #include <cuda.h>
@@ -1378,8 +1378,10 @@ static void destroy_context(void) {
 CUresult CUDAAPI cuInit(unsigned int Flags) {
   if (Flags) return CUDA_ERROR_INVALID_VALUE;
   if (initialized) return CUDA_SUCCESS;
-  const char *devices = getenv("CUDA_DOUBLE_DEVICES");
-  if (devices && !strcmp(devices, "0")) return CUDA_ERROR_NO_DEVICE;
+  /* as the driver: an empty CUDA_VISIBLE_DEVICES (or -1) hides every device */
+  const char *devices = getenv("CUDA_VISIBLE_DEVICES");
+  if (devices && (!*devices || !strcmp(devices, "-1")))
+    return CUDA_ERROR_NO_DEVICE;
   const char *limit = getenv("CUDA_DOUBLE_MEM_LIMIT");
   char *end = NULL;
   unsigned long long v = limit ? strtoull(limit, &end, 10) : 0;
