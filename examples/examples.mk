@@ -1,0 +1,28 @@
+# The examples' native parts; included at the end of the top Makefile, whose
+# variables (CC, ALL_CFLAGS, LUA_LIBS, PKG_CONFIG) it uses.
+#
+#   make examples      build/examples/engine (the embedding demo) and
+#                      build/examples/png.so (the png module of particles.lua)
+#   make run-examples  every example on the GPU (examples/run-all.sh)
+#
+# libpng comes from pkg-config, else -lpng16 with headers on CPATH.
+
+PNG_CFLAGS ?= $(shell $(PKG_CONFIG) --cflags libpng 2>/dev/null)
+PNG_LIBS ?= $(shell $(PKG_CONFIG) --libs libpng 2>/dev/null || echo -lpng16)
+
+examples: build/examples/engine build/examples/png.so
+
+build/examples/png.so: examples/png.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(PNG_CFLAGS) -shared -o $@ $< $(PNG_LIBS)
+
+build/examples/engine: examples/embed/engine.c build/libcugraph.a src/cugraph.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -DCUGRAPH_LUA_DIR='"$(CURDIR)/lua"' \
+	  -DENGINE_SCRIPT='"$(CURDIR)/examples/embed/frame.lua"' -o $@ $< \
+	  build/libcugraph.a $(LUA_LIBS) -ldl -lm
+
+run-examples: all examples
+	examples/run-all.sh
+
+.PHONY: examples run-examples
