@@ -27,7 +27,7 @@ endif
 CORE = context driver stream buffer scalar event module graph nvrtc ptx lcugraph
 OBJS = $(CORE:%=build/obj/%.o)
 DOUBLE = build/libcuda-double.so
-KERNELS = build/kernels.ptx build/kernels.cubin
+KERNELS = build/kernels.ptx build/kernels.cubin build/kernels.fatbin
 SPEC_ENV = CUGRAPH_LUA_BUILD=$(CURDIR)/build XDG_CACHE_HOME=$(CURDIR)/build/cache
 
 all: build/cugraph-lua build/cugraph/core.so build/libcugraph.a
@@ -63,6 +63,11 @@ build/kernels.ptx: spec/kernels/kernels.cu
 build/kernels.cubin: spec/kernels/kernels.cu
 	@mkdir -p $(@D)
 	$(NVCC) -cubin -arch=sm_90 $< -o $@
+
+build/kernels.fatbin: spec/kernels/kernels.cu
+	@mkdir -p $(@D)
+	$(NVCC) -fatbin -gencode arch=compute_90,code=sm_90 \
+	  -gencode arch=compute_75,code=compute_75 $< -o $@
 
 # Debian packages the build and the tests need: installed when root, else
 # named. CUDA comes from the toolkit (CUDA_HOME).

@@ -71,8 +71,8 @@ print(("result: %d of %d elements wrong"):format(bad, N))
 
 g:dot(path)
 print("wrote " .. path)
+local image = path:gsub("%.dot$", "") .. ".png"
 if os.execute("command -v dot >/dev/null 2>&1") then
-  local image = path:gsub("%.dot$", "") .. ".png"
   local function quote(str) return "'" .. str:gsub("'", "'\\''") .. "'" end
   if os.execute(("dot -Tpng %s -o %s"):format(quote(path), quote(image))) then
     print("wrote " .. image)
@@ -80,7 +80,7 @@ if os.execute("command -v dot >/dev/null 2>&1") then
     print("dot failed to render " .. path)
   end
 else
-  print("Graphviz not installed: render with `dot -Tpng " .. path .. " -o graph.png`")
+  print(("Graphviz not installed: render with `dot -Tpng %s -o %s`"):format(path, image))
 end
 
 if bad > 0 then os.exit(1) end

@@ -52,7 +52,7 @@ __global__ void init(float *pos, float *vel, int n, unsigned seed) {
   unsigned h = 3u * (unsigned)i + seed * 0x9e3779b9u;
   float a = 6.2831853f * hash01(h);
   float r = 0.15f + 0.2f * sqrtf(hash01(h + 1u));
-  float s = 0.6f + 0.4f * hash01(h + 2u);
+  float s = 0.15f + 0.2f * hash01(h + 2u);
   float c = cosf(a), sn = sinf(a);
   reinterpret_cast<float2 *>(pos)[i] = make_float2(0.5f + r * c, 0.5f + r * sn);
   reinterpret_cast<float2 *>(vel)[i] = make_float2(-s * sn, s * c);
@@ -63,7 +63,7 @@ __global__ void init(float *pos, float *vel, int n, unsigned seed) {
 // of [0,1]^2 reflect with restitution. Invariant: positions stay in [0,1]^2.
 __global__ void step(float *pos, float *vel, const float *dt,
                      const unsigned *frame, int n) {
-  const float GRAVITY = 0.4f, SWIRL = 1.5f, PULL = 0.02f, DAMP = 0.999f,
+  const float GRAVITY = 0.3f, SWIRL = 0.6f, PULL = 0.01f, DAMP = 0.998f,
               RESTITUTION = 0.8f;
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;

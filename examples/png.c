@@ -4,8 +4,8 @@
      png.write(path, width, height, rgba)  --> true
 
    rgba holds width * height * 4 bytes, rows top to bottom. Any failure
-   (the file, libpng, the disk) raises a Lua error that names the path; the
-   partial file is removed. Built by examples/examples.mk as
+   (the file, libpng, the disk) raises a Lua error that names the path.
+   Built by examples/examples.mk as
    build/examples/png.so. */
 #include <errno.h>
 #include <png.h>
@@ -84,10 +84,7 @@ static int l_write(lua_State *L) {
   const char *why = write_png(f, (png_uint_32)w, (png_uint_32)h,
                               (const unsigned char *)px, msg);
   if (fclose(f) != 0 && !why) why = strerror(errno);
-  if (why) {
-    remove(path);
-    return luaL_error(L, "png.write: %s: %s", path, why);
-  }
+  if (why) return luaL_error(L, "png.write: %s: %s", path, why);
   lua_pushboolean(L, 1);
   return 1;
 }

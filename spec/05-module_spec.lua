@@ -56,6 +56,18 @@ describe("cugraph.Module", function()
     assert.same({ 12, 24, 36 }, y:download())
   end)
 
+  it("loads a fatbin, from a file and from a string", function()
+    for _, src in ipairs { H.build .. "/kernels.fatbin", read(H.build .. "/kernels.fatbin") } do
+      local m = cuda.module(src)
+      local k = m:kernel("iota_u32", "unsigned *out, unsigned base, int n")
+      local s = cuda.stream()
+      local out = cuda.buffer("u32", 5)
+      k:launch(s, 1, 32, out, 7, 5)
+      s:synchronize()
+      assert.same({ 7, 8, 9, 10, 11 }, out:download())
+    end
+  end)
+
   it("refuses what is not PTX, before the driver", function()
     assert.error_matches(function() cuda.module("hello\nworld") end, "not PTX")
     assert.error_matches(function() cuda.module("\0\1\2\3\n") end, "not PTX")

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# run-all.sh: runs every example on the GPU and checks it: the exit status
+# of each, that particles.lua wrote its PNG frames and that they are PNGs,
+# that graph.lua wrote a Graphviz file. Prints a summary; exits 1 on any
+# failure.
+#
+#   examples/run-all.sh [out_dir]     (default build/examples/out)
+#
+# Needs `make all examples` (done here when the programs are missing).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+out=${1:-build/examples/out}
+lua=build/cugraph-lua
+engine=build/examples/engine
+if [ ! -x "$lua" ] || [ ! -x "$engine" ] || [ ! -f build/examples/png.so ]; then
+  make -s all examples || exit 1
+fi
+rm -rf "$out"
+mkdir -p "$out" || exit 1
+
+passed=0
+failed=0
+summary=()
+
+# check NAME COMMAND...: runs it, logging to $out/NAME.log and the terminal
+check() {
+  local name=$1 start end status
+  shift
+  echo "== $name: $*"
+  start=$(date +%s.%N)
+  "$@" 2>&1 | tee "$out/$name.log"
+  status=${PIPESTATUS[0]}
+  end=$(date +%s.%N)
+  record "$name" "$status" "$(printf '%.1f s' "$(echo "$end - $start" | bc)")"
+}
+
+# record NAME STATUS NOTE
+record() {
+  if [ "$2" -eq 0 ]; then
+    passed=$((passed + 1))
+    summary+=("PASS  $1 ($3)")
+  else
+    failed=$((failed + 1))
+    summary+=("FAIL  $1 (exit $2, $3)")
+  fi
+}
+
+# is_png FILE: the 8-byte PNG signature
+is_png() {
+  [ -f "$1" ] && [ "$(head -c 8 "$1" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]
+}
+
+check model "$lua" examples/model.lua
+check particles "$lua" examples/particles.lua "$out/frames"
+bad=0
+for f in 0000 0030 0060 0090; do
+  png="$out/frames/frame_$f.png"
+  if is_png "$png"; then
+    command -v file >/dev/null && file "$png"
+  else
+    echo "not a PNG: $png"
+    bad=1
+  fi
+done
+record particles-frames "$bad" "4 PNGs in $out/frames"
+check graph "$lua" examples/graph.lua "$out/graph.dot"
+if head -c 7 "$out/graph.dot" 2>/dev/null | grep -q digraph; then
+  record graph-dot 0 "$out/graph.dot"
+else
+  record graph-dot 1 "$out/graph.dot is not a Graphviz file"
+fi
+check engine "$engine"
+
+echo
+echo "== summary"
+printf '%s\n' "${summary[@]}"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
