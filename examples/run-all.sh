@@ -7,11 +7,12 @@
 #   examples/run-all.sh [out_dir]     (default build/examples/out)
 #
 # Needs `make all examples` (done here when the programs are missing).
+# CUGRAPH_LUA names another interpreter to run the scripts with.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 out=${1:-build/examples/out}
-lua=build/cugraph-lua
+lua=${CUGRAPH_LUA:-build/cugraph-lua}
 engine=build/examples/engine
 if [ ! -x "$lua" ] || [ ! -x "$engine" ] || [ ! -f build/examples/png.so ]; then
   make -s all examples || exit 1
@@ -25,14 +26,14 @@ summary=()
 
 # check NAME COMMAND...: runs it, logging to $out/NAME.log and the terminal
 check() {
-  local name=$1 start end status
+  local name=$1 start ms status
   shift
   echo "== $name: $*"
-  start=$(date +%s.%N)
+  start=$(date +%s%N)
   "$@" 2>&1 | tee "$out/$name.log"
   status=${PIPESTATUS[0]}
-  end=$(date +%s.%N)
-  record "$name" "$status" "$(printf '%.1f s' "$(echo "$end - $start" | bc)")"
+  ms=$((($(date +%s%N) - start) / 1000000))
+  record "$name" "$status" "$((ms / 1000)).$((ms % 1000 / 100)) s"
 }
 
 # record NAME STATUS NOTE

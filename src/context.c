@@ -108,6 +108,17 @@ void *cg_checkobj(lua_State *L, int idx, cg_kind kind) {
   return o;
 }
 
+void *cg_checkself(lua_State *L, cg_kind kind) {
+  cg_obj *o = lua_touserdata(L, 1);
+  if (!o || !lua_getmetatable(L, 1) ||
+      !lua_rawequal(L, -1, lua_upvalueindex(1)))
+    return cg_checkobj(L, 1, kind); /* not ours: raises the usual error */
+  lua_pop(L, 1);
+  if (!o->open) luaL_error(L, "attempt to use a freed %s", cg_kind_names[kind]);
+  if (o->ctx->poison) poisoned(L, o->ctx);
+  return o;
+}
+
 void cg_guard(lua_State *L, cg_ctx *ctx, const char *what, const char *fix) {
   if (ctx->capture)
     luaL_error(L, "%s inside a graph capture: %s", what, fix);
@@ -161,9 +172,10 @@ void cg_newtype(lua_State *L, cg_kind kind, const luaL_Reg *methods,
   luaL_setfuncs(L, meta, 0);
   lua_pushstring(L, cg_kind_names[kind]);
   lua_setfield(L, -2, "__metatable");
-  if (methods) { /* an __index function has them as its upvalue */
-    lua_newtable(L);
-    luaL_setfuncs(L, methods, 0);
+  if (methods) { /* methods have the metatable as upvalue (cg_checkself); */
+    lua_newtable(L); /* an __index function has them as its upvalue */
+    lua_pushvalue(L, -2);
+    luaL_setfuncs(L, methods, 1);
     lua_pushvalue(L, -1);
     lua_setfield(L, -3, "methods"); /* for graph.c to add capture */
     if (lua_getfield(L, -2, "__index") == LUA_TFUNCTION) {

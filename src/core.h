@@ -95,6 +95,8 @@ int cg_alive(cg_ctx *ctx);                  /* finalizers may call driver */
 void *cg_newobj(lua_State *L, cg_ctx *ctx, size_t size, cg_kind kind);
 void *cg_checkobj(lua_State *L, int idx, cg_kind kind); /* open, ctx sane */
 void *cg_toobj(lua_State *L, int idx, cg_kind kind);    /* freed is fine */
+void *cg_checkself(lua_State *L, cg_kind kind); /* cg_checkobj of argument
+  1, fast, in functions of the methods table given to cg_newtype */
 void *cg_testobj(lua_State *L, int idx, cg_kind kind);  /* NULL if other */
 void cg_guard(lua_State *L, cg_ctx *ctx, const char *what, const char *fix);
 void cg_canfree(lua_State *L, cg_obj *o);

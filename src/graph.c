@@ -256,14 +256,14 @@ static void launch(lua_State *L, cg_graph *gr, CUstream st) {
 
 /* g:launch([stream]) */
 static int graph_launch(lua_State *L) {
-  cg_graph *gr = check(L);
+  cg_graph *gr = cg_checkself(L, CG_GRAPH);
   launch(L, gr, launchstream(L, gr, 2));
   return 0;
 }
 
 /* g:replay(n [, stream]): n launches, the loop in C */
 static int graph_replay(lua_State *L) {
-  cg_graph *gr = check(L);
+  cg_graph *gr = cg_checkself(L, CG_GRAPH);
   lua_Integer n = luaL_checkinteger(L, 2);
   luaL_argcheck(L, n >= 0, 2, "count must not be negative");
   CUstream st = launchstream(L, gr, 3);

@@ -449,7 +449,9 @@ static void dims(lua_State *L, cg_kernel *k, int idx, const char *what,
 
 /* k:launch(stream, grid, block, args...) */
 static int kernel_launch(lua_State *L) {
-  cg_kernel *k = checkkernel(L);
+  cg_kernel *k = cg_checkself(L, CG_KERNEL);
+  if (!k->mod->h.open)
+    return luaL_error(L, "attempt to use a kernel of a freed cugraph.Module");
   cg_ctx *ctx = k->h.ctx;
   int nargs = lua_gettop(L) - 4;
   cg_stream *s = lua_touserdata(L, 2);

@@ -58,7 +58,7 @@ static int scalar_gc(lua_State *L) {
 
 /* sc:set(v): no driver call, no allocation */
 static int scalar_set(lua_State *L) {
-  cg_scalar *sc = check(L);
+  cg_scalar *sc = cg_checkself(L, CG_SCALAR);
   if (sc->h.ctx->capture)
     luaL_error(L, "scalar:set() inside a graph capture: set the value before "
                "launching the graph; each launch reads the value set last");
