@@ -151,3 +151,4 @@ uninstall:
 
 .PHONY: install uninstall
 include bench/bench.mk
+include examples/examples.mk

@@ -4,6 +4,7 @@
 #   make examples      build/examples/engine (the embedding demo) and
 #                      build/examples/png.so (the png module of particles.lua)
 #   make run-examples  every example on the GPU (examples/run-all.sh)
+#   make check-examples  the examples' kernels compile for sm_90 (no GPU)
 #
 # libpng comes from pkg-config, else -lpng16 with headers on CPATH.
 
@@ -25,4 +26,7 @@ build/examples/engine: examples/embed/engine.c build/libcugraph.a src/cugraph.h
 run-examples: all examples
 	examples/run-all.sh
 
-.PHONY: examples run-examples
+check-examples: all
+	build/cugraph-lua examples/check-kernels.lua
+
+.PHONY: examples run-examples check-examples

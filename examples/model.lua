@@ -191,9 +191,9 @@ end
 
 -- Device -------------------------------------------------------------------
 
+local m = cuda.compile(source, { name = "model.cu" })
 local dev = cuda.device()
 print(("device: %s (sm_%d%d)"):format(dev.name, dev.major, dev.minor))
-local m = cuda.compile(source, { name = "model.cu" })
 local s = cuda.stream()
 local x = cuda.buffer("f32", inputs)
 local w1, b1 = cuda.buffer("f32", params[1][1]), cuda.buffer("f32", params[1][2])
@@ -260,7 +260,7 @@ for _, b in ipairs({ 0, NB - 1 }) do
     local v
     v, pos = string.unpack("<f", graph_out, pos)
     local err = math.abs(v - ref[i]) / ref[i]
-    if not (err <= worst) then worst = err end -- a NaN sticks
+    if err > worst or err ~= err then worst = err end -- a NaN sticks
   end
   local good = worst <= TOLERANCE
   print(("batch %2d: max relative error %.3g (tolerance %g) %s")

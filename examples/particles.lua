@@ -32,6 +32,7 @@ local W, H = 512, 512
 local EVERY = 30            -- frames between PNGs: 0, 30, 60, 90
 local DT = 1 / 60
 local BLOCK = 256
+
 -- Tone map: log(1 + d) / log(1 + FULL) for d particles in a pixel, where
 -- FULL is 16 times the mean density.
 local FULL = 16 * N / (W * H)

@@ -9,7 +9,7 @@
 # Needs `make all examples` (done here when the programs are missing).
 # CUGRAPH_LUA names another interpreter to run the scripts with.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 
 out=${1:-build/examples/out}
 lua=${CUGRAPH_LUA:-build/cugraph-lua}
@@ -64,7 +64,7 @@ for f in 0000 0030 0060 0090; do
     bad=1
   fi
 done
-record particles-frames "$bad" "4 PNGs in $out/frames"
+record particles-frames "$bad" "frames 0, 30, 60, 90 in $out/frames"
 check graph "$lua" examples/graph.lua "$out/graph.dot"
 if head -c 7 "$out/graph.dot" 2>/dev/null | grep -q digraph; then
   record graph-dot 0 "$out/graph.dot"
