@@ -49,15 +49,15 @@ describe("k:launch", function()
 
   it("uses dynamic shared memory", function()
     local k = m.shared_u32
-    k.shared = 256 * 4
-    assert.equals(1024, k.shared)
+    assert.equals(k, k:shared(256 * 4))
+    assert.equals(1024, k:shared())
     local out = cuda.buffer("u32", 512)
     k:launch(s, 2, 256, out, 512)
     s:synchronize()
     assert.equals(1022, out:download()[512])
-    assert.error_matches(function() k.shared = 1 << 30 end, "shared memory of %d+ bytes; the device allows")
-    assert.error_matches(function() k.shared = -1 end, "the device allows")
-    assert.error_matches(function() k.name = "x" end, "no settable field 'name'")
+    assert.error_matches(function() k:shared(1 << 30) end, "shared memory of %d+ bytes; the device allows")
+    assert.error_matches(function() k:shared(-1) end, "the device allows")
+    assert.equals("shared_u32", k:name())
   end)
 
   it("checks the argument count and types", function()

@@ -76,7 +76,7 @@ describe("cuda.ptx and cuda.compile", function()
     local s = cuda.stream()
     local x = cuda.buffer("f32", { 1, 2, 3, 4 })
     local y = cuda.buffer("f32", { 10, 20, 30, 40 })
-    assert.equals("axpy(f32, const f32*, f32*, i32)", m.axpy.signature)
+    assert.equals("axpy(f32, const f32*, f32*, i32)", m.axpy:signature())
     assert.error_matches(function() m.axpy:launch(s, 1, 32, 2, cuda.buffer("i32", 4), y, 4) end,
                          "argument 2 %(const f32%*%): expected cugraph.Buffer or cugraph.Scalar of f32, got cugraph.Buffer of i32")
     assert.error_matches(function() m.axpy:launch(s, 1, 32, 2, x, y, x) end,

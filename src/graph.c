@@ -106,7 +106,7 @@ static int traceback(lua_State *L) {
    (capture ended, partial graph destroyed, pins released) and the error is
    raised: the closure's own, or the driver's. */
 static CUgraph capture(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
-                       CUstreamCaptureMode mode, unsigned id) {
+                       CUstreamCaptureMode mode, unsigned id, size_t *nodes) {
   cg_stream *s = cg_checkobj(L, sidx, CG_STREAM);
   if (ctx->capture)
     luaL_error(L, "nested capture: a graph capture is already in progress");
@@ -114,7 +114,7 @@ static CUgraph capture(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
     luaL_error(L, "cannot capture on the legacy default stream; use a "
                "stream from cuda.stream()");
   struct cg_capture cap = { s->s, id, ++ctx->captures, 0 };
-  lua_newtable(L);
+  lua_createtable(L, 0, 8);
   int pins = lua_gettop(L);
   lua_pushvalue(L, pins);
   cap.pins = luaL_ref(L, LUA_REGISTRYINDEX);
@@ -138,6 +138,7 @@ static CUgraph capture(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
   if (status == LUA_OK && end == CUDA_SUCCESS)
     end = cg_drv.cuGraphGetNodes(g, NULL, &n);
   if (status == LUA_OK && end == CUDA_SUCCESS && n > 0) {
+    *nodes = n;
     lua_settop(L, pins);
     return g;
   }
@@ -204,14 +205,13 @@ static int stream_capture(lua_State *L) {
   gr->id = nextid(ctx);
   gr->mode = mode_values[mode];
   gr->stream = s->s;
-  CUgraph g = capture(L, ctx, 1, 2, gr->mode, gr->id); /* pins at 4 */
+  CUgraph g = capture(L, ctx, 1, 2, gr->mode, gr->id, &gr->nodes); /* 4 */
   gr->g = g;
   gr->h.open = 1; /* from here __gc releases the graph and the pins */
   lua_pushvalue(L, 4);
   lua_setiuservalue(L, 3, 1);
   lua_pushvalue(L, 1);
   lua_setiuservalue(L, 3, 2);
-  cg_drv.cuGraphGetNodes(g, NULL, &gr->nodes);
   collect(L, gr, 4);
   CU(L, ctx, cuGraphInstantiate, &gr->exec, g,
      auto_free ? CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH : 0);
@@ -340,7 +340,8 @@ static int graph_update(lua_State *L) {
   luaL_checktype(L, 2, LUA_TFUNCTION);
   lua_settop(L, 2);
   lua_getiuservalue(L, 1, 2); /* 3: the capture stream */
-  CUgraph g = capture(L, ctx, 3, 2, gr->mode, gr->id); /* 4: new pins */
+  size_t nodes;
+  CUgraph g = capture(L, ctx, 3, 2, gr->mode, gr->id, &nodes); /* 4: pins */
   CUgraphExecUpdateResultInfo info;
   memset(&info, 0, sizeof info);
   CUresult r = cg_drv.cuGraphExecUpdate(gr->exec, g, &info);
@@ -363,7 +364,7 @@ static int graph_update(lua_State *L) {
   lua_setiuservalue(L, 1, 1);
   cg_release(L, ctx, CG_FREE_GRAPH, gr->g);
   gr->g = g;
-  cg_drv.cuGraphGetNodes(g, NULL, &gr->nodes);
+  gr->nodes = nodes;
   collect(L, gr, 4);
   lua_settop(L, 1);
   return 1;

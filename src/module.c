@@ -296,13 +296,6 @@ static int module_tostring(lua_State *L) {
 
 /* -- kernels -------------------------------------------------------------- */
 
-static cg_kernel *checkkernel(lua_State *L) {
-  cg_kernel *k = cg_checkobj(L, 1, CG_KERNEL);
-  if (!k->mod->h.open)
-    luaL_error(L, "attempt to use a kernel of a freed cugraph.Module");
-  return k;
-}
-
 static int kernel_free(lua_State *L) {
   ((cg_obj *)cg_toobj(L, 1, CG_KERNEL))->open = 0;
   return 0;
@@ -425,13 +418,21 @@ static void setarg(lua_State *L, cg_kernel *k, int arg, int idx,
 static void dims(lua_State *L, cg_kernel *k, int idx, const char *what,
                  const int lim[3], unsigned out[3]) {
   static const char xyz[] = "xyz";
-  int t = lua_type(L, idx);
+  int t = lua_type(L, idx), isnum;
+  if (t == LUA_TNUMBER) { /* the common case: x alone */
+    lua_Integer v = lua_tointegerx(L, idx, &isnum);
+    if (isnum && v >= 1 && v <= lim[0]) {
+      out[0] = (unsigned)v;
+      out[1] = out[2] = 1;
+      return;
+    }
+  }
   if (t != LUA_TNUMBER && t != LUA_TTABLE)
     luaL_error(L, "%s: %s must be an integer or {x, y, z}, got %s", k->name,
                what, luaL_typename(L, idx));
   for (int i = 0; i < 3; i++) {
-    int isnum = 1;
     lua_Integer v = 1;
+    isnum = 1;
     if (t == LUA_TNUMBER && i == 0) {
       v = lua_tointegerx(L, idx, &isnum);
     } else if (t == LUA_TTABLE) { /* x is required, y and z default to 1 */
@@ -483,29 +484,38 @@ static int kernel_launch(lua_State *L) {
   return 0;
 }
 
-/* fields: name, signature, params, shared (settable) */
-static int kernel_index(lua_State *L) {
-  if (cg_method(L)) return 1;
-  cg_kernel *k = checkkernel(L);
-  const char *key = lua_tostring(L, 2);
-  if (!key) return 0;
-  if (!strcmp(key, "name")) lua_pushstring(L, k->name);
-  else if (!strcmp(key, "signature"))
-    pushsignature(L, k->name, k->params, k->nparams);
-  else if (!strcmp(key, "params")) lua_pushinteger(L, k->nparams);
-  else if (!strcmp(key, "shared")) lua_pushinteger(L, k->shared);
-  else return 0;
+/* The kernel's methods are its whole interface (no fields), so that its
+   __index is a plain table and k:launch costs one table lookup. */
+
+static int kernel_name(lua_State *L) {
+  lua_pushstring(L, ((cg_kernel *)cg_checkself(L, CG_KERNEL))->name);
   return 1;
 }
 
-/* k.shared = bytes of dynamic shared memory for later launches */
-static int kernel_newindex(lua_State *L) {
-  cg_kernel *k = checkkernel(L);
-  const char *key = luaL_checkstring(L, 2);
-  if (strcmp(key, "shared"))
-    return luaL_error(L, "cugraph.Kernel has no settable field '%s'", key);
-  lua_Integer v = luaL_checkinteger(L, 3);
+/* k:signature() -> "axpy(f32, const f32*, f32*, i32)" */
+static int kernel_signature(lua_State *L) {
+  cg_kernel *k = cg_checkself(L, CG_KERNEL);
+  pushsignature(L, k->name, k->params, k->nparams);
+  return 1;
+}
+
+static int kernel_params(lua_State *L) {
+  lua_pushinteger(L, ((cg_kernel *)cg_checkself(L, CG_KERNEL))->nparams);
+  return 1;
+}
+
+/* k:shared([bytes]): dynamic shared memory of later launches; without an
+   argument, the current amount */
+static int kernel_shared(lua_State *L) {
+  cg_kernel *k = cg_checkself(L, CG_KERNEL);
+  if (lua_isnoneornil(L, 2)) {
+    lua_pushinteger(L, k->shared);
+    return 1;
+  }
+  lua_Integer v = luaL_checkinteger(L, 2);
   cg_ctx *ctx = k->h.ctx;
+  if (!k->mod->h.open)
+    return luaL_error(L, "attempt to use a kernel of a freed cugraph.Module");
   if (v < 0 || v > ctx->max_shared_optin)
     return luaL_error(L, "%s: shared memory of %I bytes; the device allows "
                       "0..%d", k->name, (LUAI_UACINT)v, ctx->max_shared_optin);
@@ -513,7 +523,8 @@ static int kernel_newindex(lua_State *L) {
     CU(L, ctx, cuFuncSetAttribute, k->f,
        CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)v);
   k->shared = (unsigned)v;
-  return 0;
+  lua_settop(L, 1);
+  return 1;
 }
 
 static int kernel_tostring(lua_State *L) {
@@ -533,12 +544,12 @@ void module_open(lua_State *L) {
     {"__tostring", module_tostring}, {NULL, NULL}
   };
   static const luaL_Reg kmethods[] = {
-    {"launch", kernel_launch}, {NULL, NULL}
+    {"launch", kernel_launch}, {"name", kernel_name},
+    {"signature", kernel_signature}, {"params", kernel_params},
+    {"shared", kernel_shared}, {NULL, NULL}
   };
   static const luaL_Reg kmeta[] = {
-    {"__gc", kernel_free}, {"__index", kernel_index},
-    {"__newindex", kernel_newindex}, {"__tostring", kernel_tostring},
-    {NULL, NULL}
+    {"__gc", kernel_free}, {"__tostring", kernel_tostring}, {NULL, NULL}
   };
   cg_newtype(L, CG_MODULE, mmethods, mmeta);
   cg_newtype(L, CG_KERNEL, kmethods, kmeta);
