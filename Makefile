@@ -105,11 +105,17 @@ test-valgrind: all $(DOUBLE) $(KERNELS)
 	$(SPEC_ENV) CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
 	  $(VALGRIND) build/cugraph-lua "$$(command -v busted)" $(BUSTED_ARGS)
 
-# compute-sanitizer over the GPU suite: memcheck with leak check.
-sanitize-gpu: all $(KERNELS)
-	$(SPEC_ENV) $(CUDA_HOME)/bin/compute-sanitizer --tool memcheck \
-	  --leak-check full --error-exitcode 99 \
-	  build/cugraph-lua "$$(command -v busted)" $(BUSTED_ARGS)
+# compute-sanitizer memcheck (with leak check) over the GPU suite and the
+# examples. Driver errors the specs provoke on purpose are not reported;
+# any invalid access or leaked allocation fails.
+SANITIZER = $(CUDA_HOME)/bin/compute-sanitizer --tool memcheck \
+  --leak-check full --report-api-errors no --error-exitcode 99
+sanitize-gpu: all examples $(KERNELS)
+	$(SPEC_ENV) $(SANITIZER) build/cugraph-lua "$$(command -v busted)" $(BUSTED_ARGS)
+	$(SANITIZER) build/cugraph-lua examples/model.lua
+	$(SANITIZER) build/cugraph-lua examples/graph.lua build/examples/graph.dot
+	$(SANITIZER) build/cugraph-lua examples/particles.lua build/examples/frames 40 65536
+	$(SANITIZER) build/examples/engine
 
 # libFuzzer over the PTX signature parser (Debian's clang), FUZZ_TIME seconds.
 FUZZ_TIME ?= 60

@@ -199,15 +199,15 @@ local function run_case(c)
   x:fill(0)
   out:fill(0)
   if c.nodes then g = graph(c.nodes, c.mark) end
-  for _ = 1, W do timed(c.loop, c.iters, c.steady) end
   local ct, lt, most = {}, {}, nil
   for r = 1, R do
-    ct[r] = c_once(c)
+    ct[r] = c_once(c) -- W untimed runs, then one timed, as here:
+    for _ = 1, W do timed(c.loop, c.iters, c.steady) end
     local us, bytes = timed(c.loop, c.iters, c.steady)
     lt[r] = us
     if bytes then most = math.max(most or 0, bytes) end
   end
-  local want = c.incs * c.iters * (W + R)
+  local want = c.incs * c.iters * (W + 1) * R
   local got = x:download("table", 0, 1)[1]
   if got ~= want then
     error(("%s: x[0] is %d, not %d inc_i32 launches"):format(c.label, got,
