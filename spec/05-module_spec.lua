@@ -47,6 +47,12 @@ describe("cugraph.Module", function()
   it("loads a cubin, whose kernels need a signature", function()
     local m = cuda.module(H.build .. "/kernels.cubin")
     assert.error_matches(function() return m.saxpy end, "use m:kernel%(name, signature%)")
+    assert.error_matches(function() m:kernel("saxpy", "f64, const f32*, f32*, i32") end,
+                         "saxpy: the signature gives parameter 1 8 bytes, the kernel 4")
+    assert.error_matches(function() m:kernel("saxpy", "f32, const f32*, f32*") end,
+                         "saxpy: the signature has 3 parameters, the kernel more")
+    assert.error_matches(function() m:kernel("saxpy", "f32, f32*, f32*, i32, i32") end,
+                         "saxpy: the signature has 5 parameters, the kernel 4")
     local k = m:kernel("saxpy", "f32, const f32*, f32*, i32")
     local s = cuda.stream()
     local x = cuda.buffer("f32", { 1, 2, 3 })

@@ -84,4 +84,26 @@ describe("a sticky error", function()
     assert.matches("poisoned:\tCUDA_ERROR_ILLEGAL_ADDRESS", out)
     assert.matches("finalizer errors:\t0", out)
   end)
+
+  it("is recorded, never raised, when a finalizer meets it", function()
+    local code, out = H.script([[
+      local cuda = require "cugraph"
+      local m = cuda.module(os.getenv("CUGRAPH_LUA_BUILD") .. "/kernels.ptx")
+      local s = cuda.stream()
+      local x = cuda.buffer("f32", 16)
+      local victim = cuda.buffer("f32", 16)
+      m.oob_write:launch(s, 1, 1, x)
+      victim = nil -- luacheck: ignore
+      collectgarbage(); collectgarbage()   -- cuMemFree meets the fault
+      local st = cuda.status()
+      print("finalizer errors:", st.finalizer_errors, st.last_finalizer_error)
+      print("poisoned:", st.poisoned)
+      local ok, err = pcall(cuda.buffer, "f32", 4)
+      print("next call:", ok, err.name, tostring(err):find("must restart") ~= nil)
+    ]], "")
+    assert.equals(0, code, out)
+    assert.matches("finalizer errors:\t1\tcuMemFree: CUDA_ERROR_ILLEGAL_ADDRESS", out)
+    assert.matches("poisoned:\tCUDA_ERROR_ILLEGAL_ADDRESS", out)
+    assert.matches("next call:\tfalse\tCUDA_ERROR_ILLEGAL_ADDRESS\ttrue", out)
+  end)
 end)
