@@ -261,59 +261,56 @@ static int sentinel_gc(lua_State *L) {
   return 0;
 }
 
+static void setint(lua_State *L, const char *field, lua_Integer v) {
+  lua_pushinteger(L, v);
+  lua_setfield(L, -2, field);
+}
+
 /* cuda.device([ordinal]) -> table */
 static int device(lua_State *L) {
+  static const struct { const char *field; CUdevice_attribute a; } attrs[] = {
+    {"major", CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR},
+    {"minor", CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR},
+    {"multiprocessors", CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT},
+    {"max_threads_per_block", CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK},
+    {"max_shared_memory", CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN},
+    {"warp_size", CU_DEVICE_ATTRIBUTE_WARP_SIZE},
+  };
   cg_ctx *ctx = cg_context(L);
   CUdevice dev = ctx->dev;
+  int ordinal = ctx->ordinal, v;
   if (!lua_isnoneornil(L, 1)) {
-    int count = 0;
     lua_Integer i = luaL_checkinteger(L, 1);
-    CU(L, ctx, cuDeviceGetCount, &count);
-    luaL_argcheck(L, i >= 0 && i < count, 1, "no such device");
+    CU(L, ctx, cuDeviceGetCount, &v);
+    luaL_argcheck(L, i >= 0 && i < v, 1, "no such device");
     CU(L, ctx, cuDeviceGet, &dev, (int)i);
+    ordinal = (int)i;
   }
   char name[256];
-  int major, minor, sms, version;
-  size_t total, freemem = 0, tmp;
+  size_t total, freemem, tmp;
   CU(L, ctx, cuDeviceGetName, name, (int)sizeof name, dev);
-  CU(L, ctx, cuDeviceGetAttribute, &major,
-     CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
-  CU(L, ctx, cuDeviceGetAttribute, &minor,
-     CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
-  CU(L, ctx, cuDeviceGetAttribute, &sms,
-     CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
-  CU(L, ctx, cuDeviceTotalMem, &total, dev);
-  CU(L, ctx, cuDriverGetVersion, &version);
-  if (dev == ctx->dev) CU(L, ctx, cuMemGetInfo, &freemem, &tmp);
-  lua_createtable(L, 0, 10);
+  lua_createtable(L, 0, 12);
   lua_pushstring(L, name);
   lua_setfield(L, -2, "name");
-  lua_pushinteger(L, dev == ctx->dev ? ctx->ordinal : lua_tointeger(L, 1));
-  lua_setfield(L, -2, "ordinal");
-  lua_pushfstring(L, "%d.%d", major, minor);
-  lua_setfield(L, -2, "compute_capability");
-  lua_pushinteger(L, major);
-  lua_setfield(L, -2, "major");
-  lua_pushinteger(L, minor);
-  lua_setfield(L, -2, "minor");
-  lua_pushinteger(L, sms);
-  lua_setfield(L, -2, "multiprocessors");
-  lua_pushinteger(L, (lua_Integer)total);
-  lua_setfield(L, -2, "memory");
-  if (dev == ctx->dev) {
-    lua_pushinteger(L, (lua_Integer)freemem);
-    lua_setfield(L, -2, "free_memory");
+  setint(L, "ordinal", ordinal);
+  for (size_t i = 0; i < sizeof attrs / sizeof *attrs; i++) {
+    CU(L, ctx, cuDeviceGetAttribute, &v, attrs[i].a, dev);
+    setint(L, attrs[i].field, v);
   }
-  lua_pushinteger(L, version);
-  lua_setfield(L, -2, "driver_version");
-  CU(L, ctx, cuDeviceGetAttribute, &sms,
-     CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, dev);
-  lua_pushinteger(L, sms);
-  lua_setfield(L, -2, "max_threads_per_block");
-  CU(L, ctx, cuDeviceGetAttribute, &sms,
-     CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev);
-  lua_pushinteger(L, sms);
-  lua_setfield(L, -2, "max_shared_memory");
+  lua_getfield(L, -1, "major");
+  lua_getfield(L, -2, "minor");
+  lua_pushfstring(L, "%d.%d", (int)lua_tointeger(L, -2),
+                  (int)lua_tointeger(L, -1));
+  lua_setfield(L, -4, "compute_capability");
+  lua_pop(L, 2);
+  CU(L, ctx, cuDeviceTotalMem, &total, dev);
+  setint(L, "memory", (lua_Integer)total);
+  if (dev == ctx->dev) { /* free memory is known for the current device */
+    CU(L, ctx, cuMemGetInfo, &freemem, &tmp);
+    setint(L, "free_memory", (lua_Integer)freemem);
+  }
+  CU(L, ctx, cuDriverGetVersion, &v);
+  setint(L, "driver_version", v);
   return 1;
 }
 

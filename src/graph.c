@@ -239,11 +239,12 @@ static int graph_free(lua_State *L) {
   return 0;
 }
 
-static CUstream launchstream(lua_State *L, cg_graph *gr, int idx) {
+static CUstream launchstream(lua_State *L, cg_graph *gr, int idx,
+                             const char *what) {
   cg_ctx *ctx = gr->h.ctx;
   if (ctx->capture)
-    luaL_error(L, "graph:launch() inside a graph capture: launch the graph "
-               "after the capture ends");
+    luaL_error(L, "graph:%s() inside a graph capture: launch the graph "
+               "after the capture ends", what);
   return lua_isnoneornil(L, idx) ? gr->stream : cg_optstream(L, idx, ctx);
 }
 
@@ -257,7 +258,7 @@ static void launch(lua_State *L, cg_graph *gr, CUstream st) {
 /* g:launch([stream]) */
 static int graph_launch(lua_State *L) {
   cg_graph *gr = cg_checkself(L, CG_GRAPH);
-  launch(L, gr, launchstream(L, gr, 2));
+  launch(L, gr, launchstream(L, gr, 2, "launch"));
   return 0;
 }
 
@@ -266,7 +267,7 @@ static int graph_replay(lua_State *L) {
   cg_graph *gr = cg_checkself(L, CG_GRAPH);
   lua_Integer n = luaL_checkinteger(L, 2);
   luaL_argcheck(L, n >= 0, 2, "count must not be negative");
-  CUstream st = launchstream(L, gr, 3);
+  CUstream st = launchstream(L, gr, 3, "replay");
   for (lua_Integer i = 0; i < n; i++) launch(L, gr, st);
   return 0;
 }
@@ -274,7 +275,7 @@ static int graph_replay(lua_State *L) {
 /* g:upload([stream]): moves the graph's work to the device ahead of launch */
 static int graph_upload(lua_State *L) {
   cg_graph *gr = check(L);
-  CU(L, gr->h.ctx, cuGraphUpload, gr->exec, launchstream(L, gr, 2));
+  CU(L, gr->h.ctx, cuGraphUpload, gr->exec, launchstream(L, gr, 2, "upload"));
   return 0;
 }
 
