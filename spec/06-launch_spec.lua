@@ -38,6 +38,19 @@ describe("k:launch", function()
     assert.same({ 4294967290, 4294967291, 4294967292, 4294967293 }, u:download())
   end)
 
+  it("passes a struct by value as a string of its bytes", function()
+    local out = cuda.buffer("f64", 1)
+    local k = m.pair_sum
+    assert.equals("pair_sum(u64|ptr, b8[16])", k:signature())
+    k:launch(s, 1, 1, out, string.pack("<dd", 1.5, 2.25))
+    s:synchronize()
+    assert.equals(3.75, out:download()[1])
+    assert.error_matches(function() k:launch(s, 1, 1, out, 1234567890123456) end,
+                         "argument 2 %(b8%[16%]%): expected string, got number")
+    assert.error_matches(function() k:launch(s, 1, 1, out, "short") end,
+                         "argument 2 %(b8%[16%]%): expected 16 bytes, got 5")
+  end)
+
   it("launches 3D grids and blocks", function()
     local n = 2 * 3 * 4 * 4 * 2 * 2
     local out = cuda.buffer("u32", n):fill(0)

@@ -175,6 +175,53 @@ describe("cugraph.Graph", function()
     assert.equals(1, a:download()[1])
   end)
 
+  it("keeps naming itself after a failed update", function()
+    local a = cuda.buffer("i32", 64):fill(0)
+    local g = s:capture(function() m.inc_i32:launch(s, 1, 64, a, 64) end)
+    assert.has_error(function()
+      g:update(function() m.inc_i32:launch(s, 1, 64, a, 64); error("boom") end)
+    end)
+    assert.error_matches(function() a:free() end, "used by live cugraph%.Graph #" .. g.id .. ";")
+  end)
+
+  it("survives being freed inside its own update", function()
+    local a = cuda.buffer("i32", 64):fill(0)
+    local g = s:capture(function() m.inc_i32:launch(s, 1, 64, a, 64) end)
+    assert.error_matches(function()
+      g:update(function() m.inc_i32:launch(s, 1, 64, a, 64); g:free() end)
+    end, "cugraph.Graph #%d+ was freed inside its own update")
+    assert.equals("cugraph.Graph (freed)", tostring(g))
+    a:free()
+    s:synchronize()
+  end)
+
+  it("keeps memory it reads when the collector takes its objects first", function()
+    local code, out = H.script([[
+      local cuda = require "cugraph"
+      local m = cuda.module(os.getenv("CUGRAPH_LUA_BUILD") .. "/kernels.ptx")
+      local s = cuda.stream()
+      local result
+      do -- finalized in reverse order of creation: x1, p1, then KEEP, then g
+        local x0, p0 = cuda.buffer("u32", 16):fill(0), cuda.scalar("u32", 1)
+        local g = s:capture(function() m.mark_u32:launch(s, 1, 1, x0, p0, 16) end)
+        local x1
+        KEEP = setmetatable({}, { __gc = function()
+          g:launch()                       -- the graph, resurrected
+          s:synchronize()
+          result = x1:download("table", 7, 1)[1]
+        end })
+        x1 = cuda.buffer("u32", 1 << 16):fill(0)
+        local p1 = cuda.scalar("u32", 7)
+        g:update(function() m.mark_u32:launch(s, 1, 1, x1, p1, 16) end)
+      end
+      KEEP = nil
+      collectgarbage(); collectgarbage()
+      print("result", result, cuda.status().poisoned)
+    ]])
+    assert.equals(0, code, out)
+    assert.matches("result\t8\tnil", out)
+  end)
+
   it("honours instantiate options", function()
     local a = cuda.buffer("i32", 64):fill(0)
     local g = s:capture(function() m.inc_i32:launch(s, 1, 64, a, 64) end,

@@ -132,20 +132,14 @@ static int buffer_new(lua_State *L) {
   return 1;
 }
 
-static int buffer_free(lua_State *L) {
-  cg_buffer *b = cg_toobj(L, 1, CG_BUFFER);
-  if (!b->h.open) return 0;
-  cg_canfree(L, &b->h);
-  b->h.open = 0;
-  if (b->h.owned) cg_release(L, b->h.ctx, CG_FREE_MEM, (void *)(uintptr_t)b->ptr);
+static void buffer_release(lua_State *L, cg_obj *o) {
+  cg_buffer *b = (cg_buffer *)o;
+  if (o->owned) cg_release(L, o->ctx, CG_FREE_MEM, (void *)(uintptr_t)b->ptr);
   b->ptr = 0;
-  return 0;
 }
 
-static int buffer_gc(lua_State *L) {
-  ((cg_obj *)cg_toobj(L, 1, CG_BUFFER))->uses = 0;
-  return buffer_free(L);
-}
+static int buffer_free(lua_State *L) { return cg_close(L, CG_BUFFER, 0); }
+static int buffer_gc(lua_State *L) { return cg_close(L, CG_BUFFER, 1); }
 
 /* Work named with no stream runs on the default stream, after all device
    work, and is complete on return. */
@@ -341,7 +335,7 @@ void buffer_open(lua_State *L) {
     {"__gc", buffer_gc}, {"__close", buffer_free}, {"__len", buffer_len},
     {"__index", buffer_index}, {"__tostring", buffer_tostring}, {NULL, NULL}
   };
-  cg_newtype(L, CG_BUFFER, methods, meta);
+  cg_newtype(L, CG_BUFFER, methods, meta, buffer_release);
   lua_pushcfunction(L, buffer_new);
   lua_setfield(L, -2, "buffer");
 }

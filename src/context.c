@@ -53,8 +53,10 @@ static void start(lua_State *L, cg_ctx *ctx) {
     luaL_error(L, "device %d does not exist (%d device%s)", ctx->ordinal,
                count, count == 1 ? "" : "s");
   CU(L, ctx, cuDeviceGet, &ctx->dev, ctx->ordinal);
-  CU(L, ctx, cuDevicePrimaryCtxRetain, &ctx->cu, ctx->dev);
-  ctx->ready = 1; /* from here the sentinel releases the context */
+  if (!ctx->retained) {
+    CU(L, ctx, cuDevicePrimaryCtxRetain, &ctx->cu, ctx->dev);
+    ctx->retained = 1; /* from here the sentinel releases the context */
+  }
   CU(L, ctx, cuCtxSetCurrent, ctx->cu);
   ctx->max_threads = attr(L, ctx, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
   for (int i = 0; i < 3; i++) {
@@ -64,7 +66,9 @@ static void start(lua_State *L, cg_ctx *ctx) {
   ctx->max_shared = attr(L, ctx, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
   ctx->max_shared_optin =
       attr(L, ctx, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
-  CU(L, ctx, cuStreamCreate, &ctx->stream, CU_STREAM_NON_BLOCKING);
+  if (!ctx->stream)
+    CU(L, ctx, cuStreamCreate, &ctx->stream, CU_STREAM_NON_BLOCKING);
+  ctx->ready = 1; /* only once all of the above succeeded */
 }
 
 cg_ctx *cg_context(lua_State *L) {
@@ -165,8 +169,33 @@ int cg_tostring(lua_State *L, cg_obj *o, const char *fmt, ...) {
   return 1;
 }
 
+static cg_releaser releasers[CG_NKINDS];
+
+int cg_close(lua_State *L, cg_kind kind, int collected) {
+  cg_obj *o = cg_toobj(L, 1, kind);
+  if (!o->open) return 0;
+  if (o->uses) {
+    if (collected) {
+      o->zombie = 1;
+      return 0;
+    }
+    cg_canfree(L, o);
+  }
+  o->open = 0;
+  releasers[kind](L, o);
+  return 0;
+}
+
+void cg_unpinned(lua_State *L, cg_obj *o) {
+  if (!o->zombie) return;
+  o->zombie = 0;
+  o->open = 0;
+  releasers[o->kind](L, o);
+}
+
 void cg_newtype(lua_State *L, cg_kind kind, const luaL_Reg *methods,
-                const luaL_Reg *meta) {
+                const luaL_Reg *meta, cg_releaser release) {
+  releasers[kind] = release;
   luaL_newmetatable(L, cg_kind_names[kind]);
   cg_sentinel(L)->mt[kind] = lua_topointer(L, -1);
   luaL_setfuncs(L, meta, 0);
@@ -254,7 +283,7 @@ static int sentinel_gc(lua_State *L) {
     cg_flush_deferred(L, ctx);
     if (ctx->stream) cg_drv.cuStreamDestroy(ctx->stream);
   }
-  if (ctx->ready && !ctx->closed) cg_drv.cuDevicePrimaryCtxRelease(ctx->dev);
+  if (ctx->retained && !ctx->closed) cg_drv.cuDevicePrimaryCtxRelease(ctx->dev);
   ctx->closed = 1;
   free(ctx->deferred);
   ctx->deferred = NULL;
@@ -330,7 +359,7 @@ static int select_device(lua_State *L) {
   cg_ctx *ctx = cg_sentinel(L);
   lua_Integer i = luaL_checkinteger(L, 1);
   luaL_argcheck(L, i >= 0 && i <= 1024, 1, "device ordinal out of range");
-  if (ctx->ready && i != ctx->ordinal)
+  if (ctx->retained && i != ctx->ordinal)
     return luaL_error(L, "device %d is already in use; select a device "
                       "before the first GPU call", ctx->ordinal);
   ctx->ordinal = (int)i;

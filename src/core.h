@@ -30,7 +30,8 @@ typedef struct cg_capture cg_capture;
    first in luaopen so it is finalized last. The driver is touched only when
    the first GPU object is made. */
 typedef struct cg_ctx {
-  int ready;            /* device and primary context held */
+  int retained;         /* the primary context is held */
+  int ready;            /* ... and the device's limits and stream known */
   int closed;           /* sentinel finalized: children skip the driver */
   CUresult poison;      /* sticky error: the context can never work again */
   const char *poison_api;
@@ -52,6 +53,8 @@ typedef struct cg_ctx {
 typedef struct cg_obj {
   cg_ctx *ctx;
   unsigned char kind, open, owned;
+  unsigned char zombie; /* collected while a graph used it: released by the
+                           last unpin */
   unsigned uses;        /* live graphs that captured this object */
   unsigned graph;       /* id of one of them (0: unknown), for messages */
   unsigned pinned;      /* serial of the capture whose pins hold it */
@@ -109,8 +112,16 @@ void cg_release(lua_State *L, cg_ctx *ctx, int what, void *h);
 void cg_flush_deferred(lua_State *L, cg_ctx *ctx);
 int cg_method(lua_State *L); /* in __index: pushes methods[key], or 0 */
 int cg_tostring(lua_State *L, cg_obj *o, const char *fmt, ...);
+/* Registers a type. release frees an object's driver handles (it checks
+   owned itself); cg_close calls it once, when the object can go. */
+typedef void (*cg_releaser)(lua_State *L, cg_obj *o);
 void cg_newtype(lua_State *L, cg_kind kind, const luaL_Reg *methods,
-                const luaL_Reg *meta);
+                const luaL_Reg *meta, cg_releaser release);
+/* :free(), :close(), __close (collected = 0) and __gc (collected = 1) of
+   every type: one idempotent function. An object a live graph uses is
+   refused, or when collected kept until the last graph lets it go. */
+int cg_close(lua_State *L, cg_kind kind, int collected);
+void cg_unpinned(lua_State *L, cg_obj *o); /* uses fell to 0 */
 CUstream cg_optstream(lua_State *L, int idx, cg_ctx *ctx);
 void cg_sync(lua_State *L, cg_ctx *ctx); /* cuCtxSynchronize, checked */
 

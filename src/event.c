@@ -21,20 +21,14 @@ static int event_new(lua_State *L) {
   return 1;
 }
 
-static int event_free(lua_State *L) {
-  cg_event *e = cg_toobj(L, 1, CG_EVENT);
-  if (!e->h.open) return 0;
-  cg_canfree(L, &e->h);
-  e->h.open = 0;
-  cg_release(L, e->h.ctx, CG_FREE_EVENT, e->e);
+static void event_release(lua_State *L, cg_obj *o) {
+  cg_event *e = (cg_event *)o;
+  cg_release(L, o->ctx, CG_FREE_EVENT, e->e);
   e->e = NULL;
-  return 0;
 }
 
-static int event_gc(lua_State *L) {
-  ((cg_obj *)cg_toobj(L, 1, CG_EVENT))->uses = 0;
-  return event_free(L);
-}
+static int event_free(lua_State *L) { return cg_close(L, CG_EVENT, 0); }
+static int event_gc(lua_State *L) { return cg_close(L, CG_EVENT, 1); }
 
 /* e:record([stream]) */
 static int event_record(lua_State *L) {
@@ -64,7 +58,7 @@ static int event_query(lua_State *L) {
   cg_event *e = check(L, 1);
   cg_guard(L, e->h.ctx, "event:query()", "query after the capture ends");
   CUresult r = cg_drv.cuEventQuery(e->e);
-  if (r != CUDA_ERROR_NOT_READY) CU(L, e->h.ctx, cuEventQuery, e->e);
+  if (r != CUDA_ERROR_NOT_READY) cg_check(L, e->h.ctx, "cuEventQuery", r);
   lua_pushboolean(L, r != CUDA_ERROR_NOT_READY);
   return 1;
 }
@@ -98,7 +92,7 @@ void event_open(lua_State *L) {
     {"__gc", event_gc}, {"__close", event_free},
     {"__tostring", event_tostring}, {NULL, NULL}
   };
-  cg_newtype(L, CG_EVENT, methods, meta);
+  cg_newtype(L, CG_EVENT, methods, meta, event_release);
   lua_pushcfunction(L, event_new);
   lua_setfield(L, -2, "event");
 }

@@ -81,6 +81,7 @@ static void unpin(lua_State *L, int idx, unsigned id) {
     cg_obj *o = lua_touserdata(L, -2);
     if (o->uses) o->uses--;
     if (!o->uses || o->graph == id) o->graph = 0;
+    if (!o->uses) cg_unpinned(L, o);
     lua_pop(L, 1);
   }
 }
@@ -94,19 +95,26 @@ static void stamp(lua_State *L, int idx, unsigned id) {
   }
 }
 
+/* Message handler: a string error gains the traceback; others stay as
+   they are. */
 static int traceback(lua_State *L) {
-  const char *msg = lua_tostring(L, 1);
-  if (msg && lua_type(L, 1) == LUA_TSTRING) luaL_traceback(L, L, msg, 1);
-  else lua_settop(L, 1);
+  if (lua_type(L, 1) == LUA_TSTRING)
+    luaL_traceback(L, L, lua_tostring(L, 1), 1);
+  else
+    lua_settop(L, 1);
   return 1;
 }
 
-/* Runs fn (at fnidx) under capture on the stream at sidx, passing it. On success returns the graph and
+/* Runs fn (at fnidx) under capture on the stream at sidx, passing it.
+   restamp: the pins of the graph being updated (0: none), whose objects get
+   their graph id back when this capture fails, if *alive (the graph is not
+   freed meanwhile). On success returns the graph and
    leaves the set of pins on the stack; on any failure everything is undone
    (capture ended, partial graph destroyed, pins released) and the error is
    raised: the closure's own, or the driver's. */
 static CUgraph capture(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
-                       CUstreamCaptureMode mode, unsigned id, size_t *nodes) {
+                       CUstreamCaptureMode mode, unsigned id, size_t *nodes,
+                       int restamp, const unsigned char *alive) {
   cg_stream *s = cg_checkobj(L, sidx, CG_STREAM);
   if (ctx->capture)
     luaL_error(L, "nested capture: a graph capture is already in progress");
@@ -143,6 +151,7 @@ static CUgraph capture(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
     return g;
   }
   unpin(L, pins, id);
+  if (restamp && *alive) stamp(L, restamp, id);
   if (g) cg_drv.cuGraphDestroy(g);
   if (status != LUA_OK) lua_error(L); /* the closure's error, on top */
   if (end != CUDA_SUCCESS)
@@ -177,6 +186,23 @@ static void collect(lua_State *L, cg_graph *gr, int idx) {
   }
 }
 
+/* Releases the graph (at idx) and its pins; idempotent. */
+static void close_graph(lua_State *L, cg_graph *gr, int idx) {
+  if (!gr->h.open) return;
+  gr->h.open = 0;
+  cg_release(L, gr->h.ctx, CG_FREE_EXEC, gr->exec);
+  cg_release(L, gr->h.ctx, CG_FREE_GRAPH, gr->g);
+  gr->exec = NULL;
+  gr->g = NULL;
+  free(gr->scalars);
+  gr->scalars = NULL;
+  gr->nscalars = 0;
+  if (lua_getiuservalue(L, idx, 1) == LUA_TTABLE) unpin(L, -1, gr->id);
+  lua_pop(L, 1);
+  lua_pushnil(L);
+  lua_setiuservalue(L, idx, 1);
+}
+
 /* s:capture(fn [, {mode=, auto_free=, upload=}]) -> Graph */
 static int stream_capture(lua_State *L) {
   cg_stream *s = cg_checkobj(L, 1, CG_STREAM);
@@ -190,9 +216,9 @@ static int stream_capture(lua_State *L) {
       for (mode = 0; modes[mode] && (!name || strcmp(modes[mode], name));)
         mode++;
       if (!modes[mode])
-        luaL_error(L, "capture: opts.mode must be \"thread_local\", "
-                   "\"global\" or \"relaxed\", got %s",
-                   name ? name : luaL_typename(L, -1));
+        luaL_argerror(L, 3, lua_pushfstring(L, "opts.mode must be "
+                      "\"thread_local\", \"global\" or \"relaxed\", got %s",
+                      name ? name : luaL_typename(L, -1)));
     }
     lua_getfield(L, 3, "auto_free");
     auto_free = lua_toboolean(L, -1);
@@ -205,7 +231,8 @@ static int stream_capture(lua_State *L) {
   gr->id = nextid(ctx);
   gr->mode = mode_values[mode];
   gr->stream = s->s;
-  CUgraph g = capture(L, ctx, 1, 2, gr->mode, gr->id, &gr->nodes); /* 4 */
+  CUgraph g = capture(L, ctx, 1, 2, gr->mode, gr->id, &gr->nodes, 0,
+                      NULL); /* 4: the pins */
   gr->g = g;
   gr->h.open = 1; /* from here __gc releases the graph and the pins */
   lua_pushvalue(L, 4);
@@ -213,9 +240,15 @@ static int stream_capture(lua_State *L) {
   lua_pushvalue(L, 1);
   lua_setiuservalue(L, 3, 2);
   collect(L, gr, 4);
-  CU(L, ctx, cuGraphInstantiate, &gr->exec, g,
-     auto_free ? CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH : 0);
-  if (upload) CU(L, ctx, cuGraphUpload, gr->exec, gr->stream);
+  CUresult r = cg_drv.cuGraphInstantiate(&gr->exec, g, auto_free
+      ? CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH : 0);
+  if (r == CUDA_SUCCESS && upload)
+    r = cg_drv.cuGraphUpload(gr->exec, gr->stream);
+  if (r != CUDA_SUCCESS) { /* the graph never reaches the user: undo */
+    close_graph(L, gr, 3);
+    cg_check(L, ctx, upload && gr->exec ? "cuGraphUpload"
+                                        : "cuGraphInstantiate", r);
+  }
   lua_settop(L, 3);
   return 1;
 }
@@ -223,19 +256,7 @@ static int stream_capture(lua_State *L) {
 static cg_graph *check(lua_State *L) { return cg_checkobj(L, 1, CG_GRAPH); }
 
 static int graph_free(lua_State *L) {
-  cg_graph *gr = cg_toobj(L, 1, CG_GRAPH);
-  if (!gr->h.open) return 0;
-  gr->h.open = 0;
-  cg_release(L, gr->h.ctx, CG_FREE_EXEC, gr->exec);
-  cg_release(L, gr->h.ctx, CG_FREE_GRAPH, gr->g);
-  gr->exec = NULL;
-  gr->g = NULL;
-  free(gr->scalars);
-  gr->scalars = NULL;
-  gr->nscalars = 0;
-  if (lua_getiuservalue(L, 1, 1) == LUA_TTABLE) unpin(L, -1, gr->id);
-  lua_pushnil(L);
-  lua_setiuservalue(L, 1, 1);
+  close_graph(L, cg_toobj(L, 1, CG_GRAPH), 1);
   return 0;
 }
 
@@ -341,16 +362,21 @@ static int graph_update(lua_State *L) {
   luaL_checktype(L, 2, LUA_TFUNCTION);
   lua_settop(L, 2);
   lua_getiuservalue(L, 1, 2); /* 3: the capture stream */
+  lua_getiuservalue(L, 1, 1); /* 4: the pins in use */
   size_t nodes;
-  CUgraph g = capture(L, ctx, 3, 2, gr->mode, gr->id, &nodes); /* 4: pins */
+  CUgraph g = capture(L, ctx, 3, 2, gr->mode, gr->id, &nodes, 4,
+                      &gr->h.open); /* 5: the new pins */
   CUgraphExecUpdateResultInfo info;
   memset(&info, 0, sizeof info);
-  CUresult r = cg_drv.cuGraphExecUpdate(gr->exec, g, &info);
+  CUresult r = gr->h.open ? cg_drv.cuGraphExecUpdate(gr->exec, g, &info)
+                          : CUDA_ERROR_INVALID_HANDLE;
   if (r != CUDA_SUCCESS) {
-    unpin(L, 4, gr->id);
-    lua_getiuservalue(L, 1, 1);
-    stamp(L, 5, gr->id);
+    unpin(L, 5, gr->id);
+    if (gr->h.open) stamp(L, 4, gr->id);
     cg_drv.cuGraphDestroy(g);
+    if (!gr->h.open)
+      return luaL_error(L, "cugraph.Graph #%d was freed inside its own "
+                        "update", (int)gr->id);
     if (r != CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE)
       cg_check(L, ctx, "cuGraphExecUpdate", r);
     cg_pusherror(L, "cuGraphExecUpdate", (int)r, cg_driver_errname(r),
@@ -358,15 +384,14 @@ static int graph_update(lua_State *L) {
                                  "graph instead", update_reason(info.result)));
     return lua_error(L);
   }
-  lua_getiuservalue(L, 1, 1);
-  unpin(L, -1, gr->id);
-  stamp(L, 4, gr->id);
-  lua_pushvalue(L, 4);
+  unpin(L, 4, gr->id);
+  stamp(L, 5, gr->id);
+  lua_pushvalue(L, 5);
   lua_setiuservalue(L, 1, 1);
   cg_release(L, ctx, CG_FREE_GRAPH, gr->g);
   gr->g = g;
   gr->nodes = nodes;
-  collect(L, gr, 4);
+  collect(L, gr, 5);
   lua_settop(L, 1);
   return 1;
 }
@@ -399,7 +424,7 @@ void graph_open(lua_State *L) {
     {"__gc", graph_free}, {"__close", graph_free}, {"__index", graph_index},
     {"__tostring", graph_tostring}, {NULL, NULL}
   };
-  cg_newtype(L, CG_GRAPH, methods, meta);
+  cg_newtype(L, CG_GRAPH, methods, meta, NULL);
   luaL_getmetatable(L, cg_kind_names[CG_STREAM]);
   lua_getfield(L, -1, "methods");
   lua_pushcfunction(L, stream_capture);

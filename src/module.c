@@ -146,20 +146,14 @@ static int module_new(lua_State *L) {
   return 1;
 }
 
-static int module_free(lua_State *L) {
-  cg_module *m = cg_toobj(L, 1, CG_MODULE);
-  if (!m->h.open) return 0;
-  cg_canfree(L, &m->h);
-  m->h.open = 0;
-  cg_release(L, m->h.ctx, CG_FREE_MODULE, m->m);
+static void module_release(lua_State *L, cg_obj *o) {
+  cg_module *m = (cg_module *)o;
+  cg_release(L, o->ctx, CG_FREE_MODULE, m->m);
   m->m = NULL;
-  return 0;
 }
 
-static int module_gc(lua_State *L) {
-  ((cg_obj *)cg_toobj(L, 1, CG_MODULE))->uses = 0;
-  return module_free(L);
-}
+static int module_free(lua_State *L) { return cg_close(L, CG_MODULE, 0); }
+static int module_gc(lua_State *L) { return cg_close(L, CG_MODULE, 1); }
 
 /* The entry named name: exact, else the one whose demangled name it is. */
 static const ptx_entry *find(lua_State *L, cg_module *m, const char *name) {
@@ -398,8 +392,8 @@ static void setarg(lua_State *L, cg_kernel *k, int arg, int idx,
     break;
   case PTX_BYTES: {
     size_t len;
-    const char *s = lua_tolstring(L, idx, &len);
     if (lua_type(L, idx) != LUA_TSTRING) typeerror(L, k, arg, idx, "string");
+    const char *s = lua_tolstring(L, idx, &len);
     if (len != p->size)
       argerror(L, k, arg, lua_pushfstring(L, "expected %d bytes, got %d",
                                           (int)p->size, (int)len));
@@ -551,8 +545,8 @@ void module_open(lua_State *L) {
   static const luaL_Reg kmeta[] = {
     {"__gc", kernel_free}, {"__tostring", kernel_tostring}, {NULL, NULL}
   };
-  cg_newtype(L, CG_MODULE, mmethods, mmeta);
-  cg_newtype(L, CG_KERNEL, kmethods, kmeta);
+  cg_newtype(L, CG_MODULE, mmethods, mmeta, module_release);
+  cg_newtype(L, CG_KERNEL, kmethods, kmeta, NULL);
   lua_pushcfunction(L, module_new);
   lua_setfield(L, -2, "module");
   lua_pushcfunction(L, entries);

@@ -41,20 +41,14 @@ static int scalar_new(lua_State *L) {
   return 1;
 }
 
-static int scalar_free(lua_State *L) {
-  cg_scalar *sc = cg_toobj(L, 1, CG_SCALAR);
-  if (!sc->h.open) return 0;
-  cg_canfree(L, &sc->h);
-  sc->h.open = 0;
-  cg_release(L, sc->h.ctx, CG_FREE_MEM, (void *)(uintptr_t)sc->ptr);
+static void scalar_release(lua_State *L, cg_obj *o) {
+  cg_scalar *sc = (cg_scalar *)o;
+  cg_release(L, o->ctx, CG_FREE_MEM, (void *)(uintptr_t)sc->ptr);
   sc->ptr = 0;
-  return 0;
 }
 
-static int scalar_gc(lua_State *L) {
-  ((cg_obj *)cg_toobj(L, 1, CG_SCALAR))->uses = 0;
-  return scalar_free(L);
-}
+static int scalar_free(lua_State *L) { return cg_close(L, CG_SCALAR, 0); }
+static int scalar_gc(lua_State *L) { return cg_close(L, CG_SCALAR, 1); }
 
 /* sc:set(v): no driver call, no allocation */
 static int scalar_set(lua_State *L) {
@@ -114,7 +108,7 @@ void scalar_open(lua_State *L) {
     {"__gc", scalar_gc}, {"__close", scalar_free}, {"__index", scalar_index},
     {"__tostring", scalar_tostring}, {NULL, NULL}
   };
-  cg_newtype(L, CG_SCALAR, methods, meta);
+  cg_newtype(L, CG_SCALAR, methods, meta, scalar_release);
   lua_pushcfunction(L, scalar_new);
   lua_setfield(L, -2, "scalar");
 }

@@ -15,24 +15,16 @@ static int stream_new(lua_State *L) {
   return 1;
 }
 
-static int stream_free(lua_State *L) {
-  cg_stream *s = cg_toobj(L, 1, CG_STREAM);
-  if (!s->h.open) return 0;
-  cg_canfree(L, &s->h);
-  s->h.open = 0;
-  if (s->h.owned) cg_release(L, s->h.ctx, CG_FREE_STREAM, s->s);
-  cg_release(L, s->h.ctx, CG_FREE_EVENT, s->join);
+static void stream_release(lua_State *L, cg_obj *o) {
+  cg_stream *s = (cg_stream *)o;
+  if (o->owned) cg_release(L, o->ctx, CG_FREE_STREAM, s->s);
+  cg_release(L, o->ctx, CG_FREE_EVENT, s->join);
   s->s = NULL;
   s->join = NULL;
-  return 0;
 }
 
-/* Finalizers never raise: a pinned stream cannot be collected anyway. */
-static int stream_gc(lua_State *L) {
-  cg_stream *s = cg_toobj(L, 1, CG_STREAM);
-  s->h.uses = 0;
-  return stream_free(L);
-}
+static int stream_free(lua_State *L) { return cg_close(L, CG_STREAM, 0); }
+static int stream_gc(lua_State *L) { return cg_close(L, CG_STREAM, 1); }
 
 static int stream_synchronize(lua_State *L) {
   cg_stream *s = check(L);
@@ -47,12 +39,8 @@ static int stream_query(lua_State *L) {
   cg_stream *s = check(L);
   cg_guard(L, s->h.ctx, "stream:query()", "query after the capture ends");
   CUresult r = cg_drv.cuStreamQuery(s->s);
-  if (r == CUDA_ERROR_NOT_READY) {
-    lua_pushboolean(L, 0);
-    return 1;
-  }
-  CU(L, s->h.ctx, cuStreamQuery, s->s);
-  lua_pushboolean(L, 1);
+  if (r != CUDA_ERROR_NOT_READY) cg_check(L, s->h.ctx, "cuStreamQuery", r);
+  lua_pushboolean(L, r == CUDA_SUCCESS);
   return 1;
 }
 
@@ -110,7 +98,7 @@ void stream_open(lua_State *L) {
     {"__gc", stream_gc}, {"__close", stream_free}, {"__index", stream_index},
     {"__tostring", stream_tostring}, {NULL, NULL}
   };
-  cg_newtype(L, CG_STREAM, methods, meta);
+  cg_newtype(L, CG_STREAM, methods, meta, stream_release);
   lua_pushcfunction(L, stream_new);
   lua_setfield(L, -2, "stream");
 }

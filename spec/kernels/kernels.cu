@@ -70,6 +70,12 @@ __global__ void oob_write(float *x) {
   x[(size_t)1 << 40] = 1.0f;
 }
 
+// out[0] = p.a + p.b: a struct passed by value (a .b8[16] parameter)
+struct pair { double a, b; };
+__global__ void pair_sum(double *out, struct pair p) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) out[0] = p.a + p.b;
+}
+
 // does nothing: launch overhead
 __global__ void noop(void) {}
 

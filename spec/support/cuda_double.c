@@ -584,6 +584,16 @@ static void k_shared_load(kctx *c) {
   if (t && i < n) st(c, out + at_index(i, 4), t, 4);
 }
 
+/* out[0] = p.a + p.b for a struct of two doubles passed by value */
+static void k_pair_sum(kctx *c) {
+  uint64_t out;
+  double p[2];
+  arg(c, 0, &out, 8), arg(c, 1, p, 16);
+  if (c->bid[0] != 0 || c->tid[0] != 0) return;
+  double v = p[0] + p[1];
+  st(c, out, &v, 8);
+}
+
 /* x[2^40] = 1.0f */
 static void k_oob_write(kctx *c) {
   uint64_t x;
@@ -604,6 +614,7 @@ static const kimpl kernels[] = {
   {"dims_u32", {k_dims_u32, NULL}, 2, {8, 4}},
   {"shared_u32", {k_shared_store, k_shared_load}, 2, {8, 4}},
   {"oob_write", {k_oob_write, NULL}, 1, {8}},
+  {"pair_sum", {k_pair_sum, NULL}, 2, {8, 16}},
   {"noop", {NULL, NULL}, 0, {0}},
 };
 
@@ -681,16 +692,19 @@ static CUfunction add_function(CUmodule m, const char *name, size_t len,
   if (f->impl && from_ptx) {
     int same = f->impl->nparams == n;
     for (size_t i = 0; same && i < n; i++)
-      same = f->impl->size[i] == pair[2 * i] && pair[2 * i] == pair[2 * i + 1];
+      same = f->impl->size[i] == pair[2 * i] &&
+             pair[2 * i + 1] == (pair[2 * i] > 8 ? 8 : pair[2 * i]);
     if (!same) f->impl = NULL;
   }
   int bad = 0;
   if (from_ptx) {
     bad = set_layout(f, n, pair);
-  } else if (f->impl) { /* naturally aligned */
+  } else if (f->impl) { /* naturally aligned; aggregates to 8 bytes */
     size_t own[8];
-    for (size_t i = 0; i < f->impl->nparams; i++)
-      own[2 * i] = own[2 * i + 1] = f->impl->size[i];
+    for (size_t i = 0; i < f->impl->nparams; i++) {
+      own[2 * i] = f->impl->size[i];
+      own[2 * i + 1] = own[2 * i] > 8 ? 8 : own[2 * i];
+    }
     bad = set_layout(f, f->impl->nparams, own);
   }
   if (bad) {
