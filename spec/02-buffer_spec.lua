@@ -16,7 +16,7 @@ describe("cugraph.Buffer", function()
       local b = cuda.buffer(t, 4)
       b:upload(values[t])
       assert.same(values[t], b:download(), t)
-      assert.equals(t, b.type)
+      assert.equals(t, b:type())
       assert.equals(4, #b)
       b:free()
     end
@@ -70,8 +70,8 @@ describe("cugraph.Buffer", function()
   it("shows its type, size and address", function()
     local b = cuda.buffer("f32", 8)
     assert.matches("^cugraph%.Buffer f32%[8%] %(0x%x+%)$", tostring(b))
-    assert.equals(32, b.bytes)
-    assert.is_true(b.address ~= 0)
+    assert.equals(32, b:bytes())
+    assert.is_true(b:address() ~= 0)
     b:free()
     assert.equals("cugraph.Buffer (freed)", tostring(b))
   end)
@@ -130,7 +130,7 @@ describe("cugraph.Buffer", function()
     for _, call in ipairs {
       function() b:upload({ 1 }) end, function() b:download() end,
       function() b:fill(1) end, function() b:copy(b) end,
-      function() return #b end, function() return b.address end,
+      function() return #b end, function() return b:address() end,
     } do
       assert.error_matches(call, "attempt to use a freed cugraph.Buffer")
     end

@@ -20,7 +20,7 @@ describe("cugraph.Scalar", function()
         local expect = t == "f32" and string.unpack("f", string.pack("f", v)) or v
         assert.equals(expect, s:get(), t)
       end
-      assert.equals(t, s.type)
+      assert.equals(t, s:type())
     end
     assert.equals(7, cuda.scalar("i16", 7):get())
   end)

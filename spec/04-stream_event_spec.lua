@@ -12,7 +12,7 @@ describe("cugraph.Stream", function()
     assert.is_true(s:query())
     assert.equals(5, x:download()[256])
     assert.matches("^cugraph%.Stream %(0x%x+%)$", tostring(s))
-    assert.is_number(s.handle)
+    assert.is_number(s:handle())
   end)
 
   it("waits on another stream and on events", function()

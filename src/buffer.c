@@ -304,17 +304,20 @@ static int buffer_len(lua_State *L) {
   return 1;
 }
 
-/* fields: type, bytes, address */
-static int buffer_index(lua_State *L) {
-  if (cg_method(L)) return 1;
-  cg_buffer *b = check(L);
-  const char *k = lua_tostring(L, 2);
-  if (!k) return 0;
-  if (!strcmp(k, "type")) lua_pushstring(L, cg_type_names[b->type]);
-  else if (!strcmp(k, "bytes"))
-    lua_pushinteger(L, (lua_Integer)(b->n * cg_type_size[b->type]));
-  else if (!strcmp(k, "address")) lua_pushinteger(L, (lua_Integer)b->ptr);
-  else return 0;
+static int buffer_type(lua_State *L) {
+  lua_pushstring(L, cg_type_names[((cg_buffer *)cg_checkself(L, CG_BUFFER))->type]);
+  return 1;
+}
+
+static int buffer_bytes(lua_State *L) {
+  cg_buffer *b = cg_checkself(L, CG_BUFFER);
+  lua_pushinteger(L, (lua_Integer)(b->n * cg_type_size[b->type]));
+  return 1;
+}
+
+/* b:address(): the device address, for foreign code */
+static int buffer_address(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)((cg_buffer *)cg_checkself(L, CG_BUFFER))->ptr);
   return 1;
 }
 
@@ -329,11 +332,12 @@ void buffer_open(lua_State *L) {
   static const luaL_Reg methods[] = {
     {"upload", buffer_upload}, {"download", buffer_download},
     {"fill", buffer_fill}, {"copy", buffer_copy}, {"free", buffer_free},
-    {"close", buffer_free}, {NULL, NULL}
+    {"close", buffer_free}, {"type", buffer_type}, {"bytes", buffer_bytes},
+    {"address", buffer_address}, {NULL, NULL}
   };
   static const luaL_Reg meta[] = {
     {"__gc", buffer_gc}, {"__close", buffer_free}, {"__len", buffer_len},
-    {"__index", buffer_index}, {"__tostring", buffer_tostring}, {NULL, NULL}
+    {"__tostring", buffer_tostring}, {NULL, NULL}
   };
   cg_newtype(L, CG_BUFFER, methods, meta, buffer_release);
   lua_pushcfunction(L, buffer_new);

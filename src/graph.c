@@ -396,14 +396,15 @@ static int graph_update(lua_State *L) {
   return 1;
 }
 
-static int graph_index(lua_State *L) {
-  if (cg_method(L)) return 1;
-  cg_graph *gr = cg_toobj(L, 1, CG_GRAPH);
-  const char *k = lua_tostring(L, 2);
-  if (!k) return 0;
-  if (!strcmp(k, "launches")) lua_pushinteger(L, gr->launches);
-  else if (!strcmp(k, "id")) lua_pushinteger(L, gr->id);
-  else return 0;
+/* g:launches(): how many times the graph was launched */
+static int graph_launches(lua_State *L) {
+  lua_pushinteger(L, ((cg_graph *)cg_toobj(L, 1, CG_GRAPH))->launches);
+  return 1;
+}
+
+/* g:id(): the number that messages name the graph by */
+static int graph_id(lua_State *L) {
+  lua_pushinteger(L, ((cg_graph *)cg_toobj(L, 1, CG_GRAPH))->id);
   return 1;
 }
 
@@ -417,11 +418,12 @@ void graph_open(lua_State *L) {
   static const luaL_Reg methods[] = {
     {"launch", graph_launch}, {"replay", graph_replay},
     {"upload", graph_upload}, {"nodes", graph_nodes}, {"dot", graph_dot},
-    {"update", graph_update}, {"free", graph_free}, {"close", graph_free},
+    {"update", graph_update}, {"launches", graph_launches}, {"id", graph_id},
+    {"free", graph_free}, {"close", graph_free},
     {NULL, NULL}
   };
   static const luaL_Reg meta[] = {
-    {"__gc", graph_free}, {"__close", graph_free}, {"__index", graph_index},
+    {"__gc", graph_free}, {"__close", graph_free},
     {"__tostring", graph_tostring}, {NULL, NULL}
   };
   cg_newtype(L, CG_GRAPH, methods, meta, NULL);

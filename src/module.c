@@ -478,8 +478,8 @@ static int kernel_launch(lua_State *L) {
   return 0;
 }
 
-/* The kernel's methods are its whole interface (no fields), so that its
-   __index is a plain table and k:launch costs one table lookup. */
+/* Like every type but Module, a kernel's interface is methods alone, so
+   that its __index is a plain table and k:launch costs one table lookup. */
 
 static int kernel_name(lua_State *L) {
   lua_pushstring(L, ((cg_kernel *)cg_checkself(L, CG_KERNEL))->name);

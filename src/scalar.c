@@ -79,15 +79,14 @@ static int scalar_get(lua_State *L) {
   return 1;
 }
 
-/* fields: type, address */
-static int scalar_index(lua_State *L) {
-  if (cg_method(L)) return 1;
-  cg_scalar *sc = check(L);
-  const char *k = lua_tostring(L, 2);
-  if (!k) return 0;
-  if (!strcmp(k, "type")) lua_pushstring(L, cg_type_names[sc->type]);
-  else if (!strcmp(k, "address")) lua_pushinteger(L, (lua_Integer)sc->ptr);
-  else return 0;
+static int scalar_type(lua_State *L) {
+  lua_pushstring(L, cg_type_names[((cg_scalar *)cg_checkself(L, CG_SCALAR))->type]);
+  return 1;
+}
+
+/* sc:address(): the device address, for foreign code */
+static int scalar_address(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)((cg_scalar *)cg_checkself(L, CG_SCALAR))->ptr);
   return 1;
 }
 
@@ -102,10 +101,11 @@ static int scalar_tostring(lua_State *L) {
 void scalar_open(lua_State *L) {
   static const luaL_Reg methods[] = {
     {"set", scalar_set}, {"get", scalar_get}, {"free", scalar_free},
-    {"close", scalar_free}, {NULL, NULL}
+    {"close", scalar_free}, {"type", scalar_type},
+    {"address", scalar_address}, {NULL, NULL}
   };
   static const luaL_Reg meta[] = {
-    {"__gc", scalar_gc}, {"__close", scalar_free}, {"__index", scalar_index},
+    {"__gc", scalar_gc}, {"__close", scalar_free},
     {"__tostring", scalar_tostring}, {NULL, NULL}
   };
   cg_newtype(L, CG_SCALAR, methods, meta, scalar_release);

@@ -70,16 +70,10 @@ static int stream_wait(lua_State *L) {
   return 1;
 }
 
-/* s.handle: the CUstream as an integer, for foreign code */
-static int stream_index(lua_State *L) {
-  cg_stream *s = cg_toobj(L, 1, CG_STREAM);
-  if (cg_method(L)) return 1;
-  const char *k = lua_tostring(L, 2);
-  if (k && !strcmp(k, "handle") && s->h.open) {
-    lua_pushinteger(L, (lua_Integer)(intptr_t)s->s);
-    return 1;
-  }
-  return 0;
+/* s:handle(): the CUstream as an integer, for foreign code */
+static int stream_handle(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)(intptr_t)((cg_stream *)cg_checkself(L, CG_STREAM))->s);
+  return 1;
 }
 
 static int stream_tostring(lua_State *L) {
@@ -91,11 +85,12 @@ static int stream_tostring(lua_State *L) {
 void stream_open(lua_State *L) {
   static const luaL_Reg methods[] = {
     {"synchronize", stream_synchronize}, {"query", stream_query},
-    {"wait", stream_wait}, {"free", stream_free}, {"close", stream_free},
+    {"wait", stream_wait}, {"handle", stream_handle}, {"free", stream_free},
+    {"close", stream_free},
     {NULL, NULL}
   };
   static const luaL_Reg meta[] = {
-    {"__gc", stream_gc}, {"__close", stream_free}, {"__index", stream_index},
+    {"__gc", stream_gc}, {"__close", stream_free},
     {"__tostring", stream_tostring}, {NULL, NULL}
   };
   cg_newtype(L, CG_STREAM, methods, meta, stream_release);

@@ -34,6 +34,6 @@ function shutdown()
   graph:free()
   buf:free()
   assert(tostring(buf):find("freed"), tostring(buf))
-  print("frame.lua: " .. graph.launches .. " graph launches; buf freed on the "
+  print("frame.lua: " .. graph:launches() .. " graph launches; buf freed on the "
         .. "Lua side (" .. tostring(buf) .. ")")
 end
