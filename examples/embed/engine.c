@@ -125,6 +125,13 @@ static int publish(lua_State *L) {
   return 0;
 }
 
+/* Under pcall: the legacy stream, which the API must refuse (it cannot be
+   captured). */
+static int push_legacy(lua_State *L) {
+  cugraph_pushstream(L, NULL);
+  return 1;
+}
+
 /* Runs the script and its frames; returns whether all of it succeeded. The
    lua_State is closed here, before the engine frees anything. */
 static int run_script(CUdeviceptr mem, CUstream stream, const char *script,
@@ -137,6 +144,13 @@ static int run_script(CUdeviceptr mem, CUstream stream, const char *script,
   lua_pushlightuserdata(L, &mem);
   lua_pushlightuserdata(L, &stream);
   int ok = pcall(L, 2, "publishing the engine's buffer and stream");
+  lua_pushcfunction(L, push_legacy);
+  if (lua_pcall(L, 0, 1, 0) == LUA_OK ||
+      !strstr(lua_tostring(L, -1), "the legacy stream cannot be used")) {
+    fprintf(stderr, "engine: the legacy stream was not refused\n");
+    ok = 0;
+  }
+  lua_pop(L, 1);
   if (ok && luaL_loadfile(L, script) != LUA_OK) {
     fprintf(stderr, "engine: %s\n", lua_tostring(L, -1));
     lua_pop(L, 1);
