@@ -108,8 +108,9 @@ static int traceback(lua_State *L) {
 /* Runs fn (at fnidx) under capture on the stream at sidx, passing it.
    restamp: the pins of the graph being updated (0: none), whose objects get
    their graph id back when this capture fails, if *alive (the graph is not
-   freed meanwhile). On success returns the graph and
-   leaves the set of pins on the stack; on any failure everything is undone
+   freed meanwhile). On success returns the graph (its node count in
+   *nodes) and leaves the set of pins on the stack; on any failure everything
+   is undone
    (capture ended, partial graph destroyed, pins released) and the error is
    raised: the closure's own, or the driver's. */
 static CUgraph capture(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
@@ -118,14 +119,16 @@ static CUgraph capture(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
   cg_stream *s = cg_checkobj(L, sidx, CG_STREAM);
   if (ctx->capture)
     luaL_error(L, "nested capture: a graph capture is already in progress");
-  if (!s->s)
-    luaL_error(L, "cannot capture on the legacy default stream; use a "
-               "stream from cuda.stream()");
   struct cg_capture cap = { s->s, id, ++ctx->captures, 0 };
   lua_createtable(L, 0, 8);
   int pins = lua_gettop(L);
   lua_pushvalue(L, pins);
   cap.pins = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_pushvalue(L, sidx); /* pin the stream while no capture runs yet */
+  lua_pushboolean(L, 1);
+  lua_rawset(L, pins);
+  s->h.pinned = cap.serial;
+  if (s->h.uses++ == 0) s->h.graph = id;
   lua_pushcfunction(L, traceback);
   lua_pushvalue(L, fnidx);
   lua_pushvalue(L, sidx);
@@ -133,7 +136,6 @@ static CUgraph capture(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
   int status = LUA_OK;
   if (r == CUDA_SUCCESS) {
     ctx->capture = &cap;
-    cg_pin(L, ctx, sidx);
     status = lua_pcall(L, 1, 0, pins + 1);
     ctx->capture = NULL;
   }
