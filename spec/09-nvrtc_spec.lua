@@ -37,6 +37,13 @@ describe("cuda.ptx and cuda.compile", function()
     assert.matches("^nvrtcCompileProgram: NVRTC_ERROR_COMPILATION: broken%.cu", tostring(err))
   end)
 
+  it("says clearly when NVRTC is missing", function()
+    local code, out = H.run("-e " .. H.quote('require("cugraph").ptx("__global__ void k() {}", {arch = "sm_90"})'),
+                            "CUGRAPH_LUA_LIBNVRTC=/nonexistent/libnvrtc.so")
+    assert.equals(1, code)
+    assert.matches("NVRTC not found %(/nonexistent/libnvrtc.so%)", out)
+  end)
+
   it("passes options, defines and include paths through", function()
     local src = "extern \"C\" __global__ void k(int *o) { *o = N + M; }"
     local ptx = cuda.ptx(src, { arch = 90, defines = { N = 40, M = 2 }, std = "c++17",
