@@ -86,11 +86,15 @@ deps:
 	test -f $(CUDA_HOME)/include/cuda.h || \
 	  { echo "CUDA headers not found in $(CUDA_HOME)/include; set CUDA_HOME"; exit 1; }
 
-test: all $(DOUBLE) $(KERNELS)
+# A host that closes its lua_State at exit, after the driver's teardown.
+build/late_close: spec/support/late_close.c build/libcugraph.a
+	$(CC) $(ALL_CFLAGS) -o $@ $< build/libcugraph.a $(LUA_LIBS) -ldl -lm
+
+test: all $(DOUBLE) $(KERNELS) build/late_close
 	$(SPEC_ENV) CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
 	  build/cugraph-lua "$$(command -v busted)" $(BUSTED_ARGS)
 
-test-gpu: all $(KERNELS)
+test-gpu: all $(KERNELS) build/late_close
 	$(SPEC_ENV) build/cugraph-lua "$$(command -v busted)" $(BUSTED_ARGS)
 
 run: all
@@ -101,7 +105,7 @@ run: all
 VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full \
   --errors-for-leak-kinds=definite --show-leak-kinds=definite \
   --suppressions=spec/support/valgrind.supp
-test-valgrind: all $(DOUBLE) $(KERNELS)
+test-valgrind: all $(DOUBLE) $(KERNELS) build/late_close
 	$(SPEC_ENV) CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
 	  $(VALGRIND) build/cugraph-lua "$$(command -v busted)" $(BUSTED_ARGS)
 
@@ -110,7 +114,7 @@ test-valgrind: all $(DOUBLE) $(KERNELS)
 # any invalid access or leaked allocation fails.
 SANITIZER = $(CUDA_HOME)/bin/compute-sanitizer --tool memcheck \
   --leak-check full --report-api-errors no --error-exitcode 99
-sanitize-gpu: all examples $(KERNELS)
+sanitize-gpu: all examples $(KERNELS) build/late_close
 	$(SPEC_ENV) $(SANITIZER) build/cugraph-lua "$$(command -v busted)" $(BUSTED_ARGS)
 	$(SANITIZER) build/cugraph-lua examples/model.lua
 	$(SANITIZER) build/cugraph-lua examples/graph.lua build/examples/graph.dot

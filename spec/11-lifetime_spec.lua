@@ -53,6 +53,19 @@ describe("lifetime", function()
   end)
 end)
 
+describe("finalizers at process exit", function()
+  it("skip a driver that is gone, silently", function()
+    local p = assert(io.popen(H.build .. "/late_close " .. H.quote(H.build .. "/../lua") .. " "
+                              .. H.quote(H.build .. "/kernels.ptx") .. " 2>&1"))
+    local out = p:read("a")
+    local _, _, code = p:close()
+    assert.equals(0, code, out)
+    assert.matches("objects made; exiting", out)
+    assert.matches("closed; driver %d+, cuMemGetInfo after close: %d+", out)
+    assert.not_matches("cugraph:", out) -- no finalizer warning
+  end)
+end)
+
 describe("a sticky error", function()
   it("poisons the context: every later call says the process must restart", function()
     local code, out = H.script([[
