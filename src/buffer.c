@@ -107,7 +107,7 @@ static size_t checkrange(lua_State *L, cg_buffer *b, int oidx, size_t *count,
 }
 
 static void upload_data(lua_State *L, cg_buffer *b, int didx, int oidx,
-                        CUstream st);
+                        int sidx);
 
 /* cuda.buffer(type, n | table | string) */
 static int buffer_new(lua_State *L) {
@@ -126,7 +126,7 @@ static int buffer_new(lua_State *L) {
   CU(L, ctx, cuMemAlloc, &b->ptr, n * cg_type_size[t]);
   b->h.open = 1;
   if (init) {
-    upload_data(L, b, 2, 0, NULL);
+    upload_data(L, b, 2, 0, 0);
     lua_settop(L, 3);
   }
   return 1;
@@ -141,10 +141,10 @@ static void buffer_release(lua_State *L, cg_obj *o) {
 static int buffer_free(lua_State *L) { return cg_close(L, CG_BUFFER, 0); }
 static int buffer_gc(lua_State *L) { return cg_close(L, CG_BUFFER, 1); }
 
-/* Work named with no stream runs on the default stream, after all device
-   work, and is complete on return. */
+/* Work named with no stream (sidx 0 or nil) runs on the default stream,
+   after all device work, and is complete on return. */
 static CUstream begin(lua_State *L, cg_ctx *ctx, int sidx, const char *what) {
-  if (!lua_isnoneornil(L, sidx)) {
+  if (sidx && !lua_isnoneornil(L, sidx)) {
     CUstream st = cg_optstream(L, sidx, ctx);
     if (ctx->capture && !cg_capturing_on(L, ctx, st))
       luaL_error(L, "%s: the stream is not part of the capture; make it "
@@ -163,9 +163,11 @@ static void finish(lua_State *L, cg_ctx *ctx, CUstream st) {
 }
 
 /* Copies a table (a sequence of numbers) or a binary string to the buffer
-   at element offset (index oidx, 0 = none), on st or synchronously. */
+   at element offset (index oidx, 0 = none), on the stream at sidx or
+   synchronously (0). The stream is looked up after the conversion, whose
+   allocations may run finalizers. */
 static void upload_data(lua_State *L, cg_buffer *b, int didx, int oidx,
-                        CUstream st) {
+                        int sidx) {
   cg_ctx *ctx = b->h.ctx;
   size_t es = cg_type_size[b->type], count, bytes;
   const char *src = NULL;
@@ -197,6 +199,8 @@ static void upload_data(lua_State *L, cg_buffer *b, int didx, int oidx,
     }
     src = dst;
   }
+  CUstream st = begin(L, ctx, sidx, "upload");
+  cg_isopen(L, &b->h);
   CU(L, ctx, cuMemcpyHtoDAsync, b->ptr + off * es, src, count * es,
      st ? st : ctx->stream);
   finish(L, ctx, st);
@@ -207,8 +211,9 @@ static int buffer_upload(lua_State *L) {
   cg_buffer *b = check(L);
   cg_guard(L, b->h.ctx, "upload from host memory",
            "upload before capture, or copy from a device buffer");
-  CUstream st = begin(L, b->h.ctx, 4, "upload");
-  upload_data(L, b, 2, 3, st);
+  if (!lua_isnoneornil(L, 4)) cg_checkobj(L, 4, CG_STREAM); /* early word */
+  lua_settop(L, 4); /* the stream's slot stays 4 while the data converts */
+  upload_data(L, b, 2, 3, 4);
   lua_settop(L, 1);
   return 1;
 }
@@ -228,6 +233,7 @@ static int buffer_download(lua_State *L) {
   cg_guard(L, ctx, "download", "download after the capture ends");
   luaL_Buffer lb;
   char *dst = luaL_buffinitsize(L, &lb, count * es + 1);
+  cg_isopen(L, &b->h);
   cg_sync(L, ctx);
   CU(L, ctx, cuMemcpyDtoHAsync, dst, b->ptr + off * es, count * es,
      ctx->stream);
@@ -273,8 +279,8 @@ static int buffer_fill(lua_State *L) {
   cg_buffer *b = check(L);
   uint64_t v;
   cg_tobits(L, 2, b->type, &v, NULL);
+  cg_pin(L, b->h.ctx, 1); /* pins allocate: handles are read after them */
   CUstream st = begin(L, b->h.ctx, 3, "fill");
-  cg_pin(L, b->h.ctx, 1);
   fill(L, b->h.ctx, b->ptr, b->n, b->type, &v, st ? st : b->h.ctx->stream);
   finish(L, b->h.ctx, st);
   lua_settop(L, 1);
@@ -289,9 +295,9 @@ static int buffer_copy(lua_State *L) {
     luaL_error(L, "copy: source is %s[%I], destination %s[%I]; they must "
                "match", cg_type_names[s->type], (LUAI_UACINT)s->n,
                cg_type_names[d->type], (LUAI_UACINT)d->n);
-  CUstream st = begin(L, d->h.ctx, 3, "copy");
-  cg_pin(L, d->h.ctx, 1);
+  cg_pin(L, d->h.ctx, 1); /* pins allocate: handles are read after them */
   cg_pin(L, d->h.ctx, 2);
+  CUstream st = begin(L, d->h.ctx, 3, "copy");
   CU(L, d->h.ctx, cuMemcpyDtoDAsync, d->ptr, s->ptr,
      d->n * cg_type_size[d->type], st ? st : d->h.ctx->stream);
   finish(L, d->h.ctx, st);

@@ -105,9 +105,14 @@ void *cg_testobj(lua_State *L, int idx, cg_kind kind) {
   return mt == ctx->mt[kind] ? lua_touserdata(L, idx) : NULL;
 }
 
+void cg_isopen(lua_State *L, const cg_obj *o) {
+  if (!o->open)
+    luaL_error(L, "attempt to use a freed %s", cg_kind_names[o->kind]);
+}
+
 void *cg_checkobj(lua_State *L, int idx, cg_kind kind) {
   cg_obj *o = luaL_checkudata(L, idx, cg_kind_names[kind]);
-  if (!o->open) luaL_error(L, "attempt to use a freed %s", cg_kind_names[kind]);
+  cg_isopen(L, o);
   if (o->ctx->poison) poisoned(L, o->ctx);
   return o;
 }

@@ -101,6 +101,10 @@ void *cg_toobj(lua_State *L, int idx, cg_kind kind);    /* freed is fine */
 void *cg_checkself(lua_State *L, cg_kind kind); /* cg_checkobj of argument
   1, fast, in functions of the methods table given to cg_newtype */
 void *cg_testobj(lua_State *L, int idx, cg_kind kind);  /* NULL if other */
+/* Raises "attempt to use a freed ..." unless o is open. Any Lua allocation
+   can run a finalizer that frees an object explicitly: a C function looks
+   up driver handles only after its last allocation, or checks again. */
+void cg_isopen(lua_State *L, const cg_obj *o);
 void cg_guard(lua_State *L, cg_ctx *ctx, const char *what, const char *fix);
 void cg_canfree(lua_State *L, cg_obj *o);
 /* Releases a driver handle for a finalizer or :free(): never raises; held

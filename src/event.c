@@ -37,9 +37,9 @@ static int event_record(lua_State *L) {
   if (ctx->capture && lua_isnoneornil(L, 2))
     luaL_error(L, "event:record() without a stream inside a graph capture: "
                "pass the capture stream");
-  CUstream s = cg_optstream(L, 2, ctx);
-  cg_pin(L, ctx, 1);
+  cg_pin(L, ctx, 1); /* pins allocate: handles are read after them */
   cg_pin(L, ctx, 2);
+  CUstream s = cg_optstream(L, 2, ctx);
   CU(L, ctx, cuEventRecord, e->e, s);
   lua_settop(L, 1);
   return 1;

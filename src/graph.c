@@ -54,17 +54,20 @@ void cg_pin(lua_State *L, cg_ctx *ctx, int idx) {
   if (ctx->capture && (o = asobj(L, ctx, idx))) cg_pinobj(L, ctx, o, idx);
 }
 
-/* o is the object at idx. */
+/* o is the object at idx. It counts as used before the set grows, so a
+   finalizer that the allocation runs cannot free it; one freed earlier in
+   the same call is refused here. */
 void cg_pinobj(lua_State *L, cg_ctx *ctx, cg_obj *o, int idx) {
   if (!ctx->capture || o->pinned == ctx->capture->serial) return;
   o->pinned = ctx->capture->serial;
+  if (o->uses++ == 0) o->graph = ctx->capture->id;
   idx = lua_absindex(L, idx);
   lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->capture->pins);
   lua_pushvalue(L, idx);
   lua_pushboolean(L, 1);
   lua_rawset(L, -3);
   lua_pop(L, 1);
-  if (o->uses++ == 0) o->graph = ctx->capture->id;
+  cg_isopen(L, o);
   if (o->kind == CG_KERNEL) { /* and so its module */
     lua_getiuservalue(L, idx, 1);
     cg_pin(L, ctx, -1);
@@ -73,12 +76,18 @@ void cg_pinobj(lua_State *L, cg_ctx *ctx, cg_obj *o, int idx) {
 }
 
 /* Releases every pin of graph id in the set at idx. An object keeps the id
-   of a graph that holds it, or 0 when that is not known. */
-static void unpin(lua_State *L, int idx, unsigned id) {
+   of a graph that holds it, or 0 when that is not known. Sets are only
+   reached through the debug library otherwise; keys that are not objects
+   of ours are passed over. */
+static void unpin(lua_State *L, cg_ctx *ctx, int idx, unsigned id) {
   idx = lua_absindex(L, idx);
   lua_pushnil(L);
   while (lua_next(L, idx)) {
-    cg_obj *o = lua_touserdata(L, -2);
+    cg_obj *o = asobj(L, ctx, -2);
+    if (!o) {
+      lua_pop(L, 1);
+      continue;
+    }
     if (o->uses) o->uses--;
     if (!o->uses || o->graph == id) o->graph = 0;
     if (!o->uses) cg_unpinned(L, o);
@@ -87,12 +96,29 @@ static void unpin(lua_State *L, int idx, unsigned id) {
 }
 
 /* Marks every object of the set at idx as held by graph id. */
-static void stamp(lua_State *L, int idx, unsigned id) {
+static void stamp(lua_State *L, cg_ctx *ctx, int idx, unsigned id) {
   lua_pushnil(L);
   while (lua_next(L, idx)) {
-    ((cg_obj *)lua_touserdata(L, -2))->graph = id;
+    cg_obj *o = asobj(L, ctx, -2);
+    if (o) o->graph = id;
     lua_pop(L, 1);
   }
+}
+
+/* Ends the capture on s. A failed end that leaves s capturing (the driver
+   may) is ended again, so the stream is always usable afterwards. */
+static CUresult endcapture(lua_State *L, cg_ctx *ctx, CUstream s,
+                           CUgraph *g) {
+  CUresult r = cg_drv.cuStreamEndCapture(s, g);
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (r != CUDA_SUCCESS &&
+      cg_drv.cuStreamIsCapturing(s, &st) == CUDA_SUCCESS &&
+      st != CU_STREAM_CAPTURE_STATUS_NONE) {
+    CUgraph partial = NULL;
+    cg_drv.cuStreamEndCapture(s, &partial);
+    cg_release(L, ctx, CG_FREE_GRAPH, partial);
+  }
+  return r;
 }
 
 /* Message handler: a string error gains the traceback; others stay as
@@ -119,16 +145,17 @@ static CUgraph capture(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
   cg_stream *s = cg_checkobj(L, sidx, CG_STREAM);
   if (ctx->capture)
     luaL_error(L, "nested capture: a graph capture is already in progress");
-  struct cg_capture cap = { s->s, id, ++ctx->captures, 0 };
+  struct cg_capture cap = { NULL, id, ++ctx->captures, 0 };
+  s->h.pinned = cap.serial; /* pinned before the allocations below */
+  if (s->h.uses++ == 0) s->h.graph = id;
   lua_createtable(L, 0, 8);
   int pins = lua_gettop(L);
   lua_pushvalue(L, pins);
   cap.pins = luaL_ref(L, LUA_REGISTRYINDEX);
-  lua_pushvalue(L, sidx); /* pin the stream while no capture runs yet */
+  lua_pushvalue(L, sidx);
   lua_pushboolean(L, 1);
   lua_rawset(L, pins);
-  s->h.pinned = cap.serial;
-  if (s->h.uses++ == 0) s->h.graph = id;
+  cap.origin = s->s;
   lua_pushcfunction(L, traceback);
   lua_pushvalue(L, fnidx);
   lua_pushvalue(L, sidx);
@@ -140,8 +167,7 @@ static CUgraph capture(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
     ctx->capture = NULL;
   }
   CUgraph g = NULL;
-  CUresult end = r == CUDA_SUCCESS ? cg_drv.cuStreamEndCapture(s->s, &g)
-                                   : r;
+  CUresult end = r == CUDA_SUCCESS ? endcapture(L, ctx, s->s, &g) : r;
   luaL_unref(L, LUA_REGISTRYINDEX, cap.pins);
   cg_flush_deferred(L, ctx);
   size_t n = 0;
@@ -152,9 +178,9 @@ static CUgraph capture(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
     lua_settop(L, pins);
     return g;
   }
-  unpin(L, pins, id);
-  if (restamp && *alive) stamp(L, restamp, id);
-  if (g) cg_drv.cuGraphDestroy(g);
+  unpin(L, ctx, pins, id);
+  if (restamp && *alive) stamp(L, ctx, restamp, id);
+  cg_release(L, ctx, CG_FREE_GRAPH, g);
   if (status != LUA_OK) lua_error(L); /* the closure's error, on top */
   if (end != CUDA_SUCCESS)
     cg_check(L, ctx, r != CUDA_SUCCESS ? "cuStreamBeginCapture"
@@ -173,7 +199,7 @@ static void collect(lua_State *L, cg_graph *gr, int idx) {
   lua_pushnil(L);
   while (lua_next(L, idx)) {
     lua_pop(L, 1);
-    n += ((cg_obj *)lua_touserdata(L, -1))->kind == CG_SCALAR;
+    n += cg_testobj(L, -1, CG_SCALAR) != NULL;
   }
   cg_scalar **a = n ? malloc((size_t)n * sizeof *a) : NULL;
   if (n && !a) luaL_error(L, "out of host memory");
@@ -183,8 +209,8 @@ static void collect(lua_State *L, cg_graph *gr, int idx) {
   lua_pushnil(L);
   while (lua_next(L, idx)) {
     lua_pop(L, 1);
-    cg_obj *o = lua_touserdata(L, -1);
-    if (o->kind == CG_SCALAR) a[gr->nscalars++] = (cg_scalar *)o;
+    cg_scalar *sc = cg_testobj(L, -1, CG_SCALAR);
+    if (sc && gr->nscalars < n) a[gr->nscalars++] = sc;
   }
 }
 
@@ -199,7 +225,8 @@ static void close_graph(lua_State *L, cg_graph *gr, int idx) {
   free(gr->scalars);
   gr->scalars = NULL;
   gr->nscalars = 0;
-  if (lua_getiuservalue(L, idx, 1) == LUA_TTABLE) unpin(L, -1, gr->id);
+  if (lua_getiuservalue(L, idx, 1) == LUA_TTABLE)
+    unpin(L, gr->h.ctx, -1, gr->id);
   lua_pop(L, 1);
   lua_pushnil(L);
   lua_setiuservalue(L, idx, 1);
@@ -242,14 +269,16 @@ static int stream_capture(lua_State *L) {
   lua_pushvalue(L, 1);
   lua_setiuservalue(L, 3, 2);
   collect(L, gr, 4);
+  const char *api = "cuGraphInstantiate";
   CUresult r = cg_drv.cuGraphInstantiate(&gr->exec, g, auto_free
       ? CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH : 0);
-  if (r == CUDA_SUCCESS && upload)
+  if (r == CUDA_SUCCESS && upload) {
+    api = "cuGraphUpload";
     r = cg_drv.cuGraphUpload(gr->exec, gr->stream);
+  }
   if (r != CUDA_SUCCESS) { /* the graph never reaches the user: undo */
     close_graph(L, gr, 3);
-    cg_check(L, ctx, upload && gr->exec ? "cuGraphUpload"
-                                        : "cuGraphInstantiate", r);
+    cg_check(L, ctx, api, r);
   }
   lua_settop(L, 3);
   return 1;
@@ -310,18 +339,26 @@ static int graph_nodes(lua_State *L) {
     "mem_free", "batch_mem_op", "conditional"
   };
   cg_graph *gr = check(L);
-  size_t n = gr->nodes;
-  CUgraphNode *nodes = lua_newuserdatauv(L, (n ? n : 1) * sizeof *nodes, 0);
-  CU(L, gr->h.ctx, cuGraphGetNodes, gr->g, nodes, &n);
-  lua_pushinteger(L, (lua_Integer)n);
+  size_t n = gr->nodes, cap = n ? n : 1;
+  /* every allocation first: a finalizer they run may free the graph */
+  CUgraphNode *nodes = lua_newuserdatauv(L, cap * (sizeof *nodes +
+                                         sizeof(CUgraphNodeType)), 0);
+  CUgraphNodeType *types = (CUgraphNodeType *)(nodes + cap);
   lua_createtable(L, (int)n, 0);
+  cg_isopen(L, &gr->h);
+  CU(L, gr->h.ctx, cuGraphGetNodes, gr->g, nodes, &n);
+  if (n > cap) n = cap;
+  for (size_t i = 0; i < n; i++)
+    CU(L, gr->h.ctx, cuGraphNodeGetType, nodes[i], &types[i]);
   for (size_t i = 0; i < n; i++) {
-    CUgraphNodeType t;
-    CU(L, gr->h.ctx, cuGraphNodeGetType, nodes[i], &t);
-    if ((size_t)t < sizeof kinds / sizeof *kinds) lua_pushstring(L, kinds[t]);
-    else lua_pushfstring(L, "type %d", (int)t);
+    if ((size_t)types[i] < sizeof kinds / sizeof *kinds)
+      lua_pushstring(L, kinds[types[i]]);
+    else
+      lua_pushfstring(L, "type %d", (int)types[i]);
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
+  lua_pushinteger(L, (lua_Integer)n);
+  lua_insert(L, -2);
   return 2;
 }
 
@@ -373,9 +410,9 @@ static int graph_update(lua_State *L) {
   CUresult r = gr->h.open ? cg_drv.cuGraphExecUpdate(gr->exec, g, &info)
                           : CUDA_ERROR_INVALID_HANDLE;
   if (r != CUDA_SUCCESS) {
-    unpin(L, 5, gr->id);
-    if (gr->h.open) stamp(L, 4, gr->id);
-    cg_drv.cuGraphDestroy(g);
+    unpin(L, ctx, 5, gr->id);
+    if (gr->h.open) stamp(L, ctx, 4, gr->id);
+    cg_release(L, ctx, CG_FREE_GRAPH, g);
     if (!gr->h.open)
       return luaL_error(L, "cugraph.Graph #%d was freed inside its own "
                         "update", (int)gr->id);
@@ -386,8 +423,8 @@ static int graph_update(lua_State *L) {
                                  "graph instead", update_reason(info.result)));
     return lua_error(L);
   }
-  unpin(L, 4, gr->id);
-  stamp(L, 5, gr->id);
+  unpin(L, ctx, 4, gr->id);
+  stamp(L, ctx, 5, gr->id);
   lua_pushvalue(L, 5);
   lua_setiuservalue(L, 1, 1);
   cg_release(L, ctx, CG_FREE_GRAPH, gr->g);

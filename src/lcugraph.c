@@ -1,4 +1,5 @@
 /* luaopen_cugraph_core: registers every type; and the embedding API. */
+#include <stdint.h>
 #include <string.h>
 #include "core.h"
 #include "cugraph.h"
@@ -57,6 +58,9 @@ void cugraph_pushbuffer(lua_State *L, CUdeviceptr ptr, const char *type,
     luaL_error(L, "cugraph_pushbuffer: unknown element type '%s'",
                type ? type : "(null)");
   if (!ptr || !n) luaL_error(L, "cugraph_pushbuffer: null pointer or size 0");
+  if (n > SIZE_MAX / cg_type_size[t] || n > (size_t)INT64_MAX / 8)
+    luaL_error(L, "cugraph_pushbuffer: the size in bytes of the %s buffer "
+               "overflows", type);
   cg_buffer *b = cg_newobj(L, ctx, sizeof *b, CG_BUFFER);
   b->ptr = ptr;
   b->n = n;

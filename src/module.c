@@ -181,26 +181,53 @@ static const ptx_entry *find(lua_State *L, cg_module *m, const char *name) {
   return hit;
 }
 
-/* Checks the signature against the sizes the driver reports, if it can. */
+static const char *plural(int n) { return n == 1 ? "" : "s"; }
+
+/* A given signature against the PTX entry's parameters: same count and
+   sizes (the signature may name what PTX leaves open, such as pointers). */
+static void ptxcheck(lua_State *L, const char *name, const ptx_entry *e,
+                     const ptx_param *ps, int n) {
+  if (n != e->nparams)
+    luaL_error(L, "%s: the signature has %d parameter%s, the PTX entry %d",
+               name, n, plural(n), e->nparams);
+  for (int i = 0; i < n; i++)
+    if (ps[i].size != e->params[i].size)
+      luaL_error(L, "%s: the signature gives parameter %d %d bytes, the PTX "
+                 "entry %d", name, i + 1, (int)ps[i].size,
+                 (int)e->params[i].size);
+}
+
+/* Parameter i's size from the driver: 1, or 0 past the last parameter, or
+   -1 when the driver cannot tell. Its other failures raise. */
+static int paraminfo(lua_State *L, cg_kernel *k, int i, size_t *size) {
+  size_t off;
+  CUresult r = cg_drv.cuFuncGetParamInfo(k->f, (size_t)i, &off, size);
+  if (r == CUDA_SUCCESS) return 1;
+  if (r == CUDA_ERROR_INVALID_VALUE) return 0;
+  if (r == CUDA_ERROR_NOT_SUPPORTED && i == 0) return -1;
+  cg_check(L, k->h.ctx, "cuFuncGetParamInfo", r);
+  return -1;
+}
+
+/* Checks the signature against the sizes the driver reports, where it can
+   (drivers from 12.4); without that a cubin's signature is trusted. */
 static void crosscheck(lua_State *L, cg_kernel *k) {
   if (!cg_drv.cuFuncGetParamInfo) return;
-  size_t off, size;
+  size_t size;
   for (int i = 0; i < k->nparams; i++) {
-    CUresult r = cg_drv.cuFuncGetParamInfo(k->f, (size_t)i, &off, &size);
-    if (r != CUDA_SUCCESS) {
-      if (i == 0 && r == CUDA_ERROR_NOT_SUPPORTED) return;
-      luaL_error(L, "%s: the signature has %d parameters, the kernel %d",
-                 k->name, k->nparams, i);
-    }
+    int got = paraminfo(L, k, i, &size);
+    if (got < 0) return;
+    if (!got)
+      luaL_error(L, "%s: the signature has %d parameter%s, the kernel %d",
+                 k->name, k->nparams, plural(k->nparams), i);
     if (size != k->params[i].size)
       luaL_error(L, "%s: the signature gives parameter %d %d bytes, the "
                  "kernel %d", k->name, i + 1, (int)k->params[i].size,
                  (int)size);
   }
-  if (cg_drv.cuFuncGetParamInfo(k->f, (size_t)k->nparams, &off, &size) ==
-      CUDA_SUCCESS)
-    luaL_error(L, "%s: the signature has %d parameters, the kernel more",
-               k->name, k->nparams);
+  if (paraminfo(L, k, k->nparams, &size) > 0)
+    luaL_error(L, "%s: the signature has %d parameter%s, the kernel more",
+               k->name, k->nparams, plural(k->nparams));
 }
 
 /* Makes a kernel object for entry `entry` with parameters ps[n]; the module
@@ -226,6 +253,7 @@ static cg_kernel *newkernel(lua_State *L, cg_module *m, const char *entry,
   }
   lua_pushvalue(L, 1);
   lua_setiuservalue(L, -2, 1); /* the kernel keeps its module alive */
+  cg_isopen(L, &m->h);         /* a finalizer may have freed it */
   CU(L, m->h.ctx, cuModuleGetFunction, &k->f, m->m, entry);
   k->h.open = 1;
   crosscheck(L, k);
@@ -243,7 +271,11 @@ static int module_kernel(lua_State *L) {
                           sizeof err);
     if (n < 0) return luaL_argerror(L, 3, err);
     const char *entry = name;
-    if (m->entries) entry = find(L, m, name)->name;
+    if (m->entries) {
+      const ptx_entry *e = find(L, m, name);
+      ptxcheck(L, name, e, ps, n);
+      entry = e->name;
+    }
     newkernel(L, m, entry, name, ps, n);
     return 1;
   }
@@ -324,27 +356,19 @@ static CUdeviceptr pointer(lua_State *L, cg_kernel *k, int arg, int idx,
   const void *mt = lua_topointer(L, -1);
   lua_pop(L, 1);
   cg_obj *o = lua_touserdata(L, idx);
-  CUdeviceptr p;
-  int type;
-  if (mt == ctx->mt[CG_BUFFER]) {
-    p = ((cg_buffer *)o)->ptr;
-    type = ((cg_buffer *)o)->type;
-  } else if (mt == ctx->mt[CG_SCALAR]) {
-    cg_scalar *sc = (cg_scalar *)o;
-    p = sc->ptr;
-    type = sc->type;
-    if (o->open && !ctx->capture) cg_scalar_flush(L, sc, st);
-  } else {
-    return 0;
-  }
+  int scalar = mt == ctx->mt[CG_SCALAR];
+  if (!scalar && mt != ctx->mt[CG_BUFFER]) return 0;
   if (!o->open)
     argerror(L, k, arg, lua_pushfstring(L, "attempt to use a freed %s",
                                         cg_kind_names[o->kind]));
+  int type = scalar ? (int)((cg_scalar *)o)->type : (int)((cg_buffer *)o)->type;
   if (elem != PTX_ANY && elem != type)
     typeerror(L, k, arg, idx, lua_pushfstring(L, "%s of %s",
               "cugraph.Buffer or cugraph.Scalar", ptx_names[elem]));
-  cg_pinobj(L, ctx, o, idx);
-  return p;
+  cg_pinobj(L, ctx, o, idx); /* before the address is read */
+  if (!scalar) return ((cg_buffer *)o)->ptr;
+  if (!ctx->capture) cg_scalar_flush(L, (cg_scalar *)o, st);
+  return ((cg_scalar *)o)->ptr;
 }
 
 /* An integer argument of `size` bytes; signedness unknown when !typed. */
@@ -464,13 +488,13 @@ static int kernel_launch(lua_State *L) {
   if (nargs != k->nparams)
     return luaL_error(L, "%s: expected %d argument%s, got %d", k->name,
                       k->nparams, k->nparams == 1 ? "" : "s", nargs < 0 ? 0 : nargs);
-  if (ctx->capture) {
+  if (ctx->capture) { /* pins allocate: handles are read after them */
     if (!cg_capturing_on(L, ctx, s->s))
       return luaL_error(L, "%s: launch inside a graph capture on a stream "
                         "that is not part of it; make the stream wait on the "
                         "capture stream first", k->name);
-    cg_pinobj(L, ctx, &k->h, 1);
     cg_pinobj(L, ctx, &s->h, 2);
+    cg_pinobj(L, ctx, &k->h, 1);
   }
   for (int i = 1; i <= nargs; i++) setarg(L, k, i, i + 4, s->s);
   CU(L, ctx, cuLaunchKernel, k->f, grid[0], grid[1], grid[2], block[0],

@@ -184,6 +184,14 @@ static int parse_param(lexer *lx, token t, ptx_param *p) {
   for (;;) {
     t = lex(lx);
     if (t.n == 0) return P_END;
+    /* ".ptr.global.align" lexes as one word: take its parts one by one */
+    while (t.n > 1 && t.p[0] == '.' && memchr(t.p + 1, '.', t.n - 1)) {
+      token part = { t.p, (size_t)((const char *)memchr(t.p + 1, '.', t.n - 1)
+                                   - t.p) };
+      if (!tok_qualifier(part)) return P_BAD;
+      t.p += part.n;
+      t.n -= part.n;
+    }
     if (tok_is(t, ".align")) {
       t = lex(lx);
       if (t.n == 0) return P_END;

@@ -50,6 +50,8 @@ static int stream_query(lua_State *L) {
 static int stream_wait(lua_State *L) {
   cg_stream *s = check(L);
   cg_ctx *ctx = s->h.ctx;
+  cg_pin(L, ctx, 1); /* pins allocate: handles are read after them */
+  cg_pin(L, ctx, 2);
   cg_stream *other = cg_testobj(L, 2, CG_STREAM);
   CUevent e;
   if (other) {
@@ -63,8 +65,6 @@ static int stream_wait(lua_State *L) {
       luaL_typeerror(L, 2, "cugraph.Event or cugraph.Stream");
     e = ((cg_event *)cg_checkobj(L, 2, CG_EVENT))->e;
   }
-  cg_pin(L, ctx, 1);
-  cg_pin(L, ctx, 2);
   CU(L, ctx, cuStreamWaitEvent, s->s, e, 0);
   lua_settop(L, 1);
   return 1;
