@@ -100,6 +100,13 @@ test-gpu: all $(KERNELS) build/late_close
 run: all
 	build/cugraph-lua examples/model.lua
 
+# The suite with a whole collection cycle, finalizers included, at every
+# allocation: a finalizer may run inside any C function of the runtime.
+test-gcstress: all $(DOUBLE) $(KERNELS) build/late_close
+	$(SPEC_ENV) CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
+	  build/cugraph-lua "$$(command -v busted)" \
+	  --helper=spec/support/gcstress.lua $(BUSTED_ARGS)
+
 # The suite under valgrind on the test double: any invalid access or definite
 # leak fails it. Subprocess specs run their children natively.
 VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full \
@@ -135,7 +142,7 @@ fuzz: build/ptx_fuzz
 clean:
 	rm -rf build
 
-.PHONY: all deps test test-gpu test-valgrind sanitize-gpu fuzz run clean
+.PHONY: all deps test test-gpu test-gcstress test-valgrind sanitize-gpu fuzz run clean
 
 # -- install ------------------------------------------------------------------
 LUA_LDIR ?= $(PREFIX)/share/lua/5.4

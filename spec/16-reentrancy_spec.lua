@@ -1,0 +1,115 @@
+-- Finalizers that run inside a C function of the runtime: any allocation
+-- there can run a pending __gc, which may free an object the function
+-- already looked up. The collector is set to finish a whole cycle at every
+-- allocation, so a finalizer armed just before a call runs at that call's
+-- first allocation.
+local H = require "support.helper"
+local cuda = H.cuda
+
+-- Runs fn with a finalizer pending that calls on_gc; the collector finishes
+-- a cycle (finalizers included) at every allocation meanwhile.
+local function with_pending_finalizer(on_gc, fn)
+  local mt = { __gc = function() on_gc() end }
+  collectgarbage("incremental", 1, 1000, 30)
+  collectgarbage("collect") -- the new pause applies from here
+  setmetatable({}, mt)
+  local ok, err = pcall(fn)
+  collectgarbage("incremental", 200, 100, 13)
+  collectgarbage("collect")
+  return ok, err
+end
+
+describe("finalizers inside calls", function()
+  it("an upload looks its stream up after converting the data", function()
+    local b = cuda.buffer("f32", 1024)
+    local data = {}
+    for i = 1, 1024 do data[i] = i end
+    local s = cuda.stream()
+    local freed = false
+    local ok, err = with_pending_finalizer(function() s:free(); freed = true end,
+      function() return b:upload(data, 0, s) end)
+    assert.is_true(freed)
+    assert.is_false(ok)
+    assert.matches("attempt to use a freed cugraph.Stream", tostring(err))
+    b:upload(data) -- the buffer is unharmed
+    assert.equals(1024, b:download("table", 1023, 1)[1])
+  end)
+
+  it("a download checks its buffer after allocating the result", function()
+    local b = cuda.buffer("u32", 4096):fill(7)
+    local ok, err = with_pending_finalizer(function() b:free() end,
+      function() return b:download("string") end)
+    assert.is_false(ok)
+    assert.matches("attempt to use a freed cugraph.Buffer", tostring(err))
+  end)
+
+  it("g:nodes() reads the graph's nodes only after allocating", function()
+    local s = cuda.stream()
+    local x = cuda.buffer("i32", 64):fill(0)
+    local k = H.kernels().inc_i32
+    local g = s:capture(function()
+      for _ = 1, 4 do k:launch(s, 1, 64, x, 64) end
+    end)
+    local ok, err = with_pending_finalizer(function() g:free() end,
+      function() return g:nodes() end)
+    assert.is_false(ok)
+    assert.matches("attempt to use a freed cugraph.Graph", tostring(err))
+    x:free()
+  end)
+
+  it("a kernel lookup checks its module after allocating the kernel", function()
+    local m = cuda.module(H.build .. "/kernels.ptx")
+    local ok, err = with_pending_finalizer(function() m:free() end,
+      function() return m:kernel("saxpy") end)
+    assert.is_false(ok)
+    assert.matches("attempt to use a freed cugraph.Module", tostring(err))
+  end)
+
+  -- Launch n buffers into a capture, then one more whose pin allocation runs
+  -- a finalizer that tries to free it: either the free is refused (the
+  -- buffer is in use) or the launch is refused; a graph never holds a freed
+  -- buffer. n runs past the pin set's growth points.
+  it("a buffer being pinned cannot be freed by the pin's allocation", function()
+    local k = H.kernels().inc_i32
+    local s = cuda.stream()
+    for n = 0, 20 do
+      local bufs = {}
+      for i = 1, n do bufs[i] = cuda.buffer("i32", 32):fill(0) end
+      local x = cuda.buffer("i32", 32):fill(0)
+      local refused
+      local ok, g = pcall(s.capture, s, function()
+        for i = 1, n do k:launch(s, 1, 32, bufs[i], 32) end
+        with_pending_finalizer(function()
+          local freed, e = pcall(x.free, x)
+          refused = not freed and tostring(e)
+        end, function() k:launch(s, 1, 32, x, 32) end)
+      end)
+      if ok then
+        assert.not_matches("%(freed%)", tostring(x))
+        if refused then assert.matches("used by live cugraph.Graph", refused) end
+        g:launch()
+        assert.same({ 1, 1 }, x:download("table", 0, 2))
+        g:free()
+      else
+        assert.matches("attempt to use a freed cugraph.Buffer", tostring(g))
+      end
+      x:free()
+      for i = 1, n do bufs[i]:free() end
+    end
+  end)
+end)
+
+describe("the debug library", function()
+  it("a graph whose pin set was replaced frees without reading foreign keys", function()
+    local s = cuda.stream()
+    local x = cuda.buffer("i32", 8):fill(0)
+    local g = s:capture(function() H.kernels().inc_i32:launch(s, 1, 8, x, 8) end)
+    local pins = debug.getuservalue(g, 1)
+    pins[io.stdout] = true
+    pins["text"] = true
+    pins[{}] = true
+    g:free()
+    x:free()
+    assert.matches("%(freed%)", tostring(x))
+  end)
+end)
