@@ -90,11 +90,15 @@ deps:
 build/late_close: spec/support/late_close.c build/libcugraph.a
 	$(CC) $(ALL_CFLAGS) -o $@ $< build/libcugraph.a $(LUA_LIBS) -ldl -lm
 
-test: all $(DOUBLE) $(KERNELS) build/late_close
+# The embedding API's argument checks.
+build/capi: spec/support/capi.c build/libcugraph.a
+	$(CC) $(ALL_CFLAGS) -o $@ $< build/libcugraph.a $(LUA_LIBS) -ldl -lm
+
+test: all $(DOUBLE) $(KERNELS) build/late_close build/capi
 	$(SPEC_ENV) CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
 	  build/cugraph-lua "$$(command -v busted)" $(BUSTED_ARGS)
 
-test-gpu: all $(KERNELS) build/late_close
+test-gpu: all $(KERNELS) build/late_close build/capi
 	$(SPEC_ENV) build/cugraph-lua "$$(command -v busted)" $(BUSTED_ARGS)
 
 run: all
@@ -102,7 +106,7 @@ run: all
 
 # The suite with a whole collection cycle, finalizers included, at every
 # allocation: a finalizer may run inside any C function of the runtime.
-test-gcstress: all $(DOUBLE) $(KERNELS) build/late_close
+test-gcstress: all $(DOUBLE) $(KERNELS) build/late_close build/capi
 	$(SPEC_ENV) CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
 	  build/cugraph-lua "$$(command -v busted)" \
 	  --helper=spec/support/gcstress.lua $(BUSTED_ARGS)
@@ -112,7 +116,7 @@ test-gcstress: all $(DOUBLE) $(KERNELS) build/late_close
 VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full \
   --errors-for-leak-kinds=definite --show-leak-kinds=definite \
   --suppressions=spec/support/valgrind.supp
-test-valgrind: all $(DOUBLE) $(KERNELS) build/late_close
+test-valgrind: all $(DOUBLE) $(KERNELS) build/late_close build/capi
 	$(SPEC_ENV) CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
 	  $(VALGRIND) build/cugraph-lua "$$(command -v busted)" $(BUSTED_ARGS)
 
@@ -121,7 +125,7 @@ test-valgrind: all $(DOUBLE) $(KERNELS) build/late_close
 # any invalid access or leaked allocation fails.
 SANITIZER = $(CUDA_HOME)/bin/compute-sanitizer --tool memcheck \
   --leak-check full --report-api-errors no --error-exitcode 99
-sanitize-gpu: all examples $(KERNELS) build/late_close
+sanitize-gpu: all examples $(KERNELS) build/late_close build/capi
 	$(SPEC_ENV) $(SANITIZER) build/cugraph-lua "$$(command -v busted)" $(BUSTED_ARGS)
 	$(SANITIZER) build/cugraph-lua examples/model.lua
 	$(SANITIZER) build/cugraph-lua examples/graph.lua build/examples/graph.dot

@@ -44,6 +44,25 @@ describe("cugraph.Module", function()
     assert.error_matches(function() m:kernel("saxpy", "float, flaot") end, "unknown type 'flaot'")
   end)
 
+  it("checks an explicit signature against the PTX entry before the driver", function()
+    local m = H.kernels()
+    assert.error_matches(function() m:kernel("saxpy", "float a") end,
+                         "saxpy: the signature has 1 parameter, the PTX entry 4")
+    assert.error_matches(function() m:kernel("saxpy", "double a, float *x, float *y, int n") end,
+                         "saxpy: the signature gives parameter 1 8 bytes, the PTX entry 4")
+    assert.error_matches(function() m:kernel("noop", "int n") end,
+                         "noop: the signature has 1 parameter, the PTX entry 0")
+  end)
+
+  it("reads .ptr parameters whose qualifiers are written as one word", function()
+    local ptx = ".version 8.0\n.target sm_90\n.address_size 64\n" ..
+      ".visible .entry k(.param .u64 .ptr.global.align 16 p, .param .u32 n)\n{\nret;\n}\n"
+    local e = cuda.entries(ptx)[1]
+    assert.same({ "u64|ptr", "b32" }, e.params)
+    assert.error_matches(function() cuda.entries(ptx:gsub("%.global", ".bogus")) end,
+                         "malformed parameter 1 of entry 'k'")
+  end)
+
   it("loads a cubin, whose kernels need a signature", function()
     local m = cuda.module(H.build .. "/kernels.cubin")
     assert.error_matches(function() return m.saxpy end, "use m:kernel%(name, signature%)")
