@@ -1,19 +1,30 @@
 -- The benchmarks: each case's loop in Lua through the binding, against the
--- same driver calls made directly in C (build/bench-ref), in one table. From
--- the repository root (make bench does this):
+-- same driver calls made directly in C (bench/ref.c, loaded as a module),
+-- in one process and thread, and beside the same loops in CuPy and PyTorch
+-- (bench/anchors.py) when python3 has them. From the repository root (make
+-- bench does this):
 --   build/cugraph-lua bench/bench.lua [--quick] [--markdown]
--- Both sides time the loop plus a final stream synchronize with
--- CLOCK_MONOTONIC and report microseconds per iteration, the median of R
--- runs after W untimed ones. Steady loops run with the collector stopped, so
--- their Lua allocation per iteration (which must be 0) is exact.
+-- BENCH_QUICK=1 is --quick (a smoke run: few short pairs, numbers
+-- meaningless); BENCH_CPU=n pins to CPU n instead of the current one.
+--
+-- Method (bench/RESULTS.md says more): the thread is pinned to one CPU; a
+-- case runs as many pairs of short timed blocks, one block of C then one of
+-- Lua (the order alternating pair by pair), each block n iterations of the
+-- loop plus a stream synchronize, n calibrated so that a C block lasts
+-- about BLOCK seconds. Warm-up pairs run until both sides' rates agree
+-- with the last pair's within SETTLE. Each pair gives a ratio Lua/C; the
+-- row shows the median ratio, a 95% confidence interval of that median
+-- (order statistics) and the interquartile range of the pairs.
 local here = arg[0]:match("^(.*)/[^/]*$") or "."
 local build = os.getenv("CUGRAPH_LUA_BUILD") or here .. "/../build"
 package.cpath = build .. "/bench/?.so;" .. package.cpath
-local now = require("clock").now
-local ref = require("ref") -- the C side of each case, in this process
+local clock = require "clock"
+local now = clock.now
+local ref = require "ref" -- the C side of each case, in this process
 local cuda = require "cugraph"
 
-local quick, markdown, child_arch = false, false, nil
+local quick, markdown, child_arch = os.getenv("BENCH_QUICK") == "1", false,
+  nil
 do
   local i = 1
   while arg[i] do
@@ -35,23 +46,37 @@ do
   end
 end
 
-local R = quick and 3 or 5            -- timed runs; the median is reported
-local W = 1                           -- untimed warm-up runs before them
-local N = quick and 100 or 10000      -- iterations of a launch loop
-local NCAPTURE = quick and 10 or 2000 -- iterations of capture + instantiate
-local NCACHED = quick and 10 or 200   -- compiles served from the cache
-local SOURCE = here .. "/../spec/kernels/kernels.cu" -- what NVRTC compiles
+local PAIRS = quick and 8 or 300         -- timed pairs a case
+local BLOCK = quick and 2e-4 or 2e-3     -- seconds of a C block
+local WARM_MIN, WARM_MAX = 3, quick and 4 or 100 -- warm-up pairs
+local SETTLE = 0.01                      -- warm-up ends at this agreement
+local COLD_PAIRS = quick and 2 or 20     -- pairs of process starts
+local COMPILE_PAIRS = quick and 2 or 30  -- pairs of NVRTC compiles
+local R = quick and 3 or 5               -- cached compile: runs (median)
+local NCACHED = quick and 10 or 200      -- compiles served from the cache
+local SOURCE = here .. "/../spec/kernels/kernels.cu" -- inc_i32, mark_u32
 local LUA = build .. "/cugraph-lua"
 local REF = build .. "/bench-ref"
 local PTX = build .. "/kernels.ptx"
+local ARGS_PTX = build .. "/bench/kernels.ptx"
+local OUT = build .. "/bench/results.json"
 
 local function q(str) return "'" .. str:gsub("'", "'\\''") .. "'" end
 
-local function median(t)
-  table.sort(t)
-  local k = #t
-  return k % 2 == 1 and t[(k + 1) // 2] or (t[k // 2] + t[k // 2 + 1]) / 2
+-- The p-quantile of the sorted list t, interpolated.
+local function quantile(t, p)
+  local h = (#t - 1) * p + 1
+  local lo = math.floor(h)
+  return t[lo] + (h - lo) * ((t[lo + 1] or t[lo]) - t[lo])
 end
+
+local function sorted(t)
+  local c = table.move(t, 1, #t, 1, {})
+  table.sort(c)
+  return c
+end
+
+local function median(t) return quantile(sorted(t), 0.5) end
 
 -- Runs a shell command; returns its output, or nil and a message.
 local function run(cmd)
@@ -62,83 +87,117 @@ local function run(cmd)
   return nil, ("%s: exit %s\n%s"):format(cmd, tostring(code), out)
 end
 
--- The values of the "name value" lines of a child's output.
-local function values(out)
-  local t = {}
-  for k, v in out:gmatch("(%S+) (%S+)") do t[k] = tonumber(v) end
-  return t
-end
-
-local s -- the stream of the GPU cases; nil in the compile child
-
--- Microseconds per iteration of loop(iters), the final synchronize of s
--- included, and for a steady loop (run with the collector stopped) the Lua
--- bytes it allocated per iteration.
-local function timed(loop, iters, steady)
-  collectgarbage("collect")
-  if steady then collectgarbage("stop") end
-  local kb = collectgarbage("count")
-  local t0 = now()
-  loop(iters)
-  if s then s:synchronize() end
-  local t = now() - t0
-  local bytes = (collectgarbage("count") - kb) * 1024 / iters
-  collectgarbage("restart")
-  return t * 1e6 / iters, steady and bytes or nil
-end
-
--- The median of R timed runs after W untimed ones, and the most bytes per
--- iteration any run allocated (steady loops).
-local function measure(loop, iters, steady)
-  for _ = 1, W do timed(loop, iters, steady) end
-  local t, most = {}, nil
-  for r = 1, R do
-    local us, bytes = timed(loop, iters, steady)
-    t[r] = us
-    if bytes then most = math.max(most or 0, bytes) end
-  end
-  return median(t), most
-end
-
--- The compile cases, in a child whose XDG_CACHE_HOME is a fresh directory:
--- compiles without the cache, then compiles the cache serves after one warm
--- compile wrote the entry. Prints "compile_cold US" and "compile_cached US".
+-- The cached compile, in a child whose XDG_CACHE_HOME is a fresh
+-- directory: after one compile without the cache and one that writes the
+-- entry, NCACHED compiles the cache serves, R times. Prints
+-- "compile_cached US", the median microseconds per compile.
 local function compile_child(arch)
   local f = assert(io.open(SOURCE, "rb"))
   local src = f:read("a")
   f:close()
-  local cold_ptx, hit
-  local cold = measure(function(iters)
-    for _ = 1, iters do
-      cold_ptx = cuda.ptx(src, {arch = arch, cache = false})
-    end
-  end, 1, false)
+  local fresh = cuda.ptx(src, {arch = arch, cache = false})
   local dir = cuda.compile_cache_dir()
   assert(dir == os.getenv("XDG_CACHE_HOME") .. "/cugraph-lua",
          "compile: the cache is not in XDG_CACHE_HOME")
   cuda.ptx(src, {arch = arch})
   assert(assert(run("ls " .. q(dir))):find("%.ptx\n"),
          "compile: no cache entry written")
-  local cached = measure(function(iters)
-    for _ = 1, iters do hit = cuda.ptx(src, {arch = arch}) end
-  end, NCACHED, false)
-  assert(hit == cold_ptx, "compile: the cache served other PTX")
-  print(("compile_cold %.17g\ncompile_cached %.17g"):format(cold, cached))
+  local t, hit = {}, nil
+  for r = 1, R do
+    local t0 = now()
+    for _ = 1, NCACHED do hit = cuda.ptx(src, {arch = arch}) end
+    t[r] = (now() - t0) * 1e6 / NCACHED
+  end
+  assert(hit == fresh, "compile: the cache served other PTX")
+  print(("compile_cached %.17g"):format(median(t)))
 end
 
 if child_arch then return compile_child(child_arch) end
 
--- -- the GPU cases --------------------------------------------------------
+-- -- pairs ------------------------------------------------------------------
+
+-- Times cside(n) and lside(n) (each returns microseconds per iteration;
+-- lside may add the Lua bytes it allocated per iteration) in interleaved
+-- pairs of blocks of n iterations: n from opts.iters or calibrated on the C
+-- side, then warm-up pairs, then opts.pairs (PAIRS) timed pairs. Returns
+-- the row's figures; bytes: the most of the timed blocks.
+local function paired(cside, lside, opts)
+  local iters = opts.iters
+  if not iters then
+    iters = 1
+    while true do
+      local total = cside(iters) * iters * 1e-6
+      if total >= BLOCK / 4 then
+        iters = math.max(1, math.ceil(iters * BLOCK / total))
+        break
+      end
+      iters = iters * 4
+    end
+  end
+  local warm, pc, pl = 0, nil, nil
+  for w = 1, opts.warm_max or WARM_MAX do
+    local c, l = cside(iters), lside(iters)
+    warm = w
+    if w >= (opts.warm_min or WARM_MIN) and pc
+       and math.abs(c / pc - 1) < SETTLE and math.abs(l / pl - 1) < SETTLE
+    then
+      break
+    end
+    pc, pl = c, l
+  end
+  local cs, ls, rs, bytes = {}, {}, {}, nil
+  for p = 1, opts.pairs or PAIRS do
+    local c, l, b
+    if p % 2 == 1 then
+      c = cside(iters); l, b = lside(iters)
+    else
+      l, b = lside(iters); c = cside(iters)
+    end
+    cs[p], ls[p], rs[p] = c, l, l / c
+    if b then bytes = math.max(bytes or 0, b) end
+  end
+  local r = sorted(rs)
+  local k = #r
+  -- 95% distribution-free interval of the median: the order statistics
+  -- k/2 -+ 0.98 sqrt(k) (the binomial's normal approximation).
+  local d = 0.98 * math.sqrt(k)
+  return {c = median(cs), lua = median(ls), ratio = quantile(r, 0.5),
+          ci_lo = r[math.max(1, math.floor(k / 2 - d))],
+          ci_hi = r[math.min(k, math.ceil(k / 2 + 1 + d))],
+          p25 = quantile(r, 0.25), p75 = quantile(r, 0.75), min = r[1],
+          max = r[k], pairs = k, iters = iters, warmup = warm, bytes = bytes}
+end
+
+-- -- the GPU cases ------------------------------------------------------------
 
 local dev = cuda.device()
 local m = cuda.module(PTX)
 local inc, mark = m.inc_i32, m.mark_u32
-s = cuda.stream()
+local s = cuda.stream()
 local n = 256                       -- elements; one block of n threads
-local x = cuda.buffer("i32", n)     -- inc_i32 adds 1 to each element
+local x = cuda.buffer("i32", n)     -- inc_i32 and argsN add 1 to x[t]
 local out = cuda.buffer("u32", n)   -- mark_u32 writes out[pos] = pos + 1
 local pos = cuda.scalar("u32", 0)
 local g                             -- the graph of the case being run
+ref.open(PTX, ARGS_PTX)
+
+local notes = {}
+
+-- The argsN kernels, unless the driver cannot run them (the test double has
+-- no host version of them and answers CUDA_ERROR_NOT_SUPPORTED).
+local am = cuda.module(ARGS_PTX)
+do
+  local ok, err = pcall(function() am.args1:launch(s, 1, n, x) end)
+  if not ok then
+    if type(err) ~= "table" or err.name ~= "CUDA_ERROR_NOT_SUPPORTED" then
+      error(err, 0)
+    end
+    am = nil
+    notes[#notes + 1] = "argument rows skipped: this driver cannot run the "
+      .. "argsN kernels (" .. tostring(err) .. ")"
+  end
+  s:synchronize()
+end
 
 -- nodes launches of inc_i32, then mark_u32 reading pos when with_mark.
 local function graph(nodes, with_mark)
@@ -148,89 +207,201 @@ local function graph(nodes, with_mark)
   end)
 end
 
-local function ten() for _ = 1, 10 do inc:launch(s, 1, n, x, n) end end
-
-local function launches(iters)
+local function replay(iters)
   local gr = g
   for _ = 1, iters do gr:launch() end
 end
 
--- ref: bench-ref's case (the C side); nodes: inc_i32 nodes of the case's
--- graph; incs: inc_i32 launches per iteration (the check of the result);
--- steady: a loop that must allocate no Lua memory.
+-- argsK:launch(s, 1, n, x, 0, ...) with K - 1 zeros, written out in the
+-- loop as a script would write it.
+local function args_loop(k)
+  return assert(load(([[
+    local K, S, X, N = ...
+    return function(iters)
+      local k, st, buf, len = K, S, X, N
+      for _ = 1, iters do k:launch(st, 1, len, buf%s) end
+    end]]):format((", 0"):rep(k - 1)), "=args" .. k))(am["args" .. k], s, x,
+                                                     n)
+end
+
+-- s:capture(fn):free() with fn launching inc_i32 k times.
+local function capture_loop(k)
+  local function fn() for _ = 1, k do inc:launch(s, 1, n, x, n) end end
+  return function(iters)
+    local st, f = s, fn
+    for _ = 1, iters do st:capture(f):free() end
+  end
+end
+
+-- key: the row's name in results.json and anchors.py; c: ref.setup's
+-- arguments; nodes: inc_i32 nodes of the Lua graph (mark: then mark_u32);
+-- incs: inc_i32 (argsN) launches an iteration; steady: the loop must
+-- allocate no Lua memory; target: the most Lua/C may be.
 local cases = {
-  {ref = "eager", label = "eager launch, inc_i32 chain", target = 1.10,
-   iters = N, incs = 1, steady = true, loop = function(iters)
+  {key = "eager", label = "eager launch, inc_i32 (2 args)", target = 1.05,
+   c = {"eager"}, incs = 1, steady = true, loop = function(iters)
      local k, st, buf, len = inc, s, x, n
      for _ = 1, iters do k:launch(st, 1, len, buf, len) end
    end},
-  {ref = "graph1", label = "graph replay, 1 node", target = 1.05, iters = N,
-   nodes = 1, incs = 1, steady = true, loop = launches},
-  {ref = "graph10", label = "graph replay, 10 nodes", target = 1.05,
-   iters = N, nodes = 10, incs = 10, steady = true, loop = launches},
-  {ref = "graph100", label = "graph replay, 100 nodes", target = 1.05,
-   iters = N, nodes = 100, incs = 100, steady = true, loop = launches},
-  {ref = "graph10", label = "g:replay(n), 10 nodes", target = 1.05,
-   iters = N, nodes = 10, incs = 10, steady = true,
-   loop = function(iters) g:replay(iters) end},
-  {ref = "scalar", label = "scalar set + replay, 10 nodes", target = 1.03,
-   iters = N, nodes = 9, mark = true, incs = 9, steady = true,
-   loop = function(iters)
-     local gr, sc = g, pos
-     for i = 1, iters do sc:set(i); gr:launch() end
-   end},
-  {ref = "capture", label = "capture + instantiate, 10 nodes", target = 1.25,
-   iters = NCAPTURE, incs = 0, loop = function(iters)
-     local st, fn = s, ten
-     for _ = 1, iters do st:capture(fn):free() end
-   end},
 }
-
--- One timed run of the C side of case c (after W untimed ones), in this
--- process: bench/ref.c's loop with its own objects in the same context.
-local function c_once(c)
-  return ref.run(c.ref, PTX, c.iters, W)
+for _, k in ipairs {1, 2, 4, 8, 16} do
+  cases[#cases + 1] = {key = "args" .. k, label = ("eager launch, args%d "
+    .. "(%d arg%s)"):format(k, k, k > 1 and "s" or ""), c = {"args", k},
+    incs = 1, steady = true, args = k}
+end
+for _, k in ipairs {1, 10, 100, 1000} do
+  cases[#cases + 1] = {key = "replay" .. k, label = ("graph replay, %d "
+    .. "node%s"):format(k, k > 1 and "s" or ""), target = 1.03,
+    c = {"replay", k}, nodes = k, incs = k, steady = true, loop = replay}
+end
+cases[#cases + 1] = {key = "replayn", label = "g:replay(n), 10 nodes",
+  target = 1.03, c = {"replay", 10}, nodes = 10, incs = 10, steady = true,
+  loop = function(iters) g:replay(iters) end}
+cases[#cases + 1] = {key = "scalar", label = "scalar set + replay, 10 nodes",
+  target = 1.03, c = {"scalar"}, nodes = 9, mark = true, incs = 9,
+  steady = true, loop = function(iters)
+    local gr, sc = g, pos
+    for i = 1, iters do sc:set(i); gr:launch() end
+  end}
+for _, k in ipairs {1, 10, 100} do
+  cases[#cases + 1] = {key = "capture" .. k, label = ("capture + "
+    .. "instantiate, %d node%s"):format(k, k > 1 and "s" or ""),
+    target = k == 10 and 1.15 or nil, c = {"capture", k}, incs = 0,
+    capture = k}
 end
 
--- Runs c in C and in Lua, one repeat of each in turn so that both sides
--- see the same GPU state (clocks, other load), and checks the Lua side's
--- work ran. Returns the medians and the most Lua bytes per iteration.
+-- Runs case c in pairs and checks that both sides' work ran. A steady loop
+-- runs with the collector stopped, so the Lua bytes it allocates per
+-- iteration (the most over its timed blocks; must be 0) are exact.
 local function run_case(c)
   x:fill(0)
   out:fill(0)
+  ref.setup(c.c[1], c.c[2])
   if c.nodes then g = graph(c.nodes, c.mark) end
-  local ct, lt, most = {}, {}, nil
-  for r = 1, R do
-    ct[r] = c_once(c) -- W untimed runs, then one timed, as here:
-    for _ = 1, W do timed(c.loop, c.iters, c.steady) end
-    local us, bytes = timed(c.loop, c.iters, c.steady)
-    lt[r] = us
-    if bytes then most = math.max(most or 0, bytes) end
+  local loop = c.loop or c.args and args_loop(c.args)
+    or capture_loop(c.capture)
+  local count, last = 0, 0
+  local function lside(iters)
+    local kb = collectgarbage("count")
+    local t0 = now()
+    loop(iters)
+    s:synchronize()
+    local t = now() - t0
+    count, last = count + iters, iters
+    return t * 1e6 / iters,
+      c.steady and (collectgarbage("count") - kb) * 1024 / iters or nil
   end
-  local want = c.incs * c.iters * (W + 1) * R
+  collectgarbage("collect")
+  if c.steady then collectgarbage("stop") end
+  local r = paired(ref.block, lside, {})
+  collectgarbage("restart")
+  ref.check()
   local got = x:download("table", 0, 1)[1]
-  if got ~= want then
-    error(("%s: x[0] is %d, not %d inc_i32 launches"):format(c.label, got,
-                                                             want), 0)
+  if got ~= c.incs * count then
+    error(("%s: Lua side: x[0] is %d, not %d launches"):format(
+      c.label, got, c.incs * count), 0)
   end
-  if c.mark and (pos:get() ~= c.iters or out:download("table", 1, 1)[1] ~= 2)
+  if c.mark and (pos:get() ~= last or out:download("table", 1, 1)[1] ~= 2)
   then
-    error(c.label .. ": the graph did not see the scalar's values", 0)
+    error(c.label .. ": Lua side: the graph did not see the scalar's values",
+          0)
   end
   if g then g:free() end
   g = nil
-  return median(ct), median(lt), most
+  return r
 end
 
-local rows, notes = {}, {}
+-- A row's line on stderr while the bench runs.
+local function progress(r)
+  io.stderr:write(("bench: %-34s Lua/C %.3f (95%% CI %.3f–%.3f)\n"):format(
+    r.label, r.ratio, r.ci_lo, r.ci_hi))
+end
 
+local cpu, pin_err = clock.pin(math.tointeger(tonumber(os.getenv("BENCH_CPU")
+                                                     or "")))
+local rows = {}
 for _, c in ipairs(cases) do
-  local cu, lu, bytes = run_case(c)
-  rows[#rows + 1] = {label = c.label, c = cu, lua = lu, target = c.target,
-                     bytes = bytes}
+  if not c.args or am then
+    local r = run_case(c)
+    r.key, r.label, r.target = c.key, c.label, c.target
+    rows[#rows + 1] = r
+    progress(r)
+  end
 end
 
--- -- process start to the first kernel result ----------------------------
+-- NVRTC without the cache: cuda.ptx against the same NVRTC calls in C, one
+-- compile a block (its row follows cold start's in the table).
+local arch = dev.major * 10 + dev.minor
+local nvrtc_row
+do
+  local f = assert(io.open(SOURCE, "rb"))
+  local src = f:read("a")
+  f:close()
+  x:fill(0)
+  ref.setup("compile", arch, SOURCE)
+  local r = paired(ref.block, function(iters)
+    local t0 = now()
+    for _ = 1, iters do cuda.ptx(src, {arch = arch, cache = false}) end
+    s:synchronize()
+    return (now() - t0) * 1e6 / iters
+  end, {iters = 1, pairs = COMPILE_PAIRS, warm_min = 1, warm_max = 1})
+  r.key, r.label = "compile", "NVRTC compile, no cache"
+  nvrtc_row = r
+  progress(r)
+end
+clock.unpin()
+ref.close()
+
+-- -- CuPy and PyTorch ---------------------------------------------------------
+
+-- The flat JSON object of a line of anchors.py (string and number values).
+local function decode(line)
+  if not line:match("^{.*}$") then return nil end
+  local t = {}
+  for k, v in line:gmatch('"([%w_]+)":%s*"([^"]*)"') do t[k] = v end
+  for k, v in line:gmatch('"([%w_]+)":%s*(-?[%d.][%deE.+-]*)') do
+    t[k] = tonumber(v)
+  end
+  return t
+end
+
+-- Each library's rows, from anchors.py in its own process; other output
+-- (a library's warnings, a failure) becomes notes, 5 lines at most.
+local anchors = {cupy = {}, torch = {}}
+do
+  local by_key = {}
+  for _, r in ipairs(rows) do by_key[r.key] = r end
+  for _, lib in ipairs {"cupy", "torch"} do
+    local cmd = ("python3 %s --lib %s --source %s --blocks %d --block %g "
+      .. "--warm-max %d%s"):format(q(here .. "/anchors.py"), lib, q(SOURCE),
+      PAIRS, BLOCK, WARM_MAX, cpu and " --cpu " .. cpu or "")
+    local text, err = run(cmd)
+    local other = 0
+    if not text then
+      notes[#notes + 1] = lib .. " rows skipped: anchors.py failed"
+      text = err
+    end
+    for line in text:gmatch("[^\n]+") do
+      local a = decode(line)
+      if a and a.skip then
+        notes[#notes + 1] = ("%s rows skipped: %s"):format(lib, a.skip)
+      elseif a and a.error then
+        notes[#notes + 1] = ("%s, %s: %s"):format(lib, a.row, a.error)
+      elseif a and a.version then
+        anchors[lib].version = a.version
+      elseif a and by_key[a.row] then
+        by_key[a.row][lib] = a.us
+        by_key[a.row][lib .. "_p25"] = a.p25
+        by_key[a.row][lib .. "_p75"] = a.p75
+      elseif line:match("%S") and other < 5 then
+        other = other + 1
+        notes[#notes + 1] = lib .. ": " .. line
+      end
+    end
+  end
+end
+
+-- -- process start to the first kernel result --------------------------------
 
 -- Microseconds the shell command takes; it must succeed.
 local function wall(cmd)
@@ -241,87 +412,140 @@ local function wall(cmd)
   return t * 1e6
 end
 
-local function cold(cmd)
-  for _ = 1, W do wall(cmd) end
-  local t = {}
-  for r = 1, R do t[r] = wall(cmd) end
-  return median(t)
+do
+  local ccmd = ("%s --cold %s"):format(q(REF), q(PTX))
+  local lcmd = ("%s %s %s"):format(q(LUA), q(here .. "/cold.lua"), q(PTX))
+  local r = paired(function() return wall(ccmd) end,
+                   function() return wall(lcmd) end,
+                   {iters = 1, pairs = COLD_PAIRS, warm_min = 1,
+                    warm_max = 1})
+  r.key, r.label = "cold", "cold start to first result"
+  rows[#rows + 1] = r
+  rows[#rows + 1] = nvrtc_row
+  progress(r)
+  notes[#notes + 1] = "cold start: one process per block, from the shell "
+    .. "(build/cugraph-lua bench/cold.lua against bench-ref --cold)"
 end
 
-rows[#rows + 1] = {
-  label = "cold start to first result",
-  c = cold(("%s --cold --ptx %s"):format(q(REF), q(PTX))),
-  lua = cold(("%s %s %s"):format(q(LUA), q(here .. "/cold.lua"), q(PTX))),
-}
-notes[#notes + 1] = "cold start: one process per iteration, from the shell "
-  .. "(build/cugraph-lua bench/cold.lua against bench-ref --cold)"
+-- -- NVRTC from the cache ----------------------------------------------------
 
--- -- NVRTC ------------------------------------------------------------------
+do
+  local tmp = os.tmpname()
+  os.remove(tmp)
+  assert(os.execute("mkdir -m 700 " .. q(tmp)))
+  local text, err = run(("XDG_CACHE_HOME=%s %s %s %s--compile-child %d")
+                        :format(q(tmp), q(LUA), q(arg[0]),
+                                quick and "--quick " or "", arch))
+  os.execute("rm -rf " .. q(tmp))
+  rows[#rows + 1] = {key = "compile_cached",
+                     label = "NVRTC compile, from the cache",
+                     lua = tonumber((text or ""):match("compile_cached (%S+)"))}
+  if err then notes[#notes + 1] = "cached compile failed: " .. err end
+  notes[#notes + 1] = ("compile: spec/kernels/kernels.cu for compute_%d "
+    .. "with the same options; C calls NVRTC directly; from the cache: Lua "
+    .. "only (NVRTC has no cache), in a child with a fresh cache, the median "
+    .. "of %d runs of %d compiles"):format(arch, R, NCACHED)
+end
 
-local arch = dev.major * 10 + dev.minor
-local c_compile, c_err = run(("%s --case compile --source %s --arch %d "
-                              .. "--n 1 --repeats %d --warmup %d"):format(
-                             q(REF), q(SOURCE), arch, R, W))
-local tmp = os.tmpname()
-os.remove(tmp)
-assert(os.execute("mkdir -m 700 " .. q(tmp)))
-local l_compile, l_err = run(("XDG_CACHE_HOME=%s %s %s %s--compile-child %d")
-                             :format(q(tmp), q(LUA), q(arg[0]),
-                                     quick and "--quick " or "", arch))
-os.execute("rm -rf " .. q(tmp))
-local cv, lv = values(c_compile or ""), values(l_compile or "")
-rows[#rows + 1] = {label = "NVRTC compile, no cache", c = cv.compile,
-                   lua = lv.compile_cold}
-rows[#rows + 1] = {label = "NVRTC compile, from the cache",
-                   lua = lv.compile_cached}
-notes[#notes + 1] = ("compile: spec/kernels/kernels.cu for compute_%d; C "
-  .. "calls NVRTC directly; from the cache: C n/a (NVRTC has no cache), "
-  .. "Lua after one warm compile"):format(arch)
-if c_err then notes[#notes + 1] = "C compile failed: " .. c_err end
-if l_err then notes[#notes + 1] = "Lua compile failed: " .. l_err end
+-- -- the table and results.json --------------------------------------------
 
--- -- the table --------------------------------------------------------------
-
-local misses = 0
+-- met: the interval's upper end is below the target (and a steady loop
+-- allocates nothing); MISS: the median is above it (or the loop
+-- allocates); unsure: the interval straddles it.
+local counts = {met = 0, MISS = 0, unsure = 0}
 for _, r in ipairs(rows) do
-  r.ratio = r.c and r.lua and r.lua / r.c
+  if not r.ratio and r.c and r.lua then r.ratio = r.lua / r.c end
   if r.target and r.ratio then
-    local ok = r.ratio <= r.target and (r.bytes == nil or r.bytes == 0)
-    r.status = ok and "ok" or "MISS"
-    if not ok then misses = misses + 1 end
-  else
-    r.status = "-"
+    local alloc = r.bytes and r.bytes > 0
+    r.status = alloc and "MISS" or r.ci_hi < r.target and "met"
+      or r.ratio > r.target and "MISS" or "unsure"
+    counts[r.status] = counts[r.status] + 1
   end
 end
 
-local function us(v) return v and ("%.2f"):format(v) or "n/a" end
-
-local function cells(r)
-  return {r.label, us(r.c), us(r.lua), r.ratio and ("%.3f"):format(r.ratio)
-          or "-", r.target and ("≤ %.2f"):format(r.target) or "-",
-          r.bytes and (r.bytes == 0 and "0" or ("%.1f"):format(r.bytes))
-          or "-", r.status}
-end
-
-local summary = misses == 0 and "targets: all met"
-  or ("targets: %d MISS"):format(misses)
-local header = {"case", "C µs/iter", "Lua µs/iter", "Lua/C", "target",
-                "Lua B/iter", "status"}
 local v = dev.driver_version
 local title = ("cugraph-lua bench: %s (cc %s), driver %d.%d, %s"):format(
   dev.name, dev.compute_capability, v // 1000, v % 1000 // 10,
   os.date("%Y-%m-%d %H:%M"))
-local method = ("%d iterations a loop (capture %d, cached compile %d), "
-  .. "median of %d runs after %d warm-up; wall clock per iteration%s"):format(
-  N, NCAPTURE, NCACHED, R, W, quick and "; --quick" or "")
+local method = ("%d pairs of C and Lua blocks of ~%g ms a case, warm-up to "
+  .. "%g%% (at most %d pairs); %s%s"):format(PAIRS, BLOCK * 1e3,
+  SETTLE * 100, WARM_MAX, cpu and ("pinned to CPU %d"):format(cpu)
+  or "not pinned (" .. tostring(pin_err) .. ")",
+  quick and "; QUICK: numbers meaningless" or "")
 
+do
+  local keys = {"key", "label", "c", "lua", "ratio", "ci_lo", "ci_hi", "p25",
+                "p75", "min", "max", "pairs", "iters", "warmup", "target",
+                "status", "bytes", "cupy", "cupy_p25", "cupy_p75", "torch",
+                "torch_p25", "torch_p75"}
+  local function value(val)
+    if type(val) == "number" then
+      return math.type(val) == "integer" and tostring(val)
+        or ("%.6g"):format(val)
+    end
+    return '"' .. tostring(val):gsub('[%c"\\]', " ") .. '"'
+  end
+  local f = assert(io.open(OUT, "w"))
+  f:write(('{"run":%s,"device":%s,"driver":%d,"cpu":%s,"quick":%s,'
+           .. '"cupy":%s,"torch":%s}\n'):format(value(os.date("%Y-%m-%d %H:%M")),
+    value(dev.name), v, cpu and tostring(cpu) or "null", tostring(quick),
+    value(anchors.cupy.version or "none"), value(anchors.torch.version or
+                                                 "none")))
+  for _, r in ipairs(rows) do
+    local parts = {}
+    for _, k in ipairs(keys) do
+      if r[k] ~= nil then parts[#parts + 1] = ('"%s":%s'):format(k, value(r[k])) end
+    end
+    f:write("{", table.concat(parts, ","), "}\n")
+  end
+  f:close()
+end
+
+local function fmt(val, f) return val and f:format(val) or "-" end
+local function us(val)
+  return val and (val >= 1e4 and ("%.0f"):format(val) or ("%.2f"):format(val))
+    or "n/a"
+end
+
+local function cells(r)
+  return {r.label, us(r.c), us(r.lua), fmt(r.ratio, "%.3f"),
+          r.ci_lo and ("%.3f–%.3f"):format(r.ci_lo, r.ci_hi) or "-",
+          r.p25 and ("%.3f–%.3f"):format(r.p25, r.p75) or "-",
+          fmt(r.target, "≤ %.2f"), r.status or "-",
+          r.bytes and (r.bytes == 0 and "0" or ("%.1f"):format(r.bytes))
+            or "-",
+          r.cupy and ("%.3f"):format(r.lua / r.cupy) or "-",
+          r.torch and ("%.3f"):format(r.lua / r.torch) or "-"}
+end
+
+local header = {"case", "C µs", "Lua µs", "Lua/C", "95% CI", "p25–p75",
+                "target", "status", "Lua B/it", "Lua/CuPy", "Lua/PyTorch"}
+local explain = {
+  "C µs, Lua µs: microseconds per iteration, the median over the pairs' "
+    .. "blocks (a block: its loop plus one stream synchronize)",
+  "Lua/C: the median of the per-pair ratios; 95% CI: of that median; "
+    .. "p25–p75: the middle half of the pair ratios",
+  "status: met when the CI's upper end is below the target, MISS when the "
+    .. "median is above it (or a steady loop allocates), else unsure",
+  "Lua B/it: Lua bytes allocated per iteration (collector stopped; must be 0)",
+  "Lua/CuPy, Lua/PyTorch: Lua µs over bench/anchors.py's median µs for the "
+    .. "same loop, in its own process (no pairing: a guide, not a target)",
+}
+local summary = ("targets: %d met, %d MISS, %d unsure"):format(
+  counts.met, counts.MISS, counts.unsure)
+if anchors.cupy.version or anchors.torch.version then
+  summary = summary .. ("; CuPy %s, PyTorch %s"):format(
+    anchors.cupy.version or "absent", anchors.torch.version or "absent")
+end
+
+print()
 if markdown then
   print("### " .. title)
   print()
   print(method)
   print()
   print("| " .. table.concat(header, " | ") .. " |")
-  print("|---|---:|---:|---:|---|---:|---|")
+  print("|---|---:|---:|---:|---:|---:|---|---|---:|---:|---:|")
   for _, r in ipairs(rows) do
     print("| " .. table.concat(cells(r), " | ") .. " |")
   end
@@ -340,16 +564,18 @@ else
   end
   print(title)
   print(method)
+  for _, line in ipairs(explain) do print(line) end
   print()
   for _, row in ipairs(all) do
     local line = {}
     for j, cell in ipairs(row) do
       local pad = (" "):rep(width[j] - utf8.len(cell))
-      line[j] = (j == 1 or j == #row) and cell .. pad or pad .. cell
+      line[j] = (j == 1 or j == 8) and cell .. pad or pad .. cell
     end
     print((table.concat(line, "  "):gsub("%s+$", "")))
   end
   print()
   print(summary)
   for _, note in ipairs(notes) do print(note) end
+  print("all figures: " .. OUT:gsub("^bench/%.%./", ""))
 end

@@ -1,16 +1,27 @@
-/* bench-ref: the C reference of bench/bench.lua. Each case makes the driver
-   calls the binding makes for the same Lua loop, directly. libcuda is
-   opened with dlopen (CUGRAPH_LUA_LIBCUDA overrides libcuda.so.1, and
+/* The C reference of bench/bench.lua: each case makes the driver calls the
+   binding makes for the same Lua loop, directly. libcuda is opened with
+   dlopen (CUGRAPH_LUA_LIBCUDA overrides libcuda.so.1, and
    CUGRAPH_LUA_DEVICE picks the device, as in the binding), NVRTC likewise.
 
-     bench-ref --case NAME --ptx FILE --n N --repeats R --warmup W
-     bench-ref --case compile --source FILE --arch SM --n N --repeats R
-               --warmup W
-         prints "NAME MICROSECONDS": wall time per iteration of the loop
-         (N iterations, then cuStreamSynchronize), the median of R timed
-         runs after W untimed ones. NAME is eager, graph1, graph10,
-         graph100, scalar, capture or compile.
-     bench-ref --cold --ptx FILE
+   Built as the Lua module build/bench/ref.so (BENCH_REF_MODULE), which
+   bench.lua calls for one short timed block at a time, interleaved with
+   the Lua side's blocks in the same process and thread:
+
+     ref.open(ptx, args_ptx)  the context, module, stream and buffers
+     ref.setup(case, k [, source])
+                              case eager (inc_i32), args (argsK), replay (a
+                              graph of k inc_i32), scalar (9 inc_i32 and
+                              mark_u32), capture (k launches) or compile
+                              (NVRTC compiles of source for compute_k);
+                              x zeroed
+     ref.block(n)             n iterations of the case's loop and a stream
+                              synchronize: microseconds per iteration
+     ref.check()              raises unless x[0] counts every inc launched
+     ref.close()
+
+   and as the program build/bench-ref, for process start:
+
+     bench-ref --cold PTX
          process start to the first kernel result: inc_i32 launched once
          and read back; exits 1 unless the result is right. */
 #define _POSIX_C_SOURCE 200809L
@@ -48,8 +59,7 @@ static struct { DRIVER(FIELD) } cu;
 static struct { NVRTC(FIELD) } nv;
 #undef FIELD
 
-enum { N = 256,         /* elements of each buffer: one block of N threads */
-       MAX_REPEATS = 1000 };
+enum { N = 256 }; /* elements of each buffer: one block of N threads */
 
 _Noreturn static void fail(const char *what, const char *why) {
   fprintf(stderr, "bench-ref: %s: %s\n", what, why);
@@ -131,20 +141,32 @@ static char *slurp(const char *path) {
   return buf;
 }
 
-/* -- the driver state of a run ------------------------------------------- */
+/* -- the driver state ------------------------------------------------------ */
+
+enum { NARGS = 5 }; /* args1, args2, args4, args8, args16 */
 
 static struct {
   CUdevice dev;
   CUcontext ctx;
-  CUmodule mod;
-  CUstream s;           /* NULL for compile: nothing to synchronize */
-  CUfunction inc, mark;
+  CUmodule mod, amod;      /* kernels.ptx; the argsN kernels (or 0) */
+  CUstream s;
+  CUfunction inc, mark, args[NARGS];
   CUdeviceptr x, out, pos; /* i32[N], u32[N], the scalar (8 bytes) */
-  int n;                /* N, the kernels' n argument */
-  void *inc_args[2], *mark_args[3];
+  int n, zero;             /* N, the kernels' n argument; argsN's values */
+  void *inc_args[2], *mark_args[3], *aargs[16];
   CUgraph graph;
   CUgraphExec exec;
 } b;
+
+/* The case being run: its loop, its size (argsK's K, the graph's or the
+   capture's launches), the inc launches of one iteration and the count. */
+static struct {
+  void (*loop)(long);
+  int k, incs;
+  long long count;
+  long last;    /* the iterations of the last block (scalar: the value) */
+  CUfunction f; /* argsK */
+} run;
 
 /* The primary context of the device, current, as the binding uses it. */
 static void start(void) {
@@ -156,42 +178,54 @@ static void start(void) {
   CU(cuCtxSetCurrent, b.ctx);
 }
 
-static void load(const char *ptx) {
+static CUmodule load(const char *ptx) {
+  CUmodule m;
   char *img = slurp(ptx);
-  CU(cuModuleLoadDataEx, &b.mod, img, 0, NULL, NULL);
+  CU(cuModuleLoadDataEx, &m, img, 0, NULL, NULL);
   free(img);
+  return m;
+}
+
+/* The inc_i32 launch on x, and the buffers and stream of the cases. */
+static void setup(const char *ptx) {
+  start();
+  b.mod = load(ptx);
   CU(cuModuleGetFunction, &b.inc, b.mod, "inc_i32");
+  CU(cuModuleGetFunction, &b.mark, b.mod, "mark_u32");
   b.n = N;
   b.inc_args[0] = &b.x;
   b.inc_args[1] = &b.n;
-}
-
-static void setup(const char *ptx) {
-  start();
-  load(ptx);
-  CU(cuModuleGetFunction, &b.mark, b.mod, "mark_u32");
   b.mark_args[0] = &b.out;
   b.mark_args[1] = &b.pos;
   b.mark_args[2] = &b.n;
+  b.aargs[0] = &b.x;
+  for (int i = 1; i < 16; i++) b.aargs[i] = &b.zero;
   CU(cuStreamCreate, &b.s, CU_STREAM_NON_BLOCKING);
   CU(cuMemAlloc, &b.x, N * sizeof(int));
   CU(cuMemAlloc, &b.out, N * sizeof(unsigned));
   CU(cuMemAlloc, &b.pos, 8);
-  CU(cuMemsetD32Async, b.x, 0, N, b.s);
   CU(cuMemsetD32Async, b.out, 0, N, b.s);
   CU(cuMemsetD32Async, b.pos, 0, 2, b.s);
   CU(cuStreamSynchronize, b.s);
 }
 
-static void teardown(void) {
+static void drop_graph(void) {
   if (b.exec) CU(cuGraphExecDestroy, b.exec);
   if (b.graph) CU(cuGraphDestroy, b.graph);
-  CU(cuMemFree, b.x);
+  b.exec = NULL;
+  b.graph = NULL;
+}
+
+static void teardown(void) {
+  drop_graph();
+  if (b.x) CU(cuMemFree, b.x);
   if (b.out) CU(cuMemFree, b.out);
   if (b.pos) CU(cuMemFree, b.pos);
   CU(cuStreamDestroy, b.s);
+  if (b.amod) CU(cuModuleUnload, b.amod);
   CU(cuModuleUnload, b.mod);
   CU(cuDevicePrimaryCtxRelease, b.dev);
+  memset(&b, 0, sizeof b);
 }
 
 /* Element i of the device array at p (4-byte elements). */
@@ -228,6 +262,12 @@ static void eager(long n) {
   for (long i = 0; i < n; i++) launch_inc();
 }
 
+/* for i = 1, n do argsK:launch(s, 1, 256, x, 0, ..., 0) end */
+static void args(long n) {
+  for (long i = 0; i < n; i++)
+    CU(cuLaunchKernel, run.f, 1, 1, 1, N, 1, 1, 0, b.s, b.aargs, NULL);
+}
+
 /* for i = 1, n do g:launch() end */
 static void replay(long n) {
   for (long i = 0; i < n; i++) CU(cuGraphLaunch, b.exec, b.s);
@@ -242,13 +282,13 @@ static void scalar(long n) {
   }
 }
 
-/* for i = 1, n do local g = s:capture(fn); g:free() end, fn: 10 launches */
+/* for i = 1, n do s:capture(fn):free() end, fn: k launches of inc_i32 */
 static void capture(long n) {
   for (long i = 0; i < n; i++) {
     CUgraph g;
     CUgraphExec e;
     CU(cuStreamBeginCapture, b.s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
-    record(10, 0);
+    record(run.k, 0);
     CU(cuStreamEndCapture, b.s, &g);
     CU(cuGraphInstantiate, &e, g, 0);
     CU(cuGraphExecDestroy, e);
@@ -269,6 +309,7 @@ static void compile_setup(const char *source, int arch) {
   const char *home = getenv("CUDA_HOME");
   struct stat st;
   int w;
+  if (cc.src) return; /* once a process */
   load_nvrtc();
   cc.src = slurp(source);
   snprintf(cc.arch, sizeof cc.arch, "-arch=compute_%d", arch);
@@ -320,43 +361,118 @@ static double timed(void (*loop)(long), long n) {
   return (now() - t0) * 1e6 / (double)n;
 }
 
-static int cmp(const void *pa, const void *pb) {
-  double a = *(const double *)pa, c = *(const double *)pb;
-  return (a > c) - (a < c);
+#ifdef BENCH_REF_MODULE
+#include <lua.h>
+#include <lauxlib.h>
+
+static const int arities[NARGS] = {1, 2, 4, 8, 16};
+
+/* ref.open(ptx [, args_ptx]): the state of the cases, in this process's
+   primary context; args_ptx holds the argsN kernels. */
+static int lopen(lua_State *L) {
+  const char *ptx = luaL_checkstring(L, 1);
+  const char *aptx = luaL_optstring(L, 2, NULL);
+  char name[16];
+  if (b.mod) return luaL_error(L, "ref.open: already open");
+  setup(ptx);
+  if (aptx) {
+    b.amod = load(aptx);
+    for (int i = 0; i < NARGS; i++) {
+      snprintf(name, sizeof name, "args%d", arities[i]);
+      CU(cuModuleGetFunction, &b.args[i], b.amod, name);
+    }
+  }
+  return 0;
 }
 
-/* The median of `repeats` timed runs after `warmup` untimed ones. */
-static double measure(void (*loop)(long), long n, int repeats, int warmup) {
-  static double v[MAX_REPEATS];
-  for (int i = 0; i < warmup; i++) timed(loop, n);
-  for (int i = 0; i < repeats; i++) v[i] = timed(loop, n);
-  qsort(v, (size_t)repeats, sizeof *v, cmp);
-  return repeats % 2 ? v[repeats / 2]
-                     : (v[repeats / 2 - 1] + v[repeats / 2]) / 2;
+/* ref.setup(case, k [, source]): x zeroed, the case's graph built (the
+   last one destroyed). */
+static int lsetup(lua_State *L) {
+  static const char *const names[] = {"eager", "args", "replay", "scalar",
+                                      "capture", "compile", NULL};
+  int c = luaL_checkoption(L, 1, NULL, names);
+  int k = (int)luaL_optinteger(L, 2, 0), i = 0;
+  if (!b.mod) return luaL_error(L, "ref.setup: not open");
+  drop_graph();
+  CU(cuMemsetD32Async, b.x, 0, N, b.s);
+  CU(cuStreamSynchronize, b.s);
+  memset(&run, 0, sizeof run);
+  run.k = k;
+  switch (c) {
+  case 0: run.loop = eager; run.incs = 1; break;
+  case 1:
+    while (i < NARGS && arities[i] != k) i++;
+    luaL_argcheck(L, i < NARGS && b.amod, 2, "no such argsN kernel");
+    run.f = b.args[i];
+    run.loop = args;
+    run.incs = 1;
+    break;
+  case 2:
+    luaL_argcheck(L, k > 0, 2, "expected a node count");
+    build(k, 0);
+    run.loop = replay;
+    run.incs = k;
+    break;
+  case 3: build(9, 1); run.loop = scalar; run.incs = 9; break;
+  case 4:
+    luaL_argcheck(L, k > 0, 2, "expected a launch count");
+    run.loop = capture;
+    break;
+  default:
+    compile_setup(luaL_checkstring(L, 3), k);
+    run.loop = compile;
+  }
+  return 0;
 }
 
-/* -- the command line ----------------------------------------------------- */
-
-_Noreturn static void usage(void) {
-  fputs("usage: bench-ref --case NAME --ptx FILE --n N --repeats R "
-        "--warmup W\n"
-        "       bench-ref --case compile --source FILE --arch SM --n N "
-        "--repeats R --warmup W\n"
-        "       bench-ref --cold --ptx FILE\n", stderr);
-  exit(2);
+/* ref.block(n) -> microseconds per iteration of n, the synchronize
+   included. */
+static int lblock(lua_State *L) {
+  long n = (long)luaL_checkinteger(L, 1);
+  luaL_argcheck(L, n > 0 && run.loop, 1, "no case set up, or n < 1");
+  lua_pushnumber(L, timed(run.loop, n));
+  run.count += (long long)run.incs * n;
+  run.last = n;
+  return 1;
 }
 
-static long number(const char *s, long lo, long hi) {
-  char *end;
-  long v = strtol(s, &end, 10);
-  if (*s == '\0' || *end != '\0' || v < lo || v > hi) usage();
-  return v;
+/* ref.check(): the work of the blocks ran. x[0] counts every inc_i32 (and
+   argsN) launched; the scalar case's graph saw the first value of each
+   block (1 marks out[1]) and the last value set. */
+static int lcheck(lua_State *L) {
+  unsigned got = peek(b.x, 0);
+  if (got != (unsigned)run.count)
+    return luaL_error(L, "C side: x[0] is %u, not %lld launches", got,
+                      run.count);
+  if (run.loop == scalar &&
+      (peek(b.pos, 0) != (unsigned)run.last || peek(b.out, 1) != 2))
+    return luaL_error(L, "C side: the graph did not see the scalar's values");
+  return 0;
 }
 
+static int lclose(lua_State *L) {
+  if (b.mod) teardown();
+  return 0;
+}
+
+int luaopen_ref(lua_State *L);
+int luaopen_ref(lua_State *L) {
+  static const luaL_Reg funcs[] = {
+    {"open", lopen}, {"setup", lsetup}, {"block", lblock},
+    {"check", lcheck}, {"close", lclose}, {NULL, NULL}
+  };
+  luaL_newlib(L, funcs);
+  return 1;
+}
+#else
 /* Process start to the first kernel result, as bench/cold.lua does it. */
 static int cold(const char *ptx) {
   start();
-  load(ptx);
+  b.mod = load(ptx);
+  CU(cuModuleGetFunction, &b.inc, b.mod, "inc_i32");
+  b.n = N;
+  b.inc_args[0] = &b.x;
+  b.inc_args[1] = &b.n;
   CU(cuMemAlloc, &b.x, N * sizeof(int));
   CU(cuStreamCreate, &b.s, CU_STREAM_NON_BLOCKING);
   CU(cuMemsetD32Async, b.x, 0, N, b.s);
@@ -366,103 +482,11 @@ static int cold(const char *ptx) {
   return 0;
 }
 
-/* The GPU cases: the loop, the inc_i32 nodes of the case's graph (0: no
-   graph), whether mark_u32 ends it, and inc_i32 launches run per iteration. */
-static const struct {
-  const char *name;
-  void (*loop)(long);
-  int nodes, mark, incs;
-} cases[] = {
-  {"eager", eager, 0, 0, 1},       {"graph1", replay, 1, 0, 1},
-  {"graph10", replay, 10, 0, 10},  {"graph100", replay, 100, 0, 100},
-  {"scalar", scalar, 9, 1, 9},     {"capture", capture, 0, 0, 0},
-};
-
-/* Checks that the work of case c ran: x[0] counts every inc_i32, and the
-   graph read each value of the scalar (the first, 1, marks out[1]; the last
-   is n). runs: timed and untimed loops of n iterations. */
-static void verify(size_t c, long n, long runs) {
-  if (peek(b.x, 0) != (unsigned)(cases[c].incs * runs * n))
-    fail(cases[c].name, "x[0] is not the number of inc_i32 launches");
-  if (cases[c].mark && (peek(b.pos, 0) != (unsigned)n || peek(b.out, 1) != 2))
-    fail(cases[c].name, "the graph did not see the scalar's values");
-}
-
-static size_t find_case(const char *name) {
-  size_t c = 0;
-  while (c < sizeof cases / sizeof *cases && strcmp(cases[c].name, name)) c++;
-  return c;
-}
-
-#ifdef BENCH_REF_MODULE
-#include <lua.h>
-#include <lauxlib.h>
-
-/* ref.run(case, ptx, n, warmup) -> microseconds per iteration: the case's
-   loop run in this process (its own module, stream and buffers in the same
-   primary context), so that Lua and C see the same GPU state. */
-static int lrun(lua_State *L) {
-  size_t c = find_case(luaL_checkstring(L, 1));
-  const char *ptx = luaL_checkstring(L, 2);
-  long n = (long)luaL_checkinteger(L, 3), warmup = (long)luaL_checkinteger(L, 4);
-  luaL_argcheck(L, c < sizeof cases / sizeof *cases, 1, "no such case");
-  setup(ptx);
-  if (cases[c].nodes) build(cases[c].nodes, cases[c].mark);
-  for (long i = 0; i < warmup; i++) timed(cases[c].loop, n);
-  double us = timed(cases[c].loop, n);
-  verify(c, n, warmup + 1);
-  teardown();
-  memset(&b, 0, sizeof b);
-  lua_pushnumber(L, us);
-  return 1;
-}
-
-int luaopen_ref(lua_State *L);
-int luaopen_ref(lua_State *L) {
-  lua_newtable(L);
-  lua_pushcfunction(L, lrun);
-  lua_setfield(L, -2, "run");
-  return 1;
-}
-#else
 int main(int argc, char **argv) {
-  const char *name = NULL, *ptx = NULL, *source = NULL;
-  long n = 0, arch = 0, repeats = 0, warmup = -1;
-  int is_cold = 0;
-  size_t c;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "--cold")) { is_cold = 1; continue; }
-    if (!v) usage();
-    i++;
-    if (!strcmp(a, "--case")) name = v;
-    else if (!strcmp(a, "--ptx")) ptx = v;
-    else if (!strcmp(a, "--source")) source = v;
-    else if (!strcmp(a, "--arch")) arch = number(v, 1, 9999);
-    else if (!strcmp(a, "--n")) n = number(v, 1, 1000000000);
-    else if (!strcmp(a, "--repeats")) repeats = number(v, 1, MAX_REPEATS);
-    else if (!strcmp(a, "--warmup")) warmup = number(v, 0, 1000);
-    else usage();
+  if (argc != 3 || strcmp(argv[1], "--cold")) {
+    fputs("usage: bench-ref --cold PTX\n", stderr);
+    return 2;
   }
-  if (is_cold) {
-    if (!ptx || name) usage();
-    return cold(ptx);
-  }
-  if (!name || !n || !repeats || warmup < 0) usage();
-  if (!strcmp(name, "compile")) {
-    if (!source || !arch) usage();
-    compile_setup(source, (int)arch);
-    printf("compile %.17g\n", measure(compile, n, (int)repeats, (int)warmup));
-    return 0;
-  }
-  c = find_case(name);
-  if (!ptx || c == sizeof cases / sizeof *cases) usage();
-  setup(ptx);
-  if (cases[c].nodes) build(cases[c].nodes, cases[c].mark);
-  printf("%s %.17g\n", name, measure(cases[c].loop, n, (int)repeats,
-                                     (int)warmup));
-  verify(c, n, warmup + repeats);
-  teardown();
-  return 0;
+  return cold(argv[2]);
 }
 #endif

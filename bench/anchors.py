@@ -1,0 +1,218 @@
+"""The loops of bench/bench.lua in CuPy and PyTorch, for comparison.
+
+Run by bench.lua (make bench), once for each library (--lib cupy, --lib
+torch, each in its own process); prints one JSON object a line:
+  {"lib": L, "version": V}                      the library is importable
+  {"lib": L, "skip": why}                       it is not (rows skipped)
+  {"lib": L, "row": R, "us": M, "p25": A, "p75": B, "blocks": K, "iters": N}
+  {"lib": L, "row": R, "error": why}            the row failed
+L is cupy or torch, R a row key of bench.lua (eager, replay1, replay10,
+replay100, replay1000, scalar), M the median microseconds per iteration
+over K timed blocks of N iterations (each block: its loop plus a stream
+synchronize, N calibrated to about --block seconds), after warm-up blocks
+until two successive rates agree within 1% (at most --warm-max); A and B
+are the 25th and 75th percentiles of the blocks. The main thread is pinned
+to --cpu after CUDA is initialized, as bench.lua pins its own.
+
+The loops (each on one non-blocking stream, Python's defaults otherwise):
+  CuPy: inc_i32 and mark_u32 from spec/kernels/kernels.cu as RawKernels
+    (grid 1, block 256); graphs by Stream.begin_capture/end_capture,
+    replayed with Graph.launch; the update is cudaMemsetAsync of the
+    4-byte scalar (runtime.memsetAsync: CuPy has no 32-bit memset), then
+    a replay of 9 inc_i32 and mark_u32.
+  PyTorch: x.add_(1) on an int32 tensor of 256 elements (PyTorch's own
+    elementwise kernel: the same work as inc_i32, no raw kernel); graphs
+    by torch.cuda.graph, replayed with CUDAGraph.replay; the update is
+    pos.fill_(i) of a one-element tensor, then a replay of 9 add_ and
+    y.add_(pos), which reads it.
+"""
+import argparse
+import json
+import os
+import statistics
+import time
+
+N = 256
+
+
+def say(**obj):
+    for k, v in obj.items():
+        if isinstance(v, str):  # bench.lua reads flat, plain strings
+            obj[k] = v.replace('"', "'").replace("\\", "/").replace("\n", " ")
+    print(json.dumps(obj), flush=True)
+
+
+def timed(loop, iters, sync):
+    t0 = time.perf_counter()
+    loop(iters)
+    sync()
+    return (time.perf_counter() - t0) * 1e6 / iters
+
+
+def measure(loop, sync, opts):
+    """The row's figures: calibration, warm-up, then opts.blocks blocks."""
+    iters = 1
+    while True:
+        total = timed(loop, iters, sync) * iters * 1e-6
+        if total >= opts.block / 4:
+            iters = max(1, round(iters * opts.block / total))
+            break
+        iters *= 4
+    last = None
+    for w in range(opts.warm_max):
+        t = timed(loop, iters, sync)
+        if w >= 2 and last and abs(t / last - 1) < 0.01:
+            break
+        last = t
+    ts = sorted(timed(loop, iters, sync) for _ in range(opts.blocks))
+    q = statistics.quantiles(ts, n=4, method="inclusive") if len(ts) > 1 \
+        else [ts[0]] * 3
+    return {"us": statistics.median(ts), "p25": q[0], "p75": q[2],
+            "blocks": len(ts), "iters": iters}
+
+
+def rows(lib, cases, sync, opts):
+    for row, make in cases:
+        try:
+            loop = make()
+            say(lib=lib, row=row, **measure(loop, sync, opts))
+        except Exception as e:  # one row's failure leaves the others
+            say(lib=lib, row=row, error="%s: %s" % (type(e).__name__, e))
+
+
+def pin(opts):
+    if opts.cpu is not None and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {opts.cpu})
+
+
+def cupy_rows(opts):
+    try:
+        import cupy
+    except Exception as e:
+        return say(lib="cupy", skip="import cupy: %s" % e)
+    say(lib="cupy", version=cupy.__version__)
+    with open(opts.source) as f:
+        src = f.read()
+    inc = cupy.RawKernel(src, "inc_i32")
+    mark = cupy.RawKernel(src, "mark_u32")
+    s = cupy.cuda.Stream(non_blocking=True)
+    n = cupy.int32(N)
+    with s:
+        x = cupy.zeros(N, dtype=cupy.int32)
+        out = cupy.zeros(N, dtype=cupy.uint32)
+        pos = cupy.zeros(2, dtype=cupy.uint32)
+        s.synchronize()
+        pin(opts)
+
+        def eager():
+            def loop(iters):
+                for _ in range(iters):
+                    inc((1,), (N,), (x, n))
+            return loop
+
+        def graph(nodes, with_mark=False):
+            s.begin_capture()
+            for _ in range(nodes):
+                inc((1,), (N,), (x, n))
+            if with_mark:
+                mark((1,), (1,), (out, pos, n))
+            return s.end_capture()
+
+        def replay(nodes):
+            def make():
+                g = graph(nodes)
+
+                def loop(iters):
+                    for _ in range(iters):
+                        g.launch(s)
+                return loop
+            return make
+
+        def scalar():
+            g = graph(9, True)
+            memset, p, sp = cupy.cuda.runtime.memsetAsync, pos.data.ptr, s.ptr
+
+            def loop(iters):
+                for i in range(1, iters + 1):
+                    memset(p, i & 0xff, 4, sp)
+                    g.launch(s)
+            return loop
+
+        inc((1,), (N,), (x, n))  # compiles the kernels
+        mark((1,), (1,), (out, pos, n))
+        rows("cupy", [("eager", eager)]
+             + [("replay%d" % k, replay(k)) for k in (1, 10, 100, 1000)]
+             + [("scalar", scalar)], s.synchronize, opts)
+
+
+def torch_rows(opts):
+    try:
+        import torch
+    except Exception as e:
+        return say(lib="torch", skip="import torch: %s" % e)
+    if not torch.cuda.is_available():
+        return say(lib="torch", skip="torch.cuda.is_available() is False")
+    say(lib="torch", version=torch.__version__)
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        x = torch.zeros(N, dtype=torch.int32, device="cuda")
+        y = torch.zeros(1, dtype=torch.int32, device="cuda")
+        pos = torch.zeros(1, dtype=torch.int32, device="cuda")
+        x.add_(1)
+        y.add_(pos)
+        s.synchronize()
+        pin(opts)
+
+        def eager():
+            def loop(iters):
+                for _ in range(iters):
+                    x.add_(1)
+            return loop
+
+        def graph(nodes, with_read=False):
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g, stream=s):
+                for _ in range(nodes):
+                    x.add_(1)
+                if with_read:
+                    y.add_(pos)
+            return g
+
+        def replay(nodes):
+            def make():
+                g = graph(nodes)
+
+                def loop(iters):
+                    for _ in range(iters):
+                        g.replay()
+                return loop
+            return make
+
+        def scalar():
+            g = graph(9, True)
+
+            def loop(iters):
+                for i in range(1, iters + 1):
+                    pos.fill_(i)
+                    g.replay()
+            return loop
+
+        rows("torch", [("eager", eager)]
+             + [("replay%d" % k, replay(k)) for k in (1, 10, 100, 1000)]
+             + [("scalar", scalar)], s.synchronize, opts)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--lib", choices=("cupy", "torch"), required=True)
+    p.add_argument("--source", required=True)
+    p.add_argument("--blocks", type=int, default=300)
+    p.add_argument("--block", type=float, default=2e-3)
+    p.add_argument("--warm-max", type=int, default=100)
+    p.add_argument("--cpu", type=int)
+    opts = p.parse_args()
+    (cupy_rows if opts.lib == "cupy" else torch_rows)(opts)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,28 @@
+// Kernels of the benchmark's argument rows: argsN takes the buffer x and
+// N - 1 i32 values (0 in the benchmark) and adds 1 + their sum to x[t], one
+// thread t per element, so x[0] counts the launches. Launched as inc_i32 is
+// (grid 1, block 256); nvcc builds build/bench/kernels.ptx from this file.
+
+extern "C" {
+
+__global__ void args1(int *x) { x[threadIdx.x] += 1; }
+
+__global__ void args2(int *x, int a) { x[threadIdx.x] += 1 + a; }
+
+__global__ void args4(int *x, int a, int b, int c) {
+  x[threadIdx.x] += 1 + a + b + c;
+}
+
+__global__ void args8(int *x, int a, int b, int c, int d, int e, int f,
+                      int g) {
+  x[threadIdx.x] += 1 + a + b + c + d + e + f + g;
+}
+
+__global__ void args16(int *x, int a, int b, int c, int d, int e, int f,
+                       int g, int h, int i, int j, int k, int l, int m, int n,
+                       int o) {
+  x[threadIdx.x] += 1 + a + b + c + d + e + f + g + h + i + j + k + l + m +
+                    n + o;
+}
+
+}
