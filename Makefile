@@ -15,7 +15,7 @@ WERROR ?=
 LUA_CFLAGS ?= $(shell $(PKG_CONFIG) --cflags lua5.4 2>/dev/null)
 LUA_LIBS ?= $(shell $(PKG_CONFIG) --libs lua5.4 2>/dev/null)
 CFLAGS ?= -O2 -g
-ALL_CFLAGS = -std=c11 $(CFLAGS) $(WARN) $(WERROR) -fPIC $(LUA_CFLAGS) \
+ALL_CFLAGS = -std=c11 -pthread $(CFLAGS) $(WARN) $(WERROR) -fPIC $(LUA_CFLAGS) \
              -I$(CUDA_HOME)/include -Isrc
 
 READLINE := $(shell test -f /usr/include/readline/readline.h && echo yes)
@@ -42,11 +42,11 @@ build/obj/host.o: src/host.c | deps
 
 # Linked to the shared liblua5.4 so Lua C modules (busted's) load into it.
 build/cugraph-lua: build/obj/host.o $(OBJS)
-	$(CC) $(CFLAGS) -rdynamic -o $@ $^ $(LUA_LIBS) $(HOST_LIBS) -ldl -lm
+	$(CC) $(CFLAGS) -pthread -rdynamic -o $@ $^ $(LUA_LIBS) $(HOST_LIBS) -ldl -lm
 
 build/cugraph/core.so: $(OBJS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -shared -o $@ $^ -ldl -lm
+	$(CC) $(CFLAGS) -pthread -shared -o $@ $^ -ldl -lm
 
 build/libcugraph.a: $(OBJS)
 	ar rcs $@ $^
