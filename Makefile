@@ -90,11 +90,16 @@ deps:
 build/late_close: spec/support/late_close.c build/libcugraph.a
 	$(CC) $(ALL_CFLAGS) -o $@ $< build/libcugraph.a $(LUA_LIBS) -ldl -lm
 
-test: all $(DOUBLE) $(KERNELS) build/late_close
+# N states in N threads at once, a state handed between threads, finalizers
+# on another thread: build/threads LUA_DIR PTX [N].
+build/threads: spec/support/threads.c build/libcugraph.a
+	$(CC) $(ALL_CFLAGS) -o $@ $< build/libcugraph.a $(LUA_LIBS) -ldl -lm
+
+test: all $(DOUBLE) $(KERNELS) build/late_close build/threads
 	$(SPEC_ENV) CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
 	  build/cugraph-lua "$$(command -v busted)" $(BUSTED_ARGS)
 
-test-gpu: all $(KERNELS) build/late_close
+test-gpu: all $(KERNELS) build/late_close build/threads
 	$(SPEC_ENV) build/cugraph-lua "$$(command -v busted)" $(BUSTED_ARGS)
 
 run: all
@@ -105,16 +110,27 @@ run: all
 VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full \
   --errors-for-leak-kinds=definite --show-leak-kinds=definite \
   --suppressions=spec/support/valgrind.supp
-test-valgrind: all $(DOUBLE) $(KERNELS) build/late_close
+test-valgrind: all $(DOUBLE) $(KERNELS) build/late_close build/threads
 	$(SPEC_ENV) CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
 	  $(VALGRIND) build/cugraph-lua "$$(command -v busted)" $(BUSTED_ARGS)
+
+# build/threads under helgrind on the test double: any data race or lock
+# misuse fails. Races inside libnvrtc's own code are suppressed
+# (spec/support/threads.supp). Needs a thread-safe double.
+test-threads-helgrind: all $(DOUBLE) $(KERNELS) build/threads
+	rm -rf build/threads-cache
+	XDG_CACHE_HOME=$(CURDIR)/build/threads-cache \
+	  CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
+	  valgrind --tool=helgrind -q --error-exitcode=99 \
+	  --suppressions=spec/support/threads.supp \
+	  build/threads lua build/kernels.ptx 4
 
 # compute-sanitizer memcheck (with leak check) over the GPU suite and the
 # examples. Driver errors the specs provoke on purpose are not reported;
 # any invalid access or leaked allocation fails.
 SANITIZER = $(CUDA_HOME)/bin/compute-sanitizer --tool memcheck \
   --leak-check full --report-api-errors no --error-exitcode 99
-sanitize-gpu: all examples $(KERNELS) build/late_close
+sanitize-gpu: all examples $(KERNELS) build/late_close build/threads
 	$(SPEC_ENV) $(SANITIZER) build/cugraph-lua "$$(command -v busted)" $(BUSTED_ARGS)
 	$(SANITIZER) build/cugraph-lua examples/model.lua
 	$(SANITIZER) build/cugraph-lua examples/graph.lua build/examples/graph.dot
@@ -135,7 +151,8 @@ fuzz: build/ptx_fuzz
 clean:
 	rm -rf build
 
-.PHONY: all deps test test-gpu test-valgrind sanitize-gpu fuzz run clean
+.PHONY: all deps test test-gpu test-valgrind test-threads-helgrind sanitize-gpu \
+  fuzz run clean
 
 # -- install ------------------------------------------------------------------
 LUA_LDIR ?= $(PREFIX)/share/lua/5.4
