@@ -15,7 +15,7 @@ WERROR ?=
 LUA_CFLAGS ?= $(shell $(PKG_CONFIG) --cflags lua5.4 2>/dev/null)
 LUA_LIBS ?= $(shell $(PKG_CONFIG) --libs lua5.4 2>/dev/null)
 CFLAGS ?= -O2 -g
-ALL_CFLAGS = -std=c11 $(CFLAGS) $(WARN) $(WERROR) -fPIC $(LUA_CFLAGS) \
+ALL_CFLAGS = -std=c11 -pthread $(CFLAGS) $(WARN) $(WERROR) -fPIC $(LUA_CFLAGS) \
              -I$(CUDA_HOME)/include -Isrc
 
 READLINE := $(shell test -f /usr/include/readline/readline.h && echo yes)
@@ -42,11 +42,11 @@ build/obj/host.o: src/host.c | deps
 
 # Linked to the shared liblua5.4 so Lua C modules (busted's) load into it.
 build/cugraph-lua: build/obj/host.o $(OBJS)
-	$(CC) $(CFLAGS) -rdynamic -o $@ $^ $(LUA_LIBS) $(HOST_LIBS) -ldl -lm
+	$(CC) $(CFLAGS) -pthread -rdynamic -o $@ $^ $(LUA_LIBS) $(HOST_LIBS) -ldl -lm
 
 build/cugraph/core.so: $(OBJS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -shared -o $@ $^ -ldl -lm
+	$(CC) $(CFLAGS) -pthread -shared -o $@ $^ -ldl -lm
 
 build/libcugraph.a: $(OBJS)
 	ar rcs $@ $^
@@ -90,15 +90,18 @@ deps:
 build/late_close: spec/support/late_close.c build/libcugraph.a
 	$(CC) $(ALL_CFLAGS) -o $@ $< build/libcugraph.a $(LUA_LIBS) -ldl -lm
 
-# The embedding API's argument checks.
-build/capi: spec/support/capi.c build/libcugraph.a
+# C hosts the specs run: the embedding API's argument checks; N states in N
+# threads at once, a state handed between threads, finalizers on another
+# thread (build/threads LUA_DIR PTX [N]).
+SPEC_BINS = build/late_close build/capi build/threads
+build/capi build/threads: build/%: spec/support/%.c build/libcugraph.a
 	$(CC) $(ALL_CFLAGS) -o $@ $< build/libcugraph.a $(LUA_LIBS) -ldl -lm
 
-test: all $(DOUBLE) $(KERNELS) build/late_close build/capi
+test: all $(DOUBLE) $(KERNELS) $(SPEC_BINS)
 	$(SPEC_ENV) CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
 	  build/cugraph-lua "$$(command -v busted)" $(BUSTED_ARGS)
 
-test-gpu: all $(KERNELS) build/late_close build/capi
+test-gpu: all $(KERNELS) $(SPEC_BINS)
 	$(SPEC_ENV) build/cugraph-lua "$$(command -v busted)" $(BUSTED_ARGS)
 
 run: all
@@ -106,7 +109,7 @@ run: all
 
 # The suite with a whole collection cycle, finalizers included, at every
 # allocation: a finalizer may run inside any C function of the runtime.
-test-gcstress: all $(DOUBLE) $(KERNELS) build/late_close build/capi
+test-gcstress: all $(DOUBLE) $(KERNELS) $(SPEC_BINS)
 	$(SPEC_ENV) CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
 	  build/cugraph-lua "$$(command -v busted)" \
 	  --helper=spec/support/gcstress.lua $(BUSTED_ARGS)
@@ -116,16 +119,27 @@ test-gcstress: all $(DOUBLE) $(KERNELS) build/late_close build/capi
 VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full \
   --errors-for-leak-kinds=definite --show-leak-kinds=definite \
   --suppressions=spec/support/valgrind.supp
-test-valgrind: all $(DOUBLE) $(KERNELS) build/late_close build/capi
+test-valgrind: all $(DOUBLE) $(KERNELS) $(SPEC_BINS)
 	$(SPEC_ENV) CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
 	  $(VALGRIND) build/cugraph-lua "$$(command -v busted)" $(BUSTED_ARGS)
+
+# build/threads under helgrind on the test double: any data race or lock
+# misuse fails. Races inside libnvrtc's own code are suppressed
+# (spec/support/threads.supp). Needs a thread-safe double.
+test-threads-helgrind: all $(DOUBLE) $(KERNELS) build/threads
+	rm -rf build/threads-cache
+	XDG_CACHE_HOME=$(CURDIR)/build/threads-cache \
+	  CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
+	  valgrind --tool=helgrind -q --error-exitcode=99 \
+	  --suppressions=spec/support/threads.supp \
+	  build/threads lua build/kernels.ptx 4
 
 # compute-sanitizer memcheck (with leak check) over the GPU suite and the
 # examples. Driver errors the specs provoke on purpose are not reported;
 # any invalid access or leaked allocation fails.
 SANITIZER = $(CUDA_HOME)/bin/compute-sanitizer --tool memcheck \
   --leak-check full --report-api-errors no --error-exitcode 99
-sanitize-gpu: all examples $(KERNELS) build/late_close build/capi
+sanitize-gpu: all examples $(KERNELS) $(SPEC_BINS)
 	$(SPEC_ENV) $(SANITIZER) build/cugraph-lua "$$(command -v busted)" $(BUSTED_ARGS)
 	$(SANITIZER) build/cugraph-lua examples/model.lua
 	$(SANITIZER) build/cugraph-lua examples/graph.lua build/examples/graph.dot
@@ -146,7 +160,8 @@ fuzz: build/ptx_fuzz
 clean:
 	rm -rf build
 
-.PHONY: all deps test test-gpu test-gcstress test-valgrind sanitize-gpu fuzz run clean
+.PHONY: all deps test test-gpu test-gcstress test-valgrind test-threads-helgrind \
+  sanitize-gpu fuzz run clean
 
 # -- install ------------------------------------------------------------------
 LUA_LDIR ?= $(PREFIX)/share/lua/5.4

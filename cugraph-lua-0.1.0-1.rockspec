@@ -59,7 +59,7 @@ build = {
             "src/nvrtc.c", "src/ptx.c", "src/lcugraph.c",
          },
          incdirs = { "src", "$(CUDA_INCDIR)" },
-         libraries = { "dl", "m" },
+         libraries = { "pthread", "dl", "m" },
       },
       cugraph = "lua/cugraph/init.lua",
    },

@@ -21,8 +21,9 @@ cg_ctx *cg_sentinel(lua_State *L) {
 }
 
 static int poisoned(lua_State *L, cg_ctx *ctx) {
+  char buf[CG_ERRNAME];
   cg_pusherror(L, ctx->poison_api, (int)ctx->poison,
-               cg_driver_errname(ctx->poison),
+               cg_driver_errname(ctx->poison, buf),
                "the CUDA context is unusable after an earlier error; "
                "the process must restart");
   return lua_error(L);
@@ -35,6 +36,24 @@ void cg_check(lua_State *L, cg_ctx *ctx, const char *api, CUresult r) {
     ctx->poison_api = api;
   }
   cg_driver_error(L, api, r);
+}
+
+/* The context this core last made current on the calling thread. A state
+   may move between threads, so every path to the driver compares its
+   context with this one and makes it current only when they differ. */
+static _Thread_local CUcontext bound;
+
+/* Makes ctx's context current on this thread unless it is known to be. */
+static CUresult make_current(cg_ctx *ctx) {
+  if (ctx->cu == bound) return CUDA_SUCCESS;
+  CUresult r = cg_drv.cuCtxSetCurrent(ctx->cu);
+  bound = r == CUDA_SUCCESS ? ctx->cu : NULL;
+  return r;
+}
+
+/* The same, raising: one compare on the hot path. */
+static void current(lua_State *L, cg_ctx *ctx) {
+  if (ctx->cu != bound) cg_check(L, ctx, "cuCtxSetCurrent", make_current(ctx));
 }
 
 static int attr(lua_State *L, cg_ctx *ctx, CUdevice_attribute a) {
@@ -57,7 +76,7 @@ static void start(lua_State *L, cg_ctx *ctx) {
     CU(L, ctx, cuDevicePrimaryCtxRetain, &ctx->cu, ctx->dev);
     ctx->retained = 1; /* from here the sentinel releases the context */
   }
-  CU(L, ctx, cuCtxSetCurrent, ctx->cu);
+  current(L, ctx);
   ctx->max_threads = attr(L, ctx, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
   for (int i = 0; i < 3; i++) {
     ctx->max_block[i] = attr(L, ctx, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X + i);
@@ -76,6 +95,7 @@ cg_ctx *cg_context(lua_State *L) {
   if (ctx->poison) poisoned(L, ctx);
   if (ctx->closed) luaL_error(L, "cugraph is closed");
   if (!ctx->ready) start(L, ctx);
+  else current(L, ctx);
   return ctx;
 }
 
@@ -114,6 +134,7 @@ void *cg_checkobj(lua_State *L, int idx, cg_kind kind) {
   cg_obj *o = luaL_checkudata(L, idx, cg_kind_names[kind]);
   cg_isopen(L, o);
   if (o->ctx->poison) poisoned(L, o->ctx);
+  current(L, o->ctx);
   return o;
 }
 
@@ -125,6 +146,7 @@ void *cg_checkself(lua_State *L, cg_kind kind) {
   lua_pop(L, 1);
   if (!o->open) luaL_error(L, "attempt to use a freed %s", cg_kind_names[kind]);
   if (o->ctx->poison) poisoned(L, o->ctx);
+  current(L, o->ctx);
   return o;
 }
 
@@ -174,8 +196,6 @@ int cg_tostring(lua_State *L, cg_obj *o, const char *fmt, ...) {
   return 1;
 }
 
-static cg_releaser releasers[CG_NKINDS];
-
 int cg_close(lua_State *L, cg_kind kind, int collected) {
   cg_obj *o = cg_toobj(L, 1, kind);
   if (!o->open) return 0;
@@ -187,7 +207,7 @@ int cg_close(lua_State *L, cg_kind kind, int collected) {
     cg_canfree(L, o);
   }
   o->open = 0;
-  releasers[kind](L, o);
+  o->ctx->release[kind](L, o);
   return 0;
 }
 
@@ -195,14 +215,15 @@ void cg_unpinned(lua_State *L, cg_obj *o) {
   if (!o->zombie) return;
   o->zombie = 0;
   o->open = 0;
-  releasers[o->kind](L, o);
+  o->ctx->release[o->kind](L, o);
 }
 
 void cg_newtype(lua_State *L, cg_kind kind, const luaL_Reg *methods,
                 const luaL_Reg *meta, cg_releaser release) {
-  releasers[kind] = release;
+  cg_ctx *ctx = cg_sentinel(L);
+  ctx->release[kind] = release;
   luaL_newmetatable(L, cg_kind_names[kind]);
-  cg_sentinel(L)->mt[kind] = lua_topointer(L, -1);
+  ctx->mt[kind] = lua_topointer(L, -1);
   luaL_setfuncs(L, meta, 0);
   lua_pushstring(L, cg_kind_names[kind]);
   lua_setfield(L, -2, "__metatable");
@@ -242,15 +263,16 @@ static const char *const destroy_api[] = {
   "cuGraphExecDestroy", "cuGraphDestroy"
 };
 
-static void record(lua_State *L, cg_ctx *ctx, int what, CUresult r) {
+static void record(lua_State *L, cg_ctx *ctx, const char *api, CUresult r) {
+  char buf[CG_ERRNAME];
   if (r == CUDA_SUCCESS || r == CUDA_ERROR_DEINITIALIZED) return;
   if (cg_driver_sticky(r) && !ctx->poison) {
     ctx->poison = r;
-    ctx->poison_api = destroy_api[what];
+    ctx->poison_api = api;
   }
   ctx->gc_errors++;
-  snprintf(ctx->gc_error, sizeof ctx->gc_error, "%s: %s", destroy_api[what],
-           cg_driver_errname(r));
+  snprintf(ctx->gc_error, sizeof ctx->gc_error, "%s: %s", api,
+           cg_driver_errname(r, buf));
   lua_warning(L, "cugraph: ", 1);
   lua_warning(L, ctx->gc_error, 0);
 }
@@ -269,13 +291,17 @@ void cg_release(lua_State *L, cg_ctx *ctx, int what, void *h) {
     ctx->deferred[ctx->ndeferred++].h = h;
     return;
   }
-  record(L, ctx, what, destroy(what, h));
+  /* a finalizer may run on any thread */
+  CUresult r = make_current(ctx);
+  if (r != CUDA_SUCCESS) record(L, ctx, "cuCtxSetCurrent", r);
+  else record(L, ctx, destroy_api[what], destroy(what, h));
 }
 
+/* Called with ctx's context current on this thread. */
 void cg_flush_deferred(lua_State *L, cg_ctx *ctx) {
   for (size_t i = 0; i < ctx->ndeferred; i++)
     if (cg_alive(ctx))
-      record(L, ctx, ctx->deferred[i].kind,
+      record(L, ctx, destroy_api[ctx->deferred[i].kind],
              destroy(ctx->deferred[i].kind, ctx->deferred[i].h));
   ctx->ndeferred = 0;
 }
@@ -284,7 +310,7 @@ void cg_flush_deferred(lua_State *L, cg_ctx *ctx) {
 
 static int sentinel_gc(lua_State *L) {
   cg_ctx *ctx = lua_touserdata(L, 1);
-  if (cg_alive(ctx)) {
+  if (cg_alive(ctx) && make_current(ctx) == CUDA_SUCCESS) {
     cg_flush_deferred(L, ctx);
     if (ctx->stream) cg_drv.cuStreamDestroy(ctx->stream);
   }
@@ -386,7 +412,8 @@ static int status(lua_State *L) {
   lua_pushboolean(L, ctx->ready);
   lua_setfield(L, -2, "initialized");
   if (ctx->poison) {
-    lua_pushstring(L, cg_driver_errname(ctx->poison));
+    char buf[CG_ERRNAME];
+    lua_pushstring(L, cg_driver_errname(ctx->poison, buf));
     lua_setfield(L, -2, "poisoned");
   }
   lua_pushinteger(L, ctx->gc_errors);

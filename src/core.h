@@ -25,6 +25,10 @@ typedef enum cg_kind {
 extern const char *const cg_kind_names[]; /* "cugraph.Buffer", ... */
 
 typedef struct cg_capture cg_capture;
+typedef struct cg_obj cg_obj;
+/* Frees an object's driver handles (it checks owned itself); cg_close calls
+   it once, when the object can go. */
+typedef void (*cg_releaser)(lua_State *L, cg_obj *o);
 
 /* One per lua_State that opened the module: the sentinel userdata, created
    first in luaopen so it is finalized last. The driver is touched only when
@@ -43,6 +47,7 @@ typedef struct cg_ctx {
   cg_capture *capture;  /* the capture in progress, or NULL */
   unsigned graph_ids, captures;
   const void *mt[CG_NKINDS]; /* metatable identities, for fast type tests */
+  cg_releaser release[CG_NKINDS]; /* of each kind, from cg_newtype */
   struct cg_deferred { int kind; void *h; } *deferred; /* frees held back */
   size_t ndeferred, cdeferred;                        /* during a capture */
   unsigned gc_errors;   /* driver errors seen in finalizers */
@@ -50,7 +55,7 @@ typedef struct cg_ctx {
 } cg_ctx;
 
 /* Header of every object. open == 0 once freed; the handle is then gone. */
-typedef struct cg_obj {
+struct cg_obj {
   cg_ctx *ctx;
   unsigned char kind, open, owned;
   unsigned char zombie; /* collected while a graph used it: released by the
@@ -58,7 +63,7 @@ typedef struct cg_obj {
   unsigned uses;        /* live graphs that captured this object */
   unsigned graph;       /* id of one of them (0: unknown), for messages */
   unsigned pinned;      /* serial of the capture whose pins hold it */
-} cg_obj;
+};
 
 typedef struct cg_stream {
   cg_obj h;
@@ -116,9 +121,7 @@ void cg_release(lua_State *L, cg_ctx *ctx, int what, void *h);
 void cg_flush_deferred(lua_State *L, cg_ctx *ctx);
 int cg_method(lua_State *L); /* in __index: pushes methods[key], or 0 */
 int cg_tostring(lua_State *L, cg_obj *o, const char *fmt, ...);
-/* Registers a type. release frees an object's driver handles (it checks
-   owned itself); cg_close calls it once, when the object can go. */
-typedef void (*cg_releaser)(lua_State *L, cg_obj *o);
+/* Registers a type in this state, with its releaser. */
 void cg_newtype(lua_State *L, cg_kind kind, const luaL_Reg *methods,
                 const luaL_Reg *meta, cg_releaser release);
 /* :free(), :close(), __close (collected = 0) and __gc (collected = 1) of

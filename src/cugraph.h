@@ -15,7 +15,25 @@
    the script can use them anywhere a Buffer or Stream goes (launches,
    captures) but never frees them; their :free() only detaches the Lua
    object. The engine keeps the memory alive while a graph that captured it
-   lives. Functions that push raise Lua errors like any Lua API function. */
+   lives. Functions that push raise Lua errors like any Lua API function.
+
+   Threads. A process may run any number of lua_States with the module,
+   each used by one thread at a time (Lua's own rule: the host orders the
+   hand-over, by a join or a lock) and on any thread, a different one from
+   call to call if it likes; lua_close and collection too. Process-wide and
+   safe from any thread: libcuda and NVRTC are loaded once, whichever
+   states ask first and at once; the NVRTC disk cache may be written and
+   read by many threads and processes at once, and a reader sees a whole
+   entry or none. Every state of one device shares its primary context:
+   before a driver call, the core makes that context current on the calling
+   thread when it is not the one the core last made current there (a
+   thread-local compare; cuCtxSetCurrent only on a change). A host that
+   makes another context current on a thread (cuCtxSetCurrent,
+   cuCtxPushCurrent) must make the primary context current again before it
+   calls into a state on that thread. As CUDA forbids, a capture in one
+   state fails if another thread meanwhile synchronizes the whole context
+   (cuda.synchronize, a download, scalar:get, work given no stream) or, in
+   global capture mode, allocates or frees: such threads take turns. */
 #ifndef CUGRAPH_H
 #define CUGRAPH_H
 

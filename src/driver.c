@@ -1,6 +1,7 @@
 /* The only file that knows how libcuda is found. */
 #define _POSIX_C_SOURCE 200809L
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,8 +13,13 @@ cg_driver cg_drv;
 #define STR(x) #x
 #define XSTR(x) STR(x)
 
-static const char *load_error;
+/* Written by load(), once per process, under the lock; a thread reads them
+   (and cg_drv) only after taking the lock in cg_driver_load, or after being
+   handed a state by a thread that did. A lock rather than pthread_once, so
+   that helgrind and DRD see the ordering too. */
+static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
 static int loaded;
+static const char *load_error;
 static char message[512];
 
 /* Finds every entry point; records the first missing one. */
@@ -31,41 +37,49 @@ static const char *resolve(void *lib) {
   return NULL;
 }
 
-const char *cg_driver_load(void) {
-  if (loaded) return load_error;
-  loaded = 1;
+static void load(void) {
+  char buf[CG_ERRNAME];
   const char *name = getenv("CUGRAPH_LUA_LIBCUDA");
   if (!name || !*name) name = "libcuda.so.1";
   void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     snprintf(message, sizeof message, "no CUDA driver found (%s): %s", name,
              dlerror());
-    return load_error = message;
+    load_error = message;
+    return;
   }
   const char *why = resolve(lib);
   if (why) {
     snprintf(message, sizeof message, "unusable CUDA driver (%s): %s", name,
              why);
-    return load_error = message;
+    load_error = message;
+    return;
   }
   CUresult r = cg_drv.cuInit(0);
   if (r != CUDA_SUCCESS) {
     snprintf(message, sizeof message, "cuInit: %s: %s",
-             cg_driver_errname(r),
+             cg_driver_errname(r, buf),
              r == CUDA_ERROR_NO_DEVICE ? "no CUDA-capable device is detected"
                                         : "the CUDA driver failed to start");
-    return load_error = message;
-  }
-  return NULL; /* the library stays open for the life of the process */
+    load_error = message;
+  } /* the library stays open for the life of the process */
 }
 
-const char *cg_driver_errname(CUresult r) {
-  static char buf[40];
+const char *cg_driver_load(void) {
+  pthread_mutex_lock(&load_lock);
+  if (!loaded) load();
+  loaded = 1;
+  const char *why = load_error;
+  pthread_mutex_unlock(&load_lock);
+  return why;
+}
+
+const char *cg_driver_errname(CUresult r, char buf[CG_ERRNAME]) {
   const char *s = NULL;
   if (cg_drv.cuGetErrorName && cg_drv.cuGetErrorName(r, &s) == CUDA_SUCCESS
       && s)
     return s;
-  snprintf(buf, sizeof buf, "CUDA_ERROR_%d", (int)r);
+  snprintf(buf, CG_ERRNAME, "CUDA_ERROR_%d", (int)r);
   return buf;
 }
 
@@ -108,11 +122,12 @@ void cg_pusherror(lua_State *L, const char *api, int code, const char *name,
 }
 
 void cg_driver_pusherror(lua_State *L, const char *api, CUresult r) {
+  char buf[CG_ERRNAME];
   const char *s = NULL;
   if (!cg_drv.cuGetErrorString || cg_drv.cuGetErrorString(r, &s) != CUDA_SUCCESS
       || !s)
     s = "unknown error";
-  cg_pusherror(L, api, (int)r, cg_driver_errname(r), s);
+  cg_pusherror(L, api, (int)r, cg_driver_errname(r, buf), s);
 }
 
 int cg_driver_error(lua_State *L, const char *api, CUresult r) {

@@ -40,8 +40,9 @@ typedef struct cg_driver {
 extern cg_driver cg_drv;
 
 /* Opens libcuda (CUGRAPH_LUA_LIBCUDA overrides the name) and calls cuInit
-   once per process. Returns NULL on success, else a message that stays
-   valid for the life of the process. */
+   once per process, whichever threads call it at once. Returns NULL on
+   success, else a message that stays valid for the life of the process.
+   cg_drv may be used once it has returned NULL. */
 const char *cg_driver_load(void);
 
 /* Raises an error object {api, code, name, message}. Never returns. */
@@ -56,8 +57,11 @@ void cg_driver_pusherror(lua_State *L, const char *api, CUresult r);
 void cg_pusherror(lua_State *L, const char *api, int code, const char *name,
                   const char *message);
 
-/* "CUDA_ERROR_OUT_OF_MEMORY", or "CUDA_ERROR_<code>" when unknown. */
-const char *cg_driver_errname(CUresult r);
+/* "CUDA_ERROR_OUT_OF_MEMORY" (the driver's constant string), or
+   "CUDA_ERROR_<code>" written into the caller's buf when the driver has no
+   name for r. */
+enum { CG_ERRNAME = 32 };
+const char *cg_driver_errname(CUresult r, char buf[CG_ERRNAME]);
 
 /* Errors after which the context can never work again. */
 int cg_driver_sticky(CUresult r);

@@ -418,7 +418,8 @@ static int graph_update(lua_State *L) {
                         "update", (int)gr->id);
     if (r != CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE)
       cg_check(L, ctx, "cuGraphExecUpdate", r);
-    cg_pusherror(L, "cuGraphExecUpdate", (int)r, cg_driver_errname(r),
+    cg_pusherror(L, "cuGraphExecUpdate", (int)r,
+                 cg_driver_errname(r, (char[CG_ERRNAME]){0}),
                  lua_pushfstring(L, "graph update failed: %s; capture a new "
                                  "graph instead", update_reason(info.result)));
     return lua_error(L);

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,11 +23,16 @@
   X(nvrtcGetProgramLogSize) X(nvrtcGetProgramLog) X(nvrtcGetPTXSize) \
   X(nvrtcGetPTX) X(nvrtcDestroyProgram) X(nvrtcGetErrorString)
 
+/* Written by nv_load, once per process, under nv_lock; read only after
+   nv_open took it (a lock rather than pthread_once, so that helgrind and
+   DRD see the ordering too). */
 #define NV_FIELD(f) __typeof__(f) *f;
 static struct { NV_FUNCS(NV_FIELD) } nv;
 #undef NV_FIELD
 
-static void *nv_handle;        /* set once every entry of nv is filled */
+static pthread_mutex_t nv_lock = PTHREAD_MUTEX_INITIALIZER;
+static int nv_tried;
+static char nv_error[1024];    /* why NVRTC is unusable, or "" */
 static int nv_major, nv_minor; /* nvrtcVersion, part of every cache key */
 
 #define GUARD "cugraph.nvrtcProgram" /* metatable of the program holder */
@@ -44,7 +50,7 @@ static void *nv_try(const char *name, char *err, size_t errlen) {
   return h;
 }
 
-static void nv_load(lua_State *L) {
+static void nv_load(void) {
   static const char *const names[] = {
     "libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12"
   };
@@ -55,7 +61,6 @@ static void nv_load(lua_State *L) {
   void *h = NULL, *sym;
   size_t i;
   nvrtcResult r;
-  if (nv_handle) return;
   if (env && *env) {
     h = nv_try(env, err, sizeof err);
   } else {
@@ -68,8 +73,9 @@ static void nv_load(lua_State *L) {
     if (!h) h = nv_try("/usr/local/cuda/lib64/libnvrtc.so", err, sizeof err);
   }
   if (!h) {
-    luaL_error(L, "NVRTC not found (%s): %s; install the CUDA toolkit or set "
-               "CUGRAPH_LUA_LIBNVRTC", env && *env ? env : "libnvrtc.so", err);
+    snprintf(nv_error, sizeof nv_error, "NVRTC not found (%s): %s; install "
+             "the CUDA toolkit or set CUGRAPH_LUA_LIBNVRTC",
+             env && *env ? env : "libnvrtc.so", err);
     return;
   }
 #define NV_SYM(f) \
@@ -79,15 +85,25 @@ static void nv_load(lua_State *L) {
 #undef NV_SYM
   if (missing) {
     dlclose(h);
-    luaL_error(L, "NVRTC library %s lacks %s", env && *env ? env : "libnvrtc",
-               missing);
+    snprintf(nv_error, sizeof nv_error, "NVRTC library %s lacks %s",
+             env && *env ? env : "libnvrtc", missing);
+    return;
   }
   r = nv.nvrtcVersion(&nv_major, &nv_minor);
   if (r != NVRTC_SUCCESS) {
+    snprintf(nv_error, sizeof nv_error, "nvrtcVersion failed: %s",
+             nv.nvrtcGetErrorString(r));
     dlclose(h);
-    luaL_error(L, "nvrtcVersion failed: %s", nv.nvrtcGetErrorString(r));
-  }
-  nv_handle = h;
+  } /* the library stays open for the life of the process */
+}
+
+/* Loads NVRTC once per process; raises why it is unusable at every call. */
+static void nv_open(lua_State *L) {
+  pthread_mutex_lock(&nv_lock);
+  if (!nv_tried) nv_load();
+  nv_tried = 1;
+  pthread_mutex_unlock(&nv_lock);
+  if (nv_error[0]) luaL_error(L, "%s", nv_error);
 }
 
 /* Pushes an error object; message NULL: "out of memory" from the name
@@ -496,20 +512,20 @@ miss:
 }
 
 /* Writes the entry to a private temporary file, then renames it into place,
-   so readers see a whole entry or none. Failures leave no file behind. */
+   so readers, in any thread or process, see a whole entry or none. The
+   temporary name holds the pid and a hash of the time and the thread, so
+   concurrent writers do not share one; O_EXCL turns a clash into one lost
+   write. Failures leave no file behind. */
 static void cache_put(const char *dir, const char *key, const char *ptx,
                       size_t len) {
-  static unsigned counter;
   char path[PATHLEN], tmp[PATHLEN], hdr[128];
   struct timespec ts;
   hash h = HASH_INIT;
-  uint64_t seed[3];
+  pthread_t self = pthread_self();
   int fd, n, ok;
   clock_gettime(CLOCK_REALTIME, &ts);
-  seed[0] = (uint64_t)ts.tv_sec;
-  seed[1] = (uint64_t)ts.tv_nsec;
-  seed[2] = ++counter;
-  hash_bytes(&h, seed, sizeof seed);
+  hash_bytes(&h, &ts, sizeof ts);
+  hash_bytes(&h, &self, sizeof self);
   if (snprintf(path, sizeof path, "%s/%s.ptx", dir, key) >= PATHLEN ||
       snprintf(tmp, sizeof tmp, "%s/%s.ptx.tmp.%ld.%016llx", dir, key,
                (long)getpid(), (unsigned long long)(h.a ^ h.b)) >= PATHLEN)
@@ -649,7 +665,7 @@ static int l_compile(lua_State *L) {
   lua_pop(L, 1);
   opt_toolkit_include(L, &n);
 
-  nv_load(L);
+  nv_open(L);
   hash_field(&h, CACHE_MAGIC, strlen(CACHE_MAGIC));
   snprintf(ver, sizeof ver, "%d.%d", nv_major, nv_minor);
   hash_field(&h, ver, strlen(ver));
