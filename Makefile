@@ -8,6 +8,8 @@ CC ?= cc
 PKG_CONFIG ?= pkg-config
 LUA ?= lua5.4
 PREFIX ?= /usr/local
+# Where everything is built; make test-asan builds into build-asan.
+BUILD ?= build
 
 WARN = -Wall -Wextra -pedantic -Wmissing-prototypes -Wstrict-prototypes \
        -Wshadow -Wpointer-arith -Wcast-qual -Wno-unused-parameter
@@ -25,46 +27,46 @@ HOST_LIBS = -lreadline
 endif
 
 CORE = context driver stream buffer scalar event module graph nvrtc ptx lcugraph
-OBJS = $(CORE:%=build/obj/%.o)
-DOUBLE = build/libcuda-double.so
-KERNELS = build/kernels.ptx build/kernels.cubin build/kernels.fatbin
-SPEC_ENV = CUGRAPH_LUA_BUILD=$(CURDIR)/build XDG_CACHE_HOME=$(CURDIR)/build/cache
+OBJS = $(CORE:%=$(BUILD)/obj/%.o)
+DOUBLE = $(BUILD)/libcuda-double.so
+KERNELS = $(BUILD)/kernels.ptx $(BUILD)/kernels.cubin $(BUILD)/kernels.fatbin
+SPEC_ENV = CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) XDG_CACHE_HOME=$(CURDIR)/$(BUILD)/cache
 
-all: build/cugraph-lua build/cugraph/core.so build/libcugraph.a
+all: $(BUILD)/cugraph-lua $(BUILD)/cugraph/core.so $(BUILD)/libcugraph.a
 
-build/obj/%.o: src/%.c src/core.h src/driver.h src/ptx.h src/cugraph.h | deps
+$(BUILD)/obj/%.o: src/%.c src/core.h src/driver.h src/ptx.h src/cugraph.h | deps
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-build/obj/host.o: src/host.c | deps
+$(BUILD)/obj/host.o: src/host.c | deps
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(HOST_DEFS) -c $< -o $@
 
 # Linked to the shared liblua5.4 so Lua C modules (busted's) load into it.
-build/cugraph-lua: build/obj/host.o $(OBJS)
+$(BUILD)/cugraph-lua: $(BUILD)/obj/host.o $(OBJS)
 	$(CC) $(CFLAGS) -pthread -rdynamic -o $@ $^ $(LUA_LIBS) $(HOST_LIBS) -ldl -lm
 
-build/cugraph/core.so: $(OBJS)
+$(BUILD)/cugraph/core.so: $(OBJS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -pthread -shared -o $@ $^ -ldl -lm
 
-build/libcugraph.a: $(OBJS)
+$(BUILD)/libcugraph.a: $(OBJS)
 	ar rcs $@ $^
 
 $(DOUBLE): spec/support/cuda_double.c
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(WERROR) -fPIC -shared \
-	  -I$(CUDA_HOME)/include -o $@ $< -lm
+	  -I$(CUDA_HOME)/include -o $@ $< -pthread -lm
 
-build/kernels.ptx: spec/kernels/kernels.cu
+$(BUILD)/kernels.ptx: spec/kernels/kernels.cu
 	@mkdir -p $(@D)
 	$(NVCC) -ptx -arch=compute_75 $< -o $@
 
-build/kernels.cubin: spec/kernels/kernels.cu
+$(BUILD)/kernels.cubin: spec/kernels/kernels.cu
 	@mkdir -p $(@D)
 	$(NVCC) -cubin -arch=sm_90 $< -o $@
 
-build/kernels.fatbin: spec/kernels/kernels.cu
+$(BUILD)/kernels.fatbin: spec/kernels/kernels.cu
 	@mkdir -p $(@D)
 	$(NVCC) -fatbin -gencode arch=compute_90,code=sm_90 \
 	  -gencode arch=compute_75,code=compute_75 $< -o $@
@@ -87,52 +89,72 @@ deps:
 	  { echo "CUDA headers not found in $(CUDA_HOME)/include; set CUDA_HOME"; exit 1; }
 
 # A host that closes its lua_State at exit, after the driver's teardown.
-build/late_close: spec/support/late_close.c build/libcugraph.a
-	$(CC) $(ALL_CFLAGS) -o $@ $< build/libcugraph.a $(LUA_LIBS) -ldl -lm
+$(BUILD)/late_close: spec/support/late_close.c $(BUILD)/libcugraph.a
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libcugraph.a $(LUA_LIBS) -ldl -lm
 
 # C hosts the specs run: the embedding API's argument checks; N states in N
 # threads at once, a state handed between threads, finalizers on another
 # thread (build/threads LUA_DIR PTX [N]).
-SPEC_BINS = build/late_close build/capi build/threads
-build/capi build/threads: build/%: spec/support/%.c build/libcugraph.a
-	$(CC) $(ALL_CFLAGS) -o $@ $< build/libcugraph.a $(LUA_LIBS) -ldl -lm
+SPEC_BINS = $(BUILD)/late_close $(BUILD)/capi $(BUILD)/threads
+$(BUILD)/capi $(BUILD)/threads: $(BUILD)/%: spec/support/%.c $(BUILD)/libcugraph.a
+	$(CC) $(ALL_CFLAGS) -pthread -o $@ $< $(BUILD)/libcugraph.a $(LUA_LIBS) -ldl -lm
 
 test: all $(DOUBLE) $(KERNELS) $(SPEC_BINS)
 	$(SPEC_ENV) CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
-	  build/cugraph-lua "$$(command -v busted)" $(BUSTED_ARGS)
+	  $(BUILD)/cugraph-lua "$$(command -v busted)" $(BUSTED_ARGS)
 
 test-gpu: all $(KERNELS) $(SPEC_BINS)
-	$(SPEC_ENV) build/cugraph-lua "$$(command -v busted)" $(BUSTED_ARGS)
+	$(SPEC_ENV) $(BUILD)/cugraph-lua "$$(command -v busted)" $(BUSTED_ARGS)
 
 run: all
-	build/cugraph-lua examples/model.lua
+	$(BUILD)/cugraph-lua examples/model.lua
 
 # The suite with a whole collection cycle, finalizers included, at every
 # allocation: a finalizer may run inside any C function of the runtime.
 test-gcstress: all $(DOUBLE) $(KERNELS) $(SPEC_BINS)
 	$(SPEC_ENV) CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
-	  build/cugraph-lua "$$(command -v busted)" \
+	  $(BUILD)/cugraph-lua "$$(command -v busted)" \
 	  --helper=spec/support/gcstress.lua $(BUSTED_ARGS)
 
 # The suite under valgrind on the test double: any invalid access or definite
-# leak fails it. Subprocess specs run their children natively.
+# leak fails it. Subprocess specs run their children under valgrind too
+# (CUGRAPH_LUA_VALGRIND); the fault sweep then takes one case per call.
 VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full \
   --errors-for-leak-kinds=definite --show-leak-kinds=definite \
-  --suppressions=spec/support/valgrind.supp
+  --suppressions=$(CURDIR)/spec/support/valgrind.supp
 test-valgrind: all $(DOUBLE) $(KERNELS) $(SPEC_BINS)
 	$(SPEC_ENV) CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
-	  $(VALGRIND) build/cugraph-lua "$$(command -v busted)" $(BUSTED_ARGS)
+	  CUGRAPH_LUA_VALGRIND="$(VALGRIND)" \
+	  $(VALGRIND) $(BUILD)/cugraph-lua "$$(command -v busted)" $(BUSTED_ARGS)
+
+# The suite built with AddressSanitizer and UndefinedBehaviorSanitizer into
+# build-asan (core, host, double; the sanitizer runtimes are linked into
+# the host, so Lua C modules load without LD_PRELOAD): any invalid access,
+# leak or undefined behaviour fails it, in the specs' subprocesses too.
+# Stock lua5.4 loading build-asan/cugraph/core.so preloads the runtime.
+ASAN_FLAGS = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
+  -fno-sanitize-recover=undefined
+test-asan:
+	ASAN_OPTIONS=detect_leaks=1 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	CUGRAPH_LUA_PRELOAD="$$($(CC) -print-file-name=libasan.so)" \
+	  $(MAKE) BUILD=build-asan CFLAGS="$(ASAN_FLAGS)" test
+
+# Every call of the fault sweep (spec/14-faults_spec.lua), not three per API.
+fault-sweep: all $(DOUBLE) $(KERNELS)
+	$(SPEC_ENV) CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) CUGRAPH_FULL_SWEEP=1 \
+	  $(BUILD)/cugraph-lua "$$(command -v busted)" spec/14-faults_spec.lua
 
 # build/threads under helgrind on the test double: any data race or lock
 # misuse fails. Races inside libnvrtc's own code are suppressed
 # (spec/support/threads.supp). Needs a thread-safe double.
-test-threads-helgrind: all $(DOUBLE) $(KERNELS) build/threads
-	rm -rf build/threads-cache
-	XDG_CACHE_HOME=$(CURDIR)/build/threads-cache \
+test-threads-helgrind: all $(DOUBLE) $(KERNELS) $(BUILD)/threads
+	rm -rf $(BUILD)/threads-cache
+	XDG_CACHE_HOME=$(CURDIR)/$(BUILD)/threads-cache \
 	  CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
 	  valgrind --tool=helgrind -q --error-exitcode=99 \
 	  --suppressions=spec/support/threads.supp \
-	  build/threads lua build/kernels.ptx 4
+	  $(BUILD)/threads lua $(BUILD)/kernels.ptx 4
 
 # compute-sanitizer memcheck (with leak check) over the GPU suite and the
 # examples. Driver errors the specs provoke on purpose are not reported;
@@ -140,28 +162,37 @@ test-threads-helgrind: all $(DOUBLE) $(KERNELS) build/threads
 SANITIZER = $(CUDA_HOME)/bin/compute-sanitizer --tool memcheck \
   --leak-check full --report-api-errors no --error-exitcode 99
 sanitize-gpu: all examples $(KERNELS) $(SPEC_BINS)
-	$(SPEC_ENV) $(SANITIZER) build/cugraph-lua "$$(command -v busted)" $(BUSTED_ARGS)
-	$(SANITIZER) build/cugraph-lua examples/model.lua
-	$(SANITIZER) build/cugraph-lua examples/graph.lua build/examples/graph.dot
-	$(SANITIZER) build/cugraph-lua examples/particles.lua build/examples/frames 40 65536
+	$(SPEC_ENV) $(SANITIZER) $(BUILD)/cugraph-lua "$$(command -v busted)" $(BUSTED_ARGS)
+	$(SANITIZER) $(BUILD)/cugraph-lua examples/model.lua
+	$(SANITIZER) $(BUILD)/cugraph-lua examples/graph.lua build/examples/graph.dot
+	$(SANITIZER) $(BUILD)/cugraph-lua examples/particles.lua build/examples/frames 40 65536
 	$(SANITIZER) build/examples/engine
 
 # libFuzzer over the PTX signature parser (Debian's clang), FUZZ_TIME seconds.
 FUZZ_TIME ?= 60
-build/ptx_fuzz: spec/fuzz/ptx_fuzz.c src/ptx.c src/ptx.h
+$(BUILD)/ptx_fuzz: spec/fuzz/ptx_fuzz.c src/ptx.c src/ptx.h
 	@mkdir -p $(@D)
 	clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -o $@ \
 	  spec/fuzz/ptx_fuzz.c src/ptx.c
-fuzz: build/ptx_fuzz
-	@mkdir -p build/fuzz-corpus
-	build/ptx_fuzz -max_total_time=$(FUZZ_TIME) -print_final_stats=1 \
-	  build/fuzz-corpus spec/fuzz/corpus
+fuzz: $(BUILD)/ptx_fuzz fuzz-api
+	@mkdir -p $(BUILD)/fuzz-corpus
+	$(BUILD)/ptx_fuzz -max_total_time=$(FUZZ_TIME) -print_final_stats=1 \
+	  $(BUILD)/fuzz-corpus spec/fuzz/corpus
+
+# Random calls of the whole API (spec/15-fuzz_spec.lua), FUZZ_API_COUNT
+# calls from seed FUZZ_API_SEED (a fresh one unless given; failures name it).
+FUZZ_API_COUNT ?= 200000
+FUZZ_API_SEED ?= $(shell date +%s)
+fuzz-api: all $(DOUBLE) $(KERNELS)
+	$(SPEC_ENV) CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
+	  CUGRAPH_FUZZ_SEED=$(FUZZ_API_SEED) CUGRAPH_FUZZ_COUNT=$(FUZZ_API_COUNT) \
+	  $(BUILD)/cugraph-lua "$$(command -v busted)" spec/15-fuzz_spec.lua
 
 clean:
-	rm -rf build
+	rm -rf build build-asan
 
 .PHONY: all deps test test-gpu test-gcstress test-valgrind test-threads-helgrind \
-  sanitize-gpu fuzz run clean
+  test-asan fault-sweep sanitize-gpu fuzz fuzz-api run clean
 
 # -- install ------------------------------------------------------------------
 LUA_LDIR ?= $(PREFIX)/share/lua/5.4
@@ -171,11 +202,11 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LUA_CDIR)/cugraph \
 	  $(DESTDIR)$(LUA_LDIR)/cugraph $(DESTDIR)$(PREFIX)/include \
 	  $(DESTDIR)$(PREFIX)/lib/pkgconfig
-	install -m 755 build/cugraph-lua $(DESTDIR)$(PREFIX)/bin/
-	install -m 755 build/cugraph/core.so $(DESTDIR)$(LUA_CDIR)/cugraph/
+	install -m 755 $(BUILD)/cugraph-lua $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(BUILD)/cugraph/core.so $(DESTDIR)$(LUA_CDIR)/cugraph/
 	install -m 644 lua/cugraph/*.lua $(DESTDIR)$(LUA_LDIR)/cugraph/
 	install -m 644 src/cugraph.h $(DESTDIR)$(PREFIX)/include/
-	install -m 644 build/libcugraph.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 $(BUILD)/libcugraph.a $(DESTDIR)$(PREFIX)/lib/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@CUDA_HOME@|$(CUDA_HOME)|' \
 	  cugraph-lua.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/cugraph-lua.pc
 

@@ -63,7 +63,9 @@ end)
 
 describe("require 'cugraph' from stock lua5.4", function()
   it("loads the module from build/cugraph/core.so", function()
-    local env = "LUA_CPATH=" .. H.quote(H.build .. "/?.so") ..
+    local preload = os.getenv("CUGRAPH_LUA_PRELOAD") -- a sanitizer's runtime
+    local env = (preload and "LD_PRELOAD=" .. H.quote(preload) .. " " or "") ..
+                "LUA_CPATH=" .. H.quote(H.build .. "/?.so") ..
                 " LUA_PATH=" .. H.quote("lua/?.lua;lua/?/init.lua")
     local prog = [[local c = require "cugraph"
       local b = c.buffer("i32", {1, 2, 3})

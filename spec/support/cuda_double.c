@@ -9,9 +9,18 @@
 
    Environment: CUDA_VISIBLE_DEVICES empty (or -1) hides the device, as with
    the driver; CUDA_DOUBLE_MEM_LIMIT=bytes sizes device memory (80 GiB).
-   Calls come from one thread at a time; nothing here is locked. */
+   CUDA_DOUBLE_FAULT=name:n:code[,...] makes the n-th call of an entry point
+   (its plain name, cuMemAlloc, or the versioned symbol, cuMemAlloc_v2) fail
+   with code, before it does anything; a sticky code also breaks the device
+   for the rest of the process, as a fault on a GPU does.
+   CUDA_DOUBLE_TRACE=path writes "name calls" lines, one per entry point
+   called, to path at exit.
+
+   Any thread may call: every entry point holds one lock for its whole body.
+   The current context is per thread, as with the driver. */
 #define _POSIX_C_SOURCE 200809L
 #include <cuda.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -221,6 +230,121 @@ static const struct { CUresult code; const char *name, *text; } errors[] = {
 };
 #undef E
 
+/* Errors after which the context can never work again (the driver's
+   "sticky" errors: the process must restart). */
+static int is_sticky(CUresult r) {
+  switch (r) {
+  case CUDA_ERROR_ILLEGAL_ADDRESS: case CUDA_ERROR_LAUNCH_FAILED:
+  case CUDA_ERROR_MISALIGNED_ADDRESS: case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+  case CUDA_ERROR_HARDWARE_STACK_ERROR: case CUDA_ERROR_INVALID_PC:
+  case CUDA_ERROR_INVALID_ADDRESS_SPACE: case CUDA_ERROR_ASSERT:
+  case CUDA_ERROR_LAUNCH_TIMEOUT: case CUDA_ERROR_ECC_UNCORRECTABLE:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+/* The fault that broke the device for this process, or SUCCESS. Device
+   queries, cuCtxSetCurrent and freeing graphs still work after it; not even
+   destroying the context clears it. */
+static CUresult sticky;
+
+/* -- entry points: one lock, call counts, injected faults ----------------- */
+
+/* Calls of one entry point, on the list of those called so far. */
+typedef struct site {
+  const char *name;
+  unsigned long calls;
+  struct site *next;
+} site;
+
+static site *sites;
+
+/* Armed faults: the n-th call of name returns code. */
+#define MAX_FAULTS 16
+static struct fault { char name[64]; unsigned long n; CUresult code; }
+  faults[MAX_FAULTS];
+static int nfaults, configured;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+static pthread_mutex_t *take_lock(void) {
+  pthread_mutex_lock(&lock);
+  return &lock;
+}
+
+static void drop_lock(pthread_mutex_t **held) { pthread_mutex_unlock(*held); }
+
+static void write_trace(void) {
+  pthread_mutex_lock(&lock);
+  const char *path = getenv("CUDA_DOUBLE_TRACE");
+  FILE *f = path ? fopen(path, "w") : NULL;
+  if (f) {
+    for (const site *s = sites; s; s = s->next)
+      fprintf(f, "%s %lu\n", s->name, s->calls);
+    fclose(f);
+  } else {
+    fprintf(stderr, "cuda double: cannot write CUDA_DOUBLE_TRACE\n");
+  }
+  pthread_mutex_unlock(&lock);
+}
+
+/* Reads CUDA_DOUBLE_FAULT and CUDA_DOUBLE_TRACE, at the first call of any
+   entry point. A malformed fault list aborts: a test would mean nothing. */
+static void configure(void) {
+  configured = 1;
+  const char *t = getenv("CUDA_DOUBLE_TRACE");
+  if (t && *t) atexit(write_trace);
+  const char *p = getenv("CUDA_DOUBLE_FAULT");
+  while (p && *p) {
+    struct fault *f = &faults[nfaults];
+    int len = 0, code = 0;
+    if (nfaults == MAX_FAULTS
+        || sscanf(p, "%63[A-Za-z0-9_]:%lu:%d%n", f->name, &f->n, &code, &len)
+             != 3
+        || !f->n || code <= 0 || (p[len] && p[len] != ',')) {
+      fprintf(stderr, "cuda double: bad CUDA_DOUBLE_FAULT at \"%s\" "
+              "(name:n:code[,...], at most %d)\n", p, MAX_FAULTS);
+      abort();
+    }
+    f->code = (CUresult)code;
+    nfaults++;
+    p += len + (p[len] == ',');
+  }
+}
+
+/* Counts a call of s (whose symbol is func) and returns its armed fault, or
+   SUCCESS. A sticky fault breaks the device from here on. */
+static CUresult called(site *s, const char *func) {
+  if (!configured) configure();
+  if (!s->calls++) {
+    s->next = sites;
+    sites = s;
+  }
+  for (int i = 0; i < nfaults; i++)
+    if (faults[i].n == s->calls
+        && (!strcmp(faults[i].name, s->name) || !strcmp(faults[i].name, func))) {
+      if (is_sticky(faults[i].code) && !sticky) sticky = faults[i].code;
+      return faults[i].code;
+    }
+  return CUDA_SUCCESS;
+}
+
+/* The first statement of every entry point: takes the lock until the
+   function returns, counts the call; ENTRY returns an armed fault at once,
+   ENTRY_THEN leaves it in fault_ for a call that must still do its work.
+   The name is stringized here, before cuda.h's macros version it. */
+#define ENTRY_AT(name)                                                      \
+  pthread_mutex_t *held_ __attribute__((cleanup(drop_lock), unused)) =     \
+    take_lock();                                                            \
+  static site site_ = {name, 0, NULL};                                      \
+  CUresult fault_ = called(&site_, __func__)
+#define ENTRY_THEN(name) ENTRY_AT(#name)
+#define ENTRY(name)                                                         \
+  ENTRY_AT(#name);                                                          \
+  if (fault_) return fault_
+
 static int error_index(CUresult r) {
   for (size_t i = 0; i < sizeof errors / sizeof *errors; i++)
     if (errors[i].code == r) return (int)i;
@@ -228,6 +352,7 @@ static int error_index(CUresult r) {
 }
 
 CUresult CUDAAPI cuGetErrorName(CUresult error, const char **pStr) {
+  ENTRY(cuGetErrorName);
   if (!pStr) return CUDA_ERROR_INVALID_VALUE;
   int i = error_index(error);
   *pStr = i < 0 ? NULL : errors[i].name;
@@ -235,6 +360,7 @@ CUresult CUDAAPI cuGetErrorName(CUresult error, const char **pStr) {
 }
 
 CUresult CUDAAPI cuGetErrorString(CUresult error, const char **pStr) {
+  ENTRY(cuGetErrorString);
   if (!pStr) return CUDA_ERROR_INVALID_VALUE;
   int i = error_index(error);
   *pStr = i < 0 ? NULL : errors[i].text;
@@ -246,11 +372,6 @@ CUresult CUDAAPI cuGetErrorString(CUresult error, const char **pStr) {
 static int initialized;
 static size_t mem_limit;  /* device memory, bytes */
 static size_t mem_used;   /* sum of live allocation sizes, <= mem_limit */
-
-/* The fault that broke the device for this process, or SUCCESS. Device
-   queries, cuCtxSetCurrent and freeing graphs still work after it; not even
-   destroying the context clears it. */
-static CUresult sticky;
 
 /* The primary context: live while refs > 0; destroying it frees everything
    made in it. The handle stays the same across retains. */
@@ -1390,6 +1511,7 @@ static void destroy_context(void) {
 /* -- initialization, device, context -------------------------------------- */
 
 CUresult CUDAAPI cuInit(unsigned int Flags) {
+  ENTRY(cuInit);
   if (Flags) return CUDA_ERROR_INVALID_VALUE;
   if (initialized) return CUDA_SUCCESS;
   /* as the driver: an empty CUDA_VISIBLE_DEVICES (or -1) hides every device */
@@ -1405,12 +1527,14 @@ CUresult CUDAAPI cuInit(unsigned int Flags) {
 }
 
 CUresult CUDAAPI cuDriverGetVersion(int *driverVersion) {
+  ENTRY(cuDriverGetVersion);
   if (!driverVersion) return CUDA_ERROR_INVALID_VALUE;
   *driverVersion = 13000;
   return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuDeviceGetCount(int *count) {
+  ENTRY(cuDeviceGetCount);
   CUresult r = enter_device(0);
   if (r) return r;
   if (!count) return CUDA_ERROR_INVALID_VALUE;
@@ -1419,6 +1543,7 @@ CUresult CUDAAPI cuDeviceGetCount(int *count) {
 }
 
 CUresult CUDAAPI cuDeviceGet(CUdevice *device, int ordinal) {
+  ENTRY(cuDeviceGet);
   CUresult r = enter_device(ordinal);
   if (r) return r;
   if (!device) return CUDA_ERROR_INVALID_VALUE;
@@ -1427,6 +1552,7 @@ CUresult CUDAAPI cuDeviceGet(CUdevice *device, int ordinal) {
 }
 
 CUresult CUDAAPI cuDeviceGetName(char *name, int len, CUdevice dev) {
+  ENTRY(cuDeviceGetName);
   CUresult r = enter_device(dev);
   if (r) return r;
   if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
@@ -1436,6 +1562,7 @@ CUresult CUDAAPI cuDeviceGetName(char *name, int len, CUdevice dev) {
 
 CUresult CUDAAPI cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib,
                                       CUdevice dev) {
+  ENTRY(cuDeviceGetAttribute);
   CUresult r = enter_device(dev);
   if (r) return r;
   if (!pi || attrib <= 0 || attrib >= CU_DEVICE_ATTRIBUTE_MAX)
@@ -1445,6 +1572,7 @@ CUresult CUDAAPI cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib,
 }
 
 CUresult CUDAAPI cuDeviceTotalMem(size_t *bytes, CUdevice dev) {
+  ENTRY(cuDeviceTotalMem);
   CUresult r = enter_device(dev);
   if (r) return r;
   if (!bytes) return CUDA_ERROR_INVALID_VALUE;
@@ -1453,6 +1581,7 @@ CUresult CUDAAPI cuDeviceTotalMem(size_t *bytes, CUdevice dev) {
 }
 
 CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
+  ENTRY(cuDevicePrimaryCtxRetain);
   CUresult r = enter_device(dev);
   if (r) return r;
   if (!pctx) return CUDA_ERROR_INVALID_VALUE;
@@ -1464,6 +1593,7 @@ CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
 
 /* Works after a sticky error too. */
 CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev) {
+  ENTRY(cuDevicePrimaryCtxRelease);
   if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
   if (!primary.refs) return CUDA_ERROR_INVALID_CONTEXT;
@@ -1472,6 +1602,7 @@ CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev) {
 }
 
 CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
+  ENTRY(cuCtxSetCurrent);
   if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (ctx && ctx != &primary) return CUDA_ERROR_INVALID_CONTEXT;
   current = ctx;
@@ -1480,6 +1611,7 @@ CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
 
 /* Waits for all work, which is done; refused during any capture. */
 CUresult CUDAAPI cuCtxSynchronize(void) {
+  ENTRY(cuCtxSynchronize);
   CUresult r = enter();
   if (r) return r;
   for (capture *c = captures; c; c = c->next) {
@@ -1492,6 +1624,7 @@ CUresult CUDAAPI cuCtxSynchronize(void) {
 /* -- memory --------------------------------------------------------------- */
 
 CUresult CUDAAPI cuMemGetInfo(size_t *free_bytes, size_t *total) {
+  ENTRY(cuMemGetInfo);
   CUresult r = enter();
   if (r) return r;
   if (!free_bytes || !total) return CUDA_ERROR_INVALID_VALUE;
@@ -1501,6 +1634,7 @@ CUresult CUDAAPI cuMemGetInfo(size_t *free_bytes, size_t *total) {
 }
 
 CUresult CUDAAPI cuMemAlloc(CUdeviceptr *dptr, size_t bytesize) {
+  ENTRY(cuMemAlloc);
   CUresult r = enter();
   if (r) return r;
   if (!dptr || !bytesize) return CUDA_ERROR_INVALID_VALUE;
@@ -1528,6 +1662,7 @@ CUresult CUDAAPI cuMemAlloc(CUdeviceptr *dptr, size_t bytesize) {
 }
 
 CUresult CUDAAPI cuMemFree(CUdeviceptr dptr) {
+  ENTRY(cuMemFree);
   CUresult r = enter();
   if (r || !dptr) return r;
   if ((r = unsafe_call())) return r;
@@ -1556,16 +1691,19 @@ static CUresult memcpy_op(CUdeviceptr dst, void *hdst, CUdeviceptr src,
 
 CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr dstDevice, const void *srcHost,
                                    size_t ByteCount, CUstream hStream) {
+  ENTRY(cuMemcpyHtoDAsync);
   return memcpy_op(dstDevice, NULL, 0, srcHost, ByteCount, hStream);
 }
 
 CUresult CUDAAPI cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr srcDevice,
                                    size_t ByteCount, CUstream hStream) {
+  ENTRY(cuMemcpyDtoHAsync);
   return memcpy_op(0, dstHost, srcDevice, NULL, ByteCount, hStream);
 }
 
 CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
                                    size_t ByteCount, CUstream hStream) {
+  ENTRY(cuMemcpyDtoDAsync);
   return memcpy_op(dstDevice, NULL, srcDevice, NULL, ByteCount, hStream);
 }
 
@@ -1584,28 +1722,33 @@ static CUresult memset_op(CUdeviceptr dst, size_t pitch, unsigned value,
 
 CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc,
                                  size_t N, CUstream hStream) {
+  ENTRY(cuMemsetD8Async);
   return memset_op(dstDevice, 0, uc, 1, N, 1, hStream);
 }
 
 CUresult CUDAAPI cuMemsetD16Async(CUdeviceptr dstDevice, unsigned short us,
                                   size_t N, CUstream hStream) {
+  ENTRY(cuMemsetD16Async);
   return memset_op(dstDevice, 0, us, 2, N, 1, hStream);
 }
 
 CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui,
                                   size_t N, CUstream hStream) {
+  ENTRY(cuMemsetD32Async);
   return memset_op(dstDevice, 0, ui, 4, N, 1, hStream);
 }
 
 CUresult CUDAAPI cuMemsetD2D32Async(CUdeviceptr dstDevice, size_t dstPitch,
                                     unsigned int ui, size_t Width,
                                     size_t Height, CUstream hStream) {
+  ENTRY(cuMemsetD2D32Async);
   return memset_op(dstDevice, dstPitch, ui, 4, Width, Height, hStream);
 }
 
 /* -- streams -------------------------------------------------------------- */
 
 CUresult CUDAAPI cuStreamCreate(CUstream *phStream, unsigned int Flags) {
+  ENTRY(cuStreamCreate);
   CUresult r = enter();
   if (r) return r;
   if (!phStream || (Flags & ~(unsigned)CU_STREAM_NON_BLOCKING))
@@ -1624,6 +1767,7 @@ CUresult CUDAAPI cuStreamCreate(CUstream *phStream, unsigned int Flags) {
 /* A joined stream that is destroyed leaves its work in the capture, never
    to be joined; the origin takes its capture with it. */
 CUresult CUDAAPI cuStreamDestroy(CUstream hStream) {
+  ENTRY(cuStreamDestroy);
   CUresult r = enter();
   if (r) return r;
   if (!hStream) return CUDA_ERROR_INVALID_HANDLE;
@@ -1639,18 +1783,21 @@ CUresult CUDAAPI cuStreamDestroy(CUstream hStream) {
 }
 
 CUresult CUDAAPI cuStreamSynchronize(CUstream hStream) {
+  ENTRY(cuStreamSynchronize);
   CUresult r = enter();
   return r ? r : no_sync(stream_of(hStream));
 }
 
 /* All work is done when it is sent, so a stream is never busy. */
 CUresult CUDAAPI cuStreamQuery(CUstream hStream) {
+  ENTRY(cuStreamQuery);
   CUresult r = enter();
   return r ? r : no_sync(stream_of(hStream));
 }
 
 CUresult CUDAAPI cuStreamBeginCapture(CUstream hStream,
                                       CUstreamCaptureMode mode) {
+  ENTRY(cuStreamBeginCapture);
   CUresult r = enter();
   if (r) return r;
   CUstream s = stream_of(hStream);
@@ -1713,19 +1860,21 @@ static CUresult joined(capture *c) {
 /* Ends the capture begun on hStream, however it went: its streams leave
    capture mode, and only a capture that kept the rules yields a graph (not
    kept when phGraph is NULL). Ending it from another of its streams breaks
-   it instead. */
+   it instead. An injected fault ends the capture too, yielding no graph. */
 CUresult CUDAAPI cuStreamEndCapture(CUstream hStream, CUgraph *phGraph) {
+  ENTRY_THEN(cuStreamEndCapture);
   CUresult r = enter();
   if (r) return r;
   CUstream s = stream_of(hStream);
   if (phGraph) *phGraph = NULL;
-  if (!s || !s->cap) return CUDA_ERROR_ILLEGAL_STATE;
+  if (!s || !s->cap) return fault_ ? fault_ : CUDA_ERROR_ILLEGAL_STATE;
   capture *c = s->cap;
   if (c->origin != s) {
     c->invalid = 1;
-    return CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;
+    return fault_ ? fault_ : CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;
   }
-  r = c->invalid ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED : joined(c);
+  r = fault_ ? fault_
+      : c->invalid ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED : joined(c);
   if (r || !phGraph) free_graph(c->g);
   else *phGraph = c->g;
   end_capture(c);
@@ -1734,6 +1883,7 @@ CUresult CUDAAPI cuStreamEndCapture(CUstream hStream, CUgraph *phGraph) {
 
 CUresult CUDAAPI cuStreamIsCapturing(CUstream hStream,
                                      CUstreamCaptureStatus *captureStatus) {
+  ENTRY(cuStreamIsCapturing);
   CUresult r = enter();
   if (r) return r;
   CUstream s = stream_of(hStream);
@@ -1752,6 +1902,7 @@ CUresult CUDAAPI cuStreamIsCapturing(CUstream hStream,
    whose capture is over can no longer be waited on. */
 CUresult CUDAAPI cuStreamWaitEvent(CUstream hStream, CUevent hEvent,
                                    unsigned int Flags) {
+  ENTRY(cuStreamWaitEvent);
   CUresult r = enter();
   if (r) return r;
   CUstream s = stream_of(hStream);
@@ -1788,6 +1939,7 @@ CUresult CUDAAPI cuStreamWaitEvent(CUstream hStream, CUevent hEvent,
 /* -- events --------------------------------------------------------------- */
 
 CUresult CUDAAPI cuEventCreate(CUevent *phEvent, unsigned int Flags) {
+  ENTRY(cuEventCreate);
   CUresult r = enter();
   if (r) return r;
   unsigned ipc = CU_EVENT_INTERPROCESS, untimed = CU_EVENT_DISABLE_TIMING;
@@ -1802,6 +1954,7 @@ CUresult CUDAAPI cuEventCreate(CUevent *phEvent, unsigned int Flags) {
 }
 
 CUresult CUDAAPI cuEventDestroy(CUevent hEvent) {
+  ENTRY(cuEventDestroy);
   CUresult r = enter();
   if (r) return r;
   if (!hEvent) return CUDA_ERROR_INVALID_HANDLE;
@@ -1812,6 +1965,7 @@ CUresult CUDAAPI cuEventDestroy(CUevent hEvent) {
 /* In a capture, keeps the stream's tips for streams that will wait on it;
    otherwise takes the time. */
 CUresult CUDAAPI cuEventRecord(CUevent hEvent, CUstream hStream) {
+  ENTRY(cuEventRecord);
   CUresult r = enter();
   if (r) return r;
   CUstream s = stream_of(hStream);
@@ -1844,15 +1998,18 @@ static CUresult event_done(CUevent e) {
 }
 
 CUresult CUDAAPI cuEventSynchronize(CUevent hEvent) {
+  ENTRY(cuEventSynchronize);
   return event_done(hEvent);
 }
 
 CUresult CUDAAPI cuEventQuery(CUevent hEvent) {
+  ENTRY(cuEventQuery);
   return event_done(hEvent);
 }
 
 CUresult CUDAAPI cuEventElapsedTime(float *pMilliseconds, CUevent hStart,
                                     CUevent hEnd) {
+  ENTRY(cuEventElapsedTime);
   CUresult r = enter();
   if (r) return r;
   if (!hStart || !hEnd) return CUDA_ERROR_INVALID_HANDLE;
@@ -1872,6 +2029,7 @@ CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *module, const void *image,
                                     unsigned int numOptions,
                                     CUjit_option *options,
                                     void **optionValues) {
+  ENTRY(cuModuleLoadDataEx);
   CUresult r = enter();
   if (r) return r;
   if (!module || !image || (numOptions && (!options || !optionValues)))
@@ -1904,6 +2062,7 @@ CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *module, const void *image,
 }
 
 CUresult CUDAAPI cuModuleUnload(CUmodule hmod) {
+  ENTRY(cuModuleUnload);
   CUresult r = enter();
   if (r) return r;
   if (!hmod) return CUDA_ERROR_INVALID_HANDLE;
@@ -1914,6 +2073,7 @@ CUresult CUDAAPI cuModuleUnload(CUmodule hmod) {
 
 CUresult CUDAAPI cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod,
                                      const char *name) {
+  ENTRY(cuModuleGetFunction);
   CUresult r = enter();
   if (r) return r;
   if (!hmod) return CUDA_ERROR_INVALID_HANDLE;
@@ -1933,6 +2093,7 @@ CUresult CUDAAPI cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod,
 
 CUresult CUDAAPI cuFuncSetAttribute(CUfunction hfunc,
                                     CUfunction_attribute attrib, int value) {
+  ENTRY(cuFuncSetAttribute);
   CUresult r = enter();
   if (r) return r;
   if (!hfunc) return CUDA_ERROR_INVALID_HANDLE;
@@ -1953,6 +2114,7 @@ CUresult CUDAAPI cuFuncSetAttribute(CUfunction hfunc,
    image's layout is not read: CUDA_ERROR_NOT_SUPPORTED. */
 CUresult CUDAAPI cuFuncGetParamInfo(CUfunction func, size_t paramIndex,
                                     size_t *paramOffset, size_t *paramSize) {
+  ENTRY(cuFuncGetParamInfo);
   CUresult r = enter();
   if (r) return r;
   if (!func) return CUDA_ERROR_INVALID_HANDLE;
@@ -1994,6 +2156,7 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX,
                                 unsigned int blockDimZ,
                                 unsigned int sharedMemBytes, CUstream hStream,
                                 void **kernelParams, void **extra) {
+  ENTRY(cuLaunchKernel);
   CUresult r = enter();
   if (r) return r;
   CUstream s = stream_of(hStream);
@@ -2014,6 +2177,7 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX,
 
 CUresult CUDAAPI cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph,
                                     unsigned long long flags) {
+  ENTRY(cuGraphInstantiate);
   CUresult r = enter();
   if (r) return r;
   if (!hGraph) return CUDA_ERROR_INVALID_HANDLE;
@@ -2047,6 +2211,7 @@ static CUresult enter_graph(void) {
 }
 
 CUresult CUDAAPI cuGraphDestroy(CUgraph hGraph) {
+  ENTRY(cuGraphDestroy);
   CUresult r = enter_graph();
   if (r) return r;
   if (!hGraph) return CUDA_ERROR_INVALID_HANDLE;
@@ -2055,6 +2220,7 @@ CUresult CUDAAPI cuGraphDestroy(CUgraph hGraph) {
 }
 
 CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec hGraphExec) {
+  ENTRY(cuGraphExecDestroy);
   CUresult r = enter_context();
   if (r) return r;
   if (!hGraphExec) return CUDA_ERROR_INVALID_HANDLE;
@@ -2075,6 +2241,7 @@ static CUresult graph_stream(CUstream s) {
 /* Runs the nodes in order, at once, as eager work would; a kernel's fault
    stops the rest, as it stops a GPU. */
 CUresult CUDAAPI cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
+  ENTRY(cuGraphLaunch);
   CUresult r = enter();
   if (r) return r;
   if (!hGraphExec) return CUDA_ERROR_INVALID_HANDLE;
@@ -2085,6 +2252,7 @@ CUresult CUDAAPI cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
 }
 
 CUresult CUDAAPI cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream) {
+  ENTRY(cuGraphUpload);
   CUresult r = enter();
   if (r) return r;
   if (!hGraphExec) return CUDA_ERROR_INVALID_HANDLE;
@@ -2093,6 +2261,7 @@ CUresult CUDAAPI cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream) {
 
 CUresult CUDAAPI cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes,
                                  size_t *numNodes) {
+  ENTRY(cuGraphGetNodes);
   CUresult r = enter_graph();
   if (r) return r;
   if (!hGraph) return CUDA_ERROR_INVALID_HANDLE;
@@ -2108,6 +2277,7 @@ CUresult CUDAAPI cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes,
 }
 
 CUresult CUDAAPI cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type) {
+  ENTRY(cuGraphNodeGetType);
   CUresult r = enter_graph();
   if (r) return r;
   if (!hNode) return CUDA_ERROR_INVALID_HANDLE;
@@ -2137,6 +2307,7 @@ static CUgraphExecUpdateResult node_change(const op *old, const op *new_op) {
    and edges, node for node; else leaves it as it was and says why. */
 CUresult CUDAAPI cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph,
                                    CUgraphExecUpdateResultInfo *resultInfo) {
+  ENTRY(cuGraphExecUpdate);
   CUresult r = enter();
   if (r) return r;
   if (!hGraphExec || !hGraph) return CUDA_ERROR_INVALID_HANDLE;
@@ -2187,6 +2358,7 @@ CUresult CUDAAPI cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph,
    direction), one per edge. flags ask for detail the double does not keep. */
 CUresult CUDAAPI cuGraphDebugDotPrint(CUgraph hGraph, const char *path,
                                       unsigned int flags) {
+  ENTRY(cuGraphDebugDotPrint);
   CUresult r = enter_graph();
   if (r) return r;
   (void)flags;

@@ -17,10 +17,16 @@ end
 local function shell_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 H.quote = shell_quote
 
---- Runs build/cugraph-lua with the given argument string in a subprocess.
--- Returns the exit status and the combined output.
+--- The command line that checks subprocesses under valgrind, when
+-- CUGRAPH_LUA_VALGRIND gives one (make test-valgrind); nil otherwise.
+H.valgrind = os.getenv("CUGRAPH_LUA_VALGRIND")
+if H.valgrind == "" then H.valgrind = nil end
+
+--- Runs build/cugraph-lua with the given argument string in a subprocess
+-- (under H.valgrind, if set). Returns the exit status and the combined output.
 function H.run(args, env)
-  local cmd = (env and env .. " " or "") .. H.build .. "/cugraph-lua " .. args .. " 2>&1"
+  local cmd = (env and env .. " " or "") .. (H.valgrind and H.valgrind .. " " or "")
+              .. H.build .. "/cugraph-lua " .. args .. " 2>&1"
   local p = assert(io.popen(cmd))
   local out = p:read("a")
   local _, _, code = p:close()

@@ -1,0 +1,149 @@
+-- The fault sweep's workload (spec/14-faults_spec.lua runs it with one
+-- driver call failed at a time): every driver call the runtime makes, in
+-- one script. It never raises: it prints one line
+--   FAULT-RESULT <outcome> <api> <code> <poisoned> <after> <unfreed>
+--                <finalizer errors> <last finalizer error>
+-- (tab-separated; "-" for none) and exits 0 unless something crashes.
+-- outcome: "ok", "error" (an error object) or "message" (any other error,
+-- its text in api). poisoned: cuda.status().poisoned right after the error.
+-- after: whether the runtime still works ("works"), or refuses to because
+-- the context is poisoned ("restart"), or else the error it raised.
+-- unfreed: objects whose :free() raised, or "-".
+-- With FAULT_WORKLOAD_EXIT set, exits right after the workload without
+-- closing the state: a trace then counts the calls the workload made.
+local cuda = require "cugraph"
+local build = os.getenv("CUGRAPH_LUA_BUILD") or "build"
+
+local objs = {} -- every object made, in order, for the frees afterwards
+local function keep(o)
+  objs[#objs + 1] = o
+  return o
+end
+
+local N = 256
+local function workload()
+  cuda.select(0)
+  assert(cuda.device_count() == 1)
+  local dev = cuda.device()
+  assert(dev.free_memory and dev.driver_version)
+  local s, side = keep(cuda.stream()), keep(cuda.stream())
+  local x, y = keep(cuda.buffer("f32", N)), keep(cuda.buffer("f32", N))
+  local out = keep(cuda.buffer("u32", N))
+  local b8, b16, b64 = keep(cuda.buffer("u8", 64)), keep(cuda.buffer("i16", 64)),
+                       keep(cuda.buffer("f64", 64))
+  local t = {}
+  for i = 1, N do t[i] = i end
+  x:upload(t)                 -- cuMemcpyHtoDAsync
+  y:fill(1)                   -- cuMemsetD32Async
+  b8:fill(7, s)               -- cuMemsetD8Async
+  b16:fill(-2)                -- cuMemsetD16Async
+  b64:fill(0.5)               -- cuMemsetD2D32Async
+  y:copy(x, s)                -- cuMemcpyDtoDAsync
+  assert(y:download()[N] == N) -- cuMemcpyDtoHAsync
+  local a = keep(cuda.scalar("f32", 2))
+  local pos = keep(cuda.scalar("u32", 0))
+  pos:set(3)
+  assert(pos:get() == 3)      -- cuMemcpyDtoHAsync
+  local m = keep(cuda.module(build .. "/kernels.ptx"))
+  local saxpy, add, mark, shared = m.saxpy, m.add_scalar_f32, m.mark_u32, m.shared_u32
+  shared:shared(64 * 1024)    -- cuFuncSetAttribute
+  saxpy:launch(s, 1, N, 2.0, x, y, N)
+  add:launch(s, 1, N, y, a, N)
+  shared:launch(s, 1, N, out, N)
+  s:synchronize()
+  s:query()
+  local t0, t1 = keep(cuda.event()), keep(cuda.event())
+  t0:record(s)
+  mark:launch(s, 1, 1, out, pos, N)
+  t1:record(s)
+  t1:synchronize()
+  t1:query()
+  assert(t1:elapsed(t0) >= 0)
+  side:wait(t1)               -- cuStreamWaitEvent on a user event
+  local g = keep(s:capture(function()
+    saxpy:launch(s, 1, N, 2.0, x, y, N)
+    side:wait(s)              -- fork
+    add:launch(side, 1, N, y, a, N)
+    b8:fill(1, side)
+    s:wait(side)              -- join
+    y:copy(x, s)
+    mark:launch(s, 1, 1, out, pos, N)
+  end))
+  g:upload()
+  g:launch()
+  pos:set(5)
+  g:replay(3)
+  g:update(function()
+    saxpy:launch(s, 1, N, 3.0, y, x, N)
+    side:wait(s)
+    add:launch(side, 1, N, x, a, N)
+    b8:fill(2, side)
+    s:wait(side)
+    x:copy(y, s)
+    mark:launch(s, 1, 1, out, pos, N)
+  end)
+  g:launch(side)
+  local n, kinds = g:nodes()
+  assert(n == 5 and #kinds == 5)
+  local dot = os.tmpname()
+  g:dot(dot)
+  os.remove(dot)
+  local g2 = keep(s:capture(function() b16:fill(3, s) end,
+                            { mode = "global", upload = true }))
+  g2:launch()
+  cuda.synchronize()
+  assert(b16:download()[1] == 3)
+  for i = #objs, 1, -1 do objs[i]:free() end -- graphs before what they use
+  cuda.buffer("f32", 4)                        -- and one left to the collector
+  collectgarbage()
+  collectgarbage()
+end
+
+local function field(v)
+  if v == nil then return "-" end
+  return (tostring(v):gsub("[\t\n]", " "))
+end
+
+local outcome, api, code = "ok", nil, nil
+local ok, err = pcall(workload)
+if os.getenv("FAULT_WORKLOAD_EXIT") then os.exit(0, false) end
+local poisoned = cuda.status().poisoned
+if not ok then
+  if getmetatable(err) == "cugraph.Error" or (type(err) == "table" and err.api) then
+    outcome, api, code = "error", err.api, err.code
+  else
+    outcome, api = "message", err
+  end
+end
+
+-- After the failure: a fresh buffer filled and read back, and every stream
+-- made still synchronizes, unless the context is poisoned.
+local after = "works"
+local aok, aerr = pcall(function()
+  local b = cuda.buffer("f32", 4):fill(1)
+  assert(b:download()[4] == 1, "the probe read back a wrong value")
+  b:free()
+  for _, o in ipairs(objs) do
+    if tostring(o):find("^cugraph.Stream") and not tostring(o):find("freed") then
+      o:synchronize()
+    end
+  end
+  cuda.synchronize()
+end)
+if not aok then
+  after = tostring(aerr):find("the process must restart", 1, true) and "restart"
+          or tostring(aerr)
+end
+
+local unfreed = {}
+for i = #objs, 1, -1 do
+  local fok, ferr = pcall(objs[i].free, objs[i])
+  if not fok then unfreed[#unfreed + 1] = tostring(objs[i]) .. ": " .. tostring(ferr) end
+end
+objs = nil
+collectgarbage()
+collectgarbage()
+local st = cuda.status()
+print(table.concat({ "FAULT-RESULT", outcome, field(api), field(code), field(poisoned),
+                     field(after), #unfreed > 0 and field(table.concat(unfreed, "; ")) or "-",
+                     field(st.finalizer_errors), field(st.last_finalizer_error) }, "\t"))
