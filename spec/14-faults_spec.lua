@@ -27,22 +27,7 @@ local DESTROY = {
 -- fail, are reported as pending under "RUNTIME BUG"; once one passes, the
 -- spec fails until it is taken off this list. Keyed by api, for the given
 -- codes (all when nil) and calls of the workload (all when nil).
-local KNOWN = {
-  cuFuncGetParamInfo = { why = "src/module.c crosscheck(): a failed "
-    .. "cuFuncGetParamInfo is raised as a signature mismatch (a string, no api, "
-    .. "no poisoning), and its failure on the call past the last parameter is "
-    .. "swallowed" },
-  cuGraphGetNodes = { calls = { [1] = true, [2] = true, [4] = true },
-    why = "src/graph.c capture(): a failed cuGraphGetNodes is raised with api "
-    .. "\"cuStreamEndCapture\"" },
-  cuGraphUpload = { calls = { [2] = true },
-    why = "src/graph.c stream_capture(): with opts.upload, a failed "
-    .. "cuGraphUpload is raised with api \"cuGraphInstantiate\" (close_graph "
-    .. "clears gr->exec before the name is chosen)" },
-  cuModuleLoadDataEx = { codes = { [700] = true },
-    why = "src/module.c: a sticky error from cuModuleLoadDataEx does not poison "
-    .. "the context (cg_driver_pusherror instead of cg_check)" },
-}
+local KNOWN = {}
 
 local function known(c)
   local k = KNOWN[c.api]

@@ -29,12 +29,16 @@ static int poisoned(lua_State *L, cg_ctx *ctx) {
   return lua_error(L);
 }
 
-void cg_check(lua_State *L, cg_ctx *ctx, const char *api, CUresult r) {
-  if (r == CUDA_SUCCESS) return;
+void cg_poison(cg_ctx *ctx, const char *api, CUresult r) {
   if (cg_driver_sticky(r) && !ctx->poison) {
     ctx->poison = r;
     ctx->poison_api = api;
   }
+}
+
+void cg_check(lua_State *L, cg_ctx *ctx, const char *api, CUresult r) {
+  if (r == CUDA_SUCCESS) return;
+  cg_poison(ctx, api, r);
   cg_driver_error(L, api, r);
 }
 
@@ -266,10 +270,7 @@ static const char *const destroy_api[] = {
 static void record(lua_State *L, cg_ctx *ctx, const char *api, CUresult r) {
   char buf[CG_ERRNAME];
   if (r == CUDA_SUCCESS || r == CUDA_ERROR_DEINITIALIZED) return;
-  if (cg_driver_sticky(r) && !ctx->poison) {
-    ctx->poison = r;
-    ctx->poison_api = api;
-  }
+  cg_poison(ctx, api, r);
   ctx->gc_errors++;
   snprintf(ctx->gc_error, sizeof ctx->gc_error, "%s: %s", api,
            cg_driver_errname(r, buf));

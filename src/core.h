@@ -95,6 +95,8 @@ typedef struct cg_scalar {
 /* Checked driver call that keeps the API's name for the error object. */
 #define CU(L, ctx, fn, ...) cg_check((L), (ctx), #fn, cg_drv.fn(__VA_ARGS__))
 void cg_check(lua_State *L, cg_ctx *ctx, const char *api, CUresult r);
+/* Marks the context unusable when r is sticky (the first such error stays). */
+void cg_poison(cg_ctx *ctx, const char *api, CUresult r);
 
 /* context.c */
 cg_ctx *cg_context(lua_State *L);           /* ready for driver calls */

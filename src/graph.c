@@ -167,12 +167,19 @@ static CUgraph capture(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
     ctx->capture = NULL;
   }
   CUgraph g = NULL;
-  CUresult end = r == CUDA_SUCCESS ? endcapture(L, ctx, s->s, &g) : r;
+  const char *api = "cuStreamBeginCapture"; /* the call that failed */
+  CUresult end = r;
+  if (r == CUDA_SUCCESS) {
+    api = "cuStreamEndCapture";
+    end = endcapture(L, ctx, s->s, &g);
+  }
   luaL_unref(L, LUA_REGISTRYINDEX, cap.pins);
   cg_flush_deferred(L, ctx);
   size_t n = 0;
-  if (status == LUA_OK && end == CUDA_SUCCESS)
+  if (status == LUA_OK && end == CUDA_SUCCESS) {
+    api = "cuGraphGetNodes";
     end = cg_drv.cuGraphGetNodes(g, NULL, &n);
+  }
   if (status == LUA_OK && end == CUDA_SUCCESS && n > 0) {
     *nodes = n;
     lua_settop(L, pins);
@@ -182,9 +189,7 @@ static CUgraph capture(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
   if (restamp && *alive) stamp(L, ctx, restamp, id);
   cg_release(L, ctx, CG_FREE_GRAPH, g);
   if (status != LUA_OK) lua_error(L); /* the closure's error, on top */
-  if (end != CUDA_SUCCESS)
-    cg_check(L, ctx, r != CUDA_SUCCESS ? "cuStreamBeginCapture"
-                                       : "cuStreamEndCapture", end);
+  cg_check(L, ctx, api, end);
   luaL_error(L, "the capture recorded no work: launch kernels, copies or "
              "fills on the capture stream inside the closure");
   return NULL;

@@ -133,6 +133,7 @@ static int module_new(lua_State *L) {
   void *val[2] = { log, (void *)(uintptr_t)sizeof log };
   CUresult r = cg_drv.cuModuleLoadDataEx(&m->m, img, 2, opt, val);
   if (r != CUDA_SUCCESS) {
+    cg_poison(ctx, "cuModuleLoadDataEx", r);
     cg_driver_pusherror(L, "cuModuleLoadDataEx", r);
     lua_pushstring(L, log);
     lua_setfield(L, -2, "log");
