@@ -23,20 +23,6 @@ local DESTROY = {
   cuEventDestroy = true, cuGraphExecDestroy = true, cuGraphDestroy = true,
 }
 
--- Runtime bugs the sweep found, still open: their cases run and, while they
--- fail, are reported as pending under "RUNTIME BUG"; once one passes, the
--- spec fails until it is taken off this list. Keyed by api, for the given
--- codes (all when nil) and calls of the workload (all when nil).
-local KNOWN = {}
-
-local function known(c)
-  local k = KNOWN[c.api]
-  if k and not c.later and (not k.codes or k.codes[c.code])
-     and (not k.calls or k.calls[c.index]) then
-    return k.why
-  end
-end
-
 -- Calls per entry point of one run of the workload: name -> count.
 local function trace(env)
   local path = os.tmpname()
@@ -144,6 +130,36 @@ describe("the fault sweep", function()
     assert.matches("false\tcuMemAlloc\t2\tCUDA_ERROR_2\tunknown error", out)
   end)
 
+  it("ends a capture whose end failed and left it going", function()
+    local status, out = H.script([[
+      local cuda = require "cugraph"
+      local m = cuda.module(os.getenv("CUGRAPH_LUA_BUILD") .. "/kernels.ptx")
+      local s, x = cuda.stream(), cuda.buffer("i32", 8):fill(0)
+      local function body() m.inc_i32:launch(s, 1, 8, x, 8) end
+      local ok, err = pcall(s.capture, s, body)
+      print(ok, err.api, err.name)
+      s:synchronize()
+      s:capture(body):launch()
+      print(x:download()[1], cuda.status().capturing)
+    ]], "CUDA_DOUBLE_FAULT=cuStreamEndCapture:1:908")
+    assert.equals(0, status, out)
+    assert.matches("false\tcuStreamEndCapture\tCUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD\n1\tfalse", out)
+  end)
+
+  it("records a failed destroy of the partial graph of a failed capture", function()
+    local status, out = H.script([[
+      local cuda = require "cugraph"
+      local m = cuda.module(os.getenv("CUGRAPH_LUA_BUILD") .. "/kernels.ptx")
+      local s, x = cuda.stream(), cuda.buffer("i32", 8):fill(0)
+      print(pcall(s.capture, s, function() m.inc_i32:launch(s, 1, 8, x, 8); error("stop") end))
+      local st = cuda.status()
+      print(st.finalizer_errors, st.last_finalizer_error)
+    ]], "CUDA_DOUBLE_FAULT=cuGraphDestroy:1:2")
+    assert.equals(0, status, out)
+    assert.matches("false\t[^\n]*stop", out)
+    assert.matches("\n1\tcuGraphDestroy: CUDA_ERROR_OUT_OF_MEMORY", out)
+  end)
+
   local apis = {}
   for name in pairs(total) do apis[#apis + 1] = name end
   table.sort(apis)
@@ -159,11 +175,6 @@ describe("the fault sweep", function()
           local env = ("CUDA_DOUBLE_FAULT=%s:%d:%d"):format(api, i, code)
           local status, out = H.run(H.quote(WORKLOAD), env)
           local why = problems(c, status, out)
-          local bug = known(c)
-          if bug then
-            assert(why, "fixed? " .. label .. " passes: take it off KNOWN (" .. bug .. ")")
-            pending("RUNTIME BUG " .. bug .. " [" .. env .. "]: " .. why)
-          end
           assert(not why, (why or "") .. "\n[" .. env .. "]\n" .. out)
         end)
       end

@@ -1873,6 +1873,8 @@ CUresult CUDAAPI cuStreamEndCapture(CUstream hStream, CUgraph *phGraph) {
     c->invalid = 1;
     return fault_ ? fault_ : CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;
   }
+  /* as from another thread: the capture goes on, to be ended on its own */
+  if (fault_ == CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD) return fault_;
   r = fault_ ? fault_
       : c->invalid ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED : joined(c);
   if (r || !phGraph) free_graph(c->g);
