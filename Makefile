@@ -138,7 +138,8 @@ test-asan:
 	ASAN_OPTIONS=detect_leaks=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	CUGRAPH_LUA_PRELOAD="$$($(CC) -print-file-name=libasan.so)" \
-	  $(MAKE) BUILD=build-asan CFLAGS="$(ASAN_FLAGS)" test
+	  $(MAKE) BUILD=build-asan CFLAGS="$(ASAN_FLAGS)" $(ASAN_GOAL)
+ASAN_GOAL ?= test # test-gcstress: with a collection at every allocation
 
 # Every call of the fault sweep (spec/14-faults_spec.lua), not three per API.
 fault-sweep: all $(DOUBLE) $(KERNELS)
