@@ -21,7 +21,7 @@ build/examples/engine: examples/embed/engine.c build/libcugraph.a src/cugraph.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -DCUGRAPH_LUA_DIR='"$(CURDIR)/lua"' \
 	  -DENGINE_SCRIPT='"$(CURDIR)/examples/embed/frame.lua"' -o $@ $< \
-	  build/libcugraph.a $(LUA_LIBS) -ldl -lm
+	  build/libcugraph.a $(LUA_LIBS) -pthread -ldl -lm
 
 run-examples: all examples
 	examples/run-all.sh
