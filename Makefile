@@ -24,7 +24,7 @@ HOST_DEFS = -DCG_READLINE
 HOST_LIBS = -lreadline
 endif
 
-CORE = context driver stream buffer scalar event module graph nvrtc ptx lcugraph
+CORE = context driver stream buffer scalar event module graph nvrtc ptx image lcugraph
 OBJS = $(CORE:%=build/obj/%.o)
 DOUBLE = build/libcuda-double.so
 KERNELS = build/kernels.ptx build/kernels.cubin build/kernels.fatbin
@@ -32,7 +32,7 @@ SPEC_ENV = CUGRAPH_LUA_BUILD=$(CURDIR)/build XDG_CACHE_HOME=$(CURDIR)/build/cach
 
 all: build/cugraph-lua build/cugraph/core.so build/libcugraph.a
 
-build/obj/%.o: src/%.c src/core.h src/driver.h src/ptx.h src/cugraph.h | deps
+build/obj/%.o: src/%.c src/core.h src/driver.h src/ptx.h src/image.h src/cugraph.h | deps
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
@@ -121,21 +121,33 @@ sanitize-gpu: all examples $(KERNELS) build/late_close
 	$(SANITIZER) build/cugraph-lua examples/particles.lua build/examples/frames 40 65536
 	$(SANITIZER) build/examples/engine
 
-# libFuzzer over the PTX signature parser (Debian's clang), FUZZ_TIME seconds.
+# libFuzzer (Debian's clang), FUZZ_TIME seconds each: the PTX signature
+# parser, then the image checker, seeded with small hand-made images
+# (spec/fuzz/image-corpus) and the spec kernels' cubin and fatbin.
 FUZZ_TIME ?= 60
+FUZZ_CC = clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc
 build/ptx_fuzz: spec/fuzz/ptx_fuzz.c src/ptx.c src/ptx.h
 	@mkdir -p $(@D)
-	clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -o $@ \
-	  spec/fuzz/ptx_fuzz.c src/ptx.c
-fuzz: build/ptx_fuzz
+	$(FUZZ_CC) -o $@ spec/fuzz/ptx_fuzz.c src/ptx.c
+build/image_fuzz: spec/fuzz/image_fuzz.c src/image.c src/image.h
+	@mkdir -p $(@D)
+	$(FUZZ_CC) -o $@ spec/fuzz/image_fuzz.c src/image.c
+fuzz-ptx: build/ptx_fuzz
 	@mkdir -p build/fuzz-corpus
 	build/ptx_fuzz -max_total_time=$(FUZZ_TIME) -print_final_stats=1 \
 	  build/fuzz-corpus spec/fuzz/corpus
+fuzz-image: build/image_fuzz build/kernels.cubin build/kernels.fatbin
+	@mkdir -p build/fuzz-image-corpus build/fuzz-image-seeds
+	cp build/kernels.cubin build/kernels.fatbin build/fuzz-image-seeds/
+	build/image_fuzz -max_total_time=$(FUZZ_TIME) -print_final_stats=1 \
+	  build/fuzz-image-corpus build/fuzz-image-seeds spec/fuzz/image-corpus
+fuzz: fuzz-ptx fuzz-image
 
 clean:
 	rm -rf build
 
-.PHONY: all deps test test-gpu test-valgrind sanitize-gpu fuzz run clean
+.PHONY: all deps test test-gpu test-valgrind sanitize-gpu fuzz fuzz-ptx \
+        fuzz-image run clean
 
 # -- install ------------------------------------------------------------------
 LUA_LDIR ?= $(PREFIX)/share/lua/5.4

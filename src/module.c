@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core.h"
+#include "image.h"
 #include "ptx.h"
 
 typedef struct cg_module {
@@ -91,13 +92,9 @@ static int entries(lua_State *L) {
 
 /* -- modules -------------------------------------------------------------- */
 
-static int is_binary(const char *s, size_t len) {
-  static const unsigned char fatbin[4] = { 0x50, 0xed, 0x55, 0xba };
-  return (len >= 4 && !memcmp(s, "\x7f" "ELF", 4)) ||
-         (len >= 4 && !memcmp(s, fatbin, 4));
-}
-
-/* core.module(image [, name]): PTX text, cubin or fatbin */
+/* core.module(image [, name]): PTX text, cubin or fatbin. A cubin or
+   fatbin is bounds-checked whole first: the driver takes it without a
+   length. */
 static int module_new(lua_State *L) {
   size_t len;
   const char *img = luaL_checklstring(L, 1, &len);
@@ -105,7 +102,9 @@ static int module_new(lua_State *L) {
   char err[256];
   ptx_entry *e = NULL;
   int n = 0;
-  if (!is_binary(img, len)) {
+  int kind = image_check(img, len, err, sizeof err);
+  if (kind < 0) return luaL_error(L, "%s: %s", name, err);
+  if (kind == IMAGE_TEXT) {
     if (strlen(img) != len)
       return luaL_error(L, "%s: not PTX, cubin or fatbin (NUL byte in text)",
                         name);
