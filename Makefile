@@ -26,7 +26,7 @@ HOST_DEFS = -DCG_READLINE
 HOST_LIBS = -lreadline
 endif
 
-CORE = context driver stream buffer scalar event module graph nvrtc ptx lcugraph
+CORE = context driver stream buffer scalar event module graph nvrtc ptx image lcugraph
 OBJS = $(CORE:%=$(BUILD)/obj/%.o)
 DOUBLE = $(BUILD)/libcuda-double.so
 KERNELS = $(BUILD)/kernels.ptx $(BUILD)/kernels.cubin $(BUILD)/kernels.fatbin
@@ -34,7 +34,7 @@ SPEC_ENV = CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) XDG_CACHE_HOME=$(CURDIR)/$(BUILD
 
 all: $(BUILD)/cugraph-lua $(BUILD)/cugraph/core.so $(BUILD)/libcugraph.a
 
-$(BUILD)/obj/%.o: src/%.c src/core.h src/driver.h src/ptx.h src/cugraph.h | deps
+$(BUILD)/obj/%.o: src/%.c src/core.h src/driver.h src/ptx.h src/image.h src/cugraph.h | deps
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
@@ -169,16 +169,27 @@ sanitize-gpu: all examples $(KERNELS) $(SPEC_BINS)
 	$(SANITIZER) $(BUILD)/cugraph-lua examples/particles.lua build/examples/frames 40 65536
 	$(SANITIZER) build/examples/engine
 
-# libFuzzer over the PTX signature parser (Debian's clang), FUZZ_TIME seconds.
+# libFuzzer (Debian's clang), FUZZ_TIME seconds each: the PTX signature
+# parser, then the image checker, seeded with small hand-made images
+# (spec/fuzz/image-corpus) and the spec kernels' cubin and fatbin.
 FUZZ_TIME ?= 60
+FUZZ_CC = clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc
 $(BUILD)/ptx_fuzz: spec/fuzz/ptx_fuzz.c src/ptx.c src/ptx.h
 	@mkdir -p $(@D)
-	clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -o $@ \
-	  spec/fuzz/ptx_fuzz.c src/ptx.c
-fuzz: $(BUILD)/ptx_fuzz fuzz-api
+	$(FUZZ_CC) -o $@ spec/fuzz/ptx_fuzz.c src/ptx.c
+$(BUILD)/image_fuzz: spec/fuzz/image_fuzz.c src/image.c src/image.h
+	@mkdir -p $(@D)
+	$(FUZZ_CC) -o $@ spec/fuzz/image_fuzz.c src/image.c
+fuzz-ptx: $(BUILD)/ptx_fuzz
 	@mkdir -p $(BUILD)/fuzz-corpus
 	$(BUILD)/ptx_fuzz -max_total_time=$(FUZZ_TIME) -print_final_stats=1 \
 	  $(BUILD)/fuzz-corpus spec/fuzz/corpus
+fuzz-image: $(BUILD)/image_fuzz $(BUILD)/kernels.cubin $(BUILD)/kernels.fatbin
+	@mkdir -p $(BUILD)/fuzz-image-corpus $(BUILD)/fuzz-image-seeds
+	cp $(BUILD)/kernels.cubin $(BUILD)/kernels.fatbin $(BUILD)/fuzz-image-seeds/
+	$(BUILD)/image_fuzz -max_total_time=$(FUZZ_TIME) -print_final_stats=1 \
+	  $(BUILD)/fuzz-image-corpus $(BUILD)/fuzz-image-seeds spec/fuzz/image-corpus
+fuzz: fuzz-ptx fuzz-image fuzz-api
 
 # Random calls of the whole API (spec/15-fuzz_spec.lua), FUZZ_API_COUNT
 # calls from seed FUZZ_API_SEED (a fresh one unless given; failures name it).
@@ -193,7 +204,7 @@ clean:
 	rm -rf build build-asan
 
 .PHONY: all deps test test-gpu test-gcstress test-valgrind test-threads-helgrind \
-  test-asan fault-sweep sanitize-gpu fuzz fuzz-api run clean
+  test-asan fault-sweep sanitize-gpu fuzz fuzz-ptx fuzz-image fuzz-api run clean
 
 # -- install ------------------------------------------------------------------
 LUA_LDIR ?= $(PREFIX)/share/lua/5.4

@@ -2,10 +2,16 @@
    PTX entries; a kernel checks every launch against its signature and the
    device's limits before cuLaunchKernel, and marshals the arguments into
    storage it owns, so a steady launch loop allocates nothing. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "core.h"
+#include "image.h"
 #include "ptx.h"
 
 typedef struct cg_module {
@@ -89,15 +95,82 @@ static int entries(lua_State *L) {
   return 1;
 }
 
-/* -- modules -------------------------------------------------------------- */
+/* -- files ---------------------------------------------------------------- */
 
-static int is_binary(const char *s, size_t len) {
-  static const unsigned char fatbin[4] = { 0x50, 0xed, 0x55, 0xba };
-  return (len >= 4 && !memcmp(s, "\x7f" "ELF", 4)) ||
-         (len >= 4 && !memcmp(s, fatbin, 4));
+static int fileerror(lua_State *L, const char *path, const char *msg) {
+  lua_pushnil(L);
+  lua_pushfstring(L, "%s: %s", path, msg);
+  return 2;
 }
 
-/* core.module(image [, name]): PTX text, cubin or fatbin */
+static const char *file_kind(mode_t m) {
+  return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO"
+       : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
+       : S_ISSOCK(m) ? "a socket" : "a special file";
+}
+
+/* readfd(fd, path, limit) -> contents | nil, message. Runs under lua_pcall,
+   so that readfile closes the descriptor whatever this raises. */
+static int readfd(lua_State *L) {
+  int fd = (int)lua_tointeger(L, 1);
+  const char *path = lua_tostring(L, 2);
+  lua_Integer limit = lua_tointeger(L, 3), total = 0;
+  struct stat st;
+  luaL_Buffer b;
+  if (fstat(fd, &st)) return luaL_fileresult(L, 0, path);
+  if (!S_ISREG(st.st_mode))
+    return fileerror(L, path, lua_pushfstring(L, "%s, not a regular file",
+                                              file_kind(st.st_mode)));
+  if (st.st_size > limit)
+    return fileerror(L, path, lua_pushfstring(L, "%I bytes, more than the "
+                     "limit of %I", (LUAI_UACINT)st.st_size,
+                     (LUAI_UACINT)limit));
+  luaL_buffinit(L, &b);
+  for (;;) { /* up to limit + 1 bytes: one more means it grew past it */
+    lua_Integer room = limit - total;
+    size_t want = room < 65536 ? (size_t)room + 1 : 65536;
+    ssize_t r = read(fd, luaL_prepbuffsize(&b, want), want);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return luaL_fileresult(L, 0, path);
+    if (r == 0) break;
+    luaL_addsize(&b, (size_t)r);
+    if ((total += r) > limit)
+      return fileerror(L, path, lua_pushfstring(L, "more than the limit of "
+                       "%I bytes", (LUAI_UACINT)limit));
+  }
+  luaL_pushresult(&b);
+  return 1;
+}
+
+/* core.readfile(path, limit) -> contents | nil, message: a regular file of
+   at most limit bytes. Opened without blocking (a FIFO with no writer would
+   block) and checked with fstat before any read, so a directory, FIFO or
+   device is refused unread. */
+static int readfile(lua_State *L) {
+  size_t len;
+  const char *path = luaL_checklstring(L, 1, &len);
+  lua_Integer limit = luaL_checkinteger(L, 2);
+  if (strlen(path) != len)
+    return fileerror(L, path, "the path contains a NUL byte");
+  luaL_argcheck(L, limit >= 0, 2, "negative limit");
+  lua_settop(L, 2);
+  luaL_checkstack(L, 4, NULL); /* nothing below raises until the pcall */
+  lua_pushcfunction(L, readfd);
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) return luaL_fileresult(L, 0, path);
+  lua_pushinteger(L, fd);
+  lua_pushvalue(L, 1);
+  lua_pushinteger(L, limit);
+  int status = lua_pcall(L, 3, 2, 0);
+  close(fd);
+  return status == LUA_OK ? 2 : lua_error(L);
+}
+
+/* -- modules -------------------------------------------------------------- */
+
+/* core.module(image [, name]): PTX text, cubin or fatbin. A cubin or
+   fatbin is bounds-checked whole first: the driver takes it without a
+   length. */
 static int module_new(lua_State *L) {
   size_t len;
   const char *img = luaL_checklstring(L, 1, &len);
@@ -105,7 +178,9 @@ static int module_new(lua_State *L) {
   char err[256];
   ptx_entry *e = NULL;
   int n = 0;
-  if (!is_binary(img, len)) {
+  int kind = image_check(img, len, err, sizeof err);
+  if (kind < 0) return luaL_error(L, "%s: %s", name, err);
+  if (kind == IMAGE_TEXT) {
     if (strlen(img) != len)
       return luaL_error(L, "%s: not PTX, cubin or fatbin (NUL byte in text)",
                         name);
@@ -576,4 +651,6 @@ void module_open(lua_State *L) {
   lua_setfield(L, -2, "module");
   lua_pushcfunction(L, entries);
   lua_setfield(L, -2, "entries");
+  lua_pushcfunction(L, readfile);
+  lua_setfield(L, -2, "readfile");
 }
