@@ -142,15 +142,23 @@ void *cg_checkobj(lua_State *L, int idx, cg_kind kind) {
   return o;
 }
 
-void *cg_checkself(lua_State *L, cg_kind kind) {
+void *cg_checkself_keep(lua_State *L, cg_kind kind) {
   cg_obj *o = lua_touserdata(L, 1);
-  if (!o || !lua_getmetatable(L, 1) ||
-      !lua_rawequal(L, -1, lua_upvalueindex(1)))
-    return cg_checkobj(L, 1, kind); /* not ours: raises the usual error */
-  lua_pop(L, 1);
+  if (!o || !lua_getmetatable(L, 1) || /* topointer: cheaper than rawequal */
+      lua_topointer(L, -1) != lua_topointer(L, lua_upvalueindex(1))) {
+    o = cg_checkobj(L, 1, kind); /* not ours: raises the usual error */
+    lua_pushnil(L);
+    return o;
+  }
   if (!o->open) luaL_error(L, "attempt to use a freed %s", cg_kind_names[kind]);
   if (o->ctx->poison) poisoned(L, o->ctx);
   current(L, o->ctx);
+  return o;
+}
+
+void *cg_checkself(lua_State *L, cg_kind kind) {
+  void *o = cg_checkself_keep(L, kind);
+  lua_pop(L, 1);
   return o;
 }
 

@@ -107,6 +107,8 @@ void *cg_checkobj(lua_State *L, int idx, cg_kind kind); /* open, ctx sane */
 void *cg_toobj(lua_State *L, int idx, cg_kind kind);    /* freed is fine */
 void *cg_checkself(lua_State *L, cg_kind kind); /* cg_checkobj of argument
   1, fast, in functions of the methods table given to cg_newtype */
+void *cg_checkself_keep(lua_State *L, cg_kind kind); /* the same, leaving one
+  value pushed: for hot paths that count their arguments first */
 void *cg_testobj(lua_State *L, int idx, cg_kind kind);  /* NULL if other */
 /* Raises "attempt to use a freed ..." unless o is open. Any Lua allocation
    can run a finalizer that frees an object explicitly: a C function looks

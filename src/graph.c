@@ -11,8 +11,9 @@ struct cg_capture {
   CUstream origin;      /* the stream the capture began on */
   unsigned id;          /* the graph's id, for messages */
   unsigned serial;      /* this capture's number: cg_obj.pinned */
-  int pins;             /* registry ref: set of pinned objects */
-};
+  int scalars;          /* scalars among the pinned objects */
+};                      /* the registry maps its address to the set of
+                           pinned objects while it runs */
 
 typedef struct cg_graph {
   cg_obj h;
@@ -61,8 +62,9 @@ void cg_pinobj(lua_State *L, cg_ctx *ctx, cg_obj *o, int idx) {
   if (!ctx->capture || o->pinned == ctx->capture->serial) return;
   o->pinned = ctx->capture->serial;
   if (o->uses++ == 0) o->graph = ctx->capture->id;
+  ctx->capture->scalars += o->kind == CG_SCALAR;
   idx = lua_absindex(L, idx);
-  lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->capture->pins);
+  lua_rawgetp(L, LUA_REGISTRYINDEX, ctx->capture);
   lua_pushvalue(L, idx);
   lua_pushboolean(L, 1);
   lua_rawset(L, -3);
@@ -135,13 +137,15 @@ static int traceback(lua_State *L) {
    restamp: the pins of the graph being updated (0: none), whose objects get
    their graph id back when this capture fails, if *alive (the graph is not
    freed meanwhile). On success returns the graph (its node count in
-   *nodes) and leaves the set of pins on the stack; on any failure everything
+   *nodes, the scalars it pinned in *scalars) and leaves the set of pins on
+   the stack; on any failure everything
    is undone
    (capture ended, partial graph destroyed, pins released) and the error is
    raised: the closure's own, or the driver's. */
 static CUgraph capture(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
                        CUstreamCaptureMode mode, unsigned id, size_t *nodes,
-                       int restamp, const unsigned char *alive) {
+                       int *scalars, int restamp,
+                       const unsigned char *alive) {
   cg_stream *s = cg_checkobj(L, sidx, CG_STREAM);
   if (ctx->capture)
     luaL_error(L, "nested capture: a graph capture is already in progress");
@@ -151,7 +155,7 @@ static CUgraph capture(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
   lua_createtable(L, 0, 8);
   int pins = lua_gettop(L);
   lua_pushvalue(L, pins);
-  cap.pins = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &cap);
   lua_pushvalue(L, sidx);
   lua_pushboolean(L, 1);
   lua_rawset(L, pins);
@@ -173,7 +177,8 @@ static CUgraph capture(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
     api = "cuStreamEndCapture";
     end = endcapture(L, ctx, s->s, &g);
   }
-  luaL_unref(L, LUA_REGISTRYINDEX, cap.pins);
+  lua_pushnil(L);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &cap);
   cg_flush_deferred(L, ctx);
   size_t n = 0;
   if (status == LUA_OK && end == CUDA_SUCCESS) {
@@ -182,6 +187,7 @@ static CUgraph capture(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
   }
   if (status == LUA_OK && end == CUDA_SUCCESS && n > 0) {
     *nodes = n;
+    *scalars = cap.scalars;
     lua_settop(L, pins);
     return g;
   }
@@ -198,23 +204,26 @@ static CUgraph capture(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
 /* Graph ids start at 1; the capture of graph #n pins with id n. */
 static unsigned nextid(cg_ctx *ctx) { return ++ctx->graph_ids; }
 
-/* Collects the pinned scalars into the graph's array (pins at idx). */
-static void collect(lua_State *L, cg_graph *gr, int idx) {
-  int n = 0;
-  lua_pushnil(L);
-  while (lua_next(L, idx)) {
-    lua_pop(L, 1);
-    n += cg_testobj(L, -1, CG_SCALAR) != NULL;
-  }
+/* The scalar at idx, or NULL. */
+static cg_scalar *asscalar(lua_State *L, cg_ctx *ctx, int idx) {
+  if (!lua_getmetatable(L, idx)) return NULL;
+  const void *mt = lua_topointer(L, -1);
+  lua_pop(L, 1);
+  return mt == ctx->mt[CG_SCALAR] ? lua_touserdata(L, idx) : NULL;
+}
+
+/* Collects the n pinned scalars into the graph's array (pins at idx). */
+static void collect(lua_State *L, cg_graph *gr, int idx, int n) {
   cg_scalar **a = n ? malloc((size_t)n * sizeof *a) : NULL;
   if (n && !a) luaL_error(L, "out of host memory");
   free(gr->scalars);
   gr->scalars = a;
   gr->nscalars = 0;
+  if (!n) return;
   lua_pushnil(L);
   while (lua_next(L, idx)) {
     lua_pop(L, 1);
-    cg_scalar *sc = cg_testobj(L, -1, CG_SCALAR);
+    cg_scalar *sc = asscalar(L, gr->h.ctx, -1);
     if (sc && gr->nscalars < n) a[gr->nscalars++] = sc;
   }
 }
@@ -265,15 +274,16 @@ static int stream_capture(lua_State *L) {
   gr->id = nextid(ctx);
   gr->mode = mode_values[mode];
   gr->stream = s->s;
-  CUgraph g = capture(L, ctx, 1, 2, gr->mode, gr->id, &gr->nodes, 0,
-                      NULL); /* 4: the pins */
+  int scalars;
+  CUgraph g = capture(L, ctx, 1, 2, gr->mode, gr->id, &gr->nodes, &scalars,
+                      0, NULL); /* 4: the pins */
   gr->g = g;
   gr->h.open = 1; /* from here __gc releases the graph and the pins */
   lua_pushvalue(L, 4);
   lua_setiuservalue(L, 3, 1);
   lua_pushvalue(L, 1);
   lua_setiuservalue(L, 3, 2);
-  collect(L, gr, 4);
+  collect(L, gr, 4, scalars);
   const char *api = "cuGraphInstantiate";
   CUresult r = cg_drv.cuGraphInstantiate(&gr->exec, g, auto_free
       ? CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH : 0);
@@ -408,7 +418,8 @@ static int graph_update(lua_State *L) {
   lua_getiuservalue(L, 1, 2); /* 3: the capture stream */
   lua_getiuservalue(L, 1, 1); /* 4: the pins in use */
   size_t nodes;
-  CUgraph g = capture(L, ctx, 3, 2, gr->mode, gr->id, &nodes, 4,
+  int scalars;
+  CUgraph g = capture(L, ctx, 3, 2, gr->mode, gr->id, &nodes, &scalars, 4,
                       &gr->h.open); /* 5: the new pins */
   CUgraphExecUpdateResultInfo info;
   memset(&info, 0, sizeof info);
@@ -436,7 +447,7 @@ static int graph_update(lua_State *L) {
   cg_release(L, ctx, CG_FREE_GRAPH, gr->g);
   gr->g = g;
   gr->nodes = nodes;
-  collect(L, gr, 5);
+  collect(L, gr, 5, scalars);
   lua_settop(L, 1);
   return 1;
 }

@@ -428,9 +428,8 @@ static int typeerror(lua_State *L, cg_kernel *k, int arg, int idx,
 static CUdeviceptr pointer(lua_State *L, cg_kernel *k, int arg, int idx,
                            int elem, CUstream st) {
   cg_ctx *ctx = k->h.ctx;
-  if (!lua_getmetatable(L, idx)) return 0;
+  if (!lua_getmetatable(L, idx)) return 0; /* left pushed: kernel_launch */
   const void *mt = lua_topointer(L, -1);
-  lua_pop(L, 1);
   cg_obj *o = lua_touserdata(L, idx);
   int scalar = mt == ctx->mt[CG_SCALAR];
   if (!scalar && mt != ctx->mt[CG_BUFFER]) return 0;
@@ -543,16 +542,18 @@ static void dims(lua_State *L, cg_kernel *k, int idx, const char *what,
 }
 
 /* k:launch(stream, grid, block, args...) */
+/* The checks leave the metatables they read on the stack (no pops on the
+   hot path): the arguments are counted first and read by absolute index. */
 static int kernel_launch(lua_State *L) {
-  cg_kernel *k = cg_checkself(L, CG_KERNEL);
+  int nargs = lua_gettop(L) - 4;
+  if (nargs > LUA_MINSTACK - 4) luaL_checkstack(L, nargs + 4, NULL);
+  cg_kernel *k = cg_checkself_keep(L, CG_KERNEL);
   if (!k->mod->h.open)
     return luaL_error(L, "attempt to use a kernel of a freed cugraph.Module");
   cg_ctx *ctx = k->h.ctx;
-  int nargs = lua_gettop(L) - 4;
   cg_stream *s = lua_touserdata(L, 2);
   if (!s || !lua_getmetatable(L, 2) || lua_topointer(L, -1) != ctx->mt[CG_STREAM])
     return luaL_typeerror(L, 2, "cugraph.Stream");
-  lua_pop(L, 1);
   if (!s->h.open) return luaL_error(L, "attempt to use a freed cugraph.Stream");
   unsigned grid[3], block[3];
   dims(L, k, 3, "grid", ctx->max_grid, grid);
