@@ -8,15 +8,19 @@
    the Lua side's blocks in the same process and thread:
 
      ref.open(ptx, args_ptx)  the context, module, stream and buffers
-     ref.setup(case, k [, source])
-                              case eager (inc_i32), args (argsK), replay (a
-                              graph of k inc_i32), scalar (9 inc_i32 and
-                              mark_u32), capture (k launches) or compile
-                              (NVRTC compiles of source for compute_k);
-                              x zeroed
+     ref.setup(case, k [, source [, exec, stream, pos]])
+                              case eager (inc_i32), args (argsK), replay
+                              (the graph exec of k inc_i32 that Lua
+                              captured, on its stream), scalar (the same,
+                              9 inc_i32 and mark_u32 reading the scalar at
+                              pos, set before each launch), capture (k
+                              launches) or compile (NVRTC compiles of source
+                              for compute_k); x zeroed
      ref.block(n)             n iterations of the case's loop and a stream
                               synchronize: microseconds per iteration
-     ref.check()              raises unless x[0] counts every inc launched
+     ref.check()              raises unless x[0] counts every inc launched;
+                              for a shared graph returns the inc_i32
+                              launches of the C side and its last value
      ref.close()
 
    and as the program build/bench-ref, for process start:
@@ -150,12 +154,10 @@ static struct {
   CUcontext ctx;
   CUmodule mod, amod;      /* kernels.ptx; the argsN kernels (or 0) */
   CUstream s;
-  CUfunction inc, mark, args[NARGS];
-  CUdeviceptr x, out, pos; /* i32[N], u32[N], the scalar (8 bytes) */
+  CUfunction inc, args[NARGS];
+  CUdeviceptr x;           /* i32[N] */
   int n, zero;             /* N, the kernels' n argument; argsN's values */
-  void *inc_args[2], *mark_args[3], *aargs[16];
-  CUgraph graph;
-  CUgraphExec exec;
+  void *inc_args[2], *aargs[16];
 } b;
 
 /* The case being run: its loop, its size (argsK's K, the graph's or the
@@ -166,6 +168,9 @@ static struct {
   long long count;
   long last;    /* the iterations of the last block (scalar: the value) */
   CUfunction f; /* argsK */
+  CUgraphExec exec; /* replay and scalar: the graph Lua captured, */
+  CUstream s;       /* its stream */
+  CUdeviceptr pos;  /* and its scalar */
 } run;
 
 /* The primary context of the device, current, as the binding uses it. */
@@ -191,36 +196,18 @@ static void setup(const char *ptx) {
   start();
   b.mod = load(ptx);
   CU(cuModuleGetFunction, &b.inc, b.mod, "inc_i32");
-  CU(cuModuleGetFunction, &b.mark, b.mod, "mark_u32");
   b.n = N;
   b.inc_args[0] = &b.x;
   b.inc_args[1] = &b.n;
-  b.mark_args[0] = &b.out;
-  b.mark_args[1] = &b.pos;
-  b.mark_args[2] = &b.n;
   b.aargs[0] = &b.x;
   for (int i = 1; i < 16; i++) b.aargs[i] = &b.zero;
   CU(cuStreamCreate, &b.s, CU_STREAM_NON_BLOCKING);
   CU(cuMemAlloc, &b.x, N * sizeof(int));
-  CU(cuMemAlloc, &b.out, N * sizeof(unsigned));
-  CU(cuMemAlloc, &b.pos, 8);
-  CU(cuMemsetD32Async, b.out, 0, N, b.s);
-  CU(cuMemsetD32Async, b.pos, 0, 2, b.s);
   CU(cuStreamSynchronize, b.s);
 }
 
-static void drop_graph(void) {
-  if (b.exec) CU(cuGraphExecDestroy, b.exec);
-  if (b.graph) CU(cuGraphDestroy, b.graph);
-  b.exec = NULL;
-  b.graph = NULL;
-}
-
 static void teardown(void) {
-  drop_graph();
   if (b.x) CU(cuMemFree, b.x);
-  if (b.out) CU(cuMemFree, b.out);
-  if (b.pos) CU(cuMemFree, b.pos);
   CU(cuStreamDestroy, b.s);
   if (b.amod) CU(cuModuleUnload, b.amod);
   CU(cuModuleUnload, b.mod);
@@ -242,19 +229,9 @@ static void launch_inc(void) {
   CU(cuLaunchKernel, b.inc, 1, 1, 1, N, 1, 1, 0, b.s, b.inc_args, NULL);
 }
 
-/* k launches of inc_i32, then mark_u32 reading the scalar when mark. */
-static void record(int k, int mark) {
+/* k launches of inc_i32. */
+static void record(int k) {
   for (int i = 0; i < k; i++) launch_inc();
-  if (mark)
-    CU(cuLaunchKernel, b.mark, 1, 1, 1, 1, 1, 1, 0, b.s, b.mark_args, NULL);
-}
-
-/* The case's graph, captured as s:capture(fn) captures it. */
-static void build(int k, int mark) {
-  CU(cuStreamBeginCapture, b.s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
-  record(k, mark);
-  CU(cuStreamEndCapture, b.s, &b.graph);
-  CU(cuGraphInstantiate, &b.exec, b.graph, 0);
 }
 
 /* for i = 1, n do inc:launch(s, 1, 256, x, 256) end */
@@ -270,15 +247,15 @@ static void args(long n) {
 
 /* for i = 1, n do g:launch() end */
 static void replay(long n) {
-  for (long i = 0; i < n; i++) CU(cuGraphLaunch, b.exec, b.s);
+  for (long i = 0; i < n; i++) CU(cuGraphLaunch, run.exec, run.s);
 }
 
 /* for i = 1, n do pos:set(i); g:launch() end: a pending u32 scalar is
    written with cuMemsetD32Async on the launch stream (cg_scalar_flush). */
 static void scalar(long n) {
   for (long i = 1; i <= n; i++) {
-    CU(cuMemsetD32Async, b.pos, (unsigned)i, 1, b.s);
-    CU(cuGraphLaunch, b.exec, b.s);
+    CU(cuMemsetD32Async, run.pos, (unsigned)i, 1, run.s);
+    CU(cuGraphLaunch, run.exec, run.s);
   }
 }
 
@@ -288,7 +265,7 @@ static void capture(long n) {
     CUgraph g;
     CUgraphExec e;
     CU(cuStreamBeginCapture, b.s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
-    record(run.k, 0);
+    record(run.k);
     CU(cuStreamEndCapture, b.s, &g);
     CU(cuGraphInstantiate, &e, g, 0);
     CU(cuGraphExecDestroy, e);
@@ -385,15 +362,21 @@ static int lopen(lua_State *L) {
   return 0;
 }
 
-/* ref.setup(case, k [, source]): x zeroed, the case's graph built (the
-   last one destroyed). */
+/* An integer argument that is a handle or address from the binding. */
+static void *handle(lua_State *L, int idx) {
+  return (void *)(intptr_t)luaL_checkinteger(L, idx);
+}
+
+/* ref.setup(case, k [, source [, exec, stream, pos]]): x zeroed, the last
+   graph destroyed. replay and scalar launch the graph Lua captured (exec,
+   on stream; scalar: memset pos first), so that both sides run the same
+   work on the device: their x counts the C side's launches too. */
 static int lsetup(lua_State *L) {
   static const char *const names[] = {"eager", "args", "replay", "scalar",
                                       "capture", "compile", NULL};
   int c = luaL_checkoption(L, 1, NULL, names);
   int k = (int)luaL_optinteger(L, 2, 0), i = 0;
   if (!b.mod) return luaL_error(L, "ref.setup: not open");
-  drop_graph();
   CU(cuMemsetD32Async, b.x, 0, N, b.s);
   CU(cuStreamSynchronize, b.s);
   memset(&run, 0, sizeof run);
@@ -407,13 +390,14 @@ static int lsetup(lua_State *L) {
     run.loop = args;
     run.incs = 1;
     break;
-  case 2:
+  case 2: case 3:
     luaL_argcheck(L, k > 0, 2, "expected a node count");
-    build(k, 0);
-    run.loop = replay;
+    run.exec = handle(L, 4);
+    run.s = handle(L, 5);
+    run.loop = c == 2 ? replay : scalar;
     run.incs = k;
+    if (c == 3) run.pos = (CUdeviceptr)(uintptr_t)handle(L, 6);
     break;
-  case 3: build(9, 1); run.loop = scalar; run.incs = 9; break;
   case 4:
     luaL_argcheck(L, k > 0, 2, "expected a launch count");
     run.loop = capture;
@@ -436,17 +420,19 @@ static int lblock(lua_State *L) {
   return 1;
 }
 
-/* ref.check(): the work of the blocks ran. x[0] counts every inc_i32 (and
-   argsN) launched; the scalar case's graph saw the first value of each
-   block (1 marks out[1]) and the last value set. */
+/* ref.check(): the work of the blocks ran: x[0] counts every inc_i32 (and
+   argsN) launched. The work of a shared graph is Lua's to check: returns
+   the inc_i32 launches of the C side and its last value set. */
 static int lcheck(lua_State *L) {
+  if (run.exec) {
+    lua_pushinteger(L, (lua_Integer)run.count);
+    lua_pushinteger(L, run.last);
+    return 2;
+  }
   unsigned got = peek(b.x, 0);
   if (got != (unsigned)run.count)
     return luaL_error(L, "C side: x[0] is %u, not %lld launches", got,
                       run.count);
-  if (run.loop == scalar &&
-      (peek(b.pos, 0) != (unsigned)run.last || peek(b.out, 1) != 2))
-    return luaL_error(L, "C side: the graph did not see the scalar's values");
   return 0;
 }
 

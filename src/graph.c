@@ -3,6 +3,7 @@
    is ended, the partial graph destroyed and the error re-raised), and a graph
    pins every object the capture used (user value: a set of them), so the
    collector never frees what it reads and an explicit free is refused. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core.h"
@@ -458,6 +459,14 @@ static int graph_launches(lua_State *L) {
   return 1;
 }
 
+/* g:handle(): the CUgraphExec as an integer, for foreign code; valid while
+   the graph lives */
+static int graph_handle(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)(intptr_t)
+                  ((cg_graph *)cg_checkself(L, CG_GRAPH))->exec);
+  return 1;
+}
+
 /* g:id(): the number that messages name the graph by */
 static int graph_id(lua_State *L) {
   lua_pushinteger(L, ((cg_graph *)cg_toobj(L, 1, CG_GRAPH))->id);
@@ -475,6 +484,7 @@ void graph_open(lua_State *L) {
     {"launch", graph_launch}, {"replay", graph_replay},
     {"upload", graph_upload}, {"nodes", graph_nodes}, {"dot", graph_dot},
     {"update", graph_update}, {"launches", graph_launches}, {"id", graph_id},
+    {"handle", graph_handle},
     {"free", graph_free}, {"close", graph_free},
     {NULL, NULL}
   };
