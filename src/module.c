@@ -425,7 +425,7 @@ static int typeerror(lua_State *L, cg_kernel *k, int arg, int idx,
 
 /* A device pointer from a Buffer or Scalar at idx (whose element type must
    be elem unless elem is PTX_ANY); 0 if the value is neither. */
-static CUdeviceptr pointer(lua_State *L, cg_kernel *k, int arg, int idx,
+static inline CUdeviceptr pointer(lua_State *L, cg_kernel *k, int arg, int idx,
                            int elem, CUstream st) {
   cg_ctx *ctx = k->h.ctx;
   if (!lua_getmetatable(L, idx)) return 0; /* left pushed: kernel_launch */
@@ -447,7 +447,7 @@ static CUdeviceptr pointer(lua_State *L, cg_kernel *k, int arg, int idx,
 }
 
 /* An integer argument of `size` bytes; signedness unknown when !typed. */
-static void intarg(lua_State *L, cg_kernel *k, int arg, int idx,
+static inline void intarg(lua_State *L, cg_kernel *k, int arg, int idx,
                    unsigned size, void *slot) {
   int ok;
   lua_Integer v = lua_tointegerx(L, idx, &ok);
@@ -467,7 +467,7 @@ static void intarg(lua_State *L, cg_kernel *k, int arg, int idx,
   memcpy(slot, &v, size); /* little-endian: the low bytes */
 }
 
-static void setarg(lua_State *L, cg_kernel *k, int arg, int idx,
+static inline void setarg(lua_State *L, cg_kernel *k, int arg, int idx,
                    CUstream st) {
   const ptx_param *p = &k->params[arg - 1];
   void *slot = k->argp[arg - 1];
@@ -508,7 +508,7 @@ static void setarg(lua_State *L, cg_kernel *k, int arg, int idx,
 }
 
 /* Launch dimensions: an integer or {x [, y [, z]]}, each 1..limit. */
-static void dims(lua_State *L, cg_kernel *k, int idx, const char *what,
+static inline void dims(lua_State *L, cg_kernel *k, int idx, const char *what,
                  const int lim[3], unsigned out[3]) {
   static const char xyz[] = "xyz";
   int t = lua_type(L, idx), isnum;
