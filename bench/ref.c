@@ -334,7 +334,7 @@ static double now(void) {
 static double timed(void (*loop)(long), long n) {
   double t0 = now();
   loop(n);
-  if (b.s) CU(cuStreamSynchronize, b.s);
+  if (b.s) CU(cuStreamSynchronize, run.s ? run.s : b.s); /* run.s: Lua's */
   return (now() - t0) * 1e6 / (double)n;
 }
 

@@ -125,4 +125,34 @@ describe("k:launch", function()
     assert.equals(0, H.garbage(function(i) v:set(i % 4); mark:launch(s, 1, 1, out, v, 4) end, 10000))
     s:synchronize()
   end)
+
+  -- A launch remembers which userdata passed its checks; once a collection
+  -- may have reused an address, each argument is checked again.
+  it("checks a new object at a collected object's address again", function()
+    local k = m:kernel("axpy")
+    local y = cuda.buffer("f32", 4):fill(0)
+    local reused = 0
+    for _ = 1, 200 do
+      local x = cuda.buffer("f32", 4):fill(1)
+      local st = cuda.stream()
+      k:launch(st, 1, 4, 1.0, x, y, 4)
+      st:synchronize()
+      local xa, sa = ("%p"):format(x), ("%p"):format(st)
+      x, st = nil, nil
+      collectgarbage()
+      collectgarbage()
+      for _, o in ipairs { cuda.buffer("i32", 4), cuda.buffer("i32", 4), cuda.event() } do
+        local at = ("%p"):format(o)
+        if at == xa then
+          reused = reused + 1
+          assert.has_error(function() k:launch(s, 1, 4, 1.0, o, y, 4) end)
+        elseif at == sa then
+          reused = reused + 1
+          assert.error_matches(function() k:launch(o, 1, 4, 1.0, y, y, 4) end, "cugraph.Stream expected")
+        end
+      end
+      if reused >= 4 then return end
+    end
+    if reused == 0 then pending("no address was reused in 200 tries") end
+  end)
 end)

@@ -210,6 +210,7 @@ int cg_tostring(lua_State *L, cg_obj *o, const char *fmt, ...) {
 
 int cg_close(lua_State *L, cg_kind kind, int collected) {
   cg_obj *o = cg_toobj(L, 1, kind);
+  o->ctx->epoch += collected; /* its address may now be reused */
   if (!o->open) return 0;
   if (o->uses) {
     if (collected) {

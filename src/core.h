@@ -50,6 +50,8 @@ typedef struct cg_ctx {
   cg_releaser release[CG_NKINDS]; /* of each kind, from cg_newtype */
   struct cg_deferred { int kind; void *h; } *deferred; /* frees held back */
   size_t ndeferred, cdeferred;                        /* during a capture */
+  unsigned epoch;       /* finalizers run so far: while it stands still, a
+                           userdata address seen before is the same object */
   unsigned gc_errors;   /* driver errors seen in finalizers */
   char gc_error[200];   /* the last of them */
 } cg_ctx;

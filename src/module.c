@@ -28,8 +28,11 @@ typedef struct cg_kernel {
   unsigned shared;      /* dynamic shared memory per launch */
   int nparams;
   char name[64];        /* for messages */
+  unsigned epoch;       /* ctx->epoch when the seen entries were made */
+  const void *seen_stream; /* stream and arguments checked by an earlier */
+  cg_obj **seen;        /* launch: the same userdata needs no new check */
   ptx_param *params;    /* the rest of the userdata: params, then argp, */
-  void **argp;          /* then one 8-aligned slot per argument */
+  void **argp;          /* then seen, then one 8-aligned slot per argument */
 } cg_kernel;
 
 /* -- signatures as text --------------------------------------------------- */
@@ -314,15 +317,16 @@ static cg_kernel *newkernel(lua_State *L, cg_module *m, const char *entry,
   for (int i = 0; i < n; i++) slots += (ps[i].size + 7) / 8;
   size_t size = sizeof(cg_kernel) + (size_t)n * sizeof(ptx_param);
   size = (size + 7) & ~(size_t)7;
-  cg_kernel *k = cg_newobj(L, m->h.ctx, size + (size_t)n * sizeof(void *) +
-                           slots * 8, CG_KERNEL);
+  cg_kernel *k = cg_newobj(L, m->h.ctx, size + 2 * (size_t)n * sizeof(void *)
+                           + slots * 8, CG_KERNEL);
   k->mod = m;
   k->nparams = n;
   snprintf(k->name, sizeof k->name, "%s", label);
   k->params = (ptx_param *)(k + 1);
   memcpy(k->params, ps, (size_t)n * sizeof *ps);
   k->argp = (void **)((char *)k + size);
-  uint64_t *slot = (uint64_t *)(k->argp + n);
+  k->seen = (cg_obj **)(k->argp + n);
+  uint64_t *slot = (uint64_t *)(k->seen + n);
   for (int i = 0; i < n; i++) {
     k->argp[i] = slot;
     slot += (ps[i].size + 7) / 8;
@@ -428,18 +432,25 @@ static int typeerror(lua_State *L, cg_kernel *k, int arg, int idx,
 static inline CUdeviceptr pointer(lua_State *L, cg_kernel *k, int arg, int idx,
                            int elem, CUstream st) {
   cg_ctx *ctx = k->h.ctx;
-  if (!lua_getmetatable(L, idx)) return 0; /* left pushed: kernel_launch */
-  const void *mt = lua_topointer(L, -1);
   cg_obj *o = lua_touserdata(L, idx);
-  int scalar = mt == ctx->mt[CG_SCALAR];
-  if (!scalar && mt != ctx->mt[CG_BUFFER]) return 0;
+  int scalar;
+  if (o && o == k->seen[arg - 1] && lua_type(L, idx) == LUA_TUSERDATA) {
+    scalar = o->kind == CG_SCALAR; /* its type passed before */
+  } else {
+    if (!lua_getmetatable(L, idx)) return 0; /* left pushed: kernel_launch */
+    const void *mt = lua_topointer(L, -1);
+    scalar = mt == ctx->mt[CG_SCALAR];
+    if (!scalar && mt != ctx->mt[CG_BUFFER]) return 0;
+    int type = scalar ? (int)((cg_scalar *)o)->type
+                      : (int)((cg_buffer *)o)->type;
+    if (elem != PTX_ANY && elem != type)
+      typeerror(L, k, arg, idx, lua_pushfstring(L, "%s of %s",
+                "cugraph.Buffer or cugraph.Scalar", ptx_names[elem]));
+    k->seen[arg - 1] = o;
+  }
   if (!o->open)
     argerror(L, k, arg, lua_pushfstring(L, "attempt to use a freed %s",
                                         cg_kind_names[o->kind]));
-  int type = scalar ? (int)((cg_scalar *)o)->type : (int)((cg_buffer *)o)->type;
-  if (elem != PTX_ANY && elem != type)
-    typeerror(L, k, arg, idx, lua_pushfstring(L, "%s of %s",
-              "cugraph.Buffer or cugraph.Scalar", ptx_names[elem]));
   cg_pinobj(L, ctx, o, idx); /* before the address is read */
   if (!scalar) return ((cg_buffer *)o)->ptr;
   if (!ctx->capture) cg_scalar_flush(L, (cg_scalar *)o, st);
@@ -508,18 +519,10 @@ static inline void setarg(lua_State *L, cg_kernel *k, int arg, int idx,
 }
 
 /* Launch dimensions: an integer or {x [, y [, z]]}, each 1..limit. */
-static inline void dims(lua_State *L, cg_kernel *k, int idx, const char *what,
+static void dims(lua_State *L, cg_kernel *k, int idx, const char *what,
                  const int lim[3], unsigned out[3]) {
   static const char xyz[] = "xyz";
   int t = lua_type(L, idx), isnum;
-  if (t == LUA_TNUMBER) { /* the common case: x alone */
-    lua_Integer v = lua_tointegerx(L, idx, &isnum);
-    if (isnum && v >= 1 && v <= lim[0]) {
-      out[0] = (unsigned)v;
-      out[1] = out[2] = 1;
-      return;
-    }
-  }
   if (t != LUA_TNUMBER && t != LUA_TTABLE)
     luaL_error(L, "%s: %s must be an integer or {x, y, z}, got %s", k->name,
                what, luaL_typename(L, idx));
@@ -541,6 +544,16 @@ static inline void dims(lua_State *L, cg_kernel *k, int idx, const char *what,
   }
 }
 
+/* The common launch dimension: an integer x in 1..lim, into out. */
+static inline int dim(lua_State *L, int idx, int lim, unsigned out[3]) {
+  if (!lua_isinteger(L, idx)) return 0;
+  lua_Integer v = lua_tointeger(L, idx);
+  if (v < 1 || v > lim) return 0;
+  out[0] = (unsigned)v;
+  out[1] = out[2] = 1;
+  return 1;
+}
+
 /* k:launch(stream, grid, block, args...) */
 /* The checks leave the metatables they read on the stack (no pops on the
    hot path): the arguments are counted first and read by absolute index. */
@@ -551,13 +564,24 @@ static int kernel_launch(lua_State *L) {
   if (!k->mod->h.open)
     return luaL_error(L, "attempt to use a kernel of a freed cugraph.Module");
   cg_ctx *ctx = k->h.ctx;
+  if (k->epoch != ctx->epoch) { /* a finalizer ran: addresses may be reused */
+    k->epoch = ctx->epoch;
+    k->seen_stream = NULL;
+    memset(k->seen, 0, (size_t)k->nparams * sizeof *k->seen);
+  }
   cg_stream *s = lua_touserdata(L, 2);
-  if (!s || !lua_getmetatable(L, 2) || lua_topointer(L, -1) != ctx->mt[CG_STREAM])
-    return luaL_typeerror(L, 2, "cugraph.Stream");
+  if (s != k->seen_stream || lua_type(L, 2) != LUA_TUSERDATA) {
+    if (!s || !lua_getmetatable(L, 2) ||
+        lua_topointer(L, -1) != ctx->mt[CG_STREAM])
+      return luaL_typeerror(L, 2, "cugraph.Stream");
+    k->seen_stream = s;
+  }
   if (!s->h.open) return luaL_error(L, "attempt to use a freed cugraph.Stream");
   unsigned grid[3], block[3];
-  dims(L, k, 3, "grid", ctx->max_grid, grid);
-  dims(L, k, 4, "block", ctx->max_block, block);
+  if (!dim(L, 3, ctx->max_grid[0], grid))
+    dims(L, k, 3, "grid", ctx->max_grid, grid);
+  if (!dim(L, 4, ctx->max_block[0], block))
+    dims(L, k, 4, "block", ctx->max_block, block);
   if ((uint64_t)block[0] * block[1] * block[2] > (uint64_t)ctx->max_threads)
     return luaL_error(L, "%s: block of %d threads, above the device's limit "
                       "of %d", k->name, (int)(block[0] * block[1] * block[2]),
