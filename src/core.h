@@ -161,13 +161,14 @@ void cg_share_drop_lua(lua_State *L, cg_obj *o);
 /* handle.c: the C graphs that launch module share sh's code switch as sw
    says; then sh owns module newmod. The first failure, or SUCCESS. */
 CUresult cg_share_swap(cg_share *sh, CUmodule newmod, const cg_swap *sw,
-                       int n);
+                       int n, const char **api);
 
 /* reload.c: graphs are tracked for reload; the graph at idx is made */
 void cg_track_graph(lua_State *L, int idx);
 /* reload.c: the kernel nodes of g switch as sw says, then x (if not NULL)
-   is updated from g. No Lua call. */
-CUresult cg_swap_kernels(CUgraph g, CUgraphExec x, const cg_swap *sw, int n);
+   is updated from g. No Lua call. On failure *api names the call. */
+CUresult cg_swap_kernels(CUgraph g, CUgraphExec x, const cg_swap *sw, int n,
+                         const char **api);
 /* reload.c: every live graph of this state that pins the module at midx,
    and every C graph of its share, switch as sw says; on a failure the
    switched ones switch back and the error is raised. */

@@ -26,7 +26,7 @@
   X(cuGraphInstantiate) X(cuGraphDestroy) X(cuGraphExecDestroy) \
   X(cuGraphLaunch) X(cuGraphUpload) X(cuGraphGetNodes) \
   X(cuGraphNodeGetType) X(cuGraphExecUpdate) X(cuGraphDebugDotPrint) \
-  X(cuGraphClone) X(cuGraphKernelNodeGetParams) X(cuGraphKernelNodeSetParams)
+  X(cuGraphKernelNodeGetParams) X(cuGraphKernelNodeSetParams)
 
 /* OpenGL interop (cudaGL.h, whose GL types are unsigned ints): declared
    here so that no GL header is needed to build. */
@@ -39,8 +39,9 @@ CUresult CUDAAPI cuGraphicsGLRegisterImage(CUgraphicsResource *res,
                                            unsigned int flags);
 
 /* Entry points a driver may lack (older drivers, the test double, a driver
-   without graphics interop): NULL then. */
-#define CG_DRIVER_OPTIONAL(X) X(cuFuncGetParamInfo) \
+   without graphics interop), or that only C handles call (outside the
+   fault sweep's Lua workload): NULL when missing. */
+#define CG_DRIVER_OPTIONAL(X) X(cuFuncGetParamInfo) X(cuGraphClone) \
   X(cuGraphicsGLRegisterBuffer) X(cuGraphicsGLRegisterImage) \
   X(cuGraphicsMapResources) X(cuGraphicsUnmapResources) \
   X(cuGraphicsResourceGetMappedPointer) \

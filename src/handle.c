@@ -266,7 +266,9 @@ cugraph_graph *cugraph_tograph(lua_State *L, int idx) {
   cg_graph_parts(L, idx, &g, &x);
   CUcontext cu;
   const char *api = "cuDevicePrimaryCtxRetain";
-  CUresult r = cg_drv.cuDevicePrimaryCtxRetain(&cu, ctx->dev);
+  CUresult r = cg_drv.cuGraphClone ? cg_drv.cuDevicePrimaryCtxRetain(&cu,
+                                                                    ctx->dev)
+                                   : CUDA_ERROR_NOT_SUPPORTED;
   h->retained = r == CUDA_SUCCESS;
   if (r == CUDA_SUCCESS) {
     api = "cuGraphClone";
@@ -313,15 +315,19 @@ CUresult cugraph_graph_launch(cugraph_graph *h, CUstream stream) {
 }
 
 CUresult cg_share_swap(cg_share *sh, CUmodule newmod, const cg_swap *sw,
-                       int n) {
+                       int n, const char **api) {
   CUresult first = CUDA_SUCCESS;
   pthread_mutex_lock(&sh->lock);
   for (size_t i = 0; i < sh->nusers; i++) {
     cugraph_graph *h = sh->users[i];
     pthread_mutex_lock(&h->lock);
-    CUresult r = cg_swap_kernels(h->g, h->exec, sw, n);
+    const char *what = NULL;
+    CUresult r = cg_swap_kernels(h->g, h->exec, sw, n, &what);
     pthread_mutex_unlock(&h->lock);
-    if (first == CUDA_SUCCESS) first = r;
+    if (first == CUDA_SUCCESS && r != CUDA_SUCCESS) {
+      first = r;
+      *api = what;
+    }
   }
   sh->h = newmod;
   pthread_mutex_unlock(&sh->lock);

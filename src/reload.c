@@ -57,8 +57,10 @@ static CUresult setnode(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS *p,
   return r;
 }
 
-CUresult cg_swap_kernels(CUgraph g, CUgraphExec x, const cg_swap *sw, int n) {
+CUresult cg_swap_kernels(CUgraph g, CUgraphExec x, const cg_swap *sw, int n,
+                         const char **api) {
   size_t count = 0;
+  *api = "cuGraphGetNodes";
   CUresult r = cg_drv.cuGraphGetNodes(g, NULL, &count);
   if (r != CUDA_SUCCESS || !count) return r;
   CUgraphNode *nodes = malloc(count * sizeof *nodes);
@@ -67,13 +69,16 @@ CUresult cg_swap_kernels(CUgraph g, CUgraphExec x, const cg_swap *sw, int n) {
   int changed = 0;
   for (size_t i = 0; i < count && r == CUDA_SUCCESS; i++) {
     CUgraphNodeType t;
+    *api = "cuGraphNodeGetType";
     r = cg_drv.cuGraphNodeGetType(nodes[i], &t);
     if (r != CUDA_SUCCESS || t != CU_GRAPH_NODE_TYPE_KERNEL) continue;
     CUDA_KERNEL_NODE_PARAMS p;
     memset(&p, 0, sizeof p);
+    *api = "cuGraphKernelNodeGetParams";
     r = cg_drv.cuGraphKernelNodeGetParams(nodes[i], &p);
     for (int j = 0; j < n && r == CUDA_SUCCESS; j++)
       if (p.func == sw[j].from) {
+        *api = "cuGraphKernelNodeSetParams";
         r = setnode(nodes[i], &p, &sw[j]);
         changed = 1;
         break;
@@ -83,16 +88,19 @@ CUresult cg_swap_kernels(CUgraph g, CUgraphExec x, const cg_swap *sw, int n) {
   if (r == CUDA_SUCCESS && changed && x) {
     CUgraphExecUpdateResultInfo info;
     memset(&info, 0, sizeof info);
+    *api = "cuGraphExecUpdate";
     r = cg_drv.cuGraphExecUpdate(x, g, &info);
   }
   return r;
 }
 
-static int failed(lua_State *L, CUresult r) {
+/* Raises the error of api as an error object whose message says that the
+   old code stays. */
+static int failed(lua_State *L, const char *api, CUresult r) {
   char buf[CG_ERRNAME];
-  cg_pusherror(L, "module:reload", (int)r, cg_driver_errname(r, buf),
-               "a live graph cannot switch to the new code; the old code "
-               "stays");
+  cg_pusherror(L, api, (int)r, cg_driver_errname(r, buf),
+               "module:reload: a live graph cannot switch to the new code; "
+               "the old code stays");
   return lua_error(L);
 }
 
@@ -121,6 +129,7 @@ void cg_reload_graphs(lua_State *L, cg_ctx *ctx, int midx, const cg_swap *sw,
   }
   size_t ndone = 0;
   CUresult r = CUDA_SUCCESS;
+  const char *api = NULL, *ignored;
   if (count) {
     lua_pushnil(L);
     while (r == CUDA_SUCCESS && lua_next(L, graphs)) {
@@ -136,20 +145,20 @@ void cg_reload_graphs(lua_State *L, cg_ctx *ctx, int midx, const cg_swap *sw,
       CUgraphExec x;
       cg_graph_parts(L, -1, &g, &x);
       if (!pins || !g || ndone == count) continue;
-      r = cg_swap_kernels(g, x, sw, n);
+      r = cg_swap_kernels(g, x, sw, n, &api);
       done[ndone].g = g;
       done[ndone++].x = x; /* a failed one may be half switched: undone */
     }
   }
   if (r == CUDA_SUCCESS && mod->share) {
-    r = cg_share_swap(mod->share, newmod, sw, n);
-    if (r != CUDA_SUCCESS) cg_share_swap(mod->share, oldmod, rev, n);
+    r = cg_share_swap(mod->share, newmod, sw, n, &api);
+    if (r != CUDA_SUCCESS) cg_share_swap(mod->share, oldmod, rev, n, &ignored);
   }
   if (r != CUDA_SUCCESS) {
     for (size_t i = 0; i < ndone; i++)
-      cg_swap_kernels(done[i].g, done[i].x, rev, n);
-    cg_poison(ctx, "module:reload", r);
-    failed(L, r);
+      cg_swap_kernels(done[i].g, done[i].x, rev, n, &ignored);
+    cg_poison(ctx, api, r);
+    failed(L, api, r);
   }
   lua_settop(L, top);
 }
