@@ -4,7 +4,9 @@
    under the versioned symbols that cuda.h maps them to, and follows the real
    driver's documented behaviour for what it covers: one device whose memory
    is host memory, streams that run work at once, stream capture into graphs,
-   instantiated graphs, sticky errors, and host versions of the kernels of
+   instantiated graphs, graph clones and kernel nodes whose function and
+   parameters change (kernel reload), sticky errors, and host versions of
+   the kernels of
    spec/kernels/kernels.cu, found by entry name.
 
    Environment: CUDA_VISIBLE_DEVICES empty (or -1) hides the device, as with
