@@ -6,8 +6,7 @@
    is host memory, streams that run work at once, stream capture into graphs,
    instantiated graphs, graph clones and kernel nodes whose function and
    parameters change (kernel reload), sticky errors, and host versions of
-   the kernels of
-   spec/kernels/kernels.cu, found by entry name.
+   the kernels of spec/kernels/kernels.cu, found by entry name.
 
    Environment: CUDA_VISIBLE_DEVICES empty (or -1) hides the device, as with
    the driver; CUDA_DOUBLE_MEM_LIMIT=bytes sizes device memory (80 GiB).
