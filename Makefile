@@ -26,7 +26,8 @@ HOST_DEFS = -DCG_READLINE
 HOST_LIBS = -lreadline
 endif
 
-CORE = context driver stream buffer scalar event module graph nvrtc ptx image lcugraph
+CORE = context driver stream buffer scalar event module graph nvrtc ptx image \
+  handle reload interop lcugraph
 OBJS = $(CORE:%=$(BUILD)/obj/%.o)
 DOUBLE = $(BUILD)/libcuda-double.so
 KERNELS = $(BUILD)/kernels.ptx $(BUILD)/kernels.cubin $(BUILD)/kernels.fatbin
@@ -94,9 +95,10 @@ $(BUILD)/late_close: spec/support/late_close.c $(BUILD)/libcugraph.a
 
 # C hosts the specs run: the embedding API's argument checks; N states in N
 # threads at once, a state handed between threads, finalizers on another
-# thread (build/threads LUA_DIR PTX [N]).
-SPEC_BINS = $(BUILD)/late_close $(BUILD)/capi $(BUILD)/threads
-$(BUILD)/capi $(BUILD)/threads: $(BUILD)/%: spec/support/%.c $(BUILD)/libcugraph.a
+# thread (build/threads LUA_DIR PTX [N]); graphs replayed by C from other
+# threads, before and after lua_close (build/handles LUA_DIR PTX).
+SPEC_BINS = $(BUILD)/late_close $(BUILD)/capi $(BUILD)/threads $(BUILD)/handles
+$(BUILD)/capi $(BUILD)/threads $(BUILD)/handles: $(BUILD)/%: spec/support/%.c $(BUILD)/libcugraph.a
 	$(CC) $(ALL_CFLAGS) -pthread -o $@ $< $(BUILD)/libcugraph.a $(LUA_LIBS) -ldl -lm
 
 test: all $(DOUBLE) $(KERNELS) $(SPEC_BINS)
@@ -149,13 +151,17 @@ fault-sweep: all $(DOUBLE) $(KERNELS)
 # build/threads under helgrind on the test double: any data race or lock
 # misuse fails. Races inside libnvrtc's own code are suppressed
 # (spec/support/threads.supp). Needs a thread-safe double.
-test-threads-helgrind: all $(DOUBLE) $(KERNELS) $(BUILD)/threads
+test-threads-helgrind: all $(DOUBLE) $(KERNELS) $(BUILD)/threads $(BUILD)/handles
 	rm -rf $(BUILD)/threads-cache
 	XDG_CACHE_HOME=$(CURDIR)/$(BUILD)/threads-cache \
 	  CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
 	  valgrind --tool=helgrind -q --error-exitcode=99 \
 	  --suppressions=spec/support/threads.supp \
 	  $(BUILD)/threads lua $(BUILD)/kernels.ptx 4
+	CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
+	  valgrind --tool=helgrind -q --error-exitcode=99 \
+	  --suppressions=spec/support/threads.supp \
+	  $(BUILD)/handles lua $(BUILD)/kernels.ptx
 
 # compute-sanitizer memcheck (with leak check) over the GPU suite and the
 # examples. Driver errors the specs provoke on purpose are not reported;

@@ -21,6 +21,7 @@ package.cpath = build .. "/bench/?.so;" .. package.cpath
 local clock = require "clock"
 local now = clock.now
 local ref = require "ref" -- the C side of each case, in this process
+local engine = require "engine" -- an engine's C loop over C handles
 local cuda = require "cugraph"
 
 local quick, markdown, child_arch = os.getenv("BENCH_QUICK") == "1", false,
@@ -263,6 +264,11 @@ cases[#cases + 1] = {key = "scalar", label = "scalar set + replay, 10 nodes",
     local gr, sc = g, pos
     for i = 1, iters do sc:set(i); gr:launch() end
   end}
+-- The engine's loop in C through the embedding API (bench/engine.c):
+-- cugraph_scalar_set + cugraph_graph_launch against the same raw calls.
+cases[#cases + 1] = {key = "handle", label = "C handle: scalar set + launch",
+  target = 1.02, c = {"scalar"}, nodes = 9, mark = true, incs = 9,
+  steady = true, handle = true, loop = function(iters) engine.run(iters) end}
 for _, k in ipairs {1, 10, 100} do
   cases[#cases + 1] = {key = "capture" .. k, label = ("capture + "
     .. "instantiate, %d node%s"):format(k, k > 1 and "s" or ""),
@@ -280,6 +286,7 @@ local function run_case(c)
   -- the C side of a graph case replays this very graph: the same work
   ref.setup(c.c[1], c.c[2], nil, g and g:handle(), g and s:handle(),
             c.mark and pos:address())
+  if c.handle then engine.take(g, pos, s) end
   local loop = c.loop or c.args and args_loop(c.args)
     or capture_loop(c.capture)
   local count, last = 0, 0
@@ -309,6 +316,7 @@ local function run_case(c)
     error(c.label .. ": Lua side: the graph did not see the scalar's values",
           0)
   end
+  if c.handle then engine.release() end
   if g then g:free() end
   g = nil
   return r

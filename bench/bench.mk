@@ -29,13 +29,18 @@ build/bench/ref.so: bench/ref.c | deps
 	@mkdir -p $(@D)
 	$(CC) $(BENCH_CFLAGS) $(LUA_CFLAGS) -DBENCH_REF_MODULE -fPIC -shared -o $@ $< -ldl
 
+# The C handle row's engine loop; cugraph_* come from build/cugraph-lua.
+build/bench/engine.so: bench/engine.c src/cugraph.h | deps
+	@mkdir -p $(@D)
+	$(CC) $(BENCH_CFLAGS) $(LUA_CFLAGS) -Isrc -fPIC -shared -o $@ $<
+
 # The argsN kernels of the argument rows.
 build/bench/kernels.ptx: bench/kernels.cu
 	@mkdir -p $(@D)
 	$(NVCC) -ptx -arch=compute_75 $< -o $@
 
 bench: all build/kernels.ptx build/bench/kernels.ptx build/bench-ref \
-       build/bench/clock.so build/bench/ref.so
+       build/bench/clock.so build/bench/ref.so build/bench/engine.so
 	build/cugraph-lua bench/bench.lua $(BENCH_ARGS)
 
 soak: all build/kernels.ptx

@@ -14,7 +14,8 @@ cd "$(dirname "$0")/.." || exit 1
 out=${1:-build/examples/out}
 lua=${CUGRAPH_LUA:-build/cugraph-lua}
 engine=build/examples/engine
-if [ ! -x "$lua" ] || [ ! -x "$engine" ] || [ ! -f build/examples/png.so ]; then
+if [ ! -x "$lua" ] || [ ! -x "$engine" ] || [ ! -x build/examples/render ] ||
+   [ ! -f build/examples/png.so ]; then
   make -s all examples || exit 1
 fi
 rm -rf "$out"
@@ -72,6 +73,9 @@ else
   record graph-dot 1 "$out/graph.dot is not a Graphviz file"
 fi
 check engine "$engine"
+# C-owned graph, kernel reload, particles drawn by OpenGL through EGL
+mkdir -p "$out/render"
+check render build/examples/render "$out/render"
 
 echo
 echo "== summary"

@@ -8,7 +8,7 @@
 
 const char *const cg_kind_names[] = {
   "cugraph.Stream", "cugraph.Buffer", "cugraph.Scalar", "cugraph.Event",
-  "cugraph.Module", "cugraph.Kernel", "cugraph.Graph"
+  "cugraph.Module", "cugraph.Kernel", "cugraph.Graph", "cugraph.GLResource"
 };
 
 static const char sentinel_key = 'k';
@@ -47,13 +47,15 @@ void cg_check(lua_State *L, cg_ctx *ctx, const char *api, CUresult r) {
    context with this one and makes it current only when they differ. */
 static _Thread_local CUcontext bound;
 
-/* Makes ctx's context current on this thread unless it is known to be. */
-static CUresult make_current(cg_ctx *ctx) {
-  if (ctx->cu == bound) return CUDA_SUCCESS;
-  CUresult r = cg_drv.cuCtxSetCurrent(ctx->cu);
-  bound = r == CUDA_SUCCESS ? ctx->cu : NULL;
+CUresult cg_make_current(CUcontext cu) {
+  if (cu == bound) return CUDA_SUCCESS;
+  CUresult r = cg_drv.cuCtxSetCurrent(cu);
+  bound = r == CUDA_SUCCESS ? cu : NULL;
   return r;
 }
+
+/* Makes ctx's context current on this thread unless it is known to be. */
+static CUresult make_current(cg_ctx *ctx) { return cg_make_current(ctx->cu); }
 
 /* The same, raising: one compare on the hot path. */
 static void current(lua_State *L, cg_ctx *ctx) {
@@ -220,7 +222,8 @@ int cg_close(lua_State *L, cg_kind kind, int collected) {
     cg_canfree(L, o);
   }
   o->open = 0;
-  o->ctx->release[kind](L, o);
+  if (o->share) cg_share_drop_lua(L, o);
+  else o->ctx->release[kind](L, o);
   return 0;
 }
 
@@ -228,7 +231,8 @@ void cg_unpinned(lua_State *L, cg_obj *o) {
   if (!o->zombie) return;
   o->zombie = 0;
   o->open = 0;
-  o->ctx->release[o->kind](L, o);
+  if (o->share) cg_share_drop_lua(L, o);
+  else o->ctx->release[o->kind](L, o);
 }
 
 void cg_newtype(lua_State *L, cg_kind kind, const luaL_Reg *methods,

@@ -20,12 +20,13 @@ extern const unsigned char cg_type_size[];
 /* The Lua types; cg_obj.kind. */
 typedef enum cg_kind {
   CG_STREAM, CG_BUFFER, CG_SCALAR, CG_EVENT, CG_MODULE, CG_KERNEL, CG_GRAPH,
-  CG_NKINDS
+  CG_GLRESOURCE, CG_NKINDS
 } cg_kind;
 extern const char *const cg_kind_names[]; /* "cugraph.Buffer", ... */
 
 typedef struct cg_capture cg_capture;
 typedef struct cg_obj cg_obj;
+typedef struct cg_share cg_share;
 /* Frees an object's driver handles (it checks owned itself); cg_close calls
    it once, when the object can go. */
 typedef void (*cg_releaser)(lua_State *L, cg_obj *o);
@@ -65,6 +66,8 @@ struct cg_obj {
   unsigned uses;        /* live graphs that captured this object */
   unsigned graph;       /* id of one of them (0: unknown), for messages */
   unsigned pinned;      /* serial of the capture whose pins hold it */
+  cg_share *share;      /* set once a C handle holds the driver handle: the
+                           share frees it, not the releaser (handle.c) */
 };
 
 typedef struct cg_stream {
@@ -145,6 +148,44 @@ const char *cg_bits(lua_State *L, int idx, cg_type t, void *out);
 void cg_tobits(lua_State *L, int idx, cg_type t, void *out, const char *what);
 void cg_pushbits(lua_State *L, cg_type t, const void *p);
 
+/* context.c: makes cu current on this thread unless the core knows it is
+   (the thread-local compare every path to the driver makes); no Lua */
+CUresult cg_make_current(CUcontext cu);
+
+/* One kernel switched to new code by a reload: nodes launching from launch
+   to, with the same parameters (nparams of size[i] bytes). */
+typedef struct cg_swap {
+  CUfunction from, to;
+  int nparams;
+  const unsigned *size;
+} cg_swap;
+
+/* handle.c: the Lua object o lets go of its share; the last holder frees */
+void cg_share_drop_lua(lua_State *L, cg_obj *o);
+/* handle.c: the C graphs that launch module share sh's code switch as sw
+   says; then sh owns module newmod. The first failure, or SUCCESS. */
+CUresult cg_share_swap(cg_share *sh, CUmodule newmod, const cg_swap *sw,
+                       int n, const char **api);
+
+/* reload.c: graphs are tracked for reload; the graph at idx is made */
+void cg_track_graph(lua_State *L, int idx);
+/* reload.c: the kernel nodes of g switch as sw says, then x (if not NULL)
+   is updated from g. No Lua call. On failure *api names the call. */
+CUresult cg_swap_kernels(CUgraph g, CUgraphExec x, const cg_swap *sw, int n,
+                         const char **api);
+/* reload.c: every live graph of this state that pins the module at midx,
+   and every C graph of its share, switch as sw says; on a failure the
+   switched ones switch back and the error is raised. */
+void cg_reload_graphs(lua_State *L, cg_ctx *ctx, int midx, const cg_swap *sw,
+                      int n, CUmodule newmod, CUmodule oldmod);
+
+/* module.c: a module's CUmodule */
+CUmodule cg_module_handle(const cg_obj *o);
+
+/* graph.c: the driver graph and executable graph of the Graph at idx
+   (NULL when it is freed) */
+void cg_graph_parts(lua_State *L, int idx, CUgraph *g, CUgraphExec *x);
+
 /* scalar.c: write a pending host value on stream s (outside captures) */
 void cg_scalar_flush(lua_State *L, cg_scalar *sc, CUstream s);
 
@@ -161,5 +202,7 @@ void module_open(lua_State *L);
 void graph_open(lua_State *L);
 void nvrtc_open(lua_State *L);
 void context_open(lua_State *L);
+void reload_open(lua_State *L);
+void interop_open(lua_State *L);
 
 #endif

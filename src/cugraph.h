@@ -60,4 +60,99 @@ void cugraph_pushbuffer(lua_State *L, CUdeviceptr ptr, const char *type,
    be captured. */
 void cugraph_pushstream(lua_State *L, CUstream stream);
 
+/* Pushes a borrowed Event (the engine's CUevent): scripts record it, wait
+   on it and time with it; its :free() only detaches the Lua object. */
+void cugraph_pushevent(lua_State *L, CUevent event);
+
+/* The device address of the Buffer at idx (raises unless it is an open
+   Buffer), with its element type ("f32", ...) and count when type and n
+   are not NULL. The address stays valid while the Lua object is open, or
+   while a C graph that pins it lives. */
+CUdeviceptr cugraph_checkbuffer(lua_State *L, int idx, const char **type,
+                                size_t *n);
+
+/* The CUstream of the Stream at idx (raises unless it is an open Stream);
+   valid while the Lua object is open. */
+CUstream cugraph_checkstream(lua_State *L, int idx);
+
+/* -- Graphs owned by C ------------------------------------------------------
+
+   A script captures a graph; the engine takes a handle to it and replays it
+   from its own render or job thread without entering the lua_State:
+
+     cugraph_graph *g = cugraph_tograph(L, -1);     // on the state's thread
+     cugraph_scalar *t = cugraph_toscalar(L, -2);
+     ...                                            // on any thread:
+     float dt = 1.0f / 60;
+     cugraph_scalar_set(t, &dt);
+     cugraph_graph_launch(g, stream);
+     ...
+     cugraph_graph_release(g);                      // any thread, any time,
+     cugraph_scalar_release(t);                     // before or after lua_close
+
+   Lifetime. A C graph is an executable copy of the Lua graph as it is when
+   taken (a later g:update() does not change it; a kernel reload does). It
+   holds the graph's pins: the memory of its buffers and scalars, its
+   modules and events stay allocated after their Lua objects are freed or
+   collected, and after lua_close, until the last C handle that pins them
+   is released; the Lua objects themselves behave as before (a freed one
+   raises "attempt to use a freed ..."). Borrowed buffers, streams and
+   events stay the engine's to keep alive. Every C handle retains the
+   device's primary context, so it stays alive while any handle lives.
+   Driver errors of the frees a release makes are not reported.
+
+   Threads. Once made, the functions below that take no lua_State call no
+   Lua and may be called from any thread, concurrently with each other and
+   with the script running on its own thread (launches, captures, reloads,
+   frees, collection, lua_close): each C handle has its own lock. Hand a
+   handle to another thread through something that orders memory (a lock,
+   a queue, thread creation). They make the primary context current on
+   the calling thread when the core did not already (see Threads above).
+   A capture in progress on another thread in global mode fails if a
+   release here frees memory (CUDA's rule). The functions that take a
+   lua_State follow Lua's rule: on the thread that runs that state, and
+   they raise Lua errors. */
+typedef struct cugraph_graph cugraph_graph;
+typedef struct cugraph_scalar cugraph_scalar;
+
+/* A new C graph (one reference) from the open Graph at idx: a copy of its
+   driver graph, instantiated; raises on a freed graph, inside a capture, or
+   when the driver fails. */
+cugraph_graph *cugraph_tograph(lua_State *L, int idx);
+
+/* One more reference to h. Any thread. */
+void cugraph_graph_retain(cugraph_graph *h);
+
+/* Drops a reference; the last one frees the executable graph and lets go
+   of its pins. NULL is ignored. Any thread; not concurrently with a launch
+   of the same handle by the holder of that last reference. */
+void cugraph_graph_release(cugraph_graph *h);
+
+/* Launches h on stream (the engine's, or the legacy stream NULL): first
+   the values C set on the graph's scalars since their last write, each a
+   memset on stream, then the graph. So every launch reads the values set
+   before it, on whatever stream it runs; launches on different streams
+   that read one scalar must be ordered by the engine (the value is one
+   word of device memory). Returns the driver's error, CUDA_SUCCESS on
+   success. Any thread; launches of one handle take turns. */
+CUresult cugraph_graph_launch(cugraph_graph *h, CUstream stream);
+
+/* A handle (one reference) to the open Scalar at idx, for setting from C.
+   Every handle to one Scalar, and every C graph that pins it, share one
+   pending value that starts as the script's; the script's sc:set() keeps
+   its own, written before the script's launches. Raises like
+   cugraph_checkbuffer. */
+cugraph_scalar *cugraph_toscalar(lua_State *L, int idx);
+
+/* The scalar's element type ("u32", ...): bits holds that many bytes. */
+const char *cugraph_scalar_type(const cugraph_scalar *s);
+
+/* Records a value (the element's bytes, native byte order) to be written
+   before the next cugraph_graph_launch of a C graph that reads s. No driver
+   call. Any thread. */
+void cugraph_scalar_set(cugraph_scalar *s, const void *bits);
+
+/* Drops a reference (NULL is ignored). Any thread. */
+void cugraph_scalar_release(cugraph_scalar *s);
+
 #endif

@@ -25,10 +25,27 @@
   X(cuFuncSetAttribute) X(cuLaunchKernel) \
   X(cuGraphInstantiate) X(cuGraphDestroy) X(cuGraphExecDestroy) \
   X(cuGraphLaunch) X(cuGraphUpload) X(cuGraphGetNodes) \
-  X(cuGraphNodeGetType) X(cuGraphExecUpdate) X(cuGraphDebugDotPrint)
+  X(cuGraphNodeGetType) X(cuGraphExecUpdate) X(cuGraphDebugDotPrint) \
+  X(cuGraphKernelNodeGetParams) X(cuGraphKernelNodeSetParams)
 
-/* Entry points a driver may lack (older drivers, the test double): NULL then. */
-#define CG_DRIVER_OPTIONAL(X) X(cuFuncGetParamInfo)
+/* OpenGL interop (cudaGL.h, whose GL types are unsigned ints): declared
+   here so that no GL header is needed to build. */
+CUresult CUDAAPI cuGraphicsGLRegisterBuffer(CUgraphicsResource *res,
+                                            unsigned int buffer,
+                                            unsigned int flags);
+CUresult CUDAAPI cuGraphicsGLRegisterImage(CUgraphicsResource *res,
+                                           unsigned int image,
+                                           unsigned int target,
+                                           unsigned int flags);
+
+/* Entry points a driver may lack (older drivers, the test double, a driver
+   without graphics interop), or that only C handles call (outside the
+   fault sweep's Lua workload): NULL when missing. */
+#define CG_DRIVER_OPTIONAL(X) X(cuFuncGetParamInfo) X(cuGraphClone) \
+  X(cuGraphicsGLRegisterBuffer) X(cuGraphicsGLRegisterImage) \
+  X(cuGraphicsMapResources) X(cuGraphicsUnmapResources) \
+  X(cuGraphicsResourceGetMappedPointer) \
+  X(cuGraphicsSubResourceGetMappedArray) X(cuGraphicsUnregisterResource)
 
 #define CG_FIELD(f) __typeof__(f) *f;
 typedef struct cg_driver {

@@ -23,7 +23,7 @@ static int event_new(lua_State *L) {
 
 static void event_release(lua_State *L, cg_obj *o) {
   cg_event *e = (cg_event *)o;
-  cg_release(L, o->ctx, CG_FREE_EVENT, e->e);
+  if (o->owned) cg_release(L, o->ctx, CG_FREE_EVENT, e->e);
   e->e = NULL;
 }
 
@@ -79,7 +79,8 @@ static int event_elapsed(lua_State *L) {
 
 static int event_tostring(lua_State *L) {
   cg_event *e = cg_toobj(L, 1, CG_EVENT);
-  return cg_tostring(L, &e->h, " (%p)", (void *)e->e);
+  return cg_tostring(L, &e->h, " (%p%s)", (void *)e->e,
+                     e->h.owned ? "" : ", borrowed");
 }
 
 void event_open(lua_State *L) {

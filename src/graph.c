@@ -297,7 +297,14 @@ static int stream_capture(lua_State *L) {
     cg_check(L, ctx, api, r);
   }
   lua_settop(L, 3);
+  cg_track_graph(L, 3);
   return 1;
+}
+
+void cg_graph_parts(lua_State *L, int idx, CUgraph *g, CUgraphExec *x) {
+  cg_graph *gr = cg_toobj(L, idx, CG_GRAPH);
+  *g = gr->h.open ? gr->g : NULL;
+  *x = gr->h.open ? gr->exec : NULL;
 }
 
 static cg_graph *check(lua_State *L) { return cg_checkobj(L, 1, CG_GRAPH); }

@@ -15,6 +15,8 @@ int luaopen_cugraph_core(lua_State *L) {
   module_open(L);
   graph_open(L);
   nvrtc_open(L);
+  reload_open(L);
+  interop_open(L);
   lua_pushliteral(L, CUGRAPH_VERSION);
   lua_setfield(L, -2, "version");
   lua_createtable(L, CG_NTYPES, 0);
@@ -77,4 +79,26 @@ void cugraph_pushstream(lua_State *L, CUstream stream) {
   s->s = stream;
   s->h.owned = 0;
   s->h.open = 1;
+}
+
+void cugraph_pushevent(lua_State *L, CUevent event) {
+  cg_ctx *ctx = context(L);
+  if (!event) luaL_error(L, "cugraph_pushevent: null event");
+  cg_event *e = cg_newobj(L, ctx, sizeof *e, CG_EVENT);
+  e->e = event;
+  e->timing = 1; /* the engine knows; elapsed() reports the driver's word */
+  e->h.owned = 0;
+  e->h.open = 1;
+}
+
+CUdeviceptr cugraph_checkbuffer(lua_State *L, int idx, const char **type,
+                                size_t *n) {
+  cg_buffer *b = cg_checkobj(L, idx, CG_BUFFER);
+  if (type) *type = cg_type_names[b->type];
+  if (n) *n = b->n;
+  return b->ptr;
+}
+
+CUstream cugraph_checkstream(lua_State *L, int idx) {
+  return ((cg_stream *)cg_checkobj(L, idx, CG_STREAM))->s;
 }

@@ -333,6 +333,11 @@ static cg_kernel *newkernel(lua_State *L, cg_module *m, const char *entry,
   }
   lua_pushvalue(L, 1);
   lua_setiuservalue(L, -2, 1); /* the kernel keeps its module alive */
+  lua_getiuservalue(L, 1, 1);  /* ... and the module knows its kernels, */
+  lua_pushvalue(L, -2);        /* for reload */
+  lua_pushboolean(L, 1);
+  lua_rawset(L, -3);
+  lua_pop(L, 1);
   cg_isopen(L, &m->h);         /* a finalizer may have freed it */
   CU(L, m->h.ctx, cuModuleGetFunction, &k->f, m->m, entry);
   k->h.open = 1;
@@ -398,6 +403,109 @@ static int module_tostring(lua_State *L) {
   cg_module *m = cg_toobj(L, 1, CG_MODULE);
   return cg_tostring(L, &m->h, " (%d kernel%s)", m->nentries,
                      m->nentries == 1 ? "" : "s");
+}
+
+CUmodule cg_module_handle(const cg_obj *o) { return ((const cg_module *)o)->m; }
+
+/* The entry of module m named name, exact or demangled; NULL if none. */
+static const ptx_entry *lookup(const cg_module *m, const char *name) {
+  for (int i = 0; i < m->nentries; i++)
+    if (!strcmp(m->entries[i].name, name)) return &m->entries[i];
+  for (int i = 0; i < m->nentries; i++)
+    if (!strcmp(m->entries[i].base, name)) return &m->entries[i];
+  return NULL;
+}
+
+static int same_params(const ptx_param *a, int na, const ptx_param *b,
+                       int nb) {
+  if (na != nb) return 0;
+  for (int i = 0; i < na; i++)
+    if (a[i].size != b[i].size || a[i].type != b[i].type) return 0;
+  return 1;
+}
+
+/* m:reload(image [, name]): the module's kernels, and every live graph of
+   Lua or C that launches them, switch to the code of image (PTX, cubin or
+   fatbin); every kernel made from the module must be in it with the same
+   signature. On any error the old code stays and the error is raised.
+   Waits for the device's work before it unloads the old code. */
+static int module_reload(lua_State *L) {
+  cg_module *m = cg_checkobj(L, 1, CG_MODULE);
+  cg_ctx *ctx = m->h.ctx;
+  cg_guard(L, ctx, "module:reload()", "reload outside the capture");
+  luaL_checkstring(L, 2);
+  const char *name = luaL_optstring(L, 3, "module");
+  lua_settop(L, 3);
+  lua_pushcfunction(L, module_new);
+  lua_pushvalue(L, 2);
+  lua_pushstring(L, name);
+  lua_call(L, 2, 1); /* 4: the new code; on error collected, so unloaded */
+  cg_module *nm = lua_touserdata(L, 4);
+  lua_getiuservalue(L, 1, 1); /* 5: the kernels */
+  int n = 0, nparams = 0;
+  lua_pushnil(L);
+  while (lua_next(L, 5)) {
+    lua_pop(L, 1);
+    cg_kernel *k = cg_testobj(L, -1, CG_KERNEL);
+    if (k) n++, nparams += k->nparams;
+  }
+  cg_swap *sw = lua_newuserdatauv(L, (size_t)n * (sizeof *sw +
+                                  sizeof(cg_kernel *)) + 1, 0); /* 6 */
+  cg_kernel **ks = (cg_kernel **)(sw + n);
+  unsigned *size = lua_newuserdatauv(L, (size_t)nparams * sizeof *size + 1,
+                                     0); /* 7 */
+  int i = 0;
+  lua_pushnil(L);
+  while (lua_next(L, 5)) {
+    lua_pop(L, 1);
+    cg_kernel *k = cg_testobj(L, -1, CG_KERNEL);
+    if (!k || i == n) continue;
+    const char *entry = k->name;
+    if (nm->entries) {
+      const ptx_entry *e = lookup(nm, k->name);
+      if (!e)
+        return luaL_error(L, "%s: reload: the new code has no kernel '%s'; "
+                          "the old code stays", name, k->name);
+      if (!same_params(e->params, e->nparams, k->params, k->nparams)) {
+        pushsignature(L, k->name, k->params, k->nparams);
+        pushsignature(L, e->base, e->params, e->nparams);
+        return luaL_error(L, "%s: reload: kernel %s became %s; the old code "
+                          "stays (load a new module and capture again)",
+                          name, lua_tostring(L, -2), lua_tostring(L, -1));
+      }
+      entry = e->name;
+    }
+    CU(L, ctx, cuModuleGetFunction, &sw[i].to, nm->m, entry);
+    if ((int)k->shared > ctx->max_shared)
+      CU(L, ctx, cuFuncSetAttribute, sw[i].to,
+         CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)k->shared);
+    sw[i].from = k->f;
+    sw[i].nparams = k->nparams;
+    sw[i].size = size;
+    for (int j = 0; j < k->nparams; j++) *size++ = k->params[j].size;
+    ks[i++] = k;
+  }
+  cg_isopen(L, &m->h); /* a finalizer may have freed it meanwhile */
+  cg_reload_graphs(L, ctx, 1, sw, i, nm->m, m->m);
+  for (int j = 0; j < i; j++) ks[j]->f = sw[j].to;
+  CUmodule old = m->m;
+  ptx_entry *entries = m->entries;
+  int nentries = m->nentries;
+  m->m = nm->m;
+  m->entries = nm->entries;
+  m->nentries = nm->nentries;
+  nm->m = old;
+  nm->entries = entries;
+  nm->nentries = nentries;
+  lua_getiuservalue(L, 4, 2); /* the signatures go with their code */
+  lua_getiuservalue(L, 1, 2);
+  lua_setiuservalue(L, 4, 2);
+  lua_setiuservalue(L, 1, 2);
+  cg_sync(L, ctx); /* no launch of the old code is in flight */
+  lua_settop(L, 4);
+  lua_replace(L, 1);
+  cg_close(L, CG_MODULE, 0); /* unloads the old code, now nm's */
+  return 0;
 }
 
 /* -- kernels -------------------------------------------------------------- */
@@ -656,7 +764,7 @@ static int kernel_tostring(lua_State *L) {
 void module_open(lua_State *L) {
   static const luaL_Reg mmethods[] = {
     {"kernel", module_kernel}, {"kernels", module_kernels},
-    {"free", module_free}, {"close", module_free}, {NULL, NULL}
+    {"reload", module_reload}, {"free", module_free}, {"close", module_free}, {NULL, NULL}
   };
   static const luaL_Reg mmeta[] = {
     {"__gc", module_gc}, {"__close", module_free}, {"__index", module_index},

@@ -4,8 +4,9 @@
    under the versioned symbols that cuda.h maps them to, and follows the real
    driver's documented behaviour for what it covers: one device whose memory
    is host memory, streams that run work at once, stream capture into graphs,
-   instantiated graphs, sticky errors, and host versions of the kernels of
-   spec/kernels/kernels.cu, found by entry name.
+   instantiated graphs, graph clones and kernel nodes whose function and
+   parameters change (kernel reload), sticky errors, and host versions of
+   the kernels of spec/kernels/kernels.cu, found by entry name.
 
    Environment: CUDA_VISIBLE_DEVICES empty (or -1) hides the device, as with
    the driver; CUDA_DOUBLE_MEM_LIMIT=bytes sizes device memory (80 GiB).
@@ -1276,6 +1277,8 @@ struct CUgraphNode_st {
   op op;
   nodeset deps;   /* nodes of the same graph, each added before this one */
   size_t idx;     /* position in the graph */
+  void **argv;    /* a kernel's parameters as cuGraphKernelNodeGetParams
+                     gives them: pointers into op.args, made on demand */
 };
 
 /* Nodes in the order they were added, which is a topological order. */
@@ -1284,6 +1287,7 @@ struct CUgraph_st { obj h; nodeset nodes; };
 static void free_graph(CUgraph g) {
   for (size_t i = 0; i < g->nodes.n; i++) {
     free(g->nodes.v[i]->op.args);
+    free(g->nodes.v[i]->argv);
     free(g->nodes.v[i]->deps.v);
     free(g->nodes.v[i]);
   }
@@ -2285,6 +2289,89 @@ CUresult CUDAAPI cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type) {
   if (!hNode) return CUDA_ERROR_INVALID_HANDLE;
   if (!type) return CUDA_ERROR_INVALID_VALUE;
   *type = hNode->op.type;
+  return CUDA_SUCCESS;
+}
+
+/* A copy of hGraph, node for node and edge for edge. */
+CUresult CUDAAPI cuGraphClone(CUgraph *phGraphClone, CUgraph hGraph) {
+  ENTRY(cuGraphClone);
+  CUresult r = enter_graph();
+  if (r) return r;
+  if (!hGraph) return CUDA_ERROR_INVALID_HANDLE;
+  if (!phGraphClone) return CUDA_ERROR_INVALID_VALUE;
+  CUgraph g = new_obj(sizeof *g, O_GRAPH);
+  if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
+  for (size_t i = 0; i < hGraph->nodes.n; i++) {
+    const CUgraphNode from = hGraph->nodes.v[i];
+    nodeset deps = {NULL, 0, 0};
+    op o;
+    if (copy_op(&o, &from->op)) { /* o owns no copy then */
+      free_graph(g);
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    int bad = 0;
+    for (size_t j = 0; !bad && j < from->deps.n; j++)
+      bad = set_push(&deps, g->nodes.v[from->deps.v[j]->idx], 0);
+    if (bad || !add_node(g, &o, &deps)) { /* o's copy is not the graph's */
+      free(deps.v);
+      free(o.args);
+      free_graph(g);
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    free(deps.v);
+  }
+  *phGraphClone = g;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphKernelNodeGetParams(CUgraphNode hNode,
+                                            CUDA_KERNEL_NODE_PARAMS *p) {
+  ENTRY(cuGraphKernelNodeGetParams);
+  CUresult r = enter_graph();
+  if (r) return r;
+  if (!hNode) return CUDA_ERROR_INVALID_HANDLE;
+  if (!p || hNode->op.type != CU_GRAPH_NODE_TYPE_KERNEL)
+    return CUDA_ERROR_INVALID_VALUE;
+  const op *o = &hNode->op;
+  const CUfunction f = o->f;
+  if (f->nparams && !hNode->argv) {
+    if (!(hNode->argv = malloc(f->nparams * sizeof *hNode->argv)))
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    for (size_t i = 0; i < f->nparams; i++)
+      hNode->argv[i] = o->args + f->off[i];
+  }
+  memset(p, 0, sizeof *p);
+  p->func = f;
+  p->gridDimX = o->grid[0];
+  p->gridDimY = o->grid[1];
+  p->gridDimZ = o->grid[2];
+  p->blockDimX = o->block[0];
+  p->blockDimY = o->block[1];
+  p->blockDimZ = o->block[2];
+  p->sharedMemBytes = o->shared;
+  p->kernelParams = hNode->argv;
+  return CUDA_SUCCESS;
+}
+
+/* Takes a new function (the double runs functions, not CUkernels) and
+   copies the parameters, as a launch does. */
+CUresult CUDAAPI cuGraphKernelNodeSetParams(CUgraphNode hNode,
+                                            const CUDA_KERNEL_NODE_PARAMS *p) {
+  ENTRY(cuGraphKernelNodeSetParams);
+  CUresult r = enter();
+  if (r) return r;
+  if (!hNode) return CUDA_ERROR_INVALID_HANDLE;
+  if (!p || !p->func || hNode->op.type != CU_GRAPH_NODE_TYPE_KERNEL)
+    return CUDA_ERROR_INVALID_VALUE;
+  op o = {.type = CU_GRAPH_NODE_TYPE_KERNEL, .f = p->func,
+          .grid = {p->gridDimX, p->gridDimY, p->gridDimZ},
+          .block = {p->blockDimX, p->blockDimY, p->blockDimZ},
+          .shared = p->sharedMemBytes};
+  if ((r = prepare_launch(&o, p->kernelParams, p->extra))) return r;
+  free(hNode->op.args);
+  free(hNode->argv);
+  hNode->argv = NULL;
+  hNode->op = o;
   return CUDA_SUCCESS;
 }
 
