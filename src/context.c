@@ -8,7 +8,7 @@
 
 const char *const cg_kind_names[] = {
   "cugraph.Stream", "cugraph.Buffer", "cugraph.Scalar", "cugraph.Event",
-  "cugraph.Module", "cugraph.Kernel", "cugraph.Graph"
+  "cugraph.Module", "cugraph.Kernel", "cugraph.Graph", "cugraph.Condition"
 };
 
 static const char sentinel_key = 'k';

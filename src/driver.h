@@ -27,8 +27,14 @@
   X(cuGraphLaunch) X(cuGraphUpload) X(cuGraphGetNodes) \
   X(cuGraphNodeGetType) X(cuGraphExecUpdate) X(cuGraphDebugDotPrint)
 
-/* Entry points a driver may lack (older drivers, the test double): NULL then. */
-#define CG_DRIVER_OPTIONAL(X) X(cuFuncGetParamInfo)
+/* Entry points a driver may lack (older drivers, the test double): NULL then.
+   Conditional nodes need the last five (CUDA 12.4); cuda.h maps
+   cuStreamGetCaptureInfo to cuStreamGetCaptureInfo_v3, cuGraphAddNode to
+   cuGraphAddNode_v2, cuStreamUpdateCaptureDependencies to its _v2. */
+#define CG_DRIVER_OPTIONAL(X) X(cuFuncGetParamInfo) \
+  X(cuGraphConditionalHandleCreate) X(cuStreamGetCaptureInfo) \
+  X(cuGraphAddNode) X(cuStreamUpdateCaptureDependencies) \
+  X(cuStreamBeginCaptureToGraph)
 
 #define CG_FIELD(f) __typeof__(f) *f;
 typedef struct cg_driver {
