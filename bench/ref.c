@@ -11,9 +11,11 @@
      ref.setup(case, k [, source])
                               case eager (inc_i32), args (argsK), replay (a
                               graph of k inc_i32), scalar (9 inc_i32 and
-                              mark_u32), capture (k launches) or compile
-                              (NVRTC compiles of source for compute_k);
-                              x zeroed
+                              mark_u32), capture (k launches), while (a
+                              graph of one while node whose body is
+                              inc_i32 and the count_down setter, k turns a
+                              launch) or compile (NVRTC compiles of source
+                              for compute_k); x zeroed
      ref.block(n)             n iterations of the case's loop and a stream
                               synchronize: microseconds per iteration
      ref.check()              raises unless x[0] counts every inc launched
@@ -33,6 +35,7 @@
 #include <time.h>
 #include <cuda.h>
 #include <nvrtc.h>
+#include "../src/setters.h"
 
 #define STR(x) #x
 #define XSTR(x) STR(x)
@@ -47,7 +50,10 @@
   X(cuMemsetD32Async) X(cuMemcpyDtoHAsync) X(cuModuleLoadDataEx) \
   X(cuModuleUnload) X(cuModuleGetFunction) X(cuLaunchKernel) \
   X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiate) \
-  X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy)
+  X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy) \
+  X(cuStreamGetCaptureInfo) X(cuGraphConditionalHandleCreate) \
+  X(cuGraphAddNode) X(cuStreamUpdateCaptureDependencies) \
+  X(cuStreamBeginCaptureToGraph)
 
 #define NVRTC(X) \
   X(nvrtcGetErrorString) X(nvrtcCreateProgram) X(nvrtcCompileProgram) \
@@ -156,6 +162,13 @@ static struct {
   void *inc_args[2], *mark_args[3], *aargs[16];
   CUgraph graph;
   CUgraphExec exec;
+  CUmodule smod;           /* the condition setters (src/setters.cu) */
+  CUfunction countdown;
+  CUstream body;           /* captures the while node's body */
+  CUdeviceptr cell;        /* count_down's counter */
+  CUgraphConditionalHandle handle;
+  unsigned turns;
+  void *countdown_args[3];
 } b;
 
 /* The case being run: its loop, its size (argsK's K, the graph's or the
@@ -209,6 +222,60 @@ static void setup(const char *ptx) {
   CU(cuStreamSynchronize, b.s);
 }
 
+/* The graph s:capture makes of
+     s:loop_while(c, function() inc:launch(...); c:count_down(s, k) end)
+   with c = cuda.condition(1): the handle in the capture's graph, the node
+   after the stream's work, its body captured on another stream. */
+static void build_while(int k) {
+  CUstreamCaptureStatus st;
+  CUgraph g, body;
+  const CUgraphNode *deps;
+  size_t n;
+  CUgraphNode node;
+  CUgraphNodeParams p;
+  if (!b.smod) {
+    size_t len = 0;
+    for (int i = 0; setters_ptx[i]; i++) len += strlen(setters_ptx[i]);
+    char *img = malloc(len + 1);
+    if (!img) fail("setters", "out of memory");
+    img[0] = '\0';
+    for (int i = 0; setters_ptx[i]; i++) strcat(img, setters_ptx[i]);
+    CU(cuModuleLoadDataEx, &b.smod, img, 0, NULL, NULL);
+    free(img);
+    CU(cuModuleGetFunction, &b.countdown, b.smod, "cg_cond_countdown");
+    CU(cuStreamCreate, &b.body, CU_STREAM_NON_BLOCKING);
+    CU(cuMemAlloc, &b.cell, 4);
+    CU(cuMemsetD32Async, b.cell, 0, 1, b.s);
+    CU(cuStreamSynchronize, b.s);
+  }
+  b.turns = (unsigned)k;
+  b.countdown_args[0] = &b.handle;
+  b.countdown_args[1] = &b.cell;
+  b.countdown_args[2] = &b.turns;
+  CU(cuStreamBeginCapture, b.s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+  CU(cuStreamGetCaptureInfo, b.s, &st, NULL, &g, NULL, NULL, NULL);
+  CU(cuGraphConditionalHandleCreate, &b.handle, g, b.ctx, 1,
+     CU_GRAPH_COND_ASSIGN_DEFAULT);
+  CU(cuStreamGetCaptureInfo, b.s, &st, NULL, &g, &deps, NULL, &n);
+  memset(&p, 0, sizeof p);
+  p.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+  p.conditional.handle = b.handle;
+  p.conditional.type = CU_GRAPH_COND_TYPE_WHILE;
+  p.conditional.size = 1;
+  p.conditional.ctx = b.ctx;
+  CU(cuGraphAddNode, &node, g, deps, NULL, n, &p);
+  CU(cuStreamUpdateCaptureDependencies, b.s, &node, NULL, 1,
+     CU_STREAM_SET_CAPTURE_DEPENDENCIES);
+  CU(cuStreamBeginCaptureToGraph, b.body, p.conditional.phGraph_out[0], NULL,
+     NULL, 0, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+  CU(cuLaunchKernel, b.inc, 1, 1, 1, N, 1, 1, 0, b.body, b.inc_args, NULL);
+  CU(cuLaunchKernel, b.countdown, 1, 1, 1, 1, 1, 1, 0, b.body,
+     b.countdown_args, NULL);
+  CU(cuStreamEndCapture, b.body, &body);
+  CU(cuStreamEndCapture, b.s, &b.graph);
+  CU(cuGraphInstantiate, &b.exec, b.graph, 0);
+}
+
 static void drop_graph(void) {
   if (b.exec) CU(cuGraphExecDestroy, b.exec);
   if (b.graph) CU(cuGraphDestroy, b.graph);
@@ -222,6 +289,11 @@ static void teardown(void) {
   if (b.out) CU(cuMemFree, b.out);
   if (b.pos) CU(cuMemFree, b.pos);
   CU(cuStreamDestroy, b.s);
+  if (b.smod) {
+    CU(cuMemFree, b.cell);
+    CU(cuStreamDestroy, b.body);
+    CU(cuModuleUnload, b.smod);
+  }
   if (b.amod) CU(cuModuleUnload, b.amod);
   CU(cuModuleUnload, b.mod);
   CU(cuDevicePrimaryCtxRelease, b.dev);
@@ -389,7 +461,7 @@ static int lopen(lua_State *L) {
    last one destroyed). */
 static int lsetup(lua_State *L) {
   static const char *const names[] = {"eager", "args", "replay", "scalar",
-                                      "capture", "compile", NULL};
+                                      "capture", "while", "compile", NULL};
   int c = luaL_checkoption(L, 1, NULL, names);
   int k = (int)luaL_optinteger(L, 2, 0), i = 0;
   if (!b.mod) return luaL_error(L, "ref.setup: not open");
@@ -417,6 +489,12 @@ static int lsetup(lua_State *L) {
   case 4:
     luaL_argcheck(L, k > 0, 2, "expected a launch count");
     run.loop = capture;
+    break;
+  case 5:
+    luaL_argcheck(L, k > 0, 2, "expected a count of turns");
+    build_while(k);
+    run.loop = replay;
+    run.incs = k;
     break;
   default:
     compile_setup(luaL_checkstring(L, 3), k);

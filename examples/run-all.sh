@@ -72,6 +72,9 @@ else
   record graph-dot 1 "$out/graph.dot is not a Graphviz file"
 fi
 check engine "$engine"
+check solver "$lua" examples/solver.lua
+check solver-1024 "$lua" examples/solver.lua 1024 1e-8
+check substeps "$lua" examples/substeps.lua
 
 echo
 echo "== summary"

@@ -2,6 +2,8 @@
 // double (spec/support/cuda_double.c) has a host version of each, found by
 // entry name, so the same specs run with and without a GPU.
 
+#include <cuda_device_runtime_api.h> // cudaGraphSetConditional, for NVRTC
+
 extern "C" {
 
 // y[i] = a * x[i] + y[i]
