@@ -26,8 +26,8 @@ HOST_DEFS = -DCG_READLINE
 HOST_LIBS = -lreadline
 endif
 
-CORE = context driver stream buffer scalar event module graph nvrtc ptx image \
-  handle reload interop lcugraph
+CORE = context driver stream buffer scalar event module graph cond nvrtc ptx \
+  image handle reload interop lcugraph
 OBJS = $(CORE:%=$(BUILD)/obj/%.o)
 DOUBLE = $(BUILD)/libcuda-double.so
 KERNELS = $(BUILD)/kernels.ptx $(BUILD)/kernels.cubin $(BUILD)/kernels.fatbin
@@ -35,7 +35,7 @@ SPEC_ENV = CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) XDG_CACHE_HOME=$(CURDIR)/$(BUILD
 
 all: $(BUILD)/cugraph-lua $(BUILD)/cugraph/core.so $(BUILD)/libcugraph.a
 
-$(BUILD)/obj/%.o: src/%.c src/core.h src/driver.h src/ptx.h src/image.h src/cugraph.h | deps
+$(BUILD)/obj/%.o: src/%.c src/core.h src/driver.h src/ptx.h src/image.h src/cugraph.h src/setters.h | deps
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
@@ -237,3 +237,15 @@ uninstall:
 .PHONY: install uninstall
 include bench/bench.mk
 include examples/examples.mk
+
+# src/setters.h from src/setters.cu (needs nvcc; the header is committed):
+# the PTX text a line a string, as ISO C limits the length of one string.
+setters:
+	{ echo '/* Generated from src/setters.cu by `make setters`: do not edit. */'; \
+	  echo 'static const char *const setters_ptx[] = {'; \
+	  $(NVCC) -ptx -arch=compute_75 src/setters.cu -o - | \
+	    sed -e '/^\s*\/\//d' -e '/^\s*$$/d' -e 's/^\.version .*/.version 8.3/' \
+	        -e 's/\s*\/\/.*$$//' -e 's/\t/ /g' -e 's/^/  "/' -e 's/$$/\\n",/'; \
+	  echo '  NULL'; echo '};'; } > src/setters.h
+
+.PHONY: setters

@@ -267,8 +267,14 @@ cases[#cases + 1] = {key = "scalar", label = "scalar set + replay, 10 nodes",
 -- The engine's loop in C through the embedding API (bench/engine.c):
 -- cugraph_scalar_set + cugraph_graph_launch against the same raw calls.
 cases[#cases + 1] = {key = "handle", label = "C handle: scalar set + launch",
-  target = 1.02, c = {"scalar"}, nodes = 9, mark = true, incs = 9,
+  target = 1.02, c = {"scalar", 9}, nodes = 9, mark = true, incs = 9,
   steady = true, handle = true, loop = function(iters) engine.run(iters) end}
+-- A while node of TURNS turns a launch, its body inc_i32 and the
+-- count_down setter: the same graph on both sides.
+local TURNS = 100
+cases[#cases + 1] = {key = "while" .. TURNS, label = ("device while loop, "
+  .. "%d turns a launch"):format(TURNS), target = 1.05, c = {"while", TURNS},
+  loop_while = TURNS, incs = TURNS, steady = true, loop = replay}
 for _, k in ipairs {1, 10, 100} do
   cases[#cases + 1] = {key = "capture" .. k, label = ("capture + "
     .. "instantiate, %d node%s"):format(k, k > 1 and "s" or ""),
@@ -283,6 +289,15 @@ local function run_case(c)
   x:fill(0)
   out:fill(0)
   if c.nodes then g = graph(c.nodes, c.mark) end
+  if c.loop_while then
+    local cond = cuda.condition(1)
+    g = s:capture(function()
+      s:loop_while(cond, function()
+        inc:launch(s, 1, n, x, n)
+        cond:count_down(s, c.loop_while)
+      end)
+    end)
+  end
   -- the C side of a graph case replays this very graph: the same work
   ref.setup(c.c[1], c.c[2], nil, g and g:handle(), g and s:handle(),
             c.mark and pos:address())
@@ -337,6 +352,24 @@ for _, c in ipairs(cases) do
     r.key, r.label, r.target = c.key, c.label, c.target
     rows[#rows + 1] = r
     progress(r)
+  end
+end
+
+-- A turn of the device loop against a host launch of a one-node graph
+-- (target: at most half).
+do
+  local w, r1
+  for _, r in ipairs(rows) do
+    if r.key == "while" .. TURNS then w = r end
+    if r.key == "replay1" then r1 = r end
+  end
+  if w and r1 then
+    local turn = w.lua / TURNS
+    notes[#notes + 1] = ("a device while-loop turn (1-kernel body) costs %.2f "
+      .. "µs in Lua, %.2f µs in C; a host launch of a one-node graph %.2f µs "
+      .. "(Lua): %.2fx (target at most 0.5, %s)"):format(turn,
+      w.c / TURNS, r1.lua, turn / r1.lua,
+      turn / r1.lua <= 0.5 and "met" or "MISS")
   end
 end
 

@@ -13,9 +13,10 @@
                               (the graph exec of k inc_i32 that Lua
                               captured, on its stream), scalar (the same,
                               9 inc_i32 and mark_u32 reading the scalar at
-                              pos, set before each launch), capture (k
-                              launches) or compile (NVRTC compiles of source
-                              for compute_k); x zeroed
+                              pos, set before each launch), while (the
+                              same, a graph of one while node of k turns),
+                              capture (k launches) or compile (NVRTC
+                              compiles of source for compute_k); x zeroed
      ref.block(n)             n iterations of the case's loop and a stream
                               synchronize: microseconds per iteration
      ref.check()              raises unless x[0] counts every inc launched;
@@ -51,7 +52,10 @@
   X(cuMemsetD32Async) X(cuMemcpyDtoHAsync) X(cuModuleLoadDataEx) \
   X(cuModuleUnload) X(cuModuleGetFunction) X(cuLaunchKernel) \
   X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiate) \
-  X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy)
+  X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy) \
+  X(cuStreamGetCaptureInfo) X(cuGraphConditionalHandleCreate) \
+  X(cuGraphAddNode) X(cuStreamUpdateCaptureDependencies) \
+  X(cuStreamBeginCaptureToGraph)
 
 #define NVRTC(X) \
   X(nvrtcGetErrorString) X(nvrtcCreateProgram) X(nvrtcCompileProgram) \
@@ -373,7 +377,7 @@ static void *handle(lua_State *L, int idx) {
    work on the device: their x counts the C side's launches too. */
 static int lsetup(lua_State *L) {
   static const char *const names[] = {"eager", "args", "replay", "scalar",
-                                      "capture", "compile", NULL};
+                                      "capture", "while", "compile", NULL};
   int c = luaL_checkoption(L, 1, NULL, names);
   int k = (int)luaL_optinteger(L, 2, 0), i = 0;
   if (!b.mod) return luaL_error(L, "ref.setup: not open");
@@ -390,11 +394,11 @@ static int lsetup(lua_State *L) {
     run.loop = args;
     run.incs = 1;
     break;
-  case 2: case 3:
+  case 2: case 3: case 5:
     luaL_argcheck(L, k > 0, 2, "expected a node count");
     run.exec = handle(L, 4);
     run.s = handle(L, 5);
-    run.loop = c == 2 ? replay : scalar;
+    run.loop = c == 3 ? scalar : replay;
     run.incs = k;
     if (c == 3) run.pos = (CUdeviceptr)(uintptr_t)handle(L, 6);
     break;

@@ -76,6 +76,9 @@ check engine "$engine"
 # C-owned graph, kernel reload, particles drawn by OpenGL through EGL
 mkdir -p "$out/render"
 check render build/examples/render "$out/render"
+check solver "$lua" examples/solver.lua
+check solver-1024 "$lua" examples/solver.lua 1024 1e-8
+check substeps "$lua" examples/substeps.lua
 
 echo
 echo "== summary"

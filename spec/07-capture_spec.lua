@@ -75,11 +75,14 @@ describe("s:capture", function()
     end
   end)
 
-  it("refuses graph:launch() inside a capture", function()
+  it("refuses graph:replay() and graph:upload() inside a capture", function()
     local g = s:capture(function() m.noop:launch(s, 1, 1) end)
-    local err = H.error_of(s.capture, s, function() g:launch() end)
-    assert.matches("graph:launch%(%) inside a graph capture", err)
+    local err = H.error_of(s.capture, s, function() g:replay(1) end)
+    assert.matches("graph:replay%(%) inside a graph capture", err)
     usable(s)
+    err = H.error_of(s.capture, s, function() g:upload() end)
+    assert.matches("graph:upload%(%) inside a graph capture", err)
+    usable(s) -- g:launch() there embeds g: spec/18-conditional_spec.lua
   end)
 
   it("refuses to yield out of the closure", function()

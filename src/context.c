@@ -8,7 +8,8 @@
 
 const char *const cg_kind_names[] = {
   "cugraph.Stream", "cugraph.Buffer", "cugraph.Scalar", "cugraph.Event",
-  "cugraph.Module", "cugraph.Kernel", "cugraph.Graph", "cugraph.GLResource"
+  "cugraph.Module", "cugraph.Kernel", "cugraph.Graph", "cugraph.GLResource",
+  "cugraph.Condition"
 };
 
 static const char sentinel_key = 'k';

@@ -20,16 +20,36 @@ extern const unsigned char cg_type_size[];
 /* The Lua types; cg_obj.kind. */
 typedef enum cg_kind {
   CG_STREAM, CG_BUFFER, CG_SCALAR, CG_EVENT, CG_MODULE, CG_KERNEL, CG_GRAPH,
-  CG_GLRESOURCE, CG_NKINDS
+  CG_GLRESOURCE, CG_CONDITION, CG_NKINDS
 } cg_kind;
 extern const char *const cg_kind_names[]; /* "cugraph.Buffer", ... */
 
 typedef struct cg_capture cg_capture;
-typedef struct cg_obj cg_obj;
 typedef struct cg_share cg_share;
+typedef struct cg_obj cg_obj;
 /* Frees an object's driver handles (it checks owned itself); cg_close calls
    it once, when the object can go. */
 typedef void (*cg_releaser)(lua_State *L, cg_obj *o);
+
+/* A capture in progress: the top level (s:capture, g:update), or the body
+   of a conditional node, captured into its body graph while the node's
+   stream object stands for the body's stream. Bodies share the top level's
+   pins, serial and id. */
+struct cg_capture {
+  CUstream origin;      /* the stream this level began on */
+  unsigned id;          /* the graph's id, for messages */
+  unsigned serial;      /* this capture's number: cg_obj.pinned */
+  int pins;             /* registry ref: set of pinned objects */
+  int scalars;          /* top: scalars among them */
+  CUstreamCaptureMode mode;
+  cg_capture *top;      /* the top level (itself there) */
+  int depth;            /* 0 at the top, n in a body nested n deep */
+  cuuint64_t seq;       /* bodies: the driver's id of this capture */
+  CUgraph root;         /* top: the graph captured into, once asked for */
+  unsigned handles;     /* top: condition handles made in this capture */
+  unsigned conds;       /* top: conditional nodes made in it */
+};
+
 
 /* One per lua_State that opened the module: the sentinel userdata, created
    first in luaopen so it is finalized last. The driver is touched only when
@@ -193,6 +213,22 @@ void cg_scalar_flush(lua_State *L, cg_scalar *sc, CUstream s);
 void cg_pin(lua_State *L, cg_ctx *ctx, int idx);
 void cg_pinobj(lua_State *L, cg_ctx *ctx, cg_obj *o, int idx);
 int cg_capturing_on(lua_State *L, cg_ctx *ctx, CUstream s);
+/* graph.c: captures fn (at fnidx) into body, a body graph of a conditional
+   node, with the stream object at sidx standing for the body's stream;
+   raises fn's error (or the driver's) once the body's capture is over. */
+void cg_capture_body(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
+                     CUgraph body);
+/* graph.c: the stream that captures bodies nested depth deep, made once
+   per state (a cugraph.Stream kept in the registry, never given out). */
+CUstream cg_bodystream(lua_State *L, cg_ctx *ctx, int depth);
+
+/* cond.c: a node added to the graph that stream s captures into, after its
+   work; the stream's later work depends on it. */
+CUgraphNode cg_capture_node(lua_State *L, cg_ctx *ctx, CUstream s,
+                            CUgraphNodeParams *p);
+/* cond.c: the Condition at idx as a kernel argument (its handle, in slot);
+   0 when the value is not a Condition. */
+int cg_condition_arg(lua_State *L, cg_ctx *ctx, int idx, void *slot);
 
 void stream_open(lua_State *L);
 void buffer_open(lua_State *L);
@@ -200,6 +236,7 @@ void scalar_open(lua_State *L);
 void event_open(lua_State *L);
 void module_open(lua_State *L);
 void graph_open(lua_State *L);
+void cond_open(lua_State *L);
 void nvrtc_open(lua_State *L);
 void context_open(lua_State *L);
 void reload_open(lua_State *L);

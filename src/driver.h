@@ -40,12 +40,18 @@ CUresult CUDAAPI cuGraphicsGLRegisterImage(CUgraphicsResource *res,
 
 /* Entry points a driver may lack (older drivers, the test double, a driver
    without graphics interop), or that only C handles call (outside the
-   fault sweep's Lua workload): NULL when missing. */
+   fault sweep's Lua workload): NULL when missing. Conditional nodes need
+   cuGraphConditionalHandleCreate and the four after it (CUDA 12.4); cuda.h
+   maps cuStreamGetCaptureInfo to cuStreamGetCaptureInfo_v3, cuGraphAddNode
+   to cuGraphAddNode_v2, cuStreamUpdateCaptureDependencies to its _v2. */
 #define CG_DRIVER_OPTIONAL(X) X(cuFuncGetParamInfo) X(cuGraphClone) \
   X(cuGraphicsGLRegisterBuffer) X(cuGraphicsGLRegisterImage) \
   X(cuGraphicsMapResources) X(cuGraphicsUnmapResources) \
   X(cuGraphicsResourceGetMappedPointer) \
-  X(cuGraphicsSubResourceGetMappedArray) X(cuGraphicsUnregisterResource)
+  X(cuGraphicsSubResourceGetMappedArray) X(cuGraphicsUnregisterResource) \
+  X(cuGraphConditionalHandleCreate) X(cuStreamGetCaptureInfo) \
+  X(cuGraphAddNode) X(cuStreamUpdateCaptureDependencies) \
+  X(cuStreamBeginCaptureToGraph)
 
 #define CG_FIELD(f) __typeof__(f) *f;
 typedef struct cg_driver {

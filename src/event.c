@@ -34,6 +34,9 @@ static int event_gc(lua_State *L) { return cg_close(L, CG_EVENT, 1); }
 static int event_record(lua_State *L) {
   cg_event *e = check(L, 1);
   cg_ctx *ctx = e->h.ctx;
+  if (ctx->capture && ctx->capture->depth)
+    luaL_error(L, "event:record() inside a conditional body: events cannot "
+               "cross a body's edges; fork and join with s2:wait(s) there");
   if (ctx->capture && lua_isnoneornil(L, 2))
     luaL_error(L, "event:record() without a stream inside a graph capture: "
                "pass the capture stream");

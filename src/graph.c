@@ -2,19 +2,13 @@
    Capture is guarded (the closure runs under pcall; on any error the capture
    is ended, the partial graph destroyed and the error re-raised), and a graph
    pins every object the capture used (user value: a set of them), so the
-   collector never frees what it reads and an explicit free is refused. */
+   collector never frees what it reads and an explicit free is refused.
+   Conditional nodes (cond.c) capture their bodies through cg_capture_body;
+   g:launch() inside a capture embeds the graph as a child graph node. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core.h"
-
-struct cg_capture {
-  CUstream origin;      /* the stream the capture began on */
-  unsigned id;          /* the graph's id, for messages */
-  unsigned serial;      /* this capture's number: cg_obj.pinned */
-  int scalars;          /* scalars among the pinned objects */
-};                      /* the registry maps its address to the set of
-                           pinned objects while it runs */
 
 typedef struct cg_graph {
   cg_obj h;
@@ -25,6 +19,7 @@ typedef struct cg_graph {
   unsigned id;
   lua_Integer launches;
   size_t nodes;
+  unsigned conds;       /* conditional nodes, at any depth */
   int nscalars;
   cg_scalar **scalars;  /* pinned scalars, flushed before each launch */
 } cg_graph;
@@ -38,6 +33,11 @@ static const CUstreamCaptureMode mode_values[] = {
 int cg_capturing_on(lua_State *L, cg_ctx *ctx, CUstream s) {
   if (ctx->capture && s == ctx->capture->origin) return 1;
   CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (ctx->capture && ctx->capture->depth) { /* a body: its own capture */
+    cuuint64_t seq = 0;
+    CU(L, ctx, cuStreamGetCaptureInfo, s, &st, &seq, NULL, NULL, NULL, NULL);
+    return st == CU_STREAM_CAPTURE_STATUS_ACTIVE && seq == ctx->capture->seq;
+  }
   CU(L, ctx, cuStreamIsCapturing, s, &st);
   return st == CU_STREAM_CAPTURE_STATUS_ACTIVE;
 }
@@ -63,9 +63,9 @@ void cg_pinobj(lua_State *L, cg_ctx *ctx, cg_obj *o, int idx) {
   if (!ctx->capture || o->pinned == ctx->capture->serial) return;
   o->pinned = ctx->capture->serial;
   if (o->uses++ == 0) o->graph = ctx->capture->id;
-  ctx->capture->scalars += o->kind == CG_SCALAR;
+  ctx->capture->top->scalars += o->kind == CG_SCALAR;
   idx = lua_absindex(L, idx);
-  lua_rawgetp(L, LUA_REGISTRYINDEX, ctx->capture);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->capture->pins);
   lua_pushvalue(L, idx);
   lua_pushboolean(L, 1);
   lua_rawset(L, -3);
@@ -138,25 +138,26 @@ static int traceback(lua_State *L) {
    restamp: the pins of the graph being updated (0: none), whose objects get
    their graph id back when this capture fails, if *alive (the graph is not
    freed meanwhile). On success returns the graph (its node count in
-   *nodes, the scalars it pinned in *scalars) and leaves the set of pins on
-   the stack; on any failure everything
-   is undone
+   *nodes, the scalars it pinned in *scalars, its conditional nodes in
+   *conds) and leaves the set of pins on the stack; on any failure
+   everything is undone
    (capture ended, partial graph destroyed, pins released) and the error is
    raised: the closure's own, or the driver's. */
 static CUgraph capture(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
                        CUstreamCaptureMode mode, unsigned id, size_t *nodes,
-                       int *scalars, int restamp,
+                       int *scalars, unsigned *conds, int restamp,
                        const unsigned char *alive) {
   cg_stream *s = cg_checkobj(L, sidx, CG_STREAM);
   if (ctx->capture)
     luaL_error(L, "nested capture: a graph capture is already in progress");
-  struct cg_capture cap = { NULL, id, ++ctx->captures, 0 };
+  cg_capture cap = { .id = id, .serial = ++ctx->captures, .mode = mode };
+  cap.top = &cap;
   s->h.pinned = cap.serial; /* pinned before the allocations below */
   if (s->h.uses++ == 0) s->h.graph = id;
   lua_createtable(L, 0, 8);
   int pins = lua_gettop(L);
   lua_pushvalue(L, pins);
-  lua_rawsetp(L, LUA_REGISTRYINDEX, &cap);
+  cap.pins = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_pushvalue(L, sidx);
   lua_pushboolean(L, 1);
   lua_rawset(L, pins);
@@ -178,17 +179,19 @@ static CUgraph capture(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
     api = "cuStreamEndCapture";
     end = endcapture(L, ctx, s->s, &g);
   }
-  lua_pushnil(L);
-  lua_rawsetp(L, LUA_REGISTRYINDEX, &cap);
+  luaL_unref(L, LUA_REGISTRYINDEX, cap.pins);
   cg_flush_deferred(L, ctx);
   size_t n = 0;
   if (status == LUA_OK && end == CUDA_SUCCESS) {
     api = "cuGraphGetNodes";
     end = cg_drv.cuGraphGetNodes(g, NULL, &n);
   }
-  if (status == LUA_OK && end == CUDA_SUCCESS && n > 0) {
+  /* a handle that drives no node would fail the instantiation */
+  if (status == LUA_OK && end == CUDA_SUCCESS && n > 0 &&
+      cap.handles == cap.conds) {
     *nodes = n;
     *scalars = cap.scalars;
+    *conds = cap.conds;
     lua_settop(L, pins);
     return g;
   }
@@ -197,9 +200,89 @@ static CUgraph capture(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
   cg_release(L, ctx, CG_FREE_GRAPH, g);
   if (status != LUA_OK) lua_error(L); /* the closure's error, on top */
   cg_check(L, ctx, api, end);
+  if (n > 0)
+    luaL_error(L, "a cugraph.Condition was set or passed to a kernel in this "
+               "capture but drives no conditional node: make its node "
+               "(s:loop_while, s:branch, s:switch) in the same capture");
   luaL_error(L, "the capture recorded no work: launch kernels, copies or "
              "fills on the capture stream inside the closure");
   return NULL;
+}
+
+static const char bodies_key = 'b';
+
+CUstream cg_bodystream(lua_State *L, cg_ctx *ctx, int depth) {
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &bodies_key) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &bodies_key);
+  }
+  cg_stream *s = NULL;
+  if (lua_rawgeti(L, -1, depth) == LUA_TUSERDATA) {
+    s = lua_touserdata(L, -1);
+  } else {
+    lua_pop(L, 1);
+    s = cg_newobj(L, ctx, sizeof *s, CG_STREAM);
+    CU(L, ctx, cuStreamCreate, &s->s, CU_STREAM_NON_BLOCKING);
+    s->h.open = 1;
+    lua_pushvalue(L, -1);
+    lua_rawseti(L, -3, depth);
+  }
+  lua_pop(L, 2);
+  return s->s;
+}
+
+void cg_capture_body(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
+                     CUgraph body) {
+  cg_capture *up = ctx->capture, lvl = *up;
+  sidx = lua_absindex(L, sidx);
+  fnidx = lua_absindex(L, fnidx);
+  lvl.origin = cg_bodystream(L, ctx, up->depth + 1);
+  lvl.depth = up->depth + 1;
+  cg_stream *s = lua_touserdata(L, sidx);
+  int base = lua_gettop(L);
+  lua_pushcfunction(L, traceback);
+  lua_pushvalue(L, fnidx);
+  lua_pushvalue(L, sidx);
+  const char *api = "cuStreamBeginCaptureToGraph";
+  CUresult r = cg_drv.cuStreamBeginCaptureToGraph(lvl.origin, body, NULL,
+                                                  NULL, 0, up->mode);
+  int status = LUA_OK, began = r == CUDA_SUCCESS;
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (began) {
+    api = "cuStreamGetCaptureInfo";
+    r = cg_drv.cuStreamGetCaptureInfo(lvl.origin, &st, &lvl.seq, NULL, NULL,
+                                      NULL, NULL);
+  }
+  if (r == CUDA_SUCCESS) { /* s stands for the body's stream meanwhile */
+    CUstream outer = s->s;
+    s->s = lvl.origin;
+    ctx->capture = &lvl;
+    status = lua_pcall(L, 1, 0, base + 1);
+    ctx->capture = up;
+    s->s = outer;
+  }
+  if (began) { /* the body graph belongs to its node: never destroyed here */
+    CUgraph g = NULL;
+    CUresult end = cg_drv.cuStreamEndCapture(lvl.origin, &g);
+    if (end != CUDA_SUCCESS &&
+        cg_drv.cuStreamIsCapturing(lvl.origin, &st) == CUDA_SUCCESS &&
+        st != CU_STREAM_CAPTURE_STATUS_NONE)
+      cg_drv.cuStreamEndCapture(lvl.origin, &g);
+    if (r == CUDA_SUCCESS && end != CUDA_SUCCESS) {
+      api = "cuStreamEndCapture";
+      r = end;
+    }
+  }
+  if (status != LUA_OK) lua_error(L);
+  cg_check(L, ctx, api, r);
+  size_t n = 0;
+  CU(L, ctx, cuGraphGetNodes, body, NULL, &n);
+  if (!n)
+    luaL_error(L, "a conditional body recorded no work: launch kernels, "
+               "copies or fills on the stream it is given");
+  lua_settop(L, base);
 }
 
 /* Graph ids start at 1; the capture of graph #n pins with id n. */
@@ -277,7 +360,7 @@ static int stream_capture(lua_State *L) {
   gr->stream = s->s;
   int scalars;
   CUgraph g = capture(L, ctx, 1, 2, gr->mode, gr->id, &gr->nodes, &scalars,
-                      0, NULL); /* 4: the pins */
+                      &gr->conds, 0, NULL); /* 4: the pins */
   gr->g = g;
   gr->h.open = 1; /* from here __gc releases the graph and the pins */
   lua_pushvalue(L, 4);
@@ -309,7 +392,17 @@ void cg_graph_parts(lua_State *L, int idx, CUgraph *g, CUgraphExec *x) {
 
 static cg_graph *check(lua_State *L) { return cg_checkobj(L, 1, CG_GRAPH); }
 
+/* :free(), :close() and __close: refused while a live graph embeds it */
 static int graph_free(lua_State *L) {
+  cg_graph *gr = cg_toobj(L, 1, CG_GRAPH);
+  if (gr->h.open) cg_canfree(L, &gr->h);
+  close_graph(L, gr, 1);
+  return 0;
+}
+
+/* __gc: an embedding graph pins this one, so only lua_close gets here
+   while it lives; its copy of the graph does not need this one's. */
+static int graph_gc(lua_State *L) {
   close_graph(L, cg_toobj(L, 1, CG_GRAPH), 1);
   return 0;
 }
@@ -330,9 +423,45 @@ static void launch(lua_State *L, cg_graph *gr, CUstream st) {
   gr->launches++;
 }
 
+/* g:launch([stream]) inside a capture: a child graph node, a copy of the
+   graph made by the driver, after the stream's work (the graph's own
+   capture stream by default). The graph being captured pins this one, and
+   so everything it captured. */
+static int embed(lua_State *L, cg_graph *gr) {
+  cg_ctx *ctx = gr->h.ctx;
+  if (gr->conds)
+    luaL_error(L, "cugraph.Graph #%d has conditional nodes, which the driver "
+               "cannot embed as a child graph: capture its work inside this "
+               "capture instead", (int)gr->id);
+  if (gr->id == ctx->capture->id)
+    luaL_error(L, "cugraph.Graph #%d cannot contain itself", (int)gr->id);
+  lua_settop(L, 2);
+  if (lua_isnil(L, 2)) {
+    lua_pop(L, 1);
+    lua_getiuservalue(L, 1, 2);
+  }
+  cg_stream *s = cg_checkobj(L, 2, CG_STREAM);
+  cg_pinobj(L, ctx, &s->h, 2);
+  cg_pinobj(L, ctx, &gr->h, 1);
+  if (!cg_capturing_on(L, ctx, s->s))
+    luaL_error(L, "graph:launch() inside a graph capture on a stream that is "
+               "not part of it; make the stream wait on the capture stream "
+               "first");
+  lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->capture->pins); /* 3 */
+  CUgraphNodeParams p;
+  memset(&p, 0, sizeof p);
+  p.type = CU_GRAPH_NODE_TYPE_GRAPH;
+  p.graph.graph = gr->g;
+  lua_pushlightuserdata(L, cg_capture_node(L, ctx, s->s, &p));
+  lua_pushvalue(L, 1); /* for g:nodes(true): the node's graph */
+  lua_rawset(L, 3);
+  return 0;
+}
+
 /* g:launch([stream]) */
 static int graph_launch(lua_State *L) {
   cg_graph *gr = cg_checkself(L, CG_GRAPH);
+  if (gr->h.ctx->capture) return embed(L, gr);
   launch(L, gr, launchstream(L, gr, 2, "launch"));
   return 0;
 }
@@ -354,32 +483,85 @@ static int graph_upload(lua_State *L) {
   return 0;
 }
 
-/* g:nodes() -> count, {kind, ...} */
-static int graph_nodes(lua_State *L) {
-  static const char *const kinds[] = {
-    "kernel", "memcpy", "memset", "host", "graph", "empty", "wait_event",
-    "event_record", "ext_semas_signal", "ext_semas_wait", "mem_alloc",
-    "mem_free", "batch_mem_op", "conditional"
-  };
-  cg_graph *gr = check(L);
-  size_t n = gr->nodes, cap = n ? n : 1;
+static const char *const kinds[] = {
+  "kernel", "memcpy", "memset", "host", "graph", "empty", "wait_event",
+  "event_record", "ext_semas_signal", "ext_semas_wait", "mem_alloc",
+  "mem_free", "batch_mem_op", "conditional"
+};
+
+/* Pushes the list of the kinds of g's nodes; g belongs to owner. deep: a
+   conditional or child graph node is {kind =, type =, bodies = {list,
+   ...}}, from what its capture recorded in the pins at pidx (a light
+   userdata key per node: a table {type, body graphs...}, or the embedded
+   Graph). Returns the count. */
+static size_t pushnodes(lua_State *L, cg_obj *owner, CUgraph g, int pidx,
+                        int deep) {
+  cg_ctx *ctx = owner->ctx;
+  size_t n = 0;
+  luaL_checkstack(L, 8, NULL);
+  cg_isopen(L, owner);
+  CU(L, ctx, cuGraphGetNodes, g, NULL, &n);
+  size_t cap = n ? n : 1;
   /* every allocation first: a finalizer they run may free the graph */
   CUgraphNode *nodes = lua_newuserdatauv(L, cap * (sizeof *nodes +
                                          sizeof(CUgraphNodeType)), 0);
   CUgraphNodeType *types = (CUgraphNodeType *)(nodes + cap);
   lua_createtable(L, (int)n, 0);
-  cg_isopen(L, &gr->h);
-  CU(L, gr->h.ctx, cuGraphGetNodes, gr->g, nodes, &n);
+  cg_isopen(L, owner);
+  CU(L, ctx, cuGraphGetNodes, g, nodes, &n);
   if (n > cap) n = cap;
   for (size_t i = 0; i < n; i++)
-    CU(L, gr->h.ctx, cuGraphNodeGetType, nodes[i], &types[i]);
+    CU(L, ctx, cuGraphNodeGetType, nodes[i], &types[i]);
   for (size_t i = 0; i < n; i++) {
-    if ((size_t)types[i] < sizeof kinds / sizeof *kinds)
-      lua_pushstring(L, kinds[types[i]]);
-    else
-      lua_pushfstring(L, "type %d", (int)types[i]);
+    int t = (int)types[i];
+    const char *kind = (size_t)t < sizeof kinds / sizeof *kinds ? kinds[t]
+                                                                : NULL;
+    int noted = kind && deep && lua_rawgetp(L, pidx, nodes[i]) != LUA_TNIL;
+    if (kind && deep && !noted) lua_pop(L, 1);
+    if (!kind) lua_pushfstring(L, "type %d", t);
+    else if (!noted) lua_pushstring(L, kind);
+    if (noted) { /* what the capture noted, at the top */
+      int at = lua_gettop(L);
+      lua_createtable(L, 0, 3);
+      lua_pushstring(L, kind);
+      lua_setfield(L, -2, "kind");
+      lua_newtable(L); /* at + 2: the bodies */
+      cg_graph *in = cg_testobj(L, at, CG_GRAPH);
+      if (in && in->h.open) { /* a child graph: the embedded graph's nodes */
+        lua_pushliteral(L, "graph");
+        lua_setfield(L, at + 1, "type");
+        lua_getiuservalue(L, at, 1);
+        pushnodes(L, &in->h, in->g, lua_gettop(L), 1);
+        lua_rawseti(L, at + 2, 1);
+        lua_pop(L, 1);
+      } else if (lua_istable(L, at)) {
+        lua_getfield(L, at, "type");
+        lua_setfield(L, at + 1, "type");
+        for (int j = 1; lua_rawgeti(L, at, j) == LUA_TLIGHTUSERDATA; j++) {
+          CUgraph body = lua_touserdata(L, -1);
+          lua_pop(L, 1);
+          pushnodes(L, owner, body, pidx, 1);
+          lua_rawseti(L, at + 2, j);
+        }
+        lua_pop(L, 1);
+      }
+      lua_setfield(L, at + 1, "bodies");
+      lua_replace(L, at);
+    }
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
+  lua_remove(L, -2);
+  return n;
+}
+
+/* g:nodes([deep]) -> count, {kind, ...}; deep: with the bodies of
+   conditional nodes and the nodes of child graphs */
+static int graph_nodes(lua_State *L) {
+  cg_graph *gr = check(L);
+  int deep = lua_toboolean(L, 2);
+  lua_settop(L, 1);
+  lua_getiuservalue(L, 1, 1); /* 2: the pins */
+  size_t n = pushnodes(L, &gr->h, gr->g, 2, deep);
   lua_pushinteger(L, (lua_Integer)n);
   lua_insert(L, -2);
   return 2;
@@ -423,16 +605,21 @@ static int graph_update(lua_State *L) {
   cg_ctx *ctx = gr->h.ctx;
   luaL_checktype(L, 2, LUA_TFUNCTION);
   lua_settop(L, 2);
+  if (gr->conds)
+    luaL_error(L, "cugraph.Graph #%d has conditional nodes, which the driver "
+               "cannot update: capture a new graph", (int)gr->id);
   lua_getiuservalue(L, 1, 2); /* 3: the capture stream */
   lua_getiuservalue(L, 1, 1); /* 4: the pins in use */
   size_t nodes;
   int scalars;
-  CUgraph g = capture(L, ctx, 3, 2, gr->mode, gr->id, &nodes, &scalars, 4,
-                      &gr->h.open); /* 5: the new pins */
+  unsigned conds;
+  CUgraph g = capture(L, ctx, 3, 2, gr->mode, gr->id, &nodes, &scalars,
+                      &conds, 4, &gr->h.open); /* 5: the new pins */
   CUgraphExecUpdateResultInfo info;
   memset(&info, 0, sizeof info);
-  CUresult r = gr->h.open ? cg_drv.cuGraphExecUpdate(gr->exec, g, &info)
-                          : CUDA_ERROR_INVALID_HANDLE;
+  CUresult r = !gr->h.open ? CUDA_ERROR_INVALID_HANDLE
+             : conds ? CUDA_ERROR_NOT_SUPPORTED
+             : cg_drv.cuGraphExecUpdate(gr->exec, g, &info);
   if (r != CUDA_SUCCESS) {
     unpin(L, ctx, 5, gr->id);
     if (gr->h.open) stamp(L, ctx, 4, gr->id);
@@ -440,6 +627,10 @@ static int graph_update(lua_State *L) {
     if (!gr->h.open)
       return luaL_error(L, "cugraph.Graph #%d was freed inside its own "
                         "update", (int)gr->id);
+    if (conds)
+      return luaL_error(L, "the update of cugraph.Graph #%d made conditional "
+                        "nodes, which the driver cannot add to it: capture a "
+                        "new graph", (int)gr->id);
     if (r != CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE)
       cg_check(L, ctx, "cuGraphExecUpdate", r);
     cg_pusherror(L, "cuGraphExecUpdate", (int)r,
@@ -496,7 +687,7 @@ void graph_open(lua_State *L) {
     {NULL, NULL}
   };
   static const luaL_Reg meta[] = {
-    {"__gc", graph_free}, {"__close", graph_free},
+    {"__gc", graph_gc}, {"__close", graph_free},
     {"__tostring", graph_tostring}, {NULL, NULL}
   };
   cg_newtype(L, CG_GRAPH, methods, meta, NULL);

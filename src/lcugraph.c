@@ -14,6 +14,7 @@ int luaopen_cugraph_core(lua_State *L) {
   event_open(L);
   module_open(L);
   graph_open(L);
+  cond_open(L);
   nvrtc_open(L);
   reload_open(L);
   interop_open(L);

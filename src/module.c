@@ -603,7 +603,9 @@ static inline void setarg(lua_State *L, cg_kernel *k, int arg, int idx,
   case PTX_PTR_OR_INT:
     if (lua_type(L, idx) == LUA_TNUMBER) intarg(L, k, arg, idx, 8, slot);
     else if ((ptr = pointer(L, k, arg, idx, PTX_ANY, st))) memcpy(slot, &ptr, 8);
-    else typeerror(L, k, arg, idx, "cugraph.Buffer, cugraph.Scalar or integer");
+    else if (!cg_condition_arg(L, k->h.ctx, idx, slot))
+      typeerror(L, k, arg, idx, "cugraph.Buffer, cugraph.Scalar, "
+                "cugraph.Condition or integer");
     break;
   case PTX_INT:
     intarg(L, k, arg, idx, p->size, slot);
@@ -619,7 +621,11 @@ static inline void setarg(lua_State *L, cg_kernel *k, int arg, int idx,
     break;
   }
   default: {
-    if (lua_type(L, idx) != LUA_TNUMBER) typeerror(L, k, arg, idx, "number");
+    if (lua_type(L, idx) != LUA_TNUMBER) {
+      if (p->type == PTX_U64 && cg_condition_arg(L, k->h.ctx, idx, slot))
+        break; /* a cudaGraphConditionalHandle */
+      typeerror(L, k, arg, idx, "number");
+    }
     const char *msg = cg_bits(L, idx, (cg_type)p->type, slot);
     if (msg) argerror(L, k, arg, msg);
   }

@@ -595,6 +595,8 @@ static const struct {
   {"u16", PTX_U16, 2},      {"i32", PTX_I32, 4},     {"u32", PTX_U32, 4},
   {"i64", PTX_I64, 8},      {"u64", PTX_U64, 8},     {"__half", PTX_INT, 2},
   {"__nv_bfloat16", PTX_INT, 2},
+  {"cudaGraphConditionalHandle", PTX_U64, 8},
+  {"CUgraphConditionalHandle", PTX_U64, 8},
 };
 #define NNAMED ((int)(sizeof named_types / sizeof named_types[0]))
 

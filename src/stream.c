@@ -44,6 +44,14 @@ static int stream_query(lua_State *L) {
   return 1;
 }
 
+/* Inside a conditional body, whether s captures into another level. */
+static int elsewhere(lua_State *L, cg_ctx *ctx, CUstream s) {
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  cuuint64_t seq = 0;
+  CU(L, ctx, cuStreamGetCaptureInfo, s, &st, &seq, NULL, NULL, NULL, NULL);
+  return st != CU_STREAM_CAPTURE_STATUS_NONE && seq != ctx->capture->seq;
+}
+
 /* s:wait(event | stream): later work on s waits for the event, or for all
    work queued so far on the other stream. Inside a capture this forks or
    joins streams: it becomes graph edges. */
@@ -54,6 +62,12 @@ static int stream_wait(lua_State *L) {
   cg_pin(L, ctx, 2);
   cg_stream *other = cg_testobj(L, 2, CG_STREAM);
   CUevent e;
+  if (ctx->capture && ctx->capture->depth &&
+      (!other || elsewhere(L, ctx, s->s) ||
+       elsewhere(L, ctx, ((cg_stream *)cg_checkobj(L, 2, CG_STREAM))->s)))
+    luaL_error(L, "stream:wait() inside a conditional body across its edges: "
+               "a body forks and joins only streams of its own (s2:wait(s) "
+               "with s the body's stream), never events or outer streams");
   if (other) {
     other = cg_checkobj(L, 2, CG_STREAM);
     if (!other->join)

@@ -2,6 +2,8 @@
 // double (spec/support/cuda_double.c) has a host version of each, found by
 // entry name, so the same specs run with and without a GPU.
 
+#include <cuda_device_runtime_api.h> // cudaGraphSetConditional, for NVRTC
+
 extern "C" {
 
 // y[i] = a * x[i] + y[i]
@@ -78,6 +80,21 @@ __global__ void pair_sum(double *out, struct pair p) {
 
 // does nothing: launch overhead
 __global__ void noop(void) {}
+
+// x[0] += 1, then the condition says whether x[0] < limit (one thread): a
+// while loop's body that counts to limit
+__global__ void count_to(unsigned *x, cudaGraphConditionalHandle h,
+                         unsigned limit) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    unsigned v = ++x[0];
+    cudaGraphSetConditional(h, v < limit);
+  }
+}
+
+// the condition becomes *v (one thread): picks a branch or a case
+__global__ void set_cond(cudaGraphConditionalHandle h, const unsigned *v) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) cudaGraphSetConditional(h, *v);
+}
 
 } // extern "C"
 

@@ -6,7 +6,14 @@
    is host memory, streams that run work at once, stream capture into graphs,
    instantiated graphs, graph clones and kernel nodes whose function and
    parameters change (kernel reload), sticky errors, and host versions of
-   the kernels of spec/kernels/kernels.cu, found by entry name.
+   the kernels of spec/kernels/kernels.cu and of the built-in condition
+   setters of src/setters.cu, found by entry name. Conditional nodes (while,
+   if/else, switch) and child graph nodes run with the driver's semantics;
+   their handles live in the instantiated graph, defaults applied at each
+   launch, and a kernel sets one with the host twin of
+   cudaGraphSetConditional. A while loop that runs past 2^24 turns stops the
+   device as a watchdog would (CUDA_ERROR_LAUNCH_TIMEOUT, sticky): a GPU
+   would hang.
 
    Environment: CUDA_VISIBLE_DEVICES empty (or -1) hides the device, as with
    the driver; CUDA_DOUBLE_MEM_LIMIT=bytes sizes device memory (80 GiB).
@@ -517,7 +524,7 @@ typedef struct kimpl {
   const char *name;
   kfn *body[2];        /* body[0] NULL: the kernel does nothing */
   size_t nparams;
-  unsigned char size[4];
+  unsigned char size[8];
 } kimpl;
 
 static void arg(const kctx *c, size_t i, void *v, size_t n) {
@@ -724,7 +731,90 @@ static void k_oob_write(kctx *c) {
   st(c, x + ((uint64_t)1 << 40) * 4, &one, 4);
 }
 
+/* The host twin of cudaGraphSetConditional: sets the handle in the graph
+   being launched; a handle it does not have is a fault. */
+static void set_conditional(kctx *c, uint64_t h, unsigned v);
+
+/* count_to: x[0] += 1; cond = x[0] < limit (one thread) */
+static void k_count_to(kctx *c) {
+  uint64_t x, h;
+  uint32_t limit, v;
+  arg(c, 0, &x, 8), arg(c, 1, &h, 8), arg(c, 2, &limit, 4);
+  if (c->bid[0] || c->tid[0] || !ld(c, x, &v, 4)) return;
+  v += 1u;
+  st(c, x, &v, 4);
+  set_conditional(c, h, v < limit);
+}
+
+/* set_cond: cond = *v (one thread) */
+static void k_set_cond(kctx *c) {
+  uint64_t h, p;
+  uint32_t v;
+  arg(c, 0, &h, 8), arg(c, 1, &p, 8);
+  if (c->bid[0] || c->tid[0] || !ld(c, p, &v, 4)) return;
+  set_conditional(c, h, v);
+}
+
+/* The setters of src/setters.cu. */
+static void k_cond_set(kctx *c) {
+  uint64_t h;
+  uint32_t v;
+  arg(c, 0, &h, 8), arg(c, 1, &v, 4);
+  set_conditional(c, h, v);
+}
+
+static void k_cond_when(kctx *c) {
+  static const unsigned char size[] = {4, 8, 1, 1, 2, 2, 4, 4, 8, 8};
+  uint64_t h, p, bits;
+  uint32_t type, op;
+  int lt, eq, gt;
+  arg(c, 0, &h, 8), arg(c, 1, &p, 8), arg(c, 2, &type, 4), arg(c, 3, &op, 4);
+  arg(c, 4, &bits, 8);
+  unsigned char raw[8] = {0};
+  if (type > 9 || !ld(c, p, raw, size[type])) return;
+  if (type <= 1) {
+    float f;
+    double a, b;
+    memcpy(&f, raw, 4);
+    if (type == 0) a = f;
+    else memcpy(&a, raw, 8);
+    memcpy(&b, &bits, 8);
+    lt = a < b, eq = a == b, gt = a > b;
+  } else if (type % 2 == 0) {
+    int64_t a = 0, b = (int64_t)bits;
+    int8_t i8; int16_t i16; int32_t i32;
+    if (type == 2) memcpy(&i8, raw, 1), a = i8;
+    else if (type == 4) memcpy(&i16, raw, 2), a = i16;
+    else if (type == 6) memcpy(&i32, raw, 4), a = i32;
+    else memcpy(&a, raw, 8);
+    lt = a < b, eq = a == b, gt = a > b;
+  } else {
+    uint64_t a = 0;
+    memcpy(&a, raw, size[type]); /* little-endian host */
+    lt = a < bits, eq = a == bits, gt = a > bits;
+  }
+  unsigned r = op == 0 ? lt : op == 1 ? lt | eq : op == 2 ? gt
+             : op == 3 ? gt | eq : op == 4 ? eq : !eq;
+  set_conditional(c, h, r);
+}
+
+static void k_cond_countdown(kctx *c) {
+  uint64_t h, cell;
+  uint32_t n, v;
+  arg(c, 0, &h, 8), arg(c, 1, &cell, 8), arg(c, 2, &n, 4);
+  if (!ld(c, cell, &v, 4)) return;
+  if (v == 0) v = n;
+  v -= 1;
+  st(c, cell, &v, 4);
+  set_conditional(c, h, v != 0);
+}
+
 static const kimpl kernels[] = {
+  {"count_to", {k_count_to, NULL}, 3, {8, 8, 4}},
+  {"set_cond", {k_set_cond, NULL}, 2, {8, 8}},
+  {"cg_cond_set", {k_cond_set, NULL}, 2, {8, 4}},
+  {"cg_cond_when", {k_cond_when, NULL}, 5, {8, 8, 4, 4, 8}},
+  {"cg_cond_countdown", {k_cond_countdown, NULL}, 3, {8, 8, 4}},
   {"saxpy", {k_saxpy, NULL}, 4, {4, 8, 8, 4}},
   {"_Z4axpyfPKfPfi", {k_saxpy, NULL}, 4, {4, 8, 8, 4}},
   {"iota_u32", {k_iota_u32, NULL}, 3, {8, 4, 4}},
@@ -822,7 +912,7 @@ static CUfunction add_function(CUmodule m, const char *name, size_t len,
   if (from_ptx) {
     bad = set_layout(f, n, pair);
   } else if (f->impl) { /* naturally aligned; aggregates to 8 bytes */
-    size_t own[8];
+    size_t own[16];
     for (size_t i = 0; i < f->impl->nparams; i++) {
       own[2 * i] = f->impl->size[i];
       own[2 * i + 1] = own[2 * i] > 8 ? 8 : own[2 * i];
@@ -1209,6 +1299,11 @@ typedef struct op {
   size_t bytes;             /* memcpy */
   size_t pitch, width, height; /* memset: height rows of width elements */
   unsigned value, elem;     /* memset: the element and its size in bytes */
+  CUgraphConditionalNodeType ctype; /* CONDITIONAL: if, while or switch */
+  CUgraphConditionalHandle handle;  /* CONDITIONAL */
+  unsigned nbodies;         /* CONDITIONAL: its bodies; GRAPH: 1, the child */
+  struct CUgraph_st **bodies; /* a node's: owned body graphs */
+  struct plan *plans;       /* an instantiated node's: owned body plans */
 } op;
 
 static unsigned char shared_mem[SHARED_OPTIN];
@@ -1281,17 +1376,38 @@ struct CUgraphNode_st {
                      gives them: pointers into op.args, made on demand */
 };
 
-/* Nodes in the order they were added, which is a topological order. */
-struct CUgraph_st { obj h; nodeset nodes; };
+/* A conditional handle, made in a graph for a node of it or of a body;
+   value is the instantiated graph's. */
+typedef struct cond {
+  CUgraphConditionalHandle id; /* unique in the process; never 0 */
+  unsigned dflt, flags, value;
+  int used;                 /* a node has it */
+} cond;
+
+/* Nodes in the order they were added, which is a topological order. A body
+   graph (of a conditional or child graph node) has the graph of that node
+   as parent. */
+struct CUgraph_st {
+  obj h;
+  nodeset nodes;
+  struct CUgraph_st *parent;
+  cond *conds;              /* handles made in this graph */
+  size_t nconds;
+};
 
 static void free_graph(CUgraph g) {
   for (size_t i = 0; i < g->nodes.n; i++) {
-    free(g->nodes.v[i]->op.args);
+    op *o = &g->nodes.v[i]->op;
+    for (unsigned j = 0; o->bodies && j < o->nbodies; j++)
+      if (o->bodies[j]) free_graph(o->bodies[j]);
+    free(o->bodies);
+    free(o->args);
     free(g->nodes.v[i]->argv);
     free(g->nodes.v[i]->deps.v);
     free(g->nodes.v[i]);
   }
   free(g->nodes.v);
+  free(g->conds);
   free_obj(g);
 }
 
@@ -1338,20 +1454,101 @@ static int make_edges(CUgraph g, edges *e) {
   return 0;
 }
 
-/* An instantiated graph owns copies of the nodes' work and edges. */
-struct CUgraphExec_st {
-  obj h;
+/* An instantiated graph, or body: copies of the nodes' work and edges. */
+typedef struct plan {
   size_t n;
   op *ops;        /* in topological order */
   edges e;
+} plan;
+
+static void free_plan(plan *p) {
+  for (size_t i = 0; i < p->n; i++) {
+    op *o = &p->ops[i];
+    for (unsigned j = 0; o->plans && j < o->nbodies; j++)
+      free_plan(&o->plans[j]);
+    free(o->plans);
+    free(o->args);
+  }
+  free(p->ops);
+  free(p->e.start);
+  free(p->e.dep);
+  memset(p, 0, sizeof *p);
+}
+
+/* Copies g's nodes into p, bodies too. Nonzero when out of memory. */
+static int build_plan(plan *p, CUgraph g) {
+  size_t n = g->nodes.n;
+  memset(p, 0, sizeof *p);
+  if (!(p->ops = calloc(n ? n : 1, sizeof *p->ops)) || make_edges(g, &p->e)) {
+    free(p->ops);
+    p->ops = NULL;
+    return 1;
+  }
+  for (; p->n < n; p->n++) {
+    op *o = &p->ops[p->n];
+    const op *src = &g->nodes.v[p->n]->op;
+    if (copy_op(o, src)) return free_plan(p), 1;
+    o->bodies = NULL;
+    o->plans = NULL;
+    if (!src->nbodies) continue;
+    if (!(o->plans = calloc(src->nbodies, sizeof *o->plans))) {
+      p->n++;
+      return free_plan(p), 1;
+    }
+    for (unsigned j = 0; j < src->nbodies; j++)
+      if (build_plan(&o->plans[j], src->bodies[j])) {
+        p->n++;
+        return free_plan(p), 1;
+      }
+  }
+  return 0;
+}
+
+/* An instantiated graph owns its plan and the values of its handles. */
+struct CUgraphExec_st {
+  obj h;
+  plan p;
+  cond *conds;
+  size_t nconds;
 };
 
 static void free_exec(CUgraphExec x) {
-  for (size_t i = 0; i < x->n; i++) free(x->ops[i].args);
-  free(x->ops);
-  free(x->e.start);
-  free(x->e.dep);
+  free_plan(&x->p);
+  free(x->conds);
   free_obj(x);
+}
+
+/* Appends the handles of g and of its bodies to *v (n of them, room for
+   cap). Nonzero when out of memory. */
+static int gather_conds(CUgraph g, cond **v, size_t *n, size_t *cap) {
+  for (size_t i = 0; i < g->nconds; i++) {
+    if (*n == *cap) {
+      size_t c = *cap ? 2 * *cap : 4;
+      cond *w = realloc(*v, c * sizeof *w);
+      if (!w) return 1;
+      *v = w;
+      *cap = c;
+    }
+    (*v)[*n] = g->conds[i];
+    (*v)[(*n)++].value = g->conds[i].dflt;
+  }
+  for (size_t i = 0; i < g->nodes.n; i++) {
+    const op *o = &g->nodes.v[i]->op;
+    for (unsigned j = 0; j < o->nbodies; j++)
+      if (gather_conds(o->bodies[j], v, n, cap)) return 1;
+  }
+  return 0;
+}
+
+/* Whether g or a body of it has a conditional node. */
+static int has_conditional(CUgraph g) {
+  for (size_t i = 0; i < g->nodes.n; i++) {
+    const op *o = &g->nodes.v[i]->op;
+    if (o->type == CU_GRAPH_NODE_TYPE_CONDITIONAL) return 1;
+    for (unsigned j = 0; j < o->nbodies; j++)
+      if (has_conditional(o->bodies[j])) return 1;
+  }
+  return 0;
 }
 
 /* -- streams, events and capture ------------------------------------------ */
@@ -1365,6 +1562,7 @@ typedef struct capture {
   int invalid;          /* a rule was broken: ending it yields no graph */
   unsigned long id;
   CUgraph g;
+  int owned;            /* g was made by the capture (not ...ToGraph) */
   nodeset orphans;      /* tips of joined streams destroyed meanwhile */
 } capture;
 
@@ -1496,7 +1694,7 @@ static void free_event(CUevent e) {
    the graphs, which belong to no context. */
 static void destroy_context(void) {
   while (captures) {
-    free_graph(captures->g);
+    if (captures->owned) free_graph(captures->g);
     end_capture(captures);
   }
   for (obj *o = live.next, *next; o != &live; o = next) {
@@ -1777,7 +1975,7 @@ CUresult CUDAAPI cuStreamDestroy(CUstream hStream) {
   if (!hStream) return CUDA_ERROR_INVALID_HANDLE;
   capture *c = hStream->cap;
   if (c && c->origin == hStream) {
-    free_graph(c->g);
+    if (c->owned) free_graph(c->g);
     end_capture(c);
   } else if (c && set_union(&c->orphans, &hStream->tips)) {
     c->invalid = 1; /* out of memory: the capture cannot be trusted */
@@ -1818,6 +2016,7 @@ CUresult CUDAAPI cuStreamBeginCapture(CUstream hStream,
   }
   c->origin = s;
   c->mode = mode;
+  c->owned = 1;
   c->id = ++capture_ids;
   c->next = captures;
   captures = c;
@@ -1881,8 +2080,11 @@ CUresult CUDAAPI cuStreamEndCapture(CUstream hStream, CUgraph *phGraph) {
   if (fault_ == CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD) return fault_;
   r = fault_ ? fault_
       : c->invalid ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED : joined(c);
-  if (r || !phGraph) free_graph(c->g);
-  else *phGraph = c->g;
+  if (r || !phGraph) {
+    if (c->owned) free_graph(c->g);
+  } else {
+    *phGraph = c->g;
+  }
   end_capture(c);
   return r;
 }
@@ -1898,6 +2100,116 @@ CUresult CUDAAPI cuStreamIsCapturing(CUstream hStream,
   *captureStatus = !s || !s->cap ? CU_STREAM_CAPTURE_STATUS_NONE
                    : s->cap->invalid ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
                                      : CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  return CUDA_SUCCESS;
+}
+
+/* Whether every one of the n nodes is a node of g, none twice. */
+static int nodes_of(CUgraph g, const CUgraphNode *v, size_t n) {
+  if (n && !v) return 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!v[i] || !set_has(&g->nodes, v[i])) return 0;
+    for (size_t j = 0; j < i; j++)
+      if (v[j] == v[i]) return 0;
+  }
+  return 1;
+}
+
+/* Edge data the double has: none, or all default. */
+static int default_edges(const CUgraphEdgeData *d, size_t n) {
+  static const CUgraphEdgeData zero;
+  for (size_t i = 0; d && i < n; i++)
+    if (memcmp(&d[i], &zero, sizeof zero)) return 0;
+  return 1;
+}
+
+/* Begins a capture into hGraph, whose new work depends on the given nodes
+   of it; the graph stays the caller's however the capture ends. */
+CUresult CUDAAPI cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph,
+                                             const CUgraphNode *dependencies,
+                                             const CUgraphEdgeData *dependencyData,
+                                             size_t numDependencies,
+                                             CUstreamCaptureMode mode) {
+  ENTRY(cuStreamBeginCaptureToGraph);
+  CUresult r = enter();
+  if (r) return r;
+  CUstream s = stream_of(hStream);
+  if (!s) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  if (!hGraph || !nodes_of(hGraph, dependencies, numDependencies)
+      || !default_edges(dependencyData, numDependencies)
+      || (mode != CU_STREAM_CAPTURE_MODE_GLOBAL
+          && mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+          && mode != CU_STREAM_CAPTURE_MODE_RELAXED))
+    return CUDA_ERROR_INVALID_VALUE;
+  if (s->cap) return CUDA_ERROR_ILLEGAL_STATE;
+  capture *c = calloc(1, sizeof *c);
+  if (!c) return CUDA_ERROR_OUT_OF_MEMORY;
+  s->tips.n = 0;
+  for (size_t i = 0; i < numDependencies; i++)
+    if (set_push(&s->tips, dependencies[i], 0)) {
+      free(c);
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+  c->origin = s;
+  c->mode = mode;
+  c->g = hGraph;
+  c->id = ++capture_ids;
+  c->next = captures;
+  captures = c;
+  s->cap = c;
+  return CUDA_SUCCESS;
+}
+
+/* The capture's state; while it is active, its id, its graph, and what
+   the stream's next work will depend on (the stream's own array, valid
+   until the next call on the stream). The double keeps no edge data. */
+CUresult CUDAAPI cuStreamGetCaptureInfo(CUstream hStream,
+                                        CUstreamCaptureStatus *captureStatus_out,
+                                        cuuint64_t *id_out, CUgraph *graph_out,
+                                        const CUgraphNode **dependencies_out,
+                                        const CUgraphEdgeData **edgeData_out,
+                                        size_t *numDependencies_out) {
+  ENTRY(cuStreamGetCaptureInfo);
+  CUresult r = enter();
+  if (r) return r;
+  CUstream s = stream_of(hStream);
+  if (!captureStatus_out || (edgeData_out && !dependencies_out))
+    return CUDA_ERROR_INVALID_VALUE;
+  if (!s && (r = legacy_blocked(0))) return r;
+  capture *c = s ? s->cap : NULL;
+  *captureStatus_out = !c ? CU_STREAM_CAPTURE_STATUS_NONE
+                       : c->invalid ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
+                                    : CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  if (!c || c->invalid) return CUDA_SUCCESS;
+  if (id_out) *id_out = c->id;
+  if (graph_out) *graph_out = c->g;
+  if (dependencies_out) *dependencies_out = s->tips.v;
+  if (edgeData_out) *edgeData_out = NULL;
+  if (numDependencies_out) *numDependencies_out = s->tips.n;
+  return CUDA_SUCCESS;
+}
+
+/* Adds nodes of the capture's graph to what the stream's next work depends
+   on, or makes them all of it. */
+CUresult CUDAAPI cuStreamUpdateCaptureDependencies(CUstream hStream,
+                                                   CUgraphNode *dependencies,
+                                                   const CUgraphEdgeData *dependencyData,
+                                                   size_t numDependencies,
+                                                   unsigned int flags) {
+  ENTRY(cuStreamUpdateCaptureDependencies);
+  CUresult r = enter();
+  if (r) return r;
+  CUstream s = stream_of(hStream);
+  if (!s || !s->cap) return CUDA_ERROR_ILLEGAL_STATE;
+  if (s->cap->invalid) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  if ((flags != CU_STREAM_ADD_CAPTURE_DEPENDENCIES
+       && flags != CU_STREAM_SET_CAPTURE_DEPENDENCIES)
+      || !nodes_of(s->cap->g, dependencies, numDependencies)
+      || !default_edges(dependencyData, numDependencies))
+    return CUDA_ERROR_INVALID_VALUE;
+  if (flags == CU_STREAM_SET_CAPTURE_DEPENDENCIES) s->tips.n = 0;
+  for (size_t i = 0; i < numDependencies; i++)
+    if (set_push(&s->tips, dependencies[i], 0))
+      return CUDA_ERROR_OUT_OF_MEMORY;
   return CUDA_SUCCESS;
 }
 
@@ -2196,19 +2508,65 @@ CUresult CUDAAPI cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph,
     return CUDA_ERROR_INVALID_VALUE;
   if ((r = unsafe_call())) return r;
   CUgraphExec x = new_obj(sizeof *x, O_EXEC);
-  size_t n = hGraph->nodes.n;
-  if (!x || !(x->ops = calloc(n ? n : 1, sizeof *x->ops))
-      || make_edges(hGraph, &x->e)) {
+  size_t cap = 0;
+  if (!x || build_plan(&x->p, hGraph)
+      || gather_conds(hGraph, &x->conds, &x->nconds, &cap)) {
     if (x) free_exec(x);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
-  for (; x->n < n; x->n++)
-    if (copy_op(&x->ops[x->n], &hGraph->nodes.v[x->n]->op)) {
+  for (size_t i = 0; i < x->nconds; i++)
+    if (!x->conds[i].used) { /* CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED */
       free_exec(x);
-      return CUDA_ERROR_OUT_OF_MEMORY;
+      return CUDA_ERROR_INVALID_VALUE;
     }
   *phGraphExec = x;
   return CUDA_SUCCESS;
+}
+
+/* The instantiated graph that cuGraphLaunch runs, for set_conditional. */
+static CUgraphExec running;
+
+static void set_conditional(kctx *c, uint64_t h, unsigned v) {
+  for (size_t i = 0; running && i < running->nconds; i++)
+    if (running->conds[i].id == h) {
+      running->conds[i].value = v;
+      return;
+    }
+  c->fault = CUDA_ERROR_LAUNCH_FAILED;
+}
+
+static unsigned cond_value(CUgraphConditionalHandle h) {
+  for (size_t i = 0; i < running->nconds; i++)
+    if (running->conds[i].id == h) return running->conds[i].value;
+  return 0;
+}
+
+#define WATCHDOG (1ul << 24) /* turns of a while loop */
+
+/* Runs a plan's nodes in order, bodies as their conditions say; a kernel's
+   fault stops the rest, as it stops a GPU. */
+static CUresult run_plan(const plan *p) {
+  CUresult r = CUDA_SUCCESS;
+  for (size_t i = 0; i < p->n && !sticky && !r; i++) {
+    const op *o = &p->ops[i];
+    unsigned long turns = 0;
+    unsigned v;
+    if (o->type == CU_GRAPH_NODE_TYPE_GRAPH) {
+      r = run_plan(&o->plans[0]);
+    } else if (o->type != CU_GRAPH_NODE_TYPE_CONDITIONAL) {
+      r = run_op(o, 0);
+    } else if (o->ctype == CU_GRAPH_COND_TYPE_WHILE) {
+      while (!r && !sticky && cond_value(o->handle)) {
+        if (++turns > WATCHDOG) sticky = CUDA_ERROR_LAUNCH_TIMEOUT;
+        else r = run_plan(&o->plans[0]);
+      }
+    } else if ((v = cond_value(o->handle)), o->ctype == CU_GRAPH_COND_TYPE_IF) {
+      if (v || o->nbodies == 2) r = run_plan(&o->plans[v ? 0 : 1]);
+    } else if (v < o->nbodies) {
+      r = run_plan(&o->plans[v]);
+    }
+  }
+  return r;
 }
 
 /* Graphs belong to no context and are host data: sticky errors spare them. */
@@ -2252,9 +2610,13 @@ CUresult CUDAAPI cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
   if (r) return r;
   if (!hGraphExec) return CUDA_ERROR_INVALID_HANDLE;
   if ((r = graph_stream(stream_of(hStream)))) return r;
-  for (size_t i = 0; i < hGraphExec->n && !sticky; i++)
-    if ((r = run_op(&hGraphExec->ops[i], 0))) return r;
-  return CUDA_SUCCESS;
+  for (size_t i = 0; i < hGraphExec->nconds; i++)
+    if (hGraphExec->conds[i].flags & CU_GRAPH_COND_ASSIGN_DEFAULT)
+      hGraphExec->conds[i].value = hGraphExec->conds[i].dflt;
+  running = hGraphExec;
+  r = run_plan(&hGraphExec->p);
+  running = NULL;
+  return r;
 }
 
 CUresult CUDAAPI cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream) {
@@ -2263,6 +2625,133 @@ CUresult CUDAAPI cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream) {
   if (r) return r;
   if (!hGraphExec) return CUDA_ERROR_INVALID_HANDLE;
   return graph_stream(stream_of(hStream));
+}
+
+static CUgraphConditionalHandle cond_ids = 0x100;
+
+CUresult CUDAAPI cuGraphConditionalHandleCreate(CUgraphConditionalHandle *pHandle_out,
+                                                CUgraph hGraph, CUcontext ctx,
+                                                unsigned int defaultLaunchValue,
+                                                unsigned int flags) {
+  ENTRY(cuGraphConditionalHandleCreate);
+  CUresult r = enter();
+  if (r) return r;
+  if (!pHandle_out || !hGraph || ctx != &primary
+      || (flags & ~(unsigned)CU_GRAPH_COND_ASSIGN_DEFAULT))
+    return CUDA_ERROR_INVALID_VALUE;
+  cond *v = realloc(hGraph->conds, (hGraph->nconds + 1) * sizeof *v);
+  if (!v) return CUDA_ERROR_OUT_OF_MEMORY;
+  hGraph->conds = v;
+  v[hGraph->nconds++] = (cond){++cond_ids, defaultLaunchValue, flags,
+                               defaultLaunchValue, 0};
+  *pHandle_out = cond_ids;
+  return CUDA_SUCCESS;
+}
+
+/* The handle h of g or of a graph g is a body of, or NULL. */
+static cond *find_cond(CUgraph g, CUgraphConditionalHandle h) {
+  for (; g; g = g->parent)
+    for (size_t i = 0; i < g->nconds; i++)
+      if (g->conds[i].id == h) return &g->conds[i];
+  return NULL;
+}
+
+/* A copy of g as a body of parent, nodes and edges alike. */
+static CUgraph clone_graph(CUgraph g, CUgraph parent) {
+  CUgraph c = new_obj(sizeof *c, O_GRAPH);
+  if (!c) return NULL;
+  c->parent = parent;
+  for (size_t i = 0; i < g->nodes.n; i++) {
+    const CUgraphNode from = g->nodes.v[i];
+    nodeset deps = {NULL, 0, 0};
+    op o;
+    int bad = copy_op(&o, &from->op);
+    o.bodies = NULL;
+    o.nbodies = 0;
+    for (size_t j = 0; !bad && j < from->deps.n; j++)
+      bad = set_push(&deps, c->nodes.v[from->deps.v[j]->idx], 1);
+    if (!bad && from->op.nbodies
+        && !(o.bodies = calloc(from->op.nbodies, sizeof *o.bodies)))
+      bad = 1;
+    for (unsigned j = 0; !bad && j < from->op.nbodies; j++, o.nbodies++)
+      bad = !(o.bodies[j] = clone_graph(from->op.bodies[j], c));
+    CUgraphNode n = bad ? NULL : add_node(c, &o, &deps);
+    free(deps.v);
+    if (!n) {
+      for (unsigned j = 0; o.bodies && j < o.nbodies; j++)
+        if (o.bodies[j]) free_graph(o.bodies[j]);
+      free(o.bodies);
+      free(o.args);
+      free_graph(c);
+      return NULL;
+    }
+  }
+  return c;
+}
+
+/* Adds a conditional node (with new, empty body graphs, given back in
+   phGraph_out) or a child graph node (a copy of the graph); the other
+   types are not modelled. */
+CUresult CUDAAPI cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                const CUgraphNode *dependencies,
+                                const CUgraphEdgeData *dependencyData,
+                                size_t numDependencies,
+                                CUgraphNodeParams *nodeParams) {
+  ENTRY(cuGraphAddNode);
+  CUresult r = enter_graph();
+  if (r) return r;
+  if (!phGraphNode || !hGraph || !nodeParams
+      || !nodes_of(hGraph, dependencies, numDependencies))
+    return CUDA_ERROR_INVALID_VALUE;
+  if (!default_edges(dependencyData, numDependencies))
+    return CUDA_ERROR_NOT_SUPPORTED;
+  op o = {.type = nodeParams->type};
+  cond *c = NULL;
+  if (o.type == CU_GRAPH_NODE_TYPE_CONDITIONAL) {
+    CUDA_CONDITIONAL_NODE_PARAMS *p = &nodeParams->conditional;
+    c = find_cond(hGraph, p->handle);
+    unsigned n = p->size;
+    if (!c || c->used || p->ctx != &primary || !n
+        || (p->type == CU_GRAPH_COND_TYPE_WHILE && n != 1)
+        || (p->type == CU_GRAPH_COND_TYPE_IF && n > 2)
+        || (p->type != CU_GRAPH_COND_TYPE_WHILE
+            && p->type != CU_GRAPH_COND_TYPE_IF
+            && p->type != CU_GRAPH_COND_TYPE_SWITCH))
+      return CUDA_ERROR_INVALID_VALUE;
+    o.ctype = p->type;
+    o.handle = p->handle;
+    if (!(o.bodies = calloc(n, sizeof *o.bodies))) return CUDA_ERROR_OUT_OF_MEMORY;
+    for (; o.nbodies < n; o.nbodies++)
+      if (!(o.bodies[o.nbodies] = new_obj(sizeof **o.bodies, O_GRAPH))) break;
+      else o.bodies[o.nbodies]->parent = hGraph;
+  } else if (o.type == CU_GRAPH_NODE_TYPE_GRAPH) {
+    CUgraph child = nodeParams->graph.graph;
+    if (!child || has_conditional(child)) return CUDA_ERROR_INVALID_VALUE;
+    if (nodeParams->graph.ownership != CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE)
+      return CUDA_ERROR_NOT_SUPPORTED;
+    if (!(o.bodies = calloc(1, sizeof *o.bodies))) return CUDA_ERROR_OUT_OF_MEMORY;
+    if ((o.bodies[0] = clone_graph(child, hGraph))) o.nbodies = 1;
+  } else {
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  nodeset deps = {NULL, 0, 0};
+  int bad = o.nbodies != (o.type == CU_GRAPH_NODE_TYPE_GRAPH
+                          ? 1 : nodeParams->conditional.size);
+  for (size_t i = 0; !bad && i < numDependencies; i++)
+    bad = set_push(&deps, dependencies[i], 1);
+  CUgraphNode n = bad ? NULL : add_node(hGraph, &o, &deps);
+  free(deps.v);
+  if (!n) {
+    for (unsigned j = 0; j < o.nbodies; j++) free_graph(o.bodies[j]);
+    free(o.bodies);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  if (c) {
+    c->used = 1;
+    nodeParams->conditional.phGraph_out = n->op.bodies;
+  }
+  *phGraphNode = n;
+  return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes,
@@ -2392,8 +2881,49 @@ static CUgraphExecUpdateResult node_change(const op *old, const op *new_op) {
   return CU_GRAPH_EXEC_UPDATE_SUCCESS;
 }
 
+/* Whether graph g has the nodes and edges of plan p, node for node, its
+   bodies too, with changes the driver can apply; why not in *info.
+   Nonzero when out of memory. */
+static int same_shape(const plan *p, CUgraph g,
+                      CUgraphExecUpdateResultInfo *info) {
+  const nodeset *v = &g->nodes;
+  edges e = {NULL, NULL};
+  if (v->n != p->n) {
+    info->result = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+    return 0;
+  }
+  if (make_edges(g, &e)) return 1;
+  const edges *old = &p->e;
+  for (size_t i = 0; i < v->n && !info->result; i++) {
+    size_t a = old->start[i], na = old->start[i + 1] - a;
+    size_t b = e.start[i], nb = e.start[i + 1] - b;
+    if (na == nb && !memcmp(old->dep + a, e.dep + b, na * sizeof *e.dep))
+      continue;
+    info->result = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+    info->errorNode = v->v[i];
+    for (size_t j = 0; na == nb && !info->errorFromNode; j++)
+      if (old->dep[a + j] != e.dep[b + j]) /* the first that differs */
+        info->errorFromNode = v->v[e.dep[b + j]];
+  }
+  free(e.start);
+  free(e.dep);
+  int oom = 0;
+  for (size_t i = 0; i < v->n && !info->result && !oom; i++) {
+    const op *o = &p->ops[i], *n = &v->v[i]->op;
+    info->result = node_change(o, n);
+    if (!info->result && o->type == CU_GRAPH_NODE_TYPE_CONDITIONAL
+        && (o->ctype != n->ctype || o->nbodies != n->nbodies))
+      info->result = CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
+    for (unsigned j = 0; !info->result && !oom && j < o->nbodies; j++)
+      oom = same_shape(&o->plans[j], n->bodies[j], info);
+    if (info->result && !info->errorNode) info->errorNode = v->v[i];
+  }
+  return oom;
+}
+
 /* Copies hGraph's parameters into hGraphExec when both have the same nodes
-   and edges, node for node; else leaves it as it was and says why. */
+   and edges, node for node; else leaves it as it was and says why. Handles
+   take hGraph's defaults. */
 CUresult CUDAAPI cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph,
                                    CUgraphExecUpdateResultInfo *resultInfo) {
   ENTRY(cuGraphExecUpdate);
@@ -2402,49 +2932,67 @@ CUresult CUDAAPI cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph,
   if (!hGraphExec || !hGraph) return CUDA_ERROR_INVALID_HANDLE;
   if (!resultInfo) return CUDA_ERROR_INVALID_VALUE;
   CUgraphExecUpdateResultInfo info = {CU_GRAPH_EXEC_UPDATE_SUCCESS, NULL, NULL};
-  const nodeset *g = &hGraph->nodes;
-  edges e = {NULL, NULL};
-  op *ops = NULL;
-  if (g->n != hGraphExec->n) {
-    info.result = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
-  } else if (make_edges(hGraph, &e)
-             || !(ops = calloc(g->n ? g->n : 1, sizeof *ops))) {
-    r = CUDA_ERROR_OUT_OF_MEMORY;
-  } else {
-    const edges *old = &hGraphExec->e;
-    for (size_t i = 0; i < g->n && !info.result; i++) {
-      size_t a = old->start[i], na = old->start[i + 1] - a;
-      size_t b = e.start[i], nb = e.start[i + 1] - b;
-      if (na == nb && !memcmp(old->dep + a, e.dep + b, na * sizeof *e.dep))
-        continue;
-      info.result = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
-      info.errorNode = g->v[i];
-      for (size_t j = 0; na == nb && !info.errorFromNode; j++)
-        if (old->dep[a + j] != e.dep[b + j]) /* the first that differs */
-          info.errorFromNode = g->v[e.dep[b + j]];
+  plan p;
+  cond *conds = NULL;
+  size_t nconds = 0, cap = 0;
+  if (same_shape(&hGraphExec->p, hGraph, &info)) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (!info.result) { /* all or none */
+    if (build_plan(&p, hGraph) || gather_conds(hGraph, &conds, &nconds, &cap)) {
+      free(conds);
+      return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    for (size_t i = 0; i < g->n && !info.result; i++)
-      if ((info.result = node_change(&hGraphExec->ops[i], &g->v[i]->op)))
-        info.errorNode = g->v[i];
-    for (size_t i = 0; i < g->n && !info.result && !r; i++)
-      if (copy_op(&ops[i], &g->v[i]->op)) r = CUDA_ERROR_OUT_OF_MEMORY;
-    op *dead = !info.result && !r ? hGraphExec->ops : ops; /* all or none */
-    for (size_t i = 0; i < g->n; i++) free(dead[i].args);
-    if (dead != ops) {
-      hGraphExec->ops = ops;
-      ops = dead;
-    }
+    free_plan(&hGraphExec->p);
+    free(hGraphExec->conds);
+    hGraphExec->p = p;
+    hGraphExec->conds = conds;
+    hGraphExec->nconds = nconds;
   }
-  free(ops);
-  free(e.start);
-  free(e.dep);
-  if (r) return r;
   *resultInfo = info;
   return info.result ? CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE : CUDA_SUCCESS;
 }
 
-/* Writes a Graphviz digraph: one line per node (type, and kernel name or copy
-   direction), one per edge. flags ask for detail the double does not keep. */
+static const char *const cond_names[] = {"IF", "WHILE", "SWITCH"};
+
+/* Writes g's nodes and edges, numbering nodes from *id on; bodies follow
+   their node as clusters, with a dashed edge to each. */
+static void dot_graph(FILE *out, CUgraph g, size_t *id) {
+  size_t base = *id;
+  *id += g->nodes.n;
+  for (size_t i = 0; i < g->nodes.n; i++) {
+    const op *o = &g->nodes.v[i]->op;
+    fprintf(out, "  node%zu [label=\"%s", base + i,
+            o->type == CU_GRAPH_NODE_TYPE_KERNEL        ? "KERNEL"
+            : o->type == CU_GRAPH_NODE_TYPE_MEMSET      ? "MEMSET"
+            : o->type == CU_GRAPH_NODE_TYPE_MEMCPY      ? "MEMCPY"
+            : o->type == CU_GRAPH_NODE_TYPE_GRAPH       ? "CHILD_GRAPH"
+                                                        : "CONDITIONAL");
+    if (o->type == CU_GRAPH_NODE_TYPE_KERNEL) fprintf(out, "\\n%s", o->f->name);
+    if (o->type == CU_GRAPH_NODE_TYPE_MEMCPY)
+      fprintf(out, "\\n%s", o->hsrc ? "HtoD" : o->hdst ? "DtoH" : "DtoD");
+    if (o->type == CU_GRAPH_NODE_TYPE_CONDITIONAL)
+      fprintf(out, "\\n%s", cond_names[o->ctype]);
+    fprintf(out, "\"];\n");
+    for (unsigned j = 0; j < o->nbodies; j++) {
+      size_t first = *id;
+      fprintf(out, "  subgraph cluster_%zu_%u {\n  label=\"body %u\";\n",
+              base + i, j, j);
+      dot_graph(out, o->bodies[j], id);
+      fprintf(out, "  }\n");
+      if (o->bodies[j]->nodes.n)
+        fprintf(out, "  node%zu -> node%zu [style=dashed];\n", base + i,
+                first);
+    }
+  }
+  for (size_t i = 0; i < g->nodes.n; i++) {
+    const nodeset *d = &g->nodes.v[i]->deps;
+    for (size_t j = 0; j < d->n; j++)
+      fprintf(out, "  node%zu -> node%zu;\n", base + d->v[j]->idx, base + i);
+  }
+}
+
+/* Writes a Graphviz digraph: one line per node (type, and kernel name, copy
+   direction or condition type), one per edge, bodies as clusters. flags ask
+   for detail the double does not keep. */
 CUresult CUDAAPI cuGraphDebugDotPrint(CUgraph hGraph, const char *path,
                                       unsigned int flags) {
   ENTRY(cuGraphDebugDotPrint);
@@ -2455,23 +3003,9 @@ CUresult CUDAAPI cuGraphDebugDotPrint(CUgraph hGraph, const char *path,
   if (!path) return CUDA_ERROR_INVALID_VALUE;
   FILE *out = fopen(path, "w");
   if (!out) return CUDA_ERROR_OPERATING_SYSTEM;
+  size_t id = 0;
   fprintf(out, "digraph dot {\n");
-  for (size_t i = 0; i < hGraph->nodes.n; i++) {
-    const op *o = &hGraph->nodes.v[i]->op;
-    fprintf(out, "  node%zu [label=\"%s", i,
-            o->type == CU_GRAPH_NODE_TYPE_KERNEL   ? "KERNEL"
-            : o->type == CU_GRAPH_NODE_TYPE_MEMSET ? "MEMSET"
-                                                   : "MEMCPY");
-    if (o->type == CU_GRAPH_NODE_TYPE_KERNEL) fprintf(out, "\\n%s", o->f->name);
-    if (o->type == CU_GRAPH_NODE_TYPE_MEMCPY)
-      fprintf(out, "\\n%s", o->hsrc ? "HtoD" : o->hdst ? "DtoH" : "DtoD");
-    fprintf(out, "\"];\n");
-  }
-  for (size_t i = 0; i < hGraph->nodes.n; i++) {
-    const nodeset *d = &hGraph->nodes.v[i]->deps;
-    for (size_t j = 0; j < d->n; j++)
-      fprintf(out, "  node%zu -> node%zu;\n", d->v[j]->idx, i);
-  }
+  dot_graph(out, hGraph, &id);
   fprintf(out, "}\n");
   return fclose(out) ? CUDA_ERROR_OPERATING_SYSTEM : CUDA_SUCCESS;
 }
