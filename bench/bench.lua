@@ -298,10 +298,11 @@ local function run_case(c)
       end)
     end)
   end
-  -- the C side of a graph case replays this very graph: the same work
-  ref.setup(c.c[1], c.c[2], nil, g and g:handle(), g and s:handle(),
+  -- the C side of a graph case replays this very graph (the C handle's
+  -- copy of it in the handle row): the same work on the device
+  local exec = g and (c.handle and engine.take(g, pos, s) or g:handle())
+  ref.setup(c.c[1], c.c[2], nil, exec, g and s:handle(),
             c.mark and pos:address())
-  if c.handle then engine.take(g, pos, s) end
   local loop = c.loop or c.args and args_loop(c.args)
     or capture_loop(c.capture)
   local count, last = 0, 0

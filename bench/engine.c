@@ -5,9 +5,11 @@
    the cugraph-lua executable that loads it (linked -rdynamic), so it drives
    the very core the script runs in.
 
-     engine.take(graph, scalar, stream)   C handles to them
+     engine.take(graph, scalar, stream)   C handles to them; returns the
+                                          C graph's CUgraphExec
      engine.run(n)                        n iterations: scalar = i, launch
      engine.release()                     lets the handles go */
+#include <stdint.h>
 #include <lauxlib.h>
 #include <lua.h>
 #include "cugraph.h"
@@ -31,7 +33,8 @@ static int take(lua_State *L) {
   stream = cugraph_checkstream(L, 3);
   graph = cugraph_tograph(L, 1);
   scalar = cugraph_toscalar(L, 2);
-  return 0;
+  lua_pushinteger(L, (lua_Integer)(intptr_t)cugraph_graph_exec(graph));
+  return 1;
 }
 
 /* for i = 1, n do pos:set(i); g:launch() end, from C */

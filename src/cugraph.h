@@ -137,6 +137,12 @@ void cugraph_graph_release(cugraph_graph *h);
    success. Any thread; launches of one handle take turns. */
 CUresult cugraph_graph_launch(cugraph_graph *h, CUstream stream);
 
+/* h's executable graph, for an engine that launches it itself or adds it
+   to graphs of its own (DeviceScalars are then not written first). The
+   same handle for h's whole life (a kernel reload updates it in place);
+   valid until the last release. Any thread. */
+CUgraphExec cugraph_graph_exec(cugraph_graph *h);
+
 /* A handle (one reference) to the open Scalar at idx, for setting from C.
    Every handle to one Scalar, and every C graph that pins it, share one
    pending value that starts as the script's; the script's sc:set() keeps

@@ -303,6 +303,8 @@ void cugraph_graph_release(cugraph_graph *h) {
   if (last) graph_destroy(h);
 }
 
+CUgraphExec cugraph_graph_exec(cugraph_graph *h) { return h->exec; }
+
 CUresult cugraph_graph_launch(cugraph_graph *h, CUstream stream) {
   CUresult r = cg_make_current(h->cu);
   if (r != CUDA_SUCCESS) return r;

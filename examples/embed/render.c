@@ -436,12 +436,11 @@ int main(int argc, char **argv) {
     lua_setglobal(L, "PNG_PATH");
     lua_pushcfunction(L, publish);
     lua_pushlightuserdata(L, &stream);
-    ok = lua_pcall(L, 1, 0, 0) == LUA_OK;
-    if (ok && luaL_loadfile(L, RENDER_SCRIPT) != LUA_OK) {
-      fprintf(stderr, "render: %s\n", lua_tostring(L, -1));
-      ok = 0;
-    }
-    ok = ok && lua_pcall(L, 0, 0, 0) == LUA_OK && call(L, "setup", 0, 2);
+    ok = lua_pcall(L, 1, 0, 0) == LUA_OK &&
+         luaL_loadfile(L, RENDER_SCRIPT) == LUA_OK &&
+         lua_pcall(L, 0, 0, 0) == LUA_OK;
+    if (!ok) fprintf(stderr, "render: %s\n", lua_tostring(L, -1));
+    ok = ok && call(L, "setup", 0, 2);
     if (ok) { /* the graph and its scalar, owned by C from here */
       graph = cugraph_tograph(L, -2);
       dt = cugraph_toscalar(L, -1);
