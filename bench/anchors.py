@@ -85,6 +85,13 @@ def pin(opts):
         os.sched_setaffinity(0, {opts.cpu})
 
 
+def kernel(src, name):
+    """The text of __global__ function name in src, to its closing brace."""
+    start = src.index("__global__ void %s(" % name)
+    end = src.index("\n}\n", start) + 2
+    return src[start:end]
+
+
 def cupy_rows(opts):
     try:
         import cupy
@@ -93,6 +100,9 @@ def cupy_rows(opts):
     say(lib="cupy", version=cupy.__version__)
     with open(opts.source) as f:
         src = f.read()
+    # the two kernels alone: the file's others need the device runtime
+    src = 'extern "C" {\n%s\n%s\n}\n' % (kernel(src, "mark_u32"),
+                                         kernel(src, "inc_i32"))
     inc = cupy.RawKernel(src, "inc_i32")
     mark = cupy.RawKernel(src, "mark_u32")
     s = cupy.cuda.Stream(non_blocking=True)

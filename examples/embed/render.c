@@ -439,7 +439,7 @@ int main(int argc, char **argv) {
     ok = lua_pcall(L, 1, 0, 0) == LUA_OK &&
          luaL_loadfile(L, RENDER_SCRIPT) == LUA_OK &&
          lua_pcall(L, 0, 0, 0) == LUA_OK;
-    if (!ok) fprintf(stderr, "render: %s\n", lua_tostring(L, -1));
+    if (!ok) fprintf(stderr, "render: %s\n", luaL_tolstring(L, -1, NULL));
     ok = ok && call(L, "setup", 0, 2);
     if (ok) { /* the graph and its scalar, owned by C from here */
       graph = cugraph_tograph(L, -2);
