@@ -331,7 +331,7 @@ static int draw(glstate *g, unsigned char *rgba) {
    center. */
 static const char kernel_fmt[] =
   "#define TICKS %uu\n"
-  "#define SWIRL %gf\n"
+  "#define SWIRL ((float)%.9g)\n"
   "extern \"C\" __global__ void init(float *pos, float *vel, int n) {\n"
   "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
   "  if (i >= n) return;\n"
