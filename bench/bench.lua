@@ -184,8 +184,9 @@ ref.open(PTX, ARGS_PTX)
 
 local notes = {}
 
--- The argsN kernels, unless the driver cannot run them (the test double has
--- no host version of them and answers CUDA_ERROR_NOT_SUPPORTED).
+-- The kernels of bench/kernels.cu (argsN, turn), unless the driver cannot
+-- run them (the test double has no host version of them and answers
+-- CUDA_ERROR_NOT_SUPPORTED).
 local am = cuda.module(ARGS_PTX)
 do
   local ok, err = pcall(function() am.args1:launch(s, 1, n, x) end)
@@ -194,8 +195,9 @@ do
       error(err, 0)
     end
     am = nil
-    notes[#notes + 1] = "argument rows skipped: this driver cannot run the "
-      .. "argsN kernels (" .. tostring(err) .. ")"
+    notes[#notes + 1] = "argument and while rows skipped: this driver "
+      .. "cannot run the kernels of bench/kernels.cu (" .. tostring(err)
+      .. ")"
   end
   s:synchronize()
 end
@@ -236,8 +238,9 @@ end
 
 -- key: the row's name in results.json and anchors.py; c: ref.setup's
 -- arguments; nodes: inc_i32 nodes of the Lua graph (mark: then mark_u32);
--- incs: inc_i32 (argsN) launches an iteration; steady: the loop must
--- allocate no Lua memory; target: the most Lua/C may be.
+-- incs: inc_i32 (argsN, turn) launches an iteration; args: argsK's K;
+-- loop_while: the turns a launch of a while node of turn; steady: the
+-- loop must allocate no Lua memory; target: the most Lua/C may be.
 local cases = {
   {key = "eager", label = "eager launch, inc_i32 (2 args)", target = 1.05,
    c = {"eager"}, incs = 1, steady = true, loop = function(iters)
@@ -269,8 +272,9 @@ cases[#cases + 1] = {key = "scalar", label = "scalar set + replay, 10 nodes",
 cases[#cases + 1] = {key = "handle", label = "C handle: scalar set + launch",
   target = 1.02, c = {"scalar", 9}, nodes = 9, mark = true, incs = 9,
   steady = true, handle = true, loop = function(iters) engine.run(iters) end}
--- A while node of TURNS turns a launch, its body inc_i32 and the
--- count_down setter: the same graph on both sides.
+-- A while node of TURNS turns a launch, its body one kernel (turn) that
+-- adds 1 as inc_i32 does and sets the condition itself: the same graph on
+-- both sides.
 local TURNS = 100
 cases[#cases + 1] = {key = "while" .. TURNS, label = ("device while loop, "
   .. "%d turns a launch"):format(TURNS), target = 1.05, c = {"while", TURNS},
@@ -291,10 +295,10 @@ local function run_case(c)
   if c.nodes then g = graph(c.nodes, c.mark) end
   if c.loop_while then
     local cond = cuda.condition(1)
+    local turns = cuda.buffer("u32", 1):fill(0)
     g = s:capture(function()
       s:loop_while(cond, function()
-        inc:launch(s, 1, n, x, n)
-        cond:count_down(s, c.loop_while)
+        am.turn:launch(s, 1, n, x, turns, c.loop_while, cond)
       end)
     end)
   end
@@ -348,11 +352,81 @@ local cpu, pin_err = clock.pin(math.tointeger(tonumber(os.getenv("BENCH_CPU")
                                                      or "")))
 local rows = {}
 for _, c in ipairs(cases) do
-  if not c.args or am then
+  if not (c.args or c.loop_while) or am then
     local r = run_case(c)
     r.key, r.label, r.target = c.key, c.label, c.target
     rows[#rows + 1] = r
     progress(r)
+  end
+end
+
+-- The solver of examples/solver.lua (examples/cg.lua) at its default size,
+-- to convergence: the device loop (one launch of the solve graph) and the
+-- host-driven loop (the start graph, then a launch of the step graph and a
+-- read of the residual an iteration), each against the same launches of
+-- the same graph execs from C. Unless the driver cannot run its kernels.
+local CG_N, CG_TOL = 256, 1e-10
+do
+  package.path = here .. "/../examples/?.lua;" .. package.path
+  local cg = require "cg"
+  local ustar, b = cg.problem(CG_N)
+  local maxit = 20 * CG_N + 1000
+  local ok, solver = pcall(cg.new, CG_N, b, CG_TOL, maxit)
+  if not ok then
+    if type(solver) ~= "table" or solver.name ~= "CUDA_ERROR_NOT_SUPPORTED"
+    then
+      error(solver, 0)
+    end
+    notes[#notes + 1] = "solver rows skipped: this driver cannot run the "
+      .. "solver's kernels (" .. tostring(solver) .. ")"
+  else
+    local st, solve = solver.stream, solver.solve
+    solve:launch()
+    local want = solver.iterations()
+    -- raises unless a solve took want iterations and x is u*
+    local function check(label, iters)
+      local u, err, big = solver.x:download(), 0, 0
+      for i = 1, CG_N * CG_N do
+        err = math.max(err, math.abs(u[i] - ustar[i]))
+        big = math.max(big, math.abs(ustar[i]))
+      end
+      if iters ~= want or want >= maxit or err / big >= 1e-5 then
+        error(("%s: %d iterations (%d before), max error %.2e"):format(label,
+          iters, want, err / big), 0)
+      end
+    end
+    check("solver", want)
+    local function row(key, label, lside)
+      local r = paired(ref.block, lside, {})
+      r.key, r.label = key, label
+      rows[#rows + 1] = r
+      progress(r)
+      return r
+    end
+    ref.setup("replay", 1, nil, solve:handle(), st:handle())
+    local dev_row = row("cg_device", "solver, device loop", function(iters)
+      local t0 = now()
+      for _ = 1, iters do solve:launch() end
+      st:synchronize()
+      return (now() - t0) * 1e6 / iters
+    end)
+    check("solver, device loop", solver.iterations())
+    ref.setup("cg", maxit, nil, solver.step:handle(), st:handle(),
+              solver.res:address(), solver.start:handle(), CG_TOL)
+    local k
+    local host_row = row("cg_host", "solver, host-driven loop", function(iters)
+      local t0 = now()
+      for _ = 1, iters do k = solver.drive() end
+      st:synchronize()
+      return (now() - t0) * 1e6 / iters
+    end)
+    check("solver, host-driven loop (Lua)", k)
+    check("solver, host-driven loop (C)", select(2, ref.check()))
+    local lx, cx = host_row.lua / dev_row.lua, host_row.c / dev_row.c
+    notes[#notes + 1] = ("solver, %dx%d Poisson, CG to %g (%d iterations): "
+      .. "the device loop %.1fx faster to convergence than the host-driven "
+      .. "loop in Lua, %.1fx in C (target at least 3, %s)"):format(CG_N, CG_N,
+      CG_TOL, want, lx, cx, lx >= 3 and "met" or "MISS")
   end
 end
 

@@ -8,15 +8,19 @@
    the Lua side's blocks in the same process and thread:
 
      ref.open(ptx, args_ptx)  the context, module, stream and buffers
-     ref.setup(case, k [, source [, exec, stream, pos]])
+     ref.setup(case, k [, source [, exec, stream, pos [, start, tol]]])
                               case eager (inc_i32), args (argsK), replay
                               (the graph exec of k inc_i32 that Lua
                               captured, on its stream), scalar (the same,
                               9 inc_i32 and mark_u32 reading the scalar at
                               pos, set before each launch), while (the
                               same, a graph of one while node of k turns),
-                              capture (k launches) or compile (NVRTC
-                              compiles of source for compute_k); x zeroed
+                              cg (the solver's host-driven loop: the exec
+                              start, then exec and a read of the residual
+                              at pos an iteration while it is above tol,
+                              at most k), capture (k launches) or compile
+                              (NVRTC compiles of source for compute_k); x
+                              zeroed
      ref.block(n)             n iterations of the case's loop and a stream
                               synchronize: microseconds per iteration
      ref.check()              raises unless x[0] counts every inc launched;
@@ -47,9 +51,9 @@
    cuGraphInstantiateWithFlags). */
 #define DRIVER(X) \
   X(cuInit) X(cuGetErrorName) X(cuDeviceGet) X(cuDevicePrimaryCtxRetain) \
-  X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuStreamCreate) \
-  X(cuStreamDestroy) X(cuStreamSynchronize) X(cuMemAlloc) X(cuMemFree) \
-  X(cuMemsetD32Async) X(cuMemcpyDtoHAsync) X(cuModuleLoadDataEx) \
+  X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuCtxSynchronize) \
+  X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuMemAlloc) \
+  X(cuMemFree) X(cuMemsetD32Async) X(cuMemcpyDtoHAsync) X(cuModuleLoadDataEx) \
   X(cuModuleUnload) X(cuModuleGetFunction) X(cuLaunchKernel) \
   X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiate) \
   X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy) \
@@ -170,11 +174,14 @@ static struct {
   void (*loop)(long);
   int k, incs;
   long long count;
-  long last;    /* the iterations of the last block (scalar: the value) */
+  long last;    /* the iterations of the last block (scalar: the value;
+                   cg: the iterations of the last solve) */
   CUfunction f; /* argsK */
   CUgraphExec exec; /* replay and scalar: the graph Lua captured, */
   CUstream s;       /* its stream */
-  CUdeviceptr pos;  /* and its scalar */
+  CUdeviceptr pos;  /* and its scalar (cg: the residual) */
+  CUgraphExec start; /* cg: the start graph, */
+  double tol;        /* and the tolerance */
 } run;
 
 /* The primary context of the device, current, as the binding uses it. */
@@ -260,6 +267,26 @@ static void scalar(long n) {
   for (long i = 1; i <= n; i++) {
     CU(cuMemsetD32Async, run.pos, (unsigned)i, 1, run.s);
     CU(cuGraphLaunch, run.exec, run.s);
+  }
+}
+
+/* for i = 1, n do k = solver.drive() end (examples/cg.lua): the start
+   graph, then the step graph and res:get() (cuCtxSynchronize, then the
+   copy on a stream of its own and its synchronize) an iteration while the
+   residual is above tol and fewer than run.k iterations ran. */
+static void cg(long n) {
+  for (long i = 0; i < n; i++) {
+    double res;
+    long k = 0;
+    CU(cuGraphLaunch, run.start, run.s);
+    do {
+      CU(cuGraphLaunch, run.exec, run.s);
+      k++;
+      cu_check("cuCtxSynchronize", cu.cuCtxSynchronize());
+      CU(cuMemcpyDtoHAsync, &res, run.pos, sizeof res, b.s);
+      CU(cuStreamSynchronize, b.s);
+    } while (res > run.tol && k < run.k);
+    run.last = k;
   }
 }
 
@@ -371,13 +398,15 @@ static void *handle(lua_State *L, int idx) {
   return (void *)(intptr_t)luaL_checkinteger(L, idx);
 }
 
-/* ref.setup(case, k [, source [, exec, stream, pos]]): x zeroed, the last
-   graph destroyed. replay and scalar launch the graph Lua captured (exec,
-   on stream; scalar: memset pos first), so that both sides run the same
-   work on the device: their x counts the C side's launches too. */
+/* ref.setup(case, k [, source [, exec, stream, pos [, start, tol]]]): x
+   zeroed, the last graph destroyed. replay and scalar launch the graph Lua
+   captured (exec, on stream; scalar: memset pos first), so that both sides
+   run the same work on the device: their x counts the C side's launches
+   too. cg launches the solver's graphs Lua captured. */
 static int lsetup(lua_State *L) {
   static const char *const names[] = {"eager", "args", "replay", "scalar",
-                                      "capture", "while", "compile", NULL};
+                                      "capture", "while", "compile", "cg",
+                                      NULL};
   int c = luaL_checkoption(L, 1, NULL, names);
   int k = (int)luaL_optinteger(L, 2, 0), i = 0;
   if (!b.mod) return luaL_error(L, "ref.setup: not open");
@@ -406,6 +435,15 @@ static int lsetup(lua_State *L) {
     luaL_argcheck(L, k > 0, 2, "expected a launch count");
     run.loop = capture;
     break;
+  case 7:
+    luaL_argcheck(L, k > 0, 2, "expected an iteration limit");
+    run.exec = handle(L, 4);
+    run.s = handle(L, 5);
+    run.pos = (CUdeviceptr)(uintptr_t)handle(L, 6);
+    run.start = handle(L, 7);
+    run.tol = luaL_checknumber(L, 8);
+    run.loop = cg;
+    break;
   default:
     compile_setup(luaL_checkstring(L, 3), k);
     run.loop = compile;
@@ -418,15 +456,16 @@ static int lsetup(lua_State *L) {
 static int lblock(lua_State *L) {
   long n = (long)luaL_checkinteger(L, 1);
   luaL_argcheck(L, n > 0 && run.loop, 1, "no case set up, or n < 1");
+  run.last = n;
   lua_pushnumber(L, timed(run.loop, n));
   run.count += (long long)run.incs * n;
-  run.last = n;
   return 1;
 }
 
 /* ref.check(): the work of the blocks ran: x[0] counts every inc_i32 (and
    argsN) launched. The work of a shared graph is Lua's to check: returns
-   the inc_i32 launches of the C side and its last value set. */
+   the inc_i32 launches of the C side and its last value set (cg: the
+   iterations of its last solve). */
 static int lcheck(lua_State *L) {
   if (run.exec) {
     lua_pushinteger(L, (lua_Integer)run.count);
