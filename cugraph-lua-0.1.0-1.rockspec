@@ -56,6 +56,7 @@ build = {
          sources = {
             "src/context.c", "src/driver.c", "src/stream.c", "src/buffer.c",
             "src/scalar.c", "src/event.c", "src/module.c", "src/graph.c",
+            "src/cond.c", "src/handle.c", "src/reload.c", "src/interop.c",
             "src/nvrtc.c", "src/ptx.c", "src/image.c", "src/lcugraph.c",
          },
          incdirs = { "src", "$(CUDA_INCDIR)" },

@@ -133,12 +133,14 @@ describe("k:launch", function()
     local y = cuda.buffer("f32", 4):fill(0)
     local reused = 0
     for _ = 1, 200 do
-      local x = cuda.buffer("f32", 4):fill(1)
-      local st = cuda.stream()
-      k:launch(st, 1, 4, 1.0, x, y, 4)
-      st:synchronize()
-      local xa, sa = ("%p"):format(x), ("%p"):format(st)
-      x, st = nil, nil
+      local xa, sa
+      do -- x and st go out of scope: collectable
+        local x = cuda.buffer("f32", 4):fill(1)
+        local st = cuda.stream()
+        k:launch(st, 1, 4, 1.0, x, y, 4)
+        st:synchronize()
+        xa, sa = ("%p"):format(x), ("%p"):format(st)
+      end
       collectgarbage()
       collectgarbage()
       for _, o in ipairs { cuda.buffer("i32", 4), cuda.buffer("i32", 4), cuda.event() } do
