@@ -159,6 +159,7 @@ typedef ptrdiff_t GLsizeiptr;
   X(void, glReadPixels, (GLint, GLint, GLsizei, GLsizei, GLenum, GLenum, \
                          void *)) \
   X(void, glFinish, (void)) \
+  X(const unsigned char *, glGetString, (GLenum)) \
   X(GLenum, glGetError, (void))
 
 #define FN(ret, name, args) ret (*name) args;
@@ -263,7 +264,11 @@ static int start_gl(glstate *g) {
             (unsigned)egl.eglGetError());
     return 0;
   }
-  printf("render: EGL %d.%d, OpenGL context current\n", major, minor);
+  const unsigned char *version = gl.glGetString(0x1F02 /* GL_VERSION */);
+  const unsigned char *renderer = gl.glGetString(0x1F01 /* GL_RENDERER */);
+  printf("render: EGL %d.%d, OpenGL %s on %s\n", major, minor,
+         version ? (const char *)version : "?",
+         renderer ? (const char *)renderer : "?");
   gl.glGenBuffers(1, &g->vbo);
   gl.glBindBuffer(GL_ARRAY_BUFFER, g->vbo);
   gl.glBufferData(GL_ARRAY_BUFFER, (GLsizeiptr)N * 2 * sizeof(float), NULL,
@@ -316,8 +321,16 @@ static int draw(glstate *g, unsigned char *rgba) {
   gl.glPixelStorei(GL_PACK_ALIGNMENT, 1);
   unsigned char *rows = malloc((size_t)W * H * 4);
   if (!rows) return 0;
+  memset(rows, 0xff, (size_t)W * H * 4);
   gl.glReadPixels(0, 0, W, H, GL_RGBA, GL_UNSIGNED_BYTE, rows);
   gl.glFinish();
+  if (rows[3] != 255) { /* the corner is the opaque clear colour */
+    fprintf(stderr, "render: read back %d %d %d %d at a corner, not the "
+            "clear colour (GL error 0x%x)\n", rows[0], rows[1], rows[2],
+            rows[3], (unsigned)gl.glGetError());
+    free(rows);
+    return 0;
+  }
   for (int y = 0; y < H; y++) /* GL's rows go bottom up */
     memcpy(rgba + (size_t)y * W * 4, rows + (size_t)(H - 1 - y) * W * 4,
            (size_t)W * 4);
