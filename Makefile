@@ -8,6 +8,10 @@ CC ?= cc
 PKG_CONFIG ?= pkg-config
 LUA ?= lua5.4
 PREFIX ?= /usr/local
+# The one place the version is written: the binary, the core, the installed
+# header and pkg-config file take it from here; spec/18-ux_spec.lua checks
+# the rockspec, the header's default, the docs and CHANGELOG.md against it.
+VERSION := $(shell cat VERSION)
 # Where everything is built; make test-asan builds into build-asan.
 BUILD ?= build
 
@@ -18,7 +22,7 @@ LUA_CFLAGS ?= $(shell $(PKG_CONFIG) --cflags lua5.4 2>/dev/null)
 LUA_LIBS ?= $(shell $(PKG_CONFIG) --libs lua5.4 2>/dev/null)
 CFLAGS ?= -O2 -g
 ALL_CFLAGS = -std=c11 -pthread $(CFLAGS) $(WARN) $(WERROR) -fPIC $(LUA_CFLAGS) \
-             -I$(CUDA_HOME)/include -Isrc
+             -I$(CUDA_HOME)/include -Isrc -DCUGRAPH_VERSION='"$(VERSION)"'
 
 READLINE := $(shell test -f /usr/include/readline/readline.h && echo yes)
 ifeq ($(READLINE),yes)
@@ -34,16 +38,16 @@ SPEC_ENV = CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) XDG_CACHE_HOME=$(CURDIR)/$(BUILD
 
 all: $(BUILD)/cugraph-lua $(BUILD)/cugraph/core.so $(BUILD)/libcugraph.a
 
-$(BUILD)/obj/%.o: src/%.c src/core.h src/driver.h src/ptx.h src/image.h src/cugraph.h | deps
+$(BUILD)/obj/%.o: src/%.c src/core.h src/driver.h src/ptx.h src/image.h src/cugraph.h VERSION | deps
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/obj/host.o: src/host.c | deps
+$(BUILD)/obj/host.o $(BUILD)/obj/repl.o: $(BUILD)/obj/%.o: src/%.c src/host.h src/cugraph.h VERSION | deps
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(HOST_DEFS) -c $< -o $@
 
 # Linked to the shared liblua5.4 so Lua C modules (busted's) load into it.
-$(BUILD)/cugraph-lua: $(BUILD)/obj/host.o $(OBJS)
+$(BUILD)/cugraph-lua: $(BUILD)/obj/host.o $(BUILD)/obj/repl.o $(OBJS)
 	$(CC) $(CFLAGS) -pthread -rdynamic -o $@ $^ $(LUA_LIBS) $(HOST_LIBS) -ldl -lm
 
 $(BUILD)/cugraph/core.so: $(OBJS)
@@ -72,12 +76,18 @@ $(BUILD)/kernels.fatbin: spec/kernels/kernels.cu
 	  -gencode arch=compute_75,code=compute_75 $< -o $@
 
 # Debian packages the build and the tests need: installed when root, else
-# named. CUDA comes from the toolkit (CUDA_HOME).
+# named. CUDA comes from the toolkit (CUDA_HOME). `make deps` also installs
+# what the REPL (readline) and the examples (libpng) use; the build goes on
+# without them and says what it left out.
 deps:
 	@missing=""; \
 	$(PKG_CONFIG) --exists lua5.4 2>/dev/null || missing="$$missing liblua5.4-dev pkgconf"; \
 	command -v $(LUA) >/dev/null || missing="$$missing lua5.4"; \
 	command -v busted >/dev/null || missing="$$missing lua-busted"; \
+	if [ "$(MAKECMDGOALS)" = deps ]; then \
+	  test -f /usr/include/readline/readline.h || missing="$$missing libreadline-dev"; \
+	  $(PKG_CONFIG) --exists libpng 2>/dev/null || missing="$$missing libpng-dev"; \
+	fi; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    echo "installing:$$missing"; \
@@ -86,7 +96,9 @@ deps:
 	  else echo "missing Debian packages:$$missing (apt-get install$$missing)"; exit 1; fi; \
 	fi; \
 	test -f $(CUDA_HOME)/include/cuda.h || \
-	  { echo "CUDA headers not found in $(CUDA_HOME)/include; set CUDA_HOME"; exit 1; }
+	  { echo "CUDA headers not found in $(CUDA_HOME)/include; set CUDA_HOME"; exit 1; }; \
+	test -f /usr/include/readline/readline.h || \
+	  echo "note: no libreadline-dev: the REPL has no line editing, history or completion (make deps)"
 
 # A host that closes its lua_State at exit, after the driver's teardown.
 $(BUILD)/late_close: spec/support/late_close.c $(BUILD)/libcugraph.a
