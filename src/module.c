@@ -409,9 +409,17 @@ static int module_kernels(lua_State *L) {
   return 1;
 }
 
-/* m.name is m:kernel(name) */
+/* m.name is m:kernel(name), or nil when a PTX module has no such entry
+   (m:kernel raises) */
 static int module_index(lua_State *L) {
   if (cg_method(L)) return 1;
+  cg_module *m = cg_checkobj(L, 1, CG_MODULE);
+  const char *name = luaL_checkstring(L, 2);
+  int i = 0;
+  while (m->entries && i < m->nentries && strcmp(m->entries[i].name, name) &&
+         strcmp(m->entries[i].base, name))
+    i++;
+  if (m->entries && i == m->nentries) return 0;
   lua_settop(L, 2);
   return module_kernel(L);
 }
