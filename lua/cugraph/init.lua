@@ -10,6 +10,7 @@ for k, v in pairs(core) do cuda[k] = v end
 -- Internal parts of the core, not part of the API.
 local readfile, add_method, compile = core.readfile, core.add_method, core.compile
 cuda.readfile, cuda.add_method, cuda.nvrtc_version = nil, nil, nil
+local nvrtc_version = core.nvrtc_version
 
 cuda._VERSION = "cugraph-lua " .. core.version
 
@@ -143,6 +144,23 @@ function cuda.compile(source, opts)
     if not (is_error(m) and fallback[m.name]) then raise(m, 2) end
   end
   return (call(core.module, ptx, name, nil, types))
+end
+
+--- cuda.info() -> table: the driver, devices, NVRTC and compile cache, for
+-- a report (cugraph-lua --info). Never raises.
+function cuda.info()
+  local i = { version = core.version, lua = _VERSION, devices = {} }
+  local ok, why = core.available()
+  i.reason = why
+  i.device_count = ok and core.device_count() or 0
+  for d = 0, i.device_count - 1 do
+    local got, dev = pcall(core.device, d)
+    i.devices[#i.devices + 1] = got and dev or { ordinal = d, error = tostring(dev) }
+    if got then i.driver = ("%d.%d"):format(dev.driver_version // 1000, dev.driver_version % 1000 // 10) end
+  end
+  i.nvrtc, i.nvrtc_error = nvrtc_version()
+  i.cache_dir, i.cache_size = core.compile_cache_dir()
+  return i
 end
 
 --- cuda.load(path) -> Buffer, shape: a NumPy .npy file into a new buffer.
