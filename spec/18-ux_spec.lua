@@ -90,6 +90,13 @@ describe("extern \"C\" kernels compiled from source", function()
     assert.same({ 12, 24, 36, 48 }, y:download())
   end)
 
+  it("sit beside C++ kernels, whose mangled names type them, in one module", function()
+    local m = cuda.compile(saxpy .. "__global__ void axpy(float a, const float *x, float *y, int n) {}\n")
+    collectgarbage("collect") -- the signatures live as long as the module
+    assert.equals("axpy(f32, const f32*, f32*, i32)", m.axpy:signature())
+    assert.equals("saxpy(f32, const f32*, f32*, i32)", m.saxpy:signature())
+  end)
+
   it("keep PTX types where the compiler cannot spell them (a struct by value)", function()
     local src = "struct P { int a, b; };\n" ..
                 "extern \"C\" __global__ void pair(P p, int *out) { *out = p.a + p.b; }\n"

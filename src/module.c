@@ -175,7 +175,8 @@ static void settypes(lua_State *L, int idx, ptx_entry *e, int n) {
   ptx_param ps[PTX_MAX_PARAMS];
   char base[sizeof e->base];
   for (int i = 0; i < n; i++) {
-    if (e[i].typed || lua_getfield(L, idx, e[i].name) != LUA_TSTRING) {
+    if (e[i].typed) continue;
+    if (lua_getfield(L, idx, e[i].name) != LUA_TSTRING) {
       lua_pop(L, 1);
       continue;
     }
