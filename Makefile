@@ -8,6 +8,10 @@ CC ?= cc
 PKG_CONFIG ?= pkg-config
 LUA ?= lua5.4
 PREFIX ?= /usr/local
+# The one place the version is written: the binary, the core, the installed
+# header and pkg-config file take it from here; spec/20-ux_spec.lua checks
+# the rockspec, the header's default, the docs and CHANGELOG.md against it.
+VERSION := $(shell cat VERSION)
 # Where everything is built; make test-asan builds into build-asan.
 BUILD ?= build
 
@@ -18,7 +22,7 @@ LUA_CFLAGS ?= $(shell $(PKG_CONFIG) --cflags lua5.4 2>/dev/null)
 LUA_LIBS ?= $(shell $(PKG_CONFIG) --libs lua5.4 2>/dev/null)
 CFLAGS ?= -O2 -g
 ALL_CFLAGS = -std=c11 -pthread $(CFLAGS) $(WARN) $(WERROR) -fPIC $(LUA_CFLAGS) \
-             -I$(CUDA_HOME)/include -Isrc
+             -I$(CUDA_HOME)/include -Isrc -DCUGRAPH_VERSION='"$(VERSION)"'
 
 READLINE := $(shell test -f /usr/include/readline/readline.h && echo yes)
 ifeq ($(READLINE),yes)
@@ -35,16 +39,16 @@ SPEC_ENV = CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) XDG_CACHE_HOME=$(CURDIR)/$(BUILD
 
 all: $(BUILD)/cugraph-lua $(BUILD)/cugraph/core.so $(BUILD)/libcugraph.a
 
-$(BUILD)/obj/%.o: src/%.c src/core.h src/driver.h src/ptx.h src/image.h src/cugraph.h src/setters.h | deps
+$(BUILD)/obj/%.o: src/%.c src/core.h src/driver.h src/ptx.h src/image.h src/cugraph.h src/setters.h VERSION | deps
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/obj/host.o: src/host.c | deps
+$(BUILD)/obj/host.o $(BUILD)/obj/repl.o: $(BUILD)/obj/%.o: src/%.c src/host.h src/cugraph.h VERSION | deps
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(HOST_DEFS) -c $< -o $@
 
 # Linked to the shared liblua5.4 so Lua C modules (busted's) load into it.
-$(BUILD)/cugraph-lua: $(BUILD)/obj/host.o $(OBJS)
+$(BUILD)/cugraph-lua: $(BUILD)/obj/host.o $(BUILD)/obj/repl.o $(OBJS)
 	$(CC) $(CFLAGS) -pthread -rdynamic -o $@ $^ $(LUA_LIBS) $(HOST_LIBS) -ldl -lm
 
 $(BUILD)/cugraph/core.so: $(OBJS)
@@ -73,12 +77,18 @@ $(BUILD)/kernels.fatbin: spec/kernels/kernels.cu
 	  -gencode arch=compute_75,code=compute_75 $< -o $@
 
 # Debian packages the build and the tests need: installed when root, else
-# named. CUDA comes from the toolkit (CUDA_HOME).
+# named. CUDA comes from the toolkit (CUDA_HOME). `make deps` also installs
+# what the REPL (readline) and the examples (libpng) use; the build goes on
+# without them and says what it left out. NO_DEPS=1 (the rock) skips all.
 deps:
-	@missing=""; \
+	@test -z "$(NO_DEPS)" || exit 0; missing=""; \
 	$(PKG_CONFIG) --exists lua5.4 2>/dev/null || missing="$$missing liblua5.4-dev pkgconf"; \
 	command -v $(LUA) >/dev/null || missing="$$missing lua5.4"; \
 	command -v busted >/dev/null || missing="$$missing lua-busted"; \
+	if [ "$(MAKECMDGOALS)" = deps ]; then \
+	  test -f /usr/include/readline/readline.h || missing="$$missing libreadline-dev"; \
+	  $(PKG_CONFIG) --exists libpng 2>/dev/null || missing="$$missing libpng-dev"; \
+	fi; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    echo "installing:$$missing"; \
@@ -87,7 +97,9 @@ deps:
 	  else echo "missing Debian packages:$$missing (apt-get install$$missing)"; exit 1; fi; \
 	fi; \
 	test -f $(CUDA_HOME)/include/cuda.h || \
-	  { echo "CUDA headers not found in $(CUDA_HOME)/include; set CUDA_HOME"; exit 1; }
+	  { echo "CUDA headers not found in $(CUDA_HOME)/include; set CUDA_HOME"; exit 1; }; \
+	test -f /usr/include/readline/readline.h || \
+	  echo "note: no libreadline-dev: the REPL has no line editing, history or completion (make deps)"
 
 # A host that closes its lua_State at exit, after the driver's teardown.
 $(BUILD)/late_close: spec/support/late_close.c $(BUILD)/libcugraph.a
@@ -103,10 +115,10 @@ $(BUILD)/capi $(BUILD)/threads $(BUILD)/handles: $(BUILD)/%: spec/support/%.c $(
 
 test: all $(DOUBLE) $(KERNELS) $(SPEC_BINS)
 	$(SPEC_ENV) CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
-	  $(BUILD)/cugraph-lua "$$(command -v busted)" $(BUSTED_ARGS)
+	  $(BUILD)/cugraph-lua "$$(command -v busted)" --ignore-lua $(BUSTED_ARGS)
 
 test-gpu: all $(KERNELS) $(SPEC_BINS)
-	$(SPEC_ENV) $(BUILD)/cugraph-lua "$$(command -v busted)" $(BUSTED_ARGS)
+	$(SPEC_ENV) $(BUILD)/cugraph-lua "$$(command -v busted)" --ignore-lua $(BUSTED_ARGS)
 
 run: all
 	$(BUILD)/cugraph-lua examples/model.lua
@@ -115,7 +127,7 @@ run: all
 # allocation: a finalizer may run inside any C function of the runtime.
 test-gcstress: all $(DOUBLE) $(KERNELS) $(SPEC_BINS)
 	$(SPEC_ENV) CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
-	  $(BUILD)/cugraph-lua "$$(command -v busted)" \
+	  $(BUILD)/cugraph-lua "$$(command -v busted)" --ignore-lua \
 	  --helper=spec/support/gcstress.lua $(BUSTED_ARGS)
 
 # The suite under valgrind on the test double: any invalid access or definite
@@ -127,7 +139,7 @@ VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full \
 test-valgrind: all $(DOUBLE) $(KERNELS) $(SPEC_BINS)
 	$(SPEC_ENV) CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
 	  CUGRAPH_LUA_VALGRIND="$(VALGRIND)" \
-	  $(VALGRIND) $(BUILD)/cugraph-lua "$$(command -v busted)" $(BUSTED_ARGS)
+	  $(VALGRIND) $(BUILD)/cugraph-lua "$$(command -v busted)" --ignore-lua $(BUSTED_ARGS)
 
 # The suite built with AddressSanitizer and UndefinedBehaviorSanitizer into
 # build-asan (core, host, double; the sanitizer runtimes are linked into
@@ -146,7 +158,7 @@ ASAN_GOAL ?= test # test-gcstress: with a collection at every allocation
 # Every call of the fault sweep (spec/14-faults_spec.lua), not three per API.
 fault-sweep: all $(DOUBLE) $(KERNELS)
 	$(SPEC_ENV) CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) CUGRAPH_FULL_SWEEP=1 \
-	  $(BUILD)/cugraph-lua "$$(command -v busted)" spec/14-faults_spec.lua
+	  $(BUILD)/cugraph-lua "$$(command -v busted)" --ignore-lua spec/14-faults_spec.lua
 
 # build/threads under helgrind on the test double: any data race or lock
 # misuse fails. Races inside libnvrtc's own code are suppressed
@@ -169,7 +181,7 @@ test-threads-helgrind: all $(DOUBLE) $(KERNELS) $(BUILD)/threads $(BUILD)/handle
 SANITIZER = $(CUDA_HOME)/bin/compute-sanitizer --tool memcheck \
   --leak-check full --report-api-errors no --error-exitcode 99
 sanitize-gpu: all examples $(KERNELS) $(SPEC_BINS)
-	$(SPEC_ENV) $(SANITIZER) $(BUILD)/cugraph-lua "$$(command -v busted)" $(BUSTED_ARGS)
+	$(SPEC_ENV) $(SANITIZER) $(BUILD)/cugraph-lua "$$(command -v busted)" --ignore-lua $(BUSTED_ARGS)
 	$(SANITIZER) $(BUILD)/cugraph-lua examples/model.lua
 	$(SANITIZER) $(BUILD)/cugraph-lua examples/graph.lua build/examples/graph.dot
 	$(SANITIZER) $(BUILD)/cugraph-lua examples/particles.lua build/examples/frames 40 65536
@@ -204,7 +216,7 @@ FUZZ_API_SEED ?= $(shell date +%s)
 fuzz-api: all $(DOUBLE) $(KERNELS)
 	$(SPEC_ENV) CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
 	  CUGRAPH_FUZZ_SEED=$(FUZZ_API_SEED) CUGRAPH_FUZZ_COUNT=$(FUZZ_API_COUNT) \
-	  $(BUILD)/cugraph-lua "$$(command -v busted)" spec/15-fuzz_spec.lua
+	  $(BUILD)/cugraph-lua "$$(command -v busted)" --ignore-lua spec/15-fuzz_spec.lua
 
 clean:
 	rm -rf build build-asan
@@ -215,24 +227,31 @@ clean:
 # -- install ------------------------------------------------------------------
 LUA_LDIR ?= $(PREFIX)/share/lua/5.4
 LUA_CDIR ?= $(PREFIX)/lib/lua/5.4
+BINDIR ?= $(PREFIX)/bin
+TYPES_DIR ?= $(PREFIX)/share/cugraph-lua/types
 
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LUA_CDIR)/cugraph \
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LUA_CDIR)/cugraph \
 	  $(DESTDIR)$(LUA_LDIR)/cugraph $(DESTDIR)$(PREFIX)/include \
-	  $(DESTDIR)$(PREFIX)/lib/pkgconfig
-	install -m 755 $(BUILD)/cugraph-lua $(DESTDIR)$(PREFIX)/bin/
+	  $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(TYPES_DIR)
+	install -m 755 $(BUILD)/cugraph-lua $(DESTDIR)$(BINDIR)/
 	install -m 755 $(BUILD)/cugraph/core.so $(DESTDIR)$(LUA_CDIR)/cugraph/
 	install -m 644 lua/cugraph/*.lua $(DESTDIR)$(LUA_LDIR)/cugraph/
-	install -m 644 src/cugraph.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 types/cugraph.lua $(DESTDIR)$(TYPES_DIR)/
+	sed -e 's|^#define CUGRAPH_VERSION ".*"|#define CUGRAPH_VERSION "$(VERSION)"|' \
+	  src/cugraph.h > $(DESTDIR)$(PREFIX)/include/cugraph.h
 	install -m 644 $(BUILD)/libcugraph.a $(DESTDIR)$(PREFIX)/lib/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@CUDA_HOME@|$(CUDA_HOME)|' \
+	  -e 's|@VERSION@|$(VERSION)|' \
 	  cugraph-lua.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/cugraph-lua.pc
 
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/bin/cugraph-lua $(DESTDIR)$(LUA_CDIR)/cugraph/core.so \
-	  $(DESTDIR)$(LUA_LDIR)/cugraph/init.lua $(DESTDIR)$(PREFIX)/include/cugraph.h \
+	rm -f $(DESTDIR)$(BINDIR)/cugraph-lua $(DESTDIR)$(LUA_CDIR)/cugraph/core.so \
+	  $(DESTDIR)$(LUA_LDIR)/cugraph/init.lua $(DESTDIR)$(LUA_LDIR)/cugraph/npy.lua \
+	  $(DESTDIR)$(TYPES_DIR)/cugraph.lua $(DESTDIR)$(PREFIX)/include/cugraph.h \
 	  $(DESTDIR)$(PREFIX)/lib/libcugraph.a $(DESTDIR)$(PREFIX)/lib/pkgconfig/cugraph-lua.pc
-	-rmdir $(DESTDIR)$(LUA_CDIR)/cugraph $(DESTDIR)$(LUA_LDIR)/cugraph 2>/dev/null
+	-rmdir $(DESTDIR)$(LUA_CDIR)/cugraph $(DESTDIR)$(LUA_LDIR)/cugraph \
+	  $(DESTDIR)$(TYPES_DIR) $(DESTDIR)$(PREFIX)/share/cugraph-lua 2>/dev/null
 
 .PHONY: install uninstall
 include bench/bench.mk

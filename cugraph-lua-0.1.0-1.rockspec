@@ -2,13 +2,14 @@
 --
 -- From a checkout:
 --
---   luarocks --lua-version 5.4 make CUDA_DIR=/usr/local/cuda
+--   luarocks --lua-version 5.4 make --tree ~/.luarocks CUDA_DIR=/usr/local/cuda
 --
--- (or CUDA_INCDIR=/path/to/cuda/include). Only the CUDA headers are needed
--- to build: libcuda and libnvrtc are opened with dlopen at run time, so the
--- module links against neither, and it builds and loads on machines without
--- a GPU. `luarocks make` builds from the current directory; it never fetches
--- source.url.
+-- Only the CUDA headers are needed to build: libcuda and libnvrtc are opened
+-- with dlopen at run time, so nothing links against either, and it builds
+-- and loads on machines without a GPU. The build is the project's Makefile
+-- (the module, the cugraph-lua interpreter, the annotations); `luarocks
+-- make` builds from the current directory and never fetches source.url. The
+-- version here must match the file VERSION (spec/18-ux_spec.lua checks).
 rockspec_format = "3.0"
 package = "cugraph-lua"
 version = "0.1.0-1"
@@ -32,6 +33,7 @@ device's limits; a graph replay loop allocates no Lua memory. libcuda and
 libnvrtc are loaded with dlopen at run time.
 ]],
    labels = { "cuda", "gpu", "nvidia", "ffi" },
+   license = "MIT",
 }
 
 supported_platforms = { "linux" }
@@ -40,9 +42,9 @@ dependencies = {
    "lua >= 5.4, < 5.5",
 }
 
--- Sets CUDA_DIR, CUDA_INCDIR (and CUDA_LIBDIR, CUDA_BINDIR, unused here):
--- pass CUDA_DIR=/usr/local/cuda or CUDA_INCDIR=... on the command line when
--- cuda.h is not under /usr/local/include, /usr/include or /include.
+-- Sets CUDA_DIR (and CUDA_INCDIR): pass CUDA_DIR=/usr/local/cuda on the
+-- command line when cuda.h is not under /usr/local/include, /usr/include or
+-- /include.
 external_dependencies = {
    CUDA = {
       header = "cuda.h",
@@ -50,19 +52,22 @@ external_dependencies = {
 }
 
 build = {
-   type = "builtin",
-   modules = {
-      ["cugraph.core"] = {
-         sources = {
-            "src/context.c", "src/driver.c", "src/stream.c", "src/buffer.c",
-            "src/scalar.c", "src/event.c", "src/module.c", "src/graph.c",
-            "src/cond.c", "src/handle.c", "src/reload.c", "src/interop.c",
-            "src/nvrtc.c", "src/ptx.c", "src/image.c", "src/lcugraph.c",
-         },
-         incdirs = { "src", "$(CUDA_INCDIR)" },
-         libraries = { "pthread", "dl", "m" },
-      },
-      cugraph = "lua/cugraph/init.lua",
+   type = "make",
+   build_target = "all",
+   build_variables = {
+      CFLAGS = "$(CFLAGS)",
+      CUDA_HOME = "$(CUDA_DIR)",
+      LUA_CFLAGS = "-I$(LUA_INCDIR)",
+      NO_DEPS = "1",
+   },
+   install_target = "install",
+   install_variables = {
+      PREFIX = "$(PREFIX)",
+      BINDIR = "$(BINDIR)",
+      LUA_LDIR = "$(LUADIR)",
+      LUA_CDIR = "$(LIBDIR)",
+      CUDA_HOME = "$(CUDA_DIR)",
+      NO_DEPS = "1",
    },
    copy_directories = { "docs" },
 }

@@ -172,7 +172,7 @@ end
 -- -- the GPU cases ------------------------------------------------------------
 
 local dev = cuda.device()
-local m = cuda.module(PTX)
+local m = cuda.load_module(PTX)
 local inc, mark = m.inc_i32, m.mark_u32
 local s = cuda.stream()
 local n = 256                       -- elements; one block of n threads
@@ -187,7 +187,7 @@ local notes = {}
 -- The kernels of bench/kernels.cu (argsN, turn), unless the driver cannot
 -- run them (the test double has no host version of them and answers
 -- CUDA_ERROR_NOT_SUPPORTED).
-local am = cuda.module(ARGS_PTX)
+local am = cuda.load_module(ARGS_PTX)
 do
   local ok, err = pcall(function() am.args1:launch(s, 1, n, x) end)
   if not ok then

@@ -2,7 +2,7 @@
 -- (arg[1], the PTX of spec/kernels/kernels.cu), make a buffer, launch
 -- inc_i32 once and read the result. bench-ref --cold does the same in C.
 local cuda = require "cugraph"
-local m = cuda.module(arg[1])
+local m = cuda.load_module(arg[1])
 local x = cuda.buffer("i32", 256):fill(0)
 local s = cuda.stream()
 m.inc_i32:launch(s, 1, 256, x, 256)

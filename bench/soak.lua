@@ -32,7 +32,7 @@ local function rss()
   return resident * page
 end
 
-local m = cuda.module(build .. "/kernels.ptx")
+local m = cuda.load_module(build .. "/kernels.ptx")
 local s = cuda.stream()
 local n = 256
 local x = cuda.buffer("i32", n):fill(0)

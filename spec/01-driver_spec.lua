@@ -96,10 +96,13 @@ describe("without a driver", function()
                            function() cuda.stream() end,
                            function() cuda.scalar("u32") end,
                            function() cuda.event() end,
-                           function() cuda.device_count() end } do
+                           function() cuda.device() end } do
         local ok, err = pcall(f)
         assert(not ok and err:find("no CUDA driver found"), err)
       end
+      assert(cuda.device_count() == 0)
+      local ok, why = cuda.available()
+      assert(ok == false and why:find("no CUDA driver found"), why)
       print("all refused")
     ]], env)
     assert.equals(0, code, out)

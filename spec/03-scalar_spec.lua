@@ -36,7 +36,7 @@ describe("cugraph.Scalar", function()
     assert.error_matches(function() cuda.scalar("i32", 2 ^ 31) end, "out of range for i32")
     assert.error_matches(function() cuda.scalar("i64", 2 ^ 63) end, "expected an integer, got 9.2233720368548e%+18")
     assert.error_matches(function() cuda.scalar("f32", 1e39) end, "out of range for f32")
-    assert.error_matches(function() cuda.scalar("x") end, "invalid option 'x'")
+    assert.error_matches(function() cuda.scalar("x") end, "unknown element type 'x'")
   end)
 
   it("is read by a kernel through its pointer", function()

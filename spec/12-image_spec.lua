@@ -22,9 +22,9 @@ local here = debug.getinfo(1, "S").short_src
 
 -- The message cuda.module(src) raises, with the position checked to be
 -- this file and the line of the call.
-local function refused(src)
+local function refused(src, fn)
   local line = debug.getinfo(1, "l").currentline + 1
-  local ok, err = pcall(function() cuda.module(src) end)
+  local ok, err = pcall(function() (fn or cuda.module)(src) end)
   assert.is_false(ok, "expected an error")
   assert.is_string(err)
   local at = here .. ":" .. line .. ": "
@@ -66,9 +66,9 @@ local function child(src)
   return code, out
 end
 
--- What cuda.module(path) raises in a child process.
+-- What cuda.load_module(path) raises in a child process.
 local function refused_in_child(path)
-  return child(("local ok, err = pcall(function() require('cugraph').module(%q) end)\n" ..
+  return child(("local ok, err = pcall(function() require('cugraph').load_module(%q) end)\n" ..
                 "io.write(tostring(ok), ' ', tostring(err))\n"):format(path))
 end
 
@@ -176,24 +176,24 @@ describe("cuda.module(image)", function()
   end)
 end)
 
-describe("cuda.module(path)", function()
+describe("cuda.load_module(path)", function()
   it("refuses a path with a NUL byte instead of loading its prefix", function()
     local path = H.build .. "/kernels.ptx\0junk"
-    assert.equals(("module: the path %q contains a NUL byte"):format(path),
-                  refused(path))
+    assert.equals(("load_module: the path %q contains a NUL byte"):format(path),
+                  refused(path, cuda.load_module))
   end)
 
   it("refuses a directory, naming it, at the caller's line", function()
-    assert.equals("module: " .. H.build .. ": a directory, not a regular file",
-                  refused(H.build))
-    assert.equals("module: /no/such/file.ptx: No such file or directory",
-                  refused("/no/such/file.ptx"))
+    assert.equals("load_module: " .. H.build .. ": a directory, not a regular file",
+                  refused(H.build, cuda.load_module))
+    assert.equals("load_module: /no/such/file.ptx: No such file or directory",
+                  refused("/no/such/file.ptx", cuda.load_module))
   end)
 
   it("refuses /dev/zero unread", function()
     local code, out = refused_in_child("/dev/zero")
     assert.equals(0, code, out)
-    assert.matches("^false .*:1: module: /dev/zero: a character device, not a " ..
+    assert.matches("^false .*:1: load_module: /dev/zero: a character device, not a " ..
                    "regular file$", out)
   end)
 
@@ -204,7 +204,7 @@ describe("cuda.module(path)", function()
     local code, out = refused_in_child(fifo)
     os.remove(fifo)
     assert.equals(0, code, out)
-    assert.matches("^false .*:1: module: " .. fifo:gsub("%p", "%%%0") ..
+    assert.matches("^false .*:1: load_module: " .. fifo:gsub("%p", "%%%0") ..
                    ": a FIFO, not a regular file$", out)
   end)
 
@@ -217,7 +217,7 @@ describe("cuda.module(path)", function()
     local code, out = refused_in_child(big)
     os.remove(big)
     assert.equals(0, code, out)
-    assert.matches("^false .*:1: module: " .. big:gsub("%p", "%%%0") ..
+    assert.matches("^false .*:1: load_module: " .. big:gsub("%p", "%%%0") ..
                    ": 2147483649 bytes, more than the limit of 1073741824$", out)
   end)
 end)

@@ -7,14 +7,27 @@
 #include <stdio.h>
 #include <string.h>
 #include "core.h"
+#include "ptx.h"
 
 const char *const cg_type_names[] = {
   "f32", "f64", "i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64", NULL
 };
 const unsigned char cg_type_size[] = { 4, 8, 1, 1, 2, 2, 4, 4, 8, 8 };
 
+/* An element type: a short name ("f32") or a C name for one ("float",
+   "unsigned int", "uint8_t"); an error lists them. */
 cg_type cg_checktype(lua_State *L, int idx) {
-  return (cg_type)luaL_checkoption(L, idx, NULL, cg_type_names);
+  const char *s = luaL_checkstring(L, idx);
+  ptx_param p;
+  for (int t = 0; t < CG_NTYPES; t++)
+    if (!strcmp(s, cg_type_names[t])) return (cg_type)t;
+  if (ptx_signature(s, &p, 1, NULL, 0) == 1 && p.type <= PTX_U64 &&
+      !strpbrk(s, ",*"))
+    return (cg_type)p.type;
+  return (cg_type)luaL_argerror(L, idx, lua_pushfstring(L,
+      "unknown element type '%s'; expected f32 f64 i8 u8 i16 u16 i32 u32 "
+      "i64 u64, or a C name such as float, double, int, unsigned, "
+      "long long, uint8_t", s));
 }
 
 /* Converts the number at idx to element type t into out. Integers must be
@@ -96,8 +109,10 @@ static size_t checkcount(lua_State *L, int idx, cg_type t) {
 static size_t checkrange(lua_State *L, cg_buffer *b, int oidx, size_t *count,
                          const char *what) {
   lua_Integer off = oidx ? luaL_optinteger(L, oidx, 0) : 0;
-  luaL_argcheck(L, off >= 0 && (uint64_t)off <= b->n, oidx,
-                "offset out of range");
+  if (off < 0 || (uint64_t)off > b->n)
+    luaL_argerror(L, oidx, lua_pushfstring(L, "offset %I out of range: "
+                  "element offsets are 0-based, 0..%I", (LUAI_UACINT)off,
+                  (LUAI_UACINT)b->n));
   if (*count == SIZE_MAX) *count = b->n - (size_t)off;
   if (*count > b->n - (size_t)off)
     luaL_error(L, "%s: %I elements at offset %I pass the end of the buffer "

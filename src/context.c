@@ -389,15 +389,62 @@ static int device(lua_State *L) {
   return 1;
 }
 
-/* cuda.device_count() */
-static int device_count(lua_State *L) {
-  cg_ctx *ctx = cg_sentinel(L);
+/* Why there is no usable device, or NULL; *n gets the device count. */
+static const char *probe(lua_State *L, int *n) {
   const char *why = cg_driver_load();
-  if (why) return luaL_error(L, "%s", why);
+  *n = 0;
+  if (why) return why;
+  CUresult r = cg_drv.cuDeviceGetCount(n);
+  if (r != CUDA_SUCCESS) {
+    char buf[CG_ERRNAME];
+    *n = 0;
+    return lua_pushfstring(L, "cuDeviceGetCount: %s", cg_driver_errname(r, buf));
+  }
+  return *n ? NULL : "no CUDA device found";
+}
+
+/* cuda.device_count() -> n: 0 when there is no driver (libcuda cannot be
+   opened) or cuInit finds no device; a driver that fails raises. */
+static int device_count(lua_State *L) {
+  const char *why = cg_driver_load();
   int n = 0;
-  CU(L, ctx, cuDeviceGetCount, &n);
+  if (why && strncmp(why, "no CUDA driver found", 20) &&
+      !strstr(why, "CUDA_ERROR_NO_DEVICE"))
+    return luaL_error(L, "%s", why);
+  if (!why) CU(L, cg_sentinel(L), cuDeviceGetCount, &n);
   lua_pushinteger(L, n);
   return 1;
+}
+
+/* cuda.available() -> true | false, why: never raises */
+static int available(lua_State *L) {
+  int n;
+  const char *why = probe(L, &n);
+  lua_pushboolean(L, why == NULL);
+  if (!why) return 1;
+  lua_pushstring(L, why);
+  return 2;
+}
+
+/* core.add_method(type, name, fn): a method of a cugraph type written in
+   Lua (the front end's); never replaces one of the core's */
+static int add_method(lua_State *L) {
+  const char *type = luaL_checkstring(L, 1);
+  luaL_checkstring(L, 2);
+  luaL_checktype(L, 3, LUA_TFUNCTION);
+  luaL_argcheck(L, !strncmp(type, "cugraph.", 8) &&
+                luaL_getmetatable(L, type) == LUA_TTABLE &&
+                lua_getfield(L, -1, "methods") == LUA_TTABLE, 1,
+                "not a cugraph type");
+  lua_pushvalue(L, 2);
+  if (lua_rawget(L, -2) != LUA_TNIL)
+    return luaL_error(L, "%s already has a method '%s'", type,
+                      lua_tostring(L, 2));
+  lua_pop(L, 1);
+  lua_pushvalue(L, 2);
+  lua_pushvalue(L, 3);
+  lua_rawset(L, -3);
+  return 0;
 }
 
 /* cuda.select(ordinal): the device to use, before the first GPU call */
@@ -444,6 +491,7 @@ static int status(lua_State *L) {
 
 static const luaL_Reg funcs[] = {
   {"device", device}, {"device_count", device_count},
+  {"available", available}, {"add_method", add_method},
   {"select", select_device}, {"synchronize", synchronize},
   {"status", status}, {NULL, NULL}
 };

@@ -41,7 +41,9 @@
 #include <cuda.h>
 #include <lua.h>
 
+#ifndef CUGRAPH_VERSION /* the build defines it from the file VERSION */
 #define CUGRAPH_VERSION "0.1.0"
+#endif
 
 /* The module's C part, as require "cugraph.core" opens it. */
 int luaopen_cugraph_core(lua_State *L);

@@ -97,19 +97,24 @@ int cg_driver_sticky(CUresult r) {
   }
 }
 
+/* "where: api: name: message"; where (the caller's "chunk:line") only
+   when known. */
 static int error_tostring(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
+  lua_getfield(L, 1, "where");
   lua_getfield(L, 1, "api");
   lua_getfield(L, 1, "name");
   lua_getfield(L, 1, "message");
-  lua_pushfstring(L, "%s: %s: %s", luaL_optstring(L, 2, "?"),
-                  luaL_optstring(L, 3, "?"), luaL_optstring(L, 4, "?"));
+  lua_pushfstring(L, "%s%s%s: %s: %s", luaL_optstring(L, 2, ""),
+                  lua_isstring(L, 2) ? ": " : "", luaL_optstring(L, 3, "?"),
+                  luaL_optstring(L, 4, "?"), luaL_optstring(L, 5, "?"));
   return 1;
 }
 
 void cg_pusherror(lua_State *L, const char *api, int code, const char *name,
                   const char *msg) {
-  lua_createtable(L, 0, 4);
+  size_t len;
+  lua_createtable(L, 0, 5);
   lua_pushstring(L, api);
   lua_setfield(L, -2, "api");
   lua_pushinteger(L, code);
@@ -118,7 +123,25 @@ void cg_pusherror(lua_State *L, const char *api, int code, const char *name,
   lua_setfield(L, -2, "name");
   lua_pushstring(L, msg);
   lua_setfield(L, -2, "message");
+  luaL_where(L, 1); /* "chunk:line: " of the Lua code that made the call */
+  lua_tolstring(L, -1, &len);
+  if (len > 2) {
+    lua_pushlstring(L, lua_tostring(L, -1), len - 2);
+    lua_setfield(L, -3, "where");
+  }
+  lua_pop(L, 1);
   luaL_setmetatable(L, "cugraph.Error");
+}
+
+/* cuda.is_error(v) -> whether v is an error object of the runtime */
+static int is_error(lua_State *L) {
+  int yes = lua_getmetatable(L, 1);
+  if (yes) {
+    luaL_getmetatable(L, "cugraph.Error");
+    yes = lua_rawequal(L, -1, -2);
+  }
+  lua_pushboolean(L, yes);
+  return 1;
 }
 
 void cg_driver_pusherror(lua_State *L, const char *api, CUresult r) {
@@ -142,4 +165,6 @@ void cg_driver_open(lua_State *L) {
   lua_pushvalue(L, -1);
   lua_setfield(L, -2, "__index");
   lua_pop(L, 1);
+  lua_pushcfunction(L, is_error);
+  lua_setfield(L, -2, "is_error");
 }

@@ -75,8 +75,9 @@ int cg_driver_error(lua_State *L, const char *api, CUresult r);
 void cg_driver_pusherror(lua_State *L, const char *api, CUresult r);
 
 /* Pushes an error object of any origin (NVRTC too): a table with fields
-   api, code, name, message and the metatable "cugraph.Error", whose
-   __tostring gives "api: name: message". */
+   api, code, name, message, where (the "chunk:line" of the Lua code that
+   made the call, when known) and the metatable "cugraph.Error", whose
+   __tostring gives "where: api: name: message". */
 void cg_pusherror(lua_State *L, const char *api, int code, const char *name,
                   const char *message);
 
@@ -89,7 +90,8 @@ const char *cg_driver_errname(CUresult r, char buf[CG_ERRNAME]);
 /* Errors after which the context can never work again. */
 int cg_driver_sticky(CUresult r);
 
-/* Registers the error metatable; called once from luaopen. */
+/* Registers the error metatable, and is_error in the module table on top
+   of the stack; called once from luaopen. */
 void cg_driver_open(lua_State *L);
 
 #endif

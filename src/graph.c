@@ -673,8 +673,9 @@ static int graph_id(lua_State *L) {
 
 static int graph_tostring(lua_State *L) {
   cg_graph *gr = cg_toobj(L, 1, CG_GRAPH);
-  return cg_tostring(L, &gr->h, " #%d (%d nodes, %I launches)", (int)gr->id,
-                     (int)gr->nodes, (LUAI_UACINT)gr->launches);
+  return cg_tostring(L, &gr->h, " #%d (%d node%s, %I launch%s)", (int)gr->id,
+                     (int)gr->nodes, gr->nodes == 1 ? "" : "s",
+                     (LUAI_UACINT)gr->launches, gr->launches == 1 ? "" : "es");
 }
 
 void graph_open(lua_State *L) {

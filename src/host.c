@@ -1,6 +1,7 @@
-/* cugraph-lua: a stand-alone Lua 5.4 interpreter with the CUDA binding built
-   in. Modelled on Lua 5.4's lua.c: same options, 'arg' table, LUA_INIT,
-   message handler with traceback and read-eval-print loop. */
+/* cugraph-lua: a Lua 5.4 interpreter with the CUDA binding built in. It
+   takes the options of `lua` and behaves as it does (the arg table,
+   LUA_INIT, a traceback with every error, the exit status), plus -h,
+   --version and --info. The interactive loop is in repl.c. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <limits.h>
@@ -14,35 +15,28 @@
 #include <lua.h>
 #include <lualib.h>
 
-#ifdef CG_READLINE
-#include <readline/history.h>
-#include <readline/readline.h>
-#endif
+#include "cugraph.h"
+#include "host.h"
 
-#define CG_PROGNAME "cugraph-lua"
-#define CG_VERSION "0.1.0"
+/* The options, in one pass over argv before anything runs. */
+typedef struct options {
+  int script;   /* index of the script in argv; 0: none */
+  int end;      /* argv[1..end-1] are options */
+  int interactive, version, execute, noenv, help, info;
+  const char *bad; /* the offending option, when there is one */
+} options;
 
-#define LUA_INIT_VAR "LUA_INIT"
-#define LUA_INITVARVERSION LUA_INIT_VAR LUA_VERSUFFIX
+static lua_State *running; /* the state ^C interrupts */
 
-#define LUA_PROMPT "> "
-#define LUA_PROMPT2 ">> "
-#define LUA_MAXINPUT 512
+/* -- signals and calls ---------------------------------------------------- */
 
-/* Defined in the core module, linked into this executable. */
-int luaopen_cugraph_core(lua_State *L);
-
-static lua_State *globalL = NULL;
-static const char *progname = CG_PROGNAME;
-
-/* Hook set by 'laction': raises an error at the next Lua event. */
-static void lstop(lua_State *L, lua_Debug *ar) {
+static void stop_hook(lua_State *L, lua_Debug *ar) {
   (void)ar;
   lua_sethook(L, NULL, 0, 0);
   luaL_error(L, "interrupted!");
 }
 
-static void setsignal(int sig, void (*handler)(int)) {
+static void on_signal(int sig, void (*handler)(int)) {
   struct sigaction sa;
   sa.sa_handler = handler;
   sa.sa_flags = 0;
@@ -50,15 +44,64 @@ static void setsignal(int sig, void (*handler)(int)) {
   sigaction(sig, &sa, NULL);
 }
 
-/* SIGINT while Lua runs: a second ^C before the hook fires kills the
-   process (default action); the hook stops the running code. */
-static void laction(int sig) {
-  int flag = LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE | LUA_MASKCOUNT;
-  setsignal(sig, SIG_DFL);
-  lua_sethook(globalL, lstop, flag, 1);
+/* ^C while Lua runs stops it at the next hook; a second ^C before that
+   kills the process (the default action is back). */
+static void interrupt(int sig) {
+  on_signal(sig, SIG_DFL);
+  lua_sethook(running, stop_hook,
+              LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE | LUA_MASKCOUNT, 1);
 }
 
-static void print_usage(FILE *f) {
+/* The message handler: every error gets a traceback, error objects (the
+   runtime's, or any with __tostring) too. */
+static int traceback(lua_State *L) {
+  const char *msg = lua_tostring(L, 1);
+  if (msg == NULL) {
+    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
+      msg = lua_tostring(L, -1);
+    else
+      msg = lua_pushfstring(L, "(error object is a %s value)",
+                            luaL_typename(L, 1));
+  }
+  luaL_traceback(L, L, msg, 1);
+  return 1;
+}
+
+int host_call(lua_State *L, int narg, int nres) {
+  int base = lua_gettop(L) - narg, status;
+  lua_pushcfunction(L, traceback);
+  lua_insert(L, base);
+  running = L;
+  on_signal(SIGINT, interrupt);
+  status = lua_pcall(L, narg, nres, base);
+  on_signal(SIGINT, SIG_DFL);
+  lua_remove(L, base);
+  return status;
+}
+
+int host_report(lua_State *L, int status, int named) {
+  if (status == LUA_OK) return status;
+  const char *msg = lua_tostring(L, -1);
+  if (msg == NULL) msg = "(error object is not a string)";
+  if (named) fprintf(stderr, "%s: ", HOST_NAME);
+  fprintf(stderr, "%s\n", msg);
+  fflush(stderr);
+  lua_pop(L, 1);
+  return status;
+}
+
+static int run_chunk(lua_State *L, int status) {
+  if (status == LUA_OK) status = host_call(L, 0, 0);
+  return host_report(L, status, 1);
+}
+
+static int run_string(lua_State *L, const char *s, const char *name) {
+  return run_chunk(L, luaL_loadbuffer(L, s, strlen(s), name));
+}
+
+/* -- usage, version, info --------------------------------------------------- */
+
+static void usage(FILE *f) {
   fprintf(f,
           "usage: %s [options] [script [args]]\n"
           "Available options are:\n"
@@ -69,478 +112,266 @@ static void print_usage(FILE *f) {
           "  -v        show version information\n"
           "  -E        ignore environment variables\n"
           "  -W        turn warnings on\n"
-          "  --help    show this help\n"
+          "  -h, --help  show this help\n"
+          "  --version   show version information and exit\n"
+          "  --info      show the driver, devices, NVRTC and cache, and exit\n"
           "  --        stop handling options\n"
           "  -         stop handling options and execute stdin\n"
           "Environment variables:\n"
-          "  " LUA_INITVARVERSION ", " LUA_INIT_VAR
-          "     code to run first ('@file' runs a file)\n"
-          "  LUA_PATH, LUA_CPATH        module search paths\n"
-          "  CUGRAPH_LUA_LIBCUDA        path of libcuda to load\n"
-          "  CUGRAPH_LUA_DEVICE         device ordinal (default 0)\n"
-          "  CUGRAPH_LUA_LIBNVRTC       path of libnvrtc to load\n"
-          "require \"cugraph\" loads the CUDA binding\n",
-          CG_PROGNAME);
+          "  LUA_INIT_5_4, LUA_INIT   code to run first ('@file' runs a file)\n"
+          "  LUA_PATH, LUA_CPATH      module search paths\n"
+          "  CUGRAPH_LUA_LIBCUDA      libcuda to load\n"
+          "  CUGRAPH_LUA_DEVICE       device ordinal (default 0)\n"
+          "  CUGRAPH_LUA_LIBNVRTC     libnvrtc to load\n"
+          "  CUGRAPH_LUA_CACHE_DIR    compile cache folder\n"
+          "  CUGRAPH_LUA_CACHE_SIZE   compile cache cap (default 256M)\n"
+          "Without a script, on a terminal: an interactive session with the\n"
+          "module bound to 'cuda'.\n",
+          HOST_NAME);
   fflush(f);
 }
 
-static void print_badoption(const char *badoption) {
-  fprintf(stderr, "%s: ", progname);
-  if (badoption[1] == 'e' || badoption[1] == 'l')
-    fprintf(stderr, "'%s' needs argument\n", badoption);
-  else
-    fprintf(stderr, "unrecognized option '%s'\n", badoption);
-  print_usage(stderr);
-}
-
-/* Prints an error message, prefixed by the program name when there is one. */
-static void l_message(const char *pname, const char *msg) {
-  if (pname) fprintf(stderr, "%s: ", pname);
-  fprintf(stderr, "%s\n", msg);
-  fflush(stderr);
-}
-
-/* Reports the error object on the top of the stack and pops it. */
-static int report(lua_State *L, int status) {
-  if (status != LUA_OK) {
-    const char *msg = lua_tostring(L, -1);
-    if (msg == NULL) msg = "(error object is not a string)";
-    l_message(progname, msg);
-    lua_pop(L, 1);
-  }
-  return status;
-}
-
-/* Message handler: converts the error to a string and adds a traceback. */
-static int msghandler(lua_State *L) {
-  const char *msg = lua_tostring(L, 1);
-  if (msg == NULL) {
-    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
-      return 1;
-    msg = lua_pushfstring(L, "(error object is a %s value)",
-                          luaL_typename(L, 1));
-  }
-  luaL_traceback(L, L, msg, 1);
-  return 1;
-}
-
-/* Calls the function under 'narg' arguments with the message handler and
-   the SIGINT handler in place. */
-static int docall(lua_State *L, int narg, int nres) {
-  int status;
-  int base = lua_gettop(L) - narg;
-  lua_pushcfunction(L, msghandler);
-  lua_insert(L, base);
-  globalL = L;
-  setsignal(SIGINT, laction);
-  status = lua_pcall(L, narg, nres, base);
-  setsignal(SIGINT, SIG_DFL);
-  lua_remove(L, base);
-  return status;
-}
-
-static void print_version(void) {
-  fputs(CG_PROGNAME " " CG_VERSION " (" LUA_RELEASE ")\n", stdout);
+static void version(void) {
+  fputs(HOST_NAME " " CUGRAPH_VERSION " (" LUA_RELEASE ")\n", stdout);
   fflush(stdout);
 }
 
-/* Builds the global 'arg': the script at index 0, its arguments at positive
-   indices, the interpreter and options at negative ones. */
-static void createargtable(lua_State *L, char **argv, int argc, int script) {
-  int i, narg;
-  narg = argc - (script + 1);
-  lua_createtable(L, narg, script + 1);
-  for (i = 0; i < argc; i++) {
+#ifdef CG_READLINE
+#define BUILD_READLINE "yes"
+#else
+#define BUILD_READLINE "no (make deps installs libreadline-dev)"
+#endif
+#define STR(x) #x
+#define XSTR(x) STR(x)
+
+/* What --info prints, written in Lua over cuda.info(). */
+static const char info_chunk[] =
+  "local build = ...\n"
+  "local i = require('cugraph').info()\n"
+  "local function row(k, v) print(('%-14s %s'):format(k, v)) end\n"
+  "row('cugraph-lua', i.version .. ' (' .. i.lua .. ')')\n"
+  "row('driver', i.driver or ('none: ' .. i.reason))\n"
+  "row('devices', i.device_count)\n"
+  "for _, d in ipairs(i.devices) do\n"
+  "  row('  ' .. d.ordinal, d.name and ('%s, sm_%d%d, %d SMs, %d MiB')\n"
+  "      :format(d.name, d.major, d.minor, d.multiprocessors,\n"
+  "              d.memory // 2^20) or d.error)\n"
+  "end\n"
+  "row('NVRTC', i.nvrtc or ('none: ' .. i.nvrtc_error))\n"
+  "row('cache', (i.cache_dir or 'none') .. (' (cap %d MiB)')\n"
+  "    :format(i.cache_size // 2^20))\n"
+  "for _, kv in ipairs(build) do row(kv[1], kv[2]) end\n";
+
+static int info(lua_State *L) {
+  static const char *const build[][2] = {
+    {"readline", BUILD_READLINE},
+    {"CUDA headers", XSTR(CUDA_VERSION)},
+  };
+  int n = (int)(sizeof build / sizeof *build);
+  if (luaL_loadbuffer(L, info_chunk, sizeof info_chunk - 1, "=--info"))
+    return host_report(L, LUA_ERRSYNTAX, 1);
+  lua_createtable(L, n, 0);
+  for (int i = 0; i < n; i++) {
+    lua_createtable(L, 2, 0);
+    lua_pushstring(L, build[i][0]);
+    lua_rawseti(L, -2, 1);
+    lua_pushstring(L, build[i][1]);
+    lua_rawseti(L, -2, 2);
+    lua_rawseti(L, -2, i + 1);
+  }
+  return host_report(L, host_call(L, 1, 0), 1);
+}
+
+/* -- options ---------------------------------------------------------------- */
+
+/* Reads the options up to the script; sets o->bad on a bad one. */
+static void parse(char **argv, options *o) {
+  int i;
+  memset(o, 0, sizeof *o);
+  for (i = 1; argv[i] != NULL; i++) {
+    const char *a = argv[i];
+    if (a[0] != '-') break;                        /* the script */
+    if (a[1] == '\0') break;                       /* "-": stdin */
+    if (!strcmp(a, "--")) { i++; break; }
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) { o->help = 1; continue; }
+    if (!strcmp(a, "--version")) { o->version = 2; continue; }
+    if (!strcmp(a, "--info")) { o->info = 1; continue; }
+    if (a[2] != '\0' && a[1] != 'e' && a[1] != 'l') { o->bad = a; return; }
+    switch (a[1]) {
+    case 'E': o->noenv = 1; break;
+    case 'W': break;                               /* in run_options */
+    case 'i': /* -i implies -v */
+      o->interactive = 1;
+      /* fall through */
+    case 'v':
+      if (!o->version) o->version = 1;
+      break;
+    case 'e': /* -e and -l take an argument */
+      o->execute = 1;
+      /* fall through */
+    case 'l':
+      if (a[2] == '\0' && (argv[i + 1] == NULL || argv[i + 1][0] == '-')) {
+        o->bad = a;
+        return;
+      }
+      if (a[2] == '\0') i++;
+      break;
+    default: o->bad = a; return;
+    }
+  }
+  o->end = i;
+  o->script = argv[i] != NULL ? i : 0;
+}
+
+/* Runs 'g = require "mod"' for "g=mod" or "mod". */
+static int require_into(lua_State *L, const char *spec) {
+  const char *eq = strchr(spec, '=');
+  const char *mod = eq ? eq + 1 : spec;
+  lua_getglobal(L, "require");
+  lua_pushstring(L, mod);
+  int status = host_call(L, 1, 1);
+  if (status == LUA_OK) {
+    lua_pushlstring(L, spec, eq ? (size_t)(eq - spec) : strlen(spec));
+    lua_insert(L, -2);
+    lua_setglobal(L, lua_tostring(L, -2));
+    lua_pop(L, 1);
+  }
+  return host_report(L, status, 1);
+}
+
+/* Runs -e, -l and -W in the order given; 0 on the first failure. */
+static int run_options(lua_State *L, char **argv, int end) {
+  for (int i = 1; i < end; i++) {
+    const char *a = argv[i];
+    if (a[0] != '-' || (a[1] != 'e' && a[1] != 'l' && a[1] != 'W')) continue;
+    if (a[1] == 'W') {
+      lua_warning(L, "@on", 0);
+      continue;
+    }
+    const char *val = a[2] ? a + 2 : argv[++i];
+    int status = a[1] == 'e' ? run_string(L, val, "=(command line)")
+                             : require_into(L, val);
+    if (status != LUA_OK) return 0;
+  }
+  return 1;
+}
+
+static int run_init(lua_State *L) {
+  const char *name = "=LUA_INIT_5_4";
+  const char *init = getenv(name + 1);
+  if (init == NULL) {
+    name = "=LUA_INIT";
+    init = getenv(name + 1);
+  }
+  if (init == NULL) return LUA_OK;
+  if (init[0] == '@') return run_chunk(L, luaL_loadfile(L, init + 1));
+  return run_string(L, init, name);
+}
+
+/* The global 'arg': the script at 0, its arguments after, the interpreter
+   and the options at negative indices. */
+static void make_arg(lua_State *L, char **argv, int argc, int script) {
+  lua_createtable(L, argc - script - 1 > 0 ? argc - script - 1 : 0,
+                  script + 1);
+  for (int i = 0; i < argc; i++) {
     lua_pushstring(L, argv[i]);
     lua_rawseti(L, -2, i - script);
   }
   lua_setglobal(L, "arg");
 }
 
-static int dochunk(lua_State *L, int status) {
-  if (status == LUA_OK) status = docall(L, 0, 0);
-  return report(L, status);
-}
-
-static int dofile(lua_State *L, const char *name) {
-  return dochunk(L, luaL_loadfile(L, name));
-}
-
-static int dostring(lua_State *L, const char *s, const char *name) {
-  return dochunk(L, luaL_loadbuffer(L, s, strlen(s), name));
-}
-
-/* Receives 'globname[=modname]' and runs 'globname = require(modname)'. */
-static int dolibrary(lua_State *L, char *globname) {
-  int status;
-  char *modname = strchr(globname, '=');
-  if (modname == NULL) {
-    modname = globname;
-  } else {
-    *modname = '\0';
-    modname++;
-  }
-  lua_getglobal(L, "require");
-  lua_pushstring(L, modname);
-  status = docall(L, 1, 1);
-  if (status == LUA_OK) lua_setglobal(L, globname);
-  return report(L, status);
-}
-
-/* Pushes the script arguments arg[1..n]; returns n. */
-static int pushargs(lua_State *L) {
-  int i, n;
-  if (lua_getglobal(L, "arg") != LUA_TTABLE)
-    luaL_error(L, "'arg' is not a table");
-  n = (int)luaL_len(L, -1);
-  luaL_checkstack(L, n + 3, "too many arguments to script");
-  for (i = 1; i <= n; i++) lua_rawgeti(L, -i, i);
-  lua_remove(L, -i);
-  return n;
-}
-
-static int handle_script(lua_State *L, char **argv) {
-  int status;
-  const char *fname = argv[0];
-  if (strcmp(fname, "-") == 0 && strcmp(argv[-1], "--") != 0)
-    fname = NULL; /* stdin */
-  status = luaL_loadfile(L, fname);
+static int run_script(lua_State *L, char **argv) {
+  const char *name = argv[0];
+  if (!strcmp(name, "-") && strcmp(argv[-1], "--")) name = NULL; /* stdin */
+  int status = luaL_loadfile(L, name);
   if (status == LUA_OK) {
-    int n = pushargs(L);
-    status = docall(L, n, LUA_MULTRET);
+    if (lua_getglobal(L, "arg") != LUA_TTABLE)
+      luaL_error(L, "'arg' is not a table");
+    int n = (int)luaL_len(L, -1);
+    luaL_checkstack(L, n + 3, "too many arguments to script");
+    for (int i = 1; i <= n; i++) lua_rawgeti(L, -i, i);
+    lua_remove(L, -n - 1);
+    status = host_call(L, n, LUA_MULTRET);
   }
-  return report(L, status);
+  return host_report(L, status, 1);
 }
 
-#define has_error 1 /* bad option */
-#define has_i 2     /* -i */
-#define has_v 4     /* -v */
-#define has_e 8     /* -e */
-#define has_E 16    /* -E */
-#define has_help 32 /* --help */
+/* -- the state ------------------------------------------------------------- */
 
-/* Checks the options; '*first' gets the index of the script name (or of
-   the bad option; 0 when there is no script). */
-static int collectargs(char **argv, int *first) {
-  int args = 0;
-  int i;
-  if (argv[0] == NULL) {
-    *first = -1;
-    return 0;
-  }
-  for (i = 1; argv[i] != NULL; i++) {
-    *first = i;
-    if (argv[i][0] != '-') return args;
-    switch (argv[i][1]) {
-    case '-':
-      if (strcmp(argv[i], "--help") == 0) return has_help;
-      if (argv[i][2] != '\0') return has_error;
-      *first = (argv[i + 1] != NULL) ? i + 1 : 0;
-      return args;
-    case '\0': /* '-': the script is stdin */
-      return args;
-    case 'E':
-      if (argv[i][2] != '\0') return has_error;
-      args |= has_E;
-      break;
-    case 'W':
-      if (argv[i][2] != '\0') return has_error;
-      break;
-    case 'i':
-      args |= has_i; /* -i implies -v */
-      /* fall through */
-    case 'v':
-      if (argv[i][2] != '\0') return has_error;
-      args |= has_v;
-      break;
-    case 'e':
-      args |= has_e;
-      /* fall through */
-    case 'l': /* both need an argument */
-      if (argv[i][2] == '\0') {
-        i++;
-        if (argv[i] == NULL || argv[i][0] == '-') return has_error;
-      }
-      break;
-    default:
-      return has_error;
-    }
-  }
-  *first = 0; /* no script name */
-  return args;
-}
-
-/* Runs the -e, -l and -W options in order; returns 0 on failure. */
-static int runargs(lua_State *L, char **argv, int n) {
-  int i;
-  for (i = 1; i < n; i++) {
-    int option = argv[i][1];
-    switch (option) {
-    case 'e':
-    case 'l': {
-      int status;
-      char *extra = argv[i] + 2;
-      if (*extra == '\0') extra = argv[++i];
-      status = (option == 'e') ? dostring(L, extra, "=(command line)")
-                               : dolibrary(L, extra);
-      if (status != LUA_OK) return 0;
-      break;
-    }
-    case 'W':
-      lua_warning(L, "@on", 0);
-      break;
-    }
-  }
-  return 1;
-}
-
-static int handle_luainit(lua_State *L) {
-  const char *name = "=" LUA_INITVARVERSION;
-  const char *init = getenv(name + 1);
-  if (init == NULL) {
-    name = "=" LUA_INIT_VAR;
-    init = getenv(name + 1);
-  }
-  if (init == NULL) return LUA_OK;
-  if (init[0] == '@') return dofile(L, init + 1);
-  return dostring(L, init, name);
-}
-
-/* Makes 'require "cugraph.core"' find the linked-in module. */
-static void preload_core(lua_State *L) {
-  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
-  lua_pushcfunction(L, luaopen_cugraph_core);
-  lua_setfield(L, -2, "cugraph.core");
-  lua_pop(L, 1);
-}
-
-/* Pushes the directory of the executable; returns 0 when it is unknown. */
-static int push_exedir(lua_State *L, const char *argv0) {
+/* package.path gets the front end's folders relative to the executable:
+   the build tree (<bin>/../lua) and an install (<bin>/../share/lua/5.4). */
+static void find_front_end(lua_State *L, const char *argv0) {
   char buf[PATH_MAX];
-  const char *path = buf;
-  const char *slash;
+  const char *path = buf, *slash;
   ssize_t n = readlink("/proc/self/exe", buf, sizeof buf);
   if (n > 0 && (size_t)n < sizeof buf)
     buf[n] = '\0';
   else if (argv0 != NULL && strchr(argv0, '/') != NULL)
     path = argv0;
   else
-    return 0;
+    return;
   slash = strrchr(path, '/');
   lua_pushlstring(L, path, (size_t)(slash - path));
-  return 1;
-}
-
-/* Prepends the in-tree and installed locations of the Lua front end,
-   relative to the executable, to package.path. */
-static void prepend_path(lua_State *L, const char *argv0) {
-  const char *dir;
-  if (!push_exedir(L, argv0)) return;
-  dir = lua_tostring(L, -1);
+  const char *dir = lua_tostring(L, -1);
   lua_getglobal(L, "package");
   lua_getfield(L, -1, "path");
-  lua_pushfstring(L,
-                  "%s/../lua/?.lua;%s/../lua/?/init.lua;"
-                  "%s/../share/lua/5.4/?.lua;"
-                  "%s/../share/lua/5.4/?/init.lua;%s",
+  lua_pushfstring(L, "%s/../lua/?.lua;%s/../lua/?/init.lua;"
+                  "%s/../share/lua/5.4/?.lua;%s/../share/lua/5.4/?/init.lua;%s",
                   dir, dir, dir, dir, lua_tostring(L, -1));
   lua_setfield(L, -3, "path");
   lua_pop(L, 3);
 }
 
-/* Line input for the REPL: readline on a terminal, fgets otherwise. */
-#ifdef CG_READLINE
-static int use_readline = 0;
-#endif
-
-static void initreadline(void) {
-#ifdef CG_READLINE
-  use_readline = isatty(0);
-  if (use_readline) rl_readline_name = CG_PROGNAME;
-#endif
-}
-
-/* Reads a line into '*line' (either 'buffer' or malloc'ed); returns 0 at
-   end of input. */
-static int readinput(char *buffer, char **line, const char *prompt) {
-#ifdef CG_READLINE
-  if (use_readline) return (*line = readline(prompt)) != NULL;
-#endif
-  fputs(prompt, stdout);
-  fflush(stdout);
-  *line = buffer;
-  return fgets(buffer, LUA_MAXINPUT, stdin) != NULL;
-}
-
-static void saveline(const char *line) {
-#ifdef CG_READLINE
-  if (use_readline) add_history(line);
-#else
-  (void)line;
-#endif
-}
-
-static void freeline(char *line, char *buffer) {
-  if (line != buffer) free(line);
-}
-
-/* Pushes the prompt (_PROMPT or _PROMPT2 through tostring, or the default)
-   and returns it; the caller pops it. */
-static const char *get_prompt(lua_State *L, int firstline) {
-  if (lua_getglobal(L, firstline ? "_PROMPT" : "_PROMPT2") == LUA_TNIL)
-    return firstline ? LUA_PROMPT : LUA_PROMPT2;
-  else {
-    const char *p = luaL_tolstring(L, -1, NULL);
-    lua_remove(L, -2);
-    return p;
-  }
-}
-
-#define EOFMARK "<eof>"
-#define marklen (sizeof(EOFMARK) / sizeof(char) - 1)
-
-/* Is a syntax error due to an incomplete statement? Pops it if so. */
-static int incomplete(lua_State *L, int status) {
-  if (status == LUA_ERRSYNTAX) {
-    size_t lmsg;
-    const char *msg = lua_tolstring(L, -1, &lmsg);
-    if (lmsg >= marklen && strcmp(msg + lmsg - marklen, EOFMARK) == 0) {
-      lua_pop(L, 1);
-      return 1;
-    }
-  }
-  return 0;
-}
-
-/* Prompts for a line and pushes it; returns 0 at end of input. */
-static int pushline(lua_State *L, int firstline) {
-  char buffer[LUA_MAXINPUT];
-  char *b;
-  size_t l;
-  const char *prmt = get_prompt(L, firstline);
-  if (!readinput(buffer, &b, prmt)) return 0; /* caller pops the prompt */
-  lua_pop(L, 1);
-  l = strlen(b);
-  if (l > 0 && b[l - 1] == '\n') b[--l] = '\0';
-  if (firstline && b[0] == '=') /* '=expr' as in Lua 5.2 */
-    lua_pushfstring(L, "return %s", b + 1);
-  else
-    lua_pushlstring(L, b, l);
-  freeline(b, buffer);
-  return 1;
-}
-
-/* Tries to compile the line as 'return line;'. */
-static int addreturn(lua_State *L) {
-  const char *line = lua_tostring(L, -1);
-  const char *retline = lua_pushfstring(L, "return %s;", line);
-  int status = luaL_loadbuffer(L, retline, strlen(retline), "=stdin");
-  if (status == LUA_OK) {
-    lua_remove(L, -2);
-    if (line[0] != '\0') saveline(line);
-  } else {
-    lua_pop(L, 2);
-  }
-  return status;
-}
-
-/* Compiles the line as a statement, reading continuation lines while it is
-   incomplete. */
-static int multiline(lua_State *L) {
-  for (;;) {
-    size_t len;
-    const char *line = lua_tolstring(L, 1, &len);
-    int status = luaL_loadbuffer(L, line, len, "=stdin");
-    if (!incomplete(L, status) || !pushline(L, 0)) {
-      saveline(line);
-      return status;
-    }
-    lua_pushliteral(L, "\n");
-    lua_insert(L, -2);
-    lua_concat(L, 3);
-  }
-}
-
-/* Reads and compiles one input; returns -1 at end of input, else the
-   status with the function or error message on the stack. */
-static int loadline(lua_State *L) {
-  int status;
-  lua_settop(L, 0);
-  if (!pushline(L, 1)) return -1;
-  if ((status = addreturn(L)) != LUA_OK) status = multiline(L);
-  lua_remove(L, 1);
-  return status;
-}
-
-/* Prints the values on the stack with the global 'print'. */
-static void l_print(lua_State *L) {
-  int n = lua_gettop(L);
-  if (n > 0) {
-    luaL_checkstack(L, LUA_MINSTACK, "too many results to print");
-    lua_getglobal(L, "print");
-    lua_insert(L, 1);
-    if (lua_pcall(L, n, 0, 0) != LUA_OK)
-      l_message(progname, lua_pushfstring(L, "error calling 'print' (%s)",
-                                          lua_tostring(L, -1)));
-  }
-}
-
-static void doREPL(lua_State *L) {
-  int status;
-  const char *oldprogname = progname;
-  progname = NULL; /* no program name on errors in interactive mode */
-  initreadline();
-  while ((status = loadline(L)) != -1) {
-    if (status == LUA_OK) status = docall(L, 0, LUA_MULTRET);
-    if (status == LUA_OK)
-      l_print(L);
-    else
-      report(L, status);
-  }
-  lua_settop(L, 0);
-  fputs("\n", stdout);
-  fflush(stdout);
-  progname = oldprogname;
-}
-
-static int pmain(lua_State *L) {
+static int main_protected(lua_State *L) {
   int argc = (int)lua_tointeger(L, 1);
-  char **argv = (char **)lua_touserdata(L, 2);
-  int script;
-  int args = collectargs(argv, &script);
-  int optlim = (script > 0) ? script : argc;
+  char **argv = lua_touserdata(L, 2);
+  options o;
   luaL_checkversion(L);
-  if (args == has_help) {
-    print_usage(stdout);
+  parse(argv, &o);
+  if (o.bad) {
+    fprintf(stderr, "%s: ", HOST_NAME);
+    if ((o.bad[1] == 'e' || o.bad[1] == 'l') && o.bad[2] == '\0')
+      fprintf(stderr, "'%s' needs argument\n", o.bad);
+    else
+      fprintf(stderr, "unrecognized option '%s'\n", o.bad);
+    usage(stderr);
+    return 0;
+  }
+  if (o.help) {
+    usage(stdout);
     lua_pushboolean(L, 1);
     return 1;
   }
-  if (args == has_error) {
-    print_badoption(argv[script]);
-    return 0;
-  }
-  if (args & has_v) print_version();
-  if (args & has_E) { /* tells the libraries to ignore LUA_PATH etc. */
+  if (o.version) version();
+  if (o.noenv) { /* the libraries then ignore LUA_PATH and friends */
     lua_pushboolean(L, 1);
     lua_setfield(L, LUA_REGISTRYINDEX, "LUA_NOENV");
   }
   luaL_openlibs(L);
-  preload_core(L);
-  prepend_path(L, argv[0]);
-  createargtable(L, argv, argc, script);
+  cugraph_openlibs(L, NULL);
+  find_front_end(L, argv[0]);
+  make_arg(L, argv, argc, o.script);
   lua_gc(L, LUA_GCRESTART);
   lua_gc(L, LUA_GCGEN, 0, 0);
-  if (!(args & has_E) && handle_luainit(L) != LUA_OK) return 0;
-  if (!runargs(L, argv, optlim)) return 0;
-  if (script > 0 && handle_script(L, argv + script) != LUA_OK) return 0;
-  if (args & has_i) {
-    doREPL(L);
-  } else if (script < 1 && !(args & (has_e | has_v))) {
+  if (o.version == 2) {
+    lua_pushboolean(L, 1);
+    return 1;
+  }
+  if (o.info) {
+    lua_pushboolean(L, info(L) == LUA_OK);
+    return 1;
+  }
+  if (!o.noenv && run_init(L) != LUA_OK) return 0;
+  if (!run_options(L, argv, o.script ? o.script : o.end)) return 0;
+  if (o.script && run_script(L, argv + o.script) != LUA_OK) return 0;
+  if (o.interactive) {
+    host_repl(L);
+  } else if (!o.script && !o.execute && !o.version) {
     if (isatty(0)) {
-      print_version();
-      doREPL(L);
-    } else if (dofile(L, NULL) != LUA_OK) { /* run stdin as a file */
-      return 0;
+      version();
+      host_repl(L);
+    } else if (run_chunk(L, luaL_loadfile(L, NULL)) != LUA_OK) {
+      return 0; /* stdin as a file */
     }
   }
   lua_pushboolean(L, 1);
@@ -548,19 +379,18 @@ static int pmain(lua_State *L) {
 }
 
 int main(int argc, char **argv) {
-  int status, result;
   lua_State *L = luaL_newstate();
   if (L == NULL) {
-    l_message(CG_PROGNAME, "cannot create state: not enough memory");
+    fprintf(stderr, "%s: cannot create state: not enough memory\n", HOST_NAME);
     return EXIT_FAILURE;
   }
-  lua_gc(L, LUA_GCSTOP); /* no GC while building the state */
-  lua_pushcfunction(L, pmain);
+  lua_gc(L, LUA_GCSTOP); /* no collection while the state is built */
+  lua_pushcfunction(L, main_protected);
   lua_pushinteger(L, argc);
   lua_pushlightuserdata(L, argv);
-  status = lua_pcall(L, 2, 1, 0);
-  result = lua_toboolean(L, -1);
-  report(L, status);
+  int status = lua_pcall(L, 2, 1, 0);
+  int ok = lua_toboolean(L, -1);
+  host_report(L, status, 1);
   lua_close(L);
-  return (result && status == LUA_OK) ? EXIT_SUCCESS : EXIT_FAILURE;
+  return ok && status == LUA_OK ? EXIT_SUCCESS : EXIT_FAILURE;
 }

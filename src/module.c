@@ -171,9 +171,33 @@ static int readfile(lua_State *L) {
 
 /* -- modules -------------------------------------------------------------- */
 
-/* core.module(image [, name]): PTX text, cubin or fatbin. A cubin or
-   fatbin is bounds-checked whole first: the driver takes it without a
-   length. */
+/* Gives entries the C types of the table at idx (entry name -> a mangled
+   function name spelling its parameters, from the compiler) where they
+   agree with the PTX in count and sizes. */
+static void settypes(lua_State *L, int idx, ptx_entry *e, int n) {
+  ptx_param ps[PTX_MAX_PARAMS];
+  char base[sizeof e->base];
+  for (int i = 0; i < n; i++) {
+    if (e[i].typed) continue;
+    if (lua_getfield(L, idx, e[i].name) != LUA_TSTRING) {
+      lua_pop(L, 1);
+      continue;
+    }
+    int k = ptx_demangle(lua_tostring(L, -1), base, sizeof base, ps,
+                         PTX_MAX_PARAMS);
+    lua_pop(L, 1);
+    for (int j = 0; k == e[i].nparams && j < k; j++)
+      if (ps[j].size != e[i].params[j].size) k = -1;
+    if (k != e[i].nparams) continue;
+    memcpy(e[i].params, ps, (size_t)k * sizeof *ps);
+    e[i].typed = 1;
+  }
+}
+
+/* core.module(image [, name [, ptx [, types]]]): PTX text, cubin or
+   fatbin. A cubin or fatbin is bounds-checked whole first: the driver
+   takes it without a length. ptx, the same program's PTX, gives a cubin
+   its entries; types (entry -> mangled name) their C types. */
 static int module_new(lua_State *L) {
   size_t len;
   const char *img = luaL_checklstring(L, 1, &len);
@@ -183,15 +207,18 @@ static int module_new(lua_State *L) {
   int n = 0;
   int kind = image_check(img, len, err, sizeof err);
   if (kind < 0) return luaL_error(L, "%s: %s", name, err);
-  if (kind == IMAGE_TEXT) {
-    if (strlen(img) != len)
+  const char *text = img;
+  if (kind != IMAGE_TEXT) text = lua_tolstring(L, 3, &len);
+  if (text) {
+    if (strlen(text) != len)
       return luaL_error(L, "%s: not PTX, cubin or fatbin (NUL byte in text)",
                         name);
-    ptx_entry *parsed = ptx_parse(img, len, &n, err, sizeof err);
+    ptx_entry *parsed = ptx_parse(text, len, &n, err, sizeof err);
     if (!parsed) return luaL_error(L, "%s: %s", name, err);
     e = lua_newuserdatauv(L, (size_t)(n ? n : 1) * sizeof *e, 0);
     memcpy(e, parsed, (size_t)n * sizeof *e);
     free(parsed);
+    if (lua_istable(L, 4)) settypes(L, 4, e, n);
   } else {
     lua_pushnil(L);
   }
@@ -392,9 +419,17 @@ static int module_kernels(lua_State *L) {
   return 1;
 }
 
-/* m.name is m:kernel(name) */
+/* m.name is m:kernel(name), or nil when a PTX module has no such entry
+   (m:kernel raises) */
 static int module_index(lua_State *L) {
   if (cg_method(L)) return 1;
+  cg_module *m = cg_checkobj(L, 1, CG_MODULE);
+  const char *name = luaL_checkstring(L, 2);
+  int i = 0;
+  while (m->entries && i < m->nentries && strcmp(m->entries[i].name, name) &&
+         strcmp(m->entries[i].base, name))
+    i++;
+  if (m->entries && i == m->nentries) return 0;
   lua_settop(L, 2);
   return module_kernel(L);
 }

@@ -1,9 +1,14 @@
 #define _POSIX_C_SOURCE 200809L
-/* core.compile: CUDA C++ source to PTX through NVRTC, opened with dlopen on
-   first use, with an on-disk cache of the PTX. A cache entry is named by a
-   128-bit hash of everything that decides the PTX (NVRTC version, options in
-   order, program name, source) and is used only when its header, length and
-   checksum all agree; anything else is recompiled and rewritten. */
+/* core.compile: CUDA C++ source to PTX (and a cubin for a real sm_XX)
+   through NVRTC, opened with dlopen on first use, with an on-disk cache. The
+   C types of extern "C" kernels come from the compiler: a name expression
+   &cugraph_lua_sig_<decltype(&kernel)> lowers to a mangled name that spells
+   the kernel's function type. A cache entry is named by a 128-bit hash of
+   everything that decides the output (NVRTC version, options in order,
+   program name, source) and is used only when its header, length and
+   checksum all agree; anything else is recompiled and rewritten. The cache
+   is kept under a size cap by evicting the least recently used entries. */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -17,11 +22,14 @@
 #include <unistd.h>
 #include <nvrtc.h>
 #include "core.h"
+#include "ptx.h"
 
 #define NV_FUNCS(X) \
   X(nvrtcVersion) X(nvrtcCreateProgram) X(nvrtcCompileProgram) \
   X(nvrtcGetProgramLogSize) X(nvrtcGetProgramLog) X(nvrtcGetPTXSize) \
-  X(nvrtcGetPTX) X(nvrtcDestroyProgram) X(nvrtcGetErrorString)
+  X(nvrtcGetPTX) X(nvrtcDestroyProgram) X(nvrtcGetErrorString) \
+  X(nvrtcGetCUBINSize) X(nvrtcGetCUBIN) X(nvrtcAddNameExpression) \
+  X(nvrtcGetLoweredName)
 
 /* Written by nv_load, once per process, under nv_lock; read only after
    nv_open took it (a lock rather than pthread_once, so that helgrind and
@@ -36,9 +44,15 @@ static char nv_error[1024];    /* why NVRTC is unusable, or "" */
 static int nv_major, nv_minor; /* nvrtcVersion, part of every cache key */
 
 #define GUARD "cugraph.nvrtcProgram" /* metatable of the program holder */
-#define CACHE_MAGIC "cugraph-lua-ptx 1"  /* bump when the format changes */
+#define CACHE_MAGIC "cugraph-lua-nvrtc 2" /* bump when the format changes */
+#define CACHE_EXT ".nvrtc"
 #define CACHE_MAX ((off_t)1 << 30)       /* larger entries are not read */
-enum { DIRLEN = 3968, PATHLEN = 4096 };  /* dir + "/<key>.ptx.tmp..." fits */
+#define CACHE_CAP ((uint64_t)256 << 20)  /* default size cap of the cache */
+enum { DIRLEN = 3968, PATHLEN = 4096 };  /* dir + "/<key>.nvrtc.tmp..." fits */
+
+/* The variable template whose instantiations spell kernel types. */
+#define SIG_DECL "\ntemplate <typename T> __device__ char cugraph_lua_sig_;\n"
+#define SIG_PREFIX "_Z16cugraph_lua_sig_IPFv"
 
 /* Stack slots of l_compile. LIST holds the NVRTC options in order; LIST[1]
    is the -arch option, filled last. NAME is the program name. */
@@ -97,13 +111,18 @@ static void nv_load(void) {
   } /* the library stays open for the life of the process */
 }
 
-/* Loads NVRTC once per process; raises why it is unusable at every call. */
-static void nv_open(lua_State *L) {
+/* Loads NVRTC once per process; returns why it is unusable, or NULL. */
+static const char *nv_try_open(void) {
   pthread_mutex_lock(&nv_lock);
   if (!nv_tried) nv_load();
   nv_tried = 1;
   pthread_mutex_unlock(&nv_lock);
-  if (nv_error[0]) luaL_error(L, "%s", nv_error);
+  return nv_error[0] ? nv_error : NULL;
+}
+
+/* The same, raising why at every call. */
+static void nv_open(lua_State *L) {
+  if (nv_try_open()) luaL_error(L, "%s", nv_error);
 }
 
 /* Pushes an error object; message NULL: "out of memory" from the name
@@ -278,8 +297,10 @@ static void opt_defines(lua_State *L, int *n) {
   lua_pop(L, 1);
 }
 
-/* Pushes -arch=compute_XX for opts.arch at idx: "sm_90", "compute_90a",
-   "90" or 90. NVRTC itself rejects the numbers it does not know. */
+/* Pushes the -arch option for opts.arch at idx: "sm_90", "compute_90a",
+   "90" or 90. A compute_ name is virtual (PTX only); the others are real
+   (-arch=sm_XX: a cubin and its PTX). NVRTC itself rejects the numbers it
+   does not know. */
 static void push_arch(lua_State *L, int idx) {
   const char *s, *p;
   size_t digits;
@@ -291,7 +312,7 @@ static void push_arch(lua_State *L, int idx) {
       opt_error(L, "arch", 0, lua_pushfstring(L,
                 "expected a compute capability like 90, got %s",
                 luaL_tolstring(L, idx, NULL)));
-    lua_pushfstring(L, "-arch=compute_%I", v);
+    lua_pushfstring(L, "-arch=sm_%I", v);
     return;
   }
   if (lua_type(L, idx) != LUA_TSTRING)
@@ -307,18 +328,26 @@ static void push_arch(lua_State *L, int idx) {
       strlen(s) != lua_rawlen(L, idx))
     opt_error(L, "arch", 0, lua_pushfstring(L,
               "expected a string like 'sm_90' or an integer, got '%s'", s));
-  lua_pushfstring(L, "-arch=compute_%s", p);
+  lua_pushfstring(L, "-arch=%s_%s", p == s + 8 ? "compute" : "sm", p);
 }
 
-/* The current device's compute capability; the only driver use here. */
+/* The current device's compute capability, as a real architecture; the
+   only driver use here. Without a driver or a device it says to pass
+   opts.arch. */
 static void push_device_arch(lua_State *L) {
+  const char *why = cg_driver_load();
+  int major = 0, minor = 0, count = 0;
+  if (!why && cg_drv.cuDeviceGetCount(&count) == CUDA_SUCCESS && count == 0)
+    why = "no CUDA device found";
+  if (why)
+    luaL_error(L, "compile: no GPU to take the architecture from (%s); pass "
+               "one, e.g. {arch = \"sm_90\"}", why);
   cg_ctx *ctx = cg_context(L);
-  int major = 0, minor = 0;
   CU(L, ctx, cuDeviceGetAttribute, &major,
      CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, ctx->dev);
   CU(L, ctx, cuDeviceGetAttribute, &minor,
      CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, ctx->dev);
-  lua_pushfstring(L, "-arch=compute_%d%d", major, minor);
+  lua_pushfstring(L, "-arch=sm_%d%d", major, minor);
 }
 
 /* Fills LIST and NAME from the table at OPTS; returns opts.cache. */
@@ -417,20 +446,24 @@ static void hash_field(hash *h, const char *s, size_t n) {
   hash_bytes(h, s, n);
 }
 
-/* Writes $XDG_CACHE_HOME/cugraph-lua (or $HOME/.cache/cugraph-lua),
-   creating it mode 0700 as needed; returns 0 when it is not usable. */
+/* Writes the cache directory into out, creating it (and its parents) mode
+   0700 as needed: $CUGRAPH_LUA_CACHE_DIR, else $XDG_CACHE_HOME/cugraph-lua,
+   else $HOME/.cache/cugraph-lua; returns 0 when it is not usable. */
 static int cache_dir(char *out, size_t n) {
+  const char *own = getenv("CUGRAPH_LUA_CACHE_DIR");
   const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
   struct stat st;
   char *p;
   int w;
-  if (xdg && xdg[0] == '/') /* XDG: relative paths are invalid, ignored */
+  if (own && *own)
+    w = snprintf(out, n, "%s", own);
+  else if (xdg && xdg[0] == '/') /* XDG: relative paths are invalid */
     w = snprintf(out, n, "%s/cugraph-lua", xdg);
   else if (home && home[0] == '/')
     w = snprintf(out, n, "%s/.cache/cugraph-lua", home);
   else
     return 0;
-  if (w < 0 || (size_t)w >= n) return 0;
+  if (w <= 0 || (size_t)w >= n) return 0;
   for (p = out + 1; *p; p++) {
     if (*p != '/') continue;
     *p = '\0';
@@ -439,6 +472,24 @@ static int cache_dir(char *out, size_t n) {
   }
   mkdir(out, 0700);
   return stat(out, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The size cap: $CUGRAPH_LUA_CACHE_SIZE, bytes with an optional K, M or G
+   (powers of 1024); unset or malformed: 256M. */
+static uint64_t cache_cap(void) {
+  const char *s = getenv("CUGRAPH_LUA_CACHE_SIZE");
+  char *end;
+  unsigned long long v;
+  int shift = 0;
+  if (!s || !*s || *s < '0' || *s > '9') return CACHE_CAP;
+  errno = 0;
+  v = strtoull(s, &end, 10);
+  if (*end == 'K' || *end == 'k') shift = 10;
+  else if (*end == 'M' || *end == 'm') shift = 20;
+  else if (*end == 'G' || *end == 'g') shift = 30;
+  if (errno || end[shift != 0] != '\0' || v > (UINT64_MAX >> shift))
+    return CACHE_CAP;
+  return (uint64_t)v << shift;
 }
 
 static size_t read_all(int fd, char *buf, size_t n) {
@@ -465,21 +516,23 @@ static int write_all(int fd, const char *buf, size_t n) {
   return 1;
 }
 
-/* Entry: "<magic> <key> <ptx length> <ptx checksum>\n" then the PTX. */
-static int cache_header(char *out, size_t n, const char *key, const char *ptx,
+/* Entry: "<magic> <key> <payload length> <checksum>\n" then the payload:
+   "<ptx length> <cubin length>\n", the PTX, the cubin, the types text. */
+static int cache_header(char *out, size_t n, const char *key, const char *data,
                         size_t len) {
   hash h = HASH_INIT;
-  hash_bytes(&h, ptx, len);
+  hash_bytes(&h, data, len);
   return snprintf(out, n, "%s %s %zu %016llx\n", CACHE_MAGIC, key, len,
                   (unsigned long long)(h.a ^ h.b));
 }
 
-/* Pushes the PTX of the entry at path and returns 1, or returns 0 with
-   nothing pushed when the entry is absent or fails any check. */
+/* Pushes the payload of the entry at path and returns 1, or returns 0 with
+   nothing pushed when the entry is absent or fails any check. A hit makes
+   the entry the most recently used (its times are the LRU clock). */
 static int cache_get(lua_State *L, const char *path, const char *key) {
   struct stat st;
   char *buf, *p, want[128];
-  size_t size, got = 0, hdr, len = 0;
+  size_t size, got = 0, hdr, len = 0, skip = strlen(CACHE_MAGIC) + 34;
   int fd;
   if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > CACHE_MAX)
     return 0;
@@ -495,9 +548,8 @@ static int cache_get(lua_State *L, const char *path, const char *key) {
   if (got != size || !p) goto miss;
   hdr = (size_t)(p - buf) + 1;
   /* the length follows "<magic> <32 hex> "; all of it is checked below */
-  if (hdr > 100 || hdr <= strlen(CACHE_MAGIC) + 34) goto miss;
-  for (p = buf + strlen(CACHE_MAGIC) + 34; *p >= '0' && *p <= '9' &&
-       len <= size; p++)
+  if (hdr > 100 || hdr <= skip) goto miss;
+  for (p = buf + skip; *p >= '0' && *p <= '9' && len <= size; p++)
     len = len * 10 + (size_t)(*p - '0');
   if (len != size - hdr ||
       (size_t)cache_header(want, sizeof want, key, buf + hdr, len) != hdr ||
@@ -505,18 +557,76 @@ static int cache_get(lua_State *L, const char *path, const char *key) {
     goto miss;
   lua_pushlstring(L, buf + hdr, len);
   lua_remove(L, -2);
+  utimensat(AT_FDCWD, path, NULL, 0);
   return 1;
 miss:
   lua_pop(L, 1);
   return 0;
 }
 
+typedef struct cache_file {
+  struct timespec used;
+  uint64_t size;
+  char name[40];
+} cache_file;
+
+static int older(const void *a, const void *b) {
+  const struct timespec *x = &((const cache_file *)a)->used;
+  const struct timespec *y = &((const cache_file *)b)->used;
+  if (x->tv_sec != y->tv_sec) return x->tv_sec < y->tv_sec ? -1 : 1;
+  return x->tv_nsec < y->tv_nsec ? -1 : x->tv_nsec > y->tv_nsec;
+}
+
+/* An entry's file name: 32 hex digits and the extension (or ".ptx", the
+   entries of the first format, left to age out). */
+static int entry_name(const char *s) {
+  size_t n = strlen(s);
+  return n > 32 && strspn(s, "0123456789abcdef") == 32 &&
+         (!strcmp(s + 32, CACHE_EXT) || !strcmp(s + 32, ".ptx"));
+}
+
+/* Removes the least recently used entries until the rest fit in cap. No
+   Lua call: the list is plain malloc'd memory. */
+static void cache_evict(const char *dir, uint64_t cap) {
+  DIR *d = opendir(dir);
+  struct dirent *de;
+  struct stat st;
+  cache_file *v = NULL, *grown;
+  size_t n = 0, c = 0, i;
+  uint64_t total = 0;
+  char path[PATHLEN];
+  if (!d) return;
+  while ((de = readdir(d)) != NULL) {
+    if (!entry_name(de->d_name) ||
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name) >= PATHLEN ||
+        stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+      continue;
+    if (n == c) {
+      c = c ? 2 * c : 64;
+      if (!(grown = realloc(v, c * sizeof *v))) break;
+      v = grown;
+    }
+    v[n].used = st.st_mtim;
+    v[n].size = (uint64_t)st.st_size;
+    snprintf(v[n].name, sizeof v[n].name, "%s", de->d_name);
+    total += v[n++].size;
+  }
+  closedir(d);
+  if (total > cap) qsort(v, n, sizeof *v, older);
+  for (i = 0; i < n && total > cap; i++) {
+    snprintf(path, sizeof path, "%s/%s", dir, v[i].name);
+    if (unlink(path) == 0) total -= v[i].size;
+  }
+  free(v);
+}
+
 /* Writes the entry to a private temporary file, then renames it into place,
    so readers, in any thread or process, see a whole entry or none. The
    temporary name holds the pid and a hash of the time and the thread, so
    concurrent writers do not share one; O_EXCL turns a clash into one lost
-   write. Failures leave no file behind. */
-static void cache_put(const char *dir, const char *key, const char *ptx,
+   write. Failures leave no file behind. Then the cache is brought under
+   its cap. */
+static void cache_put(const char *dir, const char *key, const char *data,
                       size_t len) {
   char path[PATHLEN], tmp[PATHLEN], hdr[128];
   struct timespec ts;
@@ -526,16 +636,17 @@ static void cache_put(const char *dir, const char *key, const char *ptx,
   clock_gettime(CLOCK_REALTIME, &ts);
   hash_bytes(&h, &ts, sizeof ts);
   hash_bytes(&h, &self, sizeof self);
-  if (snprintf(path, sizeof path, "%s/%s.ptx", dir, key) >= PATHLEN ||
-      snprintf(tmp, sizeof tmp, "%s/%s.ptx.tmp.%ld.%016llx", dir, key,
+  if (snprintf(path, sizeof path, "%s/%s" CACHE_EXT, dir, key) >= PATHLEN ||
+      snprintf(tmp, sizeof tmp, "%s/%s" CACHE_EXT ".tmp.%ld.%016llx", dir, key,
                (long)getpid(), (unsigned long long)(h.a ^ h.b)) >= PATHLEN)
     return;
-  n = cache_header(hdr, sizeof hdr, key, ptx, len);
+  n = cache_header(hdr, sizeof hdr, key, data, len);
   fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return;
-  ok = write_all(fd, hdr, (size_t)n) && write_all(fd, ptx, len);
+  ok = write_all(fd, hdr, (size_t)n) && write_all(fd, data, len);
   ok = close(fd) == 0 && ok;
   if (!ok || rename(tmp, path) != 0) unlink(tmp);
+  cache_evict(dir, cache_cap());
 }
 
 /* ---- compile ---------------------------------------------------------- */
@@ -552,6 +663,15 @@ static int guard_close(lua_State *L) {
   return 0;
 }
 
+/* A holder whose program lives only while its to-be-closed slot does. */
+static nvrtcProgram *new_prog(lua_State *L) {
+  nvrtcProgram *prog = lua_newuserdatauv(L, sizeof *prog, 0);
+  *prog = NULL;
+  luaL_setmetatable(L, GUARD);
+  lua_toclose(L, -1);
+  return prog;
+}
+
 static int prog_fail(lua_State *L, nvrtcProgram *prog, const char *api,
                      nvrtcResult r) {
   prog_destroy(prog);
@@ -565,87 +685,163 @@ static size_t nv_strlen(const char *s, size_t n) {
   return z ? (size_t)(z - s) : n;
 }
 
-/* Pushes the line of the log at idx that names the first error: the
-   message of the error object. NULL when the log is empty. */
-static const char *first_error(lua_State *L, int idx) {
-  size_t n, len;
-  const char *log = lua_tolstring(L, idx, &n), *end = log + n, *line, *eol;
-  const char *first = NULL;
-  size_t firstlen = 0;
-  for (line = log; line < end; line = eol + 1) {
-    eol = memchr(line, '\n', (size_t)(end - line));
-    if (!eol) eol = end;
-    len = (size_t)(eol - line);
-    while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == ' ')) len--;
-    if (len == 0) continue;
-    if (!first) {
-      first = line;
-      firstlen = len;
-    }
-    /* "kernel.cu(3): error: ...", "...: catastrophic error: ...",
-       "nvrtc: error: ...", "...: error #20-D: ..." */
-    if (strstr(lua_pushlstring(L, line, len), "error:") ||
-        strstr(lua_tostring(L, -1), "error #"))
-      return lua_tostring(L, -1);
-    lua_pop(L, 1);
-  }
-  return first ? lua_pushlstring(L, first, firstlen) : NULL;
-}
-
-/* Compiles with the n options of LIST; pushes the PTX and the log. */
-static void compile_ptx(lua_State *L, int n) {
-  const char **argv = lua_newuserdatauv(L, (size_t)n * sizeof *argv, 0);
-  nvrtcProgram *prog;
-  nvrtcResult r, cr;
+static void push_log(lua_State *L, nvrtcProgram *prog) {
   luaL_Buffer b;
   size_t size;
   char *p;
-  int i;
-  for (i = 0; i < n; i++) { /* the strings stay anchored in LIST */
-    lua_rawgeti(L, LIST, i + 1);
-    argv[i] = lua_tostring(L, -1);
-    lua_pop(L, 1);
-  }
-  prog = lua_newuserdatauv(L, sizeof *prog, 0);
-  *prog = NULL;
-  luaL_setmetatable(L, GUARD);
-  lua_toclose(L, -1); /* invariant: *prog is live only while this slot is */
-  r = nv.nvrtcCreateProgram(prog, lua_tostring(L, SRC), lua_tostring(L, NAME),
-                            0, NULL, NULL);
-  if (r != NVRTC_SUCCESS) prog_fail(L, prog, "nvrtcCreateProgram", r);
-  cr = nv.nvrtcCompileProgram(*prog, n, argv);
-  r = nv.nvrtcGetProgramLogSize(*prog, &size);
+  nvrtcResult r = nv.nvrtcGetProgramLogSize(*prog, &size);
   if (r != NVRTC_SUCCESS) prog_fail(L, prog, "nvrtcGetProgramLogSize", r);
   p = luaL_buffinitsize(L, &b, size);
   r = nv.nvrtcGetProgramLog(*prog, p);
   if (r != NVRTC_SUCCESS) prog_fail(L, prog, "nvrtcGetProgramLog", r);
   luaL_pushresultsize(&b, nv_strlen(p, size));
+}
+
+/* Pushes the PTX (text) or the cubin (binary) of a compiled program. */
+static void push_output(lua_State *L, nvrtcProgram *prog, int cubin) {
+  luaL_Buffer b;
+  size_t size;
+  char *p;
+  nvrtcResult r = cubin ? nv.nvrtcGetCUBINSize(*prog, &size)
+                        : nv.nvrtcGetPTXSize(*prog, &size);
+  if (r != NVRTC_SUCCESS)
+    prog_fail(L, prog, cubin ? "nvrtcGetCUBINSize" : "nvrtcGetPTXSize", r);
+  p = luaL_buffinitsize(L, &b, size);
+  r = cubin ? nv.nvrtcGetCUBIN(*prog, p) : nv.nvrtcGetPTX(*prog, p);
+  if (r != NVRTC_SUCCESS)
+    prog_fail(L, prog, cubin ? "nvrtcGetCUBIN" : "nvrtcGetPTX", r);
+  luaL_pushresultsize(&b, cubin ? size : nv_strlen(p, size));
+}
+
+/* Compiles SRC with the n options of argv; pushes the log, the PTX and the
+   cubin ("" for a virtual architecture). A failed compile raises an error
+   object whose message is the whole log. */
+static void compile_main(lua_State *L, const char **argv, int n, int real,
+                         nvrtcProgram *prog) {
+  nvrtcResult r, cr;
+  const char *s;
+  size_t len;
+  int log;
+  r = nv.nvrtcCreateProgram(prog, lua_tostring(L, SRC), lua_tostring(L, NAME),
+                            0, NULL, NULL);
+  if (r != NVRTC_SUCCESS) prog_fail(L, prog, "nvrtcCreateProgram", r);
+  cr = nv.nvrtcCompileProgram(*prog, n, argv);
+  push_log(L, prog);
   if (cr != NVRTC_SUCCESS) {
-    i = lua_gettop(L); /* the log */
+    log = lua_gettop(L);
+    s = lua_tolstring(L, log, &len);
+    while (len > 0 && (s[len - 1] == '\n' || s[len - 1] == '\r' ||
+                       s[len - 1] == ' '))
+      len--;
     prog_destroy(prog);
-    nv_pusherror(L, "nvrtcCompileProgram", cr, first_error(L, i));
-    lua_pushvalue(L, i);
+    nv_pusherror(L, "nvrtcCompileProgram", cr,
+                 len ? lua_pushlstring(L, s, len) : NULL);
+    lua_pushvalue(L, log);
     lua_setfield(L, -2, "log");
     lua_error(L);
   }
-  r = nv.nvrtcGetPTXSize(*prog, &size);
-  if (r != NVRTC_SUCCESS) prog_fail(L, prog, "nvrtcGetPTXSize", r);
-  p = luaL_buffinitsize(L, &b, size);
-  r = nv.nvrtcGetPTX(*prog, p);
-  if (r != NVRTC_SUCCESS) prog_fail(L, prog, "nvrtcGetPTX", r);
-  size = nv_strlen(p, size);
+  push_output(L, prog, 0);
+  if (real) push_output(L, prog, 1);
+  else lua_pushliteral(L, "");
   prog_destroy(prog);
-  luaL_pushresultsize(&b, size);
-  lua_insert(L, -2); /* ptx, log */
 }
 
-/* core.compile(source [, opts]) -> ptx, log */
+/* Pushes the types text of the PTX at ptxidx: a line "<entry> <name>" for
+   each extern "C" entry (untyped in PTX) whose function type the compiler
+   spelled. <name> is a function name ptx_demangle reads,
+   _ZN1_<entry>E<parameters>: its prefix stands in for the template's name
+   among the substitutions. The program is compiled again, front end only
+   (argv holds room for one more option), with SIG_DECL and a name
+   expression per entry; when that fails (an extern "C" kernel inside a
+   namespace, say) the kernels keep their PTX types. */
+static void compile_types(lua_State *L, int ptxidx, const char **argv, int n,
+                          nvrtcProgram *prog) {
+  size_t len, m, plen = strlen(SIG_PREFIX);
+  const char *ptx = lua_tolstring(L, ptxidx, &len), *low, *q;
+  char err[200], expr[320], num[24];
+  /* entry names are shorter than the PTX that holds them */
+  char *names = lua_newuserdatauv(L, len + 1, 0), *w = names;
+  int ne, i, k = 0;
+  ptx_entry *e = ptx_parse(ptx, len, &ne, err, sizeof err);
+  luaL_Buffer b;
+  nvrtcResult r;
+  if (e) {
+    for (i = 0; i < ne; i++)
+      if (!e[i].typed && e[i].nparams > 0) {
+        m = strlen(e[i].name) + 1;
+        memcpy(w, e[i].name, m);
+        w += m;
+        k++;
+      }
+    free(e);
+  }
+  if (k == 0) {
+    lua_pushliteral(L, "");
+    return;
+  }
+  lua_pushvalue(L, SRC);
+  lua_pushliteral(L, SIG_DECL);
+  lua_concat(L, 2);
+  r = nv.nvrtcCreateProgram(prog, lua_tostring(L, -1), lua_tostring(L, NAME),
+                            0, NULL, NULL);
+  if (r != NVRTC_SUCCESS) prog_fail(L, prog, "nvrtcCreateProgram", r);
+  for (i = 0, q = names; i < k; i++, q += strlen(q) + 1) {
+    snprintf(expr, sizeof expr, "&cugraph_lua_sig_<decltype(&%s)>", q);
+    r = nv.nvrtcAddNameExpression(*prog, expr);
+    if (r != NVRTC_SUCCESS) prog_fail(L, prog, "nvrtcAddNameExpression", r);
+  }
+  argv[n] = "-fdevice-syntax-only";
+  if (nv.nvrtcCompileProgram(*prog, n + 1, argv) != NVRTC_SUCCESS) {
+    prog_destroy(prog);
+    lua_pushliteral(L, "");
+    return;
+  }
+  luaL_buffinit(L, &b);
+  for (i = 0, q = names; i < k; i++, q += strlen(q) + 1) {
+    snprintf(expr, sizeof expr, "&cugraph_lua_sig_<decltype(&%s)>", q);
+    if (nv.nvrtcGetLoweredName(*prog, expr, &low) != NVRTC_SUCCESS || !low ||
+        strncmp(low, SIG_PREFIX, plen) || (m = strlen(low)) < plen + 2 ||
+        strcmp(low + m - 2, "EE"))
+      continue;
+    snprintf(num, sizeof num, "%zu", strlen(q));
+    luaL_addstring(&b, q);
+    luaL_addstring(&b, " _ZN1_");
+    luaL_addstring(&b, num);
+    luaL_addstring(&b, q);
+    luaL_addchar(&b, 'E');
+    luaL_addlstring(&b, low + plen, m - plen - 2);
+    luaL_addchar(&b, '\n');
+  }
+  luaL_pushresult(&b);
+  prog_destroy(prog);
+}
+
+/* Pushes ptx, cubin, types from a cache payload; 0 when it is malformed. */
+static int unpack(lua_State *L, int idx) {
+  size_t len, a = 0, c = 0;
+  const char *s = lua_tolstring(L, idx, &len), *p = s, *end = s + len;
+  while (p < end && *p >= '0' && *p <= '9' && a <= len)
+    a = a * 10 + (size_t)(*p++ - '0');
+  if (p == end || *p++ != ' ') return 0;
+  while (p < end && *p >= '0' && *p <= '9' && c <= len)
+    c = c * 10 + (size_t)(*p++ - '0');
+  if (p == end || *p++ != '\n' || a > (size_t)(end - p) ||
+      c > (size_t)(end - p) - a)
+    return 0;
+  lua_pushlstring(L, p, a);
+  lua_pushlstring(L, p + a, c);
+  lua_pushlstring(L, p + a + c, (size_t)(end - p) - a - c);
+  return 1;
+}
+
+/* core.compile(source [, opts]) -> ptx, log, cubin, types: the cubin is
+   "" for a virtual architecture; types is the text compile_types makes. */
 static int l_compile(lua_State *L) {
   char dir[DIRLEN], path[PATHLEN], key[33], ver[32];
-  const char *s;
+  const char *s, **argv;
   size_t len;
   hash h = HASH_INIT;
-  int n = 1, i, cache = 1, have_dir;
+  int n = 1, i, cache = 1, have_dir, real, top, types;
   if (lua_type(L, SRC) != LUA_TSTRING)
     luaL_error(L, "compile: source: expected a string, got %s",
                luaL_typename(L, SRC));
@@ -684,25 +880,62 @@ static int l_compile(lua_State *L) {
 
   have_dir = cache && cache_dir(dir, sizeof dir);
   if (have_dir) {
-    snprintf(path, sizeof path, "%s/%s.ptx", dir, key);
+    snprintf(path, sizeof path, "%s/%s" CACHE_EXT, dir, key);
     if (cache_get(L, path, key)) {
-      lua_pushliteral(L, "");
-      return 2;
+      if (unpack(L, -1)) { /* ptx, log, cubin, types */
+        lua_pushliteral(L, "");
+        lua_insert(L, -3);
+        return 4;
+      }
+      lua_pop(L, 1);
     }
   }
-  compile_ptx(L, n);
+  argv = lua_newuserdatauv(L, (size_t)(n + 1) * sizeof *argv, 0);
+  for (i = 0; i < n; i++) { /* the strings stay anchored in LIST */
+    lua_rawgeti(L, LIST, i + 1);
+    argv[i] = lua_tostring(L, -1);
+    lua_pop(L, 1);
+  }
+  real = !strncmp(argv[0], "-arch=sm_", 9);
+  compile_main(L, argv, n, real, new_prog(L)); /* log, ptx, cubin */
+  top = lua_gettop(L);
+  compile_types(L, top - 1, argv, n, new_prog(L));
+  types = lua_gettop(L);
   if (have_dir) {
-    s = lua_tolstring(L, -2, &len);
+    lua_pushfstring(L, "%I %I\n", (LUAI_UACINT)lua_rawlen(L, top - 1),
+                    (LUAI_UACINT)lua_rawlen(L, top));
+    lua_pushvalue(L, top - 1);
+    lua_pushvalue(L, top);
+    lua_pushvalue(L, types);
+    lua_concat(L, 4);
+    s = lua_tolstring(L, -1, &len);
     cache_put(dir, key, s, len);
   }
-  return 2;
+  lua_pushvalue(L, top - 1);
+  lua_pushvalue(L, top - 2);
+  lua_pushvalue(L, top);
+  lua_pushvalue(L, types);
+  return 4;
 }
 
-/* core.compile_cache_dir() -> the cache directory, or nil when unusable */
+/* core.compile_cache_dir() -> the cache directory (nil when unusable), and
+   its size cap in bytes */
 static int l_compile_cache_dir(lua_State *L) {
   char dir[DIRLEN];
   if (cache_dir(dir, sizeof dir)) lua_pushstring(L, dir);
   else lua_pushnil(L);
+  lua_pushinteger(L, (lua_Integer)cache_cap());
+  return 2;
+}
+
+/* core.nvrtc_version() -> "13.0", or nil and why NVRTC is unusable */
+static int l_nvrtc_version(lua_State *L) {
+  if (nv_try_open()) {
+    lua_pushnil(L);
+    lua_pushstring(L, nv_error);
+    return 2;
+  }
+  lua_pushfstring(L, "%d.%d", nv_major, nv_minor);
   return 1;
 }
 
@@ -715,4 +948,6 @@ void nvrtc_open(lua_State *L) {
   lua_setfield(L, -2, "compile");
   lua_pushcfunction(L, l_compile_cache_dir);
   lua_setfield(L, -2, "compile_cache_dir");
+  lua_pushcfunction(L, l_nvrtc_version);
+  lua_setfield(L, -2, "nvrtc_version");
 }

@@ -44,7 +44,7 @@ local function workload()
   local pos = keep(cuda.scalar("u32", 0))
   pos:set(3)
   assert(pos:get() == 3)      -- cuMemcpyDtoHAsync
-  local m = keep(cuda.module(build .. "/kernels.ptx"))
+  local m = keep(cuda.load_module(build .. "/kernels.ptx"))
   local saxpy, add, mark, shared = m.saxpy, m.add_scalar_f32, m.mark_u32, m.shared_u32
   shared:shared(64 * 1024)    -- cuFuncSetAttribute
   saxpy:launch(s, 1, N, 2.0, x, y, N)

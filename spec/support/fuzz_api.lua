@@ -216,7 +216,7 @@ local makers = {
       return "scalar", function() return add("Scalar", cuda.scalar(t, R(0, 9))) end
     elseif r == 3 then return "stream", function() return add("Stream", cuda.stream()) end
     elseif r == 4 then return "event", function() return add("Event", cuda.event()) end
-    elseif r == 5 then return "module", function() return add("Module", cuda.module(ptxpath)) end
+    elseif r == 5 then return "module", function() return add("Module", cuda.load_module(ptxpath)) end
     elseif r == 6 then
       local m = pool.Module[1] and pick(pool.Module)
       local name = pick { "saxpy", "inc_i32", "noop", "iota_u32", "add_scalar_f32", "mark_u32",

@@ -10,7 +10,7 @@ H.gpu = H.double == nil
 local kernels
 --- The module of spec/kernels/kernels.cu (PTX built by make).
 function H.kernels()
-  kernels = kernels or cuda.module(H.build .. "/kernels.ptx")
+  kernels = kernels or cuda.load_module(H.build .. "/kernels.ptx")
   return kernels
 end
 

@@ -44,7 +44,7 @@ int main(int argc, char **argv) {
   lua_warning(L, "@on", 0);
   const char *script =
     "local cuda = require 'cugraph'\n"
-    "local m = cuda.module(...)\n"
+    "local m = cuda.load_module(...)\n"
     "local s = cuda.stream()\n"
     "local x = cuda.buffer('i32', 64):fill(0)\n"
     "local p = cuda.scalar('u32', 1)\n"

@@ -117,7 +117,7 @@ static const char kernel_source[] =
 static const char race_start[] =
   "local ptx, id = ...\n"
   "local cuda = require 'cugraph'\n"
-  "local m = cuda.module(ptx)\n"
+  "local m = cuda.load_module(ptx)\n"
   "local s = cuda.stream()\n"
   "local n = 1000\n"
   "local x, y = cuda.buffer('f32', n), cuda.buffer('f32', n)\n"
@@ -238,7 +238,7 @@ static int check_race(int n) {
 static const char made_chunk[] =
   "local ptx = ...\n"
   "local cuda = require 'cugraph'\n"
-  "local m = cuda.module(ptx)\n"
+  "local m = cuda.load_module(ptx)\n"
   "local s = cuda.stream()\n"
   "local u = cuda.buffer('u32', 64):fill(0)\n"
   "local base = cuda.scalar('u32', 0)\n"
@@ -312,7 +312,7 @@ static void *closing(void *arg) {
 static const char kept_chunk[] =
   "local ptx = ...\n"
   "local cuda = require 'cugraph'\n"
-  "local m = cuda.module(ptx)\n"
+  "local m = cuda.load_module(ptx)\n"
   "local s = cuda.stream()\n"
   "local x = cuda.buffer('i32', 64):fill(0)\n"
   "local p = cuda.scalar('u32', 1)\n"

@@ -1,0 +1,371 @@
+-- What a Lua user meets first: errors at the script's line, typed extern "C"
+-- kernels, cubin compiles and their cache, life without a GPU, the command
+-- line, one API rule everywhere, annotations, release files, .npy files.
+local H = require "support.helper"
+local cuda = H.cuda
+local core = require "cugraph.core"
+
+local function read(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+local function ls(dir)
+  local t = {}
+  for f in io.popen("ls " .. H.quote(dir) .. " 2>/dev/null"):lines() do t[f] = true end
+  return t
+end
+
+local here = debug.getinfo(1, "S").short_src
+
+local saxpy = [[
+extern "C" __global__ void saxpy(float a, const float *x, float *y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+]]
+
+describe("errors", function()
+  it("carry the line of the script that made the call, and say they are errors", function()
+    local line = debug.getinfo(1, "l").currentline + 1
+    local ok, err = pcall(function() cuda.buffer("u8", 1 << 50) end)
+    assert.is_false(ok)
+    assert.is_true(cuda.is_error(err))
+    assert.equals(here .. ":" .. line, err.where)
+    assert.equals(here .. ":" .. line .. ": cuMemAlloc: CUDA_ERROR_OUT_OF_MEMORY: " .. err.message,
+                  tostring(err))
+    assert.is_false(cuda.is_error("cuMemAlloc"))
+    assert.is_false(cuda.is_error(setmetatable({}, {})))
+  end)
+
+  it("print with a traceback from cugraph-lua, error objects too", function()
+    local code, out = H.script("local cuda = require 'cugraph'\n\nlocal b = cuda.buffer('u8', 1 << 50)\n")
+    assert.equals(1, code)
+    assert.matches("cugraph%-lua: [^\n]*:3: cuMemAlloc: CUDA_ERROR_OUT_OF_MEMORY", out)
+    assert.matches("stack traceback:", out)
+    assert.matches(":3: in main chunk", out)
+  end)
+
+  it("from the front end name the caller's line", function()
+    local line = debug.getinfo(1, "l").currentline + 1
+    local ok, err = pcall(function() cuda.compile("x", { fastmath = true }) end)
+    assert.is_false(ok)
+    assert.equals(here .. ":" .. line .. ": compile: opts: unknown field 'fastmath'", err)
+    line = debug.getinfo(1, "l").currentline + 1
+    ok, err = pcall(function() cuda.load_module(H.build) end)
+    assert.is_false(ok)
+    assert.matches("^" .. here:gsub("%p", "%%%0") .. ":" .. line .. ": load_module: ", err)
+  end)
+
+  it("of NVRTC give the whole log, its lines in the Lua file", function()
+    local line = debug.getinfo(1, "l").currentline + 2
+    local ok, err = pcall(function() cuda.ptx([[
+      extern "C" __global__ void k(float *x) {
+        x[0] = undefined_a;
+        x[1] = undefined_b;
+      }]], { arch = "sm_90", cache = false }) end)
+    assert.is_false(ok)
+    assert.equals("NVRTC_ERROR_COMPILATION", err.name)
+    local file = here:gsub("%p", "%%%0")
+    assert.matches(file .. "%(" .. line + 1 .. "%): error: identifier \"undefined_a\"", err.message)
+    assert.matches(file .. "%(" .. line + 2 .. "%): error: identifier \"undefined_b\"", err.message)
+    assert.matches("2 errors detected", err.message)
+    assert.equals(here .. ":" .. line - 1, err.where)
+  end)
+end)
+
+describe("extern \"C\" kernels compiled from source", function()
+  it("get C types from the compiler and check pointer element types", function()
+    local m = cuda.compile(saxpy)
+    assert.equals("saxpy(f32, const f32*, f32*, i32)", m.saxpy:signature())
+    local s = cuda.stream()
+    local x = cuda.buffer("f32", { 1, 2, 3, 4 })
+    local y = cuda.buffer("f32", { 10, 20, 30, 40 })
+    assert.error_matches(function() m.saxpy:launch(s, 1, 32, 2, cuda.buffer("i32", 4), y, 4) end,
+                         "saxpy: argument 2 %(const f32%*%): expected cugraph.Buffer or cugraph.Scalar of f32, got cugraph.Buffer of i32")
+    m.saxpy:launch(s, 1, 32, 2, x, y, 4)
+    s:synchronize()
+    assert.same({ 12, 24, 36, 48 }, y:download())
+  end)
+
+  it("sit beside C++ kernels, whose mangled names type them, in one module", function()
+    local m = cuda.compile(saxpy .. "__global__ void axpy(float a, const float *x, float *y, int n) {}\n")
+    collectgarbage("collect") -- the signatures live as long as the module
+    assert.equals("axpy(f32, const f32*, f32*, i32)", m.axpy:signature())
+    assert.equals("saxpy(f32, const f32*, f32*, i32)", m.saxpy:signature())
+  end)
+
+  it("keep PTX types where the compiler cannot spell them (a struct by value)", function()
+    local src = "struct P { int a, b; };\n" ..
+                "extern \"C\" __global__ void pair(P p, int *out) { *out = p.a + p.b; }\n"
+    local ptx = cuda.ptx(src, { arch = "sm_90", cache = false })
+    local e = cuda.entries(ptx)[1]
+    assert.is_false(e.typed)
+    assert.equals("b8[8]", e.params[1])
+  end)
+end)
+
+describe("compiles", function()
+  it("make a cubin for a real architecture and PTX for a virtual one", function()
+    local ptx, _, cubin = core.compile(saxpy, { arch = "sm_90", cache = false })
+    assert.matches("%.target sm_90", ptx)
+    assert.equals("\127ELF", cubin:sub(1, 4))
+    local vptx, _, none = core.compile(saxpy, { arch = "compute_90", cache = false })
+    assert.matches("%.entry saxpy", vptx)
+    assert.equals("", none)
+  end)
+
+  it("load the device's cubin, typed", function()
+    local m = cuda.compile(saxpy .. "// cubin " .. os.time() .. "\n")
+    assert.same({ "saxpy" }, m:kernels())
+    assert.equals("saxpy(f32, const f32*, f32*, i32)", m.saxpy:signature())
+  end)
+
+  it("are cached in CUGRAPH_LUA_CACHE_DIR under a size cap, least recently used out", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    local function run(cap, prog)
+      local code, out = H.script("local cuda = require 'cugraph'\n" .. prog,
+                                 "CUGRAPH_LUA_CACHE_DIR=" .. H.quote(dir) .. " CUGRAPH_LUA_CACHE_SIZE=" .. cap)
+      assert.equals(0, code, out)
+      return out
+    end
+    local src = "extern \"C\" __global__ void k%d(int *o) { *o = %d; }\n"
+    local function compile(i) return ("cuda.ptx(%q, {arch = 'sm_90'})\n"):format(src:format(i, i)) end
+    local out = run("64M", "print((select(1, cuda.compile_cache_dir())))\n")
+    assert.equals(dir, out:match("[^\n]+"))
+    local before = ls(dir)
+    run("64M", compile(1))
+    local a
+    for f in pairs(ls(dir)) do if not before[f] then a = f end end
+    before = ls(dir)
+    run("64M", compile(2))
+    local b
+    for f in pairs(ls(dir)) do if not before[f] then b = f end end
+    assert.is_string(a)
+    assert.is_string(b)
+    run("64M", compile(1)) -- a hit: a is now the most recently used
+    local size = #read(dir .. "/" .. a) + #read(dir .. "/" .. b)
+    run(tostring(size + #read(dir .. "/" .. a) // 2), compile(3))
+    local now = ls(dir)
+    assert.is_true(now[a], "the entry used last stays")
+    assert.is_nil(now[b], "the least recently used entry goes")
+    os.execute("rm -rf " .. H.quote(dir))
+  end)
+end)
+
+describe("without a GPU", function()
+  local env = "CUGRAPH_LUA_LIBCUDA=/nonexistent/libcuda.so"
+
+  it("answers available, device_count and --info, and ptx says to pass an arch", function()
+    local code, out = H.script([[
+      local cuda = require "cugraph"
+      local ok, why = cuda.available()
+      print(ok, why)
+      print(cuda.device_count())
+      print(select(2, pcall(cuda.ptx, "__global__ void k() {}")))
+      print(#cuda.ptx("__global__ void k() {}", {arch = "sm_90"}) > 0)
+    ]], env)
+    assert.equals(0, code, out)
+    assert.matches("false\tno CUDA driver found %(/nonexistent/libcuda.so%)", out)
+    assert.matches("\n0\n", out)
+    assert.matches("compile: no GPU to take the architecture from %(no CUDA driver found.*%); " ..
+                   "pass one, e.g. {arch = \"sm_90\"}", out)
+    assert.matches("\ntrue\n", out)
+    code, out = H.run("--info", env)
+    assert.equals(0, code, out)
+    assert.matches("driver%s+none: no CUDA driver found", out)
+    assert.matches("devices%s+0", out)
+    assert.matches("NVRTC%s+%d+%.%d+", out)
+    assert.matches("cache%s+", out)
+  end)
+end)
+
+describe("the command line", function()
+  it("takes -h, --help and --version", function()
+    for _, opt in ipairs { "-h", "--help" } do
+      local code, out = H.run(opt)
+      assert.equals(0, code)
+      assert.matches("^usage: cugraph%-lua", out)
+      assert.matches("%-%-info", out)
+    end
+    local code, out = H.run("--version")
+    assert.equals(0, code)
+    assert.matches("^cugraph%-lua " .. cuda.version:gsub("%p", "%%%0") .. " %(Lua 5%.4[%.%d]*%)\n$", out)
+  end)
+
+  it("binds cuda in the REPL and prints tables in full", function()
+    local p = assert(io.popen(H.build .. "/cugraph-lua -i 2>&1 <<'EOF'\n" ..
+                              "cuda.version\n{1, 2, name = 'x', t = {a = true}}\n" ..
+                              "cuda.buffer('f32', 2)\nEOF"))
+    local out = p:read("a")
+    p:close()
+    assert.matches("> " .. cuda.version:gsub("%p", "%%%0"), out)
+    assert.matches('{ 1, 2, name = "x", t = { a = true } }', out, 1, true)
+    assert.matches("cugraph.Buffer f32%[2%]", out)
+  end)
+end)
+
+describe("one API", function()
+  it("takes C type names wherever element types go, and lists them when wrong", function()
+    assert.equals("f32", cuda.buffer("float", 2):type())
+    assert.equals("u32", cuda.scalar("unsigned int", 1):type())
+    assert.equals("i64", cuda.buffer("long long", 1):type())
+    assert.equals("u8", cuda.buffer("uint8_t", 1):type())
+    assert.error_matches(function() cuda.buffer("flaot", 1) end,
+                         "unknown element type 'flaot'; expected f32 f64 i8 u8 i16 u16 i32 u32 i64 u64, or a C name")
+    assert.error_matches(function() cuda.buffer("float*", 1) end, "unknown element type")
+  end)
+
+  it("returns the object from methods that change it", function()
+    local s, e, b = cuda.stream(), cuda.event(), cuda.buffer("f32", 4)
+    assert.equals(b, b:upload({ 1 }))
+    assert.equals(b, b:fill(0))
+    assert.equals(b, b:copy(cuda.buffer("f32", 4)))
+    assert.equals(s, s:wait(e))
+    assert.equals(e, e:record(s))
+    local k = H.kernels().saxpy
+    assert.equals(k, k:shared(0))
+    local g = s:capture(function() b:fill(1, s) end)
+    assert.equals(g, g:update(function() b:fill(2, s) end))
+    assert.matches("%(1 node, 0 launches%)$", tostring(g))
+  end)
+
+  it("gives nil for m.missing and raises for m:kernel('missing')", function()
+    local m = H.kernels()
+    assert.is_nil(m.missing)
+    assert.error_matches(function() m:kernel("missing") end, "module has no kernel 'missing'")
+  end)
+
+  it("loads modules from images with cuda.module, from files with cuda.load_module", function()
+    local path = H.build .. "/kernels.ptx"
+    local one_line = read(path):gsub("//[^\n]*", ""):gsub("%s+", " ")
+    assert.is_true(#cuda.module(one_line):kernels() > 0) -- one-line PTX is an image
+    assert.is_true(#cuda.load_module(path):kernels() > 0)
+    local code, out = H.run("-W -e " .. H.quote("require('cugraph').module(" .. ("%q"):format(path) .. ")"))
+    assert.equals(0, code, out)
+    assert.matches("cuda.module%(path%) reads a file; use cuda.load_module%(path%)", out)
+  end)
+end)
+
+-- "name" of every "function cuda.name(" / "function Type:name(" in a text.
+local function declared(text)
+  local funcs, methods = {}, {}
+  for name in text:gmatch("function cuda%.([%w_]+)%(") do funcs[name] = true end
+  for t, name in text:gmatch("function (%u%a+):([%w_]+)%(") do
+    methods[t] = methods[t] or {}
+    methods[t][name] = true
+  end
+  return funcs, methods
+end
+
+describe("annotations and docs", function()
+  local s = cuda.stream()
+  local m = H.kernels()
+  local b = cuda.buffer("f32", 4)
+  local objects = { Stream = s, Event = cuda.event(), Buffer = b, Scalar = cuda.scalar("u32"),
+                    Module = m, Kernel = m.saxpy, Graph = s:capture(function() b:fill(0, s) end),
+                    Condition = cuda.condition(1) }
+  local api = read("docs/api.md")
+
+  it("cover every function and method of the runtime, and nothing it lacks", function()
+    local funcs, methods = declared(read("types/cugraph.lua"))
+    for name, v in pairs(cuda) do
+      if type(v) == "function" then
+        assert.is_true(funcs[name], "types/cugraph.lua lacks cuda." .. name)
+        assert.truthy(api:find("cuda." .. name .. "(", 1, true), "docs/api.md lacks cuda." .. name)
+      else
+        assert.truthy(api:find("cuda." .. name, 1, true), "docs/api.md lacks cuda." .. name)
+      end
+    end
+    for name in pairs(funcs) do
+      assert.is_function(cuda[name], "annotated but absent: cuda." .. name)
+    end
+    for t, o in pairs(objects) do
+      local have = debug.getmetatable(o).methods
+      for name in pairs(have) do
+        assert.is_true((methods[t] or {})[name], "types/cugraph.lua lacks " .. t .. ":" .. name)
+        assert.truthy(api:find(":" .. name .. "(", 1, true), "docs/api.md lacks :" .. name)
+      end
+      for name in pairs(methods[t] or {}) do
+        assert.is_function(have[name], "annotated but absent: " .. t .. ":" .. name)
+      end
+    end
+    for name in api:gmatch("### cuda%.([%w_]+)") do
+      assert.is_not_nil(cuda[name], "documented but absent: cuda." .. name)
+    end
+  end)
+end)
+
+describe("release files", function()
+  it("take the version from VERSION", function()
+    local v = read("VERSION"):match("^(%d+%.%d+%.%d+)\n$")
+    assert.is_string(v)
+    assert.equals(v, cuda.version)
+    assert.equals("cugraph-lua " .. v, cuda._VERSION)
+    local spec = read("cugraph-lua-" .. v .. "-1.rockspec")
+    assert.matches('version = "' .. v:gsub("%p", "%%%0") .. '%-1"', spec)
+    assert.matches('license = "MIT"', spec)
+    assert.matches('#define CUGRAPH_VERSION "' .. v:gsub("%p", "%%%0") .. '"', read("src/cugraph.h"))
+    assert.matches("Version: @VERSION@", read("cugraph-lua.pc.in"))
+    assert.matches("## " .. v:gsub("%p", "%%%0"), read("CHANGELOG.md"))
+    assert.matches("^MIT License", read("LICENSE"))
+    assert.matches("Version " .. v:gsub("%p", "%%%0"), read("docs/api.md"))
+  end)
+end)
+
+describe(".npy files", function()
+  local dir = os.tmpname()
+  os.remove(dir)
+  os.execute("mkdir -p " .. H.quote(dir))
+
+  it("round-trip every element type, with a shape", function()
+    for _, t in ipairs(cuda.types) do
+      local b = cuda.buffer(t, { 1, 2, 3, 4, 5, 6 })
+      local path = dir .. "/" .. t .. ".npy"
+      assert.equals(b, b:save(path, { 2, 3 }))
+      local raw = read(path)
+      assert.equals("\147NUMPY\1\0", raw:sub(1, 8))
+      assert.equals(0, (10 + string.unpack("<I2", raw, 9)) % 64)
+      assert.matches("'shape': %(2, 3%)", raw)
+      local c, shape = cuda.load(path)
+      assert.equals(t, c:type())
+      assert.same({ 2, 3 }, shape)
+      assert.same(b:download(), c:download())
+    end
+    local b = cuda.buffer("f32", { 1.5, 2.5 })
+    b:save(dir .. "/v.npy")
+    assert.matches("'descr': '<f4', 'fortran_order': False, 'shape': %(2,%)", read(dir .. "/v.npy"))
+  end)
+
+  local function npy(descr, shape, data, fortran)
+    local text = ("{'descr': '%s', 'fortran_order': %s, 'shape': %s, }"):format(descr, fortran or "False", shape)
+    local pad = (64 - (10 + #text + 1) % 64) % 64
+    local path = dir .. "/x.npy"
+    local f = assert(io.open(path, "wb"))
+    f:write("\147NUMPY\1\0", string.pack("<I2", #text + pad + 1), text, (" "):rep(pad), "\n", data)
+    f:close()
+    return path
+  end
+
+  it("check dtype, byte order, order and size, with clear errors", function()
+    assert.error_matches(function() cuda.load(npy(">f4", "(2,)", ("\0"):rep(8))) end,
+                         "dtype '>f4' is big%-endian; only little%-endian data is supported")
+    assert.error_matches(function() cuda.load(npy("<c8", "(2,)", ("\0"):rep(16))) end,
+                         "dtype '<c8' is not supported %(supported: float32, float64")
+    assert.error_matches(function() cuda.load(npy("<f4", "(2, 2)", ("\0"):rep(16), "True")) end,
+                         "Fortran order")
+    assert.error_matches(function() cuda.load(npy("<f4", "(3,)", ("\0"):rep(8))) end,
+                         "shape %(3%) of <f4 needs 12 bytes of data, the file has 8")
+    assert.error_matches(function() cuda.load(npy("<f4", "(0,)", "")) end, "the array is empty")
+    local line = debug.getinfo(1, "l").currentline + 1
+    local ok, err = pcall(function() cuda.load(H.build .. "/kernels.ptx") end)
+    assert.is_false(ok)
+    assert.matches(":" .. line .. ": load: .*: not a %.npy file", err)
+    assert.error_matches(function() cuda.buffer("f32", 4):save(dir .. "/y.npy", { 3 }) end,
+                         "save: shape {3} holds 3 elements, the buffer 4")
+    os.execute("rm -rf " .. H.quote(dir))
+  end)
+end)

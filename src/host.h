@@ -1,0 +1,22 @@
+/* What the two files of the cugraph-lua executable share: host.c runs
+   scripts and options, repl.c the interactive loop. */
+#ifndef CUGRAPH_HOST_H
+#define CUGRAPH_HOST_H
+
+#include <lua.h>
+
+#define HOST_NAME "cugraph-lua"
+
+/* Calls the function below narg arguments with the message handler (a
+   traceback for every error, error objects through __tostring) and ^C
+   stopping the running code. Returns the status; the error stays on top. */
+int host_call(lua_State *L, int narg, int nres);
+
+/* Prints the error on top of the stack (when status is not LUA_OK), after
+   the program name when named, and pops it. Returns status. */
+int host_report(lua_State *L, int status, int named);
+
+/* The read-eval-print loop, until end of input. */
+void host_repl(lua_State *L);
+
+#endif

@@ -1,0 +1,338 @@
+---@meta cugraph
+-- LuaCATS annotations of the cugraph module, for lua-language-server:
+-- add this folder (installed as <prefix>/share/cugraph-lua/types) to
+-- "workspace.library" in .luarc.json. docs/api.md is the full reference;
+-- spec/20-ux_spec.lua checks that every function and method is here.
+
+---@alias cugraph.ElementType
+---| "f32" | "f64" | "i8" | "u8" | "i16" | "u16" | "i32" | "u32" | "i64" | "u64"
+---| "float" | "double" | "int8_t" | "uint8_t" | "char" | "unsigned char"
+---| "short" | "unsigned short" | "int16_t" | "uint16_t" | "int" | "unsigned"
+---| "unsigned int" | "int32_t" | "uint32_t" | "long" | "unsigned long"
+---| "long long" | "unsigned long long" | "int64_t" | "uint64_t" | "size_t"
+
+---@alias cugraph.Dims integer|{[1]: integer, [2]: integer?, [3]: integer?}
+
+---@class cugraph.DeviceInfo
+---@field name string
+---@field ordinal integer
+---@field compute_capability string "9.0"
+---@field major integer
+---@field minor integer
+---@field multiprocessors integer
+---@field warp_size integer
+---@field memory integer bytes
+---@field free_memory integer? bytes; only for the selected device
+---@field driver_version integer e.g. 13000
+---@field max_threads_per_block integer
+---@field max_shared_memory integer opt-in dynamic shared memory per block, bytes
+
+---@class cugraph.Status
+---@field initialized boolean
+---@field capturing boolean
+---@field poisoned string? the sticky error's name
+---@field finalizer_errors integer
+---@field last_finalizer_error string?
+
+---@class cugraph.Info
+---@field version string
+---@field lua string
+---@field driver string? "13.0" when a device answered
+---@field reason string? why there is no usable GPU
+---@field device_count integer
+---@field devices (cugraph.DeviceInfo|{ordinal: integer, error: string})[]
+---@field nvrtc string? "13.0"
+---@field nvrtc_error string? why NVRTC is unusable
+---@field cache_dir string? the compile cache folder
+---@field cache_size integer its size cap in bytes
+
+---@class cugraph.CompileOptions
+---@field arch? string|integer "sm_90" (cubin), "compute_90" (PTX only), "90" or 90; default: the device's
+---@field std? string "c++17"
+---@field defines? table<string, boolean|string|number>
+---@field include? string[]
+---@field lineinfo? boolean
+---@field fast_math? boolean
+---@field options? string[] passed to NVRTC as they are
+---@field name? string the program name in messages (default "kernel.cu")
+---@field cache? boolean use the compile cache (default true)
+
+---@class cugraph.CaptureOptions
+---@field mode? "thread_local"|"global"|"relaxed"
+---@field auto_free? boolean
+---@field upload? boolean
+
+---@class cugraph.EventOptions
+---@field timing? boolean default true
+
+---@class cugraph.Entry
+---@field name string the entry name as written in the PTX
+---@field base string the demangled function name
+---@field typed boolean the parameter types are C types
+---@field params string[] parameter type texts
+
+---@class cugraph.Error
+---@field api string the call that failed, e.g. "cuMemAlloc"
+---@field code integer the CUresult or nvrtcResult
+---@field name string e.g. "CUDA_ERROR_OUT_OF_MEMORY"
+---@field message string
+---@field where string? "script.lua:12", the Lua line that made the call
+---@field log string? JIT or NVRTC log
+
+---@class cugraph.Stream
+local Stream = {}
+---@param fn fun(s: cugraph.Stream)
+---@param opts? cugraph.CaptureOptions
+---@return cugraph.Graph
+function Stream:capture(fn, opts) end
+---@return cugraph.Stream self
+---@param other cugraph.Event|cugraph.Stream
+function Stream:wait(other) end
+function Stream:synchronize() end
+---@return boolean done
+function Stream:query() end
+---@return integer handle the CUstream
+function Stream:handle() end
+function Stream:free() end
+function Stream:close() end
+---@param cond cugraph.Condition
+---@param body fun(s: cugraph.Stream)
+---@return cugraph.Stream self
+function Stream:loop_while(cond, body) end
+---@param cond cugraph.Condition
+---@param then_fn fun(s: cugraph.Stream)
+---@param else_fn? fun(s: cugraph.Stream)
+---@return cugraph.Stream self
+function Stream:branch(cond, then_fn, else_fn) end
+---@param cond cugraph.Condition
+---@param cases (fun(s: cugraph.Stream))[]
+---@return cugraph.Stream self
+function Stream:switch(cond, cases) end
+
+---@class cugraph.Condition
+local Condition = {}
+---@param s cugraph.Stream
+---@param v integer
+function Condition:set(s, v) end
+---@param s cugraph.Stream
+---@param buf cugraph.Buffer
+---@param op "<"|"<="|">"|">="|"=="|"~="|"!="
+---@param value number
+---@param index? integer 0-based
+function Condition:set_when(s, buf, op, value, index) end
+---@param s cugraph.Stream
+---@param n integer
+function Condition:count_down(s, n) end
+---@return integer? default
+function Condition:default() end
+function Condition:free() end
+function Condition:close() end
+
+---@class cugraph.GLResource
+local GLResource = {}
+---@param stream cugraph.Stream
+---@param fn fun(buf: cugraph.Buffer)
+function GLResource:map(stream, fn) end
+function GLResource:free() end
+function GLResource:close() end
+
+---@class cugraph.Event
+local Event = {}
+---@param stream? cugraph.Stream
+---@return cugraph.Event self
+function Event:record(stream) end
+function Event:synchronize() end
+---@return boolean done
+function Event:query() end
+---@param start cugraph.Event
+---@return number milliseconds
+function Event:elapsed(start) end
+function Event:free() end
+function Event:close() end
+
+---@class cugraph.Buffer
+---@operator len: integer
+local Buffer = {}
+---@param data number[]|string
+---@param offset? integer 0-based element offset
+---@param stream? cugraph.Stream
+---@return cugraph.Buffer self
+function Buffer:upload(data, offset, stream) end
+---@param format? "table"|"string"
+---@param offset? integer 0-based element offset
+---@param count? integer
+---@return number[]|string
+function Buffer:download(format, offset, count) end
+---@param v number
+---@param stream? cugraph.Stream
+---@return cugraph.Buffer self
+function Buffer:fill(v, stream) end
+---@param src cugraph.Buffer
+---@param stream? cugraph.Stream
+---@return cugraph.Buffer self
+function Buffer:copy(src, stream) end
+---@return string type the element type, e.g. "f32"
+function Buffer:type() end
+---@return integer
+function Buffer:bytes() end
+---@return integer address the CUdeviceptr
+function Buffer:address() end
+---@param default? integer applied at every launch; nil: the value carries over
+---@return cugraph.Condition
+function cuda.condition(default) end
+---@param path string
+---@param fn fun(path: string)
+---@return fun(): boolean?, string? poll
+function cuda.watch(path, fn) end
+---@param id integer a GL buffer object
+---@param type cugraph.ElementType
+---@param access? "read_write"|"read_only"|"write_discard"
+---@return cugraph.GLResource
+function cuda.gl_buffer(id, type, access) end
+---@param path string a .npy file to write
+---@param shape? integer[] default {#b}
+---@return cugraph.Buffer self
+function Buffer:save(path, shape) end
+function Buffer:free() end
+function Buffer:close() end
+
+---@class cugraph.Scalar
+local Scalar = {}
+---@param v number
+function Scalar:set(v) end
+---@return number
+function Scalar:get() end
+---@return string
+function Scalar:type() end
+---@return integer
+function Scalar:address() end
+function Scalar:free() end
+function Scalar:close() end
+
+---@class cugraph.Module
+---@field [string] cugraph.Kernel? a kernel by name; nil when there is none
+local Module = {}
+---@param name string
+---@param signature? string "float a, const float *x, int n" or "f32, f32*, i32"
+---@return cugraph.Kernel
+function Module:kernel(name, signature) end
+---@return string[]
+function Module:kernels() end
+---@param image string PTX text, a cubin or a fatbin
+---@param name? string
+---@return cugraph.Module self
+function Module:reload(image, name) end
+function Module:free() end
+function Module:close() end
+
+---@class cugraph.Kernel
+local Kernel = {}
+---@param stream cugraph.Stream
+---@param grid cugraph.Dims
+---@param block cugraph.Dims
+---@param ... number|string|cugraph.Buffer|cugraph.Scalar
+function Kernel:launch(stream, grid, block, ...) end
+---@return string
+function Kernel:name() end
+---@return string
+function Kernel:signature() end
+---@return integer
+function Kernel:params() end
+---@param bytes? integer
+---@return cugraph.Kernel|integer self, or the bytes when called without
+function Kernel:shared(bytes) end
+
+---@class cugraph.Graph
+local Graph = {}
+---@param stream? cugraph.Stream
+function Graph:launch(stream) end
+---@param n integer
+---@param stream? cugraph.Stream
+function Graph:replay(n, stream) end
+---@param stream? cugraph.Stream
+function Graph:upload(stream) end
+---@param fn fun(s: cugraph.Stream)
+---@return cugraph.Graph self
+function Graph:update(fn) end
+---@return integer count
+---@return string[] kinds
+function Graph:nodes() end
+---@param path string
+---@param verbose? boolean
+---@return cugraph.Graph self
+function Graph:dot(path, verbose) end
+---@return integer
+function Graph:launches() end
+---@return integer
+function Graph:id() end
+---@return integer exec the CUgraphExec, for foreign code
+function Graph:handle() end
+function Graph:free() end
+function Graph:close() end
+
+---@class cugraph
+---@field version string "0.1.0"
+---@field _VERSION string "cugraph-lua 0.1.0"
+---@field types cugraph.ElementType[]
+local cuda = {}
+
+---@param ordinal? integer
+---@return cugraph.DeviceInfo
+function cuda.device(ordinal) end
+---@return integer count 0 without a driver
+function cuda.device_count() end
+---@return boolean available
+---@return string? why
+function cuda.available() end
+---@param ordinal integer
+function cuda.select(ordinal) end
+function cuda.synchronize() end
+---@return cugraph.Status
+function cuda.status() end
+---@return cugraph.Info
+function cuda.info() end
+---@param v any
+---@return boolean
+function cuda.is_error(v) end
+---@return cugraph.Stream
+function cuda.stream() end
+---@param opts? cugraph.EventOptions
+---@return cugraph.Event
+function cuda.event(opts) end
+---@param type cugraph.ElementType
+---@param n_or_data integer|number[]|string
+---@return cugraph.Buffer
+function cuda.buffer(type, n_or_data) end
+---@param type cugraph.ElementType
+---@param value? number
+---@return cugraph.Scalar
+function cuda.scalar(type, value) end
+---@param image string PTX text, a cubin or a fatbin
+---@param name? string
+---@return cugraph.Module
+function cuda.module(image, name) end
+---@param path string a .ptx, .cubin or .fatbin file
+---@param name? string
+---@return cugraph.Module
+function cuda.load_module(path, name) end
+---@param source string CUDA C++
+---@param opts? cugraph.CompileOptions
+---@return cugraph.Module
+function cuda.compile(source, opts) end
+---@param source string CUDA C++
+---@param opts? cugraph.CompileOptions
+---@return string ptx
+---@return string log
+function cuda.ptx(source, opts) end
+---@return string? dir
+---@return integer cap bytes
+function cuda.compile_cache_dir() end
+---@param ptx string
+---@return cugraph.Entry[]
+function cuda.entries(ptx) end
+---@param path string a .npy file
+---@return cugraph.Buffer
+---@return integer[] shape
+function cuda.load(path) end
+
+return cuda
