@@ -101,7 +101,7 @@ local function compile_child(arch)
   assert(dir == os.getenv("XDG_CACHE_HOME") .. "/cugraph-lua",
          "compile: the cache is not in XDG_CACHE_HOME")
   cuda.ptx(src, {arch = arch})
-  assert(assert(run("ls " .. q(dir))):find("%.ptx\n"),
+  assert(assert(run("ls " .. q(dir))):find("%.nvrtc\n"),
          "compile: no cache entry written")
   local t, hit = {}, nil
   for r = 1, R do

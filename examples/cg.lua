@@ -183,7 +183,7 @@ end
 -- host-driven loop does after every step, and those after it do nothing:
 -- the count of iterations is the same, and the loop's own cost (a few µs a
 -- turn on an H200) is paid once per UNROLL steps.
-M.UNROLL = 4
+M.UNROLL = 8
 
 -- compiled, buffers allocated, graphs captured on a stream of its own.
 -- Fields: stream; x (the answer, f64); res (a Scalar: the relative
