@@ -31,7 +31,7 @@ HOST_LIBS = -lreadline
 endif
 
 CORE = context driver stream buffer scalar event module graph cond nvrtc ptx \
-  image handle reload interop lcugraph
+  image handle reload interop hostbuf lcugraph
 OBJS = $(CORE:%=$(BUILD)/obj/%.o)
 DOUBLE = $(BUILD)/libcuda-double.so
 KERNELS = $(BUILD)/kernels.ptx $(BUILD)/kernels.cubin $(BUILD)/kernels.fatbin

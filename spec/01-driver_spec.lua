@@ -51,7 +51,7 @@ describe("the driver", function()
   end)
 
   it("lists the element types", function()
-    assert.same({ "f32", "f64", "i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64" },
+    assert.same({ "f32", "f64", "i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64", "f16", "bf16" },
                 cuda.types)
   end)
 end)

@@ -11,6 +11,7 @@ describe("cugraph.Buffer", function()
       i32 = { -2147483648, 2147483647, 0, -3 }, u32 = { 0, 4294967295, 9, 1 << 31 },
       i64 = { math.mininteger, math.maxinteger, 0, -4 },
       u64 = { 0, -1, math.maxinteger, math.mininteger },
+      f16 = { 1.5, -65504, 2 ^ -24, 0 }, bf16 = { 1.5, -2 ^ 127 * 1.5, 2 ^ -133, 0 },
     }
     for _, t in ipairs(cuda.types) do
       local b = cuda.buffer(t, 4)
@@ -83,7 +84,7 @@ describe("cugraph.Buffer", function()
     assert.error_matches(function() cuda.buffer("f32", math.huge) end, "number has no integer representation")
     assert.error_matches(function() cuda.buffer("f32", 2.5) end, "number has no integer representation")
     assert.error_matches(function() cuda.buffer("f64", math.maxinteger) end, "overflows")
-    assert.error_matches(function() cuda.buffer("f16", 4) end, "unknown element type 'f16'; expected f32 f64")
+    assert.error_matches(function() cuda.buffer("f8", 4) end, "unknown element type 'f8'; expected f32 f64")
     assert.error_matches(function() cuda.buffer("f32", {}) end, "no elements")
     assert.error_matches(function() cuda.buffer("f32") end, "number expected, got no value")
   end)

@@ -11,6 +11,7 @@ describe("cugraph.Scalar", function()
       u32 = { 0, 4294967295 },
       i64 = { math.mininteger, math.maxinteger, -1 },
       u64 = { -1, math.maxinteger, math.mininteger, 0x123456789abcdef0 },
+      f16 = { 0.5, -65504, 2 ^ -24 }, bf16 = { 0.5, 2 ^ 127 * 1.5, -2 ^ -133 },
     }
     for _, t in ipairs(cuda.types) do
       local s = cuda.scalar(t)

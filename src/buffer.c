@@ -10,9 +10,10 @@
 #include "ptx.h"
 
 const char *const cg_type_names[] = {
-  "f32", "f64", "i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64", NULL
+  "f32", "f64", "i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64", "f16",
+  "bf16", NULL
 };
-const unsigned char cg_type_size[] = { 4, 8, 1, 1, 2, 2, 4, 4, 8, 8 };
+const unsigned char cg_type_size[] = { 4, 8, 1, 1, 2, 2, 4, 4, 8, 8, 2, 2 };
 
 /* An element type: a short name ("f32") or a C name for one ("float",
    "unsigned int", "uint8_t"); an error lists them. */
@@ -21,15 +22,51 @@ cg_type cg_checktype(lua_State *L, int idx) {
   ptx_param p;
   for (int t = 0; t < CG_NTYPES; t++)
     if (!strcmp(s, cg_type_names[t])) return (cg_type)t;
-  if (ptx_signature(s, &p, 1, NULL, 0) == 1 && p.type <= PTX_U64 &&
+  if (ptx_signature(s, &p, 1, NULL, 0) == 1 && p.type <= PTX_BF16 &&
       !strpbrk(s, ",*"))
     return (cg_type)p.type;
   return (cg_type)luaL_argerror(L, idx, lua_pushfstring(L,
       "unknown element type '%s'; expected f32 f64 i8 u8 i16 u16 i32 u32 "
-      "i64 u64, or a C name such as float, double, int, unsigned, "
-      "long long, uint8_t", s));
+      "i64 u64 f16 bf16, or a C name such as float, double, int, unsigned, "
+      "long long, uint8_t, __half, __nv_bfloat16", s));
 }
 
+/* 16-bit floats: 1 sign bit, e exponent bits (bias emax), m fraction bits:
+   binary16 (e 5, m 10, emax 15) and bfloat16 (e 8, m 7, emax 127). */
+#define HALF_M(t) ((t) == CG_F16 ? 10 : 7)
+#define HALF_EMAX(t) ((t) == CG_F16 ? 15 : 127)
+
+/* v rounded to nearest, ties to even, straight from the double (no double
+   rounding through float); -1 when a finite v rounds past the largest
+   finite value. NaN keeps its sign and becomes the quiet NaN. */
+static int32_t tohalf(double v, int m, int emax) {
+  uint32_t sign = signbit(v) ? 0x8000u : 0, inf = 0x7fffu >> m << m;
+  if (isnan(v)) return (int32_t)(sign | inf | 1u << (m - 1));
+  double a = fabs(v);
+  if (isinf(a)) return (int32_t)(sign | inf);
+  if (a == 0) return (int32_t)sign;
+  int e;
+  frexp(a, &e);
+  e = e - 1 < 1 - emax ? 1 - emax : e - 1; /* a in [2^e, 2^(e+1)), or less
+                                              when subnormal */
+  double r = nearbyint(ldexp(a, m - e)); /* whole units of the last place */
+  if (r == ldexp(1, m + 1)) { /* rounded up to the next binade */
+    r /= 2;
+    e++;
+  }
+  if (e > emax) return -1;
+  if (r < ldexp(1, m)) return (int32_t)(sign | (uint32_t)r); /* subnormal */
+  return (int32_t)(sign | (uint32_t)(e + emax) << m |
+                   ((uint32_t)r - (1u << m)));
+}
+
+static double fromhalf(uint16_t h, int m, int emax) {
+  unsigned ef = (h & 0x7fffu) >> m, f = h & ((1u << m) - 1);
+  double v = ef == 2u * (unsigned)emax + 1 ? (f ? NAN : INFINITY)
+           : ef == 0 ? ldexp(f, 1 - emax - m)
+           : ldexp(f + (1u << m), (int)ef - emax - m);
+  return h & 0x8000u ? -v : v;
+}
 /* Converts the number at idx to element type t into out. Integers must be
    exact and in range; u64 takes a Lua integer as its 64-bit pattern, as
    Lua's own hex literals do (0xffffffffffffffff is -1). Returns NULL, or
@@ -47,6 +84,16 @@ const char *cg_bits(lua_State *L, int idx, cg_type t, void *out) {
       return lua_pushfstring(L, "%f is out of range for f32", v);
     float f = (float)v;
     memcpy(out, &f, 4);
+    return NULL;
+  }
+  if (t >= CG_F16) {
+    lua_Number v = lua_tonumber(L, idx);
+    int32_t h = tohalf(v, HALF_M(t), HALF_EMAX(t));
+    if (h < 0)
+      return lua_pushfstring(L, "%f is out of range for %s", v,
+                             cg_type_names[t]);
+    uint16_t b = (uint16_t)h;
+    memcpy(out, &b, 2);
     return NULL;
   }
   static const lua_Integer lo[] = { 0, 0, INT8_MIN, 0, INT16_MIN, 0,
@@ -88,14 +135,19 @@ void cg_pushbits(lua_State *L, cg_type t, const void *p) {
   case CG_U16: { uint16_t v; memcpy(&v, p, 2); lua_pushinteger(L, v); break; }
   case CG_I32: { int32_t v; memcpy(&v, p, 4); lua_pushinteger(L, v); break; }
   case CG_U32: { uint32_t v; memcpy(&v, p, 4); lua_pushinteger(L, v); break; }
+  case CG_F16: case CG_BF16: {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    lua_pushnumber(L, fromhalf(h, HALF_M(t), HALF_EMAX(t)));
+    break;
+  }
   default: { lua_Integer v; memcpy(&v, p, 8); lua_pushinteger(L, v); }
   }
 }
 
 static cg_buffer *check(lua_State *L) { return cg_checkobj(L, 1, CG_BUFFER); }
 
-/* A count of elements: a positive integer whose byte size fits. */
-static size_t checkcount(lua_State *L, int idx, cg_type t) {
+size_t cg_checkcount(lua_State *L, int idx, cg_type t) {
   lua_Integer n = luaL_checkinteger(L, idx);
   luaL_argcheck(L, n > 0, idx, "size must be positive");
   luaL_argcheck(L, (uint64_t)n <= SIZE_MAX / cg_type_size[t] &&
@@ -130,7 +182,7 @@ static int buffer_new(lua_State *L) {
   int init = lua_type(L, 2) == LUA_TTABLE || lua_type(L, 2) == LUA_TSTRING;
   size_t n = init ? (lua_istable(L, 2) ? lua_rawlen(L, 2)
                                        : lua_rawlen(L, 2) / cg_type_size[t])
-                  : checkcount(L, 2, t);
+                  : cg_checkcount(L, 2, t);
   if (init) luaL_argcheck(L, n > 0, 2, "no elements to upload");
   lua_settop(L, 2);
   cg_ctx *ctx = cg_context(L);
@@ -150,11 +202,76 @@ static int buffer_new(lua_State *L) {
 static void buffer_release(lua_State *L, cg_obj *o) {
   cg_buffer *b = (cg_buffer *)o;
   if (o->owned) cg_release(L, o->ctx, CG_FREE_MEM, (void *)(uintptr_t)b->ptr);
+  if (b->parent) b->parent->views--; /* the parent is its user value */
   b->ptr = 0;
 }
 
-static int buffer_free(lua_State *L) { return cg_close(L, CG_BUFFER, 0); }
+/* An open view reads its parent's memory: the parent is freed after its
+   views (a collected parent's views are garbage too). */
+static int buffer_free(lua_State *L) {
+  cg_buffer *b = cg_toobj(L, 1, CG_BUFFER);
+  if (b->h.open && b->views)
+    luaL_error(L, "cannot free %s %s[%I]: %d open view%s over it (b:view); "
+               "free the views first", cg_kind_names[CG_BUFFER],
+               cg_type_names[b->type], (LUAI_UACINT)b->n, (int)b->views,
+               b->views > 1 ? "s" : "");
+  return cg_close(L, CG_BUFFER, 0);
+}
 static int buffer_gc(lua_State *L) { return cg_close(L, CG_BUFFER, 1); }
+
+/* b:view(first [, count [, type]]): count elements of type (b's type when
+   absent) from element first of b; count absent: as many as fill the rest.
+   A view shares b's memory; its address must suit the new type. */
+static int buffer_view(lua_State *L) {
+  cg_buffer *b = check(L);
+  lua_Integer first = luaL_checkinteger(L, 2);
+  cg_type t = lua_isnoneornil(L, 4) ? b->type : cg_checktype(L, 4);
+  size_t es = cg_type_size[t], bes = cg_type_size[b->type];
+  if (first < 0 || (uint64_t)first >= b->n)
+    luaL_argerror(L, 2, lua_pushfstring(L, "first %I out of range: element "
+                  "offsets are 0-based, 0..%I", (LUAI_UACINT)first,
+                  (LUAI_UACINT)b->n - 1));
+  size_t off = (size_t)first * bes, rest = b->n * bes - off, n;
+  if (lua_isnoneornil(L, 3)) {
+    if (rest % es)
+      luaL_error(L, "view: the %I bytes from element %I are not a whole "
+                 "number of %s; give a count", (LUAI_UACINT)rest,
+                 (LUAI_UACINT)first, cg_type_names[t]);
+    n = rest / es;
+    luaL_argcheck(L, n > 0, 2, "no whole element of the view's type left");
+  } else {
+    n = cg_checkcount(L, 3, t);
+    if (n > rest / es)
+      luaL_error(L, "view: %I %s from element %I pass the end of the "
+                 "buffer (%s[%I])", (LUAI_UACINT)n, cg_type_names[t],
+                 (LUAI_UACINT)first, cg_type_names[b->type],
+                 (LUAI_UACINT)b->n);
+  }
+  if ((b->ptr + off) % es)
+    luaL_error(L, "view: element %I of %s is at byte %I, not aligned for %s "
+               "(%d bytes)", (LUAI_UACINT)first, cg_type_names[b->type],
+               (LUAI_UACINT)off, cg_type_names[t], (int)es);
+  cg_buffer *v = cg_newobj(L, b->h.ctx, sizeof *v, CG_BUFFER);
+  lua_pushvalue(L, 1);
+  lua_setiuservalue(L, -2, 1);
+  cg_isopen(L, &b->h); /* the allocations may have run a finalizer */
+  v->type = t;
+  v->n = n;
+  v->ptr = b->ptr + off;
+  v->parent = b;
+  v->h.owned = 0;
+  b->views++;
+  v->h.open = 1;
+  return 1;
+}
+
+/* b:parent(): the buffer a view was made from, or nil */
+static int buffer_parent(lua_State *L) {
+  cg_buffer *b = check(L);
+  if (!b->parent) return 0;
+  lua_getiuservalue(L, 1, 1);
+  return 1;
+}
 
 /* Work named with no stream (sidx 0 or nil) runs on the default stream,
    after all device work, and is complete on return. */
@@ -221,11 +338,61 @@ static void upload_data(lua_State *L, cg_buffer *b, int didx, int oidx,
   finish(L, ctx, st);
 }
 
-/* b:upload(table | string [, offset [, stream]]) */
+/* An offset may be left out before a stream: b:upload(h, s). */
+static void optoffset_stream(lua_State *L) {
+  if (lua_type(L, 3) == LUA_TUSERDATA) {
+    lua_settop(L, 3);
+    lua_pushnil(L);
+    lua_insert(L, 3);
+  }
+}
+
+/* Copies between b (from element offset at 3) and the whole of the host
+   buffer h at 2, to b when up: on the stream at 4, where a capture may
+   record it (pinning h), or synchronously. */
+static int hostcopy(lua_State *L, cg_buffer *b, int up) {
+  const char *what = up ? "upload" : "download_into";
+  cg_hostbuf *h = cg_checkobj(L, 2, CG_HOSTBUF);
+  if (h->type != b->type)
+    luaL_error(L, "%s: host buffer of %s, device buffer of %s; they must "
+               "match (b:view(0, nil, \"%s\") reinterprets the device "
+               "buffer)", what, cg_type_names[h->type],
+               cg_type_names[b->type], cg_type_names[h->type]);
+  size_t count = h->n;
+  size_t off = checkrange(L, b, 3, &count, what);
+  cg_pin(L, b->h.ctx, 1); /* pins allocate: handles are read after them */
+  cg_pin(L, b->h.ctx, 2);
+  CUstream st = begin(L, b->h.ctx, 4, what);
+  cg_isopen(L, &h->h);
+  cg_isopen(L, &b->h);
+  size_t bytes = count * cg_type_size[b->type];
+  CUdeviceptr dp = b->ptr + off * cg_type_size[b->type];
+  if (up)
+    CU(L, b->h.ctx, cuMemcpyHtoDAsync, dp, h->p, bytes,
+       st ? st : b->h.ctx->stream);
+  else
+    CU(L, b->h.ctx, cuMemcpyDtoHAsync, h->p, dp, bytes,
+       st ? st : b->h.ctx->stream);
+  finish(L, b->h.ctx, st);
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* b:download_into(h [, offset] [, stream]): #h elements of b from offset */
+static int buffer_download_into(lua_State *L) {
+  cg_buffer *b = check(L);
+  optoffset_stream(L);
+  return hostcopy(L, b, 0);
+}
+
+/* b:upload(table | string | host buffer [, offset] [, stream]) */
 static int buffer_upload(lua_State *L) {
   cg_buffer *b = check(L);
+  optoffset_stream(L);
+  if (cg_testobj(L, 2, CG_HOSTBUF)) return hostcopy(L, b, 1);
   cg_guard(L, b->h.ctx, "upload from host memory",
-           "upload before capture, or copy from a device buffer");
+           "upload before capture, copy from a device buffer, or upload "
+           "a cuda.host_buffer on the capture stream");
   if (!lua_isnoneornil(L, 4)) cg_checkobj(L, 4, CG_STREAM); /* early word */
   lua_settop(L, 4); /* the stream's slot stays 4 while the data converts */
   upload_data(L, b, 2, 3, 4);
@@ -302,19 +469,61 @@ static int buffer_fill(lua_State *L) {
   return 1;
 }
 
-/* dst:copy(src [, stream]): the whole of src into dst (same type and size) */
+/* An offset field of a copy's options (0 when absent), in elements. */
+static size_t optoffset(lua_State *L, const char *key) {
+  lua_getfield(L, 3, key);
+  lua_Integer v = lua_isnil(L, -1) ? 0 : luaL_checkinteger(L, -1);
+  if (v < 0) luaL_error(L, "copy: %s %I is negative", key, (LUAI_UACINT)v);
+  lua_pop(L, 1);
+  return (size_t)v;
+}
+
+/* dst:copy(src [, {dst_offset=, src_offset=, count=}] [, stream]): bytes
+   from device memory to device memory. Without options, the whole of src
+   into dst, of equal byte size (a view may reinterpret either); with them,
+   count elements of src (absent: the rest of src) from element src_offset
+   to element dst_offset of dst, in range of both. */
 static int buffer_copy(lua_State *L) {
   cg_buffer *d = check(L);
   cg_buffer *s = cg_checkobj(L, 2, CG_BUFFER);
-  if (s->type != d->type || s->n != d->n)
-    luaL_error(L, "copy: source is %s[%I], destination %s[%I]; they must "
-               "match", cg_type_names[s->type], (LUAI_UACINT)s->n,
+  size_t des = cg_type_size[d->type], ses = cg_type_size[s->type];
+  size_t doff = 0, soff = 0, bytes = s->n * ses;
+  int sidx = 3;
+  if (lua_istable(L, 3)) {
+    sidx = 4;
+    doff = optoffset(L, "dst_offset");
+    soff = optoffset(L, "src_offset");
+    if (soff > s->n)
+      luaL_error(L, "copy: src_offset %I passes the end of the source "
+                 "(%s[%I])", (LUAI_UACINT)soff, cg_type_names[s->type],
+                 (LUAI_UACINT)s->n);
+    lua_getfield(L, 3, "count");
+    size_t count = lua_isnil(L, -1) ? s->n - soff
+                 : (size_t)luaL_checkinteger(L, -1);
+    lua_pop(L, 1);
+    if (count > s->n - soff)
+      luaL_error(L, "copy: %I elements from src_offset %I pass the end of "
+                 "the source (%s[%I])", (LUAI_UACINT)count, (LUAI_UACINT)soff,
+                 cg_type_names[s->type], (LUAI_UACINT)s->n);
+    bytes = count * ses;
+    if (doff > d->n || bytes > (d->n - doff) * des)
+      luaL_error(L, "copy: %I bytes at dst_offset %I pass the end of the "
+                 "destination (%s[%I])", (LUAI_UACINT)bytes,
+                 (LUAI_UACINT)doff, cg_type_names[d->type],
+                 (LUAI_UACINT)d->n);
+  } else if (bytes != d->n * des) {
+    luaL_error(L, "copy: source is %s[%I], destination %s[%I]; their byte "
+               "sizes must match (or give offsets and a count)",
+               cg_type_names[s->type], (LUAI_UACINT)s->n,
                cg_type_names[d->type], (LUAI_UACINT)d->n);
+  }
   cg_pin(L, d->h.ctx, 1); /* pins allocate: handles are read after them */
   cg_pin(L, d->h.ctx, 2);
-  CUstream st = begin(L, d->h.ctx, 3, "copy");
-  CU(L, d->h.ctx, cuMemcpyDtoDAsync, d->ptr, s->ptr,
-     d->n * cg_type_size[d->type], st ? st : d->h.ctx->stream);
+  CUstream st = begin(L, d->h.ctx, sidx, "copy");
+  cg_isopen(L, &s->h);
+  if (bytes)
+    CU(L, d->h.ctx, cuMemcpyDtoDAsync, d->ptr + doff * des,
+       s->ptr + soff * ses, bytes, st ? st : d->h.ctx->stream);
   finish(L, d->h.ctx, st);
   lua_settop(L, 1);
   return 1;
@@ -346,7 +555,7 @@ static int buffer_tostring(lua_State *L) {
   cg_buffer *b = cg_toobj(L, 1, CG_BUFFER);
   return cg_tostring(L, &b->h, " %s[%I] (%p%s)", cg_type_names[b->type],
                      (LUAI_UACINT)b->n, (void *)(uintptr_t)b->ptr,
-                     b->h.owned ? "" : ", borrowed");
+                     b->parent ? ", view" : b->h.owned ? "" : ", borrowed");
 }
 
 void buffer_open(lua_State *L) {
@@ -354,7 +563,9 @@ void buffer_open(lua_State *L) {
     {"upload", buffer_upload}, {"download", buffer_download},
     {"fill", buffer_fill}, {"copy", buffer_copy}, {"free", buffer_free},
     {"close", buffer_free}, {"type", buffer_type}, {"bytes", buffer_bytes},
-    {"address", buffer_address}, {NULL, NULL}
+    {"address", buffer_address}, {"view", buffer_view},
+    {"parent", buffer_parent}, {"download_into", buffer_download_into},
+    {NULL, NULL}
   };
   static const luaL_Reg meta[] = {
     {"__gc", buffer_gc}, {"__close", buffer_free}, {"__len", buffer_len},

@@ -9,7 +9,7 @@
 const char *const cg_kind_names[] = {
   "cugraph.Stream", "cugraph.Buffer", "cugraph.Scalar", "cugraph.Event",
   "cugraph.Module", "cugraph.Kernel", "cugraph.Graph", "cugraph.GLResource",
-  "cugraph.Condition"
+  "cugraph.Condition", "cugraph.HostBuffer"
 };
 
 static const char sentinel_key = 'k';
@@ -272,13 +272,14 @@ static CUresult destroy(int what, void *h) {
   case CG_FREE_STREAM: return cg_drv.cuStreamDestroy(h);
   case CG_FREE_EVENT: return cg_drv.cuEventDestroy(h);
   case CG_FREE_EXEC: return cg_drv.cuGraphExecDestroy(h);
+  case CG_FREE_HOST: return cg_drv.cuMemFreeHost(h);
   default: return cg_drv.cuGraphDestroy(h);
   }
 }
 
 static const char *const destroy_api[] = {
   "cuMemFree", "cuModuleUnload", "cuStreamDestroy", "cuEventDestroy",
-  "cuGraphExecDestroy", "cuGraphDestroy"
+  "cuGraphExecDestroy", "cuGraphDestroy", "cuMemFreeHost"
 };
 
 static void record(lua_State *L, cg_ctx *ctx, const char *api, CUresult r) {

@@ -9,10 +9,11 @@
 #include <lauxlib.h>
 #include "driver.h"
 
-/* Element types of buffers and scalars, in the order of their names. */
+/* Element types of buffers and scalars, in the order of their names; the
+   16-bit floats (IEEE binary16 and bfloat16) come last. */
 typedef enum cg_type {
   CG_F32, CG_F64, CG_I8, CG_U8, CG_I16, CG_U16, CG_I32, CG_U32, CG_I64,
-  CG_U64, CG_NTYPES
+  CG_U64, CG_F16, CG_BF16, CG_NTYPES
 } cg_type;
 extern const char *const cg_type_names[];
 extern const unsigned char cg_type_size[];
@@ -20,7 +21,9 @@ extern const unsigned char cg_type_size[];
 /* The Lua types; cg_obj.kind. */
 typedef enum cg_kind {
   CG_STREAM, CG_BUFFER, CG_SCALAR, CG_EVENT, CG_MODULE, CG_KERNEL, CG_GRAPH,
-  CG_GLRESOURCE, CG_CONDITION, CG_NKINDS
+  CG_GLRESOURCE, CG_CONDITION,
+  CG_HOSTBUF,
+  CG_NKINDS
 } cg_kind;
 extern const char *const cg_kind_names[]; /* "cugraph.Buffer", ... */
 
@@ -102,12 +105,26 @@ typedef struct cg_event {
   int timing;
 } cg_event;
 
+/* A view (b:view) is a buffer that does not own its memory: parent is the
+   buffer it was made from (also its user value 1, so the parent outlives
+   it), and the parent counts its open views, refusing :free() while any
+   is open. */
 typedef struct cg_buffer {
   cg_obj h;
   CUdeviceptr ptr;
   size_t n;
   cg_type type;
+  unsigned views;       /* open views of this buffer */
+  struct cg_buffer *parent; /* NULL unless a view */
 } cg_buffer;
+
+/* cugraph.HostBuffer: page-locked host memory (cuMemHostAlloc). */
+typedef struct cg_hostbuf {
+  cg_obj h;
+  void *p;
+  size_t n;
+  cg_type type;
+} cg_hostbuf;
 
 typedef struct cg_scalar {
   cg_obj h;
@@ -145,7 +162,7 @@ void cg_canfree(lua_State *L, cg_obj *o);
    back while a capture runs (a free would break it); skipped when the
    context is gone or poisoned; driver errors are recorded (cuda.status). */
 enum { CG_FREE_MEM, CG_FREE_MODULE, CG_FREE_STREAM, CG_FREE_EVENT,
-       CG_FREE_EXEC, CG_FREE_GRAPH };
+       CG_FREE_EXEC, CG_FREE_GRAPH, CG_FREE_HOST };
 void cg_release(lua_State *L, cg_ctx *ctx, int what, void *h);
 void cg_flush_deferred(lua_State *L, cg_ctx *ctx);
 int cg_method(lua_State *L); /* in __index: pushes methods[key], or 0 */
@@ -167,6 +184,9 @@ const char *cg_bits(lua_State *L, int idx, cg_type t, void *out);
 /* cg_bits, raising: an argument error when what is NULL, else "what: msg" */
 void cg_tobits(lua_State *L, int idx, cg_type t, void *out, const char *what);
 void cg_pushbits(lua_State *L, cg_type t, const void *p);
+/* buffer.c: a count of elements of type t at idx, positive, whose byte
+   size fits */
+size_t cg_checkcount(lua_State *L, int idx, cg_type t);
 
 /* context.c: makes cu current on this thread unless the core knows it is
    (the thread-local compare every path to the driver makes); no Lua */
@@ -241,5 +261,6 @@ void nvrtc_open(lua_State *L);
 void context_open(lua_State *L);
 void reload_open(lua_State *L);
 void interop_open(lua_State *L);
+void hostbuf_open(lua_State *L);
 
 #endif

@@ -18,7 +18,8 @@
   X(cuStreamEndCapture) X(cuStreamIsCapturing) \
   X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) \
   X(cuEventSynchronize) X(cuEventQuery) X(cuEventElapsedTime) \
-  X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) \
+  X(cuMemAlloc) X(cuMemFree) X(cuMemHostAlloc) X(cuMemFreeHost) \
+  X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) \
   X(cuMemcpyDtoDAsync) X(cuMemsetD8Async) X(cuMemsetD16Async) \
   X(cuMemsetD32Async) X(cuMemsetD2D32Async) \
   X(cuModuleLoadDataEx) X(cuModuleUnload) X(cuModuleGetFunction) \

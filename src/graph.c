@@ -71,7 +71,8 @@ void cg_pinobj(lua_State *L, cg_ctx *ctx, cg_obj *o, int idx) {
   lua_rawset(L, -3);
   lua_pop(L, 1);
   cg_isopen(L, o);
-  if (o->kind == CG_KERNEL) { /* and so its module */
+  if (o->kind == CG_KERNEL || /* and so its module, or a view's parent */
+      (o->kind == CG_BUFFER && ((cg_buffer *)o)->parent)) {
     lua_getiuservalue(L, idx, 1);
     cg_pin(L, ctx, -1);
     lua_pop(L, 1);

@@ -38,7 +38,8 @@ typedef struct cg_kernel {
 /* -- signatures as text --------------------------------------------------- */
 
 static const char *const ptx_names[] = {
-  "f32", "f64", "i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64"
+  "f32", "f64", "i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64", "f16",
+  "bf16"
 };
 
 static void pushparam(lua_State *L, const ptx_param *p) {

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Sizes of PTX_F32..PTX_U64. */
-static const unsigned char scalar_size[] = {4, 8, 1, 1, 2, 2, 4, 4, 8, 8};
+/* Sizes of PTX_F32..PTX_BF16. */
+static const unsigned char scalar_size[] = {4, 8, 1, 1, 2, 2, 4, 4, 8, 8, 2, 2};
 
 /* Largest parameter (array) accepted; real ones are at most a few KB. */
 #define MAX_PARAM_BYTES (1ul << 24)
@@ -41,8 +41,8 @@ static ptx_param pointer_param(int elem, int is_const) {
   return p;
 }
 
-/* elem of a pointer to a value of type t: only the ten cg types, else any. */
-static int pointee(int t) { return t <= PTX_U64 ? t : PTX_ANY; }
+/* elem of a pointer to a value of type t: only the cg types, else any. */
+static int pointee(int t) { return t <= PTX_BF16 ? t : PTX_ANY; }
 
 static int is_digit(int c) { return c >= '0' && c <= '9'; }
 static int is_alpha(int c) {
@@ -483,19 +483,28 @@ static int parse_type(demangler *d, mtype *t) {
     *t = mval(btype[i], scalar_size[btype[i]]);
     d->pos++;
   } else if (c == 'D') {
-    /* _Float16 (DF16_; older compilers: Dh): 16 bits of anything */
-    if (d->len - d->pos >= 5 && memcmp(d->s + d->pos, "DF16_", 5) == 0)
+    /* _Float16 (DF16_; older compilers: Dh) is f16, std::bfloat16_t
+       (DF16b) bf16 */
+    if (d->len - d->pos >= 5 && memcmp(d->s + d->pos, "DF16_", 5) == 0) {
+      *t = mval(PTX_F16, 2);
       d->pos += 5;
-    else if (d->len - d->pos >= 2 && d->s[d->pos + 1] == 'h')
+    } else if (d->len - d->pos >= 5 &&
+               memcmp(d->s + d->pos, "DF16b", 5) == 0) {
+      *t = mval(PTX_BF16, 2);
+      d->pos += 5;
+    } else if (d->len - d->pos >= 2 && d->s[d->pos + 1] == 'h') {
+      *t = mval(PTX_F16, 2);
       d->pos += 2;
-    else
+    } else {
       return -1;
-    *t = mval(PTX_INT, 2);
+    }
   } else if (is_digit(c)) {
     if (source_name(d, &p, &i)) return -1;
-    if ((i == 6 && memcmp(p, "__half", 6) == 0) ||
-        (i == 13 && memcmp(p, "__nv_bfloat16", 13) == 0)) {
-      *t = mval(PTX_INT, 2);
+    /* cuda_fp16.h and cuda_bf16.h: struct __half, struct __nv_bfloat16 */
+    if (i == 6 && memcmp(p, "__half", 6) == 0) {
+      *t = mval(PTX_F16, 2);
+    } else if (i == 13 && memcmp(p, "__nv_bfloat16", 13) == 0) {
+      *t = mval(PTX_BF16, 2);
     } else {
       memset(t, 0, sizeof *t);
       t->kind = M_CLASS;
@@ -593,8 +602,9 @@ static const struct {
   {"size_t", PTX_U64, 8},   {"f32", PTX_F32, 4},     {"f64", PTX_F64, 8},
   {"i8", PTX_I8, 1},        {"u8", PTX_U8, 1},       {"i16", PTX_I16, 2},
   {"u16", PTX_U16, 2},      {"i32", PTX_I32, 4},     {"u32", PTX_U32, 4},
-  {"i64", PTX_I64, 8},      {"u64", PTX_U64, 8},     {"__half", PTX_INT, 2},
-  {"__nv_bfloat16", PTX_INT, 2},
+  {"i64", PTX_I64, 8},      {"u64", PTX_U64, 8},     {"f16", PTX_F16, 2},
+  {"bf16", PTX_BF16, 2},    {"__half", PTX_F16, 2},  {"half", PTX_F16, 2},
+  {"__nv_bfloat16", PTX_BF16, 2}, {"nv_bfloat16", PTX_BF16, 2},
   {"cudaGraphConditionalHandle", PTX_U64, 8},
   {"CUgraphConditionalHandle", PTX_U64, 8},
 };

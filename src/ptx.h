@@ -7,10 +7,10 @@
 
 #define PTX_MAX_PARAMS 128
 
-/* Parameter types. The first ten follow cg_type (core.h) in order. */
+/* Parameter types. The first twelve follow cg_type (core.h) in order. */
 enum {
   PTX_F32, PTX_F64, PTX_I8, PTX_U8, PTX_I16, PTX_U16, PTX_I32, PTX_U32,
-  PTX_I64, PTX_U64,
+  PTX_I64, PTX_U64, PTX_F16, PTX_BF16, /* __half, __nv_bfloat16 */
   PTX_INT,        /* integer of `size` bytes, signedness unknown (.b32, .u32
                      with no C type): accepts -2^(8size-1) .. 2^(8size)-1 */
   PTX_PTR_OR_INT, /* .u64/.b64/.s64 with no C type: a pointer or an integer */
@@ -21,7 +21,7 @@ enum {
 
 typedef struct ptx_param {
   unsigned char type;     /* PTX_* */
-  unsigned char elem;     /* PTX_PTR only: PTX_F32..PTX_U64 or PTX_ANY */
+  unsigned char elem;     /* PTX_PTR only: PTX_F32..PTX_BF16 or PTX_ANY */
   unsigned char is_const; /* PTX_PTR only: pointer to const */
   unsigned int size;      /* bytes the parameter takes */
   unsigned int align;

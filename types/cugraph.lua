@@ -6,6 +6,7 @@
 
 ---@alias cugraph.ElementType
 ---| "f32" | "f64" | "i8" | "u8" | "i16" | "u16" | "i32" | "u32" | "i64" | "u64"
+---| "f16" | "bf16" | "__half" | "half" | "__nv_bfloat16" | "nv_bfloat16"
 ---| "float" | "double" | "int8_t" | "uint8_t" | "char" | "unsigned char"
 ---| "short" | "unsigned short" | "int16_t" | "uint16_t" | "int" | "unsigned"
 ---| "unsigned int" | "int32_t" | "uint32_t" | "long" | "unsigned long"
@@ -153,11 +154,23 @@ function Event:close() end
 ---@class cugraph.Buffer
 ---@operator len: integer
 local Buffer = {}
----@param data number[]|string
----@param offset? integer 0-based element offset
+---@param data number[]|string|cugraph.HostBuffer a host buffer: all of it, asynchronous on a stream, capturable
+---@param offset? integer 0-based element offset; may be left out before a stream
 ---@param stream? cugraph.Stream
 ---@return cugraph.Buffer self
 function Buffer:upload(data, offset, stream) end
+---@param h cugraph.HostBuffer receives #h elements; its type must be the buffer's
+---@param offset? integer 0-based element offset into the buffer; may be left out before a stream
+---@param stream? cugraph.Stream asynchronous (capturable); none: synchronous
+---@return cugraph.Buffer self
+function Buffer:download_into(h, offset, stream) end
+---@param first integer 0-based element offset into this buffer
+---@param count? integer elements of the view's type; nil: to the end
+---@param type? cugraph.ElementType reinterpret (sizes and alignment permitting)
+---@return cugraph.Buffer view shares this buffer's memory and keeps it alive
+function Buffer:view(first, count, type) end
+---@return cugraph.Buffer? parent the buffer a view was made from; nil for others
+function Buffer:parent() end
 ---@param format? "table"|"string"
 ---@param offset? integer 0-based element offset
 ---@param count? integer
@@ -167,10 +180,16 @@ function Buffer:download(format, offset, count) end
 ---@param stream? cugraph.Stream
 ---@return cugraph.Buffer self
 function Buffer:fill(v, stream) end
+---@class cugraph.CopyOptions
+---@field dst_offset? integer 0-based, in the destination's elements
+---@field src_offset? integer 0-based, in the source's elements
+---@field count? integer source elements; nil: the rest of the source
+
 ---@param src cugraph.Buffer
+---@param opts_or_stream? cugraph.CopyOptions|cugraph.Stream
 ---@param stream? cugraph.Stream
 ---@return cugraph.Buffer self
-function Buffer:copy(src, stream) end
+function Buffer:copy(src, opts_or_stream, stream) end
 ---@return string type the element type, e.g. "f32"
 function Buffer:type() end
 ---@return integer
@@ -195,6 +214,25 @@ function cuda.gl_buffer(id, type, access) end
 function Buffer:save(path, shape) end
 function Buffer:free() end
 function Buffer:close() end
+
+---@class cugraph.HostBuffer
+---@operator len: integer
+---@field [integer] number element i, 0-based (h[0] .. h[#h - 1])
+local HostBuffer = {}
+---@param data number[]|string
+---@param offset? integer 0-based element offset
+---@return cugraph.HostBuffer self
+function HostBuffer:set(data, offset) end
+---@return number[] t h[0] at t[1]
+function HostBuffer:totable() end
+---@return string bytes the contents
+function HostBuffer:tostring() end
+---@return integer size in bytes
+function HostBuffer:bytes() end
+---@return string type the element type
+function HostBuffer:type() end
+function HostBuffer:free() end
+function HostBuffer:close() end
 
 ---@class cugraph.Scalar
 local Scalar = {}
@@ -303,6 +341,10 @@ function cuda.event(opts) end
 ---@param n_or_data integer|number[]|string
 ---@return cugraph.Buffer
 function cuda.buffer(type, n_or_data) end
+---@param type cugraph.ElementType
+---@param n_or_data integer|number[]|string a count (zeroed elements) or the contents
+---@return cugraph.HostBuffer
+function cuda.host_buffer(type, n_or_data) end
 ---@param type cugraph.ElementType
 ---@param value? number
 ---@return cugraph.Scalar

@@ -8,13 +8,13 @@ local MAGIC = "\147NUMPY"
 -- Element types by NumPy type code (kind and size), and back.
 local by_code = {
   f4 = "f32", f8 = "f64", i1 = "i8", u1 = "u8", i2 = "i16", u2 = "u16",
-  i4 = "i32", u4 = "u32", i8 = "i64", u8 = "u64",
+  i4 = "i32", u4 = "u32", i8 = "i64", u8 = "u64", f2 = "f16",
 }
 local descr = {}
 for code, t in pairs(by_code) do
   descr[t] = (code:sub(2) == "1" and "|" or "<") .. code
 end
-local SUPPORTED = "float32, float64, int8, uint8, int16, uint16, int32, uint32, int64, uint64"
+local SUPPORTED = "float16, float32, float64, int8, uint8, int16, uint16, int32, uint32, int64, uint64"
 
 local function fail(fmt, ...) error(fmt:format(...), 0) end
 
@@ -81,6 +81,9 @@ end
 function npy.write(path, t, n, data, shape)
   if type(path) ~= "string" then
     fail("bad argument #1 to 'save' (string expected, got %s)", type(path))
+  end
+  if not descr[t] then -- bf16: NumPy has no such dtype
+    fail("save: NumPy has no dtype for %s; save b:view(0, nil, \"u16\") for its bits", t)
   end
   shape = shape or { n }
   if type(shape) ~= "table" then

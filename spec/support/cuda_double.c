@@ -496,11 +496,21 @@ static void *dev_range(CUdeviceptr p, size_t n) {
   return (void *)(uintptr_t)p;
 }
 
+/* Page-locked host memory (cuMemHostAlloc): plain host memory, each block
+   listed so that freeing anything else fails, as on the driver. Like device
+   memory it belongs to the context and goes with it. */
+static void **hosts;
+static size_t nhosts, chosts;
+
 static void free_all_memory(void) {
   for (size_t i = 0; i < nspans; i++) free((void *)spans[i].base);
   free(spans);
   spans = NULL;
   nspans = cspans = mem_used = 0;
+  for (size_t i = 0; i < nhosts; i++) free(hosts[i]);
+  free(hosts);
+  hosts = NULL;
+  nhosts = chosts = 0;
 }
 
 /* -- kernels -------------------------------------------------------------- */
@@ -1877,6 +1887,45 @@ CUresult CUDAAPI cuMemFree(CUdeviceptr dptr) {
   memmove(spans + i, spans + i + 1, (nspans - i - 1) * sizeof *spans);
   nspans--;
   return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t bytesize,
+                                unsigned int Flags) {
+  ENTRY(cuMemHostAlloc);
+  CUresult r = enter();
+  if (r) return r;
+  if (!pp || !bytesize || (Flags & ~(unsigned)(CU_MEMHOSTALLOC_PORTABLE |
+                                               CU_MEMHOSTALLOC_DEVICEMAP |
+                                               CU_MEMHOSTALLOC_WRITECOMBINED)))
+    return CUDA_ERROR_INVALID_VALUE;
+  if ((r = unsafe_call())) return r;
+  if (nhosts == chosts) {
+    size_t cap = chosts ? 2 * chosts : 16;
+    void **v = realloc(hosts, cap * sizeof *v);
+    if (!v) return CUDA_ERROR_OUT_OF_MEMORY;
+    hosts = v;
+    chosts = cap;
+  }
+  void *p = malloc(bytesize);
+  if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
+  memset(p, 0xCD, bytesize); /* not zeroed */
+  hosts[nhosts++] = p;
+  *pp = p;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemFreeHost(void *p) {
+  ENTRY(cuMemFreeHost);
+  CUresult r = enter();
+  if (r) return r;
+  if ((r = unsafe_call())) return r;
+  for (size_t i = 0; i < nhosts; i++)
+    if (hosts[i] == p) {
+      free(p);
+      hosts[i] = hosts[--nhosts];
+      return CUDA_SUCCESS;
+    }
+  return CUDA_ERROR_INVALID_VALUE;
 }
 
 /* A copy; a NULL host pointer stands for device memory, so a NULL host

@@ -40,6 +40,9 @@ local function workload()
   b64:fill(0.5)               -- cuMemsetD2D32Async
   y:copy(x, s)                -- cuMemcpyDtoDAsync
   assert(y:download()[N] == N) -- cuMemcpyDtoHAsync
+  local h = keep(cuda.host_buffer("f32", N)) -- cuMemHostAlloc (cuMemFreeHost
+  x:download_into(h, s)       -- at the end), copies from pinned memory
+  y:upload(h)
   local a = keep(cuda.scalar("f32", 2))
   local pos = keep(cuda.scalar("u32", 0))
   pos:set(3)
