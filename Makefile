@@ -30,7 +30,7 @@ HOST_DEFS = -DCG_READLINE
 HOST_LIBS = -lreadline
 endif
 
-CORE = context driver stream buffer scalar event module graph cond nvrtc ptx \
+CORE = context driver stream buffer scalar event module graph cond node nvrtc ptx \
   image handle reload interop lcugraph
 OBJS = $(CORE:%=$(BUILD)/obj/%.o)
 DOUBLE = $(BUILD)/libcuda-double.so
