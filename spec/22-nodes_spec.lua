@@ -168,6 +168,17 @@ describe("graph nodes", function()
       local g2 = s:capture(function() m.inc_i32:launch(s, 1, 4, x, 4) end)
       g2:update(function() m.inc_i32:launch(s, 1, 4, x, 4) end)
       assert.has_error(function() g2:rebind(x, y) end)
+      local c = cuda.condition(0)
+      local g3 = s:capture(function()
+        s:loop_while(c, function() m.inc_i32:launch(s, 1, 4, x, 4) end)
+      end)
+      local _, list = g3:nodes("detail")
+      assert.same({ "conditional", "kernel" }, { list[1].kind, list[2].kind })
+      assert.same({ 0, 1 }, { list[1].depth, list[2].depth })
+      assert.matches("node 2 is in the body of a conditional node",
+                     select(2, pcall(g3.rebind, g3, x, y)))
+      assert.matches("node 1 %(conditional%) cannot change in place",
+                     select(2, pcall(function() g3:node(1):enable(false) end)))
     end)
 
     it("runs a Jacobi iteration by swapping x and x_new, as the host does", function()

@@ -245,6 +245,7 @@ typedef struct cg_kinfo {
   int nparams;
   const struct ptx_param *params;
   void *const *argp;
+  cg_obj *const *seen;  /* the buffer or scalar each pointer slot took */
 } cg_kinfo;
 void cg_kernel_info(const cg_obj *k, cg_kinfo *out);
 /* module.c: the values at idx.. into the kernel's slots (k at kidx), checked

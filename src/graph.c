@@ -125,10 +125,10 @@ static int traceback(lua_State *L) {
    their graph id back when this capture fails, if *alive (the graph is not
    freed meanwhile). On success returns the graph (its node count in
    *nodes, the scalars it pinned in *scalars, its conditional nodes in
-   *conds, what it recorded of them in *recs) and leaves the set of pins on the stack; on any failure
-   everything is undone
-   (capture ended, partial graph destroyed, pins released) and the error is
-   raised: the closure's own, or the driver's. */
+   *conds, what node.c recorded of its nodes in *recs) and leaves the set
+   of pins on the stack; on any failure everything is undone (capture
+   ended, partial graph destroyed, records and pins released) and the error
+   is raised: the closure's own, or the driver's. */
 static CUgraph capture(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
                        CUstreamCaptureMode mode, unsigned id, size_t *nodes,
                        int *scalars, unsigned *conds, cg_recs **recs,
@@ -311,8 +311,6 @@ static void close_graph(lua_State *L, cg_graph *gr, int idx) {
   free(gr->scalars);
   gr->scalars = NULL;
   gr->nscalars = 0;
-  cg_recs_free(gr->recs);
-  gr->recs = NULL;
   if (lua_getiuservalue(L, idx, 1) == LUA_TTABLE)
     cg_unpin_set(L, gr->h.ctx, -1, gr->id);
   lua_pop(L, 1);
@@ -410,7 +408,10 @@ static int graph_free(lua_State *L) {
 /* __gc: an embedding graph pins this one, so only lua_close gets here
    while it lives; its copy of the graph does not need this one's. */
 static int graph_gc(lua_State *L) {
-  close_graph(L, cg_toobj(L, 1, CG_GRAPH), 1);
+  cg_graph *gr = cg_toobj(L, 1, CG_GRAPH);
+  close_graph(L, gr, 1);
+  cg_recs_free(gr->recs); /* kept till here: a finalizer that frees the */
+  gr->recs = NULL;        /* graph cannot pull them from under a reader */
   return 0;
 }
 

@@ -760,6 +760,7 @@ void cg_kernel_info(const cg_obj *o, cg_kinfo *out) {
   out->nparams = k->nparams;
   out->params = k->params;
   out->argp = k->argp;
+  out->seen = k->seen;
 }
 
 void cg_kernel_args(lua_State *L, int kidx, int idx, int nargs) {

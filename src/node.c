@@ -49,7 +49,8 @@ struct cg_recs {
   size_t nwords, cwords;
   char *text;           /* sources and labels, each NUL-terminated */
   size_t ntext, ctext;
-  size_t lastsrc;       /* while capturing: the latest source, offset + 1 */
+  size_t lastsrc;       /* while capturing: the latest source, offset + 1, */
+  const void *lastfn;   /* of this function */
   size_t label;         /* while capturing: the label of nodes made now */
 };
 
@@ -99,16 +100,34 @@ static const char *text(const cg_recs *r, size_t at) {
   return at ? r->text + at - 1 : NULL;
 }
 
-/* The line of the nearest Lua function calling in; its source is stored
-   once while it stays the same. */
-static void where(lua_State *L, cg_recs *r, rec *e) {
+static const char lastfn_key = 'f';
+
+/* The line of the nearest Lua function calling in. Its source is looked up
+   only when the function differs from the last one's, which the capture's
+   pins keep alive, so that the identity holds. */
+static void where(lua_State *L, cg_ctx *ctx, cg_recs *r, rec *e) {
   lua_Debug ar;
   for (int level = 1; level < 4 && lua_getstack(L, level, &ar); level++) {
-    if (!lua_getinfo(L, "Sl", &ar) || ar.currentline <= 0) continue;
+    if (!lua_getinfo(L, "lf", &ar)) continue;
+    if (ar.currentline <= 0) {
+      lua_pop(L, 1);
+      continue;
+    }
+    e->line = ar.currentline;
+    if (lua_topointer(L, -1) == r->lastfn) {
+      lua_pop(L, 1);
+      e->src = r->lastsrc;
+      return;
+    }
+    r->lastfn = lua_topointer(L, -1);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->capture->pins);
+    lua_pushvalue(L, -2);
+    lua_rawsetp(L, -2, &lastfn_key);
+    lua_pop(L, 1);
+    lua_getinfo(L, ">S", &ar);
     if (!r->lastsrc || strcmp(text(r, r->lastsrc), ar.short_src))
       r->lastsrc = addtext(L, r, ar.short_src);
     e->src = r->lastsrc;
-    e->line = ar.currentline;
     return;
   }
 }
@@ -133,7 +152,7 @@ static rec *newrec(lua_State *L, cg_ctx *ctx, cg_recs *r, CUgraphNode node,
   e->enabled = 1;
   e->depth = ctx->capture->depth;
   e->label = r->label;
-  where(L, r, e);
+  where(L, ctx, r, e);
   r->n++;
   return e;
 }
@@ -177,7 +196,11 @@ void cg_note_kernel(lua_State *L, cg_ctx *ctx, CUstream s, int kidx,
   for (int i = 0; i < k.nparams; i++) {
     memcpy(w, k.argp[i], k.params[i].size);
     w += words(&k.params[i]);
-    r->objs[r->nobjs + (size_t)i] = bufobj(L, ctx, kidx + 4 + i);
+    int t = k.params[i].type; /* a pointer slot's object passed its check */
+    cg_obj *o = k.seen[i];
+    r->objs[r->nobjs + (size_t)i] = (t == PTX_PTR || (t == PTX_PTR_OR_INT &&
+      lua_type(L, kidx + 4 + i) == LUA_TUSERDATA &&
+      lua_touserdata(L, kidx + 4 + i) == o)) ? o : NULL;
   }
   r->nobjs += (size_t)k.nparams;
   r->nwords += nw;
@@ -217,7 +240,7 @@ unsigned cg_recs_allocs(const cg_recs *r) {
   return n;
 }
 
-/* -- graph memory ---------------------------------------------------------- */
+/* -- graph memory -------------------------------------------------------- */
 
 static void need_async(lua_State *L) {
   if (!cg_drv.cuMemAllocAsync || !cg_drv.cuMemFreeAsync)
@@ -382,7 +405,7 @@ static int trim(lua_State *L) {
   return 0;
 }
 
-/* -- changing the instantiated graph --------------------------------------- */
+/* -- changing the instantiated graph ------------------------------------- */
 
 /* o, or what the pairs (old[i] -> new[i]) replace it with */
 static cg_obj *subst(cg_obj *o, cg_obj *const *olds, cg_obj *const *news,
@@ -441,8 +464,10 @@ static CUresult apply(cg_ctx *ctx, const cg_recs *r, const rec *e,
     m.elementSize = e->elem;
     m.width = e->width;
     m.height = e->height;
-    *api = x ? "cuGraphExecMemsetNodeSetParams" : "cuGraphMemsetNodeSetParams";
-    if (!x && !cg_drv.cuGraphMemsetNodeSetParams) return CUDA_ERROR_NOT_SUPPORTED;
+    *api = x ? "cuGraphExecMemsetNodeSetParams"
+             : "cuGraphMemsetNodeSetParams";
+    if (!x && !cg_drv.cuGraphMemsetNodeSetParams)
+      return CUDA_ERROR_NOT_SUPPORTED;
     return x ? cg_drv.cuGraphExecMemsetNodeSetParams(x, e->node, &m, ctx->cu)
              : cg_drv.cuGraphMemsetNodeSetParams(e->node, &m);
   }
@@ -454,7 +479,8 @@ static CUresult apply(cg_ctx *ctx, const cg_recs *r, const rec *e,
   c.WidthInBytes = e->bytes;
   c.Height = c.Depth = 1;
   *api = x ? "cuGraphExecMemcpyNodeSetParams" : "cuGraphMemcpyNodeSetParams";
-  if (!x && !cg_drv.cuGraphMemcpyNodeSetParams) return CUDA_ERROR_NOT_SUPPORTED;
+  if (!x && !cg_drv.cuGraphMemcpyNodeSetParams)
+    return CUDA_ERROR_NOT_SUPPORTED;
   return x ? cg_drv.cuGraphExecMemcpyNodeSetParams(x, e->node, &c, ctx->cu)
            : cg_drv.cuGraphMemcpyNodeSetParams(e->node, &c);
 }
@@ -656,7 +682,7 @@ static int graph_rebind(lua_State *L) {
   return 1;
 }
 
-/* -- nodes ------------------------------------------------------------------ */
+/* -- nodes ---------------------------------------------------------------- */
 
 /* g:node(i | label) -> Node: record i (1-based, in the order the capture
    made them), or the first made under s:label(label, fn) */
@@ -953,7 +979,7 @@ static int stream_label(lua_State *L) {
   return lua_gettop(L) - 4;
 }
 
-/* -- dot ------------------------------------------------------------------- */
+/* -- dot ----------------------------------------------------------------- */
 
 /* Text gathered as strings in a table (at t), joined at the end: the stack
    stays free for the driver's node arrays. */
