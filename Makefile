@@ -30,8 +30,8 @@ HOST_DEFS = -DCG_READLINE
 HOST_LIBS = -lreadline
 endif
 
-CORE = context driver stream buffer scalar event module graph cond nvrtc ptx \
-  image handle reload interop hostbuf lcugraph
+CORE = context driver stream buffer scalar event module graph cond node nvrtc \
+  ptx image handle reload interop hostbuf lcugraph
 OBJS = $(CORE:%=$(BUILD)/obj/%.o)
 DOUBLE = $(BUILD)/libcuda-double.so
 KERNELS = $(BUILD)/kernels.ptx $(BUILD)/kernels.cubin $(BUILD)/kernels.fatbin

@@ -9,6 +9,7 @@
 
      ref.open(ptx, args_ptx)  the context, module, stream and buffers
      ref.setup(case, k [, source [, exec, stream, pos [, start, tol]]])
+     ref.setup("rebind", k, nil, exec, stream, node, a, b)
                               case eager (inc_i32), args (argsK), replay
                               (the graph exec of k inc_i32 that Lua
                               captured, on its stream), scalar (the same,
@@ -18,9 +19,11 @@
                               cg (the solver's host-driven loop: the exec
                               start, then exec and a read of the residual
                               at pos an iteration while it is above tol,
-                              at most k), capture (k launches) or compile
-                              (NVRTC compiles of source for compute_k); x
-                              zeroed
+                              at most k), capture (k launches), compile
+                              (NVRTC compiles of source for compute_k) or
+                              rebind (the exec of k inc_i32 on x and one on
+                              a or b: node's parameters switched to the
+                              other buffer, then a launch); x zeroed
      ref.block(n)             n iterations of the case's loop and a stream
                               synchronize: microseconds per iteration
      ref.check()              raises unless x[0] counts every inc launched;
@@ -59,7 +62,8 @@
   X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy) \
   X(cuStreamGetCaptureInfo) X(cuGraphConditionalHandleCreate) \
   X(cuGraphAddNode) X(cuStreamUpdateCaptureDependencies) \
-  X(cuStreamBeginCaptureToGraph)
+  X(cuStreamBeginCaptureToGraph) X(cuGraphKernelNodeGetParams) \
+  X(cuGraphExecKernelNodeSetParams)
 
 #define NVRTC(X) \
   X(nvrtcGetErrorString) X(nvrtcCreateProgram) X(nvrtcCompileProgram) \
@@ -182,6 +186,11 @@ static struct {
   CUdeviceptr pos;  /* and its scalar (cg: the residual) */
   CUgraphExec start; /* cg: the start graph, */
   double tol;        /* and the tolerance */
+  CUgraphNode node;  /* rebind: the node of exec that switches buffers, */
+  CUDA_KERNEL_NODE_PARAMS kp; /* its parameters, */
+  CUdeviceptr ab[2];          /* the two buffers, */
+  void *argv[2][2];           /* its arguments with each, */
+  int flip;                   /* and the one it has */
 } run;
 
 /* The primary context of the device, current, as the binding uses it. */
@@ -287,6 +296,18 @@ static void cg(long n) {
       CU(cuStreamSynchronize, b.s);
     } while (res > run.tol && k < run.k);
     run.last = k;
+  }
+}
+
+/* for i = 1, n do g:rebind(cur, other); cur, other = other, cur;
+   g:launch() end: the node's parameters with the other buffer
+   (cg_rebind's one exec setter call), then the launch */
+static void rebind(long n) {
+  for (long i = 0; i < n; i++) {
+    run.flip ^= 1;
+    run.kp.kernelParams = run.argv[run.flip];
+    CU(cuGraphExecKernelNodeSetParams, run.exec, run.node, &run.kp);
+    CU(cuGraphLaunch, run.exec, run.s);
   }
 }
 
@@ -406,7 +427,7 @@ static void *handle(lua_State *L, int idx) {
 static int lsetup(lua_State *L) {
   static const char *const names[] = {"eager", "args", "replay", "scalar",
                                       "capture", "while", "compile", "cg",
-                                      NULL};
+                                      "rebind", NULL};
   int c = luaL_checkoption(L, 1, NULL, names);
   int k = (int)luaL_optinteger(L, 2, 0), i = 0;
   if (!b.mod) return luaL_error(L, "ref.setup: not open");
@@ -443,6 +464,21 @@ static int lsetup(lua_State *L) {
     run.start = handle(L, 7);
     run.tol = luaL_checknumber(L, 8);
     run.loop = cg;
+    break;
+  case 8:
+    luaL_argcheck(L, k > 0, 2, "expected the node count on x");
+    run.exec = handle(L, 4);
+    run.s = handle(L, 5);
+    run.node = handle(L, 6);
+    run.ab[0] = (CUdeviceptr)(uintptr_t)handle(L, 7);
+    run.ab[1] = (CUdeviceptr)(uintptr_t)handle(L, 8);
+    for (i = 0; i < 2; i++) {
+      run.argv[i][0] = &run.ab[i];
+      run.argv[i][1] = &b.n;
+    }
+    CU(cuGraphKernelNodeGetParams, run.node, &run.kp); /* Lua's function */
+    run.loop = rebind;
+    run.incs = k;
     break;
   default:
     compile_setup(luaL_checkstring(L, 3), k);

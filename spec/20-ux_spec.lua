@@ -265,8 +265,9 @@ describe("annotations and docs", function()
   local s = cuda.stream()
   local m = H.kernels()
   local b = cuda.buffer("f32", 4)
+  local g = s:capture(function() b:fill(0, s) end)
   local objects = { Stream = s, Event = cuda.event(), Buffer = b, Scalar = cuda.scalar("u32"),
-                    Module = m, Kernel = m.saxpy, Graph = s:capture(function() b:fill(0, s) end),
+                    Module = m, Kernel = m.saxpy, Graph = g, Node = g:node(1),
                     Condition = cuda.condition(1), HostBuffer = cuda.host_buffer("f32", 4) }
   local api = read("docs/api.md")
 

@@ -176,9 +176,13 @@ static size_t checkrange(lua_State *L, cg_buffer *b, int oidx, size_t *count,
 static void upload_data(lua_State *L, cg_buffer *b, int didx, int oidx,
                         int sidx);
 
-/* cuda.buffer(type, n | table | string) */
+/* cuda.buffer(type, n | table | string [, {stream = s}]): with a stream,
+   a stream-ordered allocation (node.c) */
 static int buffer_new(lua_State *L) {
   cg_type t = cg_checktype(L, 1);
+  if (lua_istable(L, 3) && lua_type(L, 2) == LUA_TNUMBER &&
+      cg_buffer_async(L, t, cg_checkcount(L, 2, t), 3))
+    return 1;
   int init = lua_type(L, 2) == LUA_TTABLE || lua_type(L, 2) == LUA_TSTRING;
   size_t n = init ? (lua_istable(L, 2) ? lua_rawlen(L, 2)
                                        : lua_rawlen(L, 2) / cg_type_size[t])
@@ -201,7 +205,8 @@ static int buffer_new(lua_State *L) {
 
 static void buffer_release(lua_State *L, cg_obj *o) {
   cg_buffer *b = (cg_buffer *)o;
-  if (o->owned) cg_release(L, o->ctx, CG_FREE_MEM, (void *)(uintptr_t)b->ptr);
+  if (o->owned == CG_OWNED || o->owned == CG_GRAPHMEM_LIVE)
+    cg_release(L, o->ctx, CG_FREE_MEM, (void *)(uintptr_t)b->ptr);
   if (b->parent) b->parent->views--; /* the parent is its user value */
   b->ptr = 0;
 }
@@ -216,6 +221,15 @@ static int buffer_free(lua_State *L) {
                cg_type_names[b->type], (LUAI_UACINT)b->n, (int)b->views,
                b->views > 1 ? "s" : "");
   return cg_close(L, CG_BUFFER, 0);
+}
+
+/* b:free([stream]): with a stream, or for memory a graph allocates, a
+   stream-ordered free (node.c) */
+static int buffer_free_method(lua_State *L) {
+  cg_buffer *b = cg_toobj(L, 1, CG_BUFFER);
+  if (!lua_isnoneornil(L, 2) || b->h.owned >= CG_GRAPHMEM_LIVE)
+    return cg_buffer_free_async(L, 2);
+  return buffer_free(L);
 }
 static int buffer_gc(lua_State *L) { return cg_close(L, CG_BUFFER, 1); }
 
@@ -373,6 +387,8 @@ static int hostcopy(lua_State *L, cg_buffer *b, int up) {
   else
     CU(L, b->h.ctx, cuMemcpyDtoHAsync, h->p, dp, bytes,
        st ? st : b->h.ctx->stream);
+  if (b->h.ctx->capture) /* g:rebind then refuses the buffer, not skips it */
+    cg_note_hostcopy(L, b->h.ctx, st, &b->h, &h->h);
   finish(L, b->h.ctx, st);
   lua_settop(L, 1);
   return 1;
@@ -434,17 +450,24 @@ static int buffer_download(lua_State *L) {
 
 /* Sets every element to the pattern v; for 8-byte types the halves are set
    with two strided 2D memsets. */
-static void fill(lua_State *L, cg_ctx *ctx, CUdeviceptr p, size_t n,
-                 cg_type t, const void *v, CUstream st) {
-  uint32_t w[2];
-  switch (cg_type_size[t]) {
-  case 1: CU(L, ctx, cuMemsetD8Async, p, *(const uint8_t *)v, n, st); break;
-  case 2: {
-    uint16_t h;
+/* Sets every element to the pattern v; for 8-byte types the halves are set
+   with two strided 2D memsets. In a capture each memset's node is noted. */
+static void fill(lua_State *L, cg_ctx *ctx, cg_buffer *b, const void *v,
+                 CUstream st) {
+  CUdeviceptr p = b->ptr;
+  size_t n = b->n;
+  uint32_t w[2] = {0, 0};
+  uint16_t h;
+  switch (cg_type_size[b->type]) {
+  case 1:
+    w[0] = *(const uint8_t *)v;
+    CU(L, ctx, cuMemsetD8Async, p, (unsigned char)w[0], n, st);
+    break;
+  case 2:
     memcpy(&h, v, 2);
+    w[0] = h;
     CU(L, ctx, cuMemsetD16Async, p, h, n, st);
     break;
-  }
   case 4:
     memcpy(w, v, 4);
     CU(L, ctx, cuMemsetD32Async, p, w[0], n, st);
@@ -452,8 +475,13 @@ static void fill(lua_State *L, cg_ctx *ctx, CUdeviceptr p, size_t n,
   default:
     memcpy(w, v, 8);
     CU(L, ctx, cuMemsetD2D32Async, p, 8, w[0], 1, n, st);
+    if (ctx->capture) cg_note_fill(L, ctx, st, &b->h, 0, w[0], 4, 1, n, 8);
     CU(L, ctx, cuMemsetD2D32Async, p + 4, 8, w[1], 1, n, st);
+    if (ctx->capture) cg_note_fill(L, ctx, st, &b->h, 4, w[1], 4, 1, n, 8);
+    return;
   }
+  if (ctx->capture)
+    cg_note_fill(L, ctx, st, &b->h, 0, w[0], cg_type_size[b->type], n, 1, 0);
 }
 
 /* b:fill(v [, stream]) */
@@ -463,7 +491,7 @@ static int buffer_fill(lua_State *L) {
   cg_tobits(L, 2, b->type, &v, NULL);
   cg_pin(L, b->h.ctx, 1); /* pins allocate: handles are read after them */
   CUstream st = begin(L, b->h.ctx, 3, "fill");
-  fill(L, b->h.ctx, b->ptr, b->n, b->type, &v, st ? st : b->h.ctx->stream);
+  fill(L, b->h.ctx, b, &v, st ? st : b->h.ctx->stream);
   finish(L, b->h.ctx, st);
   lua_settop(L, 1);
   return 1;
@@ -521,9 +549,13 @@ static int buffer_copy(lua_State *L) {
   cg_pin(L, d->h.ctx, 2);
   CUstream st = begin(L, d->h.ctx, sidx, "copy");
   cg_isopen(L, &s->h);
-  if (bytes)
+  if (bytes) {
     CU(L, d->h.ctx, cuMemcpyDtoDAsync, d->ptr + doff * des,
        s->ptr + soff * ses, bytes, st ? st : d->h.ctx->stream);
+    if (d->h.ctx->capture)
+      cg_note_copy(L, d->h.ctx, st, &d->h, &s->h, bytes, doff * des,
+                   soff * ses);
+  }
   finish(L, d->h.ctx, st);
   lua_settop(L, 1);
   return 1;
@@ -561,7 +593,8 @@ static int buffer_tostring(lua_State *L) {
 void buffer_open(lua_State *L) {
   static const luaL_Reg methods[] = {
     {"upload", buffer_upload}, {"download", buffer_download},
-    {"fill", buffer_fill}, {"copy", buffer_copy}, {"free", buffer_free},
+    {"fill", buffer_fill}, {"copy", buffer_copy},
+    {"free", buffer_free_method},
     {"close", buffer_free}, {"type", buffer_type}, {"bytes", buffer_bytes},
     {"address", buffer_address}, {"view", buffer_view},
     {"parent", buffer_parent}, {"download_into", buffer_download_into},

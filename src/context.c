@@ -9,7 +9,7 @@
 const char *const cg_kind_names[] = {
   "cugraph.Stream", "cugraph.Buffer", "cugraph.Scalar", "cugraph.Event",
   "cugraph.Module", "cugraph.Kernel", "cugraph.Graph", "cugraph.GLResource",
-  "cugraph.Condition", "cugraph.HostBuffer"
+  "cugraph.Condition", "cugraph.HostBuffer", "cugraph.Node"
 };
 
 static const char sentinel_key = 'k';

@@ -21,13 +21,12 @@ extern const unsigned char cg_type_size[];
 /* The Lua types; cg_obj.kind. */
 typedef enum cg_kind {
   CG_STREAM, CG_BUFFER, CG_SCALAR, CG_EVENT, CG_MODULE, CG_KERNEL, CG_GRAPH,
-  CG_GLRESOURCE, CG_CONDITION,
-  CG_HOSTBUF,
-  CG_NKINDS
+  CG_GLRESOURCE, CG_CONDITION, CG_HOSTBUF, CG_NODE, CG_NKINDS
 } cg_kind;
 extern const char *const cg_kind_names[]; /* "cugraph.Buffer", ... */
 
 typedef struct cg_capture cg_capture;
+typedef struct cg_recs cg_recs; /* node.c: the nodes a capture recorded */
 typedef struct cg_share cg_share;
 typedef struct cg_obj cg_obj;
 /* Frees an object's driver handles (it checks owned itself); cg_close calls
@@ -51,6 +50,7 @@ struct cg_capture {
   CUgraph root;         /* top: the graph captured into, once asked for */
   unsigned handles;     /* top: condition handles made in this capture */
   unsigned conds;       /* top: conditional nodes made in it */
+  cg_recs *recs;        /* top: its nodes so far (node.c), made on demand */
 };
 
 
@@ -92,6 +92,11 @@ struct cg_obj {
   cg_share *share;      /* set once a C handle holds the driver handle: the
                            share frees it, not the releaser (handle.c) */
 };
+
+/* cg_obj.owned of a buffer: memory it frees (cuMemAlloc, or a stream-ordered
+   allocation outside captures), or memory a graph's allocation node makes,
+   live (from a launch of the graph until freed) or not. */
+enum { CG_BORROWED, CG_OWNED, CG_GRAPHMEM_LIVE, CG_GRAPHMEM_GONE };
 
 typedef struct cg_stream {
   cg_obj h;
@@ -226,6 +231,79 @@ CUmodule cg_module_handle(const cg_obj *o);
    (NULL when it is freed) */
 void cg_graph_parts(lua_State *L, int idx, CUgraph *g, CUgraphExec *x);
 
+typedef struct cg_graph {
+  cg_obj h;
+  CUgraph g;
+  CUgraphExec exec;
+  CUstream stream;      /* the capture stream: launches default to it */
+  CUstreamCaptureMode mode;
+  unsigned id;
+  lua_Integer launches;
+  size_t nodes;
+  unsigned conds;       /* conditional nodes, at any depth */
+  int nscalars;
+  cg_scalar **scalars;  /* pinned scalars, flushed before each launch */
+  cg_recs *recs;        /* the nodes its capture recorded (node.c) */
+  unsigned allocs;      /* allocation nodes whose memory it does not free */
+  unsigned char auto_free; /* instantiated with AUTO_FREE_ON_LAUNCH */
+  unsigned char updated;   /* g:update ran: exec's nodes are not recs' */
+} cg_graph;
+
+/* graph.c: collects the scalars among the pins of the graph at gidx again
+   (after a rebind) */
+void cg_graph_rescan(lua_State *L, cg_graph *gr, int gidx);
+/* graph.c: releases every pin of graph id in the set at idx */
+void cg_unpin_set(lua_State *L, cg_ctx *ctx, int idx, unsigned id);
+
+/* module.c: a kernel's function, name and signature, and the argument slots
+   its launches marshal into */
+typedef struct cg_kinfo {
+  CUfunction f;
+  const char *name;
+  int nparams;
+  const struct ptx_param *params;
+  void *const *argp;
+  cg_obj *const *seen;  /* the buffer or scalar each pointer slot took */
+} cg_kinfo;
+void cg_kernel_info(const cg_obj *k, cg_kinfo *out);
+/* module.c: the values at idx.. into the kernel's slots (k at kidx), checked
+   as a launch checks them (count, types, ranges); no pin, no scalar flush */
+void cg_kernel_args(lua_State *L, int kidx, int idx, int nargs);
+
+/* node.c: notes the node that work just sent to s (a capture's stream) made:
+   a launch of the kernel at kidx (arguments from kidx + 4), a memset of dst
+   at byte offset off, a copy, or a node made with cuGraphAddNode */
+void cg_note_kernel(lua_State *L, cg_ctx *ctx, CUstream s, int kidx,
+                    const unsigned grid[3], const unsigned block[3],
+                    unsigned shared);
+void cg_note_fill(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *dst,
+                  size_t off, unsigned value, unsigned elem, size_t width,
+                  size_t height, size_t pitch);
+void cg_note_copy(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *dst,
+                  cg_obj *src, size_t bytes, size_t doff, size_t soff);
+/* a copy between device and pinned host memory: recorded so that g:rebind
+   refuses its buffer (the driver's host copy nodes are not changed here) */
+void cg_note_hostcopy(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *dev,
+                      cg_obj *host);
+void cg_note_node(lua_State *L, cg_ctx *ctx, CUgraphNode node,
+                  CUgraphNodeType type);
+void cg_recs_free(cg_recs *r);
+/* node.c: allocation nodes of r whose memory the graph does not free */
+unsigned cg_recs_allocs(const cg_recs *r);
+/* node.c: before (after = 0) and after a launch of a graph with allocs */
+void cg_graph_allocs(lua_State *L, cg_graph *gr, int after);
+/* node.c: g:dot (graph at 1, path at 2) labelled from the records; 0 when
+   the driver lacks what it needs (the caller prints the driver's) */
+int cg_dot(lua_State *L, cg_graph *gr);
+/* node.c: the graph's nodes take what rebinding changed in its exec */
+void cg_graph_sync(lua_State *L, cg_graph *gr);
+/* node.c: g:nodes("detail") (graph at 1) -> count, {record, ...} */
+int cg_nodes_detail(lua_State *L, cg_graph *gr);
+/* node.c: buffer.c's stream-ordered allocation (cuda.buffer with opts at
+   optidx; 0 when they name no stream) and free (b:free(stream)) */
+int cg_buffer_async(lua_State *L, cg_type t, size_t n, int optidx);
+int cg_buffer_free_async(lua_State *L, int sidx);
+
 /* scalar.c: write a pending host value on stream s (outside captures) */
 void cg_scalar_flush(lua_State *L, cg_scalar *sc, CUstream s);
 
@@ -262,5 +340,6 @@ void context_open(lua_State *L);
 void reload_open(lua_State *L);
 void interop_open(lua_State *L);
 void hostbuf_open(lua_State *L);
+void node_open(lua_State *L);
 
 #endif

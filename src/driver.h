@@ -44,7 +44,9 @@ CUresult CUDAAPI cuGraphicsGLRegisterImage(CUgraphicsResource *res,
    fault sweep's Lua workload): NULL when missing. Conditional nodes need
    cuGraphConditionalHandleCreate and the four after it (CUDA 12.4); cuda.h
    maps cuStreamGetCaptureInfo to cuStreamGetCaptureInfo_v3, cuGraphAddNode
-   to cuGraphAddNode_v2, cuStreamUpdateCaptureDependencies to its _v2. */
+   to cuGraphAddNode_v2, cuStreamUpdateCaptureDependencies to its _v2.
+   Rebinding needs the exec setters (cuGraphExecKernelNodeSetParams_v2),
+   stream-ordered and graph memory the calls from cuMemAllocAsync on. */
 #define CG_DRIVER_OPTIONAL(X) X(cuFuncGetParamInfo) X(cuGraphClone) \
   X(cuGraphicsGLRegisterBuffer) X(cuGraphicsGLRegisterImage) \
   X(cuGraphicsMapResources) X(cuGraphicsUnmapResources) \
@@ -52,7 +54,13 @@ CUresult CUDAAPI cuGraphicsGLRegisterImage(CUgraphicsResource *res,
   X(cuGraphicsSubResourceGetMappedArray) X(cuGraphicsUnregisterResource) \
   X(cuGraphConditionalHandleCreate) X(cuStreamGetCaptureInfo) \
   X(cuGraphAddNode) X(cuStreamUpdateCaptureDependencies) \
-  X(cuStreamBeginCaptureToGraph)
+  X(cuStreamBeginCaptureToGraph) X(cuGraphGetEdges) \
+  X(cuGraphExecKernelNodeSetParams) X(cuGraphExecMemsetNodeSetParams) \
+  X(cuGraphExecMemcpyNodeSetParams) X(cuGraphNodeSetEnabled) \
+  X(cuGraphMemsetNodeSetParams) X(cuGraphMemcpyNodeSetParams) \
+  X(cuMemAllocAsync) X(cuMemFreeAsync) X(cuDeviceGetDefaultMemPool) \
+  X(cuMemPoolGetAttribute) X(cuMemPoolTrimTo) \
+  X(cuDeviceGetGraphMemAttribute) X(cuDeviceGraphMemTrim)
 
 #define CG_FIELD(f) __typeof__(f) *f;
 typedef struct cg_driver {

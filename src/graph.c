@@ -10,20 +10,6 @@
 #include <string.h>
 #include "core.h"
 
-typedef struct cg_graph {
-  cg_obj h;
-  CUgraph g;
-  CUgraphExec exec;
-  CUstream stream;      /* the capture stream: launches default to it */
-  CUstreamCaptureMode mode;
-  unsigned id;
-  lua_Integer launches;
-  size_t nodes;
-  unsigned conds;       /* conditional nodes, at any depth */
-  int nscalars;
-  cg_scalar **scalars;  /* pinned scalars, flushed before each launch */
-} cg_graph;
-
 static const char *const modes[] = { "global", "thread_local", "relaxed", NULL };
 static const CUstreamCaptureMode mode_values[] = {
   CU_STREAM_CAPTURE_MODE_GLOBAL, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
@@ -83,7 +69,7 @@ void cg_pinobj(lua_State *L, cg_ctx *ctx, cg_obj *o, int idx) {
    of a graph that holds it, or 0 when that is not known. Sets are only
    reached through the debug library otherwise; keys that are not objects
    of ours are passed over. */
-static void unpin(lua_State *L, cg_ctx *ctx, int idx, unsigned id) {
+void cg_unpin_set(lua_State *L, cg_ctx *ctx, int idx, unsigned id) {
   idx = lua_absindex(L, idx);
   lua_pushnil(L);
   while (lua_next(L, idx)) {
@@ -140,14 +126,14 @@ static int traceback(lua_State *L) {
    their graph id back when this capture fails, if *alive (the graph is not
    freed meanwhile). On success returns the graph (its node count in
    *nodes, the scalars it pinned in *scalars, its conditional nodes in
-   *conds) and leaves the set of pins on the stack; on any failure
-   everything is undone
-   (capture ended, partial graph destroyed, pins released) and the error is
-   raised: the closure's own, or the driver's. */
+   *conds, what node.c recorded of its nodes in *recs) and leaves the set
+   of pins on the stack; on any failure everything is undone (capture
+   ended, partial graph destroyed, records and pins released) and the error
+   is raised: the closure's own, or the driver's. */
 static CUgraph capture(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
                        CUstreamCaptureMode mode, unsigned id, size_t *nodes,
-                       int *scalars, unsigned *conds, int restamp,
-                       const unsigned char *alive) {
+                       int *scalars, unsigned *conds, cg_recs **recs,
+                       int restamp, const unsigned char *alive) {
   cg_stream *s = cg_checkobj(L, sidx, CG_STREAM);
   if (ctx->capture)
     luaL_error(L, "nested capture: a graph capture is already in progress");
@@ -193,10 +179,12 @@ static CUgraph capture(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
     *nodes = n;
     *scalars = cap.scalars;
     *conds = cap.conds;
+    *recs = cap.recs;
     lua_settop(L, pins);
     return g;
   }
-  unpin(L, ctx, pins, id);
+  cg_recs_free(cap.recs);
+  cg_unpin_set(L, ctx, pins, id);
   if (restamp && *alive) stamp(L, ctx, restamp, id);
   cg_release(L, ctx, CG_FREE_GRAPH, g);
   if (status != LUA_OK) lua_error(L); /* the closure's error, on top */
@@ -325,7 +313,7 @@ static void close_graph(lua_State *L, cg_graph *gr, int idx) {
   gr->scalars = NULL;
   gr->nscalars = 0;
   if (lua_getiuservalue(L, idx, 1) == LUA_TTABLE)
-    unpin(L, gr->h.ctx, -1, gr->id);
+    cg_unpin_set(L, gr->h.ctx, -1, gr->id);
   lua_pop(L, 1);
   lua_pushnil(L);
   lua_setiuservalue(L, idx, 1);
@@ -360,9 +348,13 @@ static int stream_capture(lua_State *L) {
   gr->mode = mode_values[mode];
   gr->stream = s->s;
   int scalars;
+  cg_recs *recs;
   CUgraph g = capture(L, ctx, 1, 2, gr->mode, gr->id, &gr->nodes, &scalars,
-                      &gr->conds, 0, NULL); /* 4: the pins */
+                      &gr->conds, &recs, 0, NULL); /* 4: the pins */
   gr->g = g;
+  gr->recs = recs;
+  gr->allocs = cg_recs_allocs(recs);
+  gr->auto_free = (unsigned char)auto_free;
   gr->h.open = 1; /* from here __gc releases the graph and the pins */
   lua_pushvalue(L, 4);
   lua_setiuservalue(L, 3, 1);
@@ -385,8 +377,21 @@ static int stream_capture(lua_State *L) {
   return 1;
 }
 
+void cg_graph_rescan(lua_State *L, cg_graph *gr, int gidx) {
+  int n = 0;
+  lua_getiuservalue(L, gidx, 1);
+  lua_pushnil(L);
+  while (lua_next(L, -2)) {
+    lua_pop(L, 1);
+    n += asscalar(L, gr->h.ctx, -1) != NULL;
+  }
+  collect(L, gr, lua_gettop(L), n);
+  lua_pop(L, 1);
+}
+
 void cg_graph_parts(lua_State *L, int idx, CUgraph *g, CUgraphExec *x) {
   cg_graph *gr = cg_toobj(L, idx, CG_GRAPH);
+  if (gr->h.open) cg_graph_sync(L, gr);
   *g = gr->h.open ? gr->g : NULL;
   *x = gr->h.open ? gr->exec : NULL;
 }
@@ -404,7 +409,10 @@ static int graph_free(lua_State *L) {
 /* __gc: an embedding graph pins this one, so only lua_close gets here
    while it lives; its copy of the graph does not need this one's. */
 static int graph_gc(lua_State *L) {
-  close_graph(L, cg_toobj(L, 1, CG_GRAPH), 1);
+  cg_graph *gr = cg_toobj(L, 1, CG_GRAPH);
+  close_graph(L, gr, 1);
+  cg_recs_free(gr->recs); /* kept till here: a finalizer that frees the */
+  gr->recs = NULL;        /* graph cannot pull them from under a reader */
   return 0;
 }
 
@@ -420,7 +428,9 @@ static CUstream launchstream(lua_State *L, cg_graph *gr, int idx,
 static void launch(lua_State *L, cg_graph *gr, CUstream st) {
   for (int i = 0; i < gr->nscalars; i++)
     cg_scalar_flush(L, gr->scalars[i], st);
+  if (gr->allocs) cg_graph_allocs(L, gr, 0);
   CU(L, gr->h.ctx, cuGraphLaunch, gr->exec, st);
+  if (gr->allocs) cg_graph_allocs(L, gr, 1);
   gr->launches++;
 }
 
@@ -556,9 +566,12 @@ static size_t pushnodes(lua_State *L, cg_obj *owner, CUgraph g, int pidx,
 }
 
 /* g:nodes([deep]) -> count, {kind, ...}; deep: with the bodies of
-   conditional nodes and the nodes of child graphs */
+   conditional nodes and the nodes of child graphs. g:nodes("detail") is
+   node.c's. */
 static int graph_nodes(lua_State *L) {
   cg_graph *gr = check(L);
+  if (lua_type(L, 2) == LUA_TSTRING && !strcmp(lua_tostring(L, 2), "detail"))
+    return cg_nodes_detail(L, gr);
   int deep = lua_toboolean(L, 2);
   lua_settop(L, 1);
   lua_getiuservalue(L, 1, 1); /* 2: the pins */
@@ -573,6 +586,7 @@ static int graph_dot(lua_State *L) {
   cg_graph *gr = check(L);
   const char *path = luaL_checkstring(L, 2);
   unsigned flags = lua_toboolean(L, 3) ? CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE : 0;
+  if (!flags && cg_dot(L, gr)) return 1;
   CU(L, gr->h.ctx, cuGraphDebugDotPrint, gr->g, path, flags);
   lua_settop(L, 1);
   return 1;
@@ -614,15 +628,19 @@ static int graph_update(lua_State *L) {
   size_t nodes;
   int scalars;
   unsigned conds;
+  cg_recs *recs;
   CUgraph g = capture(L, ctx, 3, 2, gr->mode, gr->id, &nodes, &scalars,
-                      &conds, 4, &gr->h.open); /* 5: the new pins */
+                      &conds, &recs, 4, &gr->h.open); /* 5: the new pins */
   CUgraphExecUpdateResultInfo info;
   memset(&info, 0, sizeof info);
   CUresult r = !gr->h.open ? CUDA_ERROR_INVALID_HANDLE
              : conds ? CUDA_ERROR_NOT_SUPPORTED
              : cg_drv.cuGraphExecUpdate(gr->exec, g, &info);
+  if (r == CUDA_SUCCESS && gr->allocs != cg_recs_allocs(recs))
+    r = CUDA_ERROR_NOT_SUPPORTED;
   if (r != CUDA_SUCCESS) {
-    unpin(L, ctx, 5, gr->id);
+    cg_recs_free(recs);
+    cg_unpin_set(L, ctx, 5, gr->id);
     if (gr->h.open) stamp(L, ctx, 4, gr->id);
     cg_release(L, ctx, CG_FREE_GRAPH, g);
     if (!gr->h.open)
@@ -632,6 +650,10 @@ static int graph_update(lua_State *L) {
       return luaL_error(L, "the update of cugraph.Graph #%d made conditional "
                         "nodes, which the driver cannot add to it: capture a "
                         "new graph", (int)gr->id);
+    if (r == CUDA_ERROR_NOT_SUPPORTED)
+      return luaL_error(L, "the update of cugraph.Graph #%d allocates memory "
+                        "it does not free in another way than its capture: "
+                        "capture a new graph", (int)gr->id);
     if (r != CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE)
       cg_check(L, ctx, "cuGraphExecUpdate", r);
     cg_pusherror(L, "cuGraphExecUpdate", (int)r,
@@ -640,13 +662,16 @@ static int graph_update(lua_State *L) {
                                  "graph instead", update_reason(info.result)));
     return lua_error(L);
   }
-  unpin(L, ctx, 4, gr->id);
+  cg_unpin_set(L, ctx, 4, gr->id);
   stamp(L, ctx, 5, gr->id);
   lua_pushvalue(L, 5);
   lua_setiuservalue(L, 1, 1);
   cg_release(L, ctx, CG_FREE_GRAPH, gr->g);
   gr->g = g;
   gr->nodes = nodes;
+  cg_recs_free(gr->recs);
+  gr->recs = recs;
+  gr->updated = 1; /* the exec's nodes stay those of the first capture */
   collect(L, gr, 5, scalars);
   lua_settop(L, 1);
   return 1;

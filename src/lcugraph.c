@@ -19,6 +19,7 @@ int luaopen_cugraph_core(lua_State *L) {
   reload_open(L);
   interop_open(L);
   hostbuf_open(L);
+  node_open(L);
   lua_pushliteral(L, CUGRAPH_VERSION);
   lua_setfield(L, -2, "version");
   lua_createtable(L, CG_NTYPES, 0);

@@ -750,7 +750,46 @@ static int kernel_launch(lua_State *L) {
   for (int i = 1; i <= nargs; i++) setarg(L, k, i, i + 4, s->s);
   CU(L, ctx, cuLaunchKernel, k->f, grid[0], grid[1], grid[2], block[0],
      block[1], block[2], k->shared, s->s, k->argp, NULL);
+  if (ctx->capture) cg_note_kernel(L, ctx, s->s, 1, grid, block, k->shared);
   return 0;
+}
+
+void cg_kernel_info(const cg_obj *o, cg_kinfo *out) {
+  const cg_kernel *k = (const cg_kernel *)o;
+  out->f = k->f;
+  out->name = k->name;
+  out->nparams = k->nparams;
+  out->params = k->params;
+  out->argp = k->argp;
+  out->seen = k->seen;
+}
+
+void cg_kernel_args(lua_State *L, int kidx, int idx, int nargs) {
+  cg_kernel *k = lua_touserdata(L, kidx);
+  if (nargs != k->nparams)
+    luaL_error(L, "%s: expected %d argument%s, got %d", k->name, k->nparams,
+               plural(k->nparams), nargs);
+  luaL_checkstack(L, nargs + 4, NULL);
+  for (int i = 1; i <= nargs; i++, idx++) {
+    const ptx_param *p = &k->params[i - 1];
+    cg_obj *o = cg_testobj(L, idx, CG_BUFFER);
+    if (!o) o = cg_testobj(L, idx, CG_SCALAR);
+    if (!o || (p->type != PTX_PTR && p->type != PTX_PTR_OR_INT)) {
+      setarg(L, k, i, idx, NULL); /* raises for an object in another slot */
+      continue;
+    }
+    int type = o->kind == CG_SCALAR ? (int)((cg_scalar *)o)->type
+                                    : (int)((cg_buffer *)o)->type;
+    if (p->type == PTX_PTR && p->elem != PTX_ANY && p->elem != type)
+      typeerror(L, k, i, idx, lua_pushfstring(L, "%s of %s",
+                "cugraph.Buffer or cugraph.Scalar", ptx_names[p->elem]));
+    if (!o->open)
+      argerror(L, k, i, lua_pushfstring(L, "attempt to use a freed %s",
+                                        cg_kind_names[o->kind]));
+    CUdeviceptr ptr = o->kind == CG_SCALAR ? ((cg_scalar *)o)->ptr
+                                           : ((cg_buffer *)o)->ptr;
+    memcpy(k->argp[i - 1], &ptr, 8);
+  }
 }
 
 /* Like every type but Module, a kernel's interface is methods alone, so

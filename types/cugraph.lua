@@ -86,6 +86,10 @@ local Stream = {}
 ---@param opts? cugraph.CaptureOptions
 ---@return cugraph.Graph
 function Stream:capture(fn, opts) end
+---@param name string labels the nodes fn makes (g:node(name) finds the first)
+---@param fn fun(s: cugraph.Stream): ...
+---@return any ... fn's results
+function Stream:label(name, fn) end
 ---@return cugraph.Stream self
 ---@param other cugraph.Event|cugraph.Stream
 function Stream:wait(other) end
@@ -212,7 +216,8 @@ function cuda.gl_buffer(id, type, access) end
 ---@param shape? integer[] default {#b}
 ---@return cugraph.Buffer self
 function Buffer:save(path, shape) end
-function Buffer:free() end
+---@param stream? cugraph.Stream a stream-ordered free (a free node in a capture)
+function Buffer:free(stream) end
 function Buffer:close() end
 
 ---@class cugraph.HostBuffer
@@ -292,9 +297,33 @@ function Graph:upload(stream) end
 ---@param fn fun(s: cugraph.Stream)
 ---@return cugraph.Graph self
 function Graph:update(fn) end
+---@class cugraph.NodeInfo
+---@field index integer for g:node(index)
+---@field kind "kernel"|"fill"|"copy"|"alloc"|"free"|"conditional"|"graph"
+---@field source string? the Lua chunk that made it
+---@field line integer? ... and its line
+---@field label string? from s:label
+---@field depth integer 0, or how deep in conditional bodies
+---@field enabled boolean
+---@field kernel cugraph.Kernel? kernel nodes
+---@field name string? the kernel's name
+---@field args any[]? the kernel's arguments: objects and values
+---@field buffer cugraph.Buffer? fills, allocations and frees
+---@field dst cugraph.Buffer? copies
+---@field src cugraph.Buffer? copies
+
+---@param deep_or_detail? boolean|"detail" deep: with bodies; "detail": the records
 ---@return integer count
----@return string[] kinds
-function Graph:nodes() end
+---@return string[]|cugraph.NodeInfo[] kinds, or records with "detail"
+function Graph:nodes(deep_or_detail) end
+---@param index_or_label integer|string
+---@return cugraph.Node
+function Graph:node(index_or_label) end
+---@param old cugraph.Buffer|cugraph.Scalar
+---@param new cugraph.Buffer|cugraph.Scalar
+---@param ... cugraph.Buffer|cugraph.Scalar more old, new pairs, applied at once
+---@return cugraph.Graph self
+function Graph:rebind(old, new, ...) end
 ---@param path string
 ---@param verbose? boolean
 ---@return cugraph.Graph self
@@ -307,6 +336,25 @@ function Graph:id() end
 function Graph:handle() end
 function Graph:free() end
 function Graph:close() end
+
+---@class cugraph.Node
+local Node = {}
+---@param ... any the kernel's arguments, checked as k:launch checks them
+---@return cugraph.Node self
+function Node:set(...) end
+---@param on boolean
+---@return cugraph.Node self
+function Node:enable(on) end
+---@return boolean
+function Node:enabled() end
+---@return cugraph.NodeInfo
+function Node:info() end
+---@return integer index in its graph
+function Node:index() end
+---@return integer node the CUgraphNode, for foreign code (cuGraphExec*NodeSetParams)
+function Node:handle() end
+function Node:free() end
+function Node:close() end
 
 ---@class cugraph
 ---@field version string "0.1.0"
@@ -339,8 +387,26 @@ function cuda.stream() end
 function cuda.event(opts) end
 ---@param type cugraph.ElementType
 ---@param n_or_data integer|number[]|string
+---@param opts? {stream: cugraph.Stream} stream-ordered (a graph allocation in a capture)
 ---@return cugraph.Buffer
-function cuda.buffer(type, n_or_data) end
+function cuda.buffer(type, n_or_data, opts) end
+---@class cugraph.MemoryUse
+---@field used integer
+---@field used_high integer
+---@field reserved integer
+---@field reserved_high integer
+
+---@class cugraph.Memory
+---@field free integer bytes
+---@field total integer
+---@field used integer
+---@field graph cugraph.MemoryUse? graph allocations (cuDeviceGetGraphMemAttribute)
+---@field pool cugraph.MemoryUse? the default pool (cuMemPoolGetAttribute)
+
+---@return cugraph.Memory
+function cuda.memory() end
+---@param keep? integer bytes the default pool keeps
+function cuda.trim(keep) end
 ---@param type cugraph.ElementType
 ---@param n_or_data integer|number[]|string a count (zeroed elements) or the contents
 ---@return cugraph.HostBuffer

@@ -42,6 +42,13 @@ __global__ void scale_f64(double *dst, const double *src, double k, int n) {
   if (i < n) dst[i] = src[i] * k;
 }
 
+// One Jacobi sweep of the 1D Laplace equation: the ends stay, each inner
+// point becomes the mean of its neighbours (f64)
+__global__ void jacobi_f64(double *out, const double *in, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = i == 0 || i == n - 1 ? in[i] : 0.5 * (in[i - 1] + in[i + 1]);
+}
+
 // dst[i] = src[i] + v (64-bit integers, by value)
 __global__ void add_i64(long long *dst, const long long *src, long long v,
                         int n) {

@@ -471,7 +471,18 @@ static int set_assign(nodeset *dst, const nodeset *src) {
 
 /* Live allocations, sorted by base and disjoint. A device pointer is the
    host address of the allocation. */
-typedef struct span { uintptr_t base; size_t size; } span;
+typedef struct span {
+  uintptr_t base;
+  size_t size;
+  int kind;             /* SPAN_PLAIN, SPAN_POOL (cuMemAllocAsync) or
+                           SPAN_GRAPH (an allocation node's memory) */
+  int mapped;           /* SPAN_GRAPH: from its allocation node's run until
+                           freed; the host memory stays till destroy */
+} span;
+enum { SPAN_PLAIN, SPAN_POOL, SPAN_GRAPH };
+static size_t kind_used[3], kind_high[3]; /* bytes of each kind, and peak */
+static int capture_check; /* checking work being captured: graph memory
+                             counts as mapped, as it is in the graph */
 static span *spans;
 static size_t nspans, cspans;
 
@@ -491,6 +502,7 @@ static void *dev_range(CUdeviceptr p, size_t n) {
   size_t i = spans_upto((uintptr_t)p);
   if (!i) return NULL;
   const span *s = &spans[i - 1];
+  if (!s->mapped && !capture_check) return NULL;
   size_t at = (uintptr_t)p - s->base;
   if (at >= s->size || n > s->size - at) return NULL;
   return (void *)(uintptr_t)p;
@@ -511,6 +523,7 @@ static void free_all_memory(void) {
   free(hosts);
   hosts = NULL;
   nhosts = chosts = 0;
+  memset(kind_used, 0, sizeof kind_used);
 }
 
 /* -- kernels -------------------------------------------------------------- */
@@ -679,6 +692,24 @@ static void k_scale_f64(kctx *c) {
   }
 }
 
+/* out[i] = in[i] at the ends, else the mean of in[i - 1] and in[i + 1] */
+static void k_jacobi_f64(kctx *c) {
+  uint64_t out, in;
+  double a, b;
+  int n, i = flat_x(c);
+  arg(c, 0, &out, 8), arg(c, 1, &in, 8), arg(c, 2, &n, 4);
+  if (i >= n) return;
+  if (i == 0 || i == n - 1) {
+    if (ld(c, in + at_index(i, 8), &a, 8)) st(c, out + at_index(i, 8), &a, 8);
+    return;
+  }
+  if (ld(c, in + at_index(i - 1, 8), &a, 8) &&
+      ld(c, in + at_index(i + 1, 8), &b, 8)) {
+    a = 0.5 * (a + b);
+    st(c, out + at_index(i, 8), &a, 8);
+  }
+}
+
 /* dst[i] = src[i] + v, 64-bit, wrapping */
 static void k_add_i64(kctx *c) {
   uint64_t dst, src, v, s;
@@ -832,6 +863,7 @@ static const kimpl kernels[] = {
   {"mark_u32", {k_mark_u32, NULL}, 3, {8, 8, 4}},
   {"inc_i32", {k_inc_i32, NULL}, 2, {8, 4}},
   {"scale_f64", {k_scale_f64, NULL}, 4, {8, 8, 8, 4}},
+  {"jacobi_f64", {k_jacobi_f64, NULL}, 3, {8, 8, 4}},
   {"add_i64", {k_add_i64, NULL}, 4, {8, 8, 8, 4}},
   {"dims_u32", {k_dims_u32, NULL}, 2, {8, 4}},
   {"shared_u32", {k_shared_store, k_shared_load}, 2, {8, 4}},
@@ -1314,6 +1346,7 @@ typedef struct op {
   unsigned nbodies;         /* CONDITIONAL: its bodies; GRAPH: 1, the child */
   struct CUgraph_st **bodies; /* a node's: owned body graphs */
   struct plan *plans;       /* an instantiated node's: owned body plans */
+  int disabled;             /* an instantiated node's: cuGraphNodeSetEnabled */
 } op;
 
 static unsigned char shared_mem[SHARED_OPTIN];
@@ -1345,9 +1378,14 @@ static void run_kernel(const op *o) {
       }
 }
 
+static CUresult run_memory_node(const op *o);
+
 /* Checks o's memory ranges and, unless dry, does it. A kernel's accesses are
    checked as it runs: their faults are sticky, not returned. */
 static CUresult run_op(const op *o, int dry) {
+  if (o->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC
+      || o->type == CU_GRAPH_NODE_TYPE_MEM_FREE)
+    return dry ? CUDA_SUCCESS : run_memory_node(o);
   if (o->type == CU_GRAPH_NODE_TYPE_KERNEL) {
     if (!dry) run_kernel(o);
     return CUDA_SUCCESS;
@@ -1380,6 +1418,7 @@ static int copy_op(op *dst, const op *src) {
 
 struct CUgraphNode_st {
   op op;
+  struct CUgraph_st *graph; /* the graph it belongs to */
   nodeset deps;   /* nodes of the same graph, each added before this one */
   size_t idx;     /* position in the graph */
   void **argv;    /* a kernel's parameters as cuGraphKernelNodeGetParams
@@ -1431,6 +1470,7 @@ static CUgraphNode add_node(CUgraph g, const op *o, const nodeset *deps) {
   }
   n->op = *o;
   n->idx = g->nodes.n - 1;
+  n->graph = g;
   return n;
 }
 
@@ -1517,6 +1557,9 @@ static int build_plan(plan *p, CUgraph g) {
 /* An instantiated graph owns its plan and the values of its handles. */
 struct CUgraphExec_st {
   obj h;
+  CUgraph from;   /* the graph instantiated: its nodes name the plan's */
+  int auto_free;  /* AUTO_FREE_ON_LAUNCH: a launch frees what the last one
+                     allocated and left */
   plan p;
   cond *conds;
   size_t nconds;
@@ -1674,7 +1717,9 @@ static CUresult no_sync(CUstream s) {
    Takes o->args either way. */
 static CUresult submit(CUstream s, op *o) {
   CUresult r = stream_usable(s);
+  capture_check = s && s->cap;
   if (!r) r = run_op(o, 1);
+  capture_check = 0;
   if (!r && s && s->cap) {
     CUgraphNode n = add_node(s->cap->g, o, &s->tips);
     if (n) {
@@ -1845,12 +1890,17 @@ CUresult CUDAAPI cuMemGetInfo(size_t *free_bytes, size_t *total) {
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuMemAlloc(CUdeviceptr *dptr, size_t bytesize) {
-  ENTRY(cuMemAlloc);
-  CUresult r = enter();
-  if (r) return r;
-  if (!dptr || !bytesize) return CUDA_ERROR_INVALID_VALUE;
-  if ((r = unsafe_call())) return r;
+static void map_span(span *s, int on) {
+  if (on) kind_used[s->kind] += s->size;
+  else kind_used[s->kind] -= s->size;
+  if (kind_used[s->kind] > kind_high[s->kind])
+    kind_high[s->kind] = kind_used[s->kind];
+  s->mapped = on;
+}
+
+/* A new span of bytesize bytes (not zeroed) of the given kind; graph memory
+   is mapped only when its allocation node runs. */
+static CUresult alloc_span(CUdeviceptr *dptr, size_t bytesize, int kind) {
   if (bytesize > mem_limit - mem_used || bytesize > SIZE_MAX - ALLOC_ALIGN)
     return CUDA_ERROR_OUT_OF_MEMORY;
   if (nspans == cspans) {
@@ -1866,27 +1916,48 @@ CUresult CUDAAPI cuMemAlloc(CUdeviceptr *dptr, size_t bytesize) {
   memset(p, 0xCD, rounded); /* device memory is not zeroed */
   size_t i = spans_upto((uintptr_t)p);
   memmove(spans + i + 1, spans + i, (nspans - i) * sizeof *spans);
-  spans[i] = (span){(uintptr_t)p, bytesize};
+  spans[i] = (span){(uintptr_t)p, bytesize, kind, kind != SPAN_GRAPH};
   nspans++;
   mem_used += bytesize;
+  if (kind != SPAN_GRAPH) map_span(&spans[i], 1);
   *dptr = (CUdeviceptr)(uintptr_t)p;
   return CUDA_SUCCESS;
 }
 
+/* The span that begins at dptr, or -1. */
+static long span_at(CUdeviceptr dptr) {
+  size_t i = spans_upto((uintptr_t)dptr);
+  return i && spans[i - 1].base == (uintptr_t)dptr ? (long)i - 1 : -1;
+}
+
+static CUresult free_span(CUdeviceptr dptr) {
+  long i = span_at(dptr);
+  if (i < 0 || !spans[i].mapped) return CUDA_ERROR_INVALID_VALUE;
+  map_span(&spans[i], 0);
+  if (spans[i].kind == SPAN_GRAPH) return CUDA_SUCCESS;
+  free((void *)spans[i].base);
+  mem_used -= spans[i].size;
+  memmove(spans + i, spans + i + 1, (nspans - (size_t)i - 1) * sizeof *spans);
+  nspans--;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemAlloc(CUdeviceptr *dptr, size_t bytesize) {
+  ENTRY(cuMemAlloc);
+  CUresult r = enter();
+  if (r) return r;
+  if (!dptr || !bytesize) return CUDA_ERROR_INVALID_VALUE;
+  if ((r = unsafe_call())) return r;
+  return alloc_span(dptr, bytesize, SPAN_PLAIN);
+}
+
+/* Frees any kind of device memory, graph allocations too. */
 CUresult CUDAAPI cuMemFree(CUdeviceptr dptr) {
   ENTRY(cuMemFree);
   CUresult r = enter();
   if (r || !dptr) return r;
   if ((r = unsafe_call())) return r;
-  size_t i = spans_upto((uintptr_t)dptr);
-  if (!i || spans[i - 1].base != (uintptr_t)dptr)
-    return CUDA_ERROR_INVALID_VALUE;
-  i--;
-  free((void *)spans[i].base);
-  mem_used -= spans[i].size;
-  memmove(spans + i, spans + i + 1, (nspans - i - 1) * sizeof *spans);
-  nspans--;
-  return CUDA_SUCCESS;
+  return free_span(dptr);
 }
 
 CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t bytesize,
@@ -1994,6 +2065,108 @@ CUresult CUDAAPI cuMemsetD2D32Async(CUdeviceptr dstDevice, size_t dstPitch,
                                     size_t Height, CUstream hStream) {
   ENTRY(cuMemsetD2D32Async);
   return memset_op(dstDevice, dstPitch, ui, 4, Width, Height, hStream);
+}
+
+/* -- stream-ordered and graph memory ------------------------------------- */
+
+static CUresult graph_memory_node(CUstream s, CUgraphNodeType type,
+                                  CUdeviceptr p, size_t bytes);
+
+/* On a capturing stream an allocation node whose memory the double makes
+   at once (its address is fixed from capture on, as the driver's is); else
+   memory of the device's default pool. */
+CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize,
+                                 CUstream hStream) {
+  ENTRY(cuMemAllocAsync);
+  CUresult r = enter();
+  if (r) return r;
+  CUstream s = stream_of(hStream);
+  if (!dptr || !bytesize) return CUDA_ERROR_INVALID_VALUE;
+  if ((r = stream_usable(s))) return r;
+  if (!s || !s->cap) return alloc_span(dptr, bytesize, SPAN_POOL);
+  if ((r = alloc_span(dptr, bytesize, SPAN_GRAPH))) return r;
+  if ((r = graph_memory_node(s, CU_GRAPH_NODE_TYPE_MEM_ALLOC, *dptr,
+                             bytesize)))
+    free_span(*dptr);
+  return r;
+}
+
+/* On a capturing stream a free node, of graph memory only; else frees. */
+CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
+  ENTRY(cuMemFreeAsync);
+  CUresult r = enter();
+  if (r) return r;
+  CUstream s = stream_of(hStream);
+  if ((r = stream_usable(s))) return r;
+  long i = span_at(dptr);
+  if (i < 0) return CUDA_ERROR_INVALID_VALUE;
+  if (!s || !s->cap) return free_span(dptr);
+  if (spans[i].kind != SPAN_GRAPH) return CUDA_ERROR_INVALID_VALUE;
+  return graph_memory_node(s, CU_GRAPH_NODE_TYPE_MEM_FREE, dptr,
+                           spans[i].size);
+}
+
+struct CUmemPoolHandle_st { int unused; };
+static struct CUmemPoolHandle_st default_pool;
+
+CUresult CUDAAPI cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out,
+                                           CUdevice dev) {
+  ENTRY(cuDeviceGetDefaultMemPool);
+  CUresult r = enter_device(dev);
+  if (r) return r;
+  if (!pool_out) return CUDA_ERROR_INVALID_VALUE;
+  *pool_out = &default_pool;
+  return CUDA_SUCCESS;
+}
+
+/* The pool keeps no memory once freed: reserved is what is used. */
+CUresult CUDAAPI cuMemPoolGetAttribute(CUmemoryPool pool,
+                                       CUmemPool_attribute attr, void *value) {
+  ENTRY(cuMemPoolGetAttribute);
+  CUresult r = enter();
+  if (r) return r;
+  if (pool != &default_pool || !value) return CUDA_ERROR_INVALID_VALUE;
+  cuuint64_t v;
+  switch (attr) {
+  case CU_MEMPOOL_ATTR_USED_MEM_CURRENT:
+  case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT: v = kind_used[SPAN_POOL]; break;
+  case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+  case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH: v = kind_high[SPAN_POOL]; break;
+  default: return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  memcpy(value, &v, sizeof v);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep) {
+  ENTRY(cuMemPoolTrimTo);
+  CUresult r = enter();
+  if (r) return r;
+  return pool == &default_pool ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult CUDAAPI cuDeviceGetGraphMemAttribute(CUdevice device,
+                                              CUgraphMem_attribute attr,
+                                              void *value) {
+  ENTRY(cuDeviceGetGraphMemAttribute);
+  CUresult r = enter_device(device);
+  if (r) return r;
+  if (!value) return CUDA_ERROR_INVALID_VALUE;
+  cuuint64_t v;
+  switch (attr) {
+  case CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT:
+  case CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT: v = kind_used[SPAN_GRAPH]; break;
+  case CU_GRAPH_MEM_ATTR_USED_MEM_HIGH:
+  case CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH: v = kind_high[SPAN_GRAPH]; break;
+  default: return CUDA_ERROR_INVALID_VALUE;
+  }
+  memcpy(value, &v, sizeof v);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGraphMemTrim(CUdevice device) {
+  ENTRY(cuDeviceGraphMemTrim);
+  return enter_device(device);
 }
 
 /* -- streams -------------------------------------------------------------- */
@@ -2568,6 +2741,8 @@ CUresult CUDAAPI cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph,
       free_exec(x);
       return CUDA_ERROR_INVALID_VALUE;
     }
+  x->from = hGraph;
+  x->auto_free = (flags & auto_free) != 0;
   *phGraphExec = x;
   return CUDA_SUCCESS;
 }
@@ -2600,7 +2775,9 @@ static CUresult run_plan(const plan *p) {
     const op *o = &p->ops[i];
     unsigned long turns = 0;
     unsigned v;
-    if (o->type == CU_GRAPH_NODE_TYPE_GRAPH) {
+    if (o->disabled) {
+      continue;
+    } else if (o->type == CU_GRAPH_NODE_TYPE_GRAPH) {
       r = run_plan(&o->plans[0]);
     } else if (o->type != CU_GRAPH_NODE_TYPE_CONDITIONAL) {
       r = run_op(o, 0);
@@ -3057,4 +3234,173 @@ CUresult CUDAAPI cuGraphDebugDotPrint(CUgraph hGraph, const char *path,
   dot_graph(out, hGraph, &id);
   fprintf(out, "}\n");
   return fclose(out) ? CUDA_ERROR_OPERATING_SYSTEM : CUDA_SUCCESS;
+}
+
+/* -- node records: allocation nodes, edges, setters, enabled flags -------- */
+
+/* An allocation node maps its memory, refused while it is mapped from an
+   earlier launch (unless the graph frees it on launch); a free node
+   unmaps it. */
+static CUresult run_memory_node(const op *o) {
+  long i = span_at(o->dst);
+  if (i < 0 || spans[i].kind != SPAN_GRAPH) return CUDA_ERROR_INVALID_VALUE;
+  int alloc = o->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+  if (alloc && spans[i].mapped && !(running && running->auto_free))
+    return CUDA_ERROR_INVALID_VALUE;
+  if (spans[i].mapped != alloc) map_span(&spans[i], alloc);
+  return CUDA_SUCCESS;
+}
+
+static CUresult graph_memory_node(CUstream s, CUgraphNodeType type,
+                                  CUdeviceptr p, size_t bytes) {
+  op o = {.type = type, .dst = p, .bytes = bytes};
+  CUgraphNode n = add_node(s->cap->g, &o, &s->tips);
+  if (!n) return CUDA_ERROR_OUT_OF_MEMORY;
+  s->tips.n = 0;
+  set_push(&s->tips, n, 0); /* cannot fail: tips has room for one */
+  return CUDA_SUCCESS;
+}
+
+/* Every edge (dependency -> node), in node order. The double keeps no
+   edge data: it reads as default edges. */
+CUresult CUDAAPI cuGraphGetEdges(CUgraph hGraph, CUgraphNode *from,
+                                 CUgraphNode *to, CUgraphEdgeData *edgeData,
+                                 size_t *numEdges) {
+  ENTRY(cuGraphGetEdges);
+  CUresult r = enter_graph();
+  if (r) return r;
+  if (!hGraph) return CUDA_ERROR_INVALID_HANDLE;
+  if (!numEdges || (!from != !to) || (edgeData && !from))
+    return CUDA_ERROR_INVALID_VALUE;
+  size_t n = 0;
+  for (size_t i = 0; i < hGraph->nodes.n; i++) {
+    const CUgraphNode node = hGraph->nodes.v[i];
+    for (size_t j = 0; j < node->deps.n; j++, n++) {
+      if (!from || n >= *numEdges) continue;
+      from[n] = node->deps.v[j];
+      to[n] = node;
+      if (edgeData) memset(&edgeData[n], 0, sizeof *edgeData);
+    }
+  }
+  if (from)
+    for (size_t i = n; i < *numEdges; i++) from[i] = to[i] = NULL;
+  if (!from || n < *numEdges) *numEdges = n;
+  return CUDA_SUCCESS;
+}
+
+/* The instantiated op of hNode: a node of the graph x was made from. */
+static op *exec_op(CUgraphExec x, CUgraphNode hNode) {
+  if (!x || !hNode || hNode->graph != x->from || hNode->idx >= x->p.n)
+    return NULL;
+  return &x->p.ops[hNode->idx];
+}
+
+CUresult CUDAAPI cuGraphExecKernelNodeSetParams(CUgraphExec hGraphExec,
+                                                CUgraphNode hNode,
+                                                const CUDA_KERNEL_NODE_PARAMS *p) {
+  ENTRY(cuGraphExecKernelNodeSetParams);
+  CUresult r = enter();
+  if (r) return r;
+  op *o = exec_op(hGraphExec, hNode);
+  if (!o || !p || !p->func || o->type != CU_GRAPH_NODE_TYPE_KERNEL)
+    return CUDA_ERROR_INVALID_VALUE;
+  op n = {.type = CU_GRAPH_NODE_TYPE_KERNEL, .f = p->func,
+          .grid = {p->gridDimX, p->gridDimY, p->gridDimZ},
+          .block = {p->blockDimX, p->blockDimY, p->blockDimZ},
+          .shared = p->sharedMemBytes, .disabled = o->disabled};
+  if ((r = prepare_launch(&n, p->kernelParams, p->extra))) return r;
+  free(o->args);
+  *o = n;
+  return CUDA_SUCCESS;
+}
+
+/* A 1D memset of device memory, as the exec setter takes it. */
+static CUresult memset_params(op *o, const CUDA_MEMSET_NODE_PARAMS *p) {
+  if (!p || !p->width || p->height != 1 || (p->elementSize != 1
+      && p->elementSize != 2 && p->elementSize != 4) || p->dst % p->elementSize)
+    return CUDA_ERROR_INVALID_VALUE;
+  op n = {.type = CU_GRAPH_NODE_TYPE_MEMSET, .dst = p->dst, .pitch = p->pitch,
+          .width = p->width, .height = 1, .value = p->value,
+          .elem = p->elementSize, .disabled = o->disabled};
+  CUresult r = run_op(&n, 1);
+  if (!r) *o = n;
+  return r;
+}
+
+/* Only 1D memsets change: the instantiated one and the new one. */
+CUresult CUDAAPI cuGraphExecMemsetNodeSetParams(CUgraphExec hGraphExec,
+                                                CUgraphNode hNode,
+                                                const CUDA_MEMSET_NODE_PARAMS *p,
+                                                CUcontext ctx) {
+  ENTRY(cuGraphExecMemsetNodeSetParams);
+  CUresult r = enter();
+  if (r) return r;
+  op *o = exec_op(hGraphExec, hNode);
+  if (!o || o->type != CU_GRAPH_NODE_TYPE_MEMSET || o->height != 1
+      || ctx != &primary)
+    return CUDA_ERROR_INVALID_VALUE;
+  return memset_params(o, p);
+}
+
+CUresult CUDAAPI cuGraphMemsetNodeSetParams(CUgraphNode hNode,
+                                            const CUDA_MEMSET_NODE_PARAMS *p) {
+  ENTRY(cuGraphMemsetNodeSetParams);
+  CUresult r = enter();
+  if (r) return r;
+  if (!hNode || hNode->op.type != CU_GRAPH_NODE_TYPE_MEMSET)
+    return CUDA_ERROR_INVALID_VALUE;
+  return memset_params(&hNode->op, p);
+}
+
+/* A 1D device-to-device copy, the only kind the binding captures. */
+static CUresult memcpy_params(op *o, const CUDA_MEMCPY3D *p) {
+  if (!p || o->hdst || o->hsrc || p->srcMemoryType != CU_MEMORYTYPE_DEVICE
+      || p->dstMemoryType != CU_MEMORYTYPE_DEVICE || p->Height != 1
+      || p->Depth != 1 || !p->WidthInBytes || p->srcXInBytes || p->dstXInBytes)
+    return CUDA_ERROR_INVALID_VALUE;
+  op n = {.type = CU_GRAPH_NODE_TYPE_MEMCPY, .dst = p->dstDevice,
+          .src = p->srcDevice, .bytes = p->WidthInBytes,
+          .disabled = o->disabled};
+  CUresult r = run_op(&n, 1);
+  if (!r) *o = n;
+  return r;
+}
+
+CUresult CUDAAPI cuGraphExecMemcpyNodeSetParams(CUgraphExec hGraphExec,
+                                                CUgraphNode hNode,
+                                                const CUDA_MEMCPY3D *p,
+                                                CUcontext ctx) {
+  ENTRY(cuGraphExecMemcpyNodeSetParams);
+  CUresult r = enter();
+  if (r) return r;
+  op *o = exec_op(hGraphExec, hNode);
+  if (!o || o->type != CU_GRAPH_NODE_TYPE_MEMCPY || ctx != &primary)
+    return CUDA_ERROR_INVALID_VALUE;
+  return memcpy_params(o, p);
+}
+
+CUresult CUDAAPI cuGraphMemcpyNodeSetParams(CUgraphNode hNode,
+                                            const CUDA_MEMCPY3D *p) {
+  ENTRY(cuGraphMemcpyNodeSetParams);
+  CUresult r = enter();
+  if (r) return r;
+  if (!hNode || hNode->op.type != CU_GRAPH_NODE_TYPE_MEMCPY)
+    return CUDA_ERROR_INVALID_VALUE;
+  return memcpy_params(&hNode->op, p);
+}
+
+/* Kernel, memcpy and memset nodes may be disabled: launches skip them. */
+CUresult CUDAAPI cuGraphNodeSetEnabled(CUgraphExec hGraphExec,
+                                       CUgraphNode hNode,
+                                       unsigned int isEnabled) {
+  ENTRY(cuGraphNodeSetEnabled);
+  CUresult r = enter();
+  if (r) return r;
+  op *o = exec_op(hGraphExec, hNode);
+  if (!o || (o->type != CU_GRAPH_NODE_TYPE_KERNEL
+             && o->type != CU_GRAPH_NODE_TYPE_MEMCPY
+             && o->type != CU_GRAPH_NODE_TYPE_MEMSET))
+    return CUDA_ERROR_INVALID_VALUE;
+  o->disabled = !isEnabled;
+  return CUDA_SUCCESS;
 }

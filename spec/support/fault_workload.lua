@@ -93,7 +93,8 @@ local function workload()
   local n, kinds = g:nodes()
   assert(n == 5 and #kinds == 5)
   local dot = os.tmpname()
-  g:dot(dot)
+  g:dot(dot)           -- labelled from the capture's records
+  g:dot(dot, true)     -- the driver's own
   os.remove(dot)
   local g2 = keep(s:capture(function() b16:fill(3, s) end,
                             { mode = "global", upload = true }))
