@@ -1035,7 +1035,8 @@ static void dotgraph(dotbuf *d, cg_graph *gr, CUgraph g, int pidx,
   CUgraphNode *v = lua_newuserdatauv(L, (n + 2 * ne + 1) * sizeof *v, 0);
   cg_isopen(L, &gr->h);
   CU(L, ctx, cuGraphGetNodes, g, v, &n);
-  CU(L, ctx, cuGraphGetEdges, g, v + n, v + n + ne, NULL, &ne);
+  if (ne) /* the driver refuses arrays for no edges */
+    CU(L, ctx, cuGraphGetEdges, g, v + n, v + n + ne, NULL, &ne);
   size_t base = *id;
   *id += n;
   const cg_recs *r = gr->recs;
