@@ -532,14 +532,7 @@ int luaopen_ref(lua_State *L) {
 #else
 /* Process start to the first kernel result, as bench/cold.lua does it. */
 static int cold(const char *ptx) {
-  start();
-  b.mod = load(ptx);
-  CU(cuModuleGetFunction, &b.inc, b.mod, "inc_i32");
-  b.n = N;
-  b.inc_args[0] = &b.x;
-  b.inc_args[1] = &b.n;
-  CU(cuMemAlloc, &b.x, N * sizeof(int));
-  CU(cuStreamCreate, &b.s, CU_STREAM_NON_BLOCKING);
+  setup(ptx);
   CU(cuMemsetD32Async, b.x, 0, N, b.s);
   launch_inc();
   if (peek(b.x, 0) != 1) fail("cold", "inc_i32 gave a wrong result");

@@ -96,9 +96,11 @@ static void stamp(lua_State *L, cg_ctx *ctx, int idx, unsigned id) {
 }
 
 /* Ends the capture on s. A failed end that leaves s capturing (the driver
-   may) is ended again, so the stream is always usable afterwards. */
+   may) is ended again, so the stream is always usable afterwards; the
+   partial graph of that second end is destroyed when owned (a body's
+   graph belongs to its node). */
 static CUresult endcapture(lua_State *L, cg_ctx *ctx, CUstream s,
-                           CUgraph *g) {
+                           CUgraph *g, int owned) {
   CUresult r = cg_drv.cuStreamEndCapture(s, g);
   CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
   if (r != CUDA_SUCCESS &&
@@ -106,7 +108,7 @@ static CUresult endcapture(lua_State *L, cg_ctx *ctx, CUstream s,
       st != CU_STREAM_CAPTURE_STATUS_NONE) {
     CUgraph partial = NULL;
     cg_drv.cuStreamEndCapture(s, &partial);
-    cg_release(L, ctx, CG_FREE_GRAPH, partial);
+    if (owned) cg_release(L, ctx, CG_FREE_GRAPH, partial);
   }
   return r;
 }
@@ -164,7 +166,7 @@ static CUgraph capture(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
   CUresult end = r;
   if (r == CUDA_SUCCESS) {
     api = "cuStreamEndCapture";
-    end = endcapture(L, ctx, s->s, &g);
+    end = endcapture(L, ctx, s->s, &g, 1);
   }
   luaL_unref(L, LUA_REGISTRYINDEX, cap.pins);
   cg_flush_deferred(L, ctx);
@@ -254,11 +256,7 @@ void cg_capture_body(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
   }
   if (began) { /* the body graph belongs to its node: never destroyed here */
     CUgraph g = NULL;
-    CUresult end = cg_drv.cuStreamEndCapture(lvl.origin, &g);
-    if (end != CUDA_SUCCESS &&
-        cg_drv.cuStreamIsCapturing(lvl.origin, &st) == CUDA_SUCCESS &&
-        st != CU_STREAM_CAPTURE_STATUS_NONE)
-      cg_drv.cuStreamEndCapture(lvl.origin, &g);
+    CUresult end = endcapture(L, ctx, lvl.origin, &g, 0);
     if (r == CUDA_SUCCESS && end != CUDA_SUCCESS) {
       api = "cuStreamEndCapture";
       r = end;
