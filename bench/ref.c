@@ -10,6 +10,7 @@
      ref.open(ptx, args_ptx)  the context, module, stream and buffers
      ref.setup(case, k [, source [, exec, stream, pos [, start, tol]]])
      ref.setup("rebind", k, nil, exec, stream, node, a, b)
+     ref.setup("pinned" | "pageable", bytes)
                               case eager (inc_i32), args (argsK), replay
                               (the graph exec of k inc_i32 that Lua
                               captured, on its stream), scalar (the same,
@@ -23,7 +24,10 @@
                               (NVRTC compiles of source for compute_k) or
                               rebind (the exec of k inc_i32 on x and one on
                               a or b: node's parameters switched to the
-                              other buffer, then a launch); x zeroed
+                              other buffer, then a launch unless k is 0),
+                              pinned or pageable (a copy of bytes from
+                              pinned or pageable host memory to a buffer,
+                              then inc_i32); x zeroed
      ref.block(n)             n iterations of the case's loop and a stream
                               synchronize: microseconds per iteration
      ref.check()              raises unless x[0] counts every inc launched;
@@ -63,7 +67,8 @@
   X(cuStreamGetCaptureInfo) X(cuGraphConditionalHandleCreate) \
   X(cuGraphAddNode) X(cuStreamUpdateCaptureDependencies) \
   X(cuStreamBeginCaptureToGraph) X(cuGraphKernelNodeGetParams) \
-  X(cuGraphExecKernelNodeSetParams)
+  X(cuGraphExecKernelNodeSetParams) X(cuMemHostAlloc) X(cuMemFreeHost) \
+  X(cuMemcpyHtoDAsync)
 
 #define NVRTC(X) \
   X(nvrtcGetErrorString) X(nvrtcCreateProgram) X(nvrtcCompileProgram) \
@@ -191,6 +196,10 @@ static struct {
   CUdeviceptr ab[2];          /* the two buffers, */
   void *argv[2][2];           /* its arguments with each, */
   int flip;                   /* and the one it has */
+  void *host;       /* pinned and pageable: the host memory, */
+  CUdeviceptr dst;  /* the device buffer, */
+  size_t bytes;     /* and the bytes copied */
+  int pinned;
 } run;
 
 /* The primary context of the device, current, as the binding uses it. */
@@ -301,14 +310,32 @@ static void cg(long n) {
 
 /* for i = 1, n do g:rebind(cur, other); cur, other = other, cur;
    g:launch() end: the node's parameters with the other buffer
-   (cg_rebind's one exec setter call), then the launch */
+   (cg_rebind's one exec setter call), then the launch unless the case
+   times the change alone (k = 0) */
 static void rebind(long n) {
   for (long i = 0; i < n; i++) {
     run.flip ^= 1;
     run.kp.kernelParams = run.argv[run.flip];
     CU(cuGraphExecKernelNodeSetParams, run.exec, run.node, &run.kp);
-    CU(cuGraphLaunch, run.exec, run.s);
+    if (run.k) CU(cuGraphLaunch, run.exec, run.s);
   }
+}
+
+/* for i = 1, n do dst:upload(h, s); inc:launch(s, 1, 256, x, 256) end:
+   from pinned memory (a cuda.host_buffer) or pageable (a Lua string) */
+static void upload(long n) {
+  for (long i = 0; i < n; i++) {
+    CU(cuMemcpyHtoDAsync, run.dst, run.host, run.bytes, b.s);
+    launch_inc();
+  }
+}
+
+/* What the last case allocated. */
+static void release_run(void) {
+  if (run.dst) CU(cuMemFree, run.dst);
+  if (run.host && run.pinned) CU(cuMemFreeHost, run.host);
+  if (!run.pinned) free(run.host);
+  memset(&run, 0, sizeof run);
 }
 
 /* for i = 1, n do s:capture(fn):free() end, fn: k launches of inc_i32 */
@@ -427,13 +454,13 @@ static void *handle(lua_State *L, int idx) {
 static int lsetup(lua_State *L) {
   static const char *const names[] = {"eager", "args", "replay", "scalar",
                                       "capture", "while", "compile", "cg",
-                                      "rebind", NULL};
+                                      "rebind", "pinned", "pageable", NULL};
   int c = luaL_checkoption(L, 1, NULL, names);
   int k = (int)luaL_optinteger(L, 2, 0), i = 0;
   if (!b.mod) return luaL_error(L, "ref.setup: not open");
   CU(cuMemsetD32Async, b.x, 0, N, b.s);
   CU(cuStreamSynchronize, b.s);
-  memset(&run, 0, sizeof run);
+  release_run();
   run.k = k;
   switch (c) {
   case 0: run.loop = eager; run.incs = 1; break;
@@ -466,7 +493,7 @@ static int lsetup(lua_State *L) {
     run.loop = cg;
     break;
   case 8:
-    luaL_argcheck(L, k > 0, 2, "expected the node count on x");
+    luaL_argcheck(L, k >= 0, 2, "expected the node count on x");
     run.exec = handle(L, 4);
     run.s = handle(L, 5);
     run.node = handle(L, 6);
@@ -479,6 +506,17 @@ static int lsetup(lua_State *L) {
     CU(cuGraphKernelNodeGetParams, run.node, &run.kp); /* Lua's function */
     run.loop = rebind;
     run.incs = k;
+    break;
+  case 9: case 10:
+    luaL_argcheck(L, k > 0, 2, "expected a byte count");
+    run.bytes = (size_t)k;
+    run.pinned = c == 9;
+    if (run.pinned) CU(cuMemHostAlloc, &run.host, run.bytes, 0);
+    else if (!(run.host = malloc(run.bytes))) fail("pageable", "out of memory");
+    memset(run.host, 0, run.bytes);
+    CU(cuMemAlloc, &run.dst, run.bytes);
+    run.loop = upload;
+    run.incs = 1;
     break;
   default:
     compile_setup(luaL_checkstring(L, 3), k);
@@ -516,7 +554,10 @@ static int lcheck(lua_State *L) {
 }
 
 static int lclose(lua_State *L) {
-  if (b.mod) teardown();
+  if (b.mod) {
+    release_run();
+    teardown();
+  }
   return 0;
 }
 
