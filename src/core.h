@@ -78,6 +78,7 @@ typedef struct cg_ctx {
                            userdata address seen before is the same object */
   unsigned gc_errors;   /* driver errors seen in finalizers */
   char gc_error[200];   /* the last of them */
+  size_t rec_hint[3];   /* sizes of the last capture's records (node.c) */
 } cg_ctx;
 
 /* Header of every object. open == 0 once freed; the handle is then gone. */
@@ -288,6 +289,7 @@ void cg_note_hostcopy(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *dev,
 void cg_note_node(lua_State *L, cg_ctx *ctx, CUgraphNode node,
                   CUgraphNodeType type);
 void cg_recs_free(cg_recs *r);
+void cg_recs_done(cg_ctx *ctx, const cg_recs *r);
 /* node.c: allocation nodes of r whose memory the graph does not free */
 unsigned cg_recs_allocs(const cg_recs *r);
 /* node.c: before (after = 0) and after a launch of a graph with allocs */

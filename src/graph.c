@@ -182,6 +182,7 @@ static CUgraph capture(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
     *scalars = cap.scalars;
     *conds = cap.conds;
     *recs = cap.recs;
+    cg_recs_done(ctx, cap.recs);
     lua_settop(L, pins);
     return g;
   }

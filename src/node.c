@@ -82,13 +82,26 @@ static void *grow(lua_State *L, void *v, size_t *cap, size_t need,
   return w;
 }
 
-/* The records of the capture in progress, made on first use; the capture
-   frees them when it fails. */
+/* The records of the capture in progress, made on first use with room for
+   as many as the last capture made (a loop capturing the same closure grows
+   nothing); the capture frees them when it fails. */
 static cg_recs *recs_of(lua_State *L, cg_ctx *ctx) {
   cg_capture *top = ctx->capture->top;
-  if (!top->recs && !(top->recs = calloc(1, sizeof *top->recs)))
-    luaL_error(L, "out of host memory");
-  return top->recs;
+  if (top->recs) return top->recs;
+  cg_recs *r = top->recs = calloc(1, sizeof *top->recs);
+  if (!r) luaL_error(L, "out of host memory");
+  const size_t *h = ctx->rec_hint;
+  r->v = grow(L, r->v, &r->cap, h[0], sizeof *r->v);
+  r->objs = grow(L, r->objs, &r->cobjs, h[1], sizeof *r->objs);
+  r->words = grow(L, r->words, &r->cwords, h[2], 8);
+  return r;
+}
+
+void cg_recs_done(cg_ctx *ctx, const cg_recs *r) {
+  if (!r) return;
+  ctx->rec_hint[0] = r->n;
+  ctx->rec_hint[1] = r->nobjs;
+  ctx->rec_hint[2] = r->nwords;
 }
 
 static size_t addtext(lua_State *L, cg_recs *r, const char *s) {
