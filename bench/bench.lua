@@ -299,61 +299,40 @@ local function rebind_graph()
     inc:launch(s, 1, n, ra, n)
   end)
 end
-cases[#cases + 1] = {key = "rebind", label = "g:rebind + launch, 10 nodes",
-  target = 1.10, c = {"rebind", 9}, rebind = true, incs = 9, steady = true,
-  loop = function(iters)
-    local gr, cur, other = g, ra, rb
-    for _ = 1, iters do
-      gr:rebind(cur, other)
-      cur, other = other, cur
-      gr:launch()
-    end
-    if iters % 2 == 1 then gr:rebind(cur, other) end -- ra again
-  end}
-cases[#cases + 1] = {key = "update", label = "g:update + launch, 10 nodes",
-  c = {"rebind", 9}, rebind = true, own = true, incs = 9,
-  loop = function(iters)
-    local gr, st, k, len = g, s, inc, n
-    local bufs, which = {ra, rb}, 1
-    local function fn()
-      for _ = 1, 9 do k:launch(st, 1, len, x, len) end
-      k:launch(st, 1, len, bufs[which], len)
-    end
-    for _ = 1, iters do
-      which = 3 - which
-      gr:update(fn)
-      gr:launch()
-    end
-    if which == 2 then which = 1; gr:update(fn) end
-  end}
--- The change alone, with no launch: what a script pays on the host to point
--- the graph at the other buffer (with a launch, both loops above wait for
--- the ten kernels on the device). The C side is the one setter call.
-cases[#cases + 1] = {key = "rebind0", label = "g:rebind alone, 10 nodes",
-  c = {"rebind", 0}, rebind = true, incs = 0, steady = true,
-  loop = function(iters)
-    local gr, cur, other = g, ra, rb
-    for _ = 1, iters do
-      gr:rebind(cur, other)
-      cur, other = other, cur
-    end
-    if iters % 2 == 1 then gr:rebind(cur, other) end
-  end}
-cases[#cases + 1] = {key = "update0", label = "g:update alone, 10 nodes",
-  c = {"rebind", 0}, rebind = true, own = true, incs = 0,
-  loop = function(iters)
-    local gr, st, k, len = g, s, inc, n
-    local bufs, which = {ra, rb}, 1
-    local function fn()
-      for _ = 1, 9 do k:launch(st, 1, len, x, len) end
-      k:launch(st, 1, len, bufs[which], len)
-    end
-    for _ = 1, iters do
-      which = 3 - which
-      gr:update(fn)
-    end
-    if which == 2 then which = 1; gr:update(fn) end
-  end}
+-- Each with a launch, and alone (no launch: what a script pays on the host
+-- to point the graph at the other buffer; with a launch, both loops wait
+-- for the ten kernels on the device). The C side: the one setter call.
+for _, launch in ipairs {true, false} do
+  local with, k9 = launch and " + launch" or " alone", launch and 9 or 0
+  cases[#cases + 1] = {key = launch and "rebind" or "rebind0",
+    label = "g:rebind" .. with .. ", 10 nodes", target = launch and 1.10 or nil,
+    c = {"rebind", k9}, rebind = true, incs = k9, steady = true,
+    loop = function(iters)
+      local gr, cur, other = g, ra, rb
+      for _ = 1, iters do
+        gr:rebind(cur, other)
+        cur, other = other, cur
+        if launch then gr:launch() end
+      end
+      if iters % 2 == 1 then gr:rebind(cur, other) end -- ra again
+    end}
+  cases[#cases + 1] = {key = launch and "update" or "update0",
+    label = "g:update" .. with .. ", 10 nodes", c = {"rebind", k9},
+    rebind = true, own = true, incs = k9, loop = function(iters)
+      local gr, st, k, len = g, s, inc, n
+      local bufs, which = {ra, rb}, 1
+      local function fn()
+        for _ = 1, 9 do k:launch(st, 1, len, x, len) end
+        k:launch(st, 1, len, bufs[which], len)
+      end
+      for _ = 1, iters do
+        which = 3 - which
+        gr:update(fn)
+        if launch then gr:launch() end
+      end
+      if which == 2 then which = 1; gr:update(fn) end
+    end}
+end
 
 -- Host data into a graph's input: 1 MiB from a pinned cuda.host_buffer and
 -- from a Lua string (pageable memory), each followed by a launch; the C
