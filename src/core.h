@@ -82,6 +82,7 @@ struct cg_ctx {
   CUstream stream;      /* default stream for calls that name none */
   int max_threads, max_block[3], max_grid[3], max_shared, max_shared_optin;
   cg_capture *capture;  /* the capture in progress, or NULL */
+  int nccl_group;       /* root: depth of cuda.nccl_group calls */
   unsigned graph_ids, captures;
   const void *mt[CG_NKINDS]; /* metatable identities, for fast type tests */
   cg_releaser release[CG_NKINDS]; /* of each kind, from cg_newtype */
