@@ -44,12 +44,12 @@ $(BUILD)/obj/%.o: src/%.c src/core.h src/driver.h src/ptx.h src/image.h src/cugr
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/obj/host.o $(BUILD)/obj/repl.o: $(BUILD)/obj/%.o: src/%.c src/host.h src/cugraph.h VERSION | deps
+$(BUILD)/obj/host.o $(BUILD)/obj/repl.o $(BUILD)/obj/launch.o: $(BUILD)/obj/%.o: src/%.c src/host.h src/cugraph.h VERSION | deps
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(HOST_DEFS) -c $< -o $@
 
 # Linked to the shared liblua5.4 so Lua C modules (busted's) load into it.
-$(BUILD)/cugraph-lua: $(BUILD)/obj/host.o $(BUILD)/obj/repl.o $(OBJS)
+$(BUILD)/cugraph-lua: $(BUILD)/obj/host.o $(BUILD)/obj/repl.o $(BUILD)/obj/launch.o $(OBJS)
 	$(CC) $(CFLAGS) -pthread -rdynamic -o $@ $^ $(LUA_LIBS) $(HOST_LIBS) -ldl -lm
 
 $(BUILD)/cugraph/core.so: $(OBJS)
