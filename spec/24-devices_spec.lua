@@ -19,7 +19,7 @@ local function run2(src, env)
   local prelude = ("local cuda = require 'cugraph'\nlocal PTX = %q\n"):format(H.build .. "/kernels.ptx")
   local code, out = H.script(prelude .. src .. "\nprint('ok')\n", TWO .. (env and " " .. env or ""))
   assert.equals(0, code, out)
-  assert.matches("ok\n$", out)
+  assert.truthy(("\n" .. out):find("\nok\n", 1, true), out)
   return out
 end
 
@@ -266,7 +266,10 @@ describe("cugraph.Comm", function()
       -- a buffer of another device: refused, naming both
       local ok, err = pcall(comms[1].all_reduce, comms[1], x[1], x[1])
       assert(not ok and err:find("device 0 and device 1", 1, true), err)
-    ]])
+    ]], "LSAN_OPTIONS=use_tls=0") -- GCC 12's LeakSanitizer crashes in its
+    -- own scan of dynamic TLS at this process's exit (make test-asan);
+    -- valgrind finds nothing wrong in it
+
   end)
 end)
 

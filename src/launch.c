@@ -127,6 +127,10 @@ int host_launch(int argc, char **argv) {
   for (size_t k = 0; k < sizeof forwarded / sizeof *forwarded; k++)
     sigaction(forwarded[k], &sa, NULL);
 
+  /* this program, as the kernel (or a tool running it) names it */
+  char exe[4096];
+  ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  exe[len > 0 ? len : 0] = '\0';
   pid_t pid[MAX_PROCS];
   int live = 0, code = 0, failed = -1;
   setenv_int("CUGRAPH_WORLD_SIZE", nproc * nnodes);
@@ -142,7 +146,7 @@ int host_launch(int argc, char **argv) {
       /* its own process group: the terminal's signals come through us */
       setpgid(0, 0);
       argv[i - 1] = argv[0];
-      execv("/proc/self/exe", argv + i - 1);
+      if (exe[0]) execv(exe, argv + i - 1);
       execvp(argv[0], argv + i - 1);
       fprintf(stderr, "%s: cannot start rank %d: %s\n", HOST_NAME, r,
               strerror(errno));

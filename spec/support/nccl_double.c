@@ -9,11 +9,12 @@
    per process, as under the launcher) or in one (ncclCommInitAll). A
    collective copies this rank's data to its staging area, waits for every
    rank at the barrier, computes this rank's result from all the staging
-   areas, and waits again. So ranks run their collectives concurrently:
-   each process on its own thread; in one process, the calls of a group
-   (ncclGroupStart/End) run one thread per communicator at the group's end.
-   A call that one thread makes on a communicator of ncclCommInitAll
-   outside a group fails with ncclInvalidUsage, where NCCL would hang.
+   areas, and waits again: ranks in several processes run their collectives
+   concurrently. In one process, the calls of a group (ncclGroupStart/End)
+   on all the ranks of an ncclCommInitAll run together at the group's end,
+   each staged on every rank before any finishes it. A call that one thread
+   makes on a communicator of ncclCommInitAll outside such a group fails
+   with ncclInvalidUsage, where NCCL would hang.
 
    On a capturing stream (the driver double's cuStreamIsCapturing), a call
    becomes a host node (cuLaunchHostFunc) that does the collective each
@@ -78,6 +79,7 @@ typedef struct call {
   void *recv;
   size_t count;
   CUstream stream;
+  int done;                     /* run_together: finished */
 } call;
 
 struct ncclComm {
@@ -121,9 +123,9 @@ ncclResult_t ncclGroupEnd(void);
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static clique *cliques;
 static unsigned long ids;
-static _Thread_local char last_error[256];
-static _Thread_local int group_depth;
-static _Thread_local call *group, **group_tail; /* NULL: &group */
+static char last_error[256];   /* per process: the double is driven by one thread at a time */
+static int group_depth;
+static call *group, **group_tail; /* NULL: &group */
 
 static ncclResult_t fail(ncclResult_t r, const char *msg) {
   snprintf(last_error, sizeof last_error, "%s", msg);
@@ -161,13 +163,14 @@ static void nap(void) {
   nanosleep(&t, NULL);
 }
 
-/* Waits until *v != old (differs) or *v >= old (!differs); -1 on time out. */
-static int wait_for(atomic_uint *v, unsigned old, int differs) {
+/* Waits until *v != old (differs) or *v >= old (!differs); -1 after
+   wait_s seconds. */
+static int wait_for(atomic_uint *v, unsigned old, int differs, int wait_s) {
   double t0 = now();
   for (;;) {
     unsigned x = atomic_load(v);
     if (differs ? x != old : x >= old) return 0;
-    if (now() - t0 > WAIT_S) return -1;
+    if (now() - t0 >= wait_s) return -1;
     nap();
   }
 }
@@ -179,7 +182,7 @@ static int barrier(shared *sh, int n) {
     atomic_fetch_add(&sh->generation, 1);
     return 0;
   }
-  return wait_for(&sh->generation, gen, 1);
+  return wait_for(&sh->generation, gen, 1, WAIT_S);
 }
 
 /* -- reduction ----------------------------------------------------------- */
@@ -301,30 +304,44 @@ static unsigned char *slot(ncclComm_t comm, int src, int dst) {
          (size_t)dst * per;
 }
 
-/* Does one call; 0, or -1 when a rank never came. */
-static int run(const call *c) {
+/* A call in two halves around the barrier: stage puts this rank's part
+   where the others read it (a send: in the mailbox, once it is free),
+   finish makes this rank's result (a receive: from the mailbox, once it
+   is full). wait_s bounds the mailbox waits; 0 or -1 when a rank never
+   came. */
+static int stage_call(const call *c, int wait_s) {
   ncclComm_t comm = c->comm;
   shared *sh = comm->q->sh;
-  int n = comm->nranks, me = comm->rank;
-  size_t es = type_size[c->type], bytes = c->count * es;
+  int me = comm->rank;
+  size_t bytes = c->count * type_size[c->type];
+  if (c->kind == C_RECV) return 0;
   if (c->kind == C_SEND) {
     atomic_uint *sent = &sh->sent[me][c->root], *taken = &sh->taken[me][c->root];
-    if (wait_for(taken, atomic_load(sent), 0)) return -1; /* slot free */
+    if (wait_for(taken, atomic_load(sent), 0, wait_s)) return -1; /* free */
     memcpy(slot(comm, me, c->root), c->send, bytes);
     atomic_fetch_add(sent, 1);
     return 0;
   }
-  if (c->kind == C_RECV) {
+  size_t in = c->kind == C_REDUCESCATTER ? bytes * (size_t)comm->nranks : bytes;
+  if (c->kind != C_BROADCAST || me == c->root)
+    memcpy(stage(comm, me), c->send, in);
+  return 0;
+}
+
+static int finish_call(const call *c, int wait_s) {
+  ncclComm_t comm = c->comm;
+  shared *sh = comm->q->sh;
+  int n = comm->nranks, me = comm->rank;
+  size_t bytes = c->count * type_size[c->type];
+  switch (c->kind) {
+  case C_SEND: break;
+  case C_RECV: {
     atomic_uint *sent = &sh->sent[c->root][me], *taken = &sh->taken[c->root][me];
-    if (wait_for(sent, atomic_load(taken) + 1, 0)) return -1;
+    if (wait_for(sent, atomic_load(taken) + 1, 0, wait_s)) return -1;
     memcpy(c->recv, slot(comm, c->root, me), bytes);
     atomic_fetch_add(taken, 1);
-    return 0;
+    break;
   }
-  size_t in = c->kind == C_REDUCESCATTER ? bytes * (size_t)n : bytes;
-  if (c->kind != C_BROADCAST || me == c->root) memcpy(stage(comm, me), c->send, in);
-  if (barrier(sh, n)) return -1;
-  switch (c->kind) {
   case C_ALLREDUCE: reduce_into(c, c->recv, 0, c->count); break;
   case C_REDUCE:
     if (me == c->root) reduce_into(c, c->recv, 0, c->count);
@@ -336,7 +353,19 @@ static int run(const call *c) {
     break;
   default: reduce_into(c, c->recv, (size_t)me * c->count, c->count); break;
   }
-  return barrier(sh, n);
+  return 0;
+}
+
+static int p2p(const call *c) { return c->kind == C_SEND || c->kind == C_RECV; }
+
+/* Does one call of a rank that has a thread of its own; 0, or -1 when a
+   rank never came. */
+static int run(const call *c) {
+  if (p2p(c)) return stage_call(c, WAIT_S) || finish_call(c, WAIT_S) ? -1 : 0;
+  shared *sh = c->comm->q->sh;
+  if (stage_call(c, WAIT_S) || barrier(sh, c->comm->nranks)) return -1;
+  finish_call(c, WAIT_S);
+  return barrier(sh, c->comm->nranks);
 }
 
 static void host_node(void *p) {
@@ -443,7 +472,7 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id,
   pthread_mutex_unlock(&lock);
   if (!q) return fail(ncclSystemError, "cannot map the shared segment");
   atomic_fetch_add(&q->sh->joined, 1);
-  if (wait_for(&q->sh->joined, (unsigned)nranks, 0)) {
+  if (wait_for(&q->sh->joined, (unsigned)nranks, 0, WAIT_S)) {
     pthread_mutex_lock(&lock);
     close_clique(q);
     pthread_mutex_unlock(&lock);
@@ -560,7 +589,7 @@ static ncclResult_t enqueue(ncclComm_t comm, int kind, const void *send,
       bytes > cap)
     return fail(ncclInvalidArgument, "message larger than the double's "
                 "staging area (NCCL_DOUBLE_BYTES)");
-  call c = {NULL, comm, kind, type, op, root, send, recv, count, stream};
+  call c = {NULL, comm, kind, type, op, root, send, recv, count, stream, 0};
   if (group_depth) {
     call *k = malloc(sizeof *k);
     if (!k) return fail(ncclSystemError, "out of memory");
@@ -617,50 +646,72 @@ ncclResult_t ncclGroupStart(void) {
   return ncclSuccess;
 }
 
-/* The calls of one communicator, sends first, as a thread runs them. */
-typedef struct lane {
-  ncclComm_t comm;
-  call *calls[64];
-  int n;
-  ncclResult_t r;
-  pthread_t t;
-} lane;
-
-static void *run_lane(void *p) {
-  lane *l = p;
+/* The calls of a group, all ranks of one clique in this thread: each
+   lane's sends, then its receives, then the collectives in order, each
+   staged on every lane before any lane finishes it. */
+static ncclResult_t run_together(call **v, int n) {
   for (int pass = 0; pass < 2; pass++)
-    for (int i = 0; i < l->n && !l->r; i++)
-      if ((l->calls[i]->kind == C_SEND) == (pass == 0)) l->r = issue(l->calls[i]);
-  return NULL;
+    for (int i = 0; i < n; i++)
+      if (v[i]->kind == (pass ? C_RECV : C_SEND) &&
+          (pass ? finish_call(v[i], 0) : stage_call(v[i], 0)))
+        return fail(ncclInvalidUsage, "unmatched send or receive in a group");
+  for (int i = 0; i < n; i++) {
+    if (p2p(v[i]) || v[i]->done) continue;
+    /* v[i] and the calls of the other ranks with the same position */
+    call *same[MAX_RANKS];
+    int k = 0;
+    for (int j = i; j < n && k < MAX_RANKS; j++)
+      if (!p2p(v[j]) && !v[j]->done) {
+        int dup = 0;
+        for (int m = 0; m < k; m++) dup |= same[m]->comm == v[j]->comm;
+        if (!dup) same[k++] = v[j];
+      }
+    if (k != v[i]->comm->nranks)
+      return fail(ncclInvalidUsage, "a collective some ranks of the group "
+                  "did not call");
+    for (int m = 0; m < k; m++) stage_call(same[m], 0);
+    for (int m = 0; m < k; m++) {
+      finish_call(same[m], 0);
+      same[m]->done = 1;
+    }
+  }
+  return ncclSuccess;
 }
 
+/* Calls on a capturing stream become host nodes whatever the group; the
+   others run here: one communicator's in order, several (all the ranks of
+   one ncclCommInitAll) together. */
 ncclResult_t ncclGroupEnd(void) {
   if (!group_depth) return fail(ncclInvalidUsage, "no group started");
   if (--group_depth) return ncclSuccess;
-  lane lanes[MAX_RANKS];
-  int nl = 0;
+  call *v[256];
+  int n = 0, comms = 0;
   ncclResult_t r = ncclSuccess;
-  for (call *c = group; c; c = c->next) {
-    int i = 0;
-    while (i < nl && lanes[i].comm != c->comm) i++;
-    if (i == nl) {
-      if (nl == MAX_RANKS) { r = fail(ncclInvalidUsage, "too many comms"); break; }
-      memset(&lanes[nl], 0, sizeof lanes[nl]);
-      lanes[nl++].comm = c->comm;
+  for (call *c = group; c && !r; c = c->next) {
+    if (n == 256) r = fail(ncclInvalidUsage, "too many calls in a group");
+    else if (capturing(c->stream)) r = issue(c);
+    else {
+      int seen = 0;
+      for (int i = 0; i < n; i++) seen |= v[i]->comm == c->comm;
+      comms += !seen;
+      if (n && v[0]->comm->q != c->comm->q)
+        r = fail(ncclInvalidUsage, "the double groups calls of one clique "
+                 "only");
+      v[n++] = c;
     }
-    if (lanes[i].n == 64) { r = fail(ncclInvalidUsage, "too many calls"); break; }
-    lanes[i].calls[lanes[i].n++] = c;
   }
-  if (!r && nl == 1) {
-    run_lane(&lanes[0]);
-    r = lanes[0].r;
-  } else if (!r) {
-    for (int i = 0; i < nl; i++)
-      pthread_create(&lanes[i].t, NULL, run_lane, &lanes[i]);
-    for (int i = 0; i < nl; i++) {
-      pthread_join(lanes[i].t, NULL);
-      if (!r) r = lanes[i].r;
-    }
+  if (!r && n && comms == 1 && v[0]->comm->local > 1) {
+    r = fail(ncclInvalidUsage, "a group of one communicator of several that "
+             "one thread drives would hang");
+  } else if (!r && n && comms == 1) {
+    for (int pass = 0; pass < 2 && !r; pass++) /* sends first */
+      for (int i = 0; i < n && !r; i++)
+        if ((v[i]->kind == C_SEND) == (pass == 0)) r = issue(v[i]);
+  } else if (!r && n) {
+    if (comms != v[0]->comm->nranks || v[0]->comm->local != comms)
+      r = fail(ncclInvalidUsage, "a group of several communicators must "
+               "hold all the ranks of one ncclCommInitAll in the double");
+    else r = run_together(v, n);
   }
   for (call *c = group, *next; c; c = next) {
     next = c->next;
