@@ -223,6 +223,29 @@ describe("cugraph.Comm", function()
     os.remove(path)
   end)
 
+  it("raises NCCL's failures as error objects naming the call", function()
+    if not H.double then return pending("fault injection is a feature of the NCCL double") end
+    local code, out = H.script([[
+      local cuda = require "cugraph"
+      local ok, e = pcall(cuda.comm_world)
+      assert(not ok and cuda.is_error(e) and e.api == "ncclCommInitRank"
+             and e.name == "ncclSystemError" and e.code == 2, tostring(e))
+      local c = cuda.comm_world()
+      local x = cuda.buffer("f32", 2):upload { 1, 2 }
+      c:all_reduce(x, x)
+      ok, e = pcall(c.all_reduce, c, x, x)
+      assert(not ok and e.api == "ncclAllReduce" and e.name == "ncclInvalidUsage"
+             and e.message:find("invalid usage (injected", 1, true), tostring(e))
+      assert(tostring(e):find("ncclAllReduce: ncclInvalidUsage: invalid usage", 1, true))
+      c:all_reduce(x, x) -- still usable
+      assert(table.concat(x:download(), ",") == "1.0,2.0")
+      c:free()
+      print("ok")
+    ]], "NCCL_DOUBLE_FAULT=ncclCommInitRank:1:2,ncclAllReduce:2:5")
+    assert.equals(0, code, out)
+    assert.matches("ok\n", out)
+  end)
+
   it("says so when NCCL is absent", function()
     local code, out = H.script([[
       local cuda = require "cugraph"

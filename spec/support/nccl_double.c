@@ -23,8 +23,10 @@
    earlier work is done.
 
    Environment: NCCL_DOUBLE_BYTES, the largest message (per rank and call)
-   the staging areas hold (32 MiB). A wait longer than 60 s (a rank that
-   never comes) fails with ncclSystemError. */
+   the staging areas hold (32 MiB). NCCL_DOUBLE_FAULT=name:n:code[,...]
+   makes the n-th call of an entry point fail with result code, before it
+   does anything. A wait longer than 60 s (a rank that never comes) fails
+   with ncclSystemError. */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <dlfcn.h>
@@ -131,6 +133,36 @@ static ncclResult_t fail(ncclResult_t r, const char *msg) {
   snprintf(last_error, sizeof last_error, "%s", msg);
   return r;
 }
+
+/* NCCL_DOUBLE_FAULT: the result the n-th call of name fails with, or 0. */
+static ncclResult_t injected(const char *name) {
+  static struct { const char *name; unsigned long calls; } counts[32];
+  const char *spec = getenv("NCCL_DOUBLE_FAULT");
+  if (!spec || !*spec) return ncclSuccess;
+  pthread_mutex_lock(&lock);
+  int i = 0;
+  while (i < 32 && counts[i].name && strcmp(counts[i].name, name)) i++;
+  unsigned long n = 0;
+  if (i < 32) {
+    counts[i].name = name;
+    n = ++counts[i].calls;
+  }
+  pthread_mutex_unlock(&lock);
+  size_t len = strlen(name);
+  for (const char *p = spec; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+    unsigned long at;
+    int code;
+    if (!strncmp(p, name, len) && p[len] == ':' &&
+        sscanf(p + len + 1, "%lu:%d", &at, &code) == 2 && at == n)
+      return fail((ncclResult_t)code, "injected by NCCL_DOUBLE_FAULT");
+  }
+  return ncclSuccess;
+}
+
+#define ENTRY(name) do { \
+    ncclResult_t r_ = injected(#name); \
+    if (r_) return r_; \
+  } while (0)
 
 /* -- the driver double's capture --------------------------------------- */
 
@@ -435,6 +467,7 @@ ncclResult_t ncclGetVersion(int *version) {
 }
 
 ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
+  ENTRY(ncclGetUniqueId);
   if (!id) return fail(ncclInvalidArgument, "id is NULL");
   memset(id, 0, sizeof *id);
   pthread_mutex_lock(&lock);
@@ -461,6 +494,7 @@ static ncclComm_t new_comm(clique *q, int rank, int nranks, int dev,
 
 ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id,
                               int rank) {
+  ENTRY(ncclCommInitRank);
   if (!comm || nranks < 1 || nranks > MAX_RANKS || rank < 0 || rank >= nranks)
     return fail(ncclInvalidArgument, "bad rank or nranks (the double "
                 "takes up to 8 ranks)");
@@ -484,6 +518,7 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id,
 }
 
 ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist) {
+  ENTRY(ncclCommInitAll);
   if (!comms || ndev < 1 || ndev > MAX_RANKS)
     return fail(ncclInvalidArgument, "bad ndev (the double takes up to 8)");
   ncclUniqueId id;
@@ -503,6 +538,7 @@ ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist) {
 }
 
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  ENTRY(ncclCommDestroy);
   if (!comm) return fail(ncclInvalidArgument, "comm is NULL");
   for (call *c = comm->kept, *next; c; c = next) {
     next = c->next;
@@ -607,41 +643,49 @@ static ncclResult_t enqueue(ncclComm_t comm, int kind, const void *send,
 
 ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count,
                            int type, int op, ncclComm_t comm, CUstream s) {
+  ENTRY(ncclAllReduce);
   return enqueue(comm, C_ALLREDUCE, send, recv, count, type, op, 0, s);
 }
 
 ncclResult_t ncclReduce(const void *send, void *recv, size_t count, int type,
                         int op, int root, ncclComm_t comm, CUstream s) {
+  ENTRY(ncclReduce);
   return enqueue(comm, C_REDUCE, send, recv, count, type, op, root, s);
 }
 
 ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count,
                            int type, int root, ncclComm_t comm, CUstream s) {
+  ENTRY(ncclBroadcast);
   return enqueue(comm, C_BROADCAST, send, recv, count, type, 0, root, s);
 }
 
 ncclResult_t ncclAllGather(const void *send, void *recv, size_t count,
                            int type, ncclComm_t comm, CUstream s) {
+  ENTRY(ncclAllGather);
   return enqueue(comm, C_ALLGATHER, send, recv, count, type, 0, 0, s);
 }
 
 ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t count,
                                int type, int op, ncclComm_t comm,
                                CUstream s) {
+  ENTRY(ncclReduceScatter);
   return enqueue(comm, C_REDUCESCATTER, send, recv, count, type, op, 0, s);
 }
 
 ncclResult_t ncclSend(const void *send, size_t count, int type, int peer,
                       ncclComm_t comm, CUstream s) {
+  ENTRY(ncclSend);
   return enqueue(comm, C_SEND, send, NULL, count, type, 0, peer, s);
 }
 
 ncclResult_t ncclRecv(void *recv, size_t count, int type, int peer,
                       ncclComm_t comm, CUstream s) {
+  ENTRY(ncclRecv);
   return enqueue(comm, C_RECV, NULL, recv, count, type, 0, peer, s);
 }
 
 ncclResult_t ncclGroupStart(void) {
+  ENTRY(ncclGroupStart);
   group_depth++;
   return ncclSuccess;
 }
@@ -682,6 +726,7 @@ static ncclResult_t run_together(call **v, int n) {
    others run here: one communicator's in order, several (all the ranks of
    one ncclCommInitAll) together. */
 ncclResult_t ncclGroupEnd(void) {
+  ENTRY(ncclGroupEnd);
   if (!group_depth) return fail(ncclInvalidUsage, "no group started");
   if (--group_depth) return ncclSuccess;
   call *v[256];
