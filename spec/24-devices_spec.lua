@@ -99,6 +99,31 @@ describe("devices", function()
     ]], "CUDA_DOUBLE_NO_PEER=1")
   end)
 
+  it("captures a graph whose nodes span two devices", function()
+    if not two_devices() then return pending("needs two devices") end
+    run2([[
+      local m0 = cuda.load_module(PTX)
+      local m1, s1, x1 = cuda.on(1, function()
+        return cuda.load_module(PTX), cuda.stream(), cuda.buffer("i32", 64):fill(0)
+      end)
+      local s0, x0 = cuda.stream(), cuda.buffer("i32", 64):fill(0)
+      local g = s0:capture(function()
+        m0.inc_i32:launch(s0, 1, 64, x0, 64)
+        s1:wait(s0) -- device 1's stream joins the capture
+        m1.inc_i32:launch(s1, 1, 64, x1, 64)
+        m1.inc_i32:launch(s1, 1, 64, x1, 64)
+        s0:wait(s1)
+        m0.inc_i32:launch(s0, 1, 64, x0, 64)
+      end)
+      assert(g:nodes() == 4 and cuda.device_of(g) == 0)
+      g:launch(); g:launch(); s0:synchronize()
+      assert(x0:download()[64] == 4 and x1:download()[64] == 4)
+      local ok, err = pcall(x1.free, x1)
+      assert(not ok and err:find("used by live cugraph.Graph", 1, true), err)
+      g:free(); x1:free()
+    ]])
+  end)
+
   it("copies between devices, eager, on a stream and captured", function()
     if not two_devices() then return pending("needs two devices") end
     run2([[

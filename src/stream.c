@@ -70,8 +70,6 @@ static int stream_wait(lua_State *L) {
                "with s the body's stream), never events or outer streams");
   if (other) { /* its event is made and recorded in its own context */
     other = cg_checkobj(L, 2, CG_STREAM);
-    if (other->h.ctx != ctx && ctx->capture)
-      cg_mixed(L, ctx, other->h.ctx, "stream:wait() inside a graph capture");
     if (!other->join)
       CU(L, other->h.ctx, cuEventCreate, &other->join,
          CU_EVENT_DISABLE_TIMING);
