@@ -175,6 +175,9 @@ describe("cugraph.Comm", function()
     c:reduce_scatter(x, y, "sum", s)
     s:synchronize()
     assert.equals("1.0 2.0 3.0 4.0", values(y))
+    -- the eager call allocates no Lua memory
+    assert.equals(0, H.garbage(function() c:all_reduce(x, x, "sum", s) end, 1000))
+    s:synchronize()
     for _, t in ipairs { "f64", "i32", "u32", "i64", "u64", "i8", "u8", "f16", "bf16" } do
       local a = cuda.buffer(t, 3):upload { 1, 2, 3 }
       c:all_reduce(a, a, "sum")
