@@ -324,6 +324,76 @@ describe("cugraph.Comm", function()
   end)
 end)
 
+describe("the NCCL fault sweep", function()
+  -- Every NCCL call of spec/support/nccl_workload.lua failed in turn (its
+  -- first call, and its last when later) with ncclInvalidUsage and with
+  -- ncclSystemError: an error object naming the call with the injected
+  -- code, or for ncclCommDestroy a finalizer error in cuda.status();
+  -- everything still freeable; a new communicator works afterwards.
+  if not H.double then
+    it("needs the NCCL double", function() pending("fault injection is a feature of the NCCL double") end)
+    return
+  end
+  local WORKLOAD = "spec/support/nccl_workload.lua"
+  local NAMES = { [2] = "ncclSystemError", [5] = "ncclInvalidUsage" }
+
+  local function trace(env)
+    local path = os.tmpname()
+    local code, out = H.run(H.quote(WORKLOAD), TWO .. " NCCL_DOUBLE_TRACE=" .. H.quote(path)
+                                               .. (env or ""))
+    local counts = {}
+    for name, n in assert(io.open(path)):read("a"):gmatch("(%S+) (%d+)") do counts[name] = tonumber(n) end
+    os.remove(path)
+    return counts, code, out
+  end
+  local total, tcode, tout = trace()
+  local before = trace(" NCCL_WORKLOAD_EXIT=1") -- calls of the workload itself
+
+  it("has a workload that runs clean and reaches every NCCL call", function()
+    assert.equals(0, tcode, tout)
+    assert.matches("NCCL%-RESULT\tok\t%-\t%-\tworks\t%-\t0\t%-", tout)
+    for _, name in ipairs { "ncclGetUniqueId", "ncclCommInitRank", "ncclCommInitAll",
+                            "ncclCommDestroy", "ncclAllReduce", "ncclReduce", "ncclBroadcast",
+                            "ncclAllGather", "ncclReduceScatter", "ncclSend", "ncclRecv",
+                            "ncclGroupStart", "ncclGroupEnd" } do
+      assert.is_truthy(total[name], name .. " is never called by the workload")
+    end
+  end)
+
+  local apis = {}
+  for name in pairs(total) do apis[#apis + 1] = name end
+  table.sort(apis)
+  for _, api in ipairs(apis) do
+    local picks = total[api] > 1 and { 1, total[api] } or { 1 }
+    for _, i in ipairs(picks) do
+      for _, code in ipairs { 5, 2 } do
+        it(("%s call %d of %d, %s"):format(api, i, total[api], NAMES[code]), function()
+          local env = ("%s NCCL_DOUBLE_FAULT=%s:%d:%d"):format(TWO, api, i, code)
+          local status, out = H.run(H.quote(WORKLOAD), env)
+          assert.equals(0, status, out)
+          local line = assert(out:match("NCCL%-RESULT\t[^\n]*"), out)
+          local f = {}
+          for v in (line .. "\t"):gmatch("([^\t]*)\t") do f[#f + 1] = v end
+          local _, outcome, eapi, ecode, after, unfreed, nfin, lastfin = table.unpack(f)
+          assert.equals("-", unfreed, out)
+          if i > (before[api] or 0) then -- the probe's call, after the workload
+            assert.equals("ok", outcome, out)
+          elseif api == "ncclCommDestroy" then
+            assert.equals("ok", outcome, out)
+            assert.equals("ncclCommDestroy: " .. NAMES[code], lastfin, out)
+          else
+            assert.equals("error", outcome, out)
+            assert.equals(api, eapi, out)
+            assert.equals(tostring(code), ecode, out)
+            assert.equals("0", nfin, out)
+          end
+          if i <= (before[api] or 0) then assert.equals("works", after, out) end
+        end)
+      end
+    end
+  end
+end)
+
 describe("the launcher", function()
   local function launch(args, env)
     return H.run("--nproc " .. args, (TWO ~= "" and TWO .. " " or "") .. (env or ""))

@@ -374,16 +374,19 @@ static const char *const destroy_api[] = {
   "cuGraphExecDestroy", "cuGraphDestroy", "cuMemFreeHost"
 };
 
+void cg_record(lua_State *L, cg_ctx *ctx, const char *api, const char *name) {
+  ctx = ctx->root;
+  ctx->gc_errors++;
+  snprintf(ctx->gc_error, sizeof ctx->gc_error, "%s: %s", api, name);
+  lua_warning(L, "cugraph: ", 1);
+  lua_warning(L, ctx->gc_error, 0);
+}
+
 static void record(lua_State *L, cg_ctx *ctx, const char *api, CUresult r) {
   char buf[CG_ERRNAME];
   if (r == CUDA_SUCCESS || r == CUDA_ERROR_DEINITIALIZED) return;
   cg_poison(ctx, api, r);
-  ctx = ctx->root;
-  ctx->gc_errors++;
-  snprintf(ctx->gc_error, sizeof ctx->gc_error, "%s: %s", api,
-           cg_driver_errname(r, buf));
-  lua_warning(L, "cugraph: ", 1);
-  lua_warning(L, ctx->gc_error, 0);
+  cg_record(L, ctx, api, cg_driver_errname(r, buf));
 }
 
 void cg_release(lua_State *L, cg_ctx *ctx, int what, void *h) {

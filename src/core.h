@@ -193,6 +193,9 @@ void cg_canfree(lua_State *L, cg_obj *o);
 enum { CG_FREE_MEM, CG_FREE_MODULE, CG_FREE_STREAM, CG_FREE_EVENT,
        CG_FREE_EXEC, CG_FREE_GRAPH, CG_FREE_HOST };
 void cg_release(lua_State *L, cg_ctx *ctx, int what, void *h);
+/* An error of a finalizer or :free(), "api: name": counted in cuda.status()
+   and given as a warning, never raised. */
+void cg_record(lua_State *L, cg_ctx *ctx, const char *api, const char *name);
 void cg_flush_deferred(lua_State *L, cg_ctx *ctx);
 int cg_method(lua_State *L); /* in __index: pushes methods[key], or 0 */
 int cg_tostring(lua_State *L, cg_obj *o, const char *fmt, ...);

@@ -231,13 +231,19 @@ static int comms_new(lua_State *L) {
   return 1;
 }
 
+/* Destroys the communicator (aborts it after a sticky error); a failure is
+   recorded as a finalizer's, never raised. */
 static void comm_release(lua_State *L, cg_obj *o) {
   cg_comm *c = (cg_comm *)o;
   if (!c->c) return;
   if (!o->ctx->root->closed && !o->ctx->closed &&
       cg_make_current(o->ctx->cu) == CUDA_SUCCESS) {
-    if (o->ctx->poison) nccl.ncclCommAbort(c->c); /* errors: nothing to do */
-    else nccl.ncclCommDestroy(c->c);
+    int abort = o->ctx->poison != CUDA_SUCCESS;
+    ncclResult_t r = abort ? nccl.ncclCommAbort(c->c)
+                           : nccl.ncclCommDestroy(c->c);
+    if (r != ncclSuccess)
+      cg_record(L, o->ctx, abort ? "ncclCommAbort" : "ncclCommDestroy",
+                r > 0 && r <= ncclInProgress ? result_names[r] : "ncclResult");
   }
   c->c = NULL;
 }

@@ -25,7 +25,8 @@
    Environment: NCCL_DOUBLE_BYTES, the largest message (per rank and call)
    the staging areas hold (32 MiB). NCCL_DOUBLE_FAULT=name:n:code[,...]
    makes the n-th call of an entry point fail with result code, before it
-   does anything. A wait longer than 60 s (a rank that never comes) fails
+   does anything; NCCL_DOUBLE_TRACE=path writes "name calls" lines, one
+   per entry point called, to path at exit. A wait longer than 60 s (a rank that never comes) fails
    with ncclSystemError. */
 #define _GNU_SOURCE
 #include <cuda.h>
@@ -85,6 +86,8 @@ typedef struct call {
 } call;
 
 struct ncclComm {
+  struct ncclComm *next;        /* every live one, in a list: one whose
+                                   destroy failed stays reachable */
   clique *q;
   int rank, nranks, dev, local; /* local: ranks of the clique in this
                                    process (ncclCommInitAll) */
@@ -134,12 +137,26 @@ static ncclResult_t fail(ncclResult_t r, const char *msg) {
   return r;
 }
 
-/* NCCL_DOUBLE_FAULT: the result the n-th call of name fails with, or 0. */
+static struct { const char *name; unsigned long calls; } counts[32];
+static int tracing;
+
+static void write_trace(void) {
+  FILE *f = fopen(getenv("NCCL_DOUBLE_TRACE"), "w");
+  if (!f) return;
+  for (int i = 0; i < 32 && counts[i].name; i++)
+    fprintf(f, "%s %lu\n", counts[i].name, counts[i].calls);
+  fclose(f);
+}
+
+/* Counts a call of name; NCCL_DOUBLE_FAULT: the result it fails with, or
+   0. */
 static ncclResult_t injected(const char *name) {
-  static struct { const char *name; unsigned long calls; } counts[32];
-  const char *spec = getenv("NCCL_DOUBLE_FAULT");
-  if (!spec || !*spec) return ncclSuccess;
   pthread_mutex_lock(&lock);
+  const char *trace = getenv("NCCL_DOUBLE_TRACE");
+  if (trace && *trace && !tracing) {
+    tracing = 1;
+    atexit(write_trace);
+  }
   int i = 0;
   while (i < 32 && counts[i].name && strcmp(counts[i].name, name)) i++;
   unsigned long n = 0;
@@ -148,6 +165,8 @@ static ncclResult_t injected(const char *name) {
     n = ++counts[i].calls;
   }
   pthread_mutex_unlock(&lock);
+  const char *spec = getenv("NCCL_DOUBLE_FAULT");
+  if (!spec || !*spec) return ncclSuccess;
   size_t len = strlen(name);
   for (const char *p = spec; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
     unsigned long at;
@@ -480,10 +499,16 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
   return ncclSuccess;
 }
 
+static ncclComm_t live_comms;
+
 static ncclComm_t new_comm(clique *q, int rank, int nranks, int dev,
                            int local) {
   ncclComm_t c = calloc(1, sizeof *c);
   if (!c) return NULL;
+  pthread_mutex_lock(&lock);
+  c->next = live_comms;
+  live_comms = c;
+  pthread_mutex_unlock(&lock);
   c->q = q;
   c->rank = rank;
   c->nranks = nranks;
@@ -546,6 +571,9 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   }
   pthread_mutex_lock(&lock);
   close_clique(comm->q);
+  ncclComm_t *p = &live_comms;
+  while (*p && *p != comm) p = &(*p)->next;
+  if (*p) *p = comm->next;
   pthread_mutex_unlock(&lock);
   free(comm);
   return ncclSuccess;
