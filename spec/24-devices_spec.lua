@@ -124,6 +124,29 @@ describe("devices", function()
     ]])
   end)
 
+  it("raises failed peer calls as error objects and recovers", function()
+    if not H.double then return pending("fault injection is a feature of the test double") end
+    run2([[
+      local m0 = cuda.load_module(PTX)
+      local a0 = cuda.buffer("f32", 4):fill(1)
+      local b1 = cuda.on(1, function() return cuda.buffer("f32", 4):fill(0) end)
+      local function fails(api, f, ...)
+        local ok, e = pcall(f, ...)
+        assert(not ok and cuda.is_error(e) and e.api == api and e.code == 2, tostring(e))
+      end
+      fails("cuDeviceCanAccessPeer", cuda.can_access_peer, 0, 1)
+      assert(cuda.can_access_peer(0, 1)) -- not cached after the failure
+      local s0, y0 = cuda.stream(), cuda.buffer("f32", 4):fill(0)
+      fails("cuCtxEnablePeerAccess", m0.saxpy.launch, m0.saxpy, s0, 1, 4, 1, b1, y0, 4)
+      m0.saxpy:launch(s0, 1, 4, 1, b1, y0, 4) -- enabled this time
+      s0:synchronize()
+      fails("cuMemcpyPeerAsync", b1.copy, b1, a0)
+      b1:copy(a0)
+      assert(b1:download()[4] == 1)
+      assert(cuda.status().poisoned == nil and cuda.status().finalizer_errors == 0)
+    ]], "CUDA_DOUBLE_FAULT=cuDeviceCanAccessPeer:1:2,cuCtxEnablePeerAccess:1:2,cuMemcpyPeerAsync:1:2")
+  end)
+
   it("copies between devices, eager, on a stream and captured", function()
     if not two_devices() then return pending("needs two devices") end
     run2([[
