@@ -31,9 +31,10 @@ HOST_LIBS = -lreadline
 endif
 
 CORE = context driver stream buffer scalar event module graph cond node nvrtc \
-  ptx image handle reload interop hostbuf lcugraph
+  ptx image handle reload interop hostbuf nccl lcugraph
 OBJS = $(CORE:%=$(BUILD)/obj/%.o)
 DOUBLE = $(BUILD)/libcuda-double.so
+NCCL_DOUBLE = $(BUILD)/libnccl-double.so
 KERNELS = $(BUILD)/kernels.ptx $(BUILD)/kernels.cubin $(BUILD)/kernels.fatbin
 SPEC_ENV = CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) XDG_CACHE_HOME=$(CURDIR)/$(BUILD)/cache
 
@@ -43,12 +44,12 @@ $(BUILD)/obj/%.o: src/%.c src/core.h src/driver.h src/ptx.h src/image.h src/cugr
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/obj/host.o $(BUILD)/obj/repl.o: $(BUILD)/obj/%.o: src/%.c src/host.h src/cugraph.h VERSION | deps
+$(BUILD)/obj/host.o $(BUILD)/obj/repl.o $(BUILD)/obj/launch.o: $(BUILD)/obj/%.o: src/%.c src/host.h src/cugraph.h VERSION | deps
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(HOST_DEFS) -c $< -o $@
 
 # Linked to the shared liblua5.4 so Lua C modules (busted's) load into it.
-$(BUILD)/cugraph-lua: $(BUILD)/obj/host.o $(BUILD)/obj/repl.o $(OBJS)
+$(BUILD)/cugraph-lua: $(BUILD)/obj/host.o $(BUILD)/obj/repl.o $(BUILD)/obj/launch.o $(OBJS)
 	$(CC) $(CFLAGS) -pthread -rdynamic -o $@ $^ $(LUA_LIBS) $(HOST_LIBS) -ldl -lm
 
 $(BUILD)/cugraph/core.so: $(OBJS)
@@ -62,6 +63,13 @@ $(DOUBLE): spec/support/cuda_double.c
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(WERROR) -fPIC -shared \
 	  -I$(CUDA_HOME)/include -o $@ $< -pthread -lm
+
+# The test double of NCCL: collectives on the driver double's memory, across
+# the ranks of one process or of several (shared memory).
+$(NCCL_DOUBLE): spec/support/nccl_double.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(WERROR) -fPIC -shared \
+	  -I$(CUDA_HOME)/include -o $@ $< -pthread -lm -ldl
 
 $(BUILD)/kernels.ptx: spec/kernels/kernels.cu
 	@mkdir -p $(@D)
@@ -113,8 +121,9 @@ SPEC_BINS = $(BUILD)/late_close $(BUILD)/capi $(BUILD)/threads $(BUILD)/handles
 $(BUILD)/capi $(BUILD)/threads $(BUILD)/handles: $(BUILD)/%: spec/support/%.c $(BUILD)/libcugraph.a
 	$(CC) $(ALL_CFLAGS) -pthread -o $@ $< $(BUILD)/libcugraph.a $(LUA_LIBS) -ldl -lm
 
-test: all $(DOUBLE) $(KERNELS) $(SPEC_BINS)
+test: all $(DOUBLE) $(NCCL_DOUBLE) $(KERNELS) $(SPEC_BINS)
 	$(SPEC_ENV) CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
+	  CUGRAPH_LUA_LIBNCCL=$(CURDIR)/$(NCCL_DOUBLE) \
 	  $(BUILD)/cugraph-lua "$$(command -v busted)" --ignore-lua $(BUSTED_ARGS)
 
 test-gpu: all $(KERNELS) $(SPEC_BINS)
@@ -125,8 +134,9 @@ run: all
 
 # The suite with a whole collection cycle, finalizers included, at every
 # allocation: a finalizer may run inside any C function of the runtime.
-test-gcstress: all $(DOUBLE) $(KERNELS) $(SPEC_BINS)
+test-gcstress: all $(DOUBLE) $(NCCL_DOUBLE) $(KERNELS) $(SPEC_BINS)
 	$(SPEC_ENV) CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
+	  CUGRAPH_LUA_LIBNCCL=$(CURDIR)/$(NCCL_DOUBLE) \
 	  $(BUILD)/cugraph-lua "$$(command -v busted)" --ignore-lua \
 	  --helper=spec/support/gcstress.lua $(BUSTED_ARGS)
 
@@ -136,8 +146,9 @@ test-gcstress: all $(DOUBLE) $(KERNELS) $(SPEC_BINS)
 VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full \
   --errors-for-leak-kinds=definite --show-leak-kinds=definite \
   --suppressions=$(CURDIR)/spec/support/valgrind.supp
-test-valgrind: all $(DOUBLE) $(KERNELS) $(SPEC_BINS)
+test-valgrind: all $(DOUBLE) $(NCCL_DOUBLE) $(KERNELS) $(SPEC_BINS)
 	$(SPEC_ENV) CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
+	  CUGRAPH_LUA_LIBNCCL=$(CURDIR)/$(NCCL_DOUBLE) \
 	  CUGRAPH_LUA_VALGRIND="$(VALGRIND)" \
 	  $(VALGRIND) $(BUILD)/cugraph-lua "$$(command -v busted)" --ignore-lua $(BUSTED_ARGS)
 
@@ -156,21 +167,24 @@ test-asan:
 ASAN_GOAL ?= test # test-gcstress: with a collection at every allocation
 
 # Every call of the fault sweep (spec/14-faults_spec.lua), not three per API.
-fault-sweep: all $(DOUBLE) $(KERNELS)
+fault-sweep: all $(DOUBLE) $(NCCL_DOUBLE) $(KERNELS)
 	$(SPEC_ENV) CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) CUGRAPH_FULL_SWEEP=1 \
+	  CUGRAPH_LUA_LIBNCCL=$(CURDIR)/$(NCCL_DOUBLE) \
 	  $(BUILD)/cugraph-lua "$$(command -v busted)" --ignore-lua spec/14-faults_spec.lua
 
 # build/threads under helgrind on the test double: any data race or lock
 # misuse fails. Races inside libnvrtc's own code are suppressed
 # (spec/support/threads.supp). Needs a thread-safe double.
-test-threads-helgrind: all $(DOUBLE) $(KERNELS) $(BUILD)/threads $(BUILD)/handles
+test-threads-helgrind: all $(DOUBLE) $(NCCL_DOUBLE) $(KERNELS) $(BUILD)/threads $(BUILD)/handles
 	rm -rf $(BUILD)/threads-cache
 	XDG_CACHE_HOME=$(CURDIR)/$(BUILD)/threads-cache \
 	  CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
+	  CUGRAPH_LUA_LIBNCCL=$(CURDIR)/$(NCCL_DOUBLE) \
 	  valgrind --tool=helgrind -q --error-exitcode=99 \
 	  --suppressions=spec/support/threads.supp \
 	  $(BUILD)/threads lua $(BUILD)/kernels.ptx 4
 	CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
+	  CUGRAPH_LUA_LIBNCCL=$(CURDIR)/$(NCCL_DOUBLE) \
 	  valgrind --tool=helgrind -q --error-exitcode=99 \
 	  --suppressions=spec/support/threads.supp \
 	  $(BUILD)/handles lua $(BUILD)/kernels.ptx
@@ -213,8 +227,9 @@ fuzz: fuzz-ptx fuzz-image fuzz-api
 # calls from seed FUZZ_API_SEED (a fresh one unless given; failures name it).
 FUZZ_API_COUNT ?= 200000
 FUZZ_API_SEED ?= $(shell date +%s)
-fuzz-api: all $(DOUBLE) $(KERNELS)
+fuzz-api: all $(DOUBLE) $(NCCL_DOUBLE) $(KERNELS)
 	$(SPEC_ENV) CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
+	  CUGRAPH_LUA_LIBNCCL=$(CURDIR)/$(NCCL_DOUBLE) \
 	  CUGRAPH_FUZZ_SEED=$(FUZZ_API_SEED) CUGRAPH_FUZZ_COUNT=$(FUZZ_API_COUNT) \
 	  $(BUILD)/cugraph-lua "$$(command -v busted)" --ignore-lua spec/15-fuzz_spec.lua
 

@@ -39,11 +39,29 @@ build/bench/kernels.ptx: bench/kernels.cu
 	@mkdir -p $(@D)
 	$(NVCC) -ptx -arch=compute_75 $< -o $@
 
+# The C side of the all-reduce benchmark (bench/nccl.lua).
+build/bench/nccl_ref.so: bench/nccl_ref.c | deps
+	@mkdir -p $(@D)
+	$(CC) $(BENCH_CFLAGS) $(LUA_CFLAGS) -fPIC -shared -o $@ $< -ldl
+
 bench: all build/kernels.ptx build/bench/kernels.ptx build/bench-ref \
        build/bench/clock.so build/bench/ref.so build/bench/engine.so
 	build/cugraph-lua bench/bench.lua $(BENCH_ARGS)
+	$(MAKE) -s bench-nccl
+
+# The all-reduce rows: one rank per GPU through the launcher, on 2 GPUs
+# (BENCH_NCCL_GPUS); skipped with a note on fewer. NCCL_BENCH_ARGS:
+# --quick, --markdown, --max BYTES.
+BENCH_NCCL_GPUS ?= 2
+bench-nccl: all build/bench/clock.so build/bench/nccl_ref.so
+	@n=$$(build/cugraph-lua -e 'print(require("cugraph").device_count())' 2>/dev/null); \
+	if [ "$${n:-0}" -ge $(BENCH_NCCL_GPUS) ]; then \
+	  build/cugraph-lua --nproc $(BENCH_NCCL_GPUS) bench/nccl.lua $(NCCL_BENCH_ARGS); \
+	else \
+	  echo "bench-nccl: skipped: $${n:-0} GPU(s); the all-reduce rows need $(BENCH_NCCL_GPUS)"; \
+	fi
 
 soak: all build/kernels.ptx
 	build/cugraph-lua bench/soak.lua $(SOAK_ARGS)
 
-.PHONY: bench soak
+.PHONY: bench bench-nccl soak

@@ -79,6 +79,13 @@ check render build/examples/render "$out/render"
 check solver "$lua" examples/solver.lua
 check solver-1024 "$lua" examples/solver.lua 1024 1e-8
 check substeps "$lua" examples/substeps.lua
+check ddp-1 "$lua" examples/ddp.lua
+gpus=$("$lua" -e 'print(require("cugraph").device_count())' 2>/dev/null || echo 0)
+if [ "${gpus:-0}" -ge 2 ]; then
+  check ddp-2 "$lua" --nproc 2 examples/ddp.lua
+else
+  echo "== ddp-2: skipped (fewer than 2 GPUs)"
+fi
 
 echo
 echo "== summary"

@@ -268,7 +268,8 @@ describe("annotations and docs", function()
   local g = s:capture(function() b:fill(0, s) end)
   local objects = { Stream = s, Event = cuda.event(), Buffer = b, Scalar = cuda.scalar("u32"),
                     Module = m, Kernel = m.saxpy, Graph = g, Node = g:node(1),
-                    Condition = cuda.condition(1), HostBuffer = cuda.host_buffer("f32", 4) }
+                    Condition = cuda.condition(1), HostBuffer = cuda.host_buffer("f32", 4),
+                    Comm = cuda.comm_world() }
   local api = read("docs/api.md")
 
   it("cover every function and method of the runtime, and nothing it lacks", function()

@@ -506,6 +506,53 @@ static size_t optoffset(lua_State *L, const char *key) {
   return (size_t)v;
 }
 
+/* A copy between buffers of two devices (cuMemcpyPeerAsync): on the stream
+   at sidx, of either device, or synchronously after all work of both.
+   Inside a capture it becomes a copy node of the capture's graph, which
+   g:rebind leaves alone (as host copies). */
+static int peer_copy(lua_State *L, cg_buffer *d, cg_buffer *s, int sidx,
+                     size_t bytes, size_t doff, size_t soff) {
+  cg_ctx *dc = d->h.ctx, *sc = s->h.ctx, *ctx = dc;
+  if (!cg_drv.cuMemcpyPeerAsync)
+    luaL_error(L, "copy between devices needs cuMemcpyPeerAsync, which the "
+               "driver lacks");
+  cg_stream *st = NULL;
+  if (!lua_isnoneornil(L, sidx)) {
+    st = cg_checkobj(L, sidx, CG_STREAM);
+    if (st->h.ctx != dc && st->h.ctx != sc)
+      luaL_error(L, "copy: a stream of device %d for a copy from device %d "
+                 "to device %d; use a stream of either device",
+                 st->h.ctx->ordinal, sc->ordinal, dc->ordinal);
+    ctx = st->h.ctx;
+  } else if (ctx->capture) {
+    luaL_error(L, "copy without a stream inside a graph capture: pass the "
+               "capture stream");
+  }
+  cg_pin(L, ctx, 1); /* pins allocate: handles are read after them */
+  cg_pin(L, ctx, 2);
+  if (st) cg_pin(L, ctx, sidx);
+  if (ctx->capture && !cg_capturing_on(L, ctx, st->s))
+    luaL_error(L, "copy inside a graph capture on a stream that is not part "
+               "of it; make the stream wait on the capture stream first");
+  cg_isopen(L, &d->h);
+  cg_isopen(L, &s->h);
+  if (!st) { /* after all work of both devices */
+    cg_current(L, sc);
+    cg_sync(L, sc);
+    cg_current(L, dc);
+    cg_sync(L, dc);
+  }
+  cg_current(L, ctx);
+  if (bytes) {
+    CU(L, ctx, cuMemcpyPeerAsync, d->ptr + doff, dc->cu, s->ptr + soff,
+       sc->cu, bytes, st ? st->s : dc->stream);
+    if (ctx->capture) cg_note_hostcopy(L, ctx, st->s, &d->h, &s->h);
+  }
+  if (!st) CU(L, ctx, cuStreamSynchronize, dc->stream);
+  lua_settop(L, 1);
+  return 1;
+}
+
 /* dst:copy(src [, {dst_offset=, src_offset=, count=}] [, stream]): bytes
    from device memory to device memory. Without options, the whole of src
    into dst, of equal byte size (a view may reinterpret either); with them,
@@ -545,6 +592,8 @@ static int buffer_copy(lua_State *L) {
                cg_type_names[s->type], (LUAI_UACINT)s->n,
                cg_type_names[d->type], (LUAI_UACINT)d->n);
   }
+  if (d->h.ctx != s->h.ctx) return peer_copy(L, d, s, sidx, bytes,
+                                             doff * des, soff * ses);
   cg_pin(L, d->h.ctx, 1); /* pins allocate: handles are read after them */
   cg_pin(L, d->h.ctx, 2);
   CUstream st = begin(L, d->h.ctx, sidx, "copy");

@@ -9,10 +9,11 @@
 const char *const cg_kind_names[] = {
   "cugraph.Stream", "cugraph.Buffer", "cugraph.Scalar", "cugraph.Event",
   "cugraph.Module", "cugraph.Kernel", "cugraph.Graph", "cugraph.GLResource",
-  "cugraph.Condition", "cugraph.HostBuffer", "cugraph.Node"
+  "cugraph.Condition", "cugraph.HostBuffer", "cugraph.Node", "cugraph.Comm"
 };
 
 static const char sentinel_key = 'k';
+static const char devices_key = 'd'; /* table: the other devices' records */
 
 cg_ctx *cg_sentinel(lua_State *L) {
   lua_rawgetp(L, LUA_REGISTRYINDEX, &sentinel_key);
@@ -63,6 +64,8 @@ static void current(lua_State *L, cg_ctx *ctx) {
   if (ctx->cu != bound) cg_check(L, ctx, "cuCtxSetCurrent", make_current(ctx));
 }
 
+void cg_current(lua_State *L, cg_ctx *ctx) { current(L, ctx); }
+
 static int attr(lua_State *L, cg_ctx *ctx, CUdevice_attribute a) {
   int v = 0;
   CU(L, ctx, cuDeviceGetAttribute, &v, a, ctx->dev);
@@ -97,17 +100,104 @@ static void start(lua_State *L, cg_ctx *ctx) {
   ctx->ready = 1; /* only once all of the above succeeded */
 }
 
-cg_ctx *cg_context(lua_State *L) {
-  cg_ctx *ctx = cg_sentinel(L);
+static cg_ctx *ready(lua_State *L, cg_ctx *ctx) {
   if (ctx->poison) poisoned(L, ctx);
-  if (ctx->closed) luaL_error(L, "cugraph is closed");
+  if (ctx->root->closed) luaL_error(L, "cugraph is closed");
   if (!ctx->ready) start(L, ctx);
   else current(L, ctx);
   return ctx;
 }
 
+cg_ctx *cg_context(lua_State *L) {
+  cg_ctx *root = cg_sentinel(L);
+  return ready(L, root->active ? root->active : root);
+}
+
+/* The record of device ordinal, made (not started) when new. */
+static cg_ctx *device_record(lua_State *L, cg_ctx *root, int ordinal) {
+  if (ordinal == root->ordinal) return root;
+  for (cg_ctx *d = root->next; d; d = d->next)
+    if (d->ordinal == ordinal) return d;
+  if (root->closed) luaL_error(L, "cugraph is closed");
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &devices_key) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &devices_key);
+  }
+  cg_ctx *d = lua_newuserdatauv(L, sizeof *d, 0);
+  memset(d, 0, sizeof *d);
+  lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
+  lua_pop(L, 1);
+  memcpy(d->mt, root->mt, sizeof d->mt);
+  memcpy(d->release, root->release, sizeof d->release);
+  d->root = root;
+  d->ordinal = ordinal;
+  d->capture = root->capture;
+  d->next = root->next;
+  root->next = d;
+  return d;
+}
+
+cg_ctx *cg_device(lua_State *L, int ordinal) {
+  return ready(L, device_record(L, cg_sentinel(L), ordinal));
+}
+
+void cg_set_capture(cg_ctx *ctx, cg_capture *c) {
+  for (cg_ctx *d = ctx->root; d; d = d->next)
+    d->capture = c;
+}
+
+int cg_mixed(lua_State *L, cg_ctx *a, cg_ctx *b, const char *what) {
+  return luaL_error(L, "%s: objects of device %d and device %d; work that "
+                    "mixes devices is refused (copy between devices with "
+                    "dst:copy(src), or make the objects on one device)",
+                    what, a->ordinal, b->ordinal);
+}
+
+/* Whether device a may access memory of device b, known or asked once. */
+static int peer_state(lua_State *L, cg_ctx *a, cg_ctx *b) {
+  int cached = b->ordinal < CG_MAXPEER ? a->peer[b->ordinal] : 0;
+  if (cached) return cached;
+  int can = 0;
+  if (!cg_drv.cuDeviceCanAccessPeer || !cg_drv.cuCtxEnablePeerAccess)
+    luaL_error(L, "peer access needs cuDeviceCanAccessPeer and "
+               "cuCtxEnablePeerAccess, which the driver lacks");
+  CU(L, a, cuDeviceCanAccessPeer, &can, a->dev, b->dev);
+  int st = can ? CG_PEER_UNKNOWN : CG_PEER_NONE;
+  if (st && b->ordinal < CG_MAXPEER) a->peer[b->ordinal] = (unsigned char)st;
+  return st;
+}
+
+/* Enables access from a (made current) to b's memory; a no-op when on. */
+static void enable_peer(lua_State *L, cg_ctx *a, cg_ctx *b) {
+  if (b->ordinal < CG_MAXPEER && a->peer[b->ordinal] == CG_PEER_ON) return;
+  current(L, a);
+  CUresult r = cg_drv.cuCtxEnablePeerAccess(b->cu, 0);
+  if (r != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED)
+    cg_check(L, a, "cuCtxEnablePeerAccess", r);
+  if (b->ordinal < CG_MAXPEER) a->peer[b->ordinal] = CG_PEER_ON;
+}
+
+void cg_reach(lua_State *L, cg_ctx *ctx, cg_ctx *other, const char *what) {
+  if (ctx == other) return;
+  if (other->ordinal < CG_MAXPEER && ctx->peer[other->ordinal] == CG_PEER_ON)
+    return;
+  if (ctx->capture)
+    luaL_error(L, "%s: device %d would read memory of device %d, and peer "
+               "access is enabled outside captures: call "
+               "cuda.enable_peer_access(%d, %d) before the capture", what,
+               ctx->ordinal, other->ordinal, ctx->ordinal, other->ordinal);
+  if (peer_state(L, ctx, other) == CG_PEER_NONE)
+    luaL_error(L, "%s: device %d cannot access memory of device %d (no peer "
+               "access between them); copy the data with dst:copy(src)", what,
+               ctx->ordinal, other->ordinal);
+  enable_peer(L, ctx, other);
+  current(L, ctx);
+}
+
 int cg_alive(cg_ctx *ctx) {
-  return ctx->ready && !ctx->closed && !ctx->poison;
+  return ctx->ready && !ctx->root->closed && !ctx->closed && !ctx->poison;
 }
 
 void *cg_newobj(lua_State *L, cg_ctx *ctx, size_t size, cg_kind kind) {
@@ -187,7 +277,9 @@ void cg_sync(lua_State *L, cg_ctx *ctx) {
 
 CUstream cg_optstream(lua_State *L, int idx, cg_ctx *ctx) {
   if (lua_isnoneornil(L, idx)) return ctx->stream;
-  return ((cg_stream *)cg_checkobj(L, idx, CG_STREAM))->s;
+  cg_stream *s = cg_checkobj(L, idx, CG_STREAM);
+  if (s->h.ctx != ctx) cg_mixed(L, ctx, s->h.ctx, "stream argument");
+  return s->s;
 }
 
 int cg_method(lua_State *L) {
@@ -213,7 +305,7 @@ int cg_tostring(lua_State *L, cg_obj *o, const char *fmt, ...) {
 
 int cg_close(lua_State *L, cg_kind kind, int collected) {
   cg_obj *o = cg_toobj(L, 1, kind);
-  o->ctx->epoch += collected; /* its address may now be reused */
+  o->ctx->root->epoch += collected; /* its address may now be reused */
   if (!o->open) return 0;
   if (o->uses) {
     if (collected) {
@@ -282,15 +374,19 @@ static const char *const destroy_api[] = {
   "cuGraphExecDestroy", "cuGraphDestroy", "cuMemFreeHost"
 };
 
+void cg_record(lua_State *L, cg_ctx *ctx, const char *api, const char *name) {
+  ctx = ctx->root;
+  ctx->gc_errors++;
+  snprintf(ctx->gc_error, sizeof ctx->gc_error, "%s: %s", api, name);
+  lua_warning(L, "cugraph: ", 1);
+  lua_warning(L, ctx->gc_error, 0);
+}
+
 static void record(lua_State *L, cg_ctx *ctx, const char *api, CUresult r) {
   char buf[CG_ERRNAME];
   if (r == CUDA_SUCCESS || r == CUDA_ERROR_DEINITIALIZED) return;
   cg_poison(ctx, api, r);
-  ctx->gc_errors++;
-  snprintf(ctx->gc_error, sizeof ctx->gc_error, "%s: %s", api,
-           cg_driver_errname(r, buf));
-  lua_warning(L, "cugraph: ", 1);
-  lua_warning(L, ctx->gc_error, 0);
+  cg_record(L, ctx, api, cg_driver_errname(r, buf));
 }
 
 void cg_release(lua_State *L, cg_ctx *ctx, int what, void *h) {
@@ -313,19 +409,25 @@ void cg_release(lua_State *L, cg_ctx *ctx, int what, void *h) {
   else record(L, ctx, destroy_api[what], destroy(what, h));
 }
 
-/* Called with ctx's context current on this thread. */
+/* Called with ctx's context current on this thread, and left so; the
+   other devices' frees are made with theirs. */
 void cg_flush_deferred(lua_State *L, cg_ctx *ctx) {
-  for (size_t i = 0; i < ctx->ndeferred; i++)
-    if (cg_alive(ctx))
-      record(L, ctx, destroy_api[ctx->deferred[i].kind],
-             destroy(ctx->deferred[i].kind, ctx->deferred[i].h));
-  ctx->ndeferred = 0;
+  for (cg_ctx *d = ctx->root; d; d = d->next) {
+    if (!d->ndeferred) continue;
+    if (d != ctx && make_current(d) != CUDA_SUCCESS) continue;
+    for (size_t i = 0; i < d->ndeferred; i++)
+      if (cg_alive(d))
+        record(L, d, destroy_api[d->deferred[i].kind],
+               destroy(d->deferred[i].kind, d->deferred[i].h));
+    d->ndeferred = 0;
+  }
+  make_current(ctx);
 }
 
 /* -- the sentinel --------------------------------------------------------- */
 
-static int sentinel_gc(lua_State *L) {
-  cg_ctx *ctx = lua_touserdata(L, 1);
+/* Lets go of one device: its held-back frees, stream and context. */
+static void close_device(lua_State *L, cg_ctx *ctx) {
   if (cg_alive(ctx) && make_current(ctx) == CUDA_SUCCESS) {
     cg_flush_deferred(L, ctx);
     if (ctx->stream) cg_drv.cuStreamDestroy(ctx->stream);
@@ -334,6 +436,12 @@ static int sentinel_gc(lua_State *L) {
   ctx->closed = 1;
   free(ctx->deferred);
   ctx->deferred = NULL;
+}
+
+static int sentinel_gc(lua_State *L) {
+  cg_ctx *ctx = lua_touserdata(L, 1);
+  for (cg_ctx *d = ctx->next; d; d = d->next) close_device(L, d);
+  close_device(L, ctx);
   return 0;
 }
 
@@ -453,10 +561,72 @@ static int select_device(lua_State *L) {
   cg_ctx *ctx = cg_sentinel(L);
   lua_Integer i = luaL_checkinteger(L, 1);
   luaL_argcheck(L, i >= 0 && i <= 1024, 1, "device ordinal out of range");
-  if (ctx->retained && i != ctx->ordinal)
+  if ((ctx->retained || ctx->next) && i != ctx->ordinal)
     return luaL_error(L, "device %d is already in use; select a device "
                       "before the first GPU call", ctx->ordinal);
   ctx->ordinal = (int)i;
+  return 0;
+}
+
+static int checkordinal(lua_State *L, int idx) {
+  lua_Integer i = luaL_checkinteger(L, idx);
+  luaL_argcheck(L, i >= 0 && i <= 1024, idx, "device ordinal out of range");
+  return (int)i;
+}
+
+/* cuda.on(ordinal, fn, ...) -> fn(...): objects made while fn runs belong
+   to that device (its primary context); the device before is restored
+   however fn ends. Methods of an object always run on the object's own
+   device. */
+static int on(lua_State *L) {
+  int i = checkordinal(L, 1);
+  luaL_checktype(L, 2, LUA_TFUNCTION);
+  cg_ctx *root = cg_sentinel(L);
+  cg_ctx *d = cg_device(L, i), *prev = root->active;
+  root->active = d;
+  int status = lua_pcall(L, lua_gettop(L) - 2, LUA_MULTRET, 0);
+  root->active = prev;
+  if (status != LUA_OK) return lua_error(L);
+  return lua_gettop(L) - 1;
+}
+
+/* cuda.current_device() -> the ordinal objects made now belong to */
+static int current_device(lua_State *L) {
+  cg_ctx *root = cg_sentinel(L);
+  lua_pushinteger(L, (root->active ? root->active : root)->ordinal);
+  return 1;
+}
+
+/* cuda.device_of(object) -> the ordinal of the device it belongs to */
+static int device_of(lua_State *L) {
+  cg_obj *o = NULL;
+  for (int k = 0; k < CG_NKINDS && !o; k++) o = cg_testobj(L, 1, (cg_kind)k);
+  if (!o) return luaL_typeerror(L, 1, "cugraph object");
+  lua_pushinteger(L, o->ctx->ordinal);
+  return 1;
+}
+
+/* cuda.can_access_peer(a, b) -> whether kernels on device a can read and
+   write memory of device b */
+static int can_access_peer(lua_State *L) {
+  int a = checkordinal(L, 1), b = checkordinal(L, 2);
+  cg_ctx *ca = cg_device(L, a), *cb = cg_device(L, b);
+  lua_pushboolean(L, ca == cb || peer_state(L, ca, cb) != CG_PEER_NONE);
+  return 1;
+}
+
+/* cuda.enable_peer_access(a, b): kernels on device a may use memory of
+   device b from now on (launches also enable it on demand, outside
+   captures) */
+static int enable_peer_access(lua_State *L) {
+  int a = checkordinal(L, 1), b = checkordinal(L, 2);
+  cg_ctx *ca = cg_device(L, a), *cb = cg_device(L, b);
+  if (ca == cb) return 0;
+  cg_guard(L, ca, "cuda.enable_peer_access()", "enable it before capture");
+  if (peer_state(L, ca, cb) == CG_PEER_NONE)
+    return luaL_error(L, "device %d cannot access memory of device %d (no "
+                      "peer access between them)", a, b);
+  enable_peer(L, ca, cb);
   return 0;
 }
 
@@ -474,11 +644,13 @@ static int status(lua_State *L) {
   lua_createtable(L, 0, 4);
   lua_pushboolean(L, ctx->ready);
   lua_setfield(L, -2, "initialized");
-  if (ctx->poison) {
-    char buf[CG_ERRNAME];
-    lua_pushstring(L, cg_driver_errname(ctx->poison, buf));
-    lua_setfield(L, -2, "poisoned");
-  }
+  for (cg_ctx *d = ctx; d; d = d->next)
+    if (d->poison) { /* the first device found poisoned */
+      char buf[CG_ERRNAME];
+      lua_pushstring(L, cg_driver_errname(d->poison, buf));
+      lua_setfield(L, -2, "poisoned");
+      break;
+    }
   lua_pushinteger(L, ctx->gc_errors);
   lua_setfield(L, -2, "finalizer_errors");
   if (ctx->gc_errors) {
@@ -494,7 +666,9 @@ static const luaL_Reg funcs[] = {
   {"device", device}, {"device_count", device_count},
   {"available", available}, {"add_method", add_method},
   {"select", select_device}, {"synchronize", synchronize},
-  {"status", status}, {NULL, NULL}
+  {"status", status}, {"on", on}, {"current_device", current_device},
+  {"device_of", device_of}, {"can_access_peer", can_access_peer},
+  {"enable_peer_access", enable_peer_access}, {NULL, NULL}
 };
 
 /* Creates the sentinel (first, so it is finalized last) and the functions
@@ -504,6 +678,7 @@ void context_open(lua_State *L) {
   if (cg_sentinel(L)) return; /* opened before in this state */
   cg_ctx *ctx = lua_newuserdatauv(L, sizeof *ctx, 0);
   memset(ctx, 0, sizeof *ctx);
+  ctx->root = ctx;
   const char *dev = getenv("CUGRAPH_LUA_DEVICE");
   ctx->ordinal = dev && *dev ? atoi(dev) : 0;
   lua_createtable(L, 0, 2);

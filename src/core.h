@@ -21,7 +21,7 @@ extern const unsigned char cg_type_size[];
 /* The Lua types; cg_obj.kind. */
 typedef enum cg_kind {
   CG_STREAM, CG_BUFFER, CG_SCALAR, CG_EVENT, CG_MODULE, CG_KERNEL, CG_GRAPH,
-  CG_GLRESOURCE, CG_CONDITION, CG_HOSTBUF, CG_NODE, CG_NKINDS
+  CG_GLRESOURCE, CG_CONDITION, CG_HOSTBUF, CG_NODE, CG_COMM, CG_NKINDS
 } cg_kind;
 extern const char *const cg_kind_names[]; /* "cugraph.Buffer", ... */
 
@@ -54,10 +54,23 @@ struct cg_capture {
 };
 
 
-/* One per lua_State that opened the module: the sentinel userdata, created
-   first in luaopen so it is finalized last. The driver is touched only when
-   the first GPU object is made. */
-typedef struct cg_ctx {
+/* Peer access from one device to another, as far as the core knows. */
+enum { CG_PEER_UNKNOWN, CG_PEER_ON, CG_PEER_NONE };
+enum { CG_MAXPEER = 64 }; /* ordinals below this have their access cached */
+
+/* One per device a lua_State uses: its primary context. The first, the
+   sentinel, is a userdata created first in luaopen so it is finalized last;
+   it is the root of the others (plain userdata anchored in the registry,
+   released by the sentinel's finalizer) and holds what the whole state
+   shares: the capture in progress is set in every device's record alike,
+   the counters, metatables and finalizer errors are the root's. The driver
+   is touched only when the first GPU object of a device is made. */
+typedef struct cg_ctx cg_ctx;
+struct cg_ctx {
+  cg_ctx *root;         /* the sentinel (itself there) */
+  cg_ctx *next;         /* root: the other devices' records, a list */
+  cg_ctx *active;       /* root: the device constructors use (cuda.on) */
+  unsigned char peer[CG_MAXPEER]; /* access to memory of device i */
   int retained;         /* the primary context is held */
   int ready;            /* ... and the device's limits and stream known */
   int closed;           /* sentinel finalized: children skip the driver */
@@ -69,6 +82,7 @@ typedef struct cg_ctx {
   CUstream stream;      /* default stream for calls that name none */
   int max_threads, max_block[3], max_grid[3], max_shared, max_shared_optin;
   cg_capture *capture;  /* the capture in progress, or NULL */
+  int nccl_group;       /* root: depth of cuda.nccl_group calls */
   unsigned graph_ids, captures;
   const void *mt[CG_NKINDS]; /* metatable identities, for fast type tests */
   cg_releaser release[CG_NKINDS]; /* of each kind, from cg_newtype */
@@ -79,7 +93,7 @@ typedef struct cg_ctx {
   unsigned gc_errors;   /* driver errors seen in finalizers */
   char gc_error[200];   /* the last of them */
   size_t rec_hint[3];   /* sizes of the last capture's records (node.c) */
-} cg_ctx;
+};
 
 /* Header of every object. open == 0 once freed; the handle is then gone. */
 struct cg_obj {
@@ -147,7 +161,17 @@ void cg_check(lua_State *L, cg_ctx *ctx, const char *api, CUresult r);
 void cg_poison(cg_ctx *ctx, const char *api, CUresult r);
 
 /* context.c */
-cg_ctx *cg_context(lua_State *L);           /* ready for driver calls */
+cg_ctx *cg_context(lua_State *L);           /* ready for driver calls: the
+                                               device cuda.on chose */
+cg_ctx *cg_device(lua_State *L, int ordinal); /* that device's, ready */
+void cg_current(lua_State *L, cg_ctx *ctx); /* makes ctx current, raising */
+/* Raises unless a launch on device ctx may read memory of device other:
+   enables peer access on demand; the message names both devices. */
+void cg_reach(lua_State *L, cg_ctx *ctx, cg_ctx *other, const char *what);
+/* Raises "what: objects of device a and device b" for work that must stay
+   on one device. */
+int cg_mixed(lua_State *L, cg_ctx *a, cg_ctx *b, const char *what);
+void cg_set_capture(cg_ctx *ctx, cg_capture *c); /* in every device's */
 cg_ctx *cg_sentinel(lua_State *L);          /* no driver call */
 int cg_alive(cg_ctx *ctx);                  /* finalizers may call driver */
 void *cg_newobj(lua_State *L, cg_ctx *ctx, size_t size, cg_kind kind);
@@ -170,6 +194,9 @@ void cg_canfree(lua_State *L, cg_obj *o);
 enum { CG_FREE_MEM, CG_FREE_MODULE, CG_FREE_STREAM, CG_FREE_EVENT,
        CG_FREE_EXEC, CG_FREE_GRAPH, CG_FREE_HOST };
 void cg_release(lua_State *L, cg_ctx *ctx, int what, void *h);
+/* An error of a finalizer or :free(), "api: name": counted in cuda.status()
+   and given as a warning, never raised. */
+void cg_record(lua_State *L, cg_ctx *ctx, const char *api, const char *name);
 void cg_flush_deferred(lua_State *L, cg_ctx *ctx);
 int cg_method(lua_State *L); /* in __index: pushes methods[key], or 0 */
 int cg_tostring(lua_State *L, cg_obj *o, const char *fmt, ...);
@@ -343,5 +370,6 @@ void reload_open(lua_State *L);
 void interop_open(lua_State *L);
 void hostbuf_open(lua_State *L);
 void node_open(lua_State *L);
+void nccl_open(lua_State *L);
 
 #endif

@@ -46,7 +46,8 @@ CUresult CUDAAPI cuGraphicsGLRegisterImage(CUgraphicsResource *res,
    maps cuStreamGetCaptureInfo to cuStreamGetCaptureInfo_v3, cuGraphAddNode
    to cuGraphAddNode_v2, cuStreamUpdateCaptureDependencies to its _v2.
    Rebinding needs the exec setters (cuGraphExecKernelNodeSetParams_v2),
-   stream-ordered and graph memory the calls from cuMemAllocAsync on. */
+   stream-ordered and graph memory the calls from cuMemAllocAsync on; several
+   devices the peer calls. */
 #define CG_DRIVER_OPTIONAL(X) X(cuFuncGetParamInfo) X(cuGraphClone) \
   X(cuGraphicsGLRegisterBuffer) X(cuGraphicsGLRegisterImage) \
   X(cuGraphicsMapResources) X(cuGraphicsUnmapResources) \
@@ -60,7 +61,8 @@ CUresult CUDAAPI cuGraphicsGLRegisterImage(CUgraphicsResource *res,
   X(cuGraphMemsetNodeSetParams) X(cuGraphMemcpyNodeSetParams) \
   X(cuMemAllocAsync) X(cuMemFreeAsync) X(cuDeviceGetDefaultMemPool) \
   X(cuMemPoolGetAttribute) X(cuMemPoolTrimTo) \
-  X(cuDeviceGetGraphMemAttribute) X(cuDeviceGraphMemTrim)
+  X(cuDeviceGetGraphMemAttribute) X(cuDeviceGraphMemTrim) \
+  X(cuDeviceCanAccessPeer) X(cuCtxEnablePeerAccess) X(cuMemcpyPeerAsync)
 
 #define CG_FIELD(f) __typeof__(f) *f;
 typedef struct cg_driver {

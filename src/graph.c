@@ -139,7 +139,7 @@ static CUgraph capture(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
   cg_stream *s = cg_checkobj(L, sidx, CG_STREAM);
   if (ctx->capture)
     luaL_error(L, "nested capture: a graph capture is already in progress");
-  cg_capture cap = { .id = id, .serial = ++ctx->captures, .mode = mode };
+  cg_capture cap = { .id = id, .serial = ++ctx->root->captures, .mode = mode };
   cap.top = &cap;
   s->h.pinned = cap.serial; /* pinned before the allocations below */
   if (s->h.uses++ == 0) s->h.graph = id;
@@ -157,9 +157,9 @@ static CUgraph capture(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
   CUresult r = cg_drv.cuStreamBeginCapture(s->s, mode);
   int status = LUA_OK;
   if (r == CUDA_SUCCESS) {
-    ctx->capture = &cap;
+    cg_set_capture(ctx, &cap);
     status = lua_pcall(L, 1, 0, pins + 1);
-    ctx->capture = NULL;
+    cg_set_capture(ctx, NULL);
   }
   CUgraph g = NULL;
   const char *api = "cuStreamBeginCapture"; /* the call that failed */
@@ -250,9 +250,9 @@ void cg_capture_body(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
   if (r == CUDA_SUCCESS) { /* s stands for the body's stream meanwhile */
     CUstream outer = s->s;
     s->s = lvl.origin;
-    ctx->capture = &lvl;
+    cg_set_capture(ctx, &lvl);
     status = lua_pcall(L, 1, 0, base + 1);
-    ctx->capture = up;
+    cg_set_capture(ctx, up);
     s->s = outer;
   }
   if (began) { /* the body graph belongs to its node: never destroyed here */
@@ -274,7 +274,7 @@ void cg_capture_body(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
 }
 
 /* Graph ids start at 1; the capture of graph #n pins with id n. */
-static unsigned nextid(cg_ctx *ctx) { return ++ctx->graph_ids; }
+static unsigned nextid(cg_ctx *ctx) { return ++ctx->root->graph_ids; }
 
 /* The scalar at idx, or NULL. */
 static cg_scalar *asscalar(lua_State *L, cg_ctx *ctx, int idx) {
@@ -451,6 +451,7 @@ static int embed(lua_State *L, cg_graph *gr) {
     lua_getiuservalue(L, 1, 2);
   }
   cg_stream *s = cg_checkobj(L, 2, CG_STREAM);
+  if (s->h.ctx != ctx) cg_mixed(L, ctx, s->h.ctx, "graph:launch()");
   cg_pinobj(L, ctx, &s->h, 2);
   cg_pinobj(L, ctx, &gr->h, 1);
   if (!cg_capturing_on(L, ctx, s->s))

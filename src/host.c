@@ -115,6 +115,8 @@ static void usage(FILE *f) {
           "  -h, --help  show this help\n"
           "  --version   show version information and exit\n"
           "  --info      show the driver, devices, NVRTC and cache, and exit\n"
+          "  --nproc N   (first) run the script in N processes, one per GPU\n"
+          "              (%s --nproc 1 shows the launcher's options)\n"
           "  --        stop handling options\n"
           "  -         stop handling options and execute stdin\n"
           "Environment variables:\n"
@@ -123,11 +125,12 @@ static void usage(FILE *f) {
           "  CUGRAPH_LUA_LIBCUDA      libcuda to load\n"
           "  CUGRAPH_LUA_DEVICE       device ordinal (default 0)\n"
           "  CUGRAPH_LUA_LIBNVRTC     libnvrtc to load\n"
+          "  CUGRAPH_LUA_LIBNCCL      libnccl to load\n"
           "  CUGRAPH_LUA_CACHE_DIR    compile cache folder\n"
           "  CUGRAPH_LUA_CACHE_SIZE   compile cache cap (default 256M)\n"
           "Without a script, on a terminal: an interactive session with the\n"
           "module bound to 'cuda'.\n",
-          HOST_NAME);
+          HOST_NAME, HOST_NAME);
   fflush(f);
 }
 
@@ -379,6 +382,7 @@ static int main_protected(lua_State *L) {
 }
 
 int main(int argc, char **argv) {
+  if (argc > 1 && !strncmp(argv[1], "--nproc", 7)) return host_launch(argc, argv);
   lua_State *L = luaL_newstate();
   if (L == NULL) {
     fprintf(stderr, "%s: cannot create state: not enough memory\n", HOST_NAME);

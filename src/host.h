@@ -16,6 +16,9 @@ int host_call(lua_State *L, int narg, int nres);
    the program name when named, and pops it. Returns status. */
 int host_report(lua_State *L, int status, int named);
 
+/* cugraph-lua --nproc N ...: the launcher (launch.c); its exit status. */
+int host_launch(int argc, char **argv);
+
 /* The read-eval-print loop, until end of input. */
 void host_repl(lua_State *L);
 

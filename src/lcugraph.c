@@ -20,6 +20,7 @@ int luaopen_cugraph_core(lua_State *L) {
   interop_open(L);
   hostbuf_open(L);
   node_open(L);
+  nccl_open(L);
   lua_pushliteral(L, CUGRAPH_VERSION);
   lua_setfield(L, -2, "version");
   lua_createtable(L, CG_NTYPES, 0);

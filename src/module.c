@@ -590,6 +590,7 @@ static inline CUdeviceptr pointer(lua_State *L, cg_kernel *k, int arg, int idx,
     if (elem != PTX_ANY && elem != type)
       typeerror(L, k, arg, idx, lua_pushfstring(L, "%s of %s",
                 "cugraph.Buffer or cugraph.Scalar", ptx_names[elem]));
+    if (o->ctx != ctx) cg_reach(L, ctx, o->ctx, k->name);
     k->seen[arg - 1] = o;
   }
   if (!o->open)
@@ -714,8 +715,9 @@ static int kernel_launch(lua_State *L) {
   if (!k->mod->h.open)
     return luaL_error(L, "attempt to use a kernel of a freed cugraph.Module");
   cg_ctx *ctx = k->h.ctx;
-  if (k->epoch != ctx->epoch) { /* a finalizer ran: addresses may be reused */
-    k->epoch = ctx->epoch;
+  if (k->epoch != ctx->root->epoch) { /* a finalizer ran: addresses may be
+                                         reused */
+    k->epoch = ctx->root->epoch;
     k->seen_stream = NULL;
     memset(k->seen, 0, (size_t)k->nparams * sizeof *k->seen);
   }
@@ -724,6 +726,7 @@ static int kernel_launch(lua_State *L) {
     if (!s || !lua_getmetatable(L, 2) ||
         lua_topointer(L, -1) != ctx->mt[CG_STREAM])
       return luaL_typeerror(L, 2, "cugraph.Stream");
+    if (s->h.ctx != ctx) cg_mixed(L, ctx, s->h.ctx, k->name);
     k->seen_stream = s;
   }
   if (!s->h.open) return luaL_error(L, "attempt to use a freed cugraph.Stream");
@@ -786,6 +789,7 @@ void cg_kernel_args(lua_State *L, int kidx, int idx, int nargs) {
     if (!o->open)
       argerror(L, k, i, lua_pushfstring(L, "attempt to use a freed %s",
                                         cg_kind_names[o->kind]));
+    if (o->ctx != k->h.ctx) cg_reach(L, k->h.ctx, o->ctx, k->name);
     CUdeviceptr ptr = o->kind == CG_SCALAR ? ((cg_scalar *)o)->ptr
                                            : ((cg_buffer *)o)->ptr;
     memcpy(k->argp[i - 1], &ptr, 8);

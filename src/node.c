@@ -299,6 +299,7 @@ int cg_buffer_async(lua_State *L, cg_type t, size_t n, int optidx) {
     luaL_argerror(L, optidx, "opts.stream must be a cugraph.Stream");
   cg_isopen(L, &s->h);
   cg_ctx *ctx = cg_context(L);
+  if (s->h.ctx != ctx) cg_mixed(L, ctx, s->h.ctx, "cuda.buffer");
   need_async(L);
   if (ctx->capture && !cg_capturing_on(L, ctx, s->s))
     luaL_error(L, "cuda.buffer: the stream is not part of the capture; make "

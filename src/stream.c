@@ -18,7 +18,7 @@ static int stream_new(lua_State *L) {
 static void stream_release(lua_State *L, cg_obj *o) {
   cg_stream *s = (cg_stream *)o;
   if (o->owned) cg_release(L, o->ctx, CG_FREE_STREAM, s->s);
-  cg_release(L, o->ctx, CG_FREE_EVENT, s->join);
+  cg_release(L, o->ctx, CG_FREE_EVENT, s->join); /* made in o's context */
   s->s = NULL;
   s->join = NULL;
 }
@@ -68,16 +68,19 @@ static int stream_wait(lua_State *L) {
     luaL_error(L, "stream:wait() inside a conditional body across its edges: "
                "a body forks and joins only streams of its own (s2:wait(s) "
                "with s the body's stream), never events or outer streams");
-  if (other) {
+  if (other) { /* its event is made and recorded in its own context */
     other = cg_checkobj(L, 2, CG_STREAM);
     if (!other->join)
-      CU(L, ctx, cuEventCreate, &other->join, CU_EVENT_DISABLE_TIMING);
-    CU(L, ctx, cuEventRecord, other->join, other->s);
+      CU(L, other->h.ctx, cuEventCreate, &other->join,
+         CU_EVENT_DISABLE_TIMING);
+    CU(L, other->h.ctx, cuEventRecord, other->join, other->s);
     e = other->join;
+    cg_current(L, ctx);
   } else {
     if (!cg_testobj(L, 2, CG_EVENT))
       luaL_typeerror(L, 2, "cugraph.Event or cugraph.Stream");
     e = ((cg_event *)cg_checkobj(L, 2, CG_EVENT))->e;
+    cg_current(L, ctx);
   }
   CU(L, ctx, cuStreamWaitEvent, s->s, e, 0);
   lua_settop(L, 1);

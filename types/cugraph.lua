@@ -220,6 +220,50 @@ function Buffer:save(path, shape) end
 function Buffer:free(stream) end
 function Buffer:close() end
 
+---@alias cugraph.ReduceOp "sum"|"prod"|"max"|"min"|"avg"
+
+---@class cugraph.Comm
+local Comm = {}
+---@param send cugraph.Buffer
+---@param recv cugraph.Buffer may be send
+---@param op? cugraph.ReduceOp default "sum"
+---@param stream? cugraph.Stream
+function Comm:all_reduce(send, recv, op, stream) end
+---@param send cugraph.Buffer
+---@param recv cugraph.Buffer
+---@param root integer
+---@param op? cugraph.ReduceOp
+---@param stream? cugraph.Stream
+function Comm:reduce(send, recv, root, op, stream) end
+---@param send cugraph.Buffer
+---@param recv cugraph.Buffer
+---@param root integer
+---@param stream? cugraph.Stream
+function Comm:broadcast(send, recv, root, stream) end
+---@param send cugraph.Buffer
+---@param recv cugraph.Buffer size() times #send elements
+---@param stream? cugraph.Stream
+function Comm:all_gather(send, recv, stream) end
+---@param send cugraph.Buffer size() times #recv elements
+---@param recv cugraph.Buffer
+---@param op? cugraph.ReduceOp
+---@param stream? cugraph.Stream
+function Comm:reduce_scatter(send, recv, op, stream) end
+---@param buf cugraph.Buffer
+---@param peer integer
+---@param stream? cugraph.Stream
+function Comm:send(buf, peer, stream) end
+---@param buf cugraph.Buffer
+---@param peer integer
+---@param stream? cugraph.Stream
+function Comm:recv(buf, peer, stream) end
+---@return integer
+function Comm:rank() end
+---@return integer
+function Comm:size() end
+function Comm:free() end
+function Comm:close() end
+
 ---@class cugraph.HostBuffer
 ---@operator len: integer
 ---@field [integer] number element i, 0-based (h[0] .. h[#h - 1])
@@ -373,6 +417,47 @@ function cuda.available() end
 ---@param ordinal integer
 function cuda.select(ordinal) end
 function cuda.synchronize() end
+---@generic T
+---@param ordinal integer the device objects made by fn belong to
+---@param fn fun(...): T
+---@param ... any passed to fn
+---@return T ... fn's results
+function cuda.on(ordinal, fn, ...) end
+---@return integer ordinal the device new objects belong to
+function cuda.current_device() end
+---@param object userdata any cugraph object
+---@return integer ordinal the device it belongs to
+function cuda.device_of(object) end
+---@param a integer device whose kernels would access ...
+---@param b integer ... memory of this device
+---@return boolean
+function cuda.can_access_peer(a, b) end
+---@param a integer
+---@param b integer
+function cuda.enable_peer_access(a, b) end
+---@return integer version NCCL's version code (22809 for 2.28.9)
+function cuda.nccl_version() end
+---@return string id 128 bytes
+function cuda.nccl_id() end
+---@param path string a fresh file every rank sees
+---@param rank integer 0 writes the id, the others wait for it
+---@param timeout_s? number default 600
+---@return string id
+function cuda.nccl_rendezvous(path, rank, timeout_s) end
+---@param id string from cuda.nccl_id(), the same on every rank
+---@param nranks integer
+---@param rank integer
+---@return cugraph.Comm
+function cuda.comm(id, nranks, rank) end
+---@param devices integer[] device ordinals, rank i on devices[i + 1]
+---@return cugraph.Comm[]
+function cuda.comms(devices) end
+---@return cugraph.Comm
+function cuda.comm_world() end
+---@param fn fun(...): ...
+---@param ... any passed to fn
+---@return any ... fn's results
+function cuda.nccl_group(fn, ...) end
 ---@return cugraph.Status
 function cuda.status() end
 ---@return cugraph.Info

@@ -179,4 +179,26 @@ add_method("cugraph.Buffer", "save", function(b, path, shape)
   return b
 end)
 
+--- cuda.comm_world() -> Comm: this process's communicator among all the
+-- processes the launcher (cugraph-lua --nproc N) started, on the device it
+-- gave this one; rank and size come from CUGRAPH_RANK and
+-- CUGRAPH_WORLD_SIZE, the unique id through CUGRAPH_RENDEZVOUS. Without
+-- the launcher: a communicator of one rank.
+function cuda.comm_world()
+  local size = math.tointeger(tonumber(os.getenv("CUGRAPH_WORLD_SIZE") or "1"))
+  local rank = math.tointeger(tonumber(os.getenv("CUGRAPH_RANK") or "0"))
+  if not size or size < 1 or not rank or rank < 0 or rank >= size then
+    error("cuda.comm_world: CUGRAPH_RANK and CUGRAPH_WORLD_SIZE are not a rank "
+          .. "and a world size", 2)
+  end
+  local path = os.getenv("CUGRAPH_RENDEZVOUS")
+  if size > 1 and not path then
+    error("cuda.comm_world: CUGRAPH_WORLD_SIZE is " .. size .. " but "
+          .. "CUGRAPH_RENDEZVOUS is unset; start the script with cugraph-lua "
+          .. "--nproc N", 2)
+  end
+  local id = size == 1 and call(core.nccl_id) or call(core.nccl_rendezvous, path, rank)
+  return (call(core.comm, id, size, rank))
+end
+
 return cuda

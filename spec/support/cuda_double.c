@@ -17,6 +17,9 @@
 
    Environment: CUDA_VISIBLE_DEVICES empty (or -1) hides the device, as with
    the driver; CUDA_DOUBLE_MEM_LIMIT=bytes sizes device memory (80 GiB).
+   CUDA_DOUBLE_DEVICES=n (1 to 8) gives n devices, each with its primary
+   context, its own memory and handles; any two may access each other's
+   memory (cuDeviceCanAccessPeer) unless CUDA_DOUBLE_NO_PEER=1.
    CUDA_DOUBLE_FAULT=name:n:code[,...] makes the n-th call of an entry point
    (its plain name, cuMemAlloc, or the versioned symbol, cuMemAlloc_v2) fail
    with code, before it does anything; a sticky code also breaks the device
@@ -377,21 +380,32 @@ CUresult CUDAAPI cuGetErrorString(CUresult error, const char **pStr) {
 
 /* -- driver and context state --------------------------------------------- */
 
+#define MAX_DEVICES 8
 static int initialized;
-static size_t mem_limit;  /* device memory, bytes */
-static size_t mem_used;   /* sum of live allocation sizes, <= mem_limit */
+static int ndevices = 1, no_peer;
+static size_t mem_limit;  /* device memory of each device, bytes */
+static size_t mem_used[MAX_DEVICES]; /* sum of its live allocation sizes,
+                                        <= mem_limit */
 
-/* The primary context: live while refs > 0; destroying it frees everything
-   made in it. The handle stays the same across retains. */
-struct CUctx_st { int refs; };
-static struct CUctx_st primary;
+/* A device's primary context: live while refs > 0; destroying it frees
+   everything made in it. The handle stays the same across retains. */
+struct CUctx_st { int refs, dev; unsigned char peer[MAX_DEVICES]; };
+static struct CUctx_st primary[MAX_DEVICES];
 static _Thread_local CUcontext current;
+
+/* The device of the current context (0 without one). */
+static int cur_dev(void) { return current ? current->dev : 0; }
+
+/* Whether ctx is one of the primary contexts. */
+static int is_primary(CUcontext ctx) {
+  return ctx && ctx >= primary && ctx < primary + ndevices;
+}
 
 /* The gate of calls that need the context, whatever the sticky error. */
 static CUresult enter_context(void) {
   if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!current) return CUDA_ERROR_INVALID_CONTEXT;
-  return primary.refs ? CUDA_SUCCESS : CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  return current->refs ? CUDA_SUCCESS : CUDA_ERROR_CONTEXT_IS_DESTROYED;
 }
 
 /* The gate of every call that works on the device. */
@@ -403,7 +417,7 @@ static CUresult enter(void) {
 /* The gate of device queries, which need no context. */
 static CUresult enter_device(CUdevice dev) {
   if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  return dev == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+  return dev >= 0 && dev < ndevices ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
 
 /* -- handles -------------------------------------------------------------- */
@@ -412,13 +426,14 @@ static CUresult enter_device(CUdevice dev) {
    what the caller did not (all but graphs) and capture can find its
    streams. Each handle struct starts with an obj. */
 enum { O_STREAM, O_EVENT, O_MODULE, O_GRAPH, O_EXEC };
-typedef struct obj { struct obj *prev, *next; int kind; } obj;
-static obj live = {&live, &live, -1};
+typedef struct obj { struct obj *prev, *next; int kind, dev; } obj;
+static obj live = {&live, &live, -1, -1};
 
 static void *new_obj(size_t size, int kind) {
   obj *o = calloc(1, size);
   if (!o) return NULL;
   o->kind = kind;
+  o->dev = cur_dev(); /* the device of the context it is made in */
   o->prev = live.prev;
   o->next = &live;
   live.prev->next = o;
@@ -478,6 +493,7 @@ typedef struct span {
                            SPAN_GRAPH (an allocation node's memory) */
   int mapped;           /* SPAN_GRAPH: from its allocation node's run until
                            freed; the host memory stays till destroy */
+  int dev;              /* the device whose memory it is */
 } span;
 enum { SPAN_PLAIN, SPAN_POOL, SPAN_GRAPH };
 static size_t kind_used[3], kind_high[3]; /* bytes of each kind, and peak */
@@ -514,11 +530,20 @@ static void *dev_range(CUdeviceptr p, size_t n) {
 static void **hosts;
 static size_t nhosts, chosts;
 
-static void free_all_memory(void) {
-  for (size_t i = 0; i < nspans; i++) free((void *)spans[i].base);
+/* Frees the memory of device dev; page-locked host memory goes with the
+   last context. */
+static void free_all_memory(int dev) {
+  size_t n = 0;
+  for (size_t i = 0; i < nspans; i++)
+    if (spans[i].dev == dev) free((void *)spans[i].base);
+    else spans[n++] = spans[i];
+  nspans = n;
+  mem_used[dev] = 0;
+  for (int d = 0; d < ndevices; d++)
+    if (primary[d].refs) return;
   free(spans);
   spans = NULL;
-  nspans = cspans = mem_used = 0;
+  nspans = cspans = 0;
   for (size_t i = 0; i < nhosts; i++) free(hosts[i]);
   free(hosts);
   hosts = NULL;
@@ -1347,6 +1372,8 @@ typedef struct op {
   struct CUgraph_st **bodies; /* a node's: owned body graphs */
   struct plan *plans;       /* an instantiated node's: owned body plans */
   int disabled;             /* an instantiated node's: cuGraphNodeSetEnabled */
+  CUhostFn fn;              /* HOST: cuLaunchHostFunc's function and data */
+  void *data;
 } op;
 
 static unsigned char shared_mem[SHARED_OPTIN];
@@ -1388,6 +1415,10 @@ static CUresult run_op(const op *o, int dry) {
     return dry ? CUDA_SUCCESS : run_memory_node(o);
   if (o->type == CU_GRAPH_NODE_TYPE_KERNEL) {
     if (!dry) run_kernel(o);
+    return CUDA_SUCCESS;
+  }
+  if (o->type == CU_GRAPH_NODE_TYPE_HOST) {
+    if (!dry) o->fn(o->data);
     return CUDA_SUCCESS;
   }
   if (o->type == CU_GRAPH_NODE_TYPE_MEMCPY) {
@@ -1696,9 +1727,10 @@ static CUstream stream_of(CUstream s) {
   return s == CU_STREAM_LEGACY ? NULL : s;
 }
 
-/* Whether work may be sent to s. */
+/* Whether work may be sent to s: a stream of the current context. */
 static CUresult stream_usable(CUstream s) {
   if (!s) return legacy_blocked(1);
+  if (s->h.dev != cur_dev()) return CUDA_ERROR_INVALID_HANDLE;
   if (s->cap && s->cap->invalid) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
   return CUDA_SUCCESS;
 }
@@ -1745,15 +1777,20 @@ static void free_event(CUevent e) {
   free_obj(e);
 }
 
-/* Frees everything made in the context, which is being destroyed: all but
-   the graphs, which belong to no context. */
-static void destroy_context(void) {
-  while (captures) {
-    if (captures->owned) free_graph(captures->g);
-    end_capture(captures);
+/* Frees everything made in device dev's context, which is being destroyed:
+   all but the graphs, which belong to no context. */
+static void destroy_context(int dev) {
+  for (capture *c = captures, *next; c; c = next) {
+    next = c->next;
+    if (c->origin && c->origin->h.dev != dev) continue;
+    if (c->owned) free_graph(c->g);
+    end_capture(c);
   }
+  memset(primary[dev].peer, 0, sizeof primary[dev].peer);
+  for (int d = 0; d < ndevices; d++) primary[d].peer[dev] = 0;
   for (obj *o = live.next, *next; o != &live; o = next) {
     next = o->next;
+    if (o->dev != dev) continue;
     switch (o->kind) {
     case O_STREAM: free_stream((CUstream)o); break;
     case O_EVENT: free_event((CUevent)o); break;
@@ -1762,7 +1799,7 @@ static void destroy_context(void) {
     default: break;
     }
   }
-  free_all_memory();
+  free_all_memory(dev);
 }
 
 /* -- initialization, device, context -------------------------------------- */
@@ -1779,6 +1816,12 @@ CUresult CUDAAPI cuInit(unsigned int Flags) {
   char *end = NULL;
   unsigned long long v = limit ? strtoull(limit, &end, 10) : 0;
   mem_limit = limit && *limit && !*end && v ? (size_t)v : DEVICE_MEMORY;
+  const char *n = getenv("CUDA_DOUBLE_DEVICES");
+  v = n && *n ? strtoull(n, &end, 10) : 1;
+  ndevices = n && *n && !*end && v >= 1 && v <= MAX_DEVICES ? (int)v : 1;
+  const char *np = getenv("CUDA_DOUBLE_NO_PEER");
+  no_peer = np && *np && strcmp(np, "0");
+  for (int d = 0; d < MAX_DEVICES; d++) primary[d].dev = d;
   initialized = 1;
   return CUDA_SUCCESS;
 }
@@ -1795,7 +1838,7 @@ CUresult CUDAAPI cuDeviceGetCount(int *count) {
   CUresult r = enter_device(0);
   if (r) return r;
   if (!count) return CUDA_ERROR_INVALID_VALUE;
-  *count = 1;
+  *count = ndevices;
   return CUDA_SUCCESS;
 }
 
@@ -1842,9 +1885,9 @@ CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
   CUresult r = enter_device(dev);
   if (r) return r;
   if (!pctx) return CUDA_ERROR_INVALID_VALUE;
-  if (!primary.refs && sticky) return sticky; /* no new context */
-  primary.refs++;
-  *pctx = &primary;
+  if (!primary[dev].refs && sticky) return sticky; /* no new context */
+  primary[dev].refs++;
+  *pctx = &primary[dev];
   return CUDA_SUCCESS;
 }
 
@@ -1852,16 +1895,16 @@ CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
 CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev) {
   ENTRY(cuDevicePrimaryCtxRelease);
   if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
-  if (!primary.refs) return CUDA_ERROR_INVALID_CONTEXT;
-  if (!--primary.refs) destroy_context();
+  if (dev < 0 || dev >= ndevices) return CUDA_ERROR_INVALID_DEVICE;
+  if (!primary[dev].refs) return CUDA_ERROR_INVALID_CONTEXT;
+  if (!--primary[dev].refs) destroy_context(dev);
   return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
   ENTRY(cuCtxSetCurrent);
   if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  if (ctx && ctx != &primary) return CUDA_ERROR_INVALID_CONTEXT;
+  if (ctx && !is_primary(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
   current = ctx;
   return CUDA_SUCCESS;
 }
@@ -1885,7 +1928,7 @@ CUresult CUDAAPI cuMemGetInfo(size_t *free_bytes, size_t *total) {
   CUresult r = enter();
   if (r) return r;
   if (!free_bytes || !total) return CUDA_ERROR_INVALID_VALUE;
-  *free_bytes = mem_limit - mem_used;
+  *free_bytes = mem_limit - mem_used[cur_dev()];
   *total = mem_limit;
   return CUDA_SUCCESS;
 }
@@ -1901,7 +1944,8 @@ static void map_span(span *s, int on) {
 /* A new span of bytesize bytes (not zeroed) of the given kind; graph memory
    is mapped only when its allocation node runs. */
 static CUresult alloc_span(CUdeviceptr *dptr, size_t bytesize, int kind) {
-  if (bytesize > mem_limit - mem_used || bytesize > SIZE_MAX - ALLOC_ALIGN)
+  if (bytesize > mem_limit - mem_used[cur_dev()]
+      || bytesize > SIZE_MAX - ALLOC_ALIGN)
     return CUDA_ERROR_OUT_OF_MEMORY;
   if (nspans == cspans) {
     size_t cap = cspans ? 2 * cspans : 64;
@@ -1916,9 +1960,10 @@ static CUresult alloc_span(CUdeviceptr *dptr, size_t bytesize, int kind) {
   memset(p, 0xCD, rounded); /* device memory is not zeroed */
   size_t i = spans_upto((uintptr_t)p);
   memmove(spans + i + 1, spans + i, (nspans - i) * sizeof *spans);
-  spans[i] = (span){(uintptr_t)p, bytesize, kind, kind != SPAN_GRAPH};
+  spans[i] = (span){(uintptr_t)p, bytesize, kind, kind != SPAN_GRAPH,
+                    cur_dev()};
   nspans++;
-  mem_used += bytesize;
+  mem_used[cur_dev()] += bytesize;
   if (kind != SPAN_GRAPH) map_span(&spans[i], 1);
   *dptr = (CUdeviceptr)(uintptr_t)p;
   return CUDA_SUCCESS;
@@ -1936,7 +1981,7 @@ static CUresult free_span(CUdeviceptr dptr) {
   map_span(&spans[i], 0);
   if (spans[i].kind == SPAN_GRAPH) return CUDA_SUCCESS;
   free((void *)spans[i].base);
-  mem_used -= spans[i].size;
+  mem_used[spans[i].dev] -= spans[i].size;
   memmove(spans + i, spans + i + 1, (nspans - (size_t)i - 1) * sizeof *spans);
   nspans--;
   return CUDA_SUCCESS;
@@ -2027,6 +2072,74 @@ CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
                                    size_t ByteCount, CUstream hStream) {
   ENTRY(cuMemcpyDtoDAsync);
   return memcpy_op(dstDevice, NULL, srcDevice, NULL, ByteCount, hStream);
+}
+
+/* The device of the allocation that holds [p, p + n), or -1. */
+static int dev_of(CUdeviceptr p, size_t n) {
+  size_t i = spans_upto((uintptr_t)p);
+  if (!i || !dev_range(p, n ? n : 1)) return -1;
+  return spans[i - 1].dev;
+}
+
+/* Each pointer must lie in memory of its context's device; no peer access
+   is needed. */
+CUresult CUDAAPI cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext,
+                                   CUdeviceptr srcDevice, CUcontext srcContext,
+                                   size_t ByteCount, CUstream hStream) {
+  ENTRY(cuMemcpyPeerAsync);
+  CUresult r = enter();
+  if (r) return r;
+  if (!is_primary(dstContext) || !is_primary(srcContext) ||
+      !dstContext->refs || !srcContext->refs)
+    return CUDA_ERROR_INVALID_CONTEXT;
+  if (ByteCount && (dev_of(dstDevice, ByteCount) != dstContext->dev ||
+                    dev_of(srcDevice, ByteCount) != srcContext->dev))
+    return CUDA_ERROR_INVALID_VALUE;
+  return memcpy_op(dstDevice, NULL, srcDevice, NULL, ByteCount, hStream);
+}
+
+/* -- peer access ------------------------------------------------------------ */
+
+CUresult CUDAAPI cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev,
+                                       CUdevice peerDev) {
+  ENTRY(cuDeviceCanAccessPeer);
+  CUresult r = enter_device(dev);
+  if (!r) r = enter_device(peerDev);
+  if (r) return r;
+  if (!canAccessPeer) return CUDA_ERROR_INVALID_VALUE;
+  *canAccessPeer = dev != peerDev && !no_peer;
+  return CUDA_SUCCESS;
+}
+
+/* Access from the current context to memory of peerContext's device. */
+CUresult CUDAAPI cuCtxEnablePeerAccess(CUcontext peerContext,
+                                       unsigned int Flags) {
+  ENTRY(cuCtxEnablePeerAccess);
+  CUresult r = enter();
+  if (r) return r;
+  if (Flags) return CUDA_ERROR_INVALID_VALUE;
+  if (!is_primary(peerContext) || !peerContext->refs ||
+      peerContext == current)
+    return CUDA_ERROR_INVALID_DEVICE;
+  if (no_peer) return CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
+  if (current->peer[peerContext->dev])
+    return CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
+  current->peer[peerContext->dev] = 1;
+  return CUDA_SUCCESS;
+}
+
+/* -- host functions ------------------------------------------------------------ */
+
+/* fn(userData) runs in stream order: at once here, or as a host node of the
+   graph a capture records. */
+CUresult CUDAAPI cuLaunchHostFunc(CUstream hStream, CUhostFn fn,
+                                  void *userData) {
+  ENTRY(cuLaunchHostFunc);
+  CUresult r = enter();
+  if (r) return r;
+  if (!fn) return CUDA_ERROR_INVALID_VALUE;
+  op o = {.type = CU_GRAPH_NODE_TYPE_HOST, .fn = fn, .data = userData};
+  return submit(stream_of(hStream), &o);
 }
 
 static CUresult memset_op(CUdeviceptr dst, size_t pitch, unsigned value,
@@ -2862,7 +2975,7 @@ CUresult CUDAAPI cuGraphConditionalHandleCreate(CUgraphConditionalHandle *pHandl
   ENTRY(cuGraphConditionalHandleCreate);
   CUresult r = enter();
   if (r) return r;
-  if (!pHandle_out || !hGraph || ctx != &primary
+  if (!pHandle_out || !hGraph || !is_primary(ctx)
       || (flags & ~(unsigned)CU_GRAPH_COND_ASSIGN_DEFAULT))
     return CUDA_ERROR_INVALID_VALUE;
   cond *v = realloc(hGraph->conds, (hGraph->nconds + 1) * sizeof *v);
@@ -2937,7 +3050,7 @@ CUresult CUDAAPI cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph,
     CUDA_CONDITIONAL_NODE_PARAMS *p = &nodeParams->conditional;
     c = find_cond(hGraph, p->handle);
     unsigned n = p->size;
-    if (!c || c->used || p->ctx != &primary || !n
+    if (!c || c->used || !is_primary(p->ctx) || !n
         || (p->type == CU_GRAPH_COND_TYPE_WHILE && n != 1)
         || (p->type == CU_GRAPH_COND_TYPE_IF && n > 2)
         || (p->type != CU_GRAPH_COND_TYPE_WHILE
@@ -3337,7 +3450,7 @@ CUresult CUDAAPI cuGraphExecMemsetNodeSetParams(CUgraphExec hGraphExec,
   if (r) return r;
   op *o = exec_op(hGraphExec, hNode);
   if (!o || o->type != CU_GRAPH_NODE_TYPE_MEMSET || o->height != 1
-      || ctx != &primary)
+      || !is_primary(ctx))
     return CUDA_ERROR_INVALID_VALUE;
   return memset_params(o, p);
 }
@@ -3374,7 +3487,7 @@ CUresult CUDAAPI cuGraphExecMemcpyNodeSetParams(CUgraphExec hGraphExec,
   CUresult r = enter();
   if (r) return r;
   op *o = exec_op(hGraphExec, hNode);
-  if (!o || o->type != CU_GRAPH_NODE_TYPE_MEMCPY || ctx != &primary)
+  if (!o || o->type != CU_GRAPH_NODE_TYPE_MEMCPY || !is_primary(ctx))
     return CUDA_ERROR_INVALID_VALUE;
   return memcpy_params(o, p);
 }

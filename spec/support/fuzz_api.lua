@@ -26,7 +26,7 @@ local function fail(fmt, ...)
 end
 
 -- Objects made so far, by type; freed ones stay (using them must raise).
-local kinds = { "Stream", "Buffer", "Scalar", "Event", "Module", "Kernel", "Graph" }
+local kinds = { "Stream", "Buffer", "Scalar", "Event", "Module", "Kernel", "Graph", "Comm" }
 local pool = {}
 for _, k in ipairs(kinds) do pool[k] = {} end
 local function add(kind, o)
@@ -199,15 +199,19 @@ local methods = {
   Module = { "kernel", "kernels", "free", "close", "saxpy", "noop", "inc_i32", "bogus" },
   Kernel = { "launch", "shared", "name", "signature", "params" },
   Graph = { "launch", "replay", "upload", "nodes", "dot", "update", "launches", "id", "free", "close" },
+  Comm = { "all_reduce", "reduce", "broadcast", "all_gather", "reduce_scatter", "send", "recv",
+           "rank", "size", "free", "close" },
 }
 local metamethods = { "__gc", "__close", "__tostring", "__len", "__index", "__call" }
 local funcs = { "buffer", "scalar", "stream", "event", "module", "device", "device_count",
-  "synchronize", "status", "entries", "select" }
+  "synchronize", "status", "entries", "select", "on", "current_device", "device_of",
+  "can_access_peer", "enable_peer_access", "comm_world" }
 
 -- The calls, as (description, function, arguments...) for call().
 local makers = {
   function() -- a well-formed object, so that methods have something to work on
-    local r = R(7)
+    local r = R(8)
+    if r == 8 then return "comm", function() return add("Comm", cuda.comm_world()) end end
     if r == 1 then
       local t, n = pick { "f32", "f32", "i32", "u32", pick(types) }, R(16, 300)
       return "buffer", function() return add("Buffer", cuda.buffer(t, n)) end
