@@ -25,7 +25,11 @@
    called, to path at exit.
 
    Any thread may call: every entry point holds one lock for its whole body.
-   The current context is per thread, as with the driver. */
+   The current context is per thread, as with the driver.
+
+   Built with -DCUDA_SIM it is the simulator (build/libcuda-sim.so): the
+   same driver, with kernels run from their PTX by sim/ instead of host
+   twins; a fatbin's PTX is run, a cubin refused. */
 #define _POSIX_C_SOURCE 200809L
 #include <cuda.h>
 #include <pthread.h>
@@ -34,10 +38,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef CUDA_SIM
+#include "ptx_sim.h"
+#endif
 
 /* -- the device ----------------------------------------------------------- */
 
+#ifdef CUDA_SIM
+#define DEVICE_NAME "cugraph-lua PTX simulator"
+#else
 #define DEVICE_NAME "cugraph-lua test double"
+#endif
 #define DEVICE_MEMORY ((size_t)80 << 30)
 #define MAX_THREADS 1024
 #define SHARED_DEFAULT 49152 /* dynamic shared memory without opt-in */
@@ -873,6 +884,9 @@ static const kimpl kernels[] = {
 };
 
 static const kimpl *find_kernel(const char *name) {
+#ifdef CUDA_SIM
+  return NULL; /* every kernel runs from its PTX */
+#endif
   for (size_t i = 0; i < sizeof kernels / sizeof *kernels; i++)
     if (!strcmp(kernels[i].name, name)) return &kernels[i];
   return NULL;
@@ -888,6 +902,9 @@ struct CUfunc_st {
   size_t *off, *size;   /* one block: off[nparams], then size[nparams] */
   size_t argbytes;      /* end of the last parameter */
   int max_dynamic;      /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
+#ifdef CUDA_SIM
+  const sim_kernel *sim; /* the entry, decoded */
+#endif
 };
 
 struct CUmod_st {
@@ -896,6 +913,9 @@ struct CUmod_st {
   size_t nimage;
   CUfunction *funcs;    /* PTX: every entry; binary: those asked for */
   size_t nfuncs, cfuncs;
+#ifdef CUDA_SIM
+  sim_module *sim;
+#endif
 };
 
 static void free_function(CUfunction f) {
@@ -973,6 +993,9 @@ static void free_module(CUmodule m) {
   for (size_t i = 0; i < m->nfuncs; i++) free_function(m->funcs[i]);
   free(m->funcs);
   free(m->image);
+#ifdef CUDA_SIM
+  sim_unload(m->sim);
+#endif
   free_obj(m);
 }
 
@@ -1250,6 +1273,13 @@ static CUresult load_ptx(CUmodule m, const char *text, const char **why) {
                  ? collect_entries(m, plain, why)
                  : CUDA_ERROR_INVALID_PTX;
   free(plain);
+#ifdef CUDA_SIM
+  if (!r && !(m->sim = sim_load(text, reason, sizeof reason)))
+    r = strcmp(reason, "out of memory") ? CUDA_ERROR_INVALID_PTX
+                                        : CUDA_ERROR_OUT_OF_MEMORY;
+  for (size_t i = 0; !r && i < m->nfuncs; i++)
+    m->funcs[i]->sim = sim_kernel_find(m->sim, m->funcs[i]->name);
+#endif
   return r;
 }
 
@@ -1353,7 +1383,14 @@ static unsigned char shared_mem[SHARED_OPTIN];
 
 /* Runs every thread of the grid, block by block; a fault makes the context
    sticky and stops the kernel. */
+#ifdef CUDA_SIM
+static void run_sim(const op *o);
+#endif
 static void run_kernel(const op *o) {
+#ifdef CUDA_SIM
+  run_sim(o);
+  if (o) return;
+#endif
   const kimpl *k = o->f->impl;
   if (!k->body[0]) return;
   kctx c = {o->args, o->f->off, {0}, {0}, {0}, {0}, shared_mem, o->shared,
@@ -2583,10 +2620,24 @@ CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *module, const void *image,
     m->nimage = elf_size(p);
   else if (p[0] == 0x50 && p[1] == 0xed && p[2] == 0x55 && p[3] == 0xba)
     m->nimage = fatbin_size(p);
+#ifdef CUDA_SIM
+  if (m->nimage) {
+    char *ptx = p[0] == 0x7f ? NULL : sim_fatbin_ptx(p, m->nimage, reason,
+                                                     sizeof reason);
+    if (p[0] == 0x7f)
+      snprintf(reason, sizeof reason, "no PTX in this image; the simulator "
+               "runs PTX");
+    why = reason;
+    r = ptx ? load_ptx(m, ptx, &why) : CUDA_ERROR_NO_BINARY_FOR_GPU;
+    free(ptx);
+  } else if
+#else
   if (m->nimage) {
     if (!(m->image = malloc(m->nimage))) r = CUDA_ERROR_OUT_OF_MEMORY;
     else memcpy(m->image, p, m->nimage);
-  } else if (is_text(p) && strstr(image, ".version")) { /* PTX */
+  } else if
+#endif
+  (is_text(p) && strstr(image, ".version")) { /* PTX */
     r = load_ptx(m, image, &why);
   } else {
     r = CUDA_ERROR_INVALID_IMAGE;
@@ -2677,8 +2728,12 @@ static CUresult prepare_launch(op *o, void **params, void **extra) {
   if ((uint64_t)o->block[0] * o->block[1] * o->block[2] > MAX_THREADS
       || o->shared > (unsigned)f->max_dynamic)
     return CUDA_ERROR_INVALID_VALUE;
+#ifdef CUDA_SIM
+  if (extra || !f->sim) return CUDA_ERROR_NOT_SUPPORTED;
+#else
   if (extra || !f->impl) /* the double reads only kernelParams, and runs */
     return CUDA_ERROR_NOT_SUPPORTED; /* only the kernels it has */
+#endif
   if (f->nparams && !params) return CUDA_ERROR_INVALID_VALUE;
   for (size_t i = 0; i < f->nparams; i++)
     if (!params[i]) return CUDA_ERROR_INVALID_VALUE;
@@ -2764,6 +2819,41 @@ static unsigned cond_value(CUgraphConditionalHandle h) {
     if (running->conds[i].id == h) return running->conds[i].value;
   return 0;
 }
+
+#ifdef CUDA_SIM
+/* The live allocation holding [p, p + n), for the simulator's checks. */
+static int sim_live(void *ud, uint64_t p, size_t n, uint64_t *lo,
+                    uint64_t *hi) {
+  size_t i = spans_upto((uintptr_t)p);
+  if (!i || !dev_range(p, n)) return 0;
+  *lo = spans[i - 1].base;
+  *hi = spans[i - 1].base + spans[i - 1].size;
+  return 1;
+}
+
+static int sim_cond(void *ud, uint64_t h, unsigned v) {
+  for (size_t i = 0; running && i < running->nconds; i++)
+    if (running->conds[i].id == h) {
+      running->conds[i].value = v;
+      return 0;
+    }
+  return 1;
+}
+
+/* Runs a kernel from its PTX; a fault makes the context sticky and is
+   told on stderr, as a memory checker would. */
+static void run_sim(const op *o) {
+  sim_launch l = {{o->grid[0], o->grid[1], o->grid[2]},
+                  {o->block[0], o->block[1], o->block[2]}, o->shared,
+                  o->args, o->f->argbytes, sim_live, sim_cond, NULL, 0, 0};
+  char diag[400];
+  int code = sim_run(o->f->sim, &l, diag, sizeof diag);
+  if (code) {
+    fprintf(stderr, "cuda sim: %s\n", diag);
+    sticky = (CUresult)code;
+  }
+}
+#endif
 
 #define WATCHDOG (1ul << 24) /* turns of a while loop */
 
