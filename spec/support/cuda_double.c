@@ -2840,14 +2840,36 @@ static int sim_cond(void *ud, uint64_t h, unsigned v) {
   return 1;
 }
 
+/* CUDA_SIM_STATS=1: thread-instructions run and the seconds kernels took,
+   on stderr at exit. */
+static uint64_t sim_executed;
+static double sim_seconds;
+
+static void sim_stats(void) {
+  fprintf(stderr, "cuda sim: %llu thread-instructions in %.3f s of kernel "
+          "time: %.1f M/s\n", (unsigned long long)sim_executed, sim_seconds,
+          sim_seconds > 0 ? (double)sim_executed / sim_seconds / 1e6 : 0.0);
+}
+
 /* Runs a kernel from its PTX; a fault makes the context sticky and is
    told on stderr, as a memory checker would. */
 static void run_sim(const op *o) {
+  static int stats = -1;
+  if (stats < 0) {
+    const char *e = getenv("CUDA_SIM_STATS");
+    if ((stats = e && *e && strcmp(e, "0"))) atexit(sim_stats);
+  }
   sim_launch l = {{o->grid[0], o->grid[1], o->grid[2]},
                   {o->block[0], o->block[1], o->block[2]}, o->shared,
                   o->args, o->f->argbytes, sim_live, sim_cond, NULL, 0, 0};
   char diag[400];
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   int code = sim_run(o->f->sim, &l, diag, sizeof diag);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  sim_executed += l.executed;
+  sim_seconds += (double)(t1.tv_sec - t0.tv_sec)
+                 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
   if (code) {
     fprintf(stderr, "cuda sim: %s\n", diag);
     sticky = (CUresult)code;
@@ -3493,4 +3515,18 @@ CUresult CUDAAPI cuGraphNodeSetEnabled(CUgraphExec hGraphExec,
     return CUDA_ERROR_INVALID_VALUE;
   o->disabled = !isEnabled;
   return CUDA_SUCCESS;
+}
+
+/* The synchronous forms an embedding host may call itself: work of the
+   legacy stream, done at once. */
+CUresult CUDAAPI cuMemsetD32(CUdeviceptr dstDevice, unsigned int ui,
+                             size_t N) {
+  ENTRY(cuMemsetD32);
+  return memset_op(dstDevice, 0, ui, 4, N, 1, NULL);
+}
+
+CUresult CUDAAPI cuMemcpyDtoH(void *dstHost, CUdeviceptr srcDevice,
+                              size_t ByteCount) {
+  ENTRY(cuMemcpyDtoH);
+  return memcpy_op(0, dstHost, srcDevice, NULL, ByteCount, NULL);
 }
