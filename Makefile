@@ -129,6 +129,11 @@ test: all $(DOUBLE) $(KERNELS) $(SPEC_BINS)
 	$(SPEC_ENV) CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
 	  $(BUILD)/cugraph-lua "$$(command -v busted)" --ignore-lua $(BUSTED_ARGS)
 
+# The same specs on the PTX simulator: the kernels run from their PTX.
+test-sim: all $(SIM) $(KERNELS) $(SPEC_BINS)
+	$(SPEC_ENV) CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(SIM) \
+	  $(BUILD)/cugraph-lua "$$(command -v busted)" --ignore-lua $(BUSTED_ARGS)
+
 test-gpu: all $(KERNELS) $(SPEC_BINS)
 	$(SPEC_ENV) $(BUILD)/cugraph-lua "$$(command -v busted)" --ignore-lua $(BUSTED_ARGS)
 
@@ -233,7 +238,7 @@ fuzz-api: all $(DOUBLE) $(KERNELS)
 clean:
 	rm -rf build build-asan
 
-.PHONY: all deps test test-gpu test-gcstress test-valgrind test-threads-helgrind \
+.PHONY: all deps test test-sim test-gpu test-gcstress test-valgrind test-threads-helgrind \
   test-asan fault-sweep sanitize-gpu fuzz fuzz-ptx fuzz-image fuzz-api run clean
 
 # -- install ------------------------------------------------------------------
