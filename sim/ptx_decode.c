@@ -399,7 +399,7 @@ static int operand(dec *d, opnd *o) {
   if (parse_number(t, neg, &o->imm, &o->isf)) return o->kind = O_IMM, 1;
   if (neg) return fail(d, t->line, "unsupported operand '-%.*s'", t->len, t->s);
   if (!symbol_or_reg(d, o, t)) return 0;
-  if (o->kind == O_PRED && is(peek(d), "|")) {
+  if ((o->kind == O_PRED || o->kind == O_REG) && is(peek(d), "|")) {
     next(d);
     opnd q;
     tok *u = next(d);
@@ -862,6 +862,8 @@ static int parse_mods(dec *d, const tok *t, mods *md) {
     else if (modw(s, len, "approx") || modw(s, len, "full"))
       in->flags |= F_APPROX;
     else if (modw(s, len, "to")) in->flags |= F_TO;
+    else if (modw(s, len, "shiftamt") && in->op == OP_BFIND)
+      in->flags |= F_SHIFTAMT;
     else if (modw(s, len, "uni") && in->op == OP_BRA) in->flags |= F_UNI;
     else if (modw(s, len, "v2") || modw(s, len, "v4")) in->vec = (uint8_t)(s[1] - '0');
     else if ((in->op == OP_BAR) && (modw(s, len, "sync") || modw(s, len, "warp")

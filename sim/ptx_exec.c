@@ -858,7 +858,9 @@ static int run(worker *w, warp *wp, frame *f, int depth) {
     case OP_BFIND:
       LOOP(uint64_t x = zx(A[l], bits);
            if (k == K_S && sx(x, bits) < 0) x = zx(~x, bits);
-           D[l] = x ? (unsigned)(63 - __builtin_clzll(x)) : 0xffffffffu);
+           unsigned pos = x ? (unsigned)(63 - __builtin_clzll(x)) : 0;
+           D[l] = !x ? 0xffffffffu
+                : (in->flags & F_SHIFTAMT) ? (unsigned)bits - 1 - pos : pos);
       break;
     case OP_PRMT:
       LOOP(uint64_t v = (uint64_t)(uint32_t)B[l] << 32 | (uint32_t)A[l];

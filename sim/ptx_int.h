@@ -38,7 +38,7 @@ enum { SP_GENERIC, SP_GLOBAL, SP_SHARED, SP_LOCAL, SP_PARAM, SP_FPARAM,
 /* Flags. */
 enum {
   F_FTZ = 1, F_SAT = 2, F_HI = 4, F_WIDE = 8, F_APPROX = 16, F_TO = 32,
-  F_UNI = 64, F_SCALAR_PARAM = 128,
+  F_UNI = 64, F_SHIFTAMT = 128,
 };
 
 /* Rounding: R_N.. for floats, R_NI.. for rounding to integers. */
