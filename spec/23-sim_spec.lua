@@ -487,7 +487,7 @@ describe("the PTX simulator's instructions", function()
   end)
 end)
 
-describe("the PTX simulator's faults", function()
+describe("the PTX simulator's loader and faults", function()
   if not H.sim then
     it("are the simulator's", function() pending("faults and their diagnostics are the simulator's") end)
     return
@@ -536,6 +536,39 @@ describe("the PTX simulator's faults", function()
     local err = H.error_of(cuda.module, ptx, "brk.ptx")
     assert.equals("CUDA_ERROR_INVALID_PTX", err.name)
     assert.matches("brk.ptx: PTX line 7: unsupported instruction 'brkpt'", tostring(err), 1, true)
+  end)
+
+  it("decodes every kernel of the examples and the benchmark, with and without fast math", function()
+    local STOP = setmetatable({}, { __tostring = function() return "stop" end })
+    local sources = {}
+    for _, script in ipairs { "model.lua", "particles.lua", "graph.lua", "substeps.lua",
+                              "embed/frame.lua" } do
+      package.loaded.cugraph = setmetatable({
+        compile = function(src) sources[script] = src; error(STOP) end,
+      }, { __index = function() error(STOP) end })
+      package.preload.png = function() return {} end
+      local saved = _G.arg -- the script reads its own arguments
+      _G.arg = { [0] = "examples/" .. script }
+      local ok, err = pcall(dofile, _G.arg[0])
+      _G.arg = saved
+      package.loaded.cugraph = cuda
+      assert.is_true(not ok and err == STOP and sources[script] ~= nil, script .. ": " .. tostring(err))
+    end
+    sources["cg.lua"] = dofile("examples/cg.lua").source
+    sources["bench/kernels.cu"] = assert(io.open("bench/kernels.cu")):read("a")
+    local n = 0
+    for name, src in pairs(sources) do
+      for _, fm in ipairs { false, true } do
+        local ptx = cuda.ptx(src, { arch = "sm_90", fast_math = fm, name = name })
+        local mod = cuda.module(ptx, name)
+        for _, e in ipairs(cuda.entries(ptx)) do
+          assert.is_truthy(mod:kernel(e.name))
+          n = n + 1
+        end
+        mod:free()
+      end
+    end
+    assert.is_true(n >= 40, n .. " kernels")
   end)
 
   it("refuses a cubin, which has no PTX to run", function()

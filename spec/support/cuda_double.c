@@ -1388,8 +1388,10 @@ static void run_sim(const op *o);
 #endif
 static void run_kernel(const op *o) {
 #ifdef CUDA_SIM
-  run_sim(o);
-  if (o) return;
+  if (o->f->sim) { /* always: launches need it */
+    run_sim(o);
+    return;
+  }
 #endif
   const kimpl *k = o->f->impl;
   if (!k->body[0]) return;
