@@ -1192,6 +1192,28 @@ static int instruction(dec *d, tok *t, int guard, int gneg) {
   default:
     unsupported = 1;
   }
+  /* forms whose operations the interpreter would get wrong: f16 and bf16
+     arithmetic, mul24.hi, cvt to f16 or bf16 with a directed rounding */
+  int half = (k == K_F && b == 16) || k == K_BF || b == 128;
+  switch (op) {
+  case OP_MOV: case OP_LD: case OP_ST: case OP_SETP: case OP_SELP:
+  case OP_PACK: case OP_UNPACK: case OP_CVT: case OP_NOP: case OP_RET:
+  case OP_EXIT: case OP_TRAP: case OP_BAR: case OP_CALL:
+    break;
+  case OP_ATOM:
+    unsupported |= half && !(in->cmp == A_CAS && k == K_B);
+    break;
+  default:
+    unsupported |= half;
+  }
+  if ((op == OP_MUL24 || op == OP_MAD24) && (in->flags & F_HI)) unsupported = 1;
+  if (op == OP_CVT && ((k == K_F && b == 16) || k == K_BF)
+      && in->rnd != R_NONE && in->rnd != R_N)
+    unsupported = 1;
+  if (op == OP_CVT && (b == 128 || in->t2b == 128)) unsupported = 1;
+  if (op == OP_SETP && (k == K_BF || b == 128)) unsupported = 1;
+  if ((op == OP_MAD || op == OP_MUL) && k != K_F && (in->flags & F_SAT))
+    unsupported = 1;
   if (d->failed) return 0;
   if (unsupported)
     return fail(d, t->line, "unsupported instruction '%.*s'", t->len, t->s);

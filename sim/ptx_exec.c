@@ -544,6 +544,14 @@ static uint64_t cvt(const ins *in, uint64_t v) {
   LOOP(double x = f64(A[l]); double y = f64(B[l]); double z = f64(C[l]);    \
        (void)y; (void)z; D[l] = bd(__VA_ARGS__))
 
+/* Set bits of a lane mask (no popcnt instruction assumed). */
+static inline unsigned lanes(uint32_t x) {
+  if (x == ALL) return 32;
+  x -= x >> 1 & 0x55555555u;
+  x = (x & 0x33333333u) + (x >> 2 & 0x33333333u);
+  return (((x + (x >> 4)) & 0x0f0f0f0fu) * 0x01010101u) >> 24;
+}
+
 static inline float sat32(float x) { return x != x ? 0 : x < 0 ? 0 : x > 1 ? 1 : x; }
 
 /* Moves lanes of the group aside and picks the next group: the runnable
@@ -607,7 +615,7 @@ static int run(worker *w, warp *wp, frame *f, int depth) {
     const ins *in = &code[f->pc];
     uint32_t em = f->mask;
     if (in->guard >= 0) em &= in->gneg ? ~wp->p[in->guard] : wp->p[in->guard];
-    executed += (unsigned)__builtin_popcount(f->mask);
+    executed += lanes(f->mask);
     uint64_t *D = in->d[0] >= 0 ? R(in->d[0]) : NULL;
     const uint64_t *A = in->a >= 0 ? R(in->a) : NULL;
     const uint64_t *B = in->b >= 0 ? R(in->b) : NULL;
@@ -981,6 +989,16 @@ static int run(worker *w, warp *wp, frame *f, int depth) {
              D[l] = load(h, n, sgn));
         break;
       }
+      if (sp == SP_SHARED && in->vec == 1) {
+        uint64_t off = (uint64_t)in->off, top = w->rc->nshared;
+        LOOP(uint64_t a = Bs[l] + off;
+             if (a >= top || top - a < n || (a & (n - 1))) {
+               addr_of(w, wp, l, in, sp, a, n); /* the fault */
+               goto fault;
+             }
+             D[l] = load(w->shared + a, n, sgn));
+        break;
+      }
       LOOP(uint64_t a = (Bs ? Bs[l] : 0) + (uint64_t)in->off;
            const unsigned char *h = addr_of(w, wp, l, in, sp, a, n * in->vec);
            if (!h) goto fault;
@@ -998,6 +1016,17 @@ static int run(worker *w, warp *wp, frame *f, int depth) {
         LOOP(unsigned char *h = global_at(w, wp, l, in, Bs[l] + off, n);
              if (!h) goto fault;
              store(h, n, V[l]));
+        break;
+      }
+      if (sp == SP_SHARED && in->vec == 1) {
+        uint64_t off = (uint64_t)in->off, top = w->rc->nshared;
+        const uint64_t *V = R(in->d[0]);
+        LOOP(uint64_t a = Bs[l] + off;
+             if (a >= top || top - a < n || (a & (n - 1))) {
+               addr_of(w, wp, l, in, sp, a, n); /* the fault */
+               goto fault;
+             }
+             store(w->shared + a, n, V[l]));
         break;
       }
       if (sp == SP_PARAM) {
