@@ -703,7 +703,6 @@ static int run(worker *w, warp *wp, frame *f, int depth) {
       } else {
         LOOP(D[l] = zx(A[l] * B[l] + (mad ? C[l] : 0), bits));
       }
-      if (isf && (in->flags & F_SAT)) LOOP(D[l] = bf(sat32(f32(D[l]))));
       break;
     }
     case OP_MUL24: case OP_MAD24:
@@ -725,7 +724,6 @@ static int run(worker *w, warp *wp, frame *f, int depth) {
     case OP_FMA:
       if (isf32) F32OP(fmaf(x, y, z));
       else F64OP(fma(x, y, z));
-      if (isf32 && (in->flags & F_SAT)) LOOP(D[l] = bf(sat32(f32(D[l]))));
       break;
     case OP_DIV:
       if (isf32) F32OP(x / y);
@@ -946,7 +944,7 @@ static int run(worker *w, warp *wp, frame *f, int depth) {
       if (k == K_S && in->t2k == K_S && bits == 64 && in->t2b == 32)
         LOOP(D[l] = (uint64_t)(int64_t)(int32_t)A[l]);
       else if ((k == K_U || k == K_B) && bits == 64 && in->t2b == 32
-               && in->t2k != K_F)
+               && (in->t2k == K_U || in->t2k == K_B))
         LOOP(D[l] = (uint32_t)A[l]);
       else
         LOOP(D[l] = cvt(in, A[l]));
@@ -1231,6 +1229,8 @@ static int run(worker *w, warp *wp, frame *f, int depth) {
       goto fault;
     }
     if (dir) fesetround(FE_TONEAREST);
+    if ((in->flags & F_SAT) && isf32 && in->op != OP_CVT) /* .sat: [0, 1] */
+      LOOP(D[l] = bf(sat32(f32(D[l]))));
     f->pc++;
     continue;
   fault:

@@ -140,6 +140,12 @@ __global__ void cvts(const float *f, int *out, int n) {
   out[k++ * n + i] = bh;
   out[k++ * n + i] = __float_as_int((float)((double)x * 3.0));
   out[k++ * n + i] = (int)__double2ll_rn((double)x * 1e10 / 1e10);
+  float sum;
+  asm("add.sat.f32 %%0, %%1, %%2;" : "=f"(sum) : "f"(x), "f"(0.25f));
+  out[k++ * n + i] = __float_as_int(sum);
+  unsigned long long wide;
+  asm("cvt.u64.s32 %%0, %%1;" : "=l"(wide) : "r"(__float2int_rz(x)));
+  out[k++ * n + i] = (int)(wide >> 40);
 }
 
 __device__ __noinline__ int poly(int x, int y) { return x * x + 3 * y; }
@@ -381,7 +387,7 @@ describe("the PTX simulator's instructions", function()
     local v = { 2.5, -2.5, 0.5, 1.5, -0.7, 3e9, -3e9, 0 / 0, 1.0, 0.1, 65504, 1e6,
                 -0.0, 1e-8, 0.75, 7.3 }
     local n = #v
-    local out = cuda.buffer("i32", 10 * n)
+    local out = cuda.buffer("i32", 12 * n)
     m.cvts:launch(s, 1, n, cuda.buffer("f32", v), out, n)
     local got = out:download()
     local f = cuda.buffer("f32", v):download() -- the f32 values
@@ -419,6 +425,15 @@ describe("the PTX simulator's instructions", function()
     local bf = { [1] = 0x4020, [9] = 0x3F80, [10] = 0x3DCD, [15] = 0x3F40 }
     for i, h in pairs(half) do assert.equals(h, want(6, i), "f16 of " .. v[i]) end
     for i, h in pairs(bf) do assert.equals(h, want(7, i), "bf16 of " .. v[i]) end
+    for i = 1, n do
+      local x = f[i]
+      local sum = string.unpack("<f", string.pack("<f", x + 0.25))
+      local s01 = sum ~= sum and 0.0 or math.max(0.0, math.min(1.0, sum))
+      assert.equals(string.unpack("<i4", string.pack("<f", s01)), want(10, i), "sat " .. x)
+      local rz = x ~= x and 0 or math.max(-(1 << 31), math.min((1 << 31) - 1,
+                                         x < 0 and math.ceil(x) or math.floor(x)))
+      assert.equals(i32(rz >> 40), want(11, i), "cvt.u64.s32 of " .. x)
+    end
     for i = 1, n do
       if f[i] == f[i] and math.abs(f[i]) < 1e30 then
         local d = string.unpack("<f", string.pack("<f", f[i] * 3.0))
