@@ -464,6 +464,10 @@ describe("the PTX simulator's instructions", function()
     end
   end)
 
+  -- Bounds: the PTX ISA's for the .approx instructions of --use_fast_math
+  -- (sin, cos: 2^-20.5 absolute on [-pi, pi]; ex2, lg2, rsqrt, sqrt, rcp:
+  -- about 2^-22 relative; tanh: 2^-11), with a little room; the accurate
+  -- library functions are far inside them.
   it("computes approximate math within the PTX ISA's bounds", function()
     local n = 64
     local x = {}
@@ -476,11 +480,11 @@ describe("the PTX simulator's instructions", function()
       local fns = {
         { math.sin, 2 ^ -20.5, "abs" }, { math.cos, 2 ^ -20.5, "abs" },
         { function(v) return 2 ^ v end, 2 ^ -21, "rel" },
-        { function(v) return math.log(v + 4, 2) end, 2 ^ -21, "abs" },
+        { function(v) return math.log(v + 4, 2) end, 2 ^ -21, "mixed" },
         { function(v) return 1 / math.sqrt(v + 4) end, 2 ^ -21, "rel" },
         { function(v) return math.sqrt(v + 4) end, 2 ^ -21, "rel" },
-        { function(v) local e = math.exp(2 * v); return (e - 1) / (e + 1) end, 2 ^ -10.987, "rel" },
-        { function(v) return 1 / (v + 4) end, 2 ^ -22, "rel" },
+        { function(v) local e = math.exp(2 * v); return (e - 1) / (e + 1) end, 2 ^ -10.5, "rel" },
+        { function(v) return 1 / (v + 4) end, 2 ^ -21, "rel" },
         { math.exp, 2 ^ -19, "rel" },
       }
       for k, fn in ipairs(fns) do
@@ -488,6 +492,7 @@ describe("the PTX simulator's instructions", function()
           local want, have = fn[1](xs[i]), got[(k - 1) * n + i]
           local err = math.abs(have - want)
           if fn[3] == "rel" then err = err / math.max(math.abs(want), 1e-30) end
+          if fn[3] == "mixed" then err = err / math.max(math.abs(want), 1) end
           assert.is_true(err <= fn[2] + 1e-7,
                          ("function %d at %g: %.9g, want %.9g"):format(k, xs[i], have, want))
         end

@@ -8,11 +8,14 @@
 local H = require "support.helper"
 
 -- Largest difference allowed, relative to the largest magnitude in the
--- buffer: model.lua's softmax and GELU go through ex2.approx and
--- rcp.approx (relative error 2^-22 each, a few ulps after a sum of them);
--- cg.step sums f64 partial sums from several blocks with atomics.
+-- buffer. The GPU's code generator may fuse a mul and an add that PTX
+-- leaves apart (a rounding fewer), hence a few ulps anywhere;
+-- model.lua's softmax and GELU go through ex2.approx and rcp.approx
+-- (relative error 2^-22 each); cg.step sums f64 partial sums of several
+-- blocks with atomics, in any order, and cg.step_loop's 40 iterations of
+-- conjugate gradients carry any difference on.
 local TOLERANCE = { f32 = 1e-6, f64 = 1e-13 }
-local CASE_TOLERANCE = { model = 2e-5, ["cg.step"] = 1e-12 }
+local CASE_TOLERANCE = { model = 2e-5, ["cg.step"] = 1e-11, ["cg.step_loop"] = 1e-8 }
 
 local FORMAT = { f32 = "<f", f64 = "<d" }
 
