@@ -931,8 +931,7 @@ static int run(worker *w, warp *wp, frame *f, int depth) {
     case OP_TESTP: {
       uint32_t v = 0;
       LOOP(double x = bits == 32 ? f32(A[l]) : f64(A[l]);
-           int c = fpclassify(bits == 32 ? (double)f32(A[l]) : x);
-           if (bits == 32) c = fpclassify(f32(A[l]));
+           int c = bits == 32 ? fpclassify(f32(A[l])) : fpclassify(x);
            int r = in->cmp == 0 ? isfinite(x) : in->cmp == 1 ? isinf(x) != 0
                  : in->cmp == 2 ? x == x : in->cmp == 3 ? x != x
                  : in->cmp == 4 ? c == FP_NORMAL : c == FP_SUBNORMAL;
