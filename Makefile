@@ -38,7 +38,7 @@ NCCL_DOUBLE = $(BUILD)/libnccl-double.so
 KERNELS = $(BUILD)/kernels.ptx $(BUILD)/kernels.cubin $(BUILD)/kernels.fatbin
 SPEC_ENV = CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) XDG_CACHE_HOME=$(CURDIR)/$(BUILD)/cache
 
-all: $(BUILD)/cugraph-lua $(BUILD)/cugraph/core.so $(BUILD)/libcugraph.a
+all: $(BUILD)/cugraph-lua $(BUILD)/cugraph/core.so $(BUILD)/libcugraph.a $(SIM)
 
 $(BUILD)/obj/%.o: src/%.c src/core.h src/driver.h src/ptx.h src/image.h src/cugraph.h src/setters.h VERSION | deps
 	@mkdir -p $(@D)
@@ -71,6 +71,18 @@ $(NCCL_DOUBLE): spec/support/nccl_double.c
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(WERROR) -fPIC -shared \
 	  -I$(CUDA_HOME)/include -o $@ $< -pthread -lm -ldl
 
+# The PTX simulator: the test double's driver with kernels run from their
+# PTX (sim/). Its own objects, built with -frounding-math for the rounding
+# modes PTX names.
+SIM = $(BUILD)/libcuda-sim.so
+SIM_SRC = spec/support/cuda_double.c sim/ptx_decode.c sim/ptx_exec.c
+$(SIM): $(SIM_SRC) sim/ptx_sim.h sim/ptx_int.h
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(CFLAGS) $(SIM_CFLAGS) $(WARN) $(WERROR) -fPIC -shared \
+	  -frounding-math -DCUDA_SIM -Isim -I$(CUDA_HOME)/include -o $@ \
+	  $(SIM_SRC) -pthread -lm
+SIM_CFLAGS ?= -O3
+
 $(BUILD)/kernels.ptx: spec/kernels/kernels.cu
 	@mkdir -p $(@D)
 	$(NVCC) -ptx -arch=compute_75 $< -o $@
@@ -81,7 +93,7 @@ $(BUILD)/kernels.cubin: spec/kernels/kernels.cu
 
 $(BUILD)/kernels.fatbin: spec/kernels/kernels.cu
 	@mkdir -p $(@D)
-	$(NVCC) -fatbin -gencode arch=compute_90,code=sm_90 \
+	$(NVCC) -fatbin -no-compress -gencode arch=compute_90,code=sm_90 \
 	  -gencode arch=compute_75,code=compute_75 $< -o $@
 
 # Debian packages the build and the tests need: installed when root, else
@@ -124,6 +136,11 @@ $(BUILD)/capi $(BUILD)/threads $(BUILD)/handles: $(BUILD)/%: spec/support/%.c $(
 test: all $(DOUBLE) $(NCCL_DOUBLE) $(KERNELS) $(SPEC_BINS)
 	$(SPEC_ENV) CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
 	  CUGRAPH_LUA_LIBNCCL=$(CURDIR)/$(NCCL_DOUBLE) \
+	  $(BUILD)/cugraph-lua "$$(command -v busted)" --ignore-lua $(BUSTED_ARGS)
+
+# The same specs on the PTX simulator: the kernels run from their PTX.
+test-sim: all $(SIM) $(KERNELS) $(SPEC_BINS)
+	$(SPEC_ENV) CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(SIM) \
 	  $(BUILD)/cugraph-lua "$$(command -v busted)" --ignore-lua $(BUSTED_ARGS)
 
 test-gpu: all $(KERNELS) $(SPEC_BINS)
@@ -236,7 +253,7 @@ fuzz-api: all $(DOUBLE) $(NCCL_DOUBLE) $(KERNELS)
 clean:
 	rm -rf build build-asan
 
-.PHONY: all deps test test-gpu test-gcstress test-valgrind test-threads-helgrind \
+.PHONY: all deps test test-sim test-gpu test-gcstress test-valgrind test-threads-helgrind \
   test-asan fault-sweep sanitize-gpu fuzz fuzz-ptx fuzz-image fuzz-api run clean
 
 # -- install ------------------------------------------------------------------

@@ -65,3 +65,10 @@ soak: all build/kernels.ptx
 	build/cugraph-lua bench/soak.lua $(SOAK_ARGS)
 
 .PHONY: bench bench-nccl soak
+
+# The PTX simulator's speed on model.lua's MLP kernels (one host thread, and
+# all), beside Numba's CUDA simulator on the same layer (bench/sim.lua).
+bench-sim: all build/libcuda-sim.so
+	build/cugraph-lua bench/sim.lua $(BENCH_SIM_ARGS)
+
+.PHONY: bench-sim

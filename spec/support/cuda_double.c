@@ -28,7 +28,11 @@
    called, to path at exit.
 
    Any thread may call: every entry point holds one lock for its whole body.
-   The current context is per thread, as with the driver. */
+   The current context is per thread, as with the driver.
+
+   Built with -DCUDA_SIM it is the simulator (build/libcuda-sim.so): the
+   same driver, with kernels run from their PTX by sim/ instead of host
+   twins; a fatbin's PTX is run, a cubin refused. */
 #define _POSIX_C_SOURCE 200809L
 #include <cuda.h>
 #include <pthread.h>
@@ -37,10 +41,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef CUDA_SIM
+#include "ptx_sim.h"
+#endif
 
 /* -- the device ----------------------------------------------------------- */
 
+#ifdef CUDA_SIM
+#define DEVICE_NAME "cugraph-lua PTX simulator"
+#else
 #define DEVICE_NAME "cugraph-lua test double"
+#endif
 #define DEVICE_MEMORY ((size_t)80 << 30)
 #define MAX_THREADS 1024
 #define SHARED_DEFAULT 49152 /* dynamic shared memory without opt-in */
@@ -898,6 +909,9 @@ static const kimpl kernels[] = {
 };
 
 static const kimpl *find_kernel(const char *name) {
+#ifdef CUDA_SIM
+  return NULL; /* every kernel runs from its PTX */
+#endif
   for (size_t i = 0; i < sizeof kernels / sizeof *kernels; i++)
     if (!strcmp(kernels[i].name, name)) return &kernels[i];
   return NULL;
@@ -913,6 +927,9 @@ struct CUfunc_st {
   size_t *off, *size;   /* one block: off[nparams], then size[nparams] */
   size_t argbytes;      /* end of the last parameter */
   int max_dynamic;      /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
+#ifdef CUDA_SIM
+  const sim_kernel *sim; /* the entry, decoded */
+#endif
 };
 
 struct CUmod_st {
@@ -921,6 +938,9 @@ struct CUmod_st {
   size_t nimage;
   CUfunction *funcs;    /* PTX: every entry; binary: those asked for */
   size_t nfuncs, cfuncs;
+#ifdef CUDA_SIM
+  sim_module *sim;
+#endif
 };
 
 static void free_function(CUfunction f) {
@@ -998,6 +1018,9 @@ static void free_module(CUmodule m) {
   for (size_t i = 0; i < m->nfuncs; i++) free_function(m->funcs[i]);
   free(m->funcs);
   free(m->image);
+#ifdef CUDA_SIM
+  sim_unload(m->sim);
+#endif
   free_obj(m);
 }
 
@@ -1275,6 +1298,13 @@ static CUresult load_ptx(CUmodule m, const char *text, const char **why) {
                  ? collect_entries(m, plain, why)
                  : CUDA_ERROR_INVALID_PTX;
   free(plain);
+#ifdef CUDA_SIM
+  if (!r && !(m->sim = sim_load(text, reason, sizeof reason)))
+    r = strcmp(reason, "out of memory") ? CUDA_ERROR_INVALID_PTX
+                                        : CUDA_ERROR_OUT_OF_MEMORY;
+  for (size_t i = 0; !r && i < m->nfuncs; i++)
+    m->funcs[i]->sim = sim_kernel_find(m->sim, m->funcs[i]->name);
+#endif
   return r;
 }
 
@@ -1380,7 +1410,16 @@ static unsigned char shared_mem[SHARED_OPTIN];
 
 /* Runs every thread of the grid, block by block; a fault makes the context
    sticky and stops the kernel. */
+#ifdef CUDA_SIM
+static void run_sim(const op *o);
+#endif
 static void run_kernel(const op *o) {
+#ifdef CUDA_SIM
+  if (o->f->sim) { /* always: launches need it */
+    run_sim(o);
+    return;
+  }
+#endif
   const kimpl *k = o->f->impl;
   if (!k->body[0]) return;
   kctx c = {o->args, o->f->off, {0}, {0}, {0}, {0}, shared_mem, o->shared,
@@ -2696,10 +2735,24 @@ CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *module, const void *image,
     m->nimage = elf_size(p);
   else if (p[0] == 0x50 && p[1] == 0xed && p[2] == 0x55 && p[3] == 0xba)
     m->nimage = fatbin_size(p);
+#ifdef CUDA_SIM
+  if (m->nimage) {
+    char *ptx = p[0] == 0x7f ? NULL : sim_fatbin_ptx(p, m->nimage, reason,
+                                                     sizeof reason);
+    if (p[0] == 0x7f)
+      snprintf(reason, sizeof reason, "no PTX in this image; the simulator "
+               "runs PTX");
+    why = reason;
+    r = ptx ? load_ptx(m, ptx, &why) : CUDA_ERROR_NO_BINARY_FOR_GPU;
+    free(ptx);
+  } else if
+#else
   if (m->nimage) {
     if (!(m->image = malloc(m->nimage))) r = CUDA_ERROR_OUT_OF_MEMORY;
     else memcpy(m->image, p, m->nimage);
-  } else if (is_text(p) && strstr(image, ".version")) { /* PTX */
+  } else if
+#endif
+  (is_text(p) && strstr(image, ".version")) { /* PTX */
     r = load_ptx(m, image, &why);
   } else {
     r = CUDA_ERROR_INVALID_IMAGE;
@@ -2790,8 +2843,12 @@ static CUresult prepare_launch(op *o, void **params, void **extra) {
   if ((uint64_t)o->block[0] * o->block[1] * o->block[2] > MAX_THREADS
       || o->shared > (unsigned)f->max_dynamic)
     return CUDA_ERROR_INVALID_VALUE;
+#ifdef CUDA_SIM
+  if (extra || !f->sim) return CUDA_ERROR_NOT_SUPPORTED;
+#else
   if (extra || !f->impl) /* the double reads only kernelParams, and runs */
     return CUDA_ERROR_NOT_SUPPORTED; /* only the kernels it has */
+#endif
   if (f->nparams && !params) return CUDA_ERROR_INVALID_VALUE;
   for (size_t i = 0; i < f->nparams; i++)
     if (!params[i]) return CUDA_ERROR_INVALID_VALUE;
@@ -2877,6 +2934,63 @@ static unsigned cond_value(CUgraphConditionalHandle h) {
     if (running->conds[i].id == h) return running->conds[i].value;
   return 0;
 }
+
+#ifdef CUDA_SIM
+/* The live allocation holding [p, p + n), for the simulator's checks. */
+static int sim_live(void *ud, uint64_t p, size_t n, uint64_t *lo,
+                    uint64_t *hi) {
+  size_t i = spans_upto((uintptr_t)p);
+  if (!i || !dev_range(p, n)) return 0;
+  *lo = spans[i - 1].base;
+  *hi = spans[i - 1].base + spans[i - 1].size;
+  return 1;
+}
+
+static int sim_cond(void *ud, uint64_t h, unsigned v) {
+  for (size_t i = 0; running && i < running->nconds; i++)
+    if (running->conds[i].id == h) {
+      running->conds[i].value = v;
+      return 0;
+    }
+  return 1;
+}
+
+/* CUDA_SIM_STATS=1: thread-instructions run and the seconds kernels took,
+   on stderr at exit. */
+static uint64_t sim_executed;
+static double sim_seconds;
+
+static void sim_stats(void) {
+  fprintf(stderr, "cuda sim: %llu thread-instructions in %.3f s of kernel "
+          "time: %.1f M/s\n", (unsigned long long)sim_executed, sim_seconds,
+          sim_seconds > 0 ? (double)sim_executed / sim_seconds / 1e6 : 0.0);
+}
+
+/* Runs a kernel from its PTX; a fault makes the context sticky and is
+   told on stderr, as a memory checker would. */
+static void run_sim(const op *o) {
+  static int stats = -1;
+  if (stats < 0) {
+    const char *e = getenv("CUDA_SIM_STATS");
+    if ((stats = e && *e && strcmp(e, "0"))) atexit(sim_stats);
+  }
+  sim_launch l = {{o->grid[0], o->grid[1], o->grid[2]},
+                  {o->block[0], o->block[1], o->block[2]}, o->shared,
+                  o->args, o->f->argbytes, sim_live, sim_cond, NULL, 0, 0};
+  char diag[400];
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  int code = sim_run(o->f->sim, &l, diag, sizeof diag);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  sim_executed += l.executed;
+  sim_seconds += (double)(t1.tv_sec - t0.tv_sec)
+                 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+  if (code) {
+    fprintf(stderr, "cuda sim: %s\n", diag);
+    sticky = (CUresult)code;
+  }
+}
+#endif
 
 #define WATCHDOG (1ul << 24) /* turns of a while loop */
 
@@ -3516,4 +3630,18 @@ CUresult CUDAAPI cuGraphNodeSetEnabled(CUgraphExec hGraphExec,
     return CUDA_ERROR_INVALID_VALUE;
   o->disabled = !isEnabled;
   return CUDA_SUCCESS;
+}
+
+/* The synchronous forms an embedding host may call itself: work of the
+   legacy stream, done at once. */
+CUresult CUDAAPI cuMemsetD32(CUdeviceptr dstDevice, unsigned int ui,
+                             size_t N) {
+  ENTRY(cuMemsetD32);
+  return memset_op(dstDevice, 0, ui, 4, N, 1, NULL);
+}
+
+CUresult CUDAAPI cuMemcpyDtoH(void *dstHost, CUdeviceptr srcDevice,
+                              size_t ByteCount) {
+  ENTRY(cuMemcpyDtoH);
+  return memcpy_op(0, dstHost, srcDevice, NULL, ByteCount, NULL);
 }

@@ -6,6 +6,8 @@ local H = { cuda = cuda }
 H.build = os.getenv("CUGRAPH_LUA_BUILD") or "build"
 H.double = os.getenv("CUGRAPH_LUA_LIBCUDA")   -- nil on a real GPU
 H.gpu = H.double == nil
+--- The PTX simulator (build/libcuda-sim.so) runs the kernels themselves.
+H.sim = H.double ~= nil and H.double:find("libcuda%-sim") ~= nil
 
 local kernels
 --- The module of spec/kernels/kernels.cu (PTX built by make).

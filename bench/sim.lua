@@ -1,0 +1,138 @@
+-- bench/sim.lua: the PTX simulator's speed on the MLP kernels of
+-- examples/model.lua, on one host thread, and Numba's CUDA simulator on the
+-- same dense GELU layer (bench/sim_numba.py) where python3 has Numba
+-- (Debian's python3-numba; NUMBA_PYTHON names another interpreter).
+--
+--   make bench-sim            (build/cugraph-lua bench/sim.lua [--markdown])
+--
+-- Each figure comes from a child process on the simulator with
+-- CUDA_SIM_STATS=1, which reports the thread-instructions its kernels ran
+-- and the seconds they took (launch overhead included, Lua excluded).
+local here = (arg[0]:match("^(.*)/[^/]*$") or ".")
+local root = here .. "/.."
+local build = os.getenv("CUGRAPH_LUA_BUILD") or root .. "/build"
+local sim_lib = build .. "/libcuda-sim.so"
+
+local function quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+
+-- Child: the forward pass of model.lua's layers, or one dense GELU layer,
+-- reps times. Sizes: rows k n (layer) or the model's own (model).
+if arg[1] == "--child" then
+  local cuda = require "cugraph"
+  local STOP = {}
+  local src
+  package.loaded.cugraph = setmetatable({
+    compile = function(s) src = s; error(STOP) end,
+  }, { __index = function() error(STOP) end })
+  local saved = arg
+  arg = { [0] = root .. "/examples/model.lua" } -- luacheck: ignore 121
+  pcall(dofile, arg[0])
+  arg = saved -- luacheck: ignore 121
+  package.loaded.cugraph = cuda
+  local m = cuda.compile(assert(src, "model.lua's source"), { name = "model.cu" })
+  local what, reps = arg[2], tonumber(arg[3])
+  local rows, k, n = tonumber(arg[4]), tonumber(arg[5]), tonumber(arg[6])
+  local s = cuda.stream()
+  local function buf(len, scale)
+    local t, seed = {}, 7
+    for i = 1, len do
+      seed = (seed * 1103515245 + 12345) % 2147483648
+      t[i] = scale * (seed / 2147483648 - 0.5)
+    end
+    return cuda.buffer("f32", t)
+  end
+  local batch = cuda.scalar("u32", 0)
+  local block = { 16, 16 }
+  local function grid(cols, r) return { (cols + 15) // 16, (r + 15) // 16 } end
+  if what == "layer" then
+    local x, w, b, y = buf(rows * k, 2), buf(k * n, 0.2), buf(n, 0.2), cuda.buffer("f32", rows * n)
+    for _ = 1, reps do m.dense_gelu_in:launch(s, grid(n, rows), block, x, batch, w, b, y, rows, k, n) end
+  else -- the model: 64 x 256 -> 512 GELU -> 512 ReLU -> 10, softmax
+    local B, D0, D1, D2, D3 = 64, 256, 512, 512, 10
+    local x, w1, b1 = buf(B * D0, 2), buf(D0 * D1, 0.1), buf(D1, 0.1)
+    local w2, b2, w3, b3 = buf(D1 * D2, 0.1), buf(D2, 0.1), buf(D2 * D3, 0.1), buf(D3, 0.1)
+    local h1, h2, z = cuda.buffer("f32", B * D1), cuda.buffer("f32", B * D2), cuda.buffer("f32", B * D3)
+    local out = cuda.buffer("f32", B * D3)
+    for _ = 1, reps do
+      m.dense_gelu_in:launch(s, grid(D1, B), block, x, batch, w1, b1, h1, B, D0, D1)
+      m.dense_relu:launch(s, grid(D2, B), block, h1, w2, b2, h2, B, D1, D2)
+      m.dense_linear:launch(s, grid(D3, B), block, h2, w3, b3, z, B, D2, D3)
+      m.softmax_out:launch(s, 1, B, z, batch, out, B, D3)
+    end
+  end
+  s:synchronize()
+  os.exit(0)
+end
+
+local markdown = arg[1] == "--markdown"
+
+-- Runs a child on the simulator: thread-instructions, seconds.
+local function sim_run(what, reps, rows, k, n, threads)
+  local cmd = ("CUDA_SIM_STATS=1 CUDA_SIM_THREADS=%d CUGRAPH_LUA_LIBCUDA=%s %s %s " ..
+               "--child %s %d %d %d %d 2>&1"):format(threads, quote(sim_lib),
+    quote(build .. "/cugraph-lua"), quote(arg[0]), what, reps, rows or 0, k or 0, n or 0)
+  local p = assert(io.popen(cmd))
+  local out = p:read("a")
+  local ok = p:close()
+  local count, secs = out:match("cuda sim: (%d+) thread%-instructions in ([%d.]+) s")
+  assert(ok and count, "the simulator's run failed:\n" .. out)
+  return tonumber(count), tonumber(secs)
+end
+
+-- Numba's CUDA simulator on the same layer: seconds, or nil and why.
+local function numba_run(rows, k, n)
+  local py = os.getenv("NUMBA_PYTHON") or "python3"
+  if not os.getenv("NUMBA_PYTHON") and os.execute("test -x /usr/bin/python3") then
+    py = "/usr/bin/python3" -- Debian's, where python3-numba installs
+  end
+  local p = io.popen(("NUMBA_ENABLE_CUDASIM=1 %s %s %d %d %d 2>&1")
+                     :format(py, quote(here .. "/sim_numba.py"), rows, k, n))
+  local out = p:read("a")
+  p:close()
+  local secs = out:match("seconds ([%d.e+-]+)")
+  if secs then return tonumber(secs) end
+  return nil, (out:match("[^\n]*\n?$") or out):gsub("\n", "")
+end
+
+local rows = {}
+local function row(name, value, note)
+  rows[#rows + 1] = { name, value, note }
+  if not markdown then print(("%-52s %14s  %s"):format(name, value, note or "")) end
+end
+
+local count, secs = sim_run("model", 3, nil, nil, nil, 1)
+local rate = count / secs
+row("MLP forward pass (model.lua), simulator, 1 thread",
+    ("%.0f M/s"):format(rate / 1e6),
+    ("%d passes: %.3g thread-instructions in %.2f s; %.0f ms a pass")
+    :format(3, count, secs, secs / 3 * 1000))
+local cores = tonumber(io.popen("nproc"):read("l")) or 1
+if cores > 1 then
+  local c2, s2 = sim_run("model", 3, nil, nil, nil, cores)
+  row(("MLP forward pass, simulator, %d threads"):format(cores),
+      ("%.0f M/s"):format(c2 / s2 / 1e6), ("%.0f ms a pass"):format(s2 / 3 * 1000))
+end
+
+-- One small dense GELU layer on both simulators: Numba runs a Python
+-- thread per CUDA thread.
+local R, K, N = 16, 64, 64
+local lc, ls = sim_run("layer", 20, R, K, N, 1)
+ls = ls / 20
+row(("dense GELU %dx%d -> %d, simulator, 1 thread"):format(R, K, N),
+    ("%.3f ms"):format(ls * 1000),
+    ("%.0f M thread-instructions/s"):format(lc / 20 / ls / 1e6))
+local nsecs, why = numba_run(R, K, N)
+if nsecs then
+  row(("dense GELU %dx%d -> %d, Numba CUDA simulator"):format(R, K, N),
+      ("%.1f ms"):format(nsecs * 1000),
+      ("%.0fx slower; %.3g PTX thread-instructions/s equivalent")
+      :format(nsecs / ls, lc / 20 / nsecs))
+else
+  row("Numba CUDA simulator", "skipped", why)
+end
+
+if markdown then
+  print("| run | figure | note |")
+  print("|---|---:|---|")
+  for _, r in ipairs(rows) do print(("| %s | %s | %s |"):format(r[1], r[2], r[3] or "")) end
+end

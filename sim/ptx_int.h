@@ -1,0 +1,129 @@
+/* The simulator's decoded form, shared by the decoder (ptx_decode.c) and
+   the interpreter (ptx_exec.c). */
+#ifndef PTX_INT_H
+#define PTX_INT_H
+
+#include "ptx_sim.h"
+
+/* Operations. */
+enum {
+  OP_NOP, OP_MOV, OP_ADD, OP_SUB, OP_MUL, OP_MAD, OP_FMA, OP_DIV, OP_REM,
+  OP_ABS, OP_NEG, OP_MIN, OP_MAX, OP_AND, OP_OR, OP_XOR, OP_NOT, OP_CNOT,
+  OP_SHL, OP_SHR, OP_SHF, OP_BFE, OP_BFI, OP_BREV, OP_POPC, OP_CLZ,
+  OP_BFIND, OP_PRMT, OP_SETP, OP_SELP, OP_SLCT, OP_CVT, OP_CVTA, OP_LD,
+  OP_ST, OP_ATOM, OP_BAR, OP_BRA, OP_CALL, OP_RET, OP_EXIT, OP_SHFL,
+  OP_VOTE, OP_MATCH, OP_ACTIVEMASK, OP_EX2, OP_LG2, OP_RCP, OP_RSQRT,
+  OP_SQRT, OP_SIN, OP_COS, OP_TANH, OP_COPYSIGN, OP_TESTP, OP_TRAP,
+  OP_SETCOND, OP_PACK, OP_UNPACK, OP_ISSPACEP, OP_MUL24, OP_MAD24, OP_SAD,
+  OP_LOP3, OP_REDUX,
+};
+
+/* Generic addresses of shared and local memory: a tag in the top bits
+   above the offset in the space (host addresses are below both). */
+#define GEN_SHARED 0xFFFF000000000000ull
+#define GEN_LOCAL 0xFFFE000000000000ull
+#define GEN_OFFSET 0x0000FFFFFFFFFFFFull
+
+/* Immediates while decoding: CONST_MARK + index, given slots after every
+   register's at the end. */
+#define CONST_MARK (1 << 28)
+
+/* Type kinds; a type is a kind and a width in bits. */
+enum { K_B, K_U, K_S, K_F, K_PRED, K_BF };
+
+/* State spaces of ld, st, atom, cvta. */
+enum { SP_GENERIC, SP_GLOBAL, SP_SHARED, SP_LOCAL, SP_PARAM, SP_FPARAM,
+       SP_CONST };
+
+/* Flags. */
+enum {
+  F_FTZ = 1, F_SAT = 2, F_HI = 4, F_WIDE = 8, F_APPROX = 16, F_TO = 32,
+  F_UNI = 64, F_SHIFTAMT = 128,
+};
+
+/* Rounding: R_N.. for floats, R_NI.. for rounding to integers. */
+enum { R_NONE, R_N, R_Z, R_M, R_P, R_NI, R_ZI, R_MI, R_PI };
+
+/* Comparisons of setp, modes of shfl, vote, atom. */
+enum {
+  C_EQ, C_NE, C_LT, C_LE, C_GT, C_GE, C_LO, C_LS, C_HI, C_HS, C_EQU, C_NEU,
+  C_LTU, C_LEU, C_GTU, C_GEU, C_NUM, C_NAN,
+};
+enum { SH_UP, SH_DOWN, SH_BFLY, SH_IDX };
+enum { V_ALL, V_ANY, V_UNI, V_BALLOT };
+enum { A_ADD, A_MIN, A_MAX, A_INC, A_DEC, A_AND, A_OR, A_XOR, A_EXCH,
+       A_CAS };
+/* Boolean combination of setp (and, or, xor with a third predicate). */
+enum { B_NONE, B_AND, B_OR, B_XOR };
+
+/* Special registers, each a slot filled when a warp starts. */
+enum {
+  S_TID_X, S_TID_Y, S_TID_Z, S_NTID_X, S_NTID_Y, S_NTID_Z, S_CTAID_X,
+  S_CTAID_Y, S_CTAID_Z, S_NCTAID_X, S_NCTAID_Y, S_NCTAID_Z, S_LANEID,
+  S_WARPID, S_NWARPID, S_SMID, S_NSMID, S_GRIDID, S_LANEMASK_EQ,
+  S_LANEMASK_LE, S_LANEMASK_LT, S_LANEMASK_GE, S_LANEMASK_GT, S_CLOCK,
+  S_CLOCK64, S_GLOBALTIMER, S_DYN_SMEM, S_TOTAL_SMEM, S_ZERO, NSPECIAL
+};
+
+/* One decoded instruction. Operands are slots of the warp's register file
+   (registers, immediates and special registers all have one) or, for
+   predicates, indices of its predicate masks. */
+typedef struct ins {
+  uint8_t op, tk, tb, t2k, t2b; /* operation, type, second type (cvt) */
+  uint8_t cmp, bop, rnd, space, vec;
+  uint16_t flags;
+  int16_t guard;      /* predicate of @p / @!p, or -1 */
+  uint8_t gneg;
+  uint8_t nd;         /* destinations (vector loads) */
+  int32_t d[4];       /* destination slots (pred: d[0] predicate, d[1] the
+                         second of setp's p|q, or -1) */
+  int32_t a, b, c, e; /* sources; a predicate source is a predicate index */
+  int32_t base;       /* memory: slot of the address register, or -1 */
+  int64_t off;        /* memory: immediate offset (symbols resolved) */
+  int32_t target;     /* bra, call: instruction index */
+  int32_t fn;         /* call: callee function index */
+  int line;           /* PTX line */
+} ins;
+
+/* A .param of a function: its offset in the caller's or the callee's
+   parameter frame. */
+typedef struct fparam { int32_t off, size; } fparam;
+
+typedef struct sim_kernel func;
+
+struct sim_kernel {
+  char *name;
+  int entry;                 /* .entry (a kernel), else .func */
+  int start, end;            /* its instructions [start, end) */
+  int nin, nout;
+  fparam *in, *out;          /* .func: formal and return parameters */
+  size_t *koff, *ksize;      /* .entry: kernel parameter layout */
+  size_t argbytes;
+  int has_bar;               /* has (or calls what has) a bar.sync */
+  int calls_user;            /* calls a .func */
+  struct sim_module *m;
+};
+
+typedef struct var {          /* a module variable in global or const space */
+  char *name;
+  unsigned char *data;
+  size_t size;
+} var;
+
+struct sim_module {
+  ins *code;
+  size_t ncode;
+  func **funcs;
+  size_t nfuncs;
+  int nslots, npreds;        /* of every function together */
+  int nconst;                /* immediates: slots const_base .. */
+  int const_base;
+  uint64_t *consts;
+  size_t shared_static;      /* all .shared variables */
+  size_t local_size;         /* .local frames of all functions */
+  size_t pframe;             /* .param frames of all functions */
+  var *vars;
+  size_t nvars;
+};
+
+#endif

@@ -1,0 +1,598 @@
+-- The PTX simulator (build/libcuda-sim.so), one class of instruction at a
+-- time: warp-synchronous shuffles and votes, divergence and reconvergence,
+-- bar.sync, atomics, integer and conversion instructions, calls, local
+-- memory, approximate math. These kernels run on the GPU too (make
+-- test-gpu), with the same expectations; the test double, which runs only
+-- host twins of the spec kernels, skips them. Faults and refused PTX are
+-- the simulator's own.
+local H = require "support.helper"
+local cuda = H.cuda
+
+local FULL = "0xffffffffu"
+local source = ([[
+#define FULL %s
+extern "C" {
+
+__global__ void warp_sum(const int *in, int *out) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  int v = in[i];
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(FULL, v, o);
+  if ((threadIdx.x & 31) == 0) out[i / 32] = v;
+}
+
+__global__ void warp_max(const int *in, int *out) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  int v = in[i];
+  for (int o = 16; o > 0; o >>= 1) v = max(v, __shfl_xor_sync(FULL, v, o));
+  out[i] = v;
+}
+
+__global__ void warp_scan(const int *in, int *scan, int *bcast) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x, lane = threadIdx.x & 31;
+  int v = in[i];
+  for (int o = 1; o < 32; o <<= 1) {
+    int t = __shfl_up_sync(FULL, v, o);
+    if (lane >= o) v += t;
+  }
+  scan[i] = v;
+  bcast[i] = __shfl_sync(FULL, in[i], 3);
+}
+
+__global__ void votes(const int *in, unsigned *ballot, int *allany,
+                      unsigned *match, unsigned *active) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  int v = in[i];
+  ballot[i] = __ballot_sync(FULL, v & 1);
+  allany[i] = 2 * __all_sync(FULL, v >= 0) + __any_sync(FULL, v > 100);
+  match[i] = __match_any_sync(FULL, v & 3);
+  active[i] = __activemask();
+}
+
+__global__ void diverge(const int *in, int *out) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x, lane = threadIdx.x & 31;
+  int v = in[i], acc = 0;
+  for (int k = 0; k <= lane %% 5; k++) acc += v * k;
+  if (lane & 1) {
+    acc = -acc;
+    if (lane & 2) acc += 7;
+  } else {
+    acc *= 3;
+  }
+  int nb = __shfl_sync(FULL, acc, (lane + 1) & 31);
+  out[i] = acc + 1000 * nb;
+}
+
+__global__ void block_sum(const int *in, int *out) {
+  extern __shared__ int s[];
+  int t = threadIdx.x;
+  s[t] = in[blockIdx.x * blockDim.x + t];
+  __syncthreads();
+  for (int h = blockDim.x / 2; h > 0; h >>= 1) {
+    if (t < h) s[t] += s[t + h];
+    __syncthreads();
+  }
+  if (t == 0) out[blockIdx.x] = s[0];
+}
+
+__global__ void atomics(int *cnt, unsigned *mx, unsigned *wrap, float *fsum,
+                        double *dsum, int *cas_sum, int *bits, int *mn) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  atomicAdd(cnt, 1);
+  atomicMax(mx, (unsigned)(i * 7919 %% 1000));
+  atomicInc(wrap, 9u);
+  atomicAdd(fsum, 0.5f);
+  atomicAdd(dsum, 0.25);
+  int old = *cas_sum, seen;
+  do {
+    seen = old;
+    old = atomicCAS(cas_sum, seen, seen + i);
+  } while (old != seen);
+  atomicOr(bits, 1 << (i %% 31));
+  atomicMin(mn, 500 - i);
+}
+
+__global__ void intops(const int *a, const int *b, int *out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  int x = a[i], y = b[i];
+  unsigned ux = (unsigned)x, uy = (unsigned)y;
+  int k = 0;
+  out[k++ * n + i] = x / y;
+  out[k++ * n + i] = x %% y;
+  out[k++ * n + i] = (int)(ux / uy);
+  out[k++ * n + i] = (int)(ux %% uy);
+  out[k++ * n + i] = __mulhi(x, y);
+  out[k++ * n + i] = (int)__umulhi(ux, uy);
+  out[k++ * n + i] = x >> (y & 31);
+  out[k++ * n + i] = (int)(ux >> (uy & 31));
+  out[k++ * n + i] = x << (y & 31);
+  out[k++ * n + i] = __popc(ux);
+  out[k++ * n + i] = __clz(x);
+  out[k++ * n + i] = (int)__brev(ux);
+  out[k++ * n + i] = (int)__funnelshift_l(ux, uy, (unsigned)i);
+  out[k++ * n + i] = (int)__funnelshift_r(ux, uy, (unsigned)i);
+  out[k++ * n + i] = (int)__byte_perm(ux, uy, 0x7531u + (unsigned)i);
+  out[k++ * n + i] = __ffs(x);
+  out[k++ * n + i] = min(x, y) + 3 * max(x, y);
+  out[k++ * n + i] = (int)min(ux, uy);
+  out[k++ * n + i] = abs(x);
+  out[k++ * n + i] = (int)(((long long)x * y) >> 7);
+  out[k++ * n + i] = (int)(((unsigned long long)ux * uy) >> 29);
+  out[k++ * n + i] = (int)(short)x + (int)(signed char)y;
+  out[k++ * n + i] = x * y + (x ^ y) - (x | 3) + (y & ~x);
+}
+
+__global__ void cvts(const float *f, int *out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float x = f[i];
+  unsigned short h, bh;
+  asm("cvt.rn.f16.f32 %%0, %%1;" : "=h"(h) : "f"(x));
+  asm("cvt.rn.bf16.f32 %%0, %%1;" : "=h"(bh) : "f"(x));
+  int k = 0;
+  out[k++ * n + i] = __float2int_rn(x);
+  out[k++ * n + i] = __float2int_rz(x);
+  out[k++ * n + i] = __float2int_rd(x);
+  out[k++ * n + i] = __float2int_ru(x);
+  out[k++ * n + i] = (int)__float2uint_rn(x);
+  out[k++ * n + i] = __float_as_int(__saturatef(x));
+  out[k++ * n + i] = h;
+  out[k++ * n + i] = bh;
+  out[k++ * n + i] = __float_as_int((float)((double)x * 3.0));
+  out[k++ * n + i] = (int)__double2ll_rn((double)x * 1e10 / 1e10);
+  float sum;
+  asm("add.sat.f32 %%0, %%1, %%2;" : "=f"(sum) : "f"(x), "f"(0.25f));
+  out[k++ * n + i] = __float_as_int(sum);
+  unsigned long long wide;
+  asm("cvt.u64.s32 %%0, %%1;" : "=l"(wide) : "r"(__float2int_rz(x)));
+  out[k++ * n + i] = (int)(wide >> 40);
+}
+
+__device__ __noinline__ int poly(int x, int y) { return x * x + 3 * y; }
+
+__global__ void calls(const int *a, int *out) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  out[i] = poly(a[i], i) + poly(i, 1);
+}
+
+__global__ void local_array(const int *a, int *out) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  int t[16];
+  for (int k = 0; k < 16; k++) t[k] = a[i] + k * k;
+  out[i] = t[a[i] & 15] + t[(a[i] >> 4) & 15];
+}
+
+__global__ void approx(const float *x, float *out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float v = x[i];
+  out[0 * n + i] = sinf(v);
+  out[1 * n + i] = cosf(v);
+  out[2 * n + i] = exp2f(v);
+  out[3 * n + i] = log2f(v + 4.0f);
+  out[4 * n + i] = rsqrtf(v + 4.0f);
+  out[5 * n + i] = sqrtf(v + 4.0f);
+  out[6 * n + i] = tanhf(v);
+  out[7 * n + i] = 1.0f / (v + 4.0f);
+  out[8 * n + i] = expf(v);
+}
+
+}
+]]):format(FULL)
+
+-- Deterministic values: the xorshift of model.lua, as signed 32-bit ints.
+local function ints(n, seed, mod)
+  local v, s = {}, seed
+  for i = 1, n do
+    s = s ~ (s << 13) & 0xffffffff
+    s = s ~ (s >> 17)
+    s = s ~ (s << 5) & 0xffffffff
+    local x = s
+    if mod then x = x % mod else x = x >= 1 << 31 and x - (1 << 32) or x end
+    v[i] = x
+  end
+  return v
+end
+
+local function i32(x)
+  x = x & 0xffffffff
+  return x >= 1 << 31 and x - (1 << 32) or x
+end
+
+describe("the PTX simulator's instructions", function()
+  if not (H.gpu or H.sim) then
+    it("needs kernels that run", function()
+      pending("the test double runs only the spec kernels' host twins")
+    end)
+    return
+  end
+  local m, fast, s
+  setup(function()
+    m = cuda.compile(source, { name = "sim_spec.cu", arch = "sm_90" })
+    fast = cuda.compile(source, { name = "sim_spec.cu", arch = "sm_90", fast_math = true })
+    s = cuda.stream()
+  end)
+
+  it("reduces a warp with shfl.down, shfl.bfly, shfl.up and shfl.idx", function()
+    local n = 128
+    local v = ints(n, 7, 1000)
+    local in_ = cuda.buffer("i32", v)
+    local out, mx = cuda.buffer("i32", n // 32), cuda.buffer("i32", n)
+    local scan, bc = cuda.buffer("i32", n), cuda.buffer("i32", n)
+    m.warp_sum:launch(s, 2, 64, in_, out)
+    m.warp_max:launch(s, 2, 64, in_, mx)
+    m.warp_scan:launch(s, 2, 64, in_, scan, bc)
+    local sums, maxes, scans, bcs = out:download(), mx:download(), scan:download(), bc:download()
+    for w = 0, n // 32 - 1 do
+      local sum, most, run = 0, -1, 0
+      for l = 1, 32 do sum = sum + v[w * 32 + l]; most = math.max(most, v[w * 32 + l]) end
+      assert.equals(sum, sums[w + 1])
+      for l = 1, 32 do
+        run = run + v[w * 32 + l]
+        assert.equals(most, maxes[w * 32 + l])
+        assert.equals(run, scans[w * 32 + l])
+        assert.equals(v[w * 32 + 4], bcs[w * 32 + l])
+      end
+    end
+  end)
+
+  it("votes: ballot, all, any, match.any and activemask", function()
+    local n = 64
+    local v = ints(n, 11, 90)
+    v[40] = 200 -- the second warp has one value above 100
+    local in_ = cuda.buffer("i32", v)
+    local ballot, allany = cuda.buffer("u32", n), cuda.buffer("i32", n)
+    local match, active = cuda.buffer("u32", n), cuda.buffer("u32", n)
+    m.votes:launch(s, 1, n, in_, ballot, allany, match, active)
+    local b, aa, mt, ac = ballot:download(), allany:download(), match:download(), active:download()
+    for w = 0, 1 do
+      local want, any = 0, 0
+      for l = 0, 31 do
+        local x = v[w * 32 + l + 1]
+        if x & 1 == 1 then want = want | 1 << l end
+        if x > 100 then any = 1 end
+      end
+      for l = 0, 31 do
+        local i = w * 32 + l + 1
+        assert.equals(want, b[i])
+        assert.equals(2 + any, aa[i])
+        assert.equals(0xffffffff, ac[i])
+        local same = 0
+        for j = 0, 31 do
+          if v[w * 32 + j + 1] & 3 == v[i] & 3 then same = same | 1 << j end
+        end
+        assert.equals(same, mt[i])
+      end
+    end
+  end)
+
+  it("reconverges a warp after divergent loops and branches", function()
+    local n = 96
+    local v = ints(n, 5, 100)
+    local out = cuda.buffer("i32", n)
+    m.diverge:launch(s, 3, 32, cuda.buffer("i32", v), out)
+    local got, acc = out:download(), {}
+    for i = 0, n - 1 do
+      local lane, a = i % 32, 0
+      for k = 0, lane % 5 do a = a + v[i + 1] * k end
+      if lane & 1 == 1 then
+        a = -a
+        if lane & 2 == 2 then a = a + 7 end
+      else
+        a = a * 3
+      end
+      acc[i] = a
+    end
+    for i = 0, n - 1 do
+      local nb = acc[(i // 32) * 32 + (i % 32 + 1) % 32]
+      assert.equals(i32(acc[i] + 1000 * nb), got[i + 1])
+    end
+  end)
+
+  it("waits at bar.sync for every warp of the block", function()
+    local v = ints(4 * 256, 3, 1000)
+    local out = cuda.buffer("i32", 4)
+    m.block_sum:shared(256 * 4)
+    m.block_sum:launch(s, 4, 256, cuda.buffer("i32", v), out)
+    local got = out:download()
+    for b = 0, 3 do
+      local sum = 0
+      for t = 1, 256 do sum = sum + v[b * 256 + t] end
+      assert.equals(sum, got[b + 1])
+    end
+  end)
+
+  it("runs atomics from every block at once", function()
+    local n = 4096
+    local cnt, mx = cuda.buffer("i32", 1):fill(0), cuda.buffer("u32", 1):fill(0)
+    local wrap, fsum = cuda.buffer("u32", 1):fill(0), cuda.buffer("f32", 1):fill(0)
+    local dsum, cas = cuda.buffer("f64", 1):fill(0), cuda.buffer("i32", 1):fill(0)
+    local bits, mn = cuda.buffer("i32", 1):fill(0), cuda.buffer("i32", 1):fill(1 << 30)
+    m.atomics:launch(s, n // 128, 128, cnt, mx, wrap, fsum, dsum, cas, bits, mn)
+    local most = 0
+    for i = 0, n - 1 do most = math.max(most, i * 7919 % 1000) end
+    assert.equals(n, cnt:download()[1])
+    assert.equals(most, mx:download()[1])
+    assert.equals(n % 10, wrap:download()[1])
+    assert.equals(n * 0.5, fsum:download()[1])
+    assert.equals(n * 0.25, dsum:download()[1])
+    assert.equals(n * (n - 1) // 2, cas:download()[1])
+    assert.equals(0x7fffffff, bits:download()[1])
+    assert.equals(500 - (n - 1), mn:download()[1])
+  end)
+
+  it("computes integer and bit instructions as the GPU does", function()
+    local n = 64
+    local a = ints(n, 13)
+    local b = ints(n, 17)
+    a[1], b[1] = -(1 << 31), 3
+    a[2], b[2] = -7, 2
+    a[3], b[3] = 7, -2
+    for i = 1, n do if b[i] == 0 then b[i] = 1 end end
+    local out = cuda.buffer("i32", 23 * n)
+    m.intops:launch(s, 1, n, cuda.buffer("i32", a), cuda.buffer("i32", b), out, n)
+    local got = out:download()
+    local function u(x) return x & 0xffffffff end
+    local function sdiv(x, y) -- C division: toward zero
+      local q = x // y
+      if q < 0 and q * y ~= x then q = q + 1 end
+      return q
+    end
+    for i = 0, n - 1 do
+      local x, y = a[i + 1], b[i + 1]
+      local ux, uy = u(x), u(y)
+      local function want(k) return got[k * n + i + 1] end
+      local q = sdiv(x, y)
+      assert.equals(i32(q), want(0), "div " .. x .. " " .. y)
+      assert.equals(i32(x - q * y), want(1))
+      assert.equals(i32(ux // uy), want(2))
+      assert.equals(i32(ux % uy), want(3))
+      assert.equals(i32((x * y) // (1 << 32)), want(4))
+      assert.equals(i32((ux * uy) >> 32 & 0xffffffff), want(5))
+      assert.equals(i32(x // (1 << (y & 31))), want(6))
+      assert.equals(i32(ux >> (uy & 31)), want(7))
+      assert.equals(i32(x << (y & 31)), want(8))
+      local pop, c, rev = 0, 0, 0
+      for bit = 0, 31 do
+        if ux >> bit & 1 == 1 then pop = pop + 1; rev = rev | 1 << (31 - bit) end
+      end
+      while c < 32 and ux >> (31 - c) & 1 == 0 do c = c + 1 end
+      assert.equals(pop, want(9))
+      assert.equals(c, want(10))
+      assert.equals(i32(rev), want(11))
+      local sh = i & 31
+      assert.equals(i32(((uy << 32 | ux) << sh) >> 32), want(12))
+      assert.equals(i32((uy << 32 | ux) >> sh), want(13))
+      local sel, bytes, r = 0x7531 + i, uy << 32 | ux, 0
+      for k = 0, 3 do r = r | ((bytes >> (8 * (sel >> (4 * k) & 7))) & 0xff) << (8 * k) end
+      assert.equals(i32(r), want(14))
+      local ffs = 0
+      if ux ~= 0 then ffs = 1; while ux >> (ffs - 1) & 1 == 0 do ffs = ffs + 1 end end
+      assert.equals(ffs, want(15))
+      assert.equals(i32(math.min(x, y) + 3 * math.max(x, y)), want(16))
+      assert.equals(i32(math.min(ux, uy)), want(17))
+      assert.equals(i32(math.abs(x)), want(18))
+      assert.equals(i32((x * y) // 128), want(19))
+      assert.equals(i32((ux * uy) >> 29), want(20))
+      local sx16 = ux & 0xffff
+      sx16 = sx16 >= 0x8000 and sx16 - 0x10000 or sx16
+      local sx8 = uy & 0xff
+      sx8 = sx8 >= 0x80 and sx8 - 0x100 or sx8
+      assert.equals(sx16 + sx8, want(21))
+      assert.equals(i32(x * y + (x ~ y) - (x | 3) + (y & ~x)), want(22))
+    end
+  end)
+
+  it("converts with cvt's rounding and saturation, and to f16 and bf16", function()
+    local v = { 2.5, -2.5, 0.5, 1.5, -0.7, 3e9, -3e9, 0 / 0, 1.0, 0.1, 65504, 1e6,
+                -0.0, 1e-8, 0.75, 7.3 }
+    local n = #v
+    local out = cuda.buffer("i32", 12 * n)
+    m.cvts:launch(s, 1, n, cuda.buffer("f32", v), out, n)
+    local got = out:download()
+    local f = cuda.buffer("f32", v):download() -- the f32 values
+    local function want(k, i) return got[k * n + i] end
+    local function sat(x, lo, hi)
+      if x ~= x then return 0 end
+      return math.max(lo, math.min(hi, x))
+    end
+    local function rne(x)
+      local r = math.floor(x + 0.5)
+      if r - x == 0.5 and r % 2 ~= 0 then r = r - 1 end
+      return r
+    end
+    local lo, hi = -(1 << 31), (1 << 31) - 1
+    for i = 1, n do
+      local x = f[i]
+      if x == x then
+        assert.equals(sat(rne(x), lo, hi), want(0, i), "rn " .. x)
+        assert.equals(sat(x < 0 and math.ceil(x) or math.floor(x), lo, hi), want(1, i))
+        assert.equals(sat(math.floor(x), lo, hi), want(2, i))
+        assert.equals(sat(math.ceil(x), lo, hi), want(3, i))
+        assert.equals(i32(sat(rne(x), 0, 0xffffffff)), want(4, i))
+        if x ~= 0 then
+          local s01 = math.max(0.0, math.min(1.0, x))
+          assert.equals(string.unpack("<i4", string.pack("<f", s01)), want(5, i))
+        end
+      else -- NaN: 0 as an integer, 0 saturated
+        assert.equals(0, want(0, i))
+        assert.equals(0, want(4, i))
+        assert.equals(0, want(5, i))
+      end
+    end
+    local half = { [1] = 0x4100, [2] = 0xC100, [3] = 0x3800, [4] = 0x3E00, [9] = 0x3C00,
+                   [10] = 0x2E66, [11] = 0x7BFF, [12] = 0x7C00, [13] = 0x8000, [15] = 0x3A00 }
+    local bf = { [1] = 0x4020, [9] = 0x3F80, [10] = 0x3DCD, [15] = 0x3F40 }
+    for i, h in pairs(half) do assert.equals(h, want(6, i), "f16 of " .. v[i]) end
+    for i, h in pairs(bf) do assert.equals(h, want(7, i), "bf16 of " .. v[i]) end
+    for i = 1, n do
+      local x = f[i]
+      local sum = string.unpack("<f", string.pack("<f", x + 0.25))
+      local s01 = sum ~= sum and 0.0 or math.max(0.0, math.min(1.0, sum))
+      assert.equals(string.unpack("<i4", string.pack("<f", s01)), want(10, i), "sat " .. x)
+      local rz = x ~= x and 0 or math.max(-(1 << 31), math.min((1 << 31) - 1,
+                                         x < 0 and math.ceil(x) or math.floor(x)))
+      assert.equals(i32(rz >> 40), want(11, i), "cvt.u64.s32 of " .. x)
+    end
+    for i = 1, n do
+      if f[i] == f[i] and math.abs(f[i]) < 1e30 then
+        local d = string.unpack("<f", string.pack("<f", f[i] * 3.0))
+        assert.equals(string.unpack("<i4", string.pack("<f", d)), want(8, i))
+      end
+    end
+  end)
+
+  it("calls a .func with parameters and a result", function()
+    local v = ints(64, 19, 1000)
+    local out = cuda.buffer("i32", 64)
+    m.calls:launch(s, 2, 32, cuda.buffer("i32", v), out)
+    local got = out:download()
+    for i = 0, 63 do
+      assert.equals(v[i + 1] * v[i + 1] + 3 * i + i * i + 3, got[i + 1])
+    end
+  end)
+
+  it("indexes an array in local memory", function()
+    local v = ints(64, 23, 256)
+    local out = cuda.buffer("i32", 64)
+    m.local_array:launch(s, 2, 32, cuda.buffer("i32", v), out)
+    local got = out:download()
+    for i = 1, 64 do
+      local a = v[i]
+      local p, q = a & 15, (a >> 4) & 15
+      assert.equals(2 * a + p * p + q * q, got[i])
+    end
+  end)
+
+  -- Bounds: the PTX ISA's for the .approx instructions of --use_fast_math
+  -- (sin, cos: 2^-20.5 absolute on [-pi, pi]; ex2, lg2, rsqrt, sqrt, rcp:
+  -- about 2^-22 relative; tanh: 2^-11), with a little room; the accurate
+  -- library functions are far inside them.
+  it("computes approximate math within the PTX ISA's bounds", function()
+    local n = 64
+    local x = {}
+    for i = 1, n do x[i] = -3 + 6 * (i - 1) / (n - 1) end
+    for _, mod in ipairs { m, fast } do
+      local out = cuda.buffer("f32", 9 * n)
+      mod.approx:launch(s, 1, n, cuda.buffer("f32", x), out, n)
+      local got = out:download()
+      local xs = cuda.buffer("f32", x):download()
+      local fns = {
+        { math.sin, 2 ^ -20.5, "abs" }, { math.cos, 2 ^ -20.5, "abs" },
+        { function(v) return 2 ^ v end, 2 ^ -21, "rel" },
+        { function(v) return math.log(v + 4, 2) end, 2 ^ -21, "mixed" },
+        { function(v) return 1 / math.sqrt(v + 4) end, 2 ^ -21, "rel" },
+        { function(v) return math.sqrt(v + 4) end, 2 ^ -21, "rel" },
+        { function(v) local e = math.exp(2 * v); return (e - 1) / (e + 1) end, 2 ^ -10.5, "rel" },
+        { function(v) return 1 / (v + 4) end, 2 ^ -21, "rel" },
+        { math.exp, 2 ^ -19, "rel" },
+      }
+      for k, fn in ipairs(fns) do
+        for i = 1, n do
+          local want, have = fn[1](xs[i]), got[(k - 1) * n + i]
+          local err = math.abs(have - want)
+          if fn[3] == "rel" then err = err / math.max(math.abs(want), 1e-30) end
+          if fn[3] == "mixed" then err = err / math.max(math.abs(want), 1) end
+          assert.is_true(err <= fn[2] + 1e-7,
+                         ("function %d at %g: %.9g, want %.9g"):format(k, xs[i], have, want))
+        end
+      end
+    end
+  end)
+
+  it("has the device attributes of an sm_90 part", function()
+    local d = cuda.device()
+    assert.equals(9, d.major)
+    assert.equals(0, d.minor)
+  end)
+end)
+
+describe("the PTX simulator's loader and faults", function()
+  if not H.sim then
+    it("are the simulator's", function() pending("faults and their diagnostics are the simulator's") end)
+    return
+  end
+
+  it("reports an illegal address with kernel, PTX line, thread and block", function()
+    local code, out = H.script(([[
+      local cuda = require "cugraph"
+      local m = cuda.load_module(%q)
+      local s = cuda.stream()
+      local x = cuda.buffer("f32", 4)
+      m.oob_write:launch(s, {2, 1, 1}, 32, x)
+      local ok, err = pcall(s.synchronize, s)
+      print(ok, err and err.name)
+      print(pcall(cuda.buffer, "f32", 4))
+    ]]):format(H.build .. "/kernels.ptx"))
+    assert.equals(0, code, out)
+    assert.matches("cuda sim: kernel oob_write: out%-of%-bounds global access of 4 bytes " ..
+                   "at 0x%x+, in no live allocation %(PTX line %d+%), thread %(0,0,0%) " ..
+                   "of block %(%d,0,0%)", out)
+    assert.matches("false\tCUDA_ERROR_ILLEGAL_ADDRESS", out, 1, true)
+    -- sticky: the next call fails too
+    assert.matches("false\t[^\n]*CUDA_ERROR_ILLEGAL_ADDRESS: the CUDA context is unusable", out)
+  end)
+
+  it("reports a misaligned access", function()
+    local code, out = H.script([[
+      local cuda = require "cugraph"
+      local m = cuda.compile('extern "C" __global__ void k(char *p) { ' ..
+                             '*(int *)(p + 2 * threadIdx.x + 2) = 1; }')
+      local s = cuda.stream()
+      local x = cuda.buffer("i8", 256)
+      m.k:launch(s, 1, 4, x)
+      local ok, err = pcall(s.synchronize, s)
+      print(ok, err and err.name)
+    ]])
+    assert.equals(0, code, out)
+    assert.matches("cuda sim: kernel k: misaligned global access of 4 bytes at 0x%x+ " ..
+                   "%(PTX line %d+%), thread %(0,0,0%) of block %(0,0,0%)", out)
+    assert.matches("false\tCUDA_ERROR_MISALIGNED_ADDRESS", out, 1, true)
+  end)
+
+  it("refuses at load time an instruction it does not run, naming it and its line", function()
+    local ptx = ".version 8.0\n.target sm_90\n.address_size 64\n\n" ..
+                ".visible .entry k()\n{\n\tbrkpt;\n\tret;\n}\n"
+    local err = H.error_of(cuda.module, ptx, "brk.ptx")
+    assert.equals("CUDA_ERROR_INVALID_PTX", err.name)
+    assert.matches("brk.ptx: PTX line 7: unsupported instruction 'brkpt'", tostring(err), 1, true)
+  end)
+
+  it("decodes every kernel of the examples and the benchmark, with and without fast math", function()
+    local STOP = setmetatable({}, { __tostring = function() return "stop" end })
+    local sources = {}
+    for _, script in ipairs { "model.lua", "particles.lua", "graph.lua", "substeps.lua",
+                              "embed/frame.lua" } do
+      package.loaded.cugraph = setmetatable({
+        compile = function(src) sources[script] = src; error(STOP) end,
+      }, { __index = function() error(STOP) end })
+      package.preload.png = function() return {} end
+      local saved = _G.arg -- the script reads its own arguments
+      _G.arg = { [0] = "examples/" .. script }
+      local ok, err = pcall(dofile, _G.arg[0])
+      _G.arg = saved
+      package.loaded.cugraph = cuda
+      assert.is_true(not ok and err == STOP and sources[script] ~= nil, script .. ": " .. tostring(err))
+    end
+    sources["cg.lua"] = dofile("examples/cg.lua").source
+    sources["bench/kernels.cu"] = assert(io.open("bench/kernels.cu")):read("a")
+    local n = 0
+    for name, src in pairs(sources) do
+      for _, fm in ipairs { false, true } do
+        local ptx = cuda.ptx(src, { arch = "sm_90", fast_math = fm, name = name })
+        local mod = cuda.module(ptx, name)
+        for _, e in ipairs(cuda.entries(ptx)) do
+          assert.is_truthy(mod:kernel(e.name))
+          n = n + 1
+        end
+        mod:free()
+      end
+    end
+    assert.is_true(n >= 40, n .. " kernels")
+  end)
+
+  it("refuses a cubin, which has no PTX to run", function()
+    local err = H.error_of(cuda.load_module, H.build .. "/kernels.cubin")
+    assert.matches("no PTX in this image; the simulator runs PTX", tostring(err), 1, true)
+  end)
+end)
