@@ -34,6 +34,9 @@ CORE = context driver stream buffer scalar event module graph cond node nvrtc \
   ptx image handle reload interop hostbuf nccl lcugraph
 OBJS = $(CORE:%=$(BUILD)/obj/%.o)
 DOUBLE = $(BUILD)/libcuda-double.so
+SIM = $(BUILD)/libcuda-sim.so
+SIM_SRC = spec/support/cuda_double.c sim/ptx_decode.c sim/ptx_exec.c
+SIM_CFLAGS ?= -O3
 NCCL_DOUBLE = $(BUILD)/libnccl-double.so
 KERNELS = $(BUILD)/kernels.ptx $(BUILD)/kernels.cubin $(BUILD)/kernels.fatbin
 SPEC_ENV = CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) XDG_CACHE_HOME=$(CURDIR)/$(BUILD)/cache
@@ -74,14 +77,11 @@ $(NCCL_DOUBLE): spec/support/nccl_double.c
 # The PTX simulator: the test double's driver with kernels run from their
 # PTX (sim/). Its own objects, built with -frounding-math for the rounding
 # modes PTX names.
-SIM = $(BUILD)/libcuda-sim.so
-SIM_SRC = spec/support/cuda_double.c sim/ptx_decode.c sim/ptx_exec.c
 $(SIM): $(SIM_SRC) sim/ptx_sim.h sim/ptx_int.h
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(CFLAGS) $(SIM_CFLAGS) $(WARN) $(WERROR) -fPIC -shared \
 	  -frounding-math -DCUDA_SIM -Isim -I$(CUDA_HOME)/include -o $@ \
 	  $(SIM_SRC) -pthread -lm
-SIM_CFLAGS ?= -O3
 
 $(BUILD)/kernels.ptx: spec/kernels/kernels.cu
 	@mkdir -p $(@D)

@@ -162,7 +162,11 @@ describe("devices", function()
       local ok, err = pcall(b1.copy, b1, a0, s0) -- a stream of the source's device
       assert(ok, err)
       s0:synchronize()
-      -- captured on a stream of device 1: a copy node that replays
+      -- captured on a stream of device 1: a copy node that replays, once
+      -- device 1 may access device 0's memory
+      ok, err = pcall(s1.capture, s1, function() b1:copy(a0, s1) end)
+      assert(not ok and err:find("cuda.enable_peer_access(1, 0) before the capture", 1, true), err)
+      cuda.enable_peer_access(1, 0)
       local g = s1:capture(function() b1:copy(a0, s1) end)
       ok, err = pcall(b1.copy, b1, a0, cuda.on(1, cuda.stream), nil)
       assert(ok, err)

@@ -509,7 +509,8 @@ static size_t optoffset(lua_State *L, const char *key) {
 /* A copy between buffers of two devices (cuMemcpyPeerAsync): on the stream
    at sidx, of either device, or synchronously after all work of both.
    Inside a capture it becomes a copy node of the capture's graph, which
-   g:rebind leaves alone (as host copies). */
+   g:rebind leaves alone (as host copies); the stream's device must have
+   access to the other's memory, enabled before the capture. */
 static int peer_copy(lua_State *L, cg_buffer *d, cg_buffer *s, int sidx,
                      size_t bytes, size_t doff, size_t soff) {
   cg_ctx *dc = d->h.ctx, *sc = s->h.ctx, *ctx = dc;
@@ -543,10 +544,14 @@ static int peer_copy(lua_State *L, cg_buffer *d, cg_buffer *s, int sidx,
     cg_sync(L, dc);
   }
   cg_current(L, ctx);
-  if (bytes) {
+  if (bytes && ctx->capture) { /* cuMemcpyPeerAsync cannot be captured: a
+    copy by unified addressing, which the stream's device runs */
+    cg_reach(L, ctx, ctx == dc ? sc : dc, "copy");
+    CU(L, ctx, cuMemcpyDtoDAsync, d->ptr + doff, s->ptr + soff, bytes, st->s);
+    cg_note_hostcopy(L, ctx, st->s, &d->h, &s->h);
+  } else if (bytes) {
     CU(L, ctx, cuMemcpyPeerAsync, d->ptr + doff, dc->cu, s->ptr + soff,
        sc->cu, bytes, st ? st->s : dc->stream);
-    if (ctx->capture) cg_note_hostcopy(L, ctx, st->s, &d->h, &s->h);
   }
   if (!st) CU(L, ctx, cuStreamSynchronize, dc->stream);
   lua_settop(L, 1);

@@ -2134,6 +2134,11 @@ CUresult CUDAAPI cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext,
   if (ByteCount && (dev_of(dstDevice, ByteCount) != dstContext->dev ||
                     dev_of(srcDevice, ByteCount) != srcContext->dev))
     return CUDA_ERROR_INVALID_VALUE;
+  CUstream s = stream_of(hStream);
+  if (s && s->cap) { /* as the driver: not capturable, and the capture fails */
+    s->cap->invalid = 1;
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
   return memcpy_op(dstDevice, NULL, srcDevice, NULL, ByteCount, hStream);
 }
 
