@@ -139,8 +139,9 @@ test: all $(DOUBLE) $(NCCL_DOUBLE) $(KERNELS) $(SPEC_BINS)
 	  $(BUILD)/cugraph-lua "$$(command -v busted)" --ignore-lua $(BUSTED_ARGS)
 
 # The same specs on the PTX simulator: the kernels run from their PTX.
-test-sim: all $(SIM) $(KERNELS) $(SPEC_BINS)
+test-sim: all $(SIM) $(NCCL_DOUBLE) $(KERNELS) $(SPEC_BINS)
 	$(SPEC_ENV) CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(SIM) \
+	  CUGRAPH_LUA_LIBNCCL=$(CURDIR)/$(NCCL_DOUBLE) \
 	  $(BUILD)/cugraph-lua "$$(command -v busted)" --ignore-lua $(BUSTED_ARGS)
 
 test-gpu: all $(KERNELS) $(SPEC_BINS)
