@@ -463,10 +463,10 @@ describe("the launcher", function()
     if not two_devices() then return pending("needs two devices") end
     local path = script [[
       local cuda = require "cugraph"
-      local c = cuda.comm_world()
-      if c:rank() == 1 then error("rank 1 gives up") end
+      if os.getenv("CUGRAPH_RANK") == "1" then error("rank 1 gives up") end
+      local c = cuda.comm_world() -- waits for rank 1, which never comes
       local x = cuda.buffer("f32", 1)
-      c:all_reduce(x, x) -- waits for rank 1, which never comes
+      c:all_reduce(x, x)
     ]]
     local t0 = os.time()
     local code, out = launch("2 " .. H.quote(path))
