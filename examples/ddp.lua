@@ -8,13 +8,15 @@
 -- of each epoch; checks that it fell below half of the first epoch's, and
 -- that the weights are identical on every rank at the end. Exits 1 if not.
 --
---   cugraph-lua --nproc 2 examples/ddp.lua [epochs]
---   cugraph-lua examples/ddp.lua [epochs]          (one GPU)
+--   cugraph-lua --nproc 2 examples/ddp.lua [epochs [width]]
+--   cugraph-lua examples/ddp.lua [epochs [width]]  (one GPU)
+-- width: of the two hidden layers (512; smaller on the PTX simulator).
 local cuda = require "cugraph"
 
 local B, NB = 64, 16                      -- rows per batch and rank, batches
-local D0, D1, D2, D3 = 256, 512, 512, 10  -- layer widths
 local EPOCHS = math.tointeger(tonumber(arg and arg[1] or "")) or 20
+local WIDTH = math.tointeger(tonumber(arg and arg[2] or "")) or 512
+local D0, D1, D2, D3 = 256, WIDTH, WIDTH, 10 -- layer widths
 local LR = 0.1
 
 local source = [==[

@@ -95,7 +95,11 @@ else
   check solver-1024 "$lua" examples/solver.lua 1024 1e-8
 fi
 check substeps "$lua" examples/substeps.lua
-check ddp-1 "$lua" examples/ddp.lua
+if [ -n "$sim" ]; then
+  check ddp-1 "$lua" examples/ddp.lua 20 32
+else
+  check ddp-1 "$lua" examples/ddp.lua
+fi
 gpus=$("$lua" -e 'print(require("cugraph").device_count())' 2>/dev/null || echo 0)
 if [ "${gpus:-0}" -ge 2 ]; then
   check ddp-2 "$lua" --nproc 2 examples/ddp.lua
