@@ -37,8 +37,7 @@ DOUBLE = $(BUILD)/libcuda-double.so
 KERNELS = $(BUILD)/kernels.ptx $(BUILD)/kernels.cubin $(BUILD)/kernels.fatbin
 SPEC_ENV = CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) XDG_CACHE_HOME=$(CURDIR)/$(BUILD)/cache
 
-all: $(BUILD)/cugraph-lua $(BUILD)/cugraph/core.so $(BUILD)/libcugraph.a \
-  $(BUILD)/libcuda-sim.so
+all: $(BUILD)/cugraph-lua $(BUILD)/cugraph/core.so $(BUILD)/libcugraph.a $(SIM)
 
 $(BUILD)/obj/%.o: src/%.c src/core.h src/driver.h src/ptx.h src/image.h src/cugraph.h src/setters.h VERSION | deps
 	@mkdir -p $(@D)
@@ -64,6 +63,18 @@ $(DOUBLE): spec/support/cuda_double.c
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(WERROR) -fPIC -shared \
 	  -I$(CUDA_HOME)/include -o $@ $< -pthread -lm
 
+# The PTX simulator: the test double's driver with kernels run from their
+# PTX (sim/). Its own objects, built with -frounding-math for the rounding
+# modes PTX names.
+SIM = $(BUILD)/libcuda-sim.so
+SIM_SRC = spec/support/cuda_double.c sim/ptx_decode.c sim/ptx_exec.c
+$(SIM): $(SIM_SRC) sim/ptx_sim.h sim/ptx_int.h
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(CFLAGS) $(SIM_CFLAGS) $(WARN) $(WERROR) -fPIC -shared \
+	  -frounding-math -DCUDA_SIM -Isim -I$(CUDA_HOME)/include -o $@ \
+	  $(SIM_SRC) -pthread -lm
+SIM_CFLAGS ?= -O3
+
 $(BUILD)/kernels.ptx: spec/kernels/kernels.cu
 	@mkdir -p $(@D)
 	$(NVCC) -ptx -arch=compute_75 $< -o $@
@@ -76,18 +87,6 @@ $(BUILD)/kernels.fatbin: spec/kernels/kernels.cu
 	@mkdir -p $(@D)
 	$(NVCC) -fatbin -no-compress -gencode arch=compute_90,code=sm_90 \
 	  -gencode arch=compute_75,code=compute_75 $< -o $@
-
-# The PTX simulator: the test double's driver with kernels run from their
-# PTX (sim/). Its own objects, built with -frounding-math for the rounding
-# modes PTX names.
-SIM = $(BUILD)/libcuda-sim.so
-SIM_SRC = spec/support/cuda_double.c sim/ptx_decode.c sim/ptx_exec.c
-$(SIM): $(SIM_SRC) sim/ptx_sim.h sim/ptx_int.h
-	@mkdir -p $(@D)
-	$(CC) -std=c11 $(CFLAGS) $(SIM_CFLAGS) $(WARN) $(WERROR) -fPIC -shared \
-	  -frounding-math -DCUDA_SIM -Isim -I$(CUDA_HOME)/include -o $@ \
-	  $(SIM_SRC) -pthread -lm
-SIM_CFLAGS ?= -O3
 
 # Debian packages the build and the tests need: installed when root, else
 # named. CUDA comes from the toolkit (CUDA_HOME). `make deps` also installs

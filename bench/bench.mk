@@ -12,13 +12,6 @@ ifeq ($(.DEFAULT_GOAL),)
 .DEFAULT_GOAL := all
 endif
 
-# The PTX simulator's speed on model.lua's MLP kernels (one host thread, and
-# all), beside Numba's CUDA simulator on the same layer (bench/sim.lua).
-bench-sim: all build/libcuda-sim.so
-	build/cugraph-lua bench/sim.lua $(BENCH_SIM_ARGS)
-
-.PHONY: bench-sim
-
 # ref.c is built twice (module and program); each uses part of it.
 BENCH_CFLAGS = -std=c11 -O2 $(WARN) -Werror -Wno-unused-function \
   -I$(CUDA_HOME)/include
@@ -55,3 +48,9 @@ soak: all build/kernels.ptx
 
 .PHONY: bench soak
 
+# The PTX simulator's speed on model.lua's MLP kernels (one host thread, and
+# all), beside Numba's CUDA simulator on the same layer (bench/sim.lua).
+bench-sim: all build/libcuda-sim.so
+	build/cugraph-lua bench/sim.lua $(BENCH_SIM_ARGS)
+
+.PHONY: bench-sim
