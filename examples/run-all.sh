@@ -58,11 +58,10 @@ is_png() {
   [ -f "$1" ] && [ "$(head -c 8 "$1" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]
 }
 
+check model "$lua" examples/model.lua # 3 timed passes on the simulator
 if [ -n "$sim" ]; then
-  MODEL_REPS=3 check model "$lua" examples/model.lua
   check particles "$lua" examples/particles.lua "$out/frames" 120 65536
 else
-  check model "$lua" examples/model.lua
   check particles "$lua" examples/particles.lua "$out/frames"
 fi
 bad=0

@@ -450,6 +450,8 @@ static int src_slot(dec *d, const opnd *o, int k, int bits, const char *what) {
       double f = g;
       memcpy(&v, &f, 8);
     }
+    if (k != K_F && k != K_BF && bits < 64) /* registers hold zero-extended */
+      v &= (1ull << bits) - 1;               /* integers below 64 bits */
     int s = const_slot(d, v);
     return s < 0 ? fail(d, o->line, "out of memory"), -1 : s;
   }
