@@ -41,8 +41,7 @@ NCCL_DOUBLE = $(BUILD)/libnccl-double.so
 KERNELS = $(BUILD)/kernels.ptx $(BUILD)/kernels.cubin $(BUILD)/kernels.fatbin
 SPEC_ENV = CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) XDG_CACHE_HOME=$(CURDIR)/$(BUILD)/cache
 
-all: $(BUILD)/cugraph-lua $(BUILD)/cugraph/core.so $(BUILD)/libcugraph.a \
-  $(BUILD)/libcuda-sim.so
+all: $(BUILD)/cugraph-lua $(BUILD)/cugraph/core.so $(BUILD)/libcugraph.a $(SIM)
 
 $(BUILD)/obj/%.o: src/%.c src/core.h src/driver.h src/ptx.h src/image.h src/cugraph.h src/setters.h VERSION | deps
 	@mkdir -p $(@D)
