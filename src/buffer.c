@@ -156,6 +156,18 @@ size_t cg_checkcount(lua_State *L, int idx, cg_type t) {
   return (size_t)n;
 }
 
+/* The elements of a new buffer at idx: a count, or a table or string of
+   initial values (*init set), not empty; msg names the empty case. */
+size_t cg_checkinit(lua_State *L, int idx, cg_type t, int *init,
+                    const char *msg) {
+  *init = lua_type(L, idx) == LUA_TTABLE || lua_type(L, idx) == LUA_TSTRING;
+  if (!*init) return cg_checkcount(L, idx, t);
+  size_t n = lua_istable(L, idx) ? lua_rawlen(L, idx)
+                                 : lua_rawlen(L, idx) / cg_type_size[t];
+  luaL_argcheck(L, n > 0, idx, msg);
+  return n;
+}
+
 /* Element offset (argument oidx, absent: 0) and count within the buffer;
    *count == SIZE_MAX means to the end. */
 static size_t checkrange(lua_State *L, cg_buffer *b, int oidx, size_t *count,
@@ -183,11 +195,8 @@ static int buffer_new(lua_State *L) {
   if (lua_istable(L, 3) && lua_type(L, 2) == LUA_TNUMBER &&
       cg_buffer_async(L, t, cg_checkcount(L, 2, t), 3))
     return 1;
-  int init = lua_type(L, 2) == LUA_TTABLE || lua_type(L, 2) == LUA_TSTRING;
-  size_t n = init ? (lua_istable(L, 2) ? lua_rawlen(L, 2)
-                                       : lua_rawlen(L, 2) / cg_type_size[t])
-                  : cg_checkcount(L, 2, t);
-  if (init) luaL_argcheck(L, n > 0, 2, "no elements to upload");
+  int init;
+  size_t n = cg_checkinit(L, 2, t, &init, "no elements to upload");
   lua_settop(L, 2);
   cg_ctx *ctx = cg_context(L);
   cg_guard(L, ctx, "cannot allocate a buffer", "allocate buffers before capture");

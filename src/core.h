@@ -220,6 +220,8 @@ void cg_pushbits(lua_State *L, cg_type t, const void *p);
 /* buffer.c: a count of elements of type t at idx, positive, whose byte
    size fits */
 size_t cg_checkcount(lua_State *L, int idx, cg_type t);
+size_t cg_checkinit(lua_State *L, int idx, cg_type t, int *init,
+                    const char *msg);
 
 /* context.c: makes cu current on this thread unless the core knows it is
    (the thread-local compare every path to the driver makes); no Lua */
@@ -315,6 +317,9 @@ void cg_note_hostcopy(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *dev,
                       cg_obj *host);
 void cg_note_node(lua_State *L, cg_ctx *ctx, CUgraphNode node,
                   CUgraphNodeType type);
+/* Message handler of the closures a capture runs: a string error gains
+   the traceback; others stay as they are (graph.c). */
+int cg_traceback(lua_State *L);
 void cg_recs_free(cg_recs *r);
 void cg_recs_done(cg_ctx *ctx, const cg_recs *r);
 /* node.c: allocation nodes of r whose memory the graph does not free */

@@ -115,7 +115,7 @@ static CUresult endcapture(lua_State *L, cg_ctx *ctx, CUstream s,
 
 /* Message handler: a string error gains the traceback; others stay as
    they are. */
-static int traceback(lua_State *L) {
+int cg_traceback(lua_State *L) {
   if (lua_type(L, 1) == LUA_TSTRING)
     luaL_traceback(L, L, lua_tostring(L, 1), 1);
   else
@@ -151,7 +151,7 @@ static CUgraph capture(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
   lua_pushboolean(L, 1);
   lua_rawset(L, pins);
   cap.origin = s->s;
-  lua_pushcfunction(L, traceback);
+  lua_pushcfunction(L, cg_traceback);
   lua_pushvalue(L, fnidx);
   lua_pushvalue(L, sidx);
   CUresult r = cg_drv.cuStreamBeginCapture(s->s, mode);
@@ -234,7 +234,7 @@ void cg_capture_body(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
   lvl.depth = up->depth + 1;
   cg_stream *s = lua_touserdata(L, sidx);
   int base = lua_gettop(L);
-  lua_pushcfunction(L, traceback);
+  lua_pushcfunction(L, cg_traceback);
   lua_pushvalue(L, fnidx);
   lua_pushvalue(L, sidx);
   const char *api = "cuStreamBeginCaptureToGraph";

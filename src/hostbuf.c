@@ -54,11 +54,8 @@ static int hostbuf_set(lua_State *L) {
 /* cuda.host_buffer(type, n | table | string) */
 static int hostbuf_new(lua_State *L) {
   cg_type t = cg_checktype(L, 1);
-  int init = lua_type(L, 2) == LUA_TTABLE || lua_type(L, 2) == LUA_TSTRING;
-  size_t n = init ? (lua_istable(L, 2) ? lua_rawlen(L, 2)
-                                       : lua_rawlen(L, 2) / cg_type_size[t])
-                  : cg_checkcount(L, 2, t);
-  if (init) luaL_argcheck(L, n > 0, 2, "no elements to copy");
+  int init;
+  size_t n = cg_checkinit(L, 2, t, &init, "no elements to copy");
   lua_settop(L, 2);
   cg_ctx *ctx = cg_context(L);
   cg_guard(L, ctx, "cannot allocate a host buffer",

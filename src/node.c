@@ -973,15 +973,6 @@ static int node_tostring(lua_State *L) {
                      e->line);
 }
 
-/* Message handler: a string error gains the traceback. */
-static int traceback(lua_State *L) {
-  if (lua_type(L, 1) == LUA_TSTRING)
-    luaL_traceback(L, L, lua_tostring(L, 1), 1);
-  else
-    lua_settop(L, 1);
-  return 1;
-}
-
 /* s:label(name, fn) -> fn(s)'s results: the nodes fn makes are labelled
    name (g:node(name) finds the first) */
 static int stream_label(lua_State *L) {
@@ -996,7 +987,7 @@ static int stream_label(lua_State *L) {
   size_t saved = r->label;
   r->label = addtext(L, r, name);
   lua_settop(L, 3);
-  lua_pushcfunction(L, traceback);
+  lua_pushcfunction(L, cg_traceback);
   lua_pushvalue(L, 3);
   lua_pushvalue(L, 1);
   int status = lua_pcall(L, 1, LUA_MULTRET, 4);
