@@ -64,20 +64,8 @@ local OUT = build .. "/bench/results.json"
 
 local function q(str) return "'" .. str:gsub("'", "'\\''") .. "'" end
 
--- The p-quantile of the sorted list t, interpolated.
-local function quantile(t, p)
-  local h = (#t - 1) * p + 1
-  local lo = math.floor(h)
-  return t[lo] + (h - lo) * ((t[lo + 1] or t[lo]) - t[lo])
-end
-
-local function sorted(t)
-  local c = table.move(t, 1, #t, 1, {})
-  table.sort(c)
-  return c
-end
-
-local function median(t) return quantile(sorted(t), 0.5) end
+local stats = dofile(here .. "/stats.lua")
+local quantile, sorted, median = stats.quantile, stats.sorted, stats.median
 
 -- Runs a shell command; returns its output, or nil and a message.
 local function run(cmd)

@@ -80,17 +80,8 @@ local function lua_block_graph(g, n)
   return now() - t0
 end
 
-local function sorted(t)
-  local c = table.move(t, 1, #t, 1, {})
-  table.sort(c)
-  return c
-end
-local function q(t, p)
-  local c = sorted(t)
-  local h = (#c - 1) * p + 1
-  local lo = math.floor(h)
-  return c[lo] + (h - lo) * ((c[lo + 1] or c[lo]) - c[lo])
-end
+local stats = dofile(here .. "/stats.lua")
+local function q(t, p) return stats.quantile(stats.sorted(t), p) end
 
 local busfactor = 2 * (world - 1) / world
 local rows = {}
