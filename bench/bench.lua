@@ -3,9 +3,11 @@
 -- in one process and thread, and beside the same loops in CuPy and PyTorch
 -- (bench/anchors.py) when python3 has them. From the repository root (make
 -- bench does this):
---   build/cugraph-lua bench/bench.lua [--quick] [--markdown]
+--   build/cugraph-lua bench/bench.lua [--quick] [--markdown] [--only KEYS]
 -- BENCH_QUICK=1 is --quick (a smoke run: few short pairs, numbers
--- meaningless); BENCH_CPU=n pins to CPU n instead of the current one.
+-- meaningless); BENCH_CPU=n pins to CPU n instead of the current one;
+-- --only eager,capture10 runs those paired cases alone (the keys of
+-- results.json; no solver, compile, cold start or CuPy/PyTorch rows).
 --
 -- Method (bench/RESULTS.md says more): the thread is pinned to one CPU; a
 -- case runs as many pairs of short timed blocks, one block of C then one of
@@ -26,6 +28,7 @@ local cuda = require "cugraph"
 
 local quick, markdown, child_arch = os.getenv("BENCH_QUICK") == "1", false,
   nil
+local only -- --only: the set of case keys to run, nil for all
 do
   local i = 1
   while arg[i] do
@@ -38,9 +41,13 @@ do
       child_arch = math.tointeger(tonumber(arg[i + 1] or ""))
       if not child_arch then error("--compile-child: expected an arch", 0) end
       i = i + 1
+    elseif a == "--only" and arg[i + 1] then
+      only = {}
+      for key in arg[i + 1]:gmatch("[^,%s]+") do only[key] = true end
+      i = i + 1
     else
       io.stderr:write("usage: cugraph-lua bench/bench.lua [--quick] ",
-                      "[--markdown]\n")
+                      "[--markdown] [--only KEY,...]\n")
       os.exit(2)
     end
     i = i + 1
@@ -416,7 +423,7 @@ local cpu, pin_err = clock.pin(math.tointeger(tonumber(os.getenv("BENCH_CPU")
                                                      or "")))
 local rows = {}
 for _, c in ipairs(cases) do
-  if not (c.args or c.loop_while) or am then
+  if (not only or only[c.key]) and (not (c.args or c.loop_while) or am) then
     local r = run_case(c)
     r.key, r.label, r.target = c.key, c.label, c.target
     rows[#rows + 1] = r
@@ -430,7 +437,7 @@ end
 -- read of the residual an iteration), each against the same launches of
 -- the same graph execs from C. Unless the driver cannot run its kernels.
 local CG_N, CG_TOL = 256, 1e-10
-do
+if not only then
   package.path = here .. "/../examples/?.lua;" .. package.path
   local cg = require "cg"
   local ustar, b = cg.problem(CG_N)
@@ -537,7 +544,7 @@ end
 -- compile a block (its row follows cold start's in the table).
 local arch = dev.major * 10 + dev.minor
 local nvrtc_row
-do
+if not only then
   local f = assert(io.open(SOURCE, "rb"))
   local src = f:read("a")
   f:close()
@@ -572,7 +579,7 @@ end
 -- Each library's rows, from anchors.py in its own process; other output
 -- (a library's warnings, a failure) becomes notes, 5 lines at most.
 local anchors = {cupy = {}, torch = {}}
-do
+if not only then
   local by_key = {}
   for _, r in ipairs(rows) do by_key[r.key] = r end
   for _, lib in ipairs {"cupy", "torch"} do
@@ -616,7 +623,7 @@ local function wall(cmd)
   return t * 1e6
 end
 
-do
+if not only then
   local ccmd = ("%s --cold %s"):format(q(REF), q(PTX))
   local lcmd = ("%s %s %s"):format(q(LUA), q(here .. "/cold.lua"), q(PTX))
   local r = paired(function() return wall(ccmd) end,
@@ -633,7 +640,7 @@ end
 
 -- -- NVRTC from the cache ----------------------------------------------------
 
-do
+if not only then
   local tmp = os.tmpname()
   os.remove(tmp)
   assert(os.execute("mkdir -m 700 " .. q(tmp)))

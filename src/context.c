@@ -38,8 +38,7 @@ void cg_poison(cg_ctx *ctx, const char *api, CUresult r) {
   }
 }
 
-void cg_check(lua_State *L, cg_ctx *ctx, const char *api, CUresult r) {
-  if (r == CUDA_SUCCESS) return;
+void cg_fail(lua_State *L, cg_ctx *ctx, const char *api, CUresult r) {
   cg_poison(ctx, api, r);
   cg_driver_error(L, api, r);
 }
@@ -47,12 +46,12 @@ void cg_check(lua_State *L, cg_ctx *ctx, const char *api, CUresult r) {
 /* The context this core last made current on the calling thread. A state
    may move between threads, so every path to the driver compares its
    context with this one and makes it current only when they differ. */
-static _Thread_local CUcontext bound;
+_Thread_local CUcontext cg_bound;
 
 CUresult cg_make_current(CUcontext cu) {
-  if (cu == bound) return CUDA_SUCCESS;
+  if (cu == cg_bound) return CUDA_SUCCESS;
   CUresult r = cg_drv.cuCtxSetCurrent(cu);
-  bound = r == CUDA_SUCCESS ? cu : NULL;
+  cg_bound = r == CUDA_SUCCESS ? cu : NULL;
   return r;
 }
 
@@ -61,7 +60,7 @@ static CUresult make_current(cg_ctx *ctx) { return cg_make_current(ctx->cu); }
 
 /* The same, raising: one compare on the hot path. */
 static void current(lua_State *L, cg_ctx *ctx) {
-  if (ctx->cu != bound) cg_check(L, ctx, "cuCtxSetCurrent", make_current(ctx));
+  if (ctx->cu != cg_bound) cg_check(L, ctx, "cuCtxSetCurrent", make_current(ctx));
 }
 
 void cg_current(lua_State *L, cg_ctx *ctx) { current(L, ctx); }
@@ -235,6 +234,18 @@ void *cg_checkobj(lua_State *L, int idx, cg_kind kind) {
   return o;
 }
 
+void cg_ready_slow(lua_State *L, cg_obj *o) {
+  cg_isopen(L, o);
+  if (o->ctx->poison) poisoned(L, o->ctx);
+  current(L, o->ctx);
+}
+
+atomic_uint cg_epoch;
+
+void cg_collected(void) {
+  atomic_fetch_add_explicit(&cg_epoch, 1, memory_order_relaxed);
+}
+
 void *cg_checkself_keep(lua_State *L, cg_kind kind) {
   cg_obj *o = lua_touserdata(L, 1);
   if (!o || !lua_getmetatable(L, 1) || /* topointer: cheaper than rawequal */
@@ -305,7 +316,7 @@ int cg_tostring(lua_State *L, cg_obj *o, const char *fmt, ...) {
 
 int cg_close(lua_State *L, cg_kind kind, int collected) {
   cg_obj *o = cg_toobj(L, 1, kind);
-  o->ctx->root->epoch += collected; /* its address may now be reused */
+  if (collected) cg_collected(); /* its address may now be reused */
   if (!o->open) return 0;
   if (o->uses) {
     if (collected) {

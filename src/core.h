@@ -3,6 +3,7 @@
 #ifndef CUGRAPH_CORE_H
 #define CUGRAPH_CORE_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <lua.h>
@@ -88,8 +89,6 @@ struct cg_ctx {
   cg_releaser release[CG_NKINDS]; /* of each kind, from cg_newtype */
   struct cg_deferred { int kind; void *h; } *deferred; /* frees held back */
   size_t ndeferred, cdeferred;                        /* during a capture */
-  unsigned epoch;       /* finalizers run so far: while it stands still, a
-                           userdata address seen before is the same object */
   unsigned gc_errors;   /* driver errors seen in finalizers */
   char gc_error[200];   /* the last of them */
   size_t rec_hint[3];   /* sizes of the last capture's records (node.c) */
@@ -156,7 +155,11 @@ typedef struct cg_scalar {
 
 /* Checked driver call that keeps the API's name for the error object. */
 #define CU(L, ctx, fn, ...) cg_check((L), (ctx), #fn, cg_drv.fn(__VA_ARGS__))
-void cg_check(lua_State *L, cg_ctx *ctx, const char *api, CUresult r);
+void cg_fail(lua_State *L, cg_ctx *ctx, const char *api, CUresult r);
+static inline void cg_check(lua_State *L, cg_ctx *ctx, const char *api,
+                            CUresult r) {
+  if (r != CUDA_SUCCESS) cg_fail(L, ctx, api, r);
+}
 /* Marks the context unusable when r is sticky (the first such error stays). */
 void cg_poison(cg_ctx *ctx, const char *api, CUresult r);
 
@@ -182,6 +185,20 @@ void *cg_checkself(lua_State *L, cg_kind kind); /* cg_checkobj of argument
 void *cg_checkself_keep(lua_State *L, cg_kind kind); /* the same, leaving one
   value pushed: for hot paths that count their arguments first */
 void *cg_testobj(lua_State *L, int idx, cg_kind kind);  /* NULL if other */
+/* Finalizers of the binding run so far, in every state: while the count
+   stands still, a userdata address seen before is the same object. */
+extern atomic_uint cg_epoch;
+static inline unsigned cg_epoch_now(void) {
+  return atomic_load_explicit(&cg_epoch, memory_order_relaxed);
+}
+void cg_collected(void); /* a finalizer ran */
+/* The checks of cg_checkobj after the type test (open, context sane and
+   current on this thread), inline: for an object known by its address. */
+extern _Thread_local CUcontext cg_bound;
+void cg_ready_slow(lua_State *L, cg_obj *o);
+static inline void cg_ready(lua_State *L, cg_obj *o) {
+  if (!o->open || o->ctx->poison || o->ctx->cu != cg_bound) cg_ready_slow(L, o);
+}
 /* Raises "attempt to use a freed ..." unless o is open. Any Lua allocation
    can run a finalizer that frees an object explicitly: a C function looks
    up driver handles only after its last allocation, or checks again. */

@@ -132,11 +132,11 @@ int cg_traceback(lua_State *L) {
    of pins on the stack; on any failure everything is undone (capture
    ended, partial graph destroyed, records and pins released) and the error
    is raised: the closure's own, or the driver's. */
-static CUgraph capture(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
-                       CUstreamCaptureMode mode, unsigned id, size_t *nodes,
-                       int *scalars, unsigned *conds, cg_recs **recs,
-                       int restamp, const unsigned char *alive) {
-  cg_stream *s = cg_checkobj(L, sidx, CG_STREAM);
+static CUgraph capture(lua_State *L, cg_ctx *ctx, cg_stream *s, int sidx,
+                       int fnidx, CUstreamCaptureMode mode, unsigned id,
+                       size_t *nodes, int *scalars, unsigned *conds,
+                       cg_recs **recs, int restamp,
+                       const unsigned char *alive) {
   if (ctx->capture)
     luaL_error(L, "nested capture: a graph capture is already in progress");
   cg_capture cap = { .id = id, .serial = ++ctx->root->captures, .mode = mode };
@@ -320,7 +320,7 @@ static void close_graph(lua_State *L, cg_graph *gr, int idx) {
 
 /* s:capture(fn [, {mode=, auto_free=, upload=}]) -> Graph */
 static int stream_capture(lua_State *L) {
-  cg_stream *s = cg_checkobj(L, 1, CG_STREAM);
+  cg_stream *s = cg_checkself(L, CG_STREAM);
   cg_ctx *ctx = s->h.ctx;
   luaL_checktype(L, 2, LUA_TFUNCTION);
   int mode = 1, auto_free = 0, upload = 0;
@@ -348,7 +348,7 @@ static int stream_capture(lua_State *L) {
   gr->stream = s->s;
   int scalars;
   cg_recs *recs;
-  CUgraph g = capture(L, ctx, 1, 2, gr->mode, gr->id, &gr->nodes, &scalars,
+  CUgraph g = capture(L, ctx, s, 1, 2, gr->mode, gr->id, &gr->nodes, &scalars,
                       &gr->conds, &recs, 0, NULL); /* 4: the pins */
   gr->g = g;
   gr->recs = recs;
@@ -629,7 +629,8 @@ static int graph_update(lua_State *L) {
   int scalars;
   unsigned conds;
   cg_recs *recs;
-  CUgraph g = capture(L, ctx, 3, 2, gr->mode, gr->id, &nodes, &scalars,
+  CUgraph g = capture(L, ctx, cg_checkobj(L, 3, CG_STREAM), 3, 2, gr->mode,
+                      gr->id, &nodes, &scalars,
                       &conds, &recs, 4, &gr->h.open); /* 5: the new pins */
   CUgraphExecUpdateResultInfo info;
   memset(&info, 0, sizeof info);
@@ -720,7 +721,8 @@ void graph_open(lua_State *L) {
   cg_newtype(L, CG_GRAPH, methods, meta, NULL);
   luaL_getmetatable(L, cg_kind_names[CG_STREAM]);
   lua_getfield(L, -1, "methods");
-  lua_pushcfunction(L, stream_capture);
+  lua_pushvalue(L, -2); /* the metatable, as cg_checkself wants */
+  lua_pushcclosure(L, stream_capture, 1);
   lua_setfield(L, -2, "capture");
   lua_pop(L, 2);
 }

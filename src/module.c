@@ -28,7 +28,7 @@ typedef struct cg_kernel {
   unsigned shared;      /* dynamic shared memory per launch */
   int nparams;
   char name[64];        /* for messages */
-  unsigned epoch;       /* ctx->epoch when the seen entries were made */
+  unsigned epoch;       /* cg_epoch when the seen entries were made */
   const void *seen_stream; /* stream and arguments checked by an earlier */
   cg_obj **seen;        /* launch: the same userdata needs no new check */
   ptx_param *params;    /* the rest of the userdata: params, then argp, */
@@ -548,6 +548,7 @@ static int module_reload(lua_State *L) {
 
 static int kernel_free(lua_State *L) {
   ((cg_obj *)cg_toobj(L, 1, CG_KERNEL))->open = 0;
+  cg_collected(); /* k:launch knows kernels by address */
   return 0;
 }
 
@@ -596,15 +597,15 @@ static inline CUdeviceptr pointer(lua_State *L, cg_kernel *k, int arg, int idx,
   if (!o->open)
     argerror(L, k, arg, lua_pushfstring(L, "attempt to use a freed %s",
                                         cg_kind_names[o->kind]));
-  cg_pinobj(L, ctx, o, idx); /* before the address is read */
+  if (ctx->capture) cg_pinobj(L, ctx, o, idx); /* before the address is read */
   if (!scalar) return ((cg_buffer *)o)->ptr;
   if (!ctx->capture) cg_scalar_flush(L, (cg_scalar *)o, st);
   return ((cg_scalar *)o)->ptr;
 }
 
-/* An integer argument of `size` bytes; signedness unknown when !typed. */
-static inline void intarg(lua_State *L, cg_kernel *k, int arg, int idx,
-                   unsigned size, void *slot) {
+/* An integer argument that is not a Lua integer: a float of integral
+   value, or an error. */
+static lua_Integer intslow(lua_State *L, cg_kernel *k, int arg, int idx) {
   int ok;
   lua_Integer v = lua_tointegerx(L, idx, &ok);
   if (!ok || lua_type(L, idx) != LUA_TNUMBER) {
@@ -613,6 +614,14 @@ static inline void intarg(lua_State *L, cg_kernel *k, int arg, int idx,
                                           lua_tonumber(L, idx)));
     typeerror(L, k, arg, idx, "integer");
   }
+  return v;
+}
+
+/* An integer argument of `size` bytes; signedness unknown when !typed. */
+static inline void intarg(lua_State *L, cg_kernel *k, int arg, int idx,
+                   unsigned size, void *slot) {
+  lua_Integer v = lua_isinteger(L, idx) ? lua_tointeger(L, idx)
+                                        : intslow(L, k, arg, idx);
   if (size < 8) {
     lua_Integer lo = -((lua_Integer)1 << (size * 8 - 1));
     lua_Integer hi = ((lua_Integer)1 << (size * 8)) - 1;
@@ -620,7 +629,12 @@ static inline void intarg(lua_State *L, cg_kernel *k, int arg, int idx,
       argerror(L, k, arg, lua_pushfstring(L, "%I is out of range",
                                           (LUAI_UACINT)v));
   }
-  memcpy(slot, &v, size); /* little-endian: the low bytes */
+  switch (size) { /* little-endian: the low bytes; sizes known, no call */
+  case 1: memcpy(slot, &v, 1); break;
+  case 2: memcpy(slot, &v, 2); break;
+  case 4: memcpy(slot, &v, 4); break;
+  default: memcpy(slot, &v, 8);
+  }
 }
 
 static inline void setarg(lua_State *L, cg_kernel *k, int arg, int idx,
@@ -705,19 +719,33 @@ static inline int dim(lua_State *L, int idx, int lim, unsigned out[3]) {
   return 1;
 }
 
+/* The kernel this thread's last k:launch checked, and cg_epoch then:
+   while the count stands still, the same full userdata at argument 1 is
+   that kernel, with no metatable to compare. */
+static _Thread_local const void *self_seen;
+static _Thread_local unsigned self_epoch;
+
 /* k:launch(stream, grid, block, args...) */
 /* The checks leave the metatables they read on the stack (no pops on the
    hot path): the arguments are counted first and read by absolute index. */
 static int kernel_launch(lua_State *L) {
   int nargs = lua_gettop(L) - 4;
   if (nargs > LUA_MINSTACK - 4) luaL_checkstack(L, nargs + 4, NULL);
-  cg_kernel *k = cg_checkself_keep(L, CG_KERNEL);
+  cg_kernel *k = lua_touserdata(L, 1);
+  unsigned epoch = cg_epoch_now();
+  if (k && k == self_seen && epoch == self_epoch &&
+      lua_type(L, 1) == LUA_TUSERDATA) {
+    cg_ready(L, &k->h);
+  } else {
+    k = cg_checkself_keep(L, CG_KERNEL);
+    self_seen = k;
+    self_epoch = epoch;
+  }
   if (!k->mod->h.open)
     return luaL_error(L, "attempt to use a kernel of a freed cugraph.Module");
   cg_ctx *ctx = k->h.ctx;
-  if (k->epoch != ctx->root->epoch) { /* a finalizer ran: addresses may be
-                                         reused */
-    k->epoch = ctx->root->epoch;
+  if (k->epoch != epoch) { /* a finalizer ran: addresses may be reused */
+    k->epoch = epoch;
     k->seen_stream = NULL;
     memset(k->seen, 0, (size_t)k->nparams * sizeof *k->seen);
   }
