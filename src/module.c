@@ -778,7 +778,26 @@ static int kernel_launch(lua_State *L) {
     cg_pinobj(L, ctx, &s->h, 2);
     cg_pinobj(L, ctx, &k->h, 1);
   }
-  for (int i = 1; i <= nargs; i++) setarg(L, k, i, i + 4, s->s);
+  for (int i = 0; i < nargs; i++) {
+    const ptx_param *p = &k->params[i];
+    int idx = i + 5;
+    if (p->type == PTX_PTR || p->type == PTX_PTR_OR_INT) {
+      /* the buffer this slot passed its checks with, outside a capture */
+      cg_buffer *b = lua_touserdata(L, idx);
+      if (b && &b->h == k->seen[i] && b->h.kind == CG_BUFFER && b->h.open &&
+          !ctx->capture && lua_type(L, idx) == LUA_TUSERDATA) {
+        memcpy(k->argp[i], &b->ptr, 8);
+        continue;
+      }
+    } else if (p->type == PTX_INT && p->size == 4 && lua_isinteger(L, idx)) {
+      lua_Integer v = lua_tointeger(L, idx);
+      if (v >= INT32_MIN && v <= (lua_Integer)UINT32_MAX) {
+        memcpy(k->argp[i], &v, 4); /* little-endian: the low bytes */
+        continue;
+      }
+    }
+    setarg(L, k, i + 1, idx, s->s); /* every other case, and the errors */
+  }
   CU(L, ctx, cuLaunchKernel, k->f, grid[0], grid[1], grid[2], block[0],
      block[1], block[2], k->shared, s->s, k->argp, NULL);
   if (ctx->capture) cg_note_kernel(L, ctx, s->s, 1, grid, block, k->shared);
