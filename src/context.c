@@ -453,6 +453,8 @@ static int sentinel_gc(lua_State *L) {
   cg_ctx *ctx = lua_touserdata(L, 1);
   for (cg_ctx *d = ctx->next; d; d = d->next) close_device(L, d);
   close_device(L, ctx);
+  cg_recs_free(ctx->spare_recs);
+  ctx->spare_recs = NULL;
   return 0;
 }
 

@@ -92,6 +92,7 @@ struct cg_ctx {
   unsigned gc_errors;   /* driver errors seen in finalizers */
   char gc_error[200];   /* the last of them */
   size_t rec_hint[3];   /* sizes of the last capture's records (node.c) */
+  cg_recs *spare_recs;  /* root: records a capture may reuse (node.c) */
 };
 
 /* Header of every object. open == 0 once freed; the handle is then gone. */
@@ -338,6 +339,11 @@ void cg_note_node(lua_State *L, cg_ctx *ctx, CUgraphNode node,
    the traceback; others stay as they are (graph.c). */
 int cg_traceback(lua_State *L);
 void cg_recs_free(cg_recs *r);
+/* Lets go of a graph's records: kept for the state's next capture (one
+   set), else freed. Not while a reader marks them busy (cg_recs_busy): a
+   close then leaves them to the graph's __gc. */
+void cg_recs_release(cg_ctx *ctx, cg_recs *r);
+int cg_recs_busy(const cg_recs *r);
 void cg_recs_done(cg_ctx *ctx, const cg_recs *r);
 /* node.c: allocation nodes of r whose memory the graph does not free */
 unsigned cg_recs_allocs(const cg_recs *r);

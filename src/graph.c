@@ -186,7 +186,7 @@ static CUgraph capture(lua_State *L, cg_ctx *ctx, cg_stream *s, int sidx,
     lua_settop(L, pins);
     return g;
   }
-  cg_recs_free(cap.recs);
+  cg_recs_release(ctx, cap.recs);
   cg_unpin_set(L, ctx, pins, id);
   if (restamp && *alive) stamp(L, ctx, restamp, id);
   cg_release(L, ctx, CG_FREE_GRAPH, g);
@@ -311,6 +311,10 @@ static void close_graph(lua_State *L, cg_graph *gr, int idx) {
   free(gr->scalars);
   gr->scalars = NULL;
   gr->nscalars = 0;
+  if (!cg_recs_busy(gr->recs)) { /* else a reader holds them: __gc frees */
+    cg_recs_release(gr->h.ctx, gr->recs);
+    gr->recs = NULL;
+  }
   if (lua_getiuservalue(L, idx, 1) == LUA_TTABLE)
     cg_unpin_set(L, gr->h.ctx, -1, gr->id);
   lua_pop(L, 1);
@@ -410,8 +414,8 @@ static int graph_free(lua_State *L) {
 static int graph_gc(lua_State *L) {
   cg_graph *gr = cg_toobj(L, 1, CG_GRAPH);
   close_graph(L, gr, 1);
-  cg_recs_free(gr->recs); /* kept till here: a finalizer that frees the */
-  gr->recs = NULL;        /* graph cannot pull them from under a reader */
+  cg_recs_free(gr->recs); /* what a reader held at the close */
+  gr->recs = NULL;
   return 0;
 }
 
@@ -623,6 +627,9 @@ static int graph_update(lua_State *L) {
   if (gr->conds)
     luaL_error(L, "cugraph.Graph #%d has conditional nodes, which the driver "
                "cannot update: capture a new graph", (int)gr->id);
+  if (cg_recs_busy(gr->recs))
+    luaL_error(L, "cugraph.Graph #%d: g:update while a method of the graph "
+               "reads its nodes (from a finalizer?)", (int)gr->id);
   lua_getiuservalue(L, 1, 2); /* 3: the capture stream */
   lua_getiuservalue(L, 1, 1); /* 4: the pins in use */
   size_t nodes;
@@ -640,7 +647,7 @@ static int graph_update(lua_State *L) {
   if (r == CUDA_SUCCESS && gr->allocs != cg_recs_allocs(recs))
     r = CUDA_ERROR_NOT_SUPPORTED;
   if (r != CUDA_SUCCESS) {
-    cg_recs_free(recs);
+    cg_recs_release(ctx, recs);
     cg_unpin_set(L, ctx, 5, gr->id);
     if (gr->h.open) stamp(L, ctx, 4, gr->id);
     cg_release(L, ctx, CG_FREE_GRAPH, g);
@@ -670,7 +677,7 @@ static int graph_update(lua_State *L) {
   cg_release(L, ctx, CG_FREE_GRAPH, gr->g);
   gr->g = g;
   gr->nodes = nodes;
-  cg_recs_free(gr->recs);
+  cg_recs_release(ctx, gr->recs); /* not busy: checked first */
   gr->recs = recs;
   gr->updated = 1; /* the exec's nodes stay those of the first capture */
   collect(L, gr, 5, scalars);

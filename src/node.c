@@ -55,6 +55,9 @@ struct cg_recs {
   size_t lastsrc;       /* while capturing: the latest source, offset + 1, */
   const void *lastfn;   /* of this function */
   size_t label;         /* while capturing: the label of nodes made now */
+  unsigned busy;        /* readers holding pointers into these records
+                           across allocations (a finalizer they run may
+                           free the graph): the records stay the graph's */
 };
 
 typedef struct cg_node {
@@ -71,6 +74,22 @@ void cg_recs_free(cg_recs *r) {
   free(r);
 }
 
+void cg_recs_release(cg_ctx *ctx, cg_recs *r) {
+  if (!r) return;
+  cg_ctx *root = ctx->root;
+  if (root->spare_recs) {
+    cg_recs_free(r);
+    return;
+  }
+  r->n = r->nobjs = r->nwords = r->ntext = 0; /* the arrays stay */
+  r->lastsrc = r->label = 0;
+  r->lastfn = NULL;
+  r->busy = 0;
+  root->spare_recs = r;
+}
+
+int cg_recs_busy(const cg_recs *r) { return r && r->busy; }
+
 static void *grow(lua_State *L, void *v, size_t *cap, size_t need,
                   size_t size) {
   if (need <= *cap) return v;
@@ -83,13 +102,16 @@ static void *grow(lua_State *L, void *v, size_t *cap, size_t need,
 }
 
 /* The records of the capture in progress, made on first use with room for
-   as many as the last capture made (a loop capturing the same closure grows
-   nothing); the capture frees them when it fails. */
+   as many as the last capture made, in the arrays of a freed graph's
+   records when the state kept them (a loop capturing the same closure
+   allocates nothing); the capture releases them when it fails. */
 static cg_recs *recs_of(lua_State *L, cg_ctx *ctx) {
   cg_capture *top = ctx->capture->top;
   if (top->recs) return top->recs;
-  cg_recs *r = top->recs = calloc(1, sizeof *top->recs);
-  if (!r) luaL_error(L, "out of host memory");
+  cg_recs *r = ctx->root->spare_recs;
+  ctx->root->spare_recs = NULL;
+  if (!r && !(r = calloc(1, sizeof *r))) luaL_error(L, "out of host memory");
+  top->recs = r;
   const size_t *h = ctx->rec_hint;
   r->v = grow(L, r->v, &r->cap, h[0], sizeof *r->v);
   r->objs = grow(L, r->objs, &r->cobjs, h[1], sizeof *r->objs);
@@ -698,12 +720,14 @@ static int graph_rebind(lua_State *L) {
       w += words(&k.params[a]);
     }
   }
+  if (r) r->busy++;
   lua_getiuservalue(L, 1, 1); /* the pins: the news in, the olds unused out */
   int pidx = lua_gettop(L);
   for (int i = 0; i < np; i++) pin(L, gr, pidx, 3 + 2 * i);
   for (int i = 0; i < np; i++)
     if (!used(r, olds[i])) unpin(L, gr, pidx, 2 + 2 * i);
   if (scalars) cg_graph_rescan(L, gr, 1);
+  if (r) r->busy--;
   lua_settop(L, 1);
   return 1;
 }
@@ -774,8 +798,9 @@ static void pusharg(lua_State *L, const ptx_param *p, const uint64_t *w) {
 
 /* Pushes record i of gr as a table; map: pointers to objects. */
 static void pushrec(lua_State *L, cg_graph *gr, size_t i, int map) {
-  const cg_recs *r = gr->recs;
+  cg_recs *r = gr->recs;
   const rec *e = &r->v[i];
+  r->busy++; /* the strings and tables below may run finalizers */
   lua_createtable(L, 0, 10);
   lua_pushinteger(L, (lua_Integer)i + 1);
   lua_setfield(L, -2, "index");
@@ -820,19 +845,25 @@ static void pushrec(lua_State *L, cg_graph *gr, size_t i, int map) {
       lua_setfield(L, -2, "src");
     }
   }
+  r->busy--;
 }
 
 int cg_nodes_detail(lua_State *L, cg_graph *gr) {
-  size_t n = gr->recs ? gr->recs->n : 0;
   lua_settop(L, 1);
   lua_getiuservalue(L, 1, 1);
   pushobjects(L, 2); /* 3 */
-  lua_pushinteger(L, (lua_Integer)n);
-  lua_createtable(L, (int)n, 0);
+  lua_newtable(L);   /* 4 */
+  cg_isopen(L, &gr->h); /* the allocations may have run a finalizer */
+  cg_recs *r = gr->recs;
+  size_t n = r ? r->n : 0;
+  if (r) r->busy++;
   for (size_t i = 0; i < n; i++) {
     pushrec(L, gr, i, 3);
-    lua_rawseti(L, -2, (lua_Integer)i + 1);
+    lua_rawseti(L, 4, (lua_Integer)i + 1);
   }
+  if (r) r->busy--;
+  lua_pushinteger(L, (lua_Integer)n);
+  lua_insert(L, 4);
   return 2;
 }
 
@@ -842,7 +873,8 @@ static int node_info(lua_State *L) {
   noderec(L, &gr); /* 2: the graph */
   lua_settop(L, 2);
   lua_getiuservalue(L, 2, 1);
-  pushobjects(L, 3);
+  pushobjects(L, 3); /* 4 */
+  noderec(L, &gr); /* again: the allocations may have run a finalizer */
   pushrec(L, gr, ((cg_node *)lua_touserdata(L, 1))->index, 4);
   return 1;
 }
@@ -868,8 +900,9 @@ static int node_set(lua_State *L) {
   pushobj(L, map, e->kernel); /* the kernel, pinned by the graph */
   int kidx = lua_gettop(L);
   cg_kernel_args(L, kidx, 2, argc);
-  cg_isopen(L, &gr->h); /* a finalizer may have freed the graph */
-  e = &gr->recs->v[index];
+  cg_isopen(L, &gr->h); /* a finalizer may have freed or updated the graph */
+  r = gr->recs;
+  e = &r->v[index];
   cg_kinfo k;
   cg_kernel_info(e->kernel, &k);
   uint64_t argw[PTX_MAX_PARAMS * 4];
@@ -898,6 +931,7 @@ static int node_set(lua_State *L) {
   }
   memcpy(r->words + e->word0, argw, nw * 8);
   e->dirty = 1;
+  r->busy++;
   for (int j = 0; j < k.nparams; j++)
     if (r->objs[e->arg0 + (size_t)j]) pin(L, gr, pidx, 2 + j);
   for (int j = 0; j < k.nparams; j++)
@@ -907,6 +941,7 @@ static int node_set(lua_State *L) {
       lua_pop(L, 1);
     }
   if (scalars) cg_graph_rescan(L, gr, gidx);
+  r->busy--;
   lua_settop(L, 1);
   return 1;
 }
@@ -959,18 +994,20 @@ static int node_tostring(lua_State *L) {
   cg_graph *gr = cg_toobj(L, -1, CG_GRAPH);
   if (!gr->h.open || !gr->recs || n->index >= gr->recs->n)
     return cg_tostring(L, &n->h, " %d", (int)n->index + 1);
-  const cg_recs *r = gr->recs;
+  cg_recs *r = gr->recs;
   const rec *e = &r->v[n->index];
   const char *what = nk_names[e->kind];
+  r->busy++; /* the strings below may run finalizers */
   if (e->kind == NK_KERNEL) {
     cg_kinfo k;
     cg_kernel_info(e->kernel, &k);
     what = lua_pushfstring(L, "kernel %s", k.name);
   }
-  return cg_tostring(L, &n->h, " %d of cugraph.Graph #%d (%s%s%s:%d)",
-                     (int)n->index + 1, (int)gr->id, what,
-                     e->src ? " at " : "", e->src ? text(r, e->src) : "",
-                     e->line);
+  cg_tostring(L, &n->h, " %d of cugraph.Graph #%d (%s%s%s:%d)",
+              (int)n->index + 1, (int)gr->id, what, e->src ? " at " : "",
+              e->src ? text(r, e->src) : "", e->line);
+  r->busy--;
+  return 1;
 }
 
 /* s:label(name, fn) -> fn(s)'s results: the nodes fn makes are labelled
@@ -1111,7 +1148,10 @@ int cg_dot(lua_State *L, cg_graph *gr) {
   size_t id = 0;
   add(&d, "digraph cugraph {\n  node [shape=box];\n");
   cg_isopen(L, &gr->h);
+  cg_recs *r = gr->recs; /* held by dotgraph across allocations */
+  if (r) r->busy++;
   dotgraph(&d, gr, gr->g, 3, &id);
+  if (r) r->busy--;
   add(&d, "}\n");
   luaL_Buffer b;
   luaL_buffinit(L, &b);
