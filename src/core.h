@@ -262,6 +262,7 @@ CUresult cg_share_swap(cg_share *sh, CUmodule newmod, const cg_swap *sw,
 
 /* reload.c: graphs are tracked for reload; the graph at idx is made */
 void cg_track_graph(lua_State *L, int idx);
+void cg_untrack_graph(lua_State *L, int idx); /* a freed graph */
 /* reload.c: the kernel nodes of g switch as sw says, then x (if not NULL)
    is updated from g. No Lua call. On failure *api names the call. */
 CUresult cg_swap_kernels(CUgraph g, CUgraphExec x, const cg_swap *sw, int n,
@@ -319,10 +320,10 @@ void cg_kernel_info(const cg_obj *k, cg_kinfo *out);
 void cg_kernel_args(lua_State *L, int kidx, int idx, int nargs);
 
 /* node.c: notes the node that work just sent to s (a capture's stream) made:
-   a launch of the kernel at kidx (arguments from kidx + 4), a memset of dst
+   a launch of kernel (at kidx; arguments from kidx + 4), a memset of dst
    at byte offset off, a copy, or a node made with cuGraphAddNode */
-void cg_note_kernel(lua_State *L, cg_ctx *ctx, CUstream s, int kidx,
-                    const unsigned grid[3], const unsigned block[3],
+void cg_note_kernel(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *kernel,
+                    int kidx, const unsigned grid[3], const unsigned block[3],
                     unsigned shared);
 void cg_note_fill(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *dst,
                   size_t off, unsigned value, unsigned elem, size_t width,

@@ -406,6 +406,7 @@ static int graph_free(lua_State *L) {
   cg_graph *gr = cg_toobj(L, 1, CG_GRAPH);
   if (gr->h.open) cg_canfree(L, &gr->h);
   close_graph(L, gr, 1);
+  cg_untrack_graph(L, 1);
   return 0;
 }
 

@@ -800,7 +800,8 @@ static int kernel_launch(lua_State *L) {
   }
   CU(L, ctx, cuLaunchKernel, k->f, grid[0], grid[1], grid[2], block[0],
      block[1], block[2], k->shared, s->s, k->argp, NULL);
-  if (ctx->capture) cg_note_kernel(L, ctx, s->s, 1, grid, block, k->shared);
+  if (ctx->capture)
+    cg_note_kernel(L, ctx, s->s, &k->h, 1, grid, block, k->shared);
   return 0;
 }
 

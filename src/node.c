@@ -210,11 +210,11 @@ static CUdeviceptr ptrof(const cg_obj *o) {
 
 static size_t words(const ptx_param *p) { return (p->size + 7) / 8; }
 
-void cg_note_kernel(lua_State *L, cg_ctx *ctx, CUstream s, int kidx,
-                    const unsigned grid[3], const unsigned block[3],
+void cg_note_kernel(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *kernel,
+                    int kidx, const unsigned grid[3], const unsigned block[3],
                     unsigned shared) {
   cg_kinfo k;
-  cg_kernel_info(lua_touserdata(L, kidx), &k);
+  cg_kernel_info(kernel, &k);
   cg_recs *r = recs_of(L, ctx);
   size_t nw = 0;
   for (int i = 0; i < k.nparams; i++) nw += words(&k.params[i]);
@@ -222,7 +222,7 @@ void cg_note_kernel(lua_State *L, cg_ctx *ctx, CUstream s, int kidx,
                  sizeof *r->objs);
   r->words = grow(L, r->words, &r->cwords, r->nwords + nw, 8);
   rec *e = newrec(L, ctx, r, lastnode(L, ctx, s), NK_KERNEL);
-  e->kernel = lua_touserdata(L, kidx);
+  e->kernel = kernel;
   memcpy(e->grid, grid, sizeof e->grid);
   memcpy(e->block, block, sizeof e->block);
   e->shared = shared;

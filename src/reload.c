@@ -32,6 +32,18 @@ void cg_track_graph(lua_State *L, int idx) {
   lua_pop(L, 1);
 }
 
+/* Drops the graph at idx, freed, from the set: the set stays as small as
+   the live graphs, and the collector clears fewer weak entries. */
+void cg_untrack_graph(lua_State *L, int idx) {
+  idx = lua_absindex(L, idx);
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &graphs_key) == LUA_TTABLE) {
+    lua_pushvalue(L, idx);
+    lua_pushnil(L);
+    lua_rawset(L, -3);
+  }
+  lua_pop(L, 1);
+}
+
 /* Sets node's function to s->to with copies of its arguments: what
    cuGraphKernelNodeGetParams points to belongs to the node. */
 static CUresult setnode(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS *p,
