@@ -97,6 +97,51 @@ describe("finalizers inside calls", function()
       for i = 1, n do bufs[i]:free() end
     end
   end)
+
+  -- A freed graph's records go to the next capture; a method still reading
+  -- them when a finalizer frees the graph and captures again keeps them.
+  it("a node's text keeps its records when a finalizer frees the graph and captures", function()
+    local s = cuda.stream()
+    local x = cuda.buffer("i32", 64):fill(0)
+    local k, line = H.kernels().inc_i32, nil
+    local g = s:capture(function()
+      line = debug.getinfo(1, "l").currentline; k:launch(s, 1, 64, x, 64)
+    end)
+    local n, other = g:node(1), nil
+    local text_of = debug.getmetatable(n).__tostring -- its first allocation
+    local ok, text = with_pending_finalizer(function() -- is the kernel's name
+      g:free()
+      other = s:capture(function()
+        x:fill(3, s)
+      end)
+    end, function() return text_of(n) end)
+    assert.is_true(ok, text)
+    assert.is_not_nil(other)
+    assert.matches("kernel inc_i32 at .*16%-reentrancy_spec%.lua:" .. line .. "%)$",
+                   text)
+    assert.matches("fill at ", tostring(other:node(1)))
+    other:free()
+  end)
+
+  it("g:nodes('detail') and node:info() check the graph after allocating", function()
+    local s = cuda.stream()
+    local x = cuda.buffer("i32", 64):fill(0)
+    local k = H.kernels().inc_i32
+    local function make()
+      return s:capture(function() for _ = 1, 3 do k:launch(s, 1, 64, x, 64) end end)
+    end
+    local g = make()
+    local ok, err = with_pending_finalizer(function() g:free(); make():free() end,
+      function() return g:nodes("detail") end)
+    assert.is_false(ok)
+    assert.matches("attempt to use a freed cugraph.Graph", tostring(err))
+    g = make()
+    local n = g:node(2)
+    ok, err = with_pending_finalizer(function() g:free(); make():free() end,
+      function() return n:info() end)
+    assert.is_false(ok)
+    assert.matches("attempt to use a freed cugraph.Graph", tostring(err))
+  end)
 end)
 
 describe("the debug library", function()
