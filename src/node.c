@@ -77,7 +77,7 @@ void cg_recs_free(cg_recs *r) {
 void cg_recs_release(cg_ctx *ctx, cg_recs *r) {
   if (!r) return;
   cg_ctx *root = ctx->root;
-  if (root->spare_recs) {
+  if (root->spare_recs || root->closed) { /* closed: the state is closing */
     cg_recs_free(r);
     return;
   }
