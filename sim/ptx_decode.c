@@ -510,13 +510,14 @@ static int decl_reg(dec *d) {
   }
 }
 
-/* [.align A] .type name [ '[' N ']' ]... [= {...}] after a space word:
-   size and alignment; the initializer bytes (global, const) into *init. */
-static int decl_var(dec *d, size_t *size, size_t *align, tok **name,
-                    unsigned char **init) {
-  size_t al = 0, elem = 0, count = 1;
+/* [.align A] .type name [ '[' N ']' ]... after a space word, attributes
+   such as .ptr .global passed over: the name, the element's kind and
+   bytes, and the declaration's size and alignment. */
+static int decl_shape(dec *d, tok **name, uint8_t *kind, size_t *elem,
+                      size_t *size, size_t *align) {
+  size_t al = 0, count = 1;
   uint8_t k = 0, b = 0;
-  *init = NULL;
+  *elem = 0;
   tok *t;
   while ((t = next(d))) {
     if (is(t, ".align")) {
@@ -526,15 +527,16 @@ static int decl_var(dec *d, size_t *size, size_t *align, tok **name,
       if (!n || !parse_number(n, 0, &v, &isf)) break;
       al = v;
     } else if (t->s[0] == '.' && parse_type(t->s + 1, t->len - 1, &k, &b)) {
-      elem = k == K_PRED ? 1 : b / 8;
+      *elem = k == K_PRED ? 1 : b / 8;
     } else if (t->s[0] == '.' && (is(t, ".v2") || is(t, ".v4"))) {
       count *= (size_t)(t->s[2] - '0');
     } else if (t->s[0] != '.') {
       break;
     }
   }
-  if (!t || !elem) return fail(d, t ? t->line : line_now(d), "bad variable declaration");
+  if (!t || !*elem) return fail(d, t ? t->line : line_now(d), "bad variable declaration");
   *name = t;
+  *kind = k;
   while (is(peek(d), "[")) {
     next(d);
     tok *n = next(d);
@@ -545,8 +547,20 @@ static int decl_var(dec *d, size_t *size, size_t *align, tok **name,
       return fail(d, t->line, "bad array size");
     count *= v;
   }
-  *size = elem * count;
-  *align = al ? al : elem;
+  *size = *elem * count;
+  *align = al ? al : *elem;
+  return 1;
+}
+
+/* A declaration (decl_shape) with its ';', or its initializer (global,
+   const): the bytes into *init. */
+static int decl_var(dec *d, size_t *size, size_t *align, tok **name,
+                    unsigned char **init) {
+  uint8_t k;
+  size_t elem;
+  *init = NULL;
+  if (!decl_shape(d, name, &k, &elem, size, align)) return 0;
+  tok *t = *name;
   if (is(peek(d), "=")) {
     next(d);
     unsigned char *data = calloc(*size ? *size : 1, 1);
@@ -682,44 +696,17 @@ static int param_list(dec *d, func *f, int out, size_t **psize,
     if (is(t, ",")) continue;
     if (!is(t, ".param") && !is(t, ".reg"))
       return fail(d, t->line, "unsupported parameter '%.*s'", t->len, t->s);
-    /* decl_var wants a ';' after the name: parse here instead */
-    size_t al = 0, elem = 0, count = 1;
-    uint8_t k, b;
-    tok *name = NULL;
-    while ((t = next(d))) {
-      if (is(t, ".align")) {
-        uint64_t v;
-        int isf;
-        tok *n = next(d);
-        if (!n || !parse_number(n, 0, &v, &isf)) break;
-        al = v;
-      } else if (t->s[0] == '.' && parse_type(t->s + 1, t->len - 1, &k, &b)) {
-        elem = b / 8;
-      } else if (t->s[0] == '.') {
-        continue; /* .ptr .global and the like */
-      } else {
-        name = t;
-        break;
-      }
-    }
-    if (!name || !elem) return fail(d, line_now(d), "malformed .param");
-    if (is(peek(d), "[")) {
-      next(d);
-      uint64_t v;
-      int isf;
-      tok *n = next(d);
-      if (!n || !parse_number(n, 0, &v, &isf) || !expect(d, "]"))
-        return fail(d, name->line, "malformed .param");
-      count = v;
-    }
+    tok *name;
+    uint8_t k;
+    size_t elem, size, al;
+    if (!decl_shape(d, &name, &k, &elem, &size, &al)) return 0;
     if (!grow((void **)psize, &cap, (size_t)*pn, sizeof **psize)) return 0;
     size_t *a = realloc(*palign, cap * sizeof *a);
     if (!a) return fail(d, name->line, "out of memory");
     *palign = a;
-    (*psize)[*pn] = elem * count;
-    (*palign)[*pn] = al ? al : elem;
-    if (!add_sym(d, 1, name, f->entry ? SP_PARAM : SP_FPARAM, *pn,
-                 (int)(elem * count)))
+    (*psize)[*pn] = size;
+    (*palign)[*pn] = al;
+    if (!add_sym(d, 1, name, f->entry ? SP_PARAM : SP_FPARAM, *pn, (int)size))
       return 0;
     d->lsyms[d->nlsyms - 1].addr = -1 - *pn; /* placed below */
     d->lsyms[d->nlsyms - 1].size = out; /* marks which list, for placing */
