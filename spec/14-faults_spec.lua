@@ -25,22 +25,7 @@ local DESTROY = {
 }
 
 -- Calls per entry point of one run of the workload: name -> count.
-local function trace(env)
-  local path = os.tmpname()
-  local code, out = H.run(H.quote(WORKLOAD), "CUDA_DOUBLE_TRACE=" .. H.quote(path) .. " " .. (env or ""))
-  local f = assert(io.open(path))
-  local counts = {}
-  for name, n in f:read("a"):gmatch("(%S+) (%d+)") do counts[name] = tonumber(n) end
-  f:close()
-  os.remove(path)
-  return counts, code, out
-end
-
-local function fields(line)
-  local t = {}
-  for v in (line .. "\t"):gmatch("([^\t]*)\t") do t[#t + 1] = v end
-  return t
-end
+local function trace(env) return H.trace(WORKLOAD, "CUDA_DOUBLE_TRACE", env) end
 
 -- What is wrong with the outcome of case c (nil when nothing is).
 local function problems(c, status, out)
@@ -54,7 +39,7 @@ local function problems(c, status, out)
     want(false, "no result line")
     return bad
   end
-  local _, outcome, api, code, poisoned, after, unfreed, nfin, lastfin = table.unpack(fields(line))
+  local _, outcome, api, code, poisoned, after, unfreed, nfin, lastfin = table.unpack(H.fields(line))
   local name, sticky = CODES[c.code], STICKY[c.code]
   want(unfreed == "-", "objects could not be freed: %s", unfreed)
   if c.later then -- the workload was done: frees, probes and lua_close

@@ -364,15 +364,7 @@ describe("the NCCL fault sweep", function()
   local WORKLOAD = "spec/support/nccl_workload.lua"
   local NAMES = { [2] = "ncclSystemError", [5] = "ncclInvalidUsage" }
 
-  local function trace(env)
-    local path = os.tmpname()
-    local code, out = H.run(H.quote(WORKLOAD), TWO .. " NCCL_DOUBLE_TRACE=" .. H.quote(path)
-                                               .. (env or ""))
-    local counts = {}
-    for name, n in assert(io.open(path)):read("a"):gmatch("(%S+) (%d+)") do counts[name] = tonumber(n) end
-    os.remove(path)
-    return counts, code, out
-  end
+  local function trace(env) return H.trace(WORKLOAD, "NCCL_DOUBLE_TRACE", TWO .. (env or "")) end
   local total, tcode, tout = trace()
   local before = trace(" NCCL_WORKLOAD_EXIT=1") -- calls of the workload itself
 
@@ -399,9 +391,7 @@ describe("the NCCL fault sweep", function()
           local status, out = H.run(H.quote(WORKLOAD), env)
           assert.equals(0, status, out)
           local line = assert(out:match("NCCL%-RESULT\t[^\n]*"), out)
-          local f = {}
-          for v in (line .. "\t"):gmatch("([^\t]*)\t") do f[#f + 1] = v end
-          local _, outcome, eapi, ecode, after, unfreed, nfin, lastfin = table.unpack(f)
+          local _, outcome, eapi, ecode, after, unfreed, nfin, lastfin = table.unpack(H.fields(line))
           assert.equals("-", unfreed, out)
           if i > (before[api] or 0) then -- the probe's call, after the workload
             assert.equals("ok", outcome, out)

@@ -12,13 +12,9 @@
 -- With FAULT_WORKLOAD_EXIT set, exits right after the workload without
 -- closing the state: a trace then counts the calls the workload made.
 local cuda = require "cugraph"
+local S = dofile((arg[0]:match("^(.*)/[^/]*$") or ".") .. "/sweep.lua")
 local build = os.getenv("CUGRAPH_LUA_BUILD") or "build"
-
-local objs = {} -- every object made, in order, for the frees afterwards
-local function keep(o)
-  objs[#objs + 1] = o
-  return o
-end
+local keep, objs = S.keep, S.objs
 
 local N = 256
 local function workload()
@@ -107,22 +103,8 @@ local function workload()
   collectgarbage()
 end
 
-local function field(v)
-  if v == nil then return "-" end
-  return (tostring(v):gsub("[\t\n]", " "))
-end
-
-local outcome, api, code = "ok", nil, nil
-local ok, err = pcall(workload)
-if os.getenv("FAULT_WORKLOAD_EXIT") then os.exit(0, false) end
+local outcome, api, code = S.run(workload, "FAULT_WORKLOAD_EXIT")
 local poisoned = cuda.status().poisoned
-if not ok then
-  if getmetatable(err) == "cugraph.Error" or (type(err) == "table" and err.api) then
-    outcome, api, code = "error", err.api, err.code
-  else
-    outcome, api = "message", err
-  end
-end
 
 -- After the failure: a fresh buffer filled and read back, and every stream
 -- made still synchronizes, unless the context is poisoned.
@@ -143,15 +125,4 @@ if not aok then
           or tostring(aerr)
 end
 
-local unfreed = {}
-for i = #objs, 1, -1 do
-  local fok, ferr = pcall(objs[i].free, objs[i])
-  if not fok then unfreed[#unfreed + 1] = tostring(objs[i]) .. ": " .. tostring(ferr) end
-end
-objs = nil
-collectgarbage()
-collectgarbage()
-local st = cuda.status()
-print(table.concat({ "FAULT-RESULT", outcome, field(api), field(code), field(poisoned),
-                     field(after), #unfreed > 0 and field(table.concat(unfreed, "; ")) or "-",
-                     field(st.finalizer_errors), field(st.last_finalizer_error) }, "\t"))
+S.report("FAULT-RESULT", outcome, api, code, poisoned, after)

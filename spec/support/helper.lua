@@ -46,6 +46,28 @@ function H.script(src, env)
   return code, out
 end
 
+--- A fault sweep's count of calls: runs script with trace_var naming a
+-- file the double writes "name count" lines to. Returns name -> count,
+-- the exit status and the output.
+function H.trace(script, trace_var, env)
+  local path = os.tmpname()
+  local code, out = H.run(shell_quote(script), (env and env .. " " or "") .. trace_var
+                          .. "=" .. shell_quote(path))
+  local counts = {}
+  for name, n in assert(io.open(path)):read("a"):gmatch("(%S+) (%d+)") do
+    counts[name] = tonumber(n)
+  end
+  os.remove(path)
+  return counts, code, out
+end
+
+--- The tab-separated fields of a sweep workload's result line.
+function H.fields(line)
+  local t = {}
+  for v in (line .. "\t"):gmatch("([^\t]*)\t") do t[#t + 1] = v end
+  return t
+end
+
 --- Bytes of Lua memory that n calls of fn(i) allocate, after a warm-up,
 -- with the collector stopped.
 function H.garbage(fn, n)

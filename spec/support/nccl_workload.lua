@@ -11,12 +11,8 @@
 -- NCCL_WORKLOAD_EXIT set, exits right after the workload: a trace then
 -- counts the calls of the workload itself.
 local cuda = require "cugraph"
-
-local objs = {}
-local function keep(o)
-  objs[#objs + 1] = o
-  return o
-end
+local S = dofile((arg[0]:match("^(.*)/[^/]*$") or ".") .. "/sweep.lua")
+local keep, objs = S.keep, S.objs
 
 local function workload()
   assert(cuda.nccl_version() > 0)
@@ -45,18 +41,7 @@ local function workload()
   collectgarbage()
 end
 
-local function field(v)
-  if v == nil then return "-" end
-  return (tostring(v):gsub("[\t\n]", " "))
-end
-
-local outcome, api, code = "ok", nil, nil
-local ok, err = pcall(workload)
-if os.getenv("NCCL_WORKLOAD_EXIT") then os.exit(0, false) end -- for a trace
-if not ok then
-  if cuda.is_error(err) then outcome, api, code = "error", err.api, err.code
-  else outcome, api = "message", err end
-end
+local outcome, api, code = S.run(workload, "NCCL_WORKLOAD_EXIT")
 
 local after = "works"
 local aok, aerr = pcall(function()
@@ -68,15 +53,4 @@ local aok, aerr = pcall(function()
 end)
 if not aok then after = tostring(aerr) end
 
-local unfreed = {}
-for i = #objs, 1, -1 do
-  local fok, ferr = pcall(objs[i].free, objs[i])
-  if not fok then unfreed[#unfreed + 1] = tostring(objs[i]) .. ": " .. tostring(ferr) end
-end
-objs = nil
-collectgarbage()
-collectgarbage()
-local st = cuda.status()
-print(table.concat({ "NCCL-RESULT", outcome, field(api), field(code), field(after),
-                     #unfreed > 0 and field(table.concat(unfreed, "; ")) or "-",
-                     field(st.finalizer_errors), field(st.last_finalizer_error) }, "\t"))
+S.report("NCCL-RESULT", outcome, api, code, after)
