@@ -569,22 +569,21 @@ static int add_method(lua_State *L) {
   return 0;
 }
 
-/* cuda.select(ordinal): the device to use, before the first GPU call */
-static int select_device(lua_State *L) {
-  cg_ctx *ctx = cg_sentinel(L);
-  lua_Integer i = luaL_checkinteger(L, 1);
-  luaL_argcheck(L, i >= 0 && i <= 1024, 1, "device ordinal out of range");
-  if ((ctx->retained || ctx->next) && i != ctx->ordinal)
-    return luaL_error(L, "device %d is already in use; select a device "
-                      "before the first GPU call", ctx->ordinal);
-  ctx->ordinal = (int)i;
-  return 0;
-}
-
 static int checkordinal(lua_State *L, int idx) {
   lua_Integer i = luaL_checkinteger(L, idx);
   luaL_argcheck(L, i >= 0 && i <= 1024, idx, "device ordinal out of range");
   return (int)i;
+}
+
+/* cuda.select(ordinal): the device to use, before the first GPU call */
+static int select_device(lua_State *L) {
+  cg_ctx *ctx = cg_sentinel(L);
+  int i = checkordinal(L, 1);
+  if ((ctx->retained || ctx->next) && i != ctx->ordinal)
+    return luaL_error(L, "device %d is already in use; select a device "
+                      "before the first GPU call", ctx->ordinal);
+  ctx->ordinal = i;
+  return 0;
 }
 
 /* cuda.on(ordinal, fn, ...) -> fn(...): objects made while fn runs belong

@@ -75,13 +75,12 @@ static int stream_wait(lua_State *L) {
          CU_EVENT_DISABLE_TIMING);
     CU(L, other->h.ctx, cuEventRecord, other->join, other->s);
     e = other->join;
-    cg_current(L, ctx);
   } else {
     if (!cg_testobj(L, 2, CG_EVENT))
       luaL_typeerror(L, 2, "cugraph.Event or cugraph.Stream");
     e = ((cg_event *)cg_checkobj(L, 2, CG_EVENT))->e;
-    cg_current(L, ctx);
   }
+  cg_current(L, ctx); /* the checks made the other's context current */
   CU(L, ctx, cuStreamWaitEvent, s->s, e, 0);
   lua_settop(L, 1);
   return 1;
