@@ -323,6 +323,14 @@ static void done(lua_State *L, cg_comm *c, CUstream s) {
 }
 
 #define STREAM(c, s) ((s) ? (s) : (c)->h.ctx->stream)
+#define DPTR(b) ((void *)(uintptr_t)(b)->ptr) /* a buffer's device address */
+
+/* The rank at idx, a root of the communicator's ranks. */
+static int checkroot(lua_State *L, cg_comm *c, int idx) {
+  lua_Integer root = luaL_checkinteger(L, idx);
+  luaL_argcheck(L, root >= 0 && root < c->size, idx, "root is not a rank");
+  return (int)root;
+}
 
 /* Send a and receive b: of one type, their sizes as rule says (ok). */
 static void same(lua_State *L, cg_buffer *a, cg_buffer *b, int ok,
@@ -354,8 +362,8 @@ static int comm_all_reduce(lua_State *L) {
   same(L, s, r, s->n == r->n, "all_reduce", "they must be equal");
   int t = nccl_type(L, s->type);
   CUstream st = begin(L, c, sidx, "all_reduce");
-  NCCL(L, c->c, ncclAllReduce, (void *)(uintptr_t)s->ptr,
-       (void *)(uintptr_t)r->ptr, s->n, t, op, c->c, STREAM(c, st));
+  NCCL(L, c->c, ncclAllReduce, DPTR(s), DPTR(r), s->n, t, op, c->c,
+       STREAM(c, st));
   done(L, c, st);
   return 0;
 }
@@ -365,14 +373,12 @@ static int comm_all_reduce(lua_State *L) {
 static int comm_reduce(lua_State *L) {
   cg_comm *c = checkcomm(L);
   cg_buffer *s = buf(L, c, 2), *r = buf(L, c, 3);
-  lua_Integer root = luaL_checkinteger(L, 4);
-  luaL_argcheck(L, root >= 0 && root < c->size, 4, "root is not a rank");
+  int root = checkroot(L, c, 4);
   int sidx, op = optop(L, 5, &sidx);
   same(L, s, r, s->n == r->n, "reduce", "they must be equal");
   int t = nccl_type(L, s->type);
   CUstream st = begin(L, c, sidx, "reduce");
-  NCCL(L, c->c, ncclReduce, (void *)(uintptr_t)s->ptr,
-       (void *)(uintptr_t)r->ptr, s->n, t, op, (int)root, c->c,
+  NCCL(L, c->c, ncclReduce, DPTR(s), DPTR(r), s->n, t, op, root, c->c,
        STREAM(c, st));
   done(L, c, st);
   return 0;
@@ -382,13 +388,12 @@ static int comm_reduce(lua_State *L) {
 static int comm_broadcast(lua_State *L) {
   cg_comm *c = checkcomm(L);
   cg_buffer *s = buf(L, c, 2), *r = buf(L, c, 3);
-  lua_Integer root = luaL_checkinteger(L, 4);
-  luaL_argcheck(L, root >= 0 && root < c->size, 4, "root is not a rank");
+  int root = checkroot(L, c, 4);
   same(L, s, r, s->n == r->n, "broadcast", "they must be equal");
   int t = nccl_type(L, s->type);
   CUstream st = begin(L, c, 5, "broadcast");
-  NCCL(L, c->c, ncclBroadcast, (void *)(uintptr_t)s->ptr,
-       (void *)(uintptr_t)r->ptr, s->n, t, (int)root, c->c, STREAM(c, st));
+  NCCL(L, c->c, ncclBroadcast, DPTR(s), DPTR(r), s->n, t, root, c->c,
+       STREAM(c, st));
   done(L, c, st);
   return 0;
 }
@@ -402,8 +407,8 @@ static int comm_all_gather(lua_State *L) {
        "all_gather", "recv must have size() times send's");
   int t = nccl_type(L, s->type);
   CUstream st = begin(L, c, 4, "all_gather");
-  NCCL(L, c->c, ncclAllGather, (void *)(uintptr_t)s->ptr,
-       (void *)(uintptr_t)r->ptr, s->n, t, c->c, STREAM(c, st));
+  NCCL(L, c->c, ncclAllGather, DPTR(s), DPTR(r), s->n, t, c->c,
+       STREAM(c, st));
   done(L, c, st);
   return 0;
 }
@@ -418,8 +423,8 @@ static int comm_reduce_scatter(lua_State *L) {
        "reduce_scatter", "send must have size() times recv's");
   int t = nccl_type(L, s->type);
   CUstream st = begin(L, c, sidx, "reduce_scatter");
-  NCCL(L, c->c, ncclReduceScatter, (void *)(uintptr_t)s->ptr,
-       (void *)(uintptr_t)r->ptr, r->n, t, op, c->c, STREAM(c, st));
+  NCCL(L, c->c, ncclReduceScatter, DPTR(s), DPTR(r), r->n, t, op, c->c,
+       STREAM(c, st));
   done(L, c, st);
   return 0;
 }
@@ -433,10 +438,10 @@ static int point(lua_State *L, int send) {
   int t = nccl_type(L, b->type);
   CUstream st = begin(L, c, 4, send ? "send" : "recv");
   if (send)
-    NCCL(L, c->c, ncclSend, (void *)(uintptr_t)b->ptr, b->n, t, (int)peer,
+    NCCL(L, c->c, ncclSend, DPTR(b), b->n, t, (int)peer,
          c->c, STREAM(c, st));
   else
-    NCCL(L, c->c, ncclRecv, (void *)(uintptr_t)b->ptr, b->n, t, (int)peer,
+    NCCL(L, c->c, ncclRecv, DPTR(b), b->n, t, (int)peer,
          c->c, STREAM(c, st));
   done(L, c, st);
   return 0;
