@@ -78,6 +78,47 @@ describe("cugraph.Graph", function()
     assert.is_nil(weak.x) -- the graph gone, the buffer goes too
   end)
 
+  it("holds only what its own capture used, after freed graphs and updates", function()
+    -- a freed or updated graph's set of pins serves the next capture, emptied
+    local weak = setmetatable({}, { __mode = "v" })
+    local y = cuda.buffer("i32", 64):fill(0)
+    local g2, g3
+    do
+      local x = cuda.buffer("i32", 64):fill(0)
+      local u = cuda.buffer("i32", 64):fill(0)
+      weak.x, weak.u = x, u
+      s:capture(function() m.inc_i32:launch(s, 1, 64, x, 64) end):free()
+      g2 = s:capture(function() m.inc_i32:launch(s, 1, 64, y, 64) end)
+      g3 = s:capture(function() m.inc_i32:launch(s, 1, 64, u, 64) end)
+      g3:update(function() m.inc_i32:launch(s, 1, 64, y, 64) end)
+    end
+    local g4
+    do -- a graph freed inside a capture leaves that capture's pins alone
+      local old = s:capture(function() m.inc_i32:launch(s, 1, 64, y, 64) end)
+      local z = cuda.buffer("i32", 64):fill(0)
+      weak.z = z
+      g4 = s:capture(function()
+        old:free()
+        m.inc_i32:launch(s, 1, 64, z, 64)
+      end)
+    end
+    collectgarbage()
+    collectgarbage()
+    assert.is_nil(weak.x) -- not in g2's pins
+    assert.is_nil(weak.u) -- not in g3's after its update
+    assert.is_not_nil(weak.z) -- g4 holds it
+    g2:launch(); g3:launch(); g4:launch()
+    assert.equals(2, y:download()[64])
+    assert.equals(1, weak.z:download()[64])
+    assert.has_error(function() weak.z:free() end,
+      ("cannot free cugraph.Buffer: it is used by live cugraph.Graph #%d; "
+       .. "free the graph first"):format(g4:id()))
+    g2:free(); g3:free(); g4:free()
+    collectgarbage()
+    collectgarbage()
+    assert.is_nil(weak.z)
+  end)
+
   it("refuses to free what a live graph uses, naming the graph", function()
     local x = cuda.buffer("i32", 32):fill(0)
     local sc = cuda.scalar("u32")

@@ -41,6 +41,37 @@ describe("kernel reload", function()
     g:free(); m:free()
   end)
 
+  it("switches only the live graphs that launch the module's kernels", function()
+    local m, other = cuda.module(H.build .. "/kernels.ptx"), cuda.module(H.build .. "/kernels.ptx")
+    local s = cuda.stream()
+    local k = cuda.scalar("f32", 1)
+    local y1, y2, y3 = cuda.buffer("f32", 256):fill(0), cuda.buffer("f32", 256):fill(0),
+                       cuda.buffer("f32", 256):fill(5)
+    local function graph(mod, y)
+      return s:capture(function() mod.add_scalar_f32:launch(s, 1, 256, y, k, 256) end)
+    end
+    local g1, g2 = graph(m, y1), graph(other, y2)
+    graph(m, y3):free()  -- freed: never touched again
+    graph(m, y3)         -- garbage
+    collectgarbage(); collectgarbage()
+    g1:launch(); g2:launch()
+    -- the new add_scalar_f32 subtracts: y = s - y
+    local src = source()
+    local at = src:find(".entry add_scalar_f32", 1, true)
+    local new = src:sub(1, at - 1) .. src:sub(at):gsub("add%.f32", "sub.f32", 1)
+    assert.are_not.equal(src, new)
+    m:reload(new, "sub.ptx")
+    g1:launch(); g2:launch()
+    m.add_scalar_f32:launch(s, 1, 256, y3, k, 256)
+    s:synchronize()
+    assert.equals(2, y2:download()[256]) -- another module's graph: old code
+    if H.gpu or H.sim then -- the code runs (the double has host twins by name)
+      assert.equals(0, y1:download()[256])
+      assert.equals(-4, y3:download()[256])
+    end
+    g1:free(); g2:free(); m:free(); other:free()
+  end)
+
   it("keeps the old code on a compile error or a changed signature", function()
     local m = cuda.module(H.build .. "/kernels.ptx")
     local s = cuda.stream()

@@ -205,12 +205,14 @@ void *cg_newobj(lua_State *L, cg_ctx *ctx, size_t size, cg_kind kind) {
   o->ctx = ctx;
   o->kind = (unsigned char)kind;
   o->owned = 1;
-  luaL_setmetatable(L, cg_kind_names[kind]);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->root->mtref[kind]);
+  lua_setmetatable(L, -2);
   return o; /* open stays 0 until the driver call that fills it succeeds */
 }
 
 void *cg_toobj(lua_State *L, int idx, cg_kind kind) {
-  return luaL_checkudata(L, idx, cg_kind_names[kind]);
+  void *o = cg_testobj(L, idx, kind);
+  return o ? o : luaL_checkudata(L, idx, cg_kind_names[kind]); /* raises */
 }
 
 void *cg_testobj(lua_State *L, int idx, cg_kind kind) {
@@ -345,6 +347,8 @@ void cg_newtype(lua_State *L, cg_kind kind, const luaL_Reg *methods,
   ctx->release[kind] = release;
   luaL_newmetatable(L, cg_kind_names[kind]);
   ctx->mt[kind] = lua_topointer(L, -1);
+  lua_pushvalue(L, -1);
+  ctx->mtref[kind] = luaL_ref(L, LUA_REGISTRYINDEX);
   luaL_setfuncs(L, meta, 0);
   lua_pushstring(L, cg_kind_names[kind]);
   lua_setfield(L, -2, "__metatable");

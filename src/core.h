@@ -30,6 +30,7 @@ typedef struct cg_capture cg_capture;
 typedef struct cg_recs cg_recs; /* node.c: the nodes a capture recorded */
 typedef struct cg_share cg_share;
 typedef struct cg_obj cg_obj;
+typedef struct cg_graph cg_graph;
 /* Frees an object's driver handles (it checks owned itself); cg_close calls
    it once, when the object can go. */
 typedef void (*cg_releaser)(lua_State *L, cg_obj *o);
@@ -52,6 +53,7 @@ struct cg_capture {
   unsigned handles;     /* top: condition handles made in this capture */
   unsigned conds;       /* top: conditional nodes made in it */
   cg_recs *recs;        /* top: its nodes so far (node.c), made on demand */
+  const void *fn;       /* top: the closure captured */
 };
 
 
@@ -86,6 +88,7 @@ struct cg_ctx {
   int nccl_group;       /* root: depth of cuda.nccl_group calls */
   unsigned graph_ids, captures;
   const void *mt[CG_NKINDS]; /* metatable identities, for fast type tests */
+  int mtref[CG_NKINDS]; /* root: the metatables' registry references */
   cg_releaser release[CG_NKINDS]; /* of each kind, from cg_newtype */
   struct cg_deferred { int kind; void *h; } *deferred; /* frees held back */
   size_t ndeferred, cdeferred;                        /* during a capture */
@@ -93,6 +96,8 @@ struct cg_ctx {
   char gc_error[200];   /* the last of them */
   size_t rec_hint[3];   /* sizes of the last capture's records (node.c) */
   cg_recs *spare_recs;  /* root: records a capture may reuse (node.c) */
+  cg_graph *graphs;     /* root: the live graphs, a list (reload.c) */
+  int pins_slot;        /* root: registry slot of capture pins (graph.c) */
 };
 
 /* Header of every object. open == 0 once freed; the handle is then gone. */
@@ -260,9 +265,9 @@ void cg_share_drop_lua(lua_State *L, cg_obj *o);
 CUresult cg_share_swap(cg_share *sh, CUmodule newmod, const cg_swap *sw,
                        int n, const char **api);
 
-/* reload.c: graphs are tracked for reload; the graph at idx is made */
-void cg_track_graph(lua_State *L, int idx);
-void cg_untrack_graph(lua_State *L, int idx); /* a freed graph */
+/* reload.c: the state's live graphs, for reload (cg_ctx.graphs) */
+void cg_track_graph(cg_graph *gr);   /* one made */
+void cg_untrack_graph(cg_graph *gr); /* one freed; again is fine */
 /* reload.c: the kernel nodes of g switch as sw says, then x (if not NULL)
    is updated from g. No Lua call. On failure *api names the call. */
 CUresult cg_swap_kernels(CUgraph g, CUgraphExec x, const cg_swap *sw, int n,
@@ -280,7 +285,7 @@ CUmodule cg_module_handle(const cg_obj *o);
    (NULL when it is freed) */
 void cg_graph_parts(lua_State *L, int idx, CUgraph *g, CUgraphExec *x);
 
-typedef struct cg_graph {
+struct cg_graph {
   cg_obj h;
   CUgraph g;
   CUgraphExec exec;
@@ -288,7 +293,6 @@ typedef struct cg_graph {
   CUstreamCaptureMode mode;
   unsigned id;
   lua_Integer launches;
-  size_t nodes;
   unsigned conds;       /* conditional nodes, at any depth */
   int nscalars;
   cg_scalar **scalars;  /* pinned scalars, flushed before each launch */
@@ -296,19 +300,24 @@ typedef struct cg_graph {
   unsigned allocs;      /* allocation nodes whose memory it does not free */
   unsigned char auto_free; /* instantiated with AUTO_FREE_ON_LAUNCH */
   unsigned char updated;   /* g:update ran: exec's nodes are not recs' */
-} cg_graph;
+  unsigned char tracked;   /* in the state's list of graphs: */
+  cg_graph *prev, *next;   /* cg_ctx.graphs */
+};
 
 /* graph.c: collects the scalars among the pins of the graph at gidx again
    (after a rebind) */
 void cg_graph_rescan(lua_State *L, cg_graph *gr, int gidx);
-/* graph.c: releases every pin of graph id in the set at idx */
-void cg_unpin_set(lua_State *L, cg_ctx *ctx, int idx, unsigned id);
+/* graph.c: releases every pin of graph id in the set at idx (emptied when
+   empty is set) */
+void cg_unpin_set(lua_State *L, cg_ctx *ctx, int idx, unsigned id,
+                  int empty);
 
 /* module.c: a kernel's function, name and signature, and the argument slots
    its launches marshal into */
 typedef struct cg_kinfo {
   CUfunction f;
   const char *name;
+  cg_obj *module;
   int nparams;
   const struct ptx_param *params;
   void *const *argp;
@@ -345,7 +354,10 @@ void cg_recs_free(cg_recs *r);
    close then leaves them to the graph's __gc. */
 void cg_recs_release(cg_ctx *ctx, cg_recs *r);
 int cg_recs_busy(const cg_recs *r);
+size_t cg_recs_count(const cg_recs *r); /* records in r (NULL: 0) */
 void cg_recs_done(cg_ctx *ctx, const cg_recs *r);
+/* node.c: whether a kernel node of r launches a kernel of module mod */
+int cg_recs_launch(const cg_recs *r, const cg_obj *mod);
 /* node.c: allocation nodes of r whose memory the graph does not free */
 unsigned cg_recs_allocs(const cg_recs *r);
 /* node.c: before (after = 0) and after a launch of a graph with allocs */
@@ -367,7 +379,13 @@ void cg_scalar_flush(lua_State *L, cg_scalar *sc, CUstream s);
 
 /* graph.c: record that the capture in progress uses the object at idx */
 void cg_pin(lua_State *L, cg_ctx *ctx, int idx);
-void cg_pinobj(lua_State *L, cg_ctx *ctx, cg_obj *o, int idx);
+void cg_pinobj_new(lua_State *L, cg_ctx *ctx, cg_obj *o, int idx);
+/* o (at idx) is pinned by the capture in progress, if any: a compare when
+   this capture pinned it before */
+static inline void cg_pinobj(lua_State *L, cg_ctx *ctx, cg_obj *o, int idx) {
+  if (ctx->capture && o->pinned != ctx->capture->serial)
+    cg_pinobj_new(L, ctx, o, idx);
+}
 int cg_capturing_on(lua_State *L, cg_ctx *ctx, CUstream s);
 /* graph.c: captures fn (at fnidx) into body, a body graph of a conditional
    node, with the stream object at sidx standing for the body's stream;

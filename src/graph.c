@@ -45,8 +45,7 @@ void cg_pin(lua_State *L, cg_ctx *ctx, int idx) {
 /* o is the object at idx. It counts as used before the set grows, so a
    finalizer that the allocation runs cannot free it; one freed earlier in
    the same call is refused here. */
-void cg_pinobj(lua_State *L, cg_ctx *ctx, cg_obj *o, int idx) {
-  if (!ctx->capture || o->pinned == ctx->capture->serial) return;
+void cg_pinobj_new(lua_State *L, cg_ctx *ctx, cg_obj *o, int idx) {
   o->pinned = ctx->capture->serial;
   if (o->uses++ == 0) o->graph = ctx->capture->id;
   ctx->capture->top->scalars += o->kind == CG_SCALAR;
@@ -57,10 +56,17 @@ void cg_pinobj(lua_State *L, cg_ctx *ctx, cg_obj *o, int idx) {
   lua_rawset(L, -3);
   lua_pop(L, 1);
   cg_isopen(L, o);
-  if (o->kind == CG_KERNEL || /* and so its module, or a view's parent */
-      (o->kind == CG_BUFFER && ((cg_buffer *)o)->parent)) {
-    lua_getiuservalue(L, idx, 1);
-    cg_pin(L, ctx, -1);
+  cg_obj *up = NULL; /* and so a kernel's module, or a view's parent */
+  if (o->kind == CG_KERNEL) {
+    cg_kinfo k;
+    cg_kernel_info(o, &k);
+    up = k.module;
+  } else if (o->kind == CG_BUFFER && ((cg_buffer *)o)->parent) {
+    up = &((cg_buffer *)o)->parent->h;
+  }
+  if (up && up->pinned != ctx->capture->serial) {
+    lua_getiuservalue(L, idx, 1); /* up itself */
+    cg_pinobj_new(L, ctx, up, -1);
     lua_pop(L, 1);
   }
 }
@@ -68,21 +74,47 @@ void cg_pinobj(lua_State *L, cg_ctx *ctx, cg_obj *o, int idx) {
 /* Releases every pin of graph id in the set at idx. An object keeps the id
    of a graph that holds it, or 0 when that is not known. Sets are only
    reached through the debug library otherwise; keys that are not objects
-   of ours are passed over. */
-void cg_unpin_set(lua_State *L, cg_ctx *ctx, int idx, unsigned id) {
+   of ours are passed over. empty: the set is emptied too. */
+void cg_unpin_set(lua_State *L, cg_ctx *ctx, int idx, unsigned id,
+                  int empty) {
   idx = lua_absindex(L, idx);
   lua_pushnil(L);
   while (lua_next(L, idx)) {
-    cg_obj *o = asobj(L, ctx, -2);
-    if (!o) {
-      lua_pop(L, 1);
-      continue;
+    lua_pop(L, 1);
+    if (empty) { /* an existing key: allowed while traversing */
+      lua_pushvalue(L, -1);
+      lua_pushnil(L);
+      lua_rawset(L, idx);
     }
+    cg_obj *o = asobj(L, ctx, -1);
+    if (!o) continue;
     if (o->uses) o->uses--;
     if (!o->uses || o->graph == id) o->graph = 0;
     if (!o->uses) cg_unpinned(L, o);
-    lua_pop(L, 1);
   }
+}
+
+/* The registry slot of the set of pins of the capture in progress, and
+   between captures of an empty set the next capture may take (one a
+   state): the set of a freed graph, emptied. */
+static int pins_slot(lua_State *L, cg_ctx *ctx) {
+  cg_ctx *root = ctx->root;
+  if (!root->pins_slot) {
+    lua_pushboolean(L, 0);
+    root->pins_slot = luaL_ref(L, LUA_REGISTRYINDEX);
+  }
+  return root->pins_slot;
+}
+
+/* Unpins the set at idx of graph id, which nothing else holds now, and
+   keeps it, empty, for the next capture (unless one runs: the slot holds
+   its set). */
+static void unpin_spare(lua_State *L, cg_ctx *ctx, int idx, unsigned id) {
+  idx = lua_absindex(L, idx);
+  cg_unpin_set(L, ctx, idx, id, 1);
+  if (ctx->capture) return;
+  lua_pushvalue(L, idx);
+  lua_rawseti(L, LUA_REGISTRYINDEX, pins_slot(L, ctx));
 }
 
 /* Marks every object of the set at idx as held by graph id. */
@@ -126,27 +158,32 @@ int cg_traceback(lua_State *L) {
 /* Runs fn (at fnidx) under capture on the stream at sidx, passing it.
    restamp: the pins of the graph being updated (0: none), whose objects get
    their graph id back when this capture fails, if *alive (the graph is not
-   freed meanwhile). On success returns the graph (its node count in
-   *nodes, the scalars it pinned in *scalars, its conditional nodes in
-   *conds, what node.c recorded of its nodes in *recs) and leaves the set
+   freed meanwhile). On success returns the graph (the scalars it pinned in
+   *scalars, its conditional nodes in *conds, what node.c recorded of its
+   nodes in *recs) and leaves the set
    of pins on the stack; on any failure everything is undone (capture
    ended, partial graph destroyed, records and pins released) and the error
    is raised: the closure's own, or the driver's. */
 static CUgraph capture(lua_State *L, cg_ctx *ctx, cg_stream *s, int sidx,
                        int fnidx, CUstreamCaptureMode mode, unsigned id,
-                       size_t *nodes, int *scalars, unsigned *conds,
+                       int *scalars, unsigned *conds,
                        cg_recs **recs, int restamp,
                        const unsigned char *alive) {
   if (ctx->capture)
     luaL_error(L, "nested capture: a graph capture is already in progress");
   cg_capture cap = { .id = id, .serial = ++ctx->root->captures, .mode = mode };
   cap.top = &cap;
+  cap.fn = lua_topointer(L, fnidx);
+  cap.pins = pins_slot(L, ctx);
   s->h.pinned = cap.serial; /* pinned before the allocations below */
   if (s->h.uses++ == 0) s->h.graph = id;
-  lua_createtable(L, 0, 8);
+  if (lua_rawgeti(L, LUA_REGISTRYINDEX, cap.pins) != LUA_TTABLE) {
+    lua_pop(L, 1); /* no spare set */
+    lua_createtable(L, 0, 8);
+    lua_pushvalue(L, -1);
+    lua_rawseti(L, LUA_REGISTRYINDEX, cap.pins);
+  }
   int pins = lua_gettop(L);
-  lua_pushvalue(L, pins);
-  cap.pins = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_pushvalue(L, sidx);
   lua_pushboolean(L, 1);
   lua_rawset(L, pins);
@@ -168,17 +205,17 @@ static CUgraph capture(lua_State *L, cg_ctx *ctx, cg_stream *s, int sidx,
     api = "cuStreamEndCapture";
     end = endcapture(L, ctx, s->s, &g, 1);
   }
-  luaL_unref(L, LUA_REGISTRYINDEX, cap.pins);
+  lua_pushboolean(L, 0);
+  lua_rawseti(L, LUA_REGISTRYINDEX, cap.pins);
   cg_flush_deferred(L, ctx);
-  size_t n = 0;
-  if (status == LUA_OK && end == CUDA_SUCCESS) {
+  size_t n = cg_recs_count(cap.recs); /* one recorded: the graph has one */
+  if (status == LUA_OK && end == CUDA_SUCCESS && !n) {
     api = "cuGraphGetNodes";
     end = cg_drv.cuGraphGetNodes(g, NULL, &n);
   }
   /* a handle that drives no node would fail the instantiation */
   if (status == LUA_OK && end == CUDA_SUCCESS && n > 0 &&
       cap.handles == cap.conds) {
-    *nodes = n;
     *scalars = cap.scalars;
     *conds = cap.conds;
     *recs = cap.recs;
@@ -187,7 +224,7 @@ static CUgraph capture(lua_State *L, cg_ctx *ctx, cg_stream *s, int sidx,
     return g;
   }
   cg_recs_release(ctx, cap.recs);
-  cg_unpin_set(L, ctx, pins, id);
+  cg_unpin_set(L, ctx, pins, id, 0);
   if (restamp && *alive) stamp(L, ctx, restamp, id);
   cg_release(L, ctx, CG_FREE_GRAPH, g);
   if (status != LUA_OK) lua_error(L); /* the closure's error, on top */
@@ -304,6 +341,7 @@ static void collect(lua_State *L, cg_graph *gr, int idx, int n) {
 static void close_graph(lua_State *L, cg_graph *gr, int idx) {
   if (!gr->h.open) return;
   gr->h.open = 0;
+  cg_untrack_graph(gr);
   cg_release(L, gr->h.ctx, CG_FREE_EXEC, gr->exec);
   cg_release(L, gr->h.ctx, CG_FREE_GRAPH, gr->g);
   gr->exec = NULL;
@@ -311,12 +349,17 @@ static void close_graph(lua_State *L, cg_graph *gr, int idx) {
   free(gr->scalars);
   gr->scalars = NULL;
   gr->nscalars = 0;
-  if (!cg_recs_busy(gr->recs)) { /* else a reader holds them: __gc frees */
+  int busy = cg_recs_busy(gr->recs); /* a reader holds them: __gc frees */
+  if (!busy) {                       /* them, and the pins stay as they are */
     cg_recs_release(gr->h.ctx, gr->recs);
     gr->recs = NULL;
   }
-  if (lua_getiuservalue(L, idx, 1) == LUA_TTABLE)
-    cg_unpin_set(L, gr->h.ctx, -1, gr->id);
+  if (lua_getiuservalue(L, idx, 1) != LUA_TTABLE) {
+  } else if (busy) {
+    cg_unpin_set(L, gr->h.ctx, -1, gr->id, 0);
+  } else {
+    unpin_spare(L, gr->h.ctx, -1, gr->id);
+  }
   lua_pop(L, 1);
   lua_pushnil(L);
   lua_setiuservalue(L, idx, 1);
@@ -352,7 +395,7 @@ static int stream_capture(lua_State *L) {
   gr->stream = s->s;
   int scalars;
   cg_recs *recs;
-  CUgraph g = capture(L, ctx, s, 1, 2, gr->mode, gr->id, &gr->nodes, &scalars,
+  CUgraph g = capture(L, ctx, s, 1, 2, gr->mode, gr->id, &scalars,
                       &gr->conds, &recs, 0, NULL); /* 4: the pins */
   gr->g = g;
   gr->recs = recs;
@@ -376,7 +419,7 @@ static int stream_capture(lua_State *L) {
     cg_check(L, ctx, api, r);
   }
   lua_settop(L, 3);
-  cg_track_graph(L, 3);
+  cg_track_graph(gr);
   return 1;
 }
 
@@ -406,7 +449,6 @@ static int graph_free(lua_State *L) {
   cg_graph *gr = cg_toobj(L, 1, CG_GRAPH);
   if (gr->h.open) cg_canfree(L, &gr->h);
   close_graph(L, gr, 1);
-  cg_untrack_graph(L, 1);
   return 0;
 }
 
@@ -633,12 +675,11 @@ static int graph_update(lua_State *L) {
                "reads its nodes (from a finalizer?)", (int)gr->id);
   lua_getiuservalue(L, 1, 2); /* 3: the capture stream */
   lua_getiuservalue(L, 1, 1); /* 4: the pins in use */
-  size_t nodes;
   int scalars;
   unsigned conds;
   cg_recs *recs;
   CUgraph g = capture(L, ctx, cg_checkobj(L, 3, CG_STREAM), 3, 2, gr->mode,
-                      gr->id, &nodes, &scalars,
+                      gr->id, &scalars,
                       &conds, &recs, 4, &gr->h.open); /* 5: the new pins */
   CUgraphExecUpdateResultInfo info;
   memset(&info, 0, sizeof info);
@@ -649,7 +690,7 @@ static int graph_update(lua_State *L) {
     r = CUDA_ERROR_NOT_SUPPORTED;
   if (r != CUDA_SUCCESS) {
     cg_recs_release(ctx, recs);
-    cg_unpin_set(L, ctx, 5, gr->id);
+    cg_unpin_set(L, ctx, 5, gr->id, 0);
     if (gr->h.open) stamp(L, ctx, 4, gr->id);
     cg_release(L, ctx, CG_FREE_GRAPH, g);
     if (!gr->h.open)
@@ -671,13 +712,12 @@ static int graph_update(lua_State *L) {
                                  "graph instead", update_reason(info.result)));
     return lua_error(L);
   }
-  cg_unpin_set(L, ctx, 4, gr->id);
   stamp(L, ctx, 5, gr->id);
   lua_pushvalue(L, 5);
   lua_setiuservalue(L, 1, 1);
+  unpin_spare(L, ctx, 4, gr->id);
   cg_release(L, ctx, CG_FREE_GRAPH, gr->g);
   gr->g = g;
-  gr->nodes = nodes;
   cg_recs_release(ctx, gr->recs); /* not busy: checked first */
   gr->recs = recs;
   gr->updated = 1; /* the exec's nodes stay those of the first capture */
@@ -708,8 +748,10 @@ static int graph_id(lua_State *L) {
 
 static int graph_tostring(lua_State *L) {
   cg_graph *gr = cg_toobj(L, 1, CG_GRAPH);
+  size_t n = 0;
+  if (gr->h.open) cg_drv.cuGraphGetNodes(gr->g, NULL, &n); /* 0 if it fails */
   return cg_tostring(L, &gr->h, " #%d (%d node%s, %I launch%s)", (int)gr->id,
-                     (int)gr->nodes, gr->nodes == 1 ? "" : "s",
+                     (int)n, n == 1 ? "" : "s",
                      (LUAI_UACINT)gr->launches, gr->launches == 1 ? "" : "es");
 }
 

@@ -782,10 +782,12 @@ static int kernel_launch(lua_State *L) {
     const ptx_param *p = &k->params[i];
     int idx = i + 5;
     if (p->type == PTX_PTR || p->type == PTX_PTR_OR_INT) {
-      /* the buffer this slot passed its checks with, outside a capture */
+      /* the buffer this slot passed its checks with, outside a capture
+         or pinned by this one already */
       cg_buffer *b = lua_touserdata(L, idx);
       if (b && &b->h == k->seen[i] && b->h.kind == CG_BUFFER && b->h.open &&
-          !ctx->capture && lua_type(L, idx) == LUA_TUSERDATA) {
+          (!ctx->capture || b->h.pinned == ctx->capture->serial) &&
+          lua_type(L, idx) == LUA_TUSERDATA) {
         memcpy(k->argp[i], &b->ptr, 8);
         continue;
       }
@@ -809,6 +811,7 @@ void cg_kernel_info(const cg_obj *o, cg_kinfo *out) {
   const cg_kernel *k = (const cg_kernel *)o;
   out->f = k->f;
   out->name = k->name;
+  out->module = &k->mod->h;
   out->nparams = k->nparams;
   out->params = k->params;
   out->argp = k->argp;

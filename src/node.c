@@ -90,6 +90,8 @@ void cg_recs_release(cg_ctx *ctx, cg_recs *r) {
 
 int cg_recs_busy(const cg_recs *r) { return r && r->busy; }
 
+size_t cg_recs_count(const cg_recs *r) { return r ? r->n : 0; }
+
 static void *grow(lua_State *L, void *v, size_t *cap, size_t need,
                   size_t size) {
   if (need <= *cap) return v;
@@ -142,7 +144,8 @@ static const char lastfn_key = 'f';
 
 /* The line of the nearest Lua function calling in. Its source is looked up
    only when the function differs from the last one's, which the capture's
-   pins keep alive, so that the identity holds. */
+   pins keep alive (or the stack: the closure captured), so that the
+   identity holds. */
 static void where(lua_State *L, cg_ctx *ctx, cg_recs *r, rec *e) {
   lua_Debug ar;
   for (int level = 1; level < 4 && lua_getstack(L, level, &ar); level++) {
@@ -158,10 +161,12 @@ static void where(lua_State *L, cg_ctx *ctx, cg_recs *r, rec *e) {
       return;
     }
     r->lastfn = lua_topointer(L, -1);
-    lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->capture->pins);
-    lua_pushvalue(L, -2);
-    lua_rawsetp(L, -2, &lastfn_key);
-    lua_pop(L, 1);
+    if (r->lastfn != ctx->capture->top->fn) { /* that one is on the stack */
+      lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->capture->pins);
+      lua_pushvalue(L, -2);
+      lua_rawsetp(L, -2, &lastfn_key);
+      lua_pop(L, 1);
+    }
     lua_getinfo(L, ">S", &ar);
     if (!r->lastsrc || strcmp(text(r, r->lastsrc), ar.short_src))
       r->lastsrc = addtext(L, r, ar.short_src);
@@ -278,6 +283,16 @@ void cg_note_node(lua_State *L, cg_ctx *ctx, CUgraphNode node,
                   CUgraphNodeType type) {
   newrec(L, ctx, recs_of(L, ctx), node,
          type == CU_GRAPH_NODE_TYPE_GRAPH ? NK_GRAPH : NK_COND);
+}
+
+int cg_recs_launch(const cg_recs *r, const cg_obj *mod) {
+  cg_kinfo k;
+  for (size_t i = 0; r && i < r->n; i++)
+    if (r->v[i].kind == NK_KERNEL) {
+      cg_kernel_info(r->v[i].kernel, &k);
+      if (k.module == mod) return 1;
+    }
+  return 0;
 }
 
 unsigned cg_recs_allocs(const cg_recs *r) {

@@ -3,8 +3,8 @@
    kernel nodes of each graph take the new function with the same
    parameters, and the executable graph is updated in place
    (cuGraphExecUpdate), so replays go on without a new capture. Graphs of
-   Lua are found in a weak set of every graph this state made; C graphs
-   through the module's share (handle.c). And cuda.watch(path, fn): a poll
+   Lua are found in the state's list of live graphs, by their node
+   records; C graphs through the module's share (handle.c). And cuda.watch(path, fn): a poll
    for a changed file, for a frame loop. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
@@ -12,36 +12,21 @@
 #include <sys/stat.h>
 #include "core.h"
 
-static const char graphs_key = 'g';
-
-void cg_track_graph(lua_State *L, int idx) {
-  idx = lua_absindex(L, idx);
-  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &graphs_key) != LUA_TTABLE) {
-    lua_pop(L, 1);
-    lua_newtable(L);
-    lua_createtable(L, 0, 1);
-    lua_pushliteral(L, "k");
-    lua_setfield(L, -2, "__mode");
-    lua_setmetatable(L, -2);
-    lua_pushvalue(L, -1);
-    lua_rawsetp(L, LUA_REGISTRYINDEX, &graphs_key);
-  }
-  lua_pushvalue(L, idx);
-  lua_pushboolean(L, 1);
-  lua_rawset(L, -3);
-  lua_pop(L, 1);
+void cg_track_graph(cg_graph *gr) {
+  cg_ctx *root = gr->h.ctx->root;
+  gr->prev = NULL;
+  gr->next = root->graphs;
+  if (gr->next) gr->next->prev = gr;
+  root->graphs = gr;
+  gr->tracked = 1;
 }
 
-/* Drops the graph at idx, freed, from the set: the set stays as small as
-   the live graphs, and the collector clears fewer weak entries. */
-void cg_untrack_graph(lua_State *L, int idx) {
-  idx = lua_absindex(L, idx);
-  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &graphs_key) == LUA_TTABLE) {
-    lua_pushvalue(L, idx);
-    lua_pushnil(L);
-    lua_rawset(L, -3);
-  }
-  lua_pop(L, 1);
+void cg_untrack_graph(cg_graph *gr) {
+  if (!gr->tracked) return;
+  gr->tracked = 0;
+  if (gr->prev) gr->prev->next = gr->next;
+  else gr->h.ctx->root->graphs = gr->next;
+  if (gr->next) gr->next->prev = gr->prev;
 }
 
 /* Sets node's function to s->to with copies of its arguments: what
@@ -118,57 +103,41 @@ static int failed(lua_State *L, const char *api, CUresult r) {
 
 void cg_reload_graphs(lua_State *L, cg_ctx *ctx, int midx, const cg_swap *sw,
                       int n, CUmodule newmod, CUmodule oldmod) {
-  midx = lua_absindex(L, midx);
   cg_obj *mod = lua_touserdata(L, midx);
   int top = lua_gettop(L);
-  size_t count = 0;
-  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &graphs_key) == LUA_TTABLE) {
-    lua_pushnil(L);
-    while (lua_next(L, -2)) {
-      lua_pop(L, 1);
-      count++;
-    }
-  }
-  int graphs = lua_gettop(L);
   /* every allocation before the first switch: the undo cannot fail */
   cg_swap *rev = lua_newuserdatauv(L, (size_t)n * sizeof *rev + 1, 0);
-  struct { CUgraph g; CUgraphExec x; } *done =
-    lua_newuserdatauv(L, count * sizeof *done + 1, 0);
   for (int i = 0; i < n; i++) {
     rev[i] = sw[i];
     rev[i].from = sw[i].to;
     rev[i].to = sw[i].from;
   }
+  size_t count = 0;
+  for (cg_graph *gr = ctx->root->graphs; gr; gr = gr->next)
+    count += cg_recs_launch(gr->recs, mod);
+  struct { CUgraph g; CUgraphExec x; } *done =
+    lua_newuserdatauv(L, count * sizeof *done + 1, 0);
+  /* the graphs that launch the module's kernels, their nodes as their
+     execs are (no Lua allocation from here: the list stands still) */
   size_t ndone = 0;
+  for (cg_graph *gr = ctx->root->graphs; gr && ndone < count; gr = gr->next)
+    if (cg_recs_launch(gr->recs, mod)) {
+      cg_graph_sync(L, gr);
+      done[ndone].g = gr->g;
+      done[ndone++].x = gr->exec;
+    }
   CUresult r = CUDA_SUCCESS;
   const char *api = NULL, *ignored;
-  if (count) {
-    lua_pushnil(L);
-    while (r == CUDA_SUCCESS && lua_next(L, graphs)) {
-      lua_pop(L, 1);
-      int pins = lua_getiuservalue(L, -1, 1) == LUA_TTABLE;
-      if (pins) {
-        lua_pushvalue(L, midx);
-        pins = lua_rawget(L, -2) != LUA_TNIL;
-        lua_pop(L, 1);
-      }
-      lua_pop(L, 1);
-      CUgraph g;
-      CUgraphExec x;
-      cg_graph_parts(L, -1, &g, &x);
-      if (!pins || !g || ndone == count) continue;
-      r = cg_swap_kernels(g, x, sw, n, &api);
-      done[ndone].g = g;
-      done[ndone++].x = x; /* a failed one may be half switched: undone */
-    }
-  }
+  size_t i = 0;
+  for (; i < ndone && r == CUDA_SUCCESS; i++) /* a failed one may be half */
+    r = cg_swap_kernels(done[i].g, done[i].x, sw, n, &api); /* switched */
   if (r == CUDA_SUCCESS && mod->share) {
     r = cg_share_swap(mod->share, newmod, sw, n, &api);
     if (r != CUDA_SUCCESS) cg_share_swap(mod->share, oldmod, rev, n, &ignored);
   }
   if (r != CUDA_SUCCESS) {
-    for (size_t i = 0; i < ndone; i++)
-      cg_swap_kernels(done[i].g, done[i].x, rev, n, &ignored);
+    for (size_t j = 0; j < i; j++)
+      cg_swap_kernels(done[j].g, done[j].x, rev, n, &ignored);
     cg_poison(ctx, api, r);
     failed(L, api, r);
   }
