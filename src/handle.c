@@ -254,8 +254,9 @@ cugraph_graph *cugraph_tograph(lua_State *L, int idx) {
   cugraph_graph *h = calloc(1, sizeof *h);
   if (h) h->pins = malloc((n ? n : 1) * sizeof *h->pins);
   if (!h || !h->pins) {
-    if (h) free(h);
+    free(h);
     luaL_error(L, "cugraph_tograph: out of host memory");
+    return NULL; /* not reached */
   }
   pthread_mutex_init(&h->lock, NULL);
   h->refs = 1;
