@@ -281,17 +281,21 @@ for _, k in ipairs {1, 10, 100} do
     capture = k}
 end
 
--- Rebinding: a graph of 9 inc_i32 on x and one on ra, whose buffer
--- switches between ra and rb each iteration before the launch: g:rebind
+-- Rebinding: a graph of 9 inc_i32 on x and one on ra (on RGRID blocks,
+-- all but the first idle: about 30 µs of device time a launch, so that
+-- the rows with a launch wait for the device however fast the host is),
+-- whose buffer switches between ra and rb each iteration before the
+-- launch: g:rebind
 -- (C: cuGraphExecKernelNodeSetParams on the node), and the same through
 -- g:update (a capture and cuGraphExecUpdate; the C side stays the rebind's
 -- calls, on a graph of its own since an update replaces the node handles,
 -- so the row's ratio is update against the driver's own setter).
 local ra, rb = cuda.buffer("i32", n), cuda.buffer("i32", n)
+local RGRID = 32768
 local function rebind_graph()
   return s:capture(function()
     for _ = 1, 9 do inc:launch(s, 1, n, x, n) end
-    inc:launch(s, 1, n, ra, n)
+    inc:launch(s, RGRID, n, ra, n)
   end)
 end
 -- Each with a launch, and alone (no launch: what a script pays on the host
@@ -318,7 +322,7 @@ for _, launch in ipairs {true, false} do
       local bufs, which = {ra, rb}, 1
       local function fn()
         for _ = 1, 9 do k:launch(st, 1, len, x, len) end
-        k:launch(st, 1, len, bufs[which], len)
+        k:launch(st, RGRID, len, bufs[which], len)
       end
       for _ = 1, iters do
         which = 3 - which
