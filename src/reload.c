@@ -112,13 +112,20 @@ void cg_reload_graphs(lua_State *L, cg_ctx *ctx, int midx, const cg_swap *sw,
     rev[i].from = sw[i].to;
     rev[i].to = sw[i].from;
   }
-  size_t count = 0;
-  for (cg_graph *gr = ctx->root->graphs; gr; gr = gr->next)
-    count += cg_recs_launch(gr->recs, mod);
-  struct { CUgraph g; CUgraphExec x; } *done =
-    lua_newuserdatauv(L, count * sizeof *done + 1, 0);
-  /* the graphs that launch the module's kernels, their nodes as their
-     execs are (no Lua allocation from here: the list stands still) */
+  /* room for the graphs that launch the module's kernels, counted again
+     after each allocation (a finalizer it runs may free or make one) */
+  struct { CUgraph g; CUgraphExec x; } *done = NULL;
+  size_t count, room = 0;
+  for (;;) {
+    count = 0;
+    for (cg_graph *gr = ctx->root->graphs; gr; gr = gr->next)
+      count += cg_recs_launch(gr->recs, mod);
+    if (done && count <= room) break;
+    room = count;
+    done = lua_newuserdatauv(L, room * sizeof *done + 1, 0);
+  }
+  /* those graphs, their nodes as their execs are (no Lua allocation from
+     here: the list stands still) */
   size_t ndone = 0;
   for (cg_graph *gr = ctx->root->graphs; gr && ndone < count; gr = gr->next)
     if (cg_recs_launch(gr->recs, mod)) {
