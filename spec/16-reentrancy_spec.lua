@@ -158,27 +158,40 @@ describe("the debug library", function()
     assert.matches("%(freed%)", tostring(x))
   end)
 
-  it("m:reload switches a graph that a finalizer captures during it", function()
+  it("m:reload switches every graph that finalizers capture during it", function()
     local m = cuda.module(H.build .. "/kernels.ptx")
     local s = cuda.stream()
     local k = cuda.scalar("f32", 1)
-    local y = cuda.buffer("f32", 256):fill(5)
     local f = assert(io.open(H.build .. "/kernels.ptx"))
     local src = f:read("a")
     f:close()
     local at = src:find(".entry add_scalar_f32", 1, true)
     local new = src:sub(1, at - 1) .. src:sub(at):gsub("add%.f32", "sub.f32", 1)
-    local g
-    local ok, err = with_pending_finalizer(function()
-      g = s:capture(function() m.add_scalar_f32:launch(s, 1, 256, y, k, 256) end)
-    end, function() m:reload(new, "sub.ptx") end)
+    -- a finalizer at every allocation of the reload: each captures a
+    -- graph of the module's kernel and arms the next
+    local made, armed = {}, true
+    local mt
+    mt = { __gc = function()
+      if not armed or #made == 64 then return end
+      local y = cuda.buffer("f32", 256):fill(5)
+      made[#made + 1] = { s:capture(function()
+        m.add_scalar_f32:launch(s, 1, 256, y, k, 256)
+      end), y }
+      setmetatable({}, mt)
+    end }
+    local ok, err = with_pending_finalizer(function() setmetatable({}, mt) end,
+      function() m:reload(new, "sub.ptx") end)
+    armed = false
     assert.is_true(ok, err)
-    g:launch()
+    assert.is_true(#made > 0)
+    for _, p in ipairs(made) do p[1]:launch() end
     s:synchronize()
-    if H.gpu or H.sim then -- the code runs: the new code subtracts
-      assert.equals(-4, y:download()[256])
+    for _, p in ipairs(made) do
+      if H.gpu or H.sim then -- the code runs: the new code subtracts
+        assert.equals(-4, p[2]:download()[256])
+      end
+      p[1]:free()
     end
-    g:free()
     m:free()
   end)
 end)

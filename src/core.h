@@ -365,8 +365,10 @@ void cg_graph_allocs(lua_State *L, cg_graph *gr, int after);
 /* node.c: g:dot (graph at 1, path at 2) labelled from the records; 0 when
    the driver lacks what it needs (the caller prints the driver's) */
 int cg_dot(lua_State *L, cg_graph *gr);
-/* node.c: the graph's nodes take what rebinding changed in its exec */
+/* node.c: the graph's nodes take what rebinding changed in its exec
+   (raising; cg_graph_follow: no Lua, the first failure or SUCCESS) */
 void cg_graph_sync(lua_State *L, cg_graph *gr);
+CUresult cg_graph_follow(cg_graph *gr, const char **api);
 /* node.c: g:nodes("detail") (graph at 1) -> count, {record, ...} */
 int cg_nodes_detail(lua_State *L, cg_graph *gr);
 /* node.c: buffer.c's stream-ordered allocation (cuda.buffer with opts at

@@ -548,16 +548,22 @@ static CUresult apply(cg_ctx *ctx, const cg_recs *r, const rec *e,
            : cg_drv.cuGraphMemcpyNodeSetParams(e->node, &c);
 }
 
-void cg_graph_sync(lua_State *L, cg_graph *gr) {
+CUresult cg_graph_follow(cg_graph *gr, const char **api) {
   cg_recs *r = gr->recs;
-  const char *api;
   for (size_t i = 0; r && i < r->n; i++) {
     rec *e = &r->v[i];
     if (!e->dirty) continue;
-    CUresult res = apply(gr->h.ctx, r, e, NULL, NULL, NULL, 0, NULL, &api);
-    if (res != CUDA_SUCCESS) cg_check(L, gr->h.ctx, api, res);
+    CUresult res = apply(gr->h.ctx, r, e, NULL, NULL, NULL, 0, NULL, api);
+    if (res != CUDA_SUCCESS) return res;
     e->dirty = 0;
   }
+  return CUDA_SUCCESS;
+}
+
+void cg_graph_sync(lua_State *L, cg_graph *gr) {
+  const char *api = NULL;
+  CUresult res = cg_graph_follow(gr, &api);
+  if (res != CUDA_SUCCESS) cg_check(L, gr->h.ctx, api, res);
 }
 
 /* The graph of the node at 1 (pushed), open, and the node's record. */

@@ -105,46 +105,46 @@ void cg_reload_graphs(lua_State *L, cg_ctx *ctx, int midx, const cg_swap *sw,
                       int n, CUmodule newmod, CUmodule oldmod) {
   cg_obj *mod = lua_touserdata(L, midx);
   int top = lua_gettop(L);
-  /* every allocation before the first switch: the undo cannot fail */
+  /* every allocation of Lua before the graphs are counted (a finalizer it
+     runs may free or capture a graph); the undo cannot fail */
   cg_swap *rev = lua_newuserdatauv(L, (size_t)n * sizeof *rev + 1, 0);
   for (int i = 0; i < n; i++) {
     rev[i] = sw[i];
     rev[i].from = sw[i].to;
     rev[i].to = sw[i].from;
   }
-  /* room for the graphs that launch the module's kernels, counted again
-     after each allocation (a finalizer it runs may free or make one) */
-  struct { CUgraph g; CUgraphExec x; } *done = NULL;
-  size_t count, room = 0;
-  for (;;) {
-    count = 0;
-    for (cg_graph *gr = ctx->root->graphs; gr; gr = gr->next)
-      count += cg_recs_launch(gr->recs, mod);
-    if (done && count <= room) break;
-    room = count;
-    done = lua_newuserdatauv(L, room * sizeof *done + 1, 0);
-  }
-  /* those graphs, their nodes as their execs are (no Lua allocation from
-     here: the list stands still) */
-  size_t ndone = 0;
-  for (cg_graph *gr = ctx->root->graphs; gr && ndone < count; gr = gr->next)
-    if (cg_recs_launch(gr->recs, mod)) {
-      cg_graph_sync(L, gr);
+  size_t count = 0;
+  for (cg_graph *gr = ctx->root->graphs; gr; gr = gr->next)
+    count += cg_recs_launch(gr->recs, mod);
+  /* the graphs that launch the module's kernels: from here to the end no
+     Lua runs, so the list stands still */
+  struct { CUgraph g; CUgraphExec x; } *done = malloc((count ? count : 1) *
+                                                      sizeof *done);
+  if (!done) luaL_error(L, "module:reload: out of host memory");
+  size_t ndone = 0, i = 0;
+  const char *api = NULL, *ignored;
+  CUresult r = CUDA_SUCCESS;
+  for (cg_graph *gr = ctx->root->graphs; gr && r == CUDA_SUCCESS; gr = gr->next)
+    if (cg_recs_launch(gr->recs, mod)) { /* their nodes as their execs are */
+      r = cg_graph_follow(gr, &api);
       done[ndone].g = gr->g;
       done[ndone++].x = gr->exec;
     }
-  CUresult r = CUDA_SUCCESS;
-  const char *api = NULL, *ignored;
-  size_t i = 0;
+  if (r != CUDA_SUCCESS) { /* nothing switched yet */
+    free(done);
+    cg_check(L, ctx, api, r);
+  }
   for (; i < ndone && r == CUDA_SUCCESS; i++) /* a failed one may be half */
     r = cg_swap_kernels(done[i].g, done[i].x, sw, n, &api); /* switched */
   if (r == CUDA_SUCCESS && mod->share) {
     r = cg_share_swap(mod->share, newmod, sw, n, &api);
     if (r != CUDA_SUCCESS) cg_share_swap(mod->share, oldmod, rev, n, &ignored);
   }
-  if (r != CUDA_SUCCESS) {
+  if (r != CUDA_SUCCESS)
     for (size_t j = 0; j < i; j++)
       cg_swap_kernels(done[j].g, done[j].x, rev, n, &ignored);
+  free(done);
+  if (r != CUDA_SUCCESS) {
     cg_poison(ctx, api, r);
     failed(L, api, r);
   }
