@@ -265,9 +265,9 @@ void cg_share_drop_lua(lua_State *L, cg_obj *o);
 CUresult cg_share_swap(cg_share *sh, CUmodule newmod, const cg_swap *sw,
                        int n, const char **api);
 
-/* reload.c: the state's live graphs, for reload (cg_ctx.graphs) */
-void cg_track_graph(cg_graph *gr);   /* one made */
-void cg_untrack_graph(cg_graph *gr); /* one freed; again is fine */
+/* reload.c: the state's open graphs, for reload (cg_ctx.graphs) */
+void cg_track_graph(cg_graph *gr);   /* one opened */
+void cg_untrack_graph(cg_graph *gr); /* one closed */
 /* reload.c: the kernel nodes of g switch as sw says, then x (if not NULL)
    is updated from g. No Lua call. On failure *api names the call. */
 CUresult cg_swap_kernels(CUgraph g, CUgraphExec x, const cg_swap *sw, int n,
@@ -300,8 +300,7 @@ struct cg_graph {
   unsigned allocs;      /* allocation nodes whose memory it does not free */
   unsigned char auto_free; /* instantiated with AUTO_FREE_ON_LAUNCH */
   unsigned char updated;   /* g:update ran: exec's nodes are not recs' */
-  unsigned char tracked;   /* in the state's list of graphs: */
-  cg_graph *prev, *next;   /* cg_ctx.graphs */
+  cg_graph *prev, *next;   /* while open: cg_ctx.graphs */
 };
 
 /* graph.c: collects the scalars among the pins of the graph at gidx again

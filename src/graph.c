@@ -160,15 +160,14 @@ int cg_traceback(lua_State *L) {
    their graph id back when this capture fails, if *alive (the graph is not
    freed meanwhile). On success returns the graph (the scalars it pinned in
    *scalars, its conditional nodes in *conds, what node.c recorded of its
-   nodes in *recs) and leaves the set
-   of pins on the stack; on any failure everything is undone (capture
-   ended, partial graph destroyed, records and pins released) and the error
-   is raised: the closure's own, or the driver's. */
+   nodes in *recs) and leaves the set of pins on the stack; on any failure
+   everything is undone (capture ended, partial graph destroyed, records
+   and pins released) and the error is raised: the closure's own, or the
+   driver's. */
 static CUgraph capture(lua_State *L, cg_ctx *ctx, cg_stream *s, int sidx,
                        int fnidx, CUstreamCaptureMode mode, unsigned id,
-                       int *scalars, unsigned *conds,
-                       cg_recs **recs, int restamp,
-                       const unsigned char *alive) {
+                       int *scalars, unsigned *conds, cg_recs **recs,
+                       int restamp, const unsigned char *alive) {
   if (ctx->capture)
     luaL_error(L, "nested capture: a graph capture is already in progress");
   cg_capture cap = { .id = id, .serial = ++ctx->root->captures, .mode = mode };
@@ -354,11 +353,9 @@ static void close_graph(lua_State *L, cg_graph *gr, int idx) {
     cg_recs_release(gr->h.ctx, gr->recs);
     gr->recs = NULL;
   }
-  if (lua_getiuservalue(L, idx, 1) != LUA_TTABLE) {
-  } else if (busy) {
-    cg_unpin_set(L, gr->h.ctx, -1, gr->id, 0);
-  } else {
-    unpin_spare(L, gr->h.ctx, -1, gr->id);
+  if (lua_getiuservalue(L, idx, 1) == LUA_TTABLE) {
+    if (busy) cg_unpin_set(L, gr->h.ctx, -1, gr->id, 0);
+    else unpin_spare(L, gr->h.ctx, -1, gr->id);
   }
   lua_pop(L, 1);
   lua_pushnil(L);
@@ -402,6 +399,7 @@ static int stream_capture(lua_State *L) {
   gr->allocs = cg_recs_allocs(recs);
   gr->auto_free = (unsigned char)auto_free;
   gr->h.open = 1; /* from here __gc releases the graph and the pins */
+  cg_track_graph(gr); /* until close_graph */
   lua_pushvalue(L, 4);
   lua_setiuservalue(L, 3, 1);
   lua_pushvalue(L, 1);
@@ -419,7 +417,6 @@ static int stream_capture(lua_State *L) {
     cg_check(L, ctx, api, r);
   }
   lua_settop(L, 3);
-  cg_track_graph(gr);
   return 1;
 }
 
@@ -679,8 +676,8 @@ static int graph_update(lua_State *L) {
   unsigned conds;
   cg_recs *recs;
   CUgraph g = capture(L, ctx, cg_checkobj(L, 3, CG_STREAM), 3, 2, gr->mode,
-                      gr->id, &scalars,
-                      &conds, &recs, 4, &gr->h.open); /* 5: the new pins */
+                      gr->id, &scalars, &conds, &recs, 4,
+                      &gr->h.open); /* 5: the new pins */
   CUgraphExecUpdateResultInfo info;
   memset(&info, 0, sizeof info);
   CUresult r = !gr->h.open ? CUDA_ERROR_INVALID_HANDLE

@@ -597,7 +597,7 @@ static inline CUdeviceptr pointer(lua_State *L, cg_kernel *k, int arg, int idx,
   if (!o->open)
     argerror(L, k, arg, lua_pushfstring(L, "attempt to use a freed %s",
                                         cg_kind_names[o->kind]));
-  if (ctx->capture) cg_pinobj(L, ctx, o, idx); /* before the address is read */
+  cg_pinobj(L, ctx, o, idx); /* in a capture: before the address is read */
   if (!scalar) return ((cg_buffer *)o)->ptr;
   if (!ctx->capture) cg_scalar_flush(L, (cg_scalar *)o, st);
   return ((cg_scalar *)o)->ptr;

@@ -3,9 +3,9 @@
    kernel nodes of each graph take the new function with the same
    parameters, and the executable graph is updated in place
    (cuGraphExecUpdate), so replays go on without a new capture. Graphs of
-   Lua are found in the state's list of live graphs, by their node
-   records; C graphs through the module's share (handle.c). And cuda.watch(path, fn): a poll
-   for a changed file, for a frame loop. */
+   Lua are found in the state's list of open graphs, by their node records;
+   C graphs through the module's share (handle.c). And cuda.watch(path,
+   fn): a poll for a changed file, for a frame loop. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
@@ -18,12 +18,9 @@ void cg_track_graph(cg_graph *gr) {
   gr->next = root->graphs;
   if (gr->next) gr->next->prev = gr;
   root->graphs = gr;
-  gr->tracked = 1;
 }
 
 void cg_untrack_graph(cg_graph *gr) {
-  if (!gr->tracked) return;
-  gr->tracked = 0;
   if (gr->prev) gr->prev->next = gr->next;
   else gr->h.ctx->root->graphs = gr->next;
   if (gr->next) gr->next->prev = gr->prev;
@@ -105,46 +102,36 @@ void cg_reload_graphs(lua_State *L, cg_ctx *ctx, int midx, const cg_swap *sw,
                       int n, CUmodule newmod, CUmodule oldmod) {
   cg_obj *mod = lua_touserdata(L, midx);
   int top = lua_gettop(L);
-  /* every allocation of Lua before the graphs are counted (a finalizer it
-     runs may free or capture a graph); the undo cannot fail */
+  /* the one Lua allocation, before the graphs are looked at (a finalizer
+     it runs may free or capture one); the undo cannot fail */
   cg_swap *rev = lua_newuserdatauv(L, (size_t)n * sizeof *rev + 1, 0);
   for (int i = 0; i < n; i++) {
     rev[i] = sw[i];
     rev[i].from = sw[i].to;
     rev[i].to = sw[i].from;
   }
-  size_t count = 0;
-  for (cg_graph *gr = ctx->root->graphs; gr; gr = gr->next)
-    count += cg_recs_launch(gr->recs, mod);
-  /* the graphs that launch the module's kernels: from here to the end no
-     Lua runs, so the list stands still */
-  struct { CUgraph g; CUgraphExec x; } *done = malloc((count ? count : 1) *
-                                                      sizeof *done);
-  if (!done) luaL_error(L, "module:reload: out of host memory");
-  size_t ndone = 0, i = 0;
+  /* from here no Lua runs until an error is raised: the list stands still.
+     The graphs that launch the module's kernels first take in their nodes
+     what was changed in their execs, then switch. */
   const char *api = NULL, *ignored;
   CUresult r = CUDA_SUCCESS;
-  for (cg_graph *gr = ctx->root->graphs; gr && r == CUDA_SUCCESS; gr = gr->next)
-    if (cg_recs_launch(gr->recs, mod)) { /* their nodes as their execs are */
-      r = cg_graph_follow(gr, &api);
-      done[ndone].g = gr->g;
-      done[ndone++].x = gr->exec;
+  cg_graph *gr, *undo = NULL; /* the graphs before undo switched */
+  for (gr = ctx->root->graphs; gr && r == CUDA_SUCCESS; gr = gr->next)
+    if (cg_recs_launch(gr->recs, mod)) r = cg_graph_follow(gr, &api);
+  cg_check(L, ctx, api, r); /* nothing switched yet */
+  for (gr = ctx->root->graphs; gr && r == CUDA_SUCCESS; gr = gr->next)
+    if (cg_recs_launch(gr->recs, mod)) {
+      r = cg_swap_kernels(gr->g, gr->exec, sw, n, &api);
+      undo = gr->next; /* a failed one may be half switched */
     }
-  if (r != CUDA_SUCCESS) { /* nothing switched yet */
-    free(done);
-    cg_check(L, ctx, api, r);
-  }
-  for (; i < ndone && r == CUDA_SUCCESS; i++) /* a failed one may be half */
-    r = cg_swap_kernels(done[i].g, done[i].x, sw, n, &api); /* switched */
   if (r == CUDA_SUCCESS && mod->share) {
     r = cg_share_swap(mod->share, newmod, sw, n, &api);
     if (r != CUDA_SUCCESS) cg_share_swap(mod->share, oldmod, rev, n, &ignored);
   }
-  if (r != CUDA_SUCCESS)
-    for (size_t j = 0; j < i; j++)
-      cg_swap_kernels(done[j].g, done[j].x, rev, n, &ignored);
-  free(done);
   if (r != CUDA_SUCCESS) {
+    for (gr = ctx->root->graphs; gr != undo; gr = gr->next)
+      if (cg_recs_launch(gr->recs, mod))
+        cg_swap_kernels(gr->g, gr->exec, rev, n, &ignored);
     cg_poison(ctx, api, r);
     failed(L, api, r);
   }
