@@ -272,6 +272,28 @@ describe("conditional nodes", function()
       assert.is_nil(weak.y)
     end)
 
+    it("flush the embedded graph's scalars and keep what it used after it changes", function()
+      local k = cuda.scalar("f32", 1)
+      local y, y2 = cuda.buffer("f32", 64):fill(5), cuda.buffer("f32", 64):fill(0)
+      local inner = s:capture(function() m.add_scalar_f32:launch(s, 1, 64, y, k, 64) end)
+      local outer = s:capture(function() inner:launch() end)
+      k:set(10) -- only the outer graph launches: it flushes the inner's scalar
+      outer:launch()
+      s:synchronize()
+      assert.equals(15, y:download()[64])
+      -- the inner graph lets go of y; the outer's copy still writes it
+      inner:rebind(y, y2)
+      collectgarbage()
+      assert.error_matches(function() y:free() end,
+                           "it is used by 1 live cugraph.Graph")
+      outer:launch()
+      s:synchronize()
+      assert.equals(25, y:download()[64])
+      assert.equals(0, y2:download()[64])
+      outer:free(); inner:free()
+      y:free()
+    end)
+
     it("may be the body of a conditional node", function()
       local inner = s:capture(function() inc(s, x) end)
       local c = cuda.condition(1)

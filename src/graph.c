@@ -479,8 +479,8 @@ static void launch(lua_State *L, cg_graph *gr, CUstream st) {
 
 /* g:launch([stream]) inside a capture: a child graph node, a copy of the
    graph made by the driver, after the stream's work (the graph's own
-   capture stream by default). The graph being captured pins this one, and
-   so everything it captured. */
+   capture stream by default). The graph being captured pins this one and
+   everything it pins. */
 static int embed(lua_State *L, cg_graph *gr) {
   cg_ctx *ctx = gr->h.ctx;
   if (gr->conds)
@@ -502,6 +502,15 @@ static int embed(lua_State *L, cg_graph *gr) {
     luaL_error(L, "graph:launch() inside a graph capture on a stream that is "
                "not part of it; make the stream wait on the capture stream "
                "first");
+  /* and all it pins: the copy uses them whatever becomes of the graph (an
+     update, a rebind), and its scalars flush before each launch */
+  lua_getiuservalue(L, 1, 1);
+  lua_pushnil(L);
+  while (lua_next(L, 3)) {
+    lua_pop(L, 1);
+    cg_pin(L, ctx, -1);
+  }
+  lua_pop(L, 1);
   lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->capture->pins); /* 3 */
   CUgraphNodeParams p;
   memset(&p, 0, sizeof p);

@@ -3114,7 +3114,8 @@ static cond *find_cond(CUgraph g, CUgraphConditionalHandle h) {
   return NULL;
 }
 
-/* A copy of g as a body of parent, nodes and edges alike. */
+/* A copy of g as a body of parent (NULL: a graph of its own), nodes,
+   edges and bodies alike. */
 static CUgraph clone_graph(CUgraph g, CUgraph parent) {
   CUgraph c = new_obj(sizeof *c, O_GRAPH);
   if (!c) return NULL;
@@ -3246,27 +3247,15 @@ CUresult CUDAAPI cuGraphClone(CUgraph *phGraphClone, CUgraph hGraph) {
   if (r) return r;
   if (!hGraph) return CUDA_ERROR_INVALID_HANDLE;
   if (!phGraphClone) return CUDA_ERROR_INVALID_VALUE;
-  CUgraph g = new_obj(sizeof *g, O_GRAPH);
-  if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
-  for (size_t i = 0; i < hGraph->nodes.n; i++) {
-    const CUgraphNode from = hGraph->nodes.v[i];
-    nodeset deps = {NULL, 0, 0};
-    op o;
-    if (copy_op(&o, &from->op)) { /* o owns no copy then */
-      free_graph(g);
-      return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    int bad = 0;
-    for (size_t j = 0; !bad && j < from->deps.n; j++)
-      bad = set_push(&deps, g->nodes.v[from->deps.v[j]->idx], 0);
-    if (bad || !add_node(g, &o, &deps)) { /* o's copy is not the graph's */
-      free(deps.v);
-      free(o.args);
-      free_graph(g);
-      return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    free(deps.v);
+  CUgraph g = clone_graph(hGraph, NULL); /* bodies and all */
+  if (g && hGraph->nconds) { /* and its handles, for its nodes */
+    g->conds = malloc(hGraph->nconds * sizeof *g->conds);
+    if (g->conds) memcpy(g->conds, hGraph->conds,
+                         hGraph->nconds * sizeof *g->conds);
+    g->nconds = g->conds ? hGraph->nconds : 0;
+    if (!g->conds) free_graph(g), g = NULL;
   }
+  if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
   *phGraphClone = g;
   return CUDA_SUCCESS;
 }
