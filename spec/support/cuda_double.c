@@ -3115,11 +3115,17 @@ static cond *find_cond(CUgraph g, CUgraphConditionalHandle h) {
 }
 
 /* A copy of g as a body of parent (NULL: a graph of its own), nodes,
-   edges and bodies alike. */
+   edges, bodies and condition handles alike. */
 static CUgraph clone_graph(CUgraph g, CUgraph parent) {
   CUgraph c = new_obj(sizeof *c, O_GRAPH);
   if (!c) return NULL;
   c->parent = parent;
+  if (g->nconds && !(c->conds = malloc(g->nconds * sizeof *c->conds))) {
+    free_graph(c);
+    return NULL;
+  }
+  if (g->nconds) memcpy(c->conds, g->conds, g->nconds * sizeof *c->conds);
+  c->nconds = g->nconds;
   for (size_t i = 0; i < g->nodes.n; i++) {
     const CUgraphNode from = g->nodes.v[i];
     nodeset deps = {NULL, 0, 0};
@@ -3247,14 +3253,7 @@ CUresult CUDAAPI cuGraphClone(CUgraph *phGraphClone, CUgraph hGraph) {
   if (r) return r;
   if (!hGraph) return CUDA_ERROR_INVALID_HANDLE;
   if (!phGraphClone) return CUDA_ERROR_INVALID_VALUE;
-  CUgraph g = clone_graph(hGraph, NULL); /* bodies and all */
-  if (g && hGraph->nconds) { /* and its handles, for its nodes */
-    g->conds = malloc(hGraph->nconds * sizeof *g->conds);
-    if (g->conds) memcpy(g->conds, hGraph->conds,
-                         hGraph->nconds * sizeof *g->conds);
-    g->nconds = g->conds ? hGraph->nconds : 0;
-    if (!g->conds) free_graph(g), g = NULL;
-  }
+  CUgraph g = clone_graph(hGraph, NULL);
   if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
   *phGraphClone = g;
   return CUDA_SUCCESS;
