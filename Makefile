@@ -9,7 +9,7 @@ PKG_CONFIG ?= pkg-config
 LUA ?= lua5.4
 PREFIX ?= /usr/local
 # The one place the version is written: the binary, the core, the installed
-# header and pkg-config file take it from here; spec/20-ux_spec.lua checks
+# header and pkg-config file take it from here; spec/51-ux_spec.lua checks
 # the rockspec, the header's default, the docs and CHANGELOG.md against it.
 VERSION := $(shell cat VERSION)
 # Where everything is built; make test-asan builds into build-asan.
@@ -30,29 +30,41 @@ HOST_DEFS = -DCG_READLINE
 HOST_LIBS = -lreadline
 endif
 
-CORE = context driver stream buffer scalar event module graph cond node nvrtc \
-  ptx image handle reload interop hostbuf nccl lcugraph
-OBJS = $(CORE:%=$(BUILD)/obj/%.o)
+# The core's layers (src/<layer>/, lowest first; .ci/layers checks that no
+# file includes from a layer above its own), then the two files above them.
+LAYERS = base capture types kernel graph
+CORE_SRC = $(foreach d,$(LAYERS),$(wildcard src/$(d)/*.c)) $(wildcard src/*.c)
+HOST_SRC = $(wildcard src/host/*.c)
+OBJS = $(CORE_SRC:src/%.c=$(BUILD)/obj/%.o)
+HOST_OBJS = $(HOST_SRC:src/%.c=$(BUILD)/obj/%.o)
+# The software driver (sim/driver) is the test double with the host twins
+# of the spec kernels (spec/support/twins.c), and the PTX simulator with
+# sim/ptx; sim/nccl is the NCCL stand-in.
+DRIVER_SRC = $(wildcard sim/driver/*.c)
+TWINS_SRC = $(wildcard spec/support/twins*.c)
+PTX_SRC = $(wildcard sim/ptx/*.c)
+NCCL_SRC = $(wildcard sim/nccl/*.c)
+DOUBLE_OBJS = $(DRIVER_SRC:%.c=$(BUILD)/double/%.o) $(TWINS_SRC:%.c=$(BUILD)/double/%.o)
+SIM_OBJS = $(DRIVER_SRC:%.c=$(BUILD)/sim/%.o) $(PTX_SRC:%.c=$(BUILD)/sim/%.o)
 DOUBLE = $(BUILD)/libcuda-double.so
 SIM = $(BUILD)/libcuda-sim.so
-SIM_SRC = spec/support/cuda_double.c sim/ptx_decode.c sim/ptx_exec.c
 SIM_CFLAGS ?= -O3
 NCCL_DOUBLE = $(BUILD)/libnccl-double.so
 KERNELS = $(BUILD)/kernels.ptx $(BUILD)/kernels.cubin $(BUILD)/kernels.fatbin
 SPEC_ENV = CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) XDG_CACHE_HOME=$(CURDIR)/$(BUILD)/cache
+DEPFLAGS = -MMD -MP
+SIM_BUILD_CFLAGS = -std=c11 $(CFLAGS) $(WARN) $(WERROR) -fPIC $(DEPFLAGS) \
+  -Isim -I$(CUDA_HOME)/include
 
 all: $(BUILD)/cugraph-lua $(BUILD)/cugraph/core.so $(BUILD)/libcugraph.a $(SIM)
 
-$(BUILD)/obj/%.o: src/%.c src/core.h src/driver.h src/ptx.h src/image.h src/cugraph.h src/setters.h VERSION | deps
+$(BUILD)/obj/%.o: src/%.c VERSION | deps
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -c $< -o $@
-
-$(BUILD)/obj/host.o $(BUILD)/obj/repl.o $(BUILD)/obj/launch.o: $(BUILD)/obj/%.o: src/%.c src/host.h src/cugraph.h VERSION | deps
-	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(HOST_DEFS) -c $< -o $@
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) $(OBJ_DEFS) -c $< -o $@
+$(HOST_OBJS): OBJ_DEFS = $(HOST_DEFS)
 
 # Linked to the shared liblua5.4 so Lua C modules (busted's) load into it.
-$(BUILD)/cugraph-lua: $(BUILD)/obj/host.o $(BUILD)/obj/repl.o $(BUILD)/obj/launch.o $(OBJS)
+$(BUILD)/cugraph-lua: $(HOST_OBJS) $(OBJS)
 	$(CC) $(CFLAGS) -pthread -rdynamic -o $@ $^ $(LUA_LIBS) $(HOST_LIBS) -ldl -lm
 
 $(BUILD)/cugraph/core.so: $(OBJS)
@@ -60,28 +72,32 @@ $(BUILD)/cugraph/core.so: $(OBJS)
 	$(CC) $(CFLAGS) -pthread -shared -o $@ $^ -ldl -lm
 
 $(BUILD)/libcugraph.a: $(OBJS)
+	rm -f $@
 	ar rcs $@ $^
 
-$(DOUBLE): spec/support/cuda_double.c
+$(BUILD)/double/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) -std=c11 $(CFLAGS) $(WARN) $(WERROR) -fPIC -shared \
-	  -I$(CUDA_HOME)/include -o $@ $< -pthread -lm
+	$(CC) $(SIM_BUILD_CFLAGS) -c $< -o $@
 
-# The test double of NCCL: collectives on the driver double's memory, across
+$(DOUBLE): $(DOUBLE_OBJS)
+	$(CC) $(CFLAGS) -shared -o $@ $^ -pthread -lm
+
+# The NCCL stand-in: collectives on the software driver's memory, across
 # the ranks of one process or of several (shared memory).
-$(NCCL_DOUBLE): spec/support/nccl_double.c
+$(NCCL_DOUBLE): $(NCCL_SRC)
 	@mkdir -p $(@D)
-	$(CC) -std=c11 $(CFLAGS) $(WARN) $(WERROR) -fPIC -shared \
-	  -I$(CUDA_HOME)/include -o $@ $< -pthread -lm -ldl
+	$(CC) $(SIM_BUILD_CFLAGS) -shared -o $@ $^ -pthread -lm -ldl
 
-# The PTX simulator: the test double's driver with kernels run from their
-# PTX (sim/). Its own objects, built with -frounding-math for the rounding
-# modes PTX names.
-$(SIM): $(SIM_SRC) sim/ptx_sim.h sim/ptx_int.h
+# The PTX simulator: the software driver with kernels run from their PTX
+# (sim/ptx), built with -frounding-math for the rounding modes PTX names.
+$(BUILD)/sim/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) -std=c11 $(CFLAGS) $(SIM_CFLAGS) $(WARN) $(WERROR) -fPIC -shared \
-	  -frounding-math -DCUDA_SIM -Isim -I$(CUDA_HOME)/include -o $@ \
-	  $(SIM_SRC) -pthread -lm
+	$(CC) $(SIM_BUILD_CFLAGS) $(SIM_CFLAGS) -frounding-math -DCUDA_SIM -c $< -o $@
+
+$(SIM): $(SIM_OBJS)
+	$(CC) $(CFLAGS) -shared -o $@ $^ -pthread -lm
+
+-include $(OBJS:.o=.d) $(HOST_OBJS:.o=.d) $(DOUBLE_OBJS:.o=.d) $(SIM_OBJS:.o=.d)
 
 $(BUILD)/kernels.ptx: spec/kernels/kernels.cu
 	@mkdir -p $(@D)
@@ -121,42 +137,52 @@ deps:
 	test -f /usr/include/readline/readline.h || \
 	  echo "note: no libreadline-dev: the REPL has no line editing, history or completion (make deps)"
 
-# A host that closes its lua_State at exit, after the driver's teardown.
-$(BUILD)/late_close: spec/support/late_close.c $(BUILD)/libcugraph.a
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libcugraph.a $(LUA_LIBS) -ldl -lm
-
-# C hosts the specs run: the embedding API's argument checks; N states in N
-# threads at once, a state handed between threads, finalizers on another
-# thread (build/threads LUA_DIR PTX [N]); graphs replayed by C from other
-# threads, before and after lua_close (build/handles LUA_DIR PTX).
-SPEC_BINS = $(BUILD)/late_close $(BUILD)/capi $(BUILD)/threads $(BUILD)/handles
-$(BUILD)/capi $(BUILD)/threads $(BUILD)/handles: $(BUILD)/%: spec/support/%.c $(BUILD)/libcugraph.a
+# C hosts the specs run (spec/hosts): the embedding API's argument checks
+# (capi); N states in N threads at once, a state handed between threads,
+# finalizers on another thread (threads LUA_DIR PTX [N]); graphs replayed by
+# C from other threads, before and after lua_close (handles LUA_DIR PTX); a
+# host that closes its lua_State at exit, after the driver's teardown
+# (late_close).
+SPEC_HOSTS = late_close capi threads handles
+SPEC_BINS = $(SPEC_HOSTS:%=$(BUILD)/%)
+$(SPEC_BINS): $(BUILD)/%: spec/hosts/%.c $(BUILD)/libcugraph.a
 	$(CC) $(ALL_CFLAGS) -pthread -o $@ $< $(BUILD)/libcugraph.a $(LUA_LIBS) -ldl -lm
 
-test: all $(DOUBLE) $(NCCL_DOUBLE) $(KERNELS) $(SPEC_BINS)
-	$(SPEC_ENV) CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
-	  CUGRAPH_LUA_LIBNCCL=$(CURDIR)/$(NCCL_DOUBLE) \
-	  $(BUILD)/cugraph-lua "$$(command -v busted)" --ignore-lua $(BUSTED_ARGS)
+# Everything the specs need, for make test and its kin, and for plain
+# `busted` in a checkout (spec/support/busted-lua makes spec-needs).
+SPEC_NEEDS = all $(DOUBLE) $(NCCL_DOUBLE) $(KERNELS) $(SPEC_BINS)
+spec-needs: $(SPEC_NEEDS)
+
+# $(call specs,DRIVER,PREFIX,ARGS): the suite with build/cugraph-lua as
+# busted's interpreter, on the software driver DRIVER (empty: the real
+# libcuda), PREFIX before the command (variables, a tool), ARGS for busted.
+define specs
+$(SPEC_ENV) $(if $(1),CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(1) \
+  CUGRAPH_LUA_LIBNCCL=$(CURDIR)/$(NCCL_DOUBLE)) $(2) \
+  $(BUILD)/cugraph-lua "$$(command -v busted)" --ignore-lua $(3) $(BUSTED_ARGS)
+endef
+
+test: $(SPEC_NEEDS)
+	$(call specs,$(DOUBLE))
 
 # The same specs on the PTX simulator: the kernels run from their PTX.
-test-sim: all $(SIM) $(NCCL_DOUBLE) $(KERNELS) $(SPEC_BINS)
-	$(SPEC_ENV) CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(SIM) \
-	  CUGRAPH_LUA_LIBNCCL=$(CURDIR)/$(NCCL_DOUBLE) \
-	  $(BUILD)/cugraph-lua "$$(command -v busted)" --ignore-lua $(BUSTED_ARGS)
+test-sim: $(SPEC_NEEDS) $(SIM)
+	$(call specs,$(SIM))
 
 test-gpu: all $(KERNELS) $(SPEC_BINS)
-	$(SPEC_ENV) $(BUILD)/cugraph-lua "$$(command -v busted)" --ignore-lua $(BUSTED_ARGS)
+	$(call specs,)
 
 run: all
-	$(BUILD)/cugraph-lua examples/model.lua
+	@if $(BUILD)/cugraph-lua -e 'os.exit(require("cugraph").available() and 0 or 1)' \
+	    2>/dev/null; then $(BUILD)/cugraph-lua examples/model.lua; \
+	else echo "make run: no GPU here: the model runs on the PTX simulator" \
+	  "($(BUILD)/cugraph-lua --sim examples/model.lua)"; \
+	  CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(SIM) $(BUILD)/cugraph-lua examples/model.lua; fi
 
 # The suite with a whole collection cycle, finalizers included, at every
 # allocation: a finalizer may run inside any C function of the runtime.
-test-gcstress: all $(DOUBLE) $(NCCL_DOUBLE) $(KERNELS) $(SPEC_BINS)
-	$(SPEC_ENV) CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
-	  CUGRAPH_LUA_LIBNCCL=$(CURDIR)/$(NCCL_DOUBLE) \
-	  $(BUILD)/cugraph-lua "$$(command -v busted)" --ignore-lua \
-	  --helper=spec/support/gcstress.lua $(BUSTED_ARGS)
+test-gcstress: $(SPEC_NEEDS)
+	$(call specs,$(DOUBLE),,--helper=spec/support/gcstress.lua)
 
 # The suite under valgrind on the test double: any invalid access or definite
 # leak fails it. Subprocess specs run their children under valgrind too
@@ -164,11 +190,8 @@ test-gcstress: all $(DOUBLE) $(NCCL_DOUBLE) $(KERNELS) $(SPEC_BINS)
 VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full \
   --errors-for-leak-kinds=definite --show-leak-kinds=definite \
   --suppressions=$(CURDIR)/spec/support/valgrind.supp
-test-valgrind: all $(DOUBLE) $(NCCL_DOUBLE) $(KERNELS) $(SPEC_BINS)
-	$(SPEC_ENV) CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
-	  CUGRAPH_LUA_LIBNCCL=$(CURDIR)/$(NCCL_DOUBLE) \
-	  CUGRAPH_LUA_VALGRIND="$(VALGRIND)" \
-	  $(VALGRIND) $(BUILD)/cugraph-lua "$$(command -v busted)" --ignore-lua $(BUSTED_ARGS)
+test-valgrind: $(SPEC_NEEDS)
+	$(call specs,$(DOUBLE),CUGRAPH_LUA_VALGRIND="$(VALGRIND)" $(VALGRIND))
 
 # The suite built with AddressSanitizer and UndefinedBehaviorSanitizer into
 # build-asan (core, host, double; the sanitizer runtimes are linked into
@@ -184,28 +207,22 @@ test-asan:
 	  $(MAKE) BUILD=build-asan CFLAGS="$(ASAN_FLAGS)" $(ASAN_GOAL)
 ASAN_GOAL ?= test # test-gcstress: with a collection at every allocation
 
-# Every call of the fault sweep (spec/14-faults_spec.lua), not three per API.
-fault-sweep: all $(DOUBLE) $(NCCL_DOUBLE) $(KERNELS)
-	$(SPEC_ENV) CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) CUGRAPH_FULL_SWEEP=1 \
-	  CUGRAPH_LUA_LIBNCCL=$(CURDIR)/$(NCCL_DOUBLE) \
-	  $(BUILD)/cugraph-lua "$$(command -v busted)" --ignore-lua spec/14-faults_spec.lua
+# Every call of the fault sweep (spec/60-faults_spec.lua), not three per API.
+fault-sweep: $(SPEC_NEEDS)
+	$(call specs,$(DOUBLE),CUGRAPH_FULL_SWEEP=1,spec/60-faults_spec.lua)
 
-# build/threads under helgrind on the test double: any data race or lock
+# The threads host under helgrind on the test double: any data race or lock
 # misuse fails. Races inside libnvrtc's own code are suppressed
 # (spec/support/threads.supp). Needs a thread-safe double.
-test-threads-helgrind: all $(DOUBLE) $(NCCL_DOUBLE) $(KERNELS) $(BUILD)/threads $(BUILD)/handles
+HELGRIND = CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
+  CUGRAPH_LUA_LIBNCCL=$(CURDIR)/$(NCCL_DOUBLE) \
+  valgrind --tool=helgrind -q --error-exitcode=99 \
+  --suppressions=spec/support/threads.supp
+test-threads-helgrind: $(SPEC_NEEDS)
 	rm -rf $(BUILD)/threads-cache
-	XDG_CACHE_HOME=$(CURDIR)/$(BUILD)/threads-cache \
-	  CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
-	  CUGRAPH_LUA_LIBNCCL=$(CURDIR)/$(NCCL_DOUBLE) \
-	  valgrind --tool=helgrind -q --error-exitcode=99 \
-	  --suppressions=spec/support/threads.supp \
+	XDG_CACHE_HOME=$(CURDIR)/$(BUILD)/threads-cache $(HELGRIND) \
 	  $(BUILD)/threads lua $(BUILD)/kernels.ptx 4
-	CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
-	  CUGRAPH_LUA_LIBNCCL=$(CURDIR)/$(NCCL_DOUBLE) \
-	  valgrind --tool=helgrind -q --error-exitcode=99 \
-	  --suppressions=spec/support/threads.supp \
-	  $(BUILD)/handles lua $(BUILD)/kernels.ptx
+	$(HELGRIND) $(BUILD)/handles lua $(BUILD)/kernels.ptx
 
 # compute-sanitizer memcheck (with leak check) over the GPU suite and the
 # examples. Driver errors the specs provoke on purpose are not reported;
@@ -215,24 +232,23 @@ SANITIZER = $(CUDA_HOME)/bin/compute-sanitizer --tool memcheck \
 # The devices spec (NCCL's ranks and the launcher's processes) and the
 # simulator comparison (a CPU-bound child) run without the sanitizer.
 sanitize-gpu: all examples $(KERNELS) $(SPEC_BINS)
-	$(SPEC_ENV) $(SANITIZER) $(BUILD)/cugraph-lua "$$(command -v busted)" --ignore-lua \
-	  --exclude-pattern='^2[45]%-' $(BUSTED_ARGS)
+	$(call specs,,$(SANITIZER),--exclude-pattern='^(02|71)%-')
 	$(SANITIZER) $(BUILD)/cugraph-lua examples/model.lua
-	$(SANITIZER) $(BUILD)/cugraph-lua examples/graph.lua build/examples/graph.dot
-	$(SANITIZER) $(BUILD)/cugraph-lua examples/particles.lua build/examples/frames 40 65536
-	$(SANITIZER) build/examples/engine
+	$(SANITIZER) $(BUILD)/cugraph-lua examples/graph.lua $(BUILD)/examples/graph.dot
+	$(SANITIZER) $(BUILD)/cugraph-lua examples/particles.lua $(BUILD)/examples/frames 40 65536
+	$(SANITIZER) $(BUILD)/examples/engine
 
 # libFuzzer (Debian's clang), FUZZ_TIME seconds each: the PTX signature
 # parser, then the image checker, seeded with small hand-made images
 # (spec/fuzz/image-corpus) and the spec kernels' cubin and fatbin.
 FUZZ_TIME ?= 60
-FUZZ_CC = clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc
-$(BUILD)/ptx_fuzz: spec/fuzz/ptx_fuzz.c src/ptx.c src/ptx.h
+FUZZ_CC = clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -I$(CUDA_HOME)/include
+$(BUILD)/ptx_fuzz: spec/fuzz/ptx_fuzz.c src/kernel/ptx.c src/kernel/ptx.h
 	@mkdir -p $(@D)
-	$(FUZZ_CC) -o $@ spec/fuzz/ptx_fuzz.c src/ptx.c
-$(BUILD)/image_fuzz: spec/fuzz/image_fuzz.c src/image.c src/image.h
+	$(FUZZ_CC) -o $@ spec/fuzz/ptx_fuzz.c src/kernel/ptx.c
+$(BUILD)/image_fuzz: spec/fuzz/image_fuzz.c src/kernel/image.c src/kernel/image.h
 	@mkdir -p $(@D)
-	$(FUZZ_CC) -o $@ spec/fuzz/image_fuzz.c src/image.c
+	$(FUZZ_CC) -o $@ spec/fuzz/image_fuzz.c src/kernel/image.c
 fuzz-ptx: $(BUILD)/ptx_fuzz
 	@mkdir -p $(BUILD)/fuzz-corpus
 	$(BUILD)/ptx_fuzz -max_total_time=$(FUZZ_TIME) -print_final_stats=1 \
@@ -244,20 +260,18 @@ fuzz-image: $(BUILD)/image_fuzz $(BUILD)/kernels.cubin $(BUILD)/kernels.fatbin
 	  $(BUILD)/fuzz-image-corpus $(BUILD)/fuzz-image-seeds spec/fuzz/image-corpus
 fuzz: fuzz-ptx fuzz-image fuzz-api
 
-# Random calls of the whole API (spec/15-fuzz_spec.lua), FUZZ_API_COUNT
+# Random calls of the whole API (spec/61-fuzz_spec.lua), FUZZ_API_COUNT
 # calls from seed FUZZ_API_SEED (a fresh one unless given; failures name it).
 FUZZ_API_COUNT ?= 200000
 FUZZ_API_SEED ?= $(shell date +%s)
-fuzz-api: all $(DOUBLE) $(NCCL_DOUBLE) $(KERNELS)
-	$(SPEC_ENV) CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
-	  CUGRAPH_LUA_LIBNCCL=$(CURDIR)/$(NCCL_DOUBLE) \
-	  CUGRAPH_FUZZ_SEED=$(FUZZ_API_SEED) CUGRAPH_FUZZ_COUNT=$(FUZZ_API_COUNT) \
-	  $(BUILD)/cugraph-lua "$$(command -v busted)" --ignore-lua spec/15-fuzz_spec.lua
+fuzz-api: $(SPEC_NEEDS)
+	$(call specs,$(DOUBLE),CUGRAPH_FUZZ_SEED=$(FUZZ_API_SEED) \
+	  CUGRAPH_FUZZ_COUNT=$(FUZZ_API_COUNT),spec/61-fuzz_spec.lua)
 
 clean:
 	rm -rf build build-asan
 
-.PHONY: all deps test test-sim test-gpu test-gcstress test-valgrind test-threads-helgrind \
+.PHONY: all deps spec-needs test test-sim test-gpu test-gcstress test-valgrind test-threads-helgrind \
   test-asan fault-sweep sanitize-gpu fuzz fuzz-ptx fuzz-image fuzz-api run clean
 
 # -- install ------------------------------------------------------------------
@@ -293,14 +307,14 @@ uninstall:
 include bench/bench.mk
 include examples/examples.mk
 
-# src/setters.h from src/setters.cu (needs nvcc; the header is committed):
+# src/kernel/setters.h from src/kernel/setters.cu (needs nvcc; the header is committed):
 # the PTX text a line a string, as ISO C limits the length of one string.
 setters:
-	{ echo '/* Generated from src/setters.cu by `make setters`: do not edit. */'; \
+	{ echo '/* Generated from src/kernel/setters.cu by `make setters`: do not edit. */'; \
 	  echo 'static const char *const setters_ptx[] = {'; \
-	  $(NVCC) -ptx -arch=compute_75 src/setters.cu -o - | \
+	  $(NVCC) -ptx -arch=compute_75 src/kernel/setters.cu -o - | \
 	    sed -e '/^\s*\/\//d' -e '/^\s*$$/d' -e 's/^\.version .*/.version 8.3/' \
 	        -e 's/\s*\/\/.*$$//' -e 's/\t/ /g' -e 's/^/  "/' -e 's/$$/\\n",/'; \
-	  echo '  NULL'; echo '};'; } > src/setters.h
+	  echo '  NULL'; echo '};'; } > src/kernel/setters.h
 
 .PHONY: setters

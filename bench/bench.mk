@@ -1,9 +1,9 @@
 # Benchmarks, included by the top Makefile. `make bench` runs bench/bench.lua:
 # each case as interleaved pairs of C blocks (bench/ref.c as the Lua module
-# build/bench/ref.so, the same driver calls made directly) and Lua blocks in
+# $(BUILD)/bench/ref.so, the same driver calls made directly) and Lua blocks in
 # one process, then the same loops in CuPy and PyTorch (bench/anchors.py)
 # where python3 has them, and prints one table last; all figures go to
-# build/bench/results.json. BENCH_QUICK=1 (or BENCH_ARGS=--quick) for a
+# $(BUILD)/bench/results.json. BENCH_QUICK=1 (or BENCH_ARGS=--quick) for a
 # smoke run, BENCH_ARGS=--markdown for bench/RESULTS.md. `make soak` runs
 # bench/soak.lua (SOAK_ARGS: count).
 
@@ -17,58 +17,58 @@ BENCH_CFLAGS = -std=c11 -O2 $(WARN) -Werror -Wno-unused-function \
   -I$(CUDA_HOME)/include
 
 # libcuda and NVRTC are opened with dlopen, as the binding opens them.
-build/bench-ref: bench/ref.c | deps
+$(BUILD)/bench-ref: bench/ref.c | deps
 	@mkdir -p $(@D)
 	$(CC) $(BENCH_CFLAGS) -o $@ $< -ldl
 
-build/bench/clock.so: bench/clock.c | deps
+$(BUILD)/bench/clock.so: bench/clock.c | deps
 	@mkdir -p $(@D)
 	$(CC) $(BENCH_CFLAGS) $(LUA_CFLAGS) -fPIC -shared -o $@ $<
 
-build/bench/ref.so: bench/ref.c | deps
+$(BUILD)/bench/ref.so: bench/ref.c | deps
 	@mkdir -p $(@D)
 	$(CC) $(BENCH_CFLAGS) $(LUA_CFLAGS) -DBENCH_REF_MODULE -fPIC -shared -o $@ $< -ldl
 
-# The C handle row's engine loop; cugraph_* come from build/cugraph-lua.
-build/bench/engine.so: bench/engine.c src/cugraph.h | deps
+# The C handle row's engine loop; cugraph_* come from $(BUILD)/cugraph-lua.
+$(BUILD)/bench/engine.so: bench/engine.c src/cugraph.h | deps
 	@mkdir -p $(@D)
 	$(CC) $(BENCH_CFLAGS) $(LUA_CFLAGS) -Isrc -fPIC -shared -o $@ $<
 
 # The argsN kernels of the argument rows.
-build/bench/kernels.ptx: bench/kernels.cu
+$(BUILD)/bench/kernels.ptx: bench/kernels.cu
 	@mkdir -p $(@D)
 	$(NVCC) -ptx -arch=compute_75 $< -o $@
 
 # The C side of the all-reduce benchmark (bench/nccl.lua).
-build/bench/nccl_ref.so: bench/nccl_ref.c | deps
+$(BUILD)/bench/nccl_ref.so: bench/nccl_ref.c | deps
 	@mkdir -p $(@D)
 	$(CC) $(BENCH_CFLAGS) $(LUA_CFLAGS) -fPIC -shared -o $@ $< -ldl
 
-bench: all build/kernels.ptx build/bench/kernels.ptx build/bench-ref \
-       build/bench/clock.so build/bench/ref.so build/bench/engine.so
-	build/cugraph-lua bench/bench.lua $(BENCH_ARGS)
+bench: all $(BUILD)/kernels.ptx $(BUILD)/bench/kernels.ptx $(BUILD)/bench-ref \
+       $(BUILD)/bench/clock.so $(BUILD)/bench/ref.so $(BUILD)/bench/engine.so
+	CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) $(BUILD)/cugraph-lua bench/bench.lua $(BENCH_ARGS)
 	$(MAKE) -s bench-nccl
 
 # The all-reduce rows: one rank per GPU through the launcher, on 2 GPUs
 # (BENCH_NCCL_GPUS); skipped with a note on fewer. NCCL_BENCH_ARGS:
 # --quick, --markdown, --max BYTES.
 BENCH_NCCL_GPUS ?= 2
-bench-nccl: all build/bench/clock.so build/bench/nccl_ref.so
-	@n=$$(build/cugraph-lua -e 'print(require("cugraph").device_count())' 2>/dev/null); \
+bench-nccl: all $(BUILD)/bench/clock.so $(BUILD)/bench/nccl_ref.so
+	@n=$$($(BUILD)/cugraph-lua -e 'print(require("cugraph").device_count())' 2>/dev/null); \
 	if [ "$${n:-0}" -ge $(BENCH_NCCL_GPUS) ]; then \
-	  build/cugraph-lua --nproc $(BENCH_NCCL_GPUS) bench/nccl.lua $(NCCL_BENCH_ARGS); \
+	  CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) $(BUILD)/cugraph-lua --nproc $(BENCH_NCCL_GPUS) bench/nccl.lua $(NCCL_BENCH_ARGS); \
 	else \
 	  echo "bench-nccl: skipped: $${n:-0} GPU(s); the all-reduce rows need $(BENCH_NCCL_GPUS)"; \
 	fi
 
-soak: all build/kernels.ptx
-	build/cugraph-lua bench/soak.lua $(SOAK_ARGS)
+soak: all $(BUILD)/kernels.ptx
+	CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) $(BUILD)/cugraph-lua bench/soak.lua $(SOAK_ARGS)
 
 .PHONY: bench bench-nccl soak
 
 # The PTX simulator's speed on model.lua's MLP kernels (one host thread, and
 # all), beside Numba's CUDA simulator on the same layer (bench/sim.lua).
-bench-sim: all build/libcuda-sim.so
-	build/cugraph-lua bench/sim.lua $(BENCH_SIM_ARGS)
+bench-sim: all $(BUILD)/libcuda-sim.so
+	CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) $(BUILD)/cugraph-lua bench/sim.lua $(BENCH_SIM_ARGS)
 
 .PHONY: bench-sim

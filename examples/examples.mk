@@ -1,10 +1,10 @@
 # The examples' native parts; included at the end of the top Makefile, whose
 # variables (CC, ALL_CFLAGS, LUA_LIBS, PKG_CONFIG) it uses.
 #
-#   make examples      build/examples/engine (the embedding demo),
-#                      build/examples/render (the engine with C-owned graphs,
+#   make examples      $(BUILD)/examples/engine (the embedding demo),
+#                      $(BUILD)/examples/render (the engine with C-owned graphs,
 #                      kernel reload and OpenGL through EGL; GPU only) and
-#                      build/examples/png.so (the png module of particles.lua)
+#                      $(BUILD)/examples/png.so (the png module of particles.lua)
 #   make run-examples  every example on the GPU (examples/run-all.sh)
 #   make check-examples  the examples' kernels compile for sm_90 (no GPU)
 #
@@ -13,31 +13,31 @@
 PNG_CFLAGS ?= $(shell $(PKG_CONFIG) --cflags libpng 2>/dev/null)
 PNG_LIBS ?= $(shell $(PKG_CONFIG) --libs libpng 2>/dev/null || echo -lpng16)
 
-examples: build/examples/engine build/examples/render build/examples/png.so
+examples: $(BUILD)/examples/engine $(BUILD)/examples/render $(BUILD)/examples/png.so
 
-build/examples/png.so: examples/png.c
+$(BUILD)/examples/png.so: examples/png.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(PNG_CFLAGS) -shared -o $@ $< $(PNG_LIBS)
 
-build/examples/engine: examples/embed/engine.c build/libcugraph.a src/cugraph.h
+$(BUILD)/examples/engine: examples/embed/engine.c $(BUILD)/libcugraph.a src/cugraph.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -DCUGRAPH_LUA_DIR='"$(CURDIR)/lua"' \
 	  -DENGINE_SCRIPT='"$(CURDIR)/examples/embed/frame.lua"' -o $@ $< \
-	  build/libcugraph.a $(LUA_LIBS) -pthread -ldl -lm
+	  $(BUILD)/libcugraph.a $(LUA_LIBS) -pthread -ldl -lm
 
 # EGL and GL are opened with dlopen at run time: no GL headers or libraries
 # to build.
-build/examples/render: examples/embed/render.c build/libcugraph.a src/cugraph.h
+$(BUILD)/examples/render: examples/embed/render.c $(BUILD)/libcugraph.a src/cugraph.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -DCUGRAPH_LUA_DIR='"$(CURDIR)/lua"' \
 	  -DRENDER_SCRIPT='"$(CURDIR)/examples/embed/render.lua"' \
-	  -DPNG_DIR='"$(CURDIR)/build/examples"' -o $@ $< \
-	  build/libcugraph.a $(LUA_LIBS) -pthread -ldl -lm
+	  -DPNG_DIR='"$(CURDIR)/$(BUILD)/examples"' -o $@ $< \
+	  $(BUILD)/libcugraph.a $(LUA_LIBS) -pthread -ldl -lm
 
 run-examples: all examples
-	examples/run-all.sh
+	CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) examples/run-all.sh $(BUILD)/examples/out
 
 check-examples: all
-	build/cugraph-lua examples/check-kernels.lua
+	CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) $(BUILD)/cugraph-lua examples/check-kernels.lua
 
 .PHONY: examples run-examples check-examples

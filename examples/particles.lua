@@ -13,7 +13,7 @@
 local cuda = require "cugraph"
 
 local here = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "."
-package.cpath = here .. "/../build/examples/?.so;" .. package.cpath
+package.cpath = (os.getenv("CUGRAPH_LUA_BUILD") or here .. "/../build") .. "/examples/?.so;" .. package.cpath
 local found, png = pcall(require, "png")
 if not found then
   error("the png module is missing; build it with `make examples`\n" .. png, 0)

@@ -14,11 +14,12 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
-out=${1:-build/examples/out}
-lua=${CUGRAPH_LUA:-build/cugraph-lua}
-engine=build/examples/engine
-if [ ! -x "$lua" ] || [ ! -x "$engine" ] || [ ! -x build/examples/render ] ||
-   [ ! -f build/examples/png.so ]; then
+b=${CUGRAPH_LUA_BUILD:-build}
+out=${1:-$b/examples/out}
+lua=${CUGRAPH_LUA:-$b/cugraph-lua}
+engine=$b/examples/engine
+if [ ! -x "$lua" ] || [ ! -x "$engine" ] || [ ! -x "$b/examples/render" ] ||
+   [ ! -f "$b/examples/png.so" ]; then
   make -s all examples || exit 1
 fi
 rm -rf "$out"
@@ -89,7 +90,7 @@ if [ -n "$sim" ]; then
   check solver-128 "$lua" examples/solver.lua 128 1e-8
 else
   mkdir -p "$out/render"
-  check render build/examples/render "$out/render"
+  check render "$b/examples/render" "$out/render"
   check solver "$lua" examples/solver.lua
   check solver-1024 "$lua" examples/solver.lua 1024 1e-8
 fi

@@ -1,7 +1,7 @@
 /* luaopen_cugraph_core: registers every type; and the embedding API. */
 #include <stdint.h>
 #include <string.h>
-#include "core.h"
+#include "base/core.h"
 #include "cugraph.h"
 
 int luaopen_cugraph_core(lua_State *L) {

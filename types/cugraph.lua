@@ -2,7 +2,7 @@
 -- LuaCATS annotations of the cugraph module, for lua-language-server:
 -- add this folder (installed as <prefix>/share/cugraph-lua/types) to
 -- "workspace.library" in .luarc.json. docs/api.md is the full reference;
--- spec/20-ux_spec.lua checks that every function and method is here.
+-- spec/51-ux_spec.lua checks that every function and method is here.
 
 ---@alias cugraph.ElementType
 ---| "f32" | "f64" | "i8" | "u8" | "i16" | "u16" | "i32" | "u32" | "i64" | "u64"

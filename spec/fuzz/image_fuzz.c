@@ -1,4 +1,4 @@
-/* libFuzzer harness for src/image.c: the bytes go to image_check as they
+/* libFuzzer harness for src/kernel/image.c: the bytes go to image_check as they
    are, with a full-size, a tiny and no message buffer. An image it accepts
    is then read as the driver would read it (section and program header
    tables, every section and segment, every name up to its NUL, the symbols,
@@ -6,14 +6,14 @@
    stops on any part the check let lie outside the input.
 
    clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
-     spec/fuzz/image_fuzz.c src/image.c -o /tmp/image_fuzz
+     spec/fuzz/image_fuzz.c src/kernel/image.c -o /tmp/image_fuzz
    mkdir -p /tmp/seeds && cp build/kernels.cubin build/kernels.fatbin /tmp/seeds
    /tmp/image_fuzz -max_total_time=60 /tmp/seeds */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "image.h"
+#include "kernel/image.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,17 +1,17 @@
-/* libFuzzer harness for src/ptx.c: the bytes go to ptx_parse as they are
+/* libFuzzer harness for src/kernel/ptx.c: the bytes go to ptx_parse as they are
    (not NUL-terminated), and as a C string (whole, then line by line) to
    ptx_signature and ptx_demangle, with full-size and tiny outputs. Any
    result must keep the documented invariants; a broken one aborts.
 
    clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
-     spec/fuzz/ptx_fuzz.c src/ptx.c -o /tmp/ptx_fuzz
+     spec/fuzz/ptx_fuzz.c src/kernel/ptx.c -o /tmp/ptx_fuzz
    mkdir -p /tmp/corpus_work
    /tmp/ptx_fuzz -max_total_time=60 /tmp/corpus_work spec/fuzz/corpus */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ptx.h"
+#include "kernel/ptx.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,4 +1,4 @@
--- The fault sweep's workload (spec/14-faults_spec.lua runs it with one
+-- The fault sweep's workload (spec/60-faults_spec.lua runs it with one
 -- driver call failed at a time): every driver call the runtime makes, in
 -- one script. It never raises: it prints one line
 --   FAULT-RESULT <outcome> <api> <code> <poisoned> <after> <unfreed>

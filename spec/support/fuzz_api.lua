@@ -1,6 +1,6 @@
 -- Random calls of every function and method of the module with random
 -- arguments, inside and outside captures, with frees and collections
--- interleaved (spec/15-fuzz_spec.lua runs it in chunks). Seeded and
+-- interleaved (spec/61-fuzz_spec.lua runs it in chunks). Seeded and
 -- reproducible: CUGRAPH_FUZZ_SEED, CUGRAPH_FUZZ_COUNT (calls), and
 -- CUGRAPH_FUZZ_VERBOSE=1 to print each call on stderr before it is made.
 -- Every call runs under pcall; what fails the run: a crash, an error that is

@@ -1,4 +1,4 @@
--- The NCCL fault sweep's workload (spec/24-devices_spec.lua runs it with
+-- The NCCL fault sweep's workload (spec/02-devices_spec.lua runs it with
 -- one call of the NCCL double failed at a time, on two devices of the
 -- driver double): every NCCL call the runtime makes. It never raises: it
 -- prints one line

@@ -1,6 +1,6 @@
 -- Runs every spec kernel and every example kernel once on fixed inputs and
 -- writes what each leaves in its buffers to a file, as a Lua chunk that
--- returns { {case, buffer, type, bytes}, ... }. spec/25-sim_gpu_spec.lua
+-- returns { {case, buffer, type, bytes}, ... }. spec/71-sim_gpu_spec.lua
 -- runs it on the GPU and on the simulator and compares the two.
 --
 --   cugraph-lua spec/support/sim_compare.lua OUT BUILD_DIR

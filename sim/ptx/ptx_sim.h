@@ -1,0 +1,63 @@
+/* The PTX simulator: PTX text decoded once into a compact form, then run
+   warp by warp (32 lanes in lock step, an active mask, reconvergence at the
+   lowest waiting PC), blocks in parallel on host threads. Pure C with no
+   driver in it: sim/driver/driver.c built with -DCUDA_SIM puts it
+   behind the driver table (build/libcuda-sim.so). Device memory is host
+   memory; the caller says which ranges are live. */
+#ifndef PTX_SIM_H
+#define PTX_SIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct sim_module sim_module;
+typedef struct sim_kernel sim_kernel;
+
+/* The live allocation holding [p, p + n): 1 with its bounds in *lo, *hi
+   (a later access in them is taken as live without asking), else 0. */
+typedef int sim_live_fn(void *ud, uint64_t p, size_t n, uint64_t *lo,
+                        uint64_t *hi);
+/* cudaGraphSetConditional(handle, value): 0, or nonzero for a handle that is
+   not one of the running graph's. Calls are serialized. */
+typedef int sim_cond_fn(void *ud, uint64_t handle, unsigned value);
+
+typedef struct sim_launch {
+  unsigned grid[3], block[3];
+  unsigned dynamic_shared;      /* bytes of dynamic shared memory */
+  const unsigned char *params;  /* the parameter bytes, laid out as on GPU */
+  size_t nparams;
+  sim_live_fn *live;
+  sim_cond_fn *cond;
+  void *ud;                     /* passed to live and cond */
+  unsigned threads;             /* host threads (0: CUDA_SIM_THREADS or the
+                                   machine's cores) */
+  uint64_t executed;            /* out: thread-instructions run */
+} sim_launch;
+
+/* Fault kinds sim_run returns (they are the driver's codes). */
+enum {
+  SIM_OK = 0,
+  SIM_ILLEGAL_ADDRESS = 700,
+  SIM_LAUNCH_FAILED = 719,
+  SIM_MISALIGNED = 716,
+  SIM_ILLEGAL_INSTRUCTION = 715,
+  SIM_OUT_OF_MEMORY = 2,
+};
+
+/* Decodes PTX text. NULL with the reason in err (instruction and line for
+   what the simulator does not run) when it cannot. */
+sim_module *sim_load(const char *ptx, char *err, size_t nerr);
+void sim_unload(sim_module *m);
+/* The entry called name, or NULL. */
+const sim_kernel *sim_kernel_find(const sim_module *m, const char *name);
+/* Bytes of static shared memory the entry's module declares. */
+size_t sim_static_shared(const sim_kernel *k);
+/* Runs a launch to its end or its first fault: SIM_OK or a fault code, with
+   a diagnostic naming kernel, PTX line, thread and block in diag. */
+int sim_run(const sim_kernel *k, sim_launch *l, char *diag, size_t ndiag);
+/* The PTX image inside a fatbin of nbytes: a malloc'd NUL-terminated copy,
+   NULL with the reason in err ("no PTX in this image; ..."). */
+char *sim_fatbin_ptx(const unsigned char *fatbin, size_t nbytes, char *err,
+                     size_t nerr);
+
+#endif

@@ -1,0 +1,134 @@
+-- Graphs owned by C (spec/hosts/handles.c): replayed from a second thread
+-- while the script runs and reloads the kernel, then after lua_close; the
+-- pins live until the last release. And kernel reload and cuda.watch from
+-- Lua.
+local H = require "support.helper"
+local cuda = H.cuda
+
+describe("C handles", function()
+  it("replay from other threads beside the script and after lua_close", function()
+    local cmd = ("%s %s %s 2>&1"):format(H.quote(H.build .. "/handles"),
+      H.quote(H.build .. "/../lua"), H.quote(H.build .. "/kernels.ptx"))
+    local p = assert(io.popen(cmd))
+    local out = p:read("a")
+    assert.is_true(p:close(), out)
+    assert.matches("ok %(a%)", out)
+    assert.matches("ok %(b%)", out)
+    assert.matches("ok %(c%)", out)
+  end)
+end)
+
+describe("kernel reload", function()
+  local function source()
+    local f = assert(io.open(H.build .. "/kernels.ptx"))
+    local src = f:read("a")
+    f:close()
+    return src
+  end
+
+  it("switches live graphs and kernels to the new code", function()
+    local m = cuda.module(H.build .. "/kernels.ptx")
+    local s = cuda.stream()
+    local y = cuda.buffer("f32", 256):fill(0)
+    local k = cuda.scalar("f32", 1)
+    local g = s:capture(function() m.add_scalar_f32:launch(s, 1, 256, y, k, 256) end)
+    g:launch(); s:synchronize()
+    m:reload(source())
+    g:launch()
+    m.add_scalar_f32:launch(s, 1, 256, y, k, 256)
+    s:synchronize()
+    assert.equals(3, y:download()[256])
+    g:free(); m:free()
+  end)
+
+  it("switches only the live graphs that launch the module's kernels", function()
+    local m, other = cuda.module(H.build .. "/kernels.ptx"), cuda.module(H.build .. "/kernels.ptx")
+    local s = cuda.stream()
+    local k = cuda.scalar("f32", 1)
+    local y1, y2, y3 = cuda.buffer("f32", 256):fill(0), cuda.buffer("f32", 256):fill(0),
+                       cuda.buffer("f32", 256):fill(5)
+    local function graph(mod, y)
+      return s:capture(function() mod.add_scalar_f32:launch(s, 1, 256, y, k, 256) end)
+    end
+    local g1, g2 = graph(m, y1), graph(other, y2)
+    graph(m, y3):free()  -- freed: never touched again
+    graph(m, y3)         -- garbage
+    collectgarbage(); collectgarbage()
+    g1:launch(); g2:launch()
+    -- the new add_scalar_f32 subtracts: y = s - y
+    local src = source()
+    local at = src:find(".entry add_scalar_f32", 1, true)
+    local new = src:sub(1, at - 1) .. src:sub(at):gsub("add%.f32", "sub.f32", 1)
+    assert.are_not.equal(src, new)
+    m:reload(new, "sub.ptx")
+    g1:launch(); g2:launch()
+    m.add_scalar_f32:launch(s, 1, 256, y3, k, 256)
+    s:synchronize()
+    assert.equals(2, y2:download()[256]) -- another module's graph: old code
+    if H.gpu or H.sim then -- the code runs (the double has host twins by name)
+      assert.equals(0, y1:download()[256])
+      assert.equals(-4, y3:download()[256])
+    end
+    g1:free(); g2:free(); m:free(); other:free()
+  end)
+
+  it("keeps the old code on a compile error or a changed signature", function()
+    local m = cuda.module(H.build .. "/kernels.ptx")
+    local s = cuda.stream()
+    local y = cuda.buffer("f32", 256):fill(0)
+    local k = cuda.scalar("f32", 2)
+    local kern = m.add_scalar_f32
+    local g = s:capture(function() kern:launch(s, 1, 256, y, k, 256) end)
+    local err = H.error_of(m.reload, m, "not ptx at all\n", "bad.ptx")
+    assert.matches("bad.ptx", tostring(err))
+    local renamed = source():gsub("add_scalar_f32", "add_scalar_g32")
+    err = H.error_of(m.reload, m, renamed, "renamed.ptx")
+    assert.matches("renamed.ptx: reload: the new code has no kernel 'add_scalar_f32'; "
+                   .. "the old code stays", err)
+    local retyped = source():gsub("(add_scalar_f32%(%s*%.param %.u64 [%w_]+,%s*%.param %.u64 [%w_]+,%s*%.param )%.u32", "%1.u64")
+    if retyped ~= source() then
+      err = H.error_of(m.reload, m, retyped, "retyped.ptx")
+      assert.matches("became", err)
+    end
+    g:launch(); s:synchronize()
+    assert.equals(2, y:download()[1])
+    g:free()
+  end)
+
+  it("refuses inside a capture", function()
+    local m = cuda.module(H.build .. "/kernels.ptx")
+    local s = cuda.stream()
+    local y = cuda.buffer("f32", 256)
+    local err = H.error_of(s.capture, s, function()
+      y:fill(0, s)
+      m:reload(source())
+    end)
+    assert.matches("module:reload%(%) inside a graph capture", err)
+  end)
+
+  it("cuda.watch polls a file and runs the reload when it changes", function()
+    local path = os.tmpname()
+    local calls = 0
+    local poll = cuda.watch(path, function(p)
+      calls = calls + 1
+      if calls == 2 then error("compile failed: " .. p) end
+    end)
+    assert.is_nil(poll())
+    local f = assert(io.open(path, "w")); f:write("a"); f:close()
+    assert.is_true(poll())
+    assert.is_nil(poll())
+    f = assert(io.open(path, "w")); f:write("bb"); f:close()
+    local ok, err = poll()
+    assert.is_false(ok)
+    assert.matches("compile failed", err)
+    assert.equals(0, H.garbage(function() poll() end, 1000))
+    os.remove(path)
+  end)
+end)
+
+describe("interop", function()
+  it("says so when the driver has no OpenGL interop", function()
+    if H.gpu then return end -- the GPU runs examples/embed/particles
+    assert.matches("no OpenGL interop", H.error_of(cuda.gl_buffer, 1, "f32"))
+  end)
+end)

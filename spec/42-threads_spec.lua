@@ -1,0 +1,29 @@
+-- Threads (spec/hosts/threads.c): 8 states on 8 threads whose first GPU
+-- calls race, a state handed from one thread to another, finalizers and
+-- lua_close on threads that did not make the state. Runs on the driver the
+-- suite runs on (CUGRAPH_LUA_LIBCUDA is inherited), with a fresh NVRTC
+-- cache each time so that the threads' cache writes race too.
+local H = require "support.helper"
+
+local function threads(n)
+  local cmd = ('d=$(mktemp -d) && XDG_CACHE_HOME="$d" %s %s %s %d 2>&1; '
+               .. 'rc=$?; rm -rf "$d"; exit $rc'):format(
+    H.quote(H.build .. "/threads"), H.quote(H.build .. "/../lua"),
+    H.quote(H.build .. "/kernels.ptx"), n)
+  local p = assert(io.popen(cmd))
+  local out = p:read("a")
+  local _, _, code = p:close()
+  return code, out
+end
+
+describe("threads", function()
+  it("run states on any thread, one thread at a time each (5 runs of 8 threads)", function()
+    for run = 1, 5 do
+      local code, out = threads(8)
+      assert.equals(0, code, ("run %d:\n%s"):format(run, out))
+      assert.matches("ok %(a%) 8 states on 8 threads at once", out)
+      assert.matches("ok %(b%)", out)
+      assert.matches("ok %(c%)", out)
+    end
+  end)
+end)

@@ -1,0 +1,197 @@
+-- Finalizers that run inside a C function of the runtime: any allocation
+-- there can run a pending __gc, which may free an object the function
+-- already looked up. The collector is set to finish a whole cycle at every
+-- allocation, so a finalizer armed just before a call runs at that call's
+-- first allocation.
+local H = require "support.helper"
+local cuda = H.cuda
+
+-- Runs fn with a finalizer pending that calls on_gc; the collector finishes
+-- a cycle (finalizers included) at every allocation meanwhile.
+local function with_pending_finalizer(on_gc, fn)
+  local mt = { __gc = function() on_gc() end }
+  collectgarbage("incremental", 1, 1000, 30)
+  collectgarbage("collect") -- the new pause applies from here
+  setmetatable({}, mt)
+  local ok, err = pcall(fn)
+  collectgarbage("incremental", 200, 100, 13)
+  collectgarbage("collect")
+  return ok, err
+end
+
+describe("finalizers inside calls", function()
+  it("an upload looks its stream up after converting the data", function()
+    local b = cuda.buffer("f32", 1024)
+    local data = {}
+    for i = 1, 1024 do data[i] = i end
+    local s = cuda.stream()
+    local freed = false
+    local ok, err = with_pending_finalizer(function() s:free(); freed = true end,
+      function() return b:upload(data, 0, s) end)
+    assert.is_true(freed)
+    assert.is_false(ok)
+    assert.matches("attempt to use a freed cugraph.Stream", tostring(err))
+    b:upload(data) -- the buffer is unharmed
+    assert.equals(1024, b:download("table", 1023, 1)[1])
+  end)
+
+  it("a download checks its buffer after allocating the result", function()
+    local b = cuda.buffer("u32", 4096):fill(7)
+    local ok, err = with_pending_finalizer(function() b:free() end,
+      function() return b:download("string") end)
+    assert.is_false(ok)
+    assert.matches("attempt to use a freed cugraph.Buffer", tostring(err))
+  end)
+
+  it("g:nodes() reads the graph's nodes only after allocating", function()
+    local s = cuda.stream()
+    local x = cuda.buffer("i32", 64):fill(0)
+    local k = H.kernels().inc_i32
+    local g = s:capture(function()
+      for _ = 1, 4 do k:launch(s, 1, 64, x, 64) end
+    end)
+    local ok, err = with_pending_finalizer(function() g:free() end,
+      function() return g:nodes() end)
+    assert.is_false(ok)
+    assert.matches("attempt to use a freed cugraph.Graph", tostring(err))
+    x:free()
+  end)
+
+  it("a kernel lookup checks its module after allocating the kernel", function()
+    local m = cuda.module(H.build .. "/kernels.ptx")
+    local ok, err = with_pending_finalizer(function() m:free() end,
+      function() return m:kernel("saxpy") end)
+    assert.is_false(ok)
+    assert.matches("attempt to use a freed cugraph.Module", tostring(err))
+  end)
+
+  -- Launch n buffers into a capture, then one more whose pin allocation runs
+  -- a finalizer that tries to free it: either the free is refused (the
+  -- buffer is in use) or the launch is refused; a graph never holds a freed
+  -- buffer. n runs past the pin set's growth points.
+  it("a buffer being pinned cannot be freed by the pin's allocation", function()
+    local k = H.kernels().inc_i32
+    local s = cuda.stream()
+    for n = 0, 20 do
+      local bufs = {}
+      for i = 1, n do bufs[i] = cuda.buffer("i32", 32):fill(0) end
+      local x = cuda.buffer("i32", 32):fill(0)
+      local refused
+      local ok, g = pcall(s.capture, s, function()
+        for i = 1, n do k:launch(s, 1, 32, bufs[i], 32) end
+        with_pending_finalizer(function()
+          local freed, e = pcall(x.free, x)
+          refused = not freed and tostring(e)
+        end, function() k:launch(s, 1, 32, x, 32) end)
+      end)
+      if ok then
+        assert.not_matches("%(freed%)", tostring(x))
+        if refused then assert.matches("used by live cugraph.Graph", refused) end
+        g:launch()
+        assert.same({ 1, 1 }, x:download("table", 0, 2))
+        g:free()
+      else
+        assert.matches("attempt to use a freed cugraph.Buffer", tostring(g))
+      end
+      x:free()
+      for i = 1, n do bufs[i]:free() end
+    end
+  end)
+
+  -- A freed graph's records go to the next capture; a method still reading
+  -- them when a finalizer frees the graph and captures again keeps them.
+  it("a node's text keeps its records when a finalizer frees the graph and captures", function()
+    local s = cuda.stream()
+    local x = cuda.buffer("i32", 64):fill(0)
+    local k, line = H.kernels().inc_i32, nil
+    local g = s:capture(function()
+      line = debug.getinfo(1, "l").currentline; k:launch(s, 1, 64, x, 64)
+    end)
+    local n, other = g:node(1), nil
+    local text_of = debug.getmetatable(n).__tostring -- its first allocation
+    local ok, text = with_pending_finalizer(function() -- is the kernel's name
+      g:free()
+      other = s:capture(function()
+        x:fill(3, s)
+      end)
+    end, function() return text_of(n) end)
+    assert.is_true(ok, text)
+    assert.is_not_nil(other)
+    assert.matches("kernel inc_i32 at .*62%-reentrancy_spec%.lua:" .. line .. "%)$",
+                   text)
+    assert.matches("fill at ", tostring(other:node(1)))
+    other:free()
+  end)
+
+  it("g:nodes('detail') and node:info() check the graph after allocating", function()
+    local s = cuda.stream()
+    local x = cuda.buffer("i32", 64):fill(0)
+    local k = H.kernels().inc_i32
+    local function make()
+      return s:capture(function() for _ = 1, 3 do k:launch(s, 1, 64, x, 64) end end)
+    end
+    local g = make()
+    local ok, err = with_pending_finalizer(function() g:free(); make():free() end,
+      function() return g:nodes("detail") end)
+    assert.is_false(ok)
+    assert.matches("attempt to use a freed cugraph.Graph", tostring(err))
+    g = make()
+    local n = g:node(2)
+    ok, err = with_pending_finalizer(function() g:free(); make():free() end,
+      function() return n:info() end)
+    assert.is_false(ok)
+    assert.matches("attempt to use a freed cugraph.Graph", tostring(err))
+  end)
+
+  it("m:reload switches every graph that finalizers capture during it", function()
+    local m = cuda.module(H.build .. "/kernels.ptx")
+    local s = cuda.stream()
+    local k = cuda.scalar("f32", 1)
+    local f = assert(io.open(H.build .. "/kernels.ptx"))
+    local src = f:read("a")
+    f:close()
+    local at = src:find(".entry add_scalar_f32", 1, true)
+    local new = src:sub(1, at - 1) .. src:sub(at):gsub("add%.f32", "sub.f32", 1)
+    -- a finalizer at every allocation of the reload: each captures a
+    -- graph of the module's kernel and arms the next
+    local made, armed = {}, true
+    local mt
+    mt = { __gc = function()
+      if not armed or #made == 64 then return end
+      local y = cuda.buffer("f32", 256):fill(5)
+      made[#made + 1] = { s:capture(function()
+        m.add_scalar_f32:launch(s, 1, 256, y, k, 256)
+      end), y }
+      setmetatable({}, mt)
+    end }
+    local ok, err = with_pending_finalizer(function() setmetatable({}, mt) end,
+      function() m:reload(new, "sub.ptx") end)
+    armed = false
+    assert.is_true(ok, err)
+    assert.is_true(#made > 0)
+    for _, p in ipairs(made) do p[1]:launch() end
+    s:synchronize()
+    for _, p in ipairs(made) do
+      if H.gpu or H.sim then -- the code runs: the new code subtracts
+        assert.equals(-4, p[2]:download()[256])
+      end
+      p[1]:free()
+    end
+    m:free()
+  end)
+end)
+
+describe("the debug library", function()
+  it("a graph whose pin set was replaced frees without reading foreign keys", function()
+    local s = cuda.stream()
+    local x = cuda.buffer("i32", 8):fill(0)
+    local g = s:capture(function() H.kernels().inc_i32:launch(s, 1, 8, x, 8) end)
+    local pins = debug.getuservalue(g, 1)
+    pins[io.stdout] = true
+    pins["text"] = true
+    pins[{}] = true
+    g:free()
+    x:free()
+    assert.matches("%(freed%)", tostring(x))
+  end)
+end)

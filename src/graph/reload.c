@@ -1,0 +1,196 @@
+/* Kernel hot reload: m:reload(image) (module.c) loads the new code, then
+   the live graphs that launch the module's kernels switch to it here: the
+   kernel nodes of each graph take the new function with the same
+   parameters, and the executable graph is updated in place
+   (cuGraphExecUpdate), so replays go on without a new capture. Graphs of
+   Lua are found in the state's list of open graphs, by their node records;
+   C graphs through the module's share (handle.c). And cuda.watch(path,
+   fn): a poll for a changed file, for a frame loop. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "base/core.h"
+
+void cg_track_graph(cg_graph *gr) {
+  cg_ctx *root = gr->h.ctx->root;
+  gr->prev = NULL;
+  gr->next = root->graphs;
+  if (gr->next) gr->next->prev = gr;
+  root->graphs = gr;
+}
+
+void cg_untrack_graph(cg_graph *gr) {
+  if (gr->prev) gr->prev->next = gr->next;
+  else gr->h.ctx->root->graphs = gr->next;
+  if (gr->next) gr->next->prev = gr->prev;
+}
+
+/* Sets node's function to s->to with copies of its arguments: what
+   cuGraphKernelNodeGetParams points to belongs to the node. */
+static CUresult setnode(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS *p,
+                        const cg_swap *s) {
+  size_t total = 0;
+  for (int i = 0; i < s->nparams; i++) total += (s->size[i] + 7) & ~7u;
+  void **argv = malloc((size_t)s->nparams * sizeof *argv + total + 1);
+  if (!argv) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (p->kernelParams) {
+    unsigned char *slot = (unsigned char *)(argv + s->nparams);
+    for (int i = 0; i < s->nparams; i++) {
+      memcpy(slot, p->kernelParams[i], s->size[i]);
+      argv[i] = slot;
+      slot += (s->size[i] + 7) & ~7u;
+    }
+    p->kernelParams = argv;
+  }
+  p->func = s->to;
+  p->kern = NULL;
+  p->ctx = NULL;
+  CUresult r = cg_drv.cuGraphKernelNodeSetParams(node, p);
+  free(argv);
+  return r;
+}
+
+CUresult cg_swap_kernels(CUgraph g, CUgraphExec x, const cg_swap *sw, int n,
+                         const char **api) {
+  size_t count = 0;
+  *api = "cuGraphGetNodes";
+  CUresult r = cg_drv.cuGraphGetNodes(g, NULL, &count);
+  if (r != CUDA_SUCCESS || !count) return r;
+  CUgraphNode *nodes = malloc(count * sizeof *nodes);
+  if (!nodes) return CUDA_ERROR_OUT_OF_MEMORY;
+  r = cg_drv.cuGraphGetNodes(g, nodes, &count);
+  int changed = 0;
+  for (size_t i = 0; i < count && r == CUDA_SUCCESS; i++) {
+    CUgraphNodeType t;
+    *api = "cuGraphNodeGetType";
+    r = cg_drv.cuGraphNodeGetType(nodes[i], &t);
+    if (r != CUDA_SUCCESS || t != CU_GRAPH_NODE_TYPE_KERNEL) continue;
+    CUDA_KERNEL_NODE_PARAMS p;
+    memset(&p, 0, sizeof p);
+    *api = "cuGraphKernelNodeGetParams";
+    r = cg_drv.cuGraphKernelNodeGetParams(nodes[i], &p);
+    for (int j = 0; j < n && r == CUDA_SUCCESS; j++)
+      if (p.func == sw[j].from) {
+        *api = "cuGraphKernelNodeSetParams";
+        r = setnode(nodes[i], &p, &sw[j]);
+        changed = 1;
+        break;
+      }
+  }
+  free(nodes);
+  if (r == CUDA_SUCCESS && changed && x) {
+    CUgraphExecUpdateResultInfo info;
+    memset(&info, 0, sizeof info);
+    *api = "cuGraphExecUpdate";
+    r = cg_drv.cuGraphExecUpdate(x, g, &info);
+  }
+  return r;
+}
+
+/* Raises the error of api as an error object whose message says that the
+   old code stays. */
+static int failed(lua_State *L, const char *api, CUresult r) {
+  char buf[CG_ERRNAME];
+  cg_pusherror(L, api, (int)r, cg_driver_errname(r, buf),
+               "module:reload: a live graph cannot switch to the new code; "
+               "the old code stays");
+  return lua_error(L);
+}
+
+void cg_reload_graphs(lua_State *L, cg_ctx *ctx, int midx, const cg_swap *sw,
+                      int n, CUmodule newmod, CUmodule oldmod) {
+  cg_obj *mod = lua_touserdata(L, midx);
+  int top = lua_gettop(L);
+  /* the one Lua allocation, before the graphs are looked at (a finalizer
+     it runs may free or capture one); the undo cannot fail */
+  cg_swap *rev = lua_newuserdatauv(L, (size_t)n * sizeof *rev + 1, 0);
+  for (int i = 0; i < n; i++) {
+    rev[i] = sw[i];
+    rev[i].from = sw[i].to;
+    rev[i].to = sw[i].from;
+  }
+  /* from here no Lua runs until an error is raised: the list stands still.
+     The graphs that launch the module's kernels first take in their nodes
+     what was changed in their execs, then switch. */
+  const char *api = NULL, *ignored;
+  CUresult r = CUDA_SUCCESS;
+  cg_graph *gr, *undo = NULL; /* the graphs before undo switched */
+  for (gr = ctx->root->graphs; gr && r == CUDA_SUCCESS; gr = gr->next)
+    if (cg_recs_launch(gr->recs, mod)) r = cg_graph_follow(gr, &api);
+  cg_check(L, ctx, api, r); /* nothing switched yet */
+  for (gr = ctx->root->graphs; gr && r == CUDA_SUCCESS; gr = gr->next)
+    if (cg_recs_launch(gr->recs, mod)) {
+      r = cg_swap_kernels(gr->g, gr->exec, sw, n, &api);
+      undo = gr->next; /* a failed one may be half switched */
+    }
+  if (r == CUDA_SUCCESS && mod->share) {
+    r = cg_share_swap(mod->share, newmod, sw, n, &api);
+    if (r != CUDA_SUCCESS) cg_share_swap(mod->share, oldmod, rev, n, &ignored);
+  }
+  if (r != CUDA_SUCCESS) {
+    for (gr = ctx->root->graphs; gr != undo; gr = gr->next)
+      if (cg_recs_launch(gr->recs, mod))
+        cg_swap_kernels(gr->g, gr->exec, rev, n, &ignored);
+    cg_poison(ctx, api, r);
+    failed(L, api, r);
+  }
+  lua_settop(L, top);
+}
+
+/* -- cuda.watch ------------------------------------------------------------ */
+
+typedef struct filestamp {
+  int exists;
+  struct timespec mtime;
+  off_t size;
+  ino_t ino;
+} filestamp;
+
+static void stamp(const char *path, filestamp *f) {
+  struct stat st;
+  memset(f, 0, sizeof *f);
+  if (stat(path, &st)) return;
+  f->exists = 1;
+  f->mtime = st.st_mtim;
+  f->size = st.st_size;
+  f->ino = st.st_ino;
+}
+
+/* poll() -> nil (unchanged) | true (fn ran) | false, error (fn raised) */
+static int poll(lua_State *L) {
+  const char *path = lua_tostring(L, lua_upvalueindex(1));
+  filestamp *last = lua_touserdata(L, lua_upvalueindex(3)), now;
+  stamp(path, &now);
+  if (!now.exists || (last->exists && now.size == last->size &&
+                      now.ino == last->ino &&
+                      now.mtime.tv_sec == last->mtime.tv_sec &&
+                      now.mtime.tv_nsec == last->mtime.tv_nsec))
+    return 0;
+  *last = now;
+  lua_settop(L, 0);
+  lua_pushvalue(L, lua_upvalueindex(2));
+  lua_pushvalue(L, lua_upvalueindex(1));
+  int ok = lua_pcall(L, 1, 0, 0) == LUA_OK;
+  lua_pushboolean(L, ok);
+  if (!ok) lua_insert(L, -2);
+  return ok ? 1 : 2;
+}
+
+/* cuda.watch(path, fn) -> poll: fn(path) runs at the first poll() after
+   the file changed (its time, size or inode), e.g. to reload a module.
+   A poll of an unchanged file is one stat and allocates nothing. */
+static int watch(lua_State *L) {
+  luaL_checkstring(L, 1);
+  luaL_checktype(L, 2, LUA_TFUNCTION);
+  lua_settop(L, 2);
+  filestamp *f = lua_newuserdatauv(L, sizeof *f, 0);
+  stamp(lua_tostring(L, 1), f);
+  lua_pushcclosure(L, poll, 3);
+  return 1;
+}
+
+void reload_open(lua_State *L) {
+  lua_pushcfunction(L, watch);
+  lua_setfield(L, -2, "watch");
+}

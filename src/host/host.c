@@ -1,0 +1,400 @@
+/* cugraph-lua: a Lua 5.4 interpreter with the CUDA binding built in. It
+   takes the options of `lua` and behaves as it does (the arg table,
+   LUA_INIT, a traceback with every error, the exit status), plus -h,
+   --version and --info. The interactive loop is in repl.c. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+
+#include "cugraph.h"
+#include "host/host.h"
+
+/* The options, in one pass over argv before anything runs. */
+typedef struct options {
+  int script;   /* index of the script in argv; 0: none */
+  int end;      /* argv[1..end-1] are options */
+  int interactive, version, execute, noenv, help, info;
+  const char *bad; /* the offending option, when there is one */
+} options;
+
+static lua_State *running; /* the state ^C interrupts */
+
+/* -- signals and calls ---------------------------------------------------- */
+
+static void stop_hook(lua_State *L, lua_Debug *ar) {
+  (void)ar;
+  lua_sethook(L, NULL, 0, 0);
+  luaL_error(L, "interrupted!");
+}
+
+static void on_signal(int sig, void (*handler)(int)) {
+  struct sigaction sa;
+  sa.sa_handler = handler;
+  sa.sa_flags = 0;
+  sigemptyset(&sa.sa_mask);
+  sigaction(sig, &sa, NULL);
+}
+
+/* ^C while Lua runs stops it at the next hook; a second ^C before that
+   kills the process (the default action is back). */
+static void interrupt(int sig) {
+  on_signal(sig, SIG_DFL);
+  lua_sethook(running, stop_hook,
+              LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE | LUA_MASKCOUNT, 1);
+}
+
+/* The message handler: every error gets a traceback, error objects (the
+   runtime's, or any with __tostring) too. */
+static int traceback(lua_State *L) {
+  const char *msg = lua_tostring(L, 1);
+  if (msg == NULL) {
+    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
+      msg = lua_tostring(L, -1);
+    else
+      msg = lua_pushfstring(L, "(error object is a %s value)",
+                            luaL_typename(L, 1));
+  }
+  luaL_traceback(L, L, msg, 1);
+  return 1;
+}
+
+int host_call(lua_State *L, int narg, int nres) {
+  int base = lua_gettop(L) - narg, status;
+  lua_pushcfunction(L, traceback);
+  lua_insert(L, base);
+  running = L;
+  on_signal(SIGINT, interrupt);
+  status = lua_pcall(L, narg, nres, base);
+  on_signal(SIGINT, SIG_DFL);
+  lua_remove(L, base);
+  return status;
+}
+
+int host_report(lua_State *L, int status, int named) {
+  if (status == LUA_OK) return status;
+  const char *msg = lua_tostring(L, -1);
+  if (msg == NULL) msg = "(error object is not a string)";
+  if (named) fprintf(stderr, "%s: ", HOST_NAME);
+  fprintf(stderr, "%s\n", msg);
+  fflush(stderr);
+  lua_pop(L, 1);
+  return status;
+}
+
+static int run_chunk(lua_State *L, int status) {
+  if (status == LUA_OK) status = host_call(L, 0, 0);
+  return host_report(L, status, 1);
+}
+
+static int run_string(lua_State *L, const char *s, const char *name) {
+  return run_chunk(L, luaL_loadbuffer(L, s, strlen(s), name));
+}
+
+/* -- usage, version, info --------------------------------------------------- */
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: %s [options] [script [args]]\n"
+          "Available options are:\n"
+          "  -e stat   execute string 'stat'\n"
+          "  -i        enter interactive mode after executing 'script'\n"
+          "  -l mod    require library 'mod' into global 'mod'\n"
+          "  -l g=mod  require library 'mod' into global 'g'\n"
+          "  -v        show version information\n"
+          "  -E        ignore environment variables\n"
+          "  -W        turn warnings on\n"
+          "  -h, --help  show this help\n"
+          "  --version   show version information and exit\n"
+          "  --info      show the driver, devices, NVRTC and cache, and exit\n"
+          "  --nproc N   (first) run the script in N processes, one per GPU\n"
+          "              (%s --nproc 1 shows the launcher's options)\n"
+          "  --        stop handling options\n"
+          "  -         stop handling options and execute stdin\n"
+          "Environment variables:\n"
+          "  LUA_INIT_5_4, LUA_INIT   code to run first ('@file' runs a file)\n"
+          "  LUA_PATH, LUA_CPATH      module search paths\n"
+          "  CUGRAPH_LUA_LIBCUDA      libcuda to load\n"
+          "  CUGRAPH_LUA_DEVICE       device ordinal (default 0)\n"
+          "  CUGRAPH_LUA_LIBNVRTC     libnvrtc to load\n"
+          "  CUGRAPH_LUA_LIBNCCL      libnccl to load\n"
+          "  CUGRAPH_LUA_CACHE_DIR    compile cache folder\n"
+          "  CUGRAPH_LUA_CACHE_SIZE   compile cache cap (default 256M)\n"
+          "Without a script, on a terminal: an interactive session with the\n"
+          "module bound to 'cuda'.\n",
+          HOST_NAME, HOST_NAME);
+  fflush(f);
+}
+
+static void version(void) {
+  fputs(HOST_NAME " " CUGRAPH_VERSION " (" LUA_RELEASE ")\n", stdout);
+  fflush(stdout);
+}
+
+#ifdef CG_READLINE
+#define BUILD_READLINE "yes"
+#else
+#define BUILD_READLINE "no (make deps installs libreadline-dev)"
+#endif
+#define STR(x) #x
+#define XSTR(x) STR(x)
+
+/* What --info prints, written in Lua over cuda.info(). */
+static const char info_chunk[] =
+  "local build = ...\n"
+  "local i = require('cugraph').info()\n"
+  "local function row(k, v) print(('%-14s %s'):format(k, v)) end\n"
+  "row('cugraph-lua', i.version .. ' (' .. i.lua .. ')')\n"
+  "row('driver', i.driver or ('none: ' .. i.reason))\n"
+  "row('devices', i.device_count)\n"
+  "for _, d in ipairs(i.devices) do\n"
+  "  row('  ' .. d.ordinal, d.name and ('%s, sm_%d%d, %d SMs, %d MiB')\n"
+  "      :format(d.name, d.major, d.minor, d.multiprocessors,\n"
+  "              d.memory // 2^20) or d.error)\n"
+  "end\n"
+  "row('NVRTC', i.nvrtc or ('none: ' .. i.nvrtc_error))\n"
+  "row('cache', (i.cache_dir or 'none') .. (' (cap %d MiB)')\n"
+  "    :format(i.cache_size // 2^20))\n"
+  "for _, kv in ipairs(build) do row(kv[1], kv[2]) end\n";
+
+static int info(lua_State *L) {
+  static const char *const build[][2] = {
+    {"readline", BUILD_READLINE},
+    {"CUDA headers", XSTR(CUDA_VERSION)},
+  };
+  int n = (int)(sizeof build / sizeof *build);
+  if (luaL_loadbuffer(L, info_chunk, sizeof info_chunk - 1, "=--info"))
+    return host_report(L, LUA_ERRSYNTAX, 1);
+  lua_createtable(L, n, 0);
+  for (int i = 0; i < n; i++) {
+    lua_createtable(L, 2, 0);
+    lua_pushstring(L, build[i][0]);
+    lua_rawseti(L, -2, 1);
+    lua_pushstring(L, build[i][1]);
+    lua_rawseti(L, -2, 2);
+    lua_rawseti(L, -2, i + 1);
+  }
+  return host_report(L, host_call(L, 1, 0), 1);
+}
+
+/* -- options ---------------------------------------------------------------- */
+
+/* Reads the options up to the script; sets o->bad on a bad one. */
+static void parse(char **argv, options *o) {
+  int i;
+  memset(o, 0, sizeof *o);
+  for (i = 1; argv[i] != NULL; i++) {
+    const char *a = argv[i];
+    if (a[0] != '-') break;                        /* the script */
+    if (a[1] == '\0') break;                       /* "-": stdin */
+    if (!strcmp(a, "--")) { i++; break; }
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) { o->help = 1; continue; }
+    if (!strcmp(a, "--version")) { o->version = 2; continue; }
+    if (!strcmp(a, "--info")) { o->info = 1; continue; }
+    if (a[2] != '\0' && a[1] != 'e' && a[1] != 'l') { o->bad = a; return; }
+    switch (a[1]) {
+    case 'E': o->noenv = 1; break;
+    case 'W': break;                               /* in run_options */
+    case 'i': /* -i implies -v */
+      o->interactive = 1;
+      /* fall through */
+    case 'v':
+      if (!o->version) o->version = 1;
+      break;
+    case 'e': /* -e and -l take an argument */
+      o->execute = 1;
+      /* fall through */
+    case 'l':
+      if (a[2] == '\0' && (argv[i + 1] == NULL || argv[i + 1][0] == '-')) {
+        o->bad = a;
+        return;
+      }
+      if (a[2] == '\0') i++;
+      break;
+    default: o->bad = a; return;
+    }
+  }
+  o->end = i;
+  o->script = argv[i] != NULL ? i : 0;
+}
+
+/* Runs 'g = require "mod"' for "g=mod" or "mod". */
+static int require_into(lua_State *L, const char *spec) {
+  const char *eq = strchr(spec, '=');
+  const char *mod = eq ? eq + 1 : spec;
+  lua_getglobal(L, "require");
+  lua_pushstring(L, mod);
+  int status = host_call(L, 1, 1);
+  if (status == LUA_OK) {
+    lua_pushlstring(L, spec, eq ? (size_t)(eq - spec) : strlen(spec));
+    lua_insert(L, -2);
+    lua_setglobal(L, lua_tostring(L, -2));
+    lua_pop(L, 1);
+  }
+  return host_report(L, status, 1);
+}
+
+/* Runs -e, -l and -W in the order given; 0 on the first failure. */
+static int run_options(lua_State *L, char **argv, int end) {
+  for (int i = 1; i < end; i++) {
+    const char *a = argv[i];
+    if (a[0] != '-' || (a[1] != 'e' && a[1] != 'l' && a[1] != 'W')) continue;
+    if (a[1] == 'W') {
+      lua_warning(L, "@on", 0);
+      continue;
+    }
+    const char *val = a[2] ? a + 2 : argv[++i];
+    int status = a[1] == 'e' ? run_string(L, val, "=(command line)")
+                             : require_into(L, val);
+    if (status != LUA_OK) return 0;
+  }
+  return 1;
+}
+
+static int run_init(lua_State *L) {
+  const char *name = "=LUA_INIT_5_4";
+  const char *init = getenv(name + 1);
+  if (init == NULL) {
+    name = "=LUA_INIT";
+    init = getenv(name + 1);
+  }
+  if (init == NULL) return LUA_OK;
+  if (init[0] == '@') return run_chunk(L, luaL_loadfile(L, init + 1));
+  return run_string(L, init, name);
+}
+
+/* The global 'arg': the script at 0, its arguments after, the interpreter
+   and the options at negative indices. */
+static void make_arg(lua_State *L, char **argv, int argc, int script) {
+  lua_createtable(L, argc - script - 1 > 0 ? argc - script - 1 : 0,
+                  script + 1);
+  for (int i = 0; i < argc; i++) {
+    lua_pushstring(L, argv[i]);
+    lua_rawseti(L, -2, i - script);
+  }
+  lua_setglobal(L, "arg");
+}
+
+static int run_script(lua_State *L, char **argv) {
+  const char *name = argv[0];
+  if (!strcmp(name, "-") && strcmp(argv[-1], "--")) name = NULL; /* stdin */
+  int status = luaL_loadfile(L, name);
+  if (status == LUA_OK) {
+    if (lua_getglobal(L, "arg") != LUA_TTABLE)
+      luaL_error(L, "'arg' is not a table");
+    int n = (int)luaL_len(L, -1);
+    luaL_checkstack(L, n + 3, "too many arguments to script");
+    for (int i = 1; i <= n; i++) lua_rawgeti(L, -i, i);
+    lua_remove(L, -n - 1);
+    status = host_call(L, n, LUA_MULTRET);
+  }
+  return host_report(L, status, 1);
+}
+
+/* -- the state ------------------------------------------------------------- */
+
+/* package.path gets the front end's folders relative to the executable:
+   the build tree (<bin>/../lua) and an install (<bin>/../share/lua/5.4). */
+static void find_front_end(lua_State *L, const char *argv0) {
+  char buf[PATH_MAX];
+  const char *path = buf, *slash;
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf);
+  if (n > 0 && (size_t)n < sizeof buf)
+    buf[n] = '\0';
+  else if (argv0 != NULL && strchr(argv0, '/') != NULL)
+    path = argv0;
+  else
+    return;
+  slash = strrchr(path, '/');
+  lua_pushlstring(L, path, (size_t)(slash - path));
+  const char *dir = lua_tostring(L, -1);
+  lua_getglobal(L, "package");
+  lua_getfield(L, -1, "path");
+  lua_pushfstring(L, "%s/../lua/?.lua;%s/../lua/?/init.lua;"
+                  "%s/../share/lua/5.4/?.lua;%s/../share/lua/5.4/?/init.lua;%s",
+                  dir, dir, dir, dir, lua_tostring(L, -1));
+  lua_setfield(L, -3, "path");
+  lua_pop(L, 3);
+}
+
+static int main_protected(lua_State *L) {
+  int argc = (int)lua_tointeger(L, 1);
+  char **argv = lua_touserdata(L, 2);
+  options o;
+  luaL_checkversion(L);
+  parse(argv, &o);
+  if (o.bad) {
+    fprintf(stderr, "%s: ", HOST_NAME);
+    if ((o.bad[1] == 'e' || o.bad[1] == 'l') && o.bad[2] == '\0')
+      fprintf(stderr, "'%s' needs argument\n", o.bad);
+    else
+      fprintf(stderr, "unrecognized option '%s'\n", o.bad);
+    usage(stderr);
+    return 0;
+  }
+  if (o.help) {
+    usage(stdout);
+    lua_pushboolean(L, 1);
+    return 1;
+  }
+  if (o.version) version();
+  if (o.noenv) { /* the libraries then ignore LUA_PATH and friends */
+    lua_pushboolean(L, 1);
+    lua_setfield(L, LUA_REGISTRYINDEX, "LUA_NOENV");
+  }
+  luaL_openlibs(L);
+  cugraph_openlibs(L, NULL);
+  find_front_end(L, argv[0]);
+  make_arg(L, argv, argc, o.script);
+  lua_gc(L, LUA_GCRESTART);
+  lua_gc(L, LUA_GCGEN, 0, 0);
+  if (o.version == 2) {
+    lua_pushboolean(L, 1);
+    return 1;
+  }
+  if (o.info) {
+    lua_pushboolean(L, info(L) == LUA_OK);
+    return 1;
+  }
+  if (!o.noenv && run_init(L) != LUA_OK) return 0;
+  if (!run_options(L, argv, o.script ? o.script : o.end)) return 0;
+  if (o.script && run_script(L, argv + o.script) != LUA_OK) return 0;
+  if (o.interactive) {
+    host_repl(L);
+  } else if (!o.script && !o.execute && !o.version) {
+    if (isatty(0)) {
+      version();
+      host_repl(L);
+    } else if (run_chunk(L, luaL_loadfile(L, NULL)) != LUA_OK) {
+      return 0; /* stdin as a file */
+    }
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1 && !strncmp(argv[1], "--nproc", 7)) return host_launch(argc, argv);
+  lua_State *L = luaL_newstate();
+  if (L == NULL) {
+    fprintf(stderr, "%s: cannot create state: not enough memory\n", HOST_NAME);
+    return EXIT_FAILURE;
+  }
+  lua_gc(L, LUA_GCSTOP); /* no collection while the state is built */
+  lua_pushcfunction(L, main_protected);
+  lua_pushinteger(L, argc);
+  lua_pushlightuserdata(L, argv);
+  int status = lua_pcall(L, 2, 1, 0);
+  int ok = lua_toboolean(L, -1);
+  host_report(L, status, 1);
+  lua_close(L);
+  return ok && status == LUA_OK ? EXIT_SUCCESS : EXIT_FAILURE;
+}

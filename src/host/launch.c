@@ -1,0 +1,204 @@
+/* cugraph-lua --nproc N [launcher options] [--] script [args]: starts N
+   copies of cugraph-lua running the script, one per GPU of this machine,
+   and waits for them. Each gets in its environment CUGRAPH_RANK,
+   CUGRAPH_WORLD_SIZE, CUGRAPH_LOCAL_RANK, CUGRAPH_LOCAL_WORLD_SIZE,
+   CUGRAPH_LUA_DEVICE (its GPU: the local rank) and CUGRAPH_RENDEZVOUS, the
+   file through which rank 0 hands the others the NCCL unique id
+   (cuda.comm_world). Signals the launcher gets are passed on to every rank;
+   when a rank fails, the others are stopped (SIGTERM, then SIGKILL after
+   5 s) and the launcher exits with the failed rank's status.
+
+   Several machines: the same command on each, with --nnodes M and
+   --node-rank K, and --rendezvous PATH naming a fresh file on storage all
+   of them share; NCCL's own transports carry the collectives. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "host/host.h"
+
+enum { MAX_PROCS = 1024 };
+
+static volatile sig_atomic_t pending; /* a signal to pass on, or 0 */
+
+static void catch(int sig) { pending = sig; }
+
+static int number(const char *opt, const char *s, int lo, int hi) {
+  char *end;
+  long v = s ? strtol(s, &end, 10) : 0;
+  if (!s || !*s || *end || v < lo || v > hi) {
+    fprintf(stderr, "%s: %s needs an integer from %d to %d\n", HOST_NAME,
+            opt, lo, hi);
+    exit(EXIT_FAILURE);
+  }
+  return (int)v;
+}
+
+static void launch_usage(void) {
+  fprintf(stderr,
+          "usage: %s --nproc N [--nnodes M --node-rank K] [--rendezvous PATH]\n"
+          "          [--] [lua options] script [args]\n"
+          "Starts N processes running the script, one per GPU (the local\n"
+          "rank), with CUGRAPH_RANK, CUGRAPH_WORLD_SIZE, CUGRAPH_LOCAL_RANK,\n"
+          "CUGRAPH_LOCAL_WORLD_SIZE, CUGRAPH_LUA_DEVICE and CUGRAPH_RENDEZVOUS\n"
+          "set. On several machines run it on each, with the same M, its own\n"
+          "K, and a PATH every machine sees (a fresh file for each run).\n",
+          HOST_NAME);
+}
+
+static void setenv_int(const char *name, int v) {
+  char buf[16];
+  snprintf(buf, sizeof buf, "%d", v);
+  setenv(name, buf, 1);
+}
+
+/* Sends sig to every rank still running. */
+static void signal_all(const pid_t *pid, int n, int sig) {
+  for (int i = 0; i < n; i++)
+    if (pid[i] > 0) kill(pid[i], sig);
+}
+
+/* The exit status a rank's wait status stands for (128 + a signal). */
+static int status_of(int st) {
+  if (WIFEXITED(st)) return WEXITSTATUS(st);
+  if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
+  return 1;
+}
+
+int host_launch(int argc, char **argv) {
+  int nproc = 0, nnodes = 1, node = 0, i = 1;
+  const char *rdv = NULL;
+  for (; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--nproc")) nproc = number(a, argv[++i], 1, MAX_PROCS);
+    else if (!strncmp(a, "--nproc=", 8))
+      nproc = number("--nproc", a + 8, 1, MAX_PROCS);
+    else if (!strcmp(a, "--nnodes")) nnodes = number(a, argv[++i], 1, 1 << 16);
+    else if (!strcmp(a, "--node-rank")) node = number(a, argv[++i], 0, 1 << 16);
+    else if (!strcmp(a, "--rendezvous")) {
+      if (!(rdv = argv[++i])) {
+        launch_usage();
+        return EXIT_FAILURE;
+      }
+    } else if (!strcmp(a, "--")) {
+      i++;
+      break;
+    } else {
+      break;
+    }
+  }
+  if (i >= argc || nproc < 1) {
+    launch_usage();
+    return EXIT_FAILURE;
+  }
+  if (node >= nnodes) {
+    fprintf(stderr, "%s: --node-rank %d is not below --nnodes %d\n",
+            HOST_NAME, node, nnodes);
+    return EXIT_FAILURE;
+  }
+  if (nnodes > 1 && !rdv) {
+    fprintf(stderr, "%s: --nnodes %d needs --rendezvous PATH, a file every "
+            "machine sees\n", HOST_NAME, nnodes);
+    return EXIT_FAILURE;
+  }
+  char dir[] = "/tmp/cugraph-run-XXXXXX", file[64] = "";
+  if (!rdv) { /* one machine: a fresh file of our own */
+    if (!mkdtemp(dir)) {
+      fprintf(stderr, "%s: cannot make a rendezvous folder: %s\n", HOST_NAME,
+              strerror(errno));
+      return EXIT_FAILURE;
+    }
+    snprintf(file, sizeof file, "%s/nccl-id", dir);
+    rdv = file;
+  }
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = catch;
+  sigemptyset(&sa.sa_mask);
+  static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
+                                  SIGUSR2};
+  for (size_t k = 0; k < sizeof forwarded / sizeof *forwarded; k++)
+    sigaction(forwarded[k], &sa, NULL);
+
+  /* this program, as the kernel (or a tool running it) names it */
+  char exe[4096];
+  ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  exe[len > 0 ? len : 0] = '\0';
+  pid_t pid[MAX_PROCS];
+  int live = 0, code = 0, failed = -1;
+  setenv_int("CUGRAPH_WORLD_SIZE", nproc * nnodes);
+  setenv_int("CUGRAPH_LOCAL_WORLD_SIZE", nproc);
+  setenv("CUGRAPH_RENDEZVOUS", rdv, 1);
+  for (int r = 0; r < nproc; r++) {
+    setenv_int("CUGRAPH_RANK", node * nproc + r);
+    setenv_int("CUGRAPH_LOCAL_RANK", r);
+    setenv_int("CUGRAPH_LUA_DEVICE", r);
+    fflush(NULL);
+    pid[r] = fork();
+    if (pid[r] == 0) {
+      /* its own process group: the terminal's signals come through us */
+      setpgid(0, 0);
+      argv[i - 1] = argv[0];
+      if (exe[0]) execv(exe, argv + i - 1);
+      execvp(argv[0], argv + i - 1);
+      fprintf(stderr, "%s: cannot start rank %d: %s\n", HOST_NAME, r,
+              strerror(errno));
+      _exit(127);
+    }
+    if (pid[r] < 0) {
+      fprintf(stderr, "%s: cannot start rank %d: %s\n", HOST_NAME, r,
+              strerror(errno));
+      code = EXIT_FAILURE;
+      nproc = r;
+      signal_all(pid, nproc, SIGTERM);
+      break;
+    }
+    live++;
+  }
+  time_t stopping = code ? time(NULL) : 0;
+  while (live > 0) {
+    int st;
+    pid_t p = waitpid(-1, &st, WNOHANG);
+    if (p > 0) {
+      for (int r = 0; r < nproc; r++)
+        if (pid[r] == p) {
+          pid[r] = 0;
+          live--;
+          if (status_of(st) && failed < 0) {
+            failed = r;
+            code = status_of(st);
+            if (live > 0 && !stopping) {
+              fprintf(stderr, "%s: rank %d exited with status %d; stopping "
+                      "the others\n", HOST_NAME, node * nproc + r, code);
+              signal_all(pid, nproc, SIGTERM);
+              stopping = time(NULL);
+            }
+          }
+        }
+      continue;
+    }
+    if (p < 0 && errno != EINTR) break;
+    if (pending) {
+      int sig = pending;
+      pending = 0;
+      signal_all(pid, nproc, sig);
+    }
+    if (stopping && time(NULL) - stopping >= 5) signal_all(pid, nproc, SIGKILL);
+    struct timespec nap = {0, 10000000};
+    nanosleep(&nap, NULL);
+  }
+  if (file[0]) {
+    unlink(file);
+    rmdir(dir);
+  } else if (node == 0) {
+    unlink(rdv);
+  }
+  return code;
+}

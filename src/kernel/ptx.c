@@ -1,0 +1,756 @@
+/* Kernel signatures from PTX text, Itanium-mangled names and signature
+   strings. Every reader is bounded by an explicit length (or the string's
+   NUL) and iterative: no input reads outside its buffer or recurses. */
+#include "kernel/ptx.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Sizes of PTX_F32..PTX_BF16. */
+static const unsigned char scalar_size[] = {4, 8, 1, 1, 2, 2, 4, 4, 8, 8, 2, 2};
+
+/* Largest parameter (array) accepted; real ones are at most a few KB. */
+#define MAX_PARAM_BYTES (1ul << 24)
+
+static void seterr(char *err, size_t errlen, const char *fmt, ...) {
+  va_list ap;
+  if (!err || errlen == 0) return;
+  va_start(ap, fmt);
+  vsnprintf(err, errlen, fmt, ap);
+  va_end(ap);
+}
+
+/* Non-pointers carry elem = PTX_ANY and is_const = 0. */
+static ptx_param value_param(int type, unsigned size, unsigned align) {
+  ptx_param p;
+  memset(&p, 0, sizeof p);
+  p.type = (unsigned char)type;
+  p.elem = PTX_ANY;
+  p.size = size;
+  p.align = align;
+  return p;
+}
+
+static ptx_param pointer_param(int elem, int is_const) {
+  ptx_param p = value_param(PTX_PTR, 8, 8);
+  p.elem = (unsigned char)elem;
+  p.is_const = (unsigned char)(is_const != 0);
+  return p;
+}
+
+/* elem of a pointer to a value of type t: only the cg types, else any. */
+static int pointee(int t) { return t <= PTX_BF16 ? t : PTX_ANY; }
+
+static int is_digit(int c) { return c >= '0' && c <= '9'; }
+static int is_alpha(int c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+static int is_ident(int c) { return is_alpha(c) || is_digit(c) || c == '_'; }
+static int is_space(int c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' ||
+         c == '\v';
+}
+
+/* ---- PTX text ---------------------------------------------------------- */
+
+/* A cursor over len bytes: pos <= len always, and no token passes len. */
+typedef struct lexer {
+  const char *s;
+  size_t len, pos;
+} lexer;
+
+typedef struct token {
+  const char *p;
+  size_t n; /* 0 only at the end of the text */
+} token;
+
+/* Directives, instructions, identifiers and numbers lex as one word. */
+static int is_word(int c) {
+  return is_ident(c) || c == '$' || c == '%' || c == '.';
+}
+
+/* Next token, past white space and comments; a string literal is one token
+   (so a quoted ".entry" is not one); anything else is a single byte. */
+static token lex(lexer *lx) {
+  const char *s = lx->s;
+  size_t i = lx->pos, n = lx->len, j;
+  token t;
+  for (;;) {
+    while (i < n && is_space((unsigned char)s[i])) i++;
+    if (i + 1 < n && s[i] == '/' && s[i + 1] == '/') {
+      for (i += 2; i < n && s[i] != '\n'; i++) {}
+    } else if (i + 1 < n && s[i] == '/' && s[i + 1] == '*') {
+      for (i += 2; i < n && !(i + 1 < n && s[i] == '*' && s[i + 1] == '/');
+           i++) {}
+      i = i < n ? i + 2 : n; /* an unclosed comment runs to the end */
+    } else {
+      break;
+    }
+  }
+  t.p = s + i;
+  t.n = 0;
+  if (i < n) {
+    j = i + 1;
+    if (is_word((unsigned char)s[i])) {
+      while (j < n && is_word((unsigned char)s[j])) j++;
+    } else if (s[i] == '"') {
+      while (j < n && s[j] != '"' && s[j] != '\n')
+        j += (s[j] == '\\' && j + 1 < n) ? 2 : 1;
+      if (j < n && s[j] == '"') j++;
+    }
+    t.n = j - i;
+    i = j;
+  }
+  lx->pos = i;
+  return t;
+}
+
+/* The last token ended the text inside a word: a bad word there may just
+   be cut short. */
+static int cut(const lexer *lx) {
+  return lx->pos == lx->len && lx->len > 0 &&
+         is_word((unsigned char)lx->s[lx->len - 1]);
+}
+
+static int tok_is(token t, const char *w) {
+  size_t n = strlen(w);
+  return t.n == n && memcmp(t.p, w, n) == 0;
+}
+
+/* A decimal number in 1..max, else 0. */
+static unsigned long tok_num(token t, unsigned long max) {
+  unsigned long v = 0;
+  size_t i;
+  if (t.n == 0) return 0;
+  for (i = 0; i < t.n; i++) {
+    if (!is_digit((unsigned char)t.p[i])) return 0;
+    v = v * 10 + (unsigned long)(t.p[i] - '0');
+    if (v > max) return 0;
+  }
+  return v;
+}
+
+/* PTX identifier: [A-Za-z][A-Za-z0-9_$]* or [_$%][A-Za-z0-9_$]+. */
+static int tok_ident(token t) {
+  size_t i;
+  int c = t.n ? (unsigned char)t.p[0] : 0;
+  if (!is_alpha(c) && !((c == '_' || c == '$' || c == '%') && t.n > 1))
+    return 0;
+  for (i = 1; i < t.n; i++) {
+    c = (unsigned char)t.p[i];
+    if (!is_ident(c) && c != '$') return 0;
+  }
+  return 1;
+}
+
+static const struct {
+  const char *name;
+  unsigned char type, size;
+} ptx_types[] = {
+  {".u8", PTX_INT, 1},   {".s8", PTX_INT, 1},   {".b8", PTX_INT, 1},
+  {".u16", PTX_INT, 2},  {".s16", PTX_INT, 2},  {".b16", PTX_INT, 2},
+  {".f16", PTX_INT, 2},  {".u32", PTX_INT, 4},  {".s32", PTX_INT, 4},
+  {".b32", PTX_INT, 4},  {".f32", PTX_F32, 4},  {".u64", PTX_PTR_OR_INT, 8},
+  {".s64", PTX_PTR_OR_INT, 8}, {".b64", PTX_PTR_OR_INT, 8},
+  {".f64", PTX_F64, 8},
+};
+
+static int ptx_type(token t) {
+  size_t i;
+  for (i = 0; i < sizeof ptx_types / sizeof ptx_types[0]; i++)
+    if (tok_is(t, ptx_types[i].name)) return (int)i;
+  return -1;
+}
+
+static int tok_qualifier(token t) {
+  return tok_is(t, ".ptr") || tok_is(t, ".global") || tok_is(t, ".const") ||
+         tok_is(t, ".local") || tok_is(t, ".shared");
+}
+
+enum { P_OK, P_BAD, P_END };
+
+/* One ".param [qualifiers] .type name[dims]" whose first token is t; the
+   caller reads the ',' or ')' after it. P_END: the text ended inside it. */
+static int parse_param(lexer *lx, token t, ptx_param *p) {
+  int k = -1, i;
+  unsigned long align = 0, count = 1, dim, esize;
+  int array = 0;
+  lexer save;
+  if (t.n == 0) return P_END;
+  if (!tok_is(t, ".param")) return P_BAD;
+  for (;;) {
+    t = lex(lx);
+    if (t.n == 0) return P_END;
+    /* ".ptr.global.align" lexes as one word: take its parts one by one */
+    while (t.n > 1 && t.p[0] == '.' && memchr(t.p + 1, '.', t.n - 1)) {
+      token part = { t.p, (size_t)((const char *)memchr(t.p + 1, '.', t.n - 1)
+                                   - t.p) };
+      if (!tok_qualifier(part)) return P_BAD;
+      t.p += part.n;
+      t.n -= part.n;
+    }
+    if (tok_is(t, ".align")) {
+      t = lex(lx);
+      if (t.n == 0) return P_END;
+      if (align || !(align = tok_num(t, 4096)) || (align & (align - 1)))
+        return P_BAD;
+    } else if (tok_qualifier(t)) {
+      continue;
+    } else if ((i = ptx_type(t)) >= 0) {
+      if (k >= 0) return P_BAD;
+      k = i;
+    } else if (k >= 0 && tok_ident(t)) {
+      break; /* the name */
+    } else {
+      return P_BAD;
+    }
+  }
+  esize = ptx_types[k].size;
+  for (;;) {
+    save = *lx;
+    t = lex(lx);
+    if (!tok_is(t, "[")) {
+      *lx = save;
+      break;
+    }
+    t = lex(lx);
+    if (t.n == 0) return P_END;
+    if (!(dim = tok_num(t, MAX_PARAM_BYTES))) return P_BAD;
+    t = lex(lx);
+    if (t.n == 0) return P_END;
+    if (!tok_is(t, "]") || count > MAX_PARAM_BYTES / esize / dim) return P_BAD;
+    count *= dim;
+    array = 1;
+  }
+  /* With .ptr, .align is the pointee's: it only shapes arrays. */
+  if (array)
+    *p = value_param(PTX_BYTES, (unsigned)(count * esize),
+                     (unsigned)(align ? align : esize));
+  else
+    *p = value_param(ptx_types[k].type, ptx_types[k].size, ptx_types[k].size);
+  return P_OK;
+}
+
+/* Name and parameter list of the .entry just lexed, into e (zeroed). */
+static int parse_entry(lexer *lx, ptx_entry *e, char *err, size_t errlen) {
+  token t = lex(lx);
+  lexer save;
+  ptx_param p;
+  int k, r;
+  if (t.n == 0 || (!tok_ident(t) && cut(lx))) {
+    seterr(err, errlen, "truncated PTX: .entry without a name");
+    return -1;
+  }
+  if (!tok_ident(t)) {
+    seterr(err, errlen, "malformed PTX: .entry without a valid name");
+    return -1;
+  }
+  if (t.n >= sizeof e->name) {
+    seterr(err, errlen, "entry name over %d characters: '%.40s...'",
+           (int)sizeof e->name - 1, t.p);
+    return -1;
+  }
+  memcpy(e->name, t.p, t.n);
+  e->name[t.n] = '\0';
+  save = *lx;
+  t = lex(lx);
+  if (t.n == 0) {
+    seterr(err, errlen, "truncated PTX: entry '%s' ends after its name",
+           e->name);
+    return -1;
+  }
+  if (!tok_is(t, "(")) { /* ".entry name {": no parameter list */
+    *lx = save;
+    return 0;
+  }
+  t = lex(lx);
+  if (tok_is(t, ")")) return 0;
+  for (k = 1;; k++) {
+    r = parse_param(lx, t, &p);
+    if (r == P_OK && e->nparams == PTX_MAX_PARAMS) {
+      seterr(err, errlen, "entry '%s' has more than %d parameters", e->name,
+             PTX_MAX_PARAMS);
+      return -1;
+    }
+    if (r == P_OK) {
+      e->params[e->nparams++] = p;
+      t = lex(lx);
+      if (tok_is(t, ")")) return 0;
+      r = t.n == 0 ? P_END : tok_is(t, ",") ? P_OK : P_BAD;
+    }
+    if (r == P_BAD && cut(lx)) r = P_END;
+    if (r == P_END) {
+      seterr(err, errlen, "truncated PTX: entry '%s' has no closing ')'",
+             e->name);
+      return -1;
+    }
+    if (r == P_BAD) {
+      seterr(err, errlen, "malformed parameter %d of entry '%s'", k, e->name);
+      return -1;
+    }
+    t = lex(lx);
+  }
+}
+
+/* Takes the C types of a mangled name when they agree with the PTX in count
+   and sizes; base is then the unscoped function name, else the entry name
+   (cut to fit base). */
+static void type_entry(ptx_entry *e) {
+  ptx_param c[PTX_MAX_PARAMS];
+  char base[sizeof e->base];
+  int i, k = ptx_demangle(e->name, base, sizeof base, c, PTX_MAX_PARAMS);
+  size_t m;
+  for (i = 0; k == e->nparams && i < k; i++)
+    if (c[i].size != e->params[i].size) k = -1;
+  if (k == e->nparams) {
+    memcpy(e->params, c, (size_t)k * sizeof c[0]);
+    memcpy(e->base, base, strlen(base) + 1);
+    e->typed = 1;
+    return;
+  }
+  m = strlen(e->name);
+  if (m >= sizeof e->base) m = sizeof e->base - 1;
+  memcpy(e->base, e->name, m);
+  e->base[m] = '\0';
+  e->typed = 0;
+}
+
+ptx_entry *ptx_parse(const char *src, size_t len, int *n, char *err,
+                     size_t errlen) {
+  lexer lx;
+  token t;
+  ptx_entry *v = NULL, *grown;
+  size_t cap = 0, cnt = 0, i;
+  int version = 0, target = 0;
+  if (n) *n = 0;
+  lx.s = src ? src : "";
+  lx.len = src ? len : 0;
+  lx.pos = 0;
+  for (;;) {
+    t = lex(&lx);
+    if (t.n == 0) break;
+    if (tok_is(t, ".version")) {
+      version = 1;
+    } else if (tok_is(t, ".target")) {
+      target = 1;
+    } else if (tok_is(t, ".entry")) {
+      if (!version || !target) break;
+      if (cnt == cap) {
+        cap = cap ? 2 * cap : 8;
+        if (cap > (size_t)INT_MAX || !(grown = realloc(v, cap * sizeof *v))) {
+          free(v);
+          seterr(err, errlen, "out of memory");
+          return NULL;
+        }
+        v = grown;
+      }
+      memset(&v[cnt], 0, sizeof v[cnt]);
+      if (parse_entry(&lx, &v[cnt], err, errlen)) {
+        free(v);
+        return NULL;
+      }
+      cnt++;
+    }
+  }
+  if (!version || !target) {
+    free(v);
+    seterr(err, errlen, "not PTX (no .version/.target directive)");
+    return NULL;
+  }
+  if (!v && !(v = calloc(1, sizeof *v))) {
+    seterr(err, errlen, "out of memory");
+    return NULL;
+  }
+  for (i = 0; i < cnt; i++) type_entry(&v[i]);
+  if (n) *n = (int)cnt;
+  return v;
+}
+
+/* ---- Itanium C++ mangled names ----------------------------------------- */
+
+/* A demangled type. Builtins are never substitution candidates; qualified
+   types, pointers and class names are, in the order they complete. */
+enum { M_VOID, M_VAL, M_PTR, M_CLASS };
+
+typedef struct mtype {
+  unsigned char kind;   /* M_* */
+  unsigned char type;   /* M_VAL: PTX_*; M_PTR: elem */
+  unsigned char size;   /* M_VAL */
+  unsigned char cnst;   /* const-qualified itself */
+  unsigned char pconst; /* M_PTR: pointee const */
+} mtype;
+
+#define MAX_SUBS 256
+
+/* A cursor over the len bytes of a NUL-terminated name: pos <= len. */
+typedef struct demangler {
+  const char *s;
+  size_t len, pos;
+  int nsubs;
+  mtype subs[MAX_SUBS];
+} demangler;
+
+static int dm_peek(const demangler *d) {
+  return d->pos < d->len ? (unsigned char)d->s[d->pos] : 0;
+}
+
+static int dm_sub(demangler *d, mtype t) {
+  if (d->nsubs == MAX_SUBS) return -1;
+  d->subs[d->nsubs++] = t;
+  return 0;
+}
+
+static mtype mval(int type, int size) {
+  mtype t;
+  memset(&t, 0, sizeof t);
+  t.kind = M_VAL;
+  t.type = (unsigned char)type;
+  t.size = (unsigned char)size;
+  return t;
+}
+
+/* <source-name> ::= <length> <identifier>; sets *p, *n to the identifier. */
+static int source_name(demangler *d, const char **p, size_t *n) {
+  size_t len = 0, i;
+  if (dm_peek(d) == '0') return -1;
+  while (is_digit(dm_peek(d))) {
+    len = len * 10 + (size_t)(d->s[d->pos++] - '0');
+    if (len > d->len) return -1;
+  }
+  if (len == 0 || len > d->len - d->pos) return -1;
+  for (i = 0; i < len; i++)
+    if (!is_ident((unsigned char)d->s[d->pos + i]) && d->s[d->pos + i] != '$')
+      return -1;
+  *p = d->s + d->pos;
+  *n = len;
+  d->pos += len;
+  return 0;
+}
+
+/* S_ is entry 0, S<base-36 seq-id>_ is entry seq-id + 1. */
+static int substitution(demangler *d, mtype *t) {
+  size_t id = 0;
+  int c;
+  d->pos++; /* 'S' */
+  if (dm_peek(d) != '_') {
+    for (;;) {
+      c = dm_peek(d);
+      if (is_digit(c)) id = id * 36 + (size_t)(c - '0');
+      else if (c >= 'A' && c <= 'Z') id = id * 36 + (size_t)(c - 'A' + 10);
+      else break;
+      if (id > MAX_SUBS) return -1;
+      d->pos++;
+    }
+    if (id == 0 && d->s[d->pos - 1] != '0') return -1; /* St, Sa, ...: std */
+    id++;
+  }
+  if (dm_peek(d) != '_' || id >= (size_t)d->nsubs) return -1;
+  d->pos++;
+  *t = d->subs[id];
+  return 0;
+}
+
+/* <type>: a run of P and r/V/K (each qualifier run in that order) around a
+   builtin, DF16_, a class name or a substitution. The run is folded from
+   the inside out afterwards, so nothing recurses. */
+static int parse_type(demangler *d, mtype *t) {
+  static const char builtin[] = "bcahstijlmxyfd";
+  static const unsigned char btype[] = {
+    PTX_U8, PTX_I8, PTX_I8, PTX_U8, PTX_I16, PTX_U16, PTX_I32, PTX_U32,
+    PTX_I64, PTX_U64, PTX_I64, PTX_U64, PTX_F32, PTX_F64};
+  size_t start = d->pos, i, n;
+  const char *p, *q;
+  int c, rank = 0, r;
+  for (;;) { /* rank: 1 r, 2 V, 3 K within one qualifier run */
+    c = dm_peek(d);
+    if (c == 'P') rank = 0;
+    else if ((r = c == 'r' ? 1 : c == 'V' ? 2 : c == 'K' ? 3 : 0) > rank)
+      rank = r;
+    else break;
+    d->pos++;
+  }
+  if (c == 'r' || c == 'V' || c == 'K') return -1; /* out of order */
+  n = d->pos;
+  if (c == 'v') {
+    memset(t, 0, sizeof *t);
+    t->kind = M_VOID;
+    d->pos++;
+  } else if (c && (q = strchr(builtin, c)) != NULL) {
+    i = (size_t)(q - builtin);
+    *t = mval(btype[i], scalar_size[btype[i]]);
+    d->pos++;
+  } else if (c == 'D') {
+    /* _Float16 (DF16_; older compilers: Dh) is f16, std::bfloat16_t
+       (DF16b) bf16 */
+    if (d->len - d->pos >= 5 && memcmp(d->s + d->pos, "DF16_", 5) == 0) {
+      *t = mval(PTX_F16, 2);
+      d->pos += 5;
+    } else if (d->len - d->pos >= 5 &&
+               memcmp(d->s + d->pos, "DF16b", 5) == 0) {
+      *t = mval(PTX_BF16, 2);
+      d->pos += 5;
+    } else if (d->len - d->pos >= 2 && d->s[d->pos + 1] == 'h') {
+      *t = mval(PTX_F16, 2);
+      d->pos += 2;
+    } else {
+      return -1;
+    }
+  } else if (is_digit(c)) {
+    if (source_name(d, &p, &i)) return -1;
+    /* cuda_fp16.h and cuda_bf16.h: struct __half, struct __nv_bfloat16 */
+    if (i == 6 && memcmp(p, "__half", 6) == 0) {
+      *t = mval(PTX_F16, 2);
+    } else if (i == 13 && memcmp(p, "__nv_bfloat16", 13) == 0) {
+      *t = mval(PTX_BF16, 2);
+    } else {
+      memset(t, 0, sizeof *t);
+      t->kind = M_CLASS;
+    }
+    if (dm_sub(d, *t)) return -1;
+  } else if (c == 'S') {
+    if (substitution(d, t)) return -1;
+  } else {
+    return -1;
+  }
+  while (n > start) {
+    if (d->s[n - 1] == 'P') {
+      t->pconst = t->cnst;
+      t->type = (unsigned char)(t->kind == M_VAL ? pointee(t->type) : PTX_ANY);
+      t->kind = M_PTR;
+      t->size = 8;
+      t->cnst = 0;
+      n--;
+    } else {
+      for (; n > start && d->s[n - 1] != 'P'; n--)
+        if (d->s[n - 1] == 'K') t->cnst = 1;
+    }
+    if (dm_sub(d, *t)) return -1;
+  }
+  return 0;
+}
+
+/* <name>: a source-name (optionally L, internal linkage) or N <source-name>+
+   E; namespaces are dropped, but every proper prefix is a candidate. */
+static int parse_name(demangler *d, char *base, size_t baselen) {
+  const char *p = NULL;
+  size_t n = 0;
+  mtype ns;
+  int k;
+  if (dm_peek(d) == 'L') d->pos++;
+  if (dm_peek(d) != 'N') {
+    if (source_name(d, &p, &n)) return -1;
+  } else {
+    d->pos++;
+    memset(&ns, 0, sizeof ns);
+    ns.kind = M_CLASS;
+    for (k = 0; dm_peek(d) != 'E'; k++) {
+      if (k > 0 && dm_sub(d, ns)) return -1;
+      if (source_name(d, &p, &n)) return -1;
+    }
+    if (k == 0) return -1;
+    d->pos++;
+  }
+  if (!base) return 0;
+  if (n >= baselen) return -1;
+  memcpy(base, p, n);
+  base[n] = '\0';
+  return 0;
+}
+
+int ptx_demangle(const char *mangled, char *base, size_t baselen,
+                 ptx_param *out, int max) {
+  demangler d;
+  mtype t;
+  int k = 0;
+  if (!mangled) return -1;
+  d.s = mangled;
+  d.len = strlen(mangled);
+  d.pos = 0;
+  d.nsubs = 0;
+  if (d.len < 2 || mangled[0] != '_' || mangled[1] != 'Z') return -1;
+  d.pos = 2;
+  if (parse_name(&d, base, baselen)) return -1;
+  if (d.pos + 1 == d.len && mangled[d.pos] == 'v') return 0; /* f(void) */
+  if (d.pos == d.len) return -1; /* a variable, not a function */
+  while (d.pos < d.len) {
+    if (parse_type(&d, &t) || k >= max || !out) return -1;
+    if (t.kind == M_PTR)
+      out[k++] = pointer_param(t.type, t.pconst);
+    else if (t.kind == M_VAL)
+      out[k++] = value_param(t.type, t.size, t.size);
+    else
+      return -1; /* void among others, or a class by value */
+  }
+  return k;
+}
+
+/* ---- signature strings ------------------------------------------------- */
+
+/* Words that name a type alone; type PTX_ANY is void. */
+static const struct {
+  const char *name;
+  unsigned char type, size;
+} named_types[] = {
+  {"void", PTX_ANY, 0},     {"float", PTX_F32, 4},   {"double", PTX_F64, 8},
+  {"bool", PTX_U8, 1},      {"int8_t", PTX_I8, 1},   {"uint8_t", PTX_U8, 1},
+  {"int16_t", PTX_I16, 2},  {"uint16_t", PTX_U16, 2},
+  {"int32_t", PTX_I32, 4},  {"uint32_t", PTX_U32, 4},
+  {"int64_t", PTX_I64, 8},  {"uint64_t", PTX_U64, 8},
+  {"size_t", PTX_U64, 8},   {"f32", PTX_F32, 4},     {"f64", PTX_F64, 8},
+  {"i8", PTX_I8, 1},        {"u8", PTX_U8, 1},       {"i16", PTX_I16, 2},
+  {"u16", PTX_U16, 2},      {"i32", PTX_I32, 4},     {"u32", PTX_U32, 4},
+  {"i64", PTX_I64, 8},      {"u64", PTX_U64, 8},     {"f16", PTX_F16, 2},
+  {"bf16", PTX_BF16, 2},    {"__half", PTX_F16, 2},  {"half", PTX_F16, 2},
+  {"__nv_bfloat16", PTX_BF16, 2}, {"nv_bfloat16", PTX_BF16, 2},
+  {"cudaGraphConditionalHandle", PTX_U64, 8},
+  {"CUgraphConditionalHandle", PTX_U64, 8},
+};
+#define NNAMED ((int)(sizeof named_types / sizeof named_types[0]))
+
+/* The words of C's integer types, counted. */
+enum { W_SIGNED, W_UNSIGNED, W_SHORT, W_LONG, W_INT, W_CHAR, W_NAMED, NW };
+static const char *const spec_words[] = {"signed", "unsigned", "short",
+                                         "long", "int", "char"};
+
+static int word_is(const char *p, size_t n, const char *w) {
+  return strlen(w) == n && memcmp(p, w, n) == 0;
+}
+
+/* Resolves the counted words (named: index in named_types) to a type and
+   size; -1 for a combination C does not have. */
+static int resolve(const int *w, int named, int *type, unsigned *size) {
+  int sign = w[W_SIGNED] + w[W_UNSIGNED], u = w[W_UNSIGNED];
+  if (w[W_NAMED]) {
+    if (w[W_NAMED] > 1 || sign || w[W_SHORT] || w[W_LONG] || w[W_INT] ||
+        w[W_CHAR])
+      return -1;
+    *type = named_types[named].type;
+    *size = named_types[named].size;
+    return 0;
+  }
+  if (sign > 1 || w[W_INT] > 1) return -1;
+  if (w[W_CHAR]) {
+    if (w[W_CHAR] > 1 || w[W_SHORT] || w[W_LONG] || w[W_INT]) return -1;
+    *type = u ? PTX_U8 : PTX_I8;
+  } else if (w[W_SHORT]) {
+    if (w[W_SHORT] > 1 || w[W_LONG]) return -1;
+    *type = u ? PTX_U16 : PTX_I16;
+  } else if (w[W_LONG]) {
+    if (w[W_LONG] > 2) return -1;
+    *type = u ? PTX_U64 : PTX_I64; /* LP64: long is 64 bits */
+  } else {
+    if (!sign && !w[W_INT]) return -1;
+    *type = u ? PTX_U32 : PTX_I32;
+  }
+  *size = scalar_size[*type];
+  return 0;
+}
+
+static int unknown_type(const char *w, size_t n, int k, char *err,
+                        size_t errlen) {
+  seterr(err, errlen, "signature: unknown type '%.*s' in parameter %d",
+         (int)(n < 64 ? n : 64), w, k);
+  return -1;
+}
+
+/* Parses one parameter from *pp up to ',' or the end; k counts from 1.
+   Returns 1 with *p set, 0 for an empty parameter, 2 for a lone "void",
+   -1 with err. */
+static int sig_param(const char **pp, int k, ptx_param *p, char *err,
+                     size_t errlen) {
+  const char *s = *pp, *w, *tb = NULL, *te = NULL;
+  int words[NW] = {0}, named = 0, nptr = 0, cnst = 0, pcnst = 0, name = 0;
+  int i, j, type, any = 0;
+  unsigned size;
+  size_t n;
+  for (;; s++) {
+    while (is_space((unsigned char)*s)) s++;
+    if (*s == '\0' || *s == ',') break;
+    any = 1;
+    if (*s == '*') {
+      if (!tb || name) goto malformed;
+      nptr++;
+      pcnst = cnst; /* const so far qualifies what this pointer points to */
+      cnst = 0;
+      continue;
+    }
+    if (!is_alpha((unsigned char)*s) && *s != '_') goto malformed;
+    for (w = s; is_ident((unsigned char)s[1]); s++) {}
+    n = (size_t)(s + 1 - w);
+    if (name) goto malformed;
+    if (word_is(w, n, "const")) {
+      cnst = 1;
+      continue;
+    }
+    if (word_is(w, n, "restrict") || word_is(w, n, "__restrict__") ||
+        word_is(w, n, "__restrict")) {
+      if (!nptr) goto malformed;
+      continue;
+    }
+    for (i = 0; i < W_NAMED && !word_is(w, n, spec_words[i]); i++) {}
+    if (i == W_NAMED) {
+      for (j = 0; j < NNAMED && !word_is(w, n, named_types[j].name); j++) {}
+      if (j == NNAMED) {
+        if (!tb) return unknown_type(w, n, k, err, errlen);
+        name = 1; /* a parameter name ends the parameter */
+        continue;
+      }
+      named = j;
+    }
+    if (nptr) goto malformed; /* a type word after '*' */
+    words[i]++;
+    if (!tb) tb = w;
+    te = s + 1;
+  }
+  *pp = s;
+  if (!any) return 0;
+  if (!tb) goto malformed; /* "const" alone */
+  if (resolve(words, named, &type, &size))
+    return unknown_type(tb, (size_t)(te - tb), k, err, errlen);
+  if (nptr) {
+    *p = pointer_param(nptr > 1 ? PTX_ANY : pointee(type), pcnst);
+  } else if (type == PTX_ANY) {
+    if (!name) return 2; /* void by value: only as the whole list */
+    seterr(err, errlen, "signature: parameter %d is void", k);
+    return -1;
+  } else {
+    *p = value_param(type, size, size);
+  }
+  return 1;
+malformed:
+  seterr(err, errlen, "signature: malformed parameter %d", k);
+  return -1;
+}
+
+int ptx_signature(const char *sig, ptx_param *out, int max, char *err,
+                  size_t errlen) {
+  const char *s = sig ? sig : "";
+  ptx_param p;
+  int k = 0, r;
+  for (;;) {
+    r = sig_param(&s, k + 1, &p, err, errlen);
+    if (r < 0) return -1;
+    if (r == 0 && (k > 0 || *s == ',')) {
+      seterr(err, errlen, "signature: malformed parameter %d", k + 1);
+      return -1;
+    }
+    if (r == 2) { /* "void" is the whole of an empty list */
+      if (k == 0 && *s == '\0') return 0;
+      seterr(err, errlen, "signature: parameter %d is void", k + 1);
+      return -1;
+    }
+    if (r == 1) {
+      if (k >= max || !out) {
+        seterr(err, errlen, "signature: more than %d parameters",
+               max < 0 ? 0 : max);
+        return -1;
+      }
+      out[k++] = p;
+    }
+    if (*s == '\0') return k;
+    s++; /* ',' */
+  }
+}

@@ -1,0 +1,115 @@
+/* cugraph.Stream: a non-blocking CUDA stream. The capture method is added
+   by graph.c. */
+#include <string.h>
+#include "base/core.h"
+
+static cg_stream *check(lua_State *L) { return cg_checkobj(L, 1, CG_STREAM); }
+
+/* cuda.stream() */
+static int stream_new(lua_State *L) {
+  cg_ctx *ctx = cg_context(L);
+  cg_guard(L, ctx, "cannot create a stream", "create streams before capture");
+  cg_stream *s = cg_newobj(L, ctx, sizeof *s, CG_STREAM);
+  CU(L, ctx, cuStreamCreate, &s->s, CU_STREAM_NON_BLOCKING);
+  s->h.open = 1;
+  return 1;
+}
+
+static void stream_release(lua_State *L, cg_obj *o) {
+  cg_stream *s = (cg_stream *)o;
+  if (o->owned) cg_release(L, o->ctx, CG_FREE_STREAM, s->s);
+  cg_release(L, o->ctx, CG_FREE_EVENT, s->join); /* made in o's context */
+  s->s = NULL;
+  s->join = NULL;
+}
+
+static int stream_free(lua_State *L) { return cg_close(L, CG_STREAM, 0); }
+static int stream_gc(lua_State *L) { return cg_close(L, CG_STREAM, 1); }
+
+static int stream_synchronize(lua_State *L) {
+  cg_stream *s = check(L);
+  cg_guard(L, s->h.ctx, "stream:synchronize()",
+           "synchronize after the capture ends");
+  CU(L, s->h.ctx, cuStreamSynchronize, s->s);
+  return 0;
+}
+
+/* s:query() -> true when all work on the stream is done */
+static int stream_query(lua_State *L) {
+  cg_stream *s = check(L);
+  cg_guard(L, s->h.ctx, "stream:query()", "query after the capture ends");
+  CUresult r = cg_drv.cuStreamQuery(s->s);
+  if (r != CUDA_ERROR_NOT_READY) cg_check(L, s->h.ctx, "cuStreamQuery", r);
+  lua_pushboolean(L, r == CUDA_SUCCESS);
+  return 1;
+}
+
+/* Inside a conditional body, whether s captures into another level. */
+static int elsewhere(lua_State *L, cg_ctx *ctx, CUstream s) {
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  cuuint64_t seq = 0;
+  CU(L, ctx, cuStreamGetCaptureInfo, s, &st, &seq, NULL, NULL, NULL, NULL);
+  return st != CU_STREAM_CAPTURE_STATUS_NONE && seq != ctx->capture->seq;
+}
+
+/* s:wait(event | stream): later work on s waits for the event, or for all
+   work queued so far on the other stream. Inside a capture this forks or
+   joins streams: it becomes graph edges. */
+static int stream_wait(lua_State *L) {
+  cg_stream *s = check(L);
+  cg_ctx *ctx = s->h.ctx;
+  cg_pin(L, ctx, 1); /* pins allocate: handles are read after them */
+  cg_pin(L, ctx, 2);
+  cg_stream *other = cg_testobj(L, 2, CG_STREAM);
+  CUevent e;
+  if (ctx->capture && ctx->capture->depth &&
+      (!other || elsewhere(L, ctx, s->s) ||
+       elsewhere(L, ctx, ((cg_stream *)cg_checkobj(L, 2, CG_STREAM))->s)))
+    luaL_error(L, "stream:wait() inside a conditional body across its edges: "
+               "a body forks and joins only streams of its own (s2:wait(s) "
+               "with s the body's stream), never events or outer streams");
+  if (other) { /* its event is made and recorded in its own context */
+    other = cg_checkobj(L, 2, CG_STREAM);
+    if (!other->join)
+      CU(L, other->h.ctx, cuEventCreate, &other->join,
+         CU_EVENT_DISABLE_TIMING);
+    CU(L, other->h.ctx, cuEventRecord, other->join, other->s);
+    e = other->join;
+  } else {
+    if (!cg_testobj(L, 2, CG_EVENT))
+      luaL_typeerror(L, 2, "cugraph.Event or cugraph.Stream");
+    e = ((cg_event *)cg_checkobj(L, 2, CG_EVENT))->e;
+  }
+  cg_current(L, ctx); /* the checks made the other's context current */
+  CU(L, ctx, cuStreamWaitEvent, s->s, e, 0);
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* s:handle(): the CUstream as an integer, for foreign code */
+static int stream_handle(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)(intptr_t)((cg_stream *)cg_checkself(L, CG_STREAM))->s);
+  return 1;
+}
+
+static int stream_tostring(lua_State *L) {
+  cg_stream *s = cg_toobj(L, 1, CG_STREAM);
+  return cg_tostring(L, &s->h, " (%p%s)", (void *)s->s,
+                     s->h.owned ? "" : ", borrowed");
+}
+
+void stream_open(lua_State *L) {
+  static const luaL_Reg methods[] = {
+    {"synchronize", stream_synchronize}, {"query", stream_query},
+    {"wait", stream_wait}, {"handle", stream_handle}, {"free", stream_free},
+    {"close", stream_free},
+    {NULL, NULL}
+  };
+  static const luaL_Reg meta[] = {
+    {"__gc", stream_gc}, {"__close", stream_free},
+    {"__tostring", stream_tostring}, {NULL, NULL}
+  };
+  cg_newtype(L, CG_STREAM, methods, meta, stream_release);
+  lua_pushcfunction(L, stream_new);
+  lua_setfield(L, -2, "stream");
+}
