@@ -307,14 +307,14 @@ uninstall:
 include bench/bench.mk
 include examples/examples.mk
 
-# src/kernel/setters.h from src/kernel/setters.cu (needs nvcc; the header is committed):
+# src/types/setters.h from src/types/setters.cu (needs nvcc; the header is committed):
 # the PTX text a line a string, as ISO C limits the length of one string.
 setters:
-	{ echo '/* Generated from src/kernel/setters.cu by `make setters`: do not edit. */'; \
+	{ echo '/* Generated from src/types/setters.cu by `make setters`: do not edit. */'; \
 	  echo 'static const char *const setters_ptx[] = {'; \
-	  $(NVCC) -ptx -arch=compute_75 src/kernel/setters.cu -o - | \
+	  $(NVCC) -ptx -arch=compute_75 src/types/setters.cu -o - | \
 	    sed -e '/^\s*\/\//d' -e '/^\s*$$/d' -e 's/^\.version .*/.version 8.3/' \
 	        -e 's/\s*\/\/.*$$//' -e 's/\t/ /g' -e 's/^/  "/' -e 's/$$/\\n",/'; \
-	  echo '  NULL'; echo '};'; } > src/kernel/setters.h
+	  echo '  NULL'; echo '};'; } > src/types/setters.h
 
 .PHONY: setters

@@ -41,7 +41,7 @@ describe("cuda.ptx and cuda.compile", function()
     local code, out = H.run("-e " .. H.quote('require("cugraph").ptx("__global__ void k() {}", {arch = "sm_90"})'),
                             "CUGRAPH_LUA_LIBNVRTC=/nonexistent/libnvrtc.so")
     assert.equals(1, code)
-    assert.matches("NVRTC not found %(/nonexistent/libnvrtc.so%)", out)
+    assert.matches("no NVRTC found %(/nonexistent/libnvrtc.so%)", out)
   end)
 
   it("passes options, defines and include paths through", function()

@@ -61,7 +61,7 @@ describe("s:capture", function()
       { function() sc:get() end, "scalar:get%(%) inside a graph capture" },
       { function() sc:set(1) end, "scalar:set%(%) inside a graph capture" },
       { function() s:capture(function() end) end, "nested capture" },
-      { function() m.noop:launch(other, 1, 1) end, "stream that is not part of it" },
+      { function() m.noop:launch(other, 1, 1) end, "the stream is not part of the capture" },
       { function() x:fill(0, other) end, "not part of the capture" },
       { function() cuda.event():synchronize() end, "event:synchronize%(%) inside a graph capture" },
     }

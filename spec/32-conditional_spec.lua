@@ -351,7 +351,7 @@ describe("conditional nodes", function()
             side:wait(s)
             inc(side, x)
             s:loop_while(c, function() inc(side, x) end)
-          end, "launch inside a graph capture on a stream that is not part of it" },
+          end, "inc_i32: the stream is not part of the capture" },
       }
       for _, case in ipairs(cases) do
         local err = H.error_of(s.capture, s, case[1])

@@ -1,26 +1,37 @@
-/* luaopen_cugraph_core: registers every type; and the embedding API. */
+/* luaopen_cugraph_core: makes the sentinel, then registers every type,
+   layer by layer (a layer adds methods to the types below it); and the
+   embedding API. */
 #include <stdint.h>
 #include <string.h>
-#include "base/core.h"
+#include "graph/graph.h"
 #include "cugraph.h"
 
+void devices_open(lua_State *L);
+
 int luaopen_cugraph_core(lua_State *L) {
+  cg_sentinel_new(L); /* first of all objects: it is finalized last */
   lua_newtable(L);
-  context_open(L); /* first: the sentinel must be finalized last */
   cg_driver_open(L);
+  capture_open(L);
   stream_open(L);
-  buffer_open(L);
-  scalar_open(L);
   event_open(L);
+  buffer_open(L);
+  hostbuf_open(L);
+  scalar_open(L);
+  graphmem_open(L);
+  interop_open(L);
+  comm_open(L);
   module_open(L);
+  kernel_open(L);
+  nvrtc_open(L);
+  condition_open(L); /* its setters load through module */
   graph_open(L);
   cond_open(L);
-  nvrtc_open(L);
-  reload_open(L);
-  interop_open(L);
-  hostbuf_open(L);
   node_open(L);
-  nccl_open(L);
+  rebind_open(L);
+  dot_open(L);
+  reload_open(L);
+  devices_open(L);
   lua_pushliteral(L, CUGRAPH_VERSION);
   lua_setfield(L, -2, "version");
   lua_createtable(L, CG_NTYPES, 0);
@@ -68,7 +79,7 @@ void cugraph_pushbuffer(lua_State *L, CUdeviceptr ptr, const char *type,
     luaL_error(L, "cugraph_pushbuffer: the size in bytes of the %s buffer "
                "overflows", type);
   cg_buffer *b = cg_newobj(L, ctx, sizeof *b, CG_BUFFER);
-  b->ptr = ptr;
+  b->h.drv.mem = ptr;
   b->n = n;
   b->type = (cg_type)t;
   b->h.owned = 0;
@@ -80,7 +91,7 @@ void cugraph_pushstream(lua_State *L, CUstream stream) {
   if (!stream)
     luaL_error(L, "cugraph_pushstream: the legacy stream cannot be used");
   cg_stream *s = cg_newobj(L, ctx, sizeof *s, CG_STREAM);
-  s->s = stream;
+  s->h.drv.stream = stream;
   s->h.owned = 0;
   s->h.open = 1;
 }
@@ -89,7 +100,7 @@ void cugraph_pushevent(lua_State *L, CUevent event) {
   cg_ctx *ctx = context(L);
   if (!event) luaL_error(L, "cugraph_pushevent: null event");
   cg_event *e = cg_newobj(L, ctx, sizeof *e, CG_EVENT);
-  e->e = event;
+  e->h.drv.event = event;
   e->timing = 1; /* the engine knows; elapsed() reports the driver's word */
   e->h.owned = 0;
   e->h.open = 1;
@@ -100,9 +111,9 @@ CUdeviceptr cugraph_checkbuffer(lua_State *L, int idx, const char **type,
   cg_buffer *b = cg_checkobj(L, idx, CG_BUFFER);
   if (type) *type = cg_type_names[b->type];
   if (n) *n = b->n;
-  return b->ptr;
+  return b->h.drv.mem;
 }
 
 CUstream cugraph_checkstream(lua_State *L, int idx) {
-  return ((cg_stream *)cg_checkobj(L, idx, CG_STREAM))->s;
+  return ((cg_stream *)cg_checkobj(L, idx, CG_STREAM))->h.drv.stream;
 }

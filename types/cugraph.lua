@@ -328,6 +328,8 @@ function Kernel:params() end
 ---@param bytes? integer
 ---@return cugraph.Kernel|integer self, or the bytes when called without
 function Kernel:shared(bytes) end
+function Kernel:free() end
+function Kernel:close() end
 
 ---@class cugraph.Graph
 local Graph = {}

@@ -1,77 +1,75 @@
 /* The only file that knows how libcuda is found. */
 #define _POSIX_C_SOURCE 200809L
 #include <dlfcn.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <lauxlib.h>
 #include "base/driver.h"
+#include "base/loader.h"
 
 cg_driver cg_drv;
 
 #define STR(x) #x
 #define XSTR(x) STR(x)
 
-/* Written by load(), once per process, under the lock; a thread reads them
-   (and cg_drv) only after taking the lock in cg_driver_load, or after being
-   handed a state by a thread that did. A lock rather than pthread_once, so
-   that helgrind and DRD see the ordering too. */
-static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
-static int loaded;
-static const char *load_error;
-static char message[512];
-
-/* Finds every entry point; records the first missing one. */
-static const char *resolve(void *lib) {
-  void *p;
-#define REQUIRED(f) \
-  if (!(p = dlsym(lib, XSTR(f)))) return "missing entry point " XSTR(f); \
-  memcpy(&cg_drv.f, &p, sizeof p);
-#define OPTIONAL(f) \
-  p = dlsym(lib, XSTR(f)); memcpy(&cg_drv.f, &p, sizeof p);
-  CG_DRIVER_FUNCS(REQUIRED)
-  CG_DRIVER_OPTIONAL(OPTIONAL)
-#undef REQUIRED
-#undef OPTIONAL
-  return NULL;
-}
-
-static void load(void) {
+static const char *start(char *msg, size_t n) {
   char buf[CG_ERRNAME];
-  const char *name = getenv("CUGRAPH_LUA_LIBCUDA");
-  if (!name || !*name) name = "libcuda.so.1";
-  void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    snprintf(message, sizeof message, "no CUDA driver found (%s): %s", name,
-             dlerror());
-    load_error = message;
-    return;
-  }
-  const char *why = resolve(lib);
-  if (why) {
-    snprintf(message, sizeof message, "unusable CUDA driver (%s): %s", name,
-             why);
-    load_error = message;
-    return;
-  }
   CUresult r = cg_drv.cuInit(0);
-  if (r != CUDA_SUCCESS) {
-    snprintf(message, sizeof message, "cuInit: %s: %s",
-             cg_driver_errname(r, buf),
-             r == CUDA_ERROR_NO_DEVICE ? "no CUDA-capable device is detected"
-                                        : "the CUDA driver failed to start");
-    load_error = message;
-  } /* the library stays open for the life of the process */
+  if (r == CUDA_SUCCESS) return NULL;
+  snprintf(msg, n, "cuInit: %s: %s", cg_driver_errname(r, buf),
+           r == CUDA_ERROR_NO_DEVICE ? "no CUDA-capable device is detected"
+                                      : "the CUDA driver failed to start");
+  return msg;
 }
 
-const char *cg_driver_load(void) {
-  pthread_mutex_lock(&load_lock);
-  if (!loaded) load();
-  loaded = 1;
-  const char *why = load_error;
-  pthread_mutex_unlock(&load_lock);
-  return why;
+static int candidates(char paths[][CG_PATHLEN], int max) {
+  snprintf(paths[0], CG_PATHLEN, "libcuda.so.1");
+  return max > 0;
+}
+
+#define SYMBOL(f) { XSTR(f), &cg_drv.f, 0 },
+#define OPTIONAL(f) { XSTR(f), &cg_drv.f, 1 },
+static const cg_symbol symbols[] = {
+  CG_DRIVER_FUNCS(SYMBOL) CG_DRIVER_OPTIONAL(OPTIONAL) { NULL, NULL, 0 }
+};
+#undef SYMBOL
+#undef OPTIONAL
+
+static cg_library libcuda = {
+  "CUGRAPH_LUA_LIBCUDA", "CUDA driver", "", candidates, symbols, start,
+  CG_LIBRARY_STATE
+};
+
+const char *cg_driver_load(void) { return cg_library_load(&libcuda); }
+
+void *cg_driver_handle(void) {
+  return cg_driver_load() ? NULL : libcuda.handle;
+}
+
+void *cg_driver_symbol(const char *name) {
+  void *h = cg_driver_handle();
+  return h ? dlsym(h, name) : NULL;
+}
+
+CUresult cg_memset_value(CUdeviceptr p, uint64_t bits, unsigned size,
+                         CUstream s, const char **api) {
+  uint32_t w[2];
+  memcpy(w, &bits, 8);
+  switch (size) {
+  case 1:
+    *api = "cuMemsetD8Async";
+    return cg_drv.cuMemsetD8Async(p, (unsigned char)w[0], 1, s);
+  case 2:
+    *api = "cuMemsetD16Async";
+    return cg_drv.cuMemsetD16Async(p, (unsigned short)w[0], 1, s);
+  default: {
+    *api = "cuMemsetD32Async";
+    CUresult r = cg_drv.cuMemsetD32Async(p, w[0], 1, s);
+    return r != CUDA_SUCCESS || size < 8 ? r
+         : cg_drv.cuMemsetD32Async(p + 4, w[1], 1, s);
+  }
+  }
 }
 
 const char *cg_driver_errname(CUresult r, char buf[CG_ERRNAME]) {
@@ -81,20 +79,6 @@ const char *cg_driver_errname(CUresult r, char buf[CG_ERRNAME]) {
     return s;
   snprintf(buf, CG_ERRNAME, "CUDA_ERROR_%d", (int)r);
   return buf;
-}
-
-int cg_driver_sticky(CUresult r) {
-  switch (r) {
-  case CUDA_ERROR_ILLEGAL_ADDRESS: case CUDA_ERROR_LAUNCH_FAILED:
-  case CUDA_ERROR_MISALIGNED_ADDRESS: case CUDA_ERROR_ILLEGAL_INSTRUCTION:
-  case CUDA_ERROR_HARDWARE_STACK_ERROR: case CUDA_ERROR_INVALID_PC:
-  case CUDA_ERROR_INVALID_ADDRESS_SPACE: case CUDA_ERROR_ASSERT:
-  case CUDA_ERROR_LAUNCH_TIMEOUT: case CUDA_ERROR_ECC_UNCORRECTABLE:
-  case CUDA_ERROR_CONTEXT_IS_DESTROYED:
-    return 1;
-  default:
-    return 0;
-  }
 }
 
 /* "where: api: name: message"; where (the caller's "chunk:line") only

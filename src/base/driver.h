@@ -4,8 +4,10 @@
 #ifndef CUGRAPH_DRIVER_H
 #define CUGRAPH_DRIVER_H
 
+#include <stdint.h>
 #include <cuda.h>
 #include <lua.h>
+#include "base/sticky.h"
 
 #define CG_DRIVER_FUNCS(X) \
   X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) \
@@ -78,6 +80,16 @@ extern cg_driver cg_drv;
    success, else a message that stays valid for the life of the process.
    cg_drv may be used once it has returned NULL. */
 const char *cg_driver_load(void);
+/* The open libcuda (NULL when it cannot be loaded), and a symbol of it
+   beyond the API (the software driver's own), or NULL. */
+void *cg_driver_handle(void);
+void *cg_driver_symbol(const char *name);
+
+/* Writes the size low bytes of bits at p on stream s, as memsets (no host
+   memory stays in flight): how a DeviceScalar's value reaches the device.
+   *api names the call that failed. */
+CUresult cg_memset_value(CUdeviceptr p, uint64_t bits, unsigned size,
+                         CUstream s, const char **api);
 
 /* Raises an error object {api, code, name, message}. Never returns. */
 int cg_driver_error(lua_State *L, const char *api, CUresult r);
@@ -97,9 +109,6 @@ void cg_pusherror(lua_State *L, const char *api, int code, const char *name,
    name for r. */
 enum { CG_ERRNAME = 32 };
 const char *cg_driver_errname(CUresult r, char buf[CG_ERRNAME]);
-
-/* Errors after which the context can never work again. */
-int cg_driver_sticky(CUresult r);
 
 /* Registers the error metatable, and is_error in the module table on top
    of the stack; called once from luaopen. */

@@ -1,39 +1,16 @@
 /* Graphs and scalars owned by C (src/cugraph.h): handles an engine launches
-   from any thread with no Lua call, and the shares that keep the driver
-   handles of a graph's pins alive for them.
-
-   A share owns one driver handle of a Lua object (a buffer's or scalar's
-   memory, a module, an event) from the moment a C handle pins the object:
-   the Lua object, while open, holds one reference and each C handle one;
-   the last to let go frees the driver handle, so a pin outlives the
-   collection of its Lua object and lua_close. Every share and every C graph
-   retains the primary context, which so stays alive while any lives. A
-   share's fields after creation change only under its lock; a C graph's
-   exec and refs only under its own. Lock order: a module's share, then a
+   from any thread with no Lua call. A C graph holds a share (base/release.c)
+   of the handle of every object its Lua graph pins that a launch reads, so
+   they outlive their Lua objects and lua_close. Every C graph retains the
+   primary context, which so stays alive while any lives. A C graph's exec
+   and refs change only under its lock. Lock order: a module's share, then a
    C graph, then a scalar's share. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include "base/core.h"
+#include "graph/graph.h"
 #include "cugraph.h"
-
-struct cg_share {
-  pthread_mutex_t lock;
-  unsigned refs;
-  int what;             /* CG_FREE_MEM, CG_FREE_MODULE or CG_FREE_EVENT */
-  void *h;              /* the driver handle the last holder frees */
-  CUdevice dev;
-  CUcontext cu;
-  /* a scalar's (the cugraph_scalar): the value C set, not yet written */
-  CUdeviceptr ptr;
-  uint64_t bits;
-  int pending;
-  cg_type type;
-  /* a module's: the C graphs that launch its code, for reload */
-  cugraph_graph **users;
-  size_t nusers, cusers;
-};
 
 struct cugraph_graph {
   pthread_mutex_t lock; /* launches, reloads and refs */
@@ -47,124 +24,31 @@ struct cugraph_graph {
   cg_share **pins;      /* the scalars first */
 };
 
-/* -- shares --------------------------------------------------------------- */
-
-static CUresult destroy(int what, void *h) {
-  switch (what) {
-  case CG_FREE_MEM: return cg_drv.cuMemFree((CUdeviceptr)(uintptr_t)h);
-  case CG_FREE_MODULE: return cg_drv.cuModuleUnload(h);
-  default: return cg_drv.cuEventDestroy(h);
-  }
-}
-
-/* Frees the share and its driver handle (if still there). Driver errors
-   are dropped: there may be no lua_State left to report them to. */
-static void share_free(cg_share *sh) {
-  if (sh->h && cg_make_current(sh->cu) == CUDA_SUCCESS)
-    destroy(sh->what, sh->h);
-  cg_drv.cuDevicePrimaryCtxRelease(sh->dev);
-  pthread_mutex_destroy(&sh->lock);
-  free(sh->users);
-  free(sh);
-}
-
-static void share_drop(cg_share *sh) {
-  pthread_mutex_lock(&sh->lock);
-  int last = --sh->refs == 0;
-  pthread_mutex_unlock(&sh->lock);
-  if (last) share_free(sh);
-}
-
-void cg_share_drop_lua(lua_State *L, cg_obj *o) {
-  cg_share *sh = o->share;
-  o->share = NULL;
-  pthread_mutex_lock(&sh->lock);
-  int last = --sh->refs == 0;
-  pthread_mutex_unlock(&sh->lock);
-  if (!last) return;
-  /* on the state's thread: held back during a capture, errors recorded */
-  cg_release(L, o->ctx, sh->what, sh->h);
-  sh->h = NULL;
-  share_free(sh);
-}
-
-/* The share of object o (open, on its state's thread), made on first use,
-   with one more reference; NULL when out of memory or the context cannot
-   be retained. */
-static cg_share *share_of(cg_obj *o, int what, void *h) {
-  cg_share *sh = o->share;
-  if (!sh) {
-    CUcontext cu;
-    if (!(sh = calloc(1, sizeof *sh))) return NULL;
-    if (cg_drv.cuDevicePrimaryCtxRetain(&cu, o->ctx->dev) != CUDA_SUCCESS) {
-      free(sh);
-      return NULL;
-    }
-    pthread_mutex_init(&sh->lock, NULL);
-    sh->refs = 1; /* the Lua object's */
-    sh->what = what;
-    sh->h = h;
-    sh->dev = o->ctx->dev;
-    sh->cu = o->ctx->cu;
-    if (o->kind == CG_SCALAR) { /* C starts from the script's value */
-      const cg_scalar *sc = (const cg_scalar *)o;
-      sh->ptr = sc->ptr;
-      sh->bits = sc->bits;
-      sh->pending = sc->pending;
-      sh->type = sc->type;
-    }
-    o->share = sh;
-  }
-  pthread_mutex_lock(&sh->lock);
-  sh->refs++;
-  pthread_mutex_unlock(&sh->lock);
-  return sh;
-}
-
-/* The share kind of object o, or -1 when C needs nothing of it: streams
-   and kernels hold nothing a launch reads, borrowed memory is the
-   engine's. */
-static int shared_kind(const cg_obj *o, void **h) {
-  switch (o->kind) {
-  case CG_BUFFER:
-    *h = (void *)(uintptr_t)((const cg_buffer *)o)->ptr;
-    return o->owned ? CG_FREE_MEM : -1;
-  case CG_SCALAR:
-    *h = (void *)(uintptr_t)((const cg_scalar *)o)->ptr;
-    return CG_FREE_MEM;
-  case CG_EVENT:
-    *h = ((const cg_event *)o)->e;
-    return o->owned ? CG_FREE_EVENT : -1;
-  case CG_MODULE:
-    *h = cg_module_handle(o);
-    return CG_FREE_MODULE;
-  default:
-    return -1;
-  }
-}
-
 /* Writes a value C set on stream s, before a launch that reads it. */
 static CUresult scalar_flush(cg_share *sc, CUstream s) {
   CUresult r = CUDA_SUCCESS;
+  const char *api;
   pthread_mutex_lock(&sc->lock);
   if (sc->pending) {
-    uint32_t w[2];
-    memcpy(w, &sc->bits, 8);
-    switch (cg_type_size[sc->type]) {
-    case 1: r = cg_drv.cuMemsetD8Async(sc->ptr, (unsigned char)w[0], 1, s);
-      break;
-    case 2: r = cg_drv.cuMemsetD16Async(sc->ptr, (unsigned short)w[0], 1, s);
-      break;
-    case 4: r = cg_drv.cuMemsetD32Async(sc->ptr, w[0], 1, s); break;
-    default:
-      r = cg_drv.cuMemsetD32Async(sc->ptr, w[0], 1, s);
-      if (r == CUDA_SUCCESS)
-        r = cg_drv.cuMemsetD32Async(sc->ptr + 4, w[1], 1, s);
-    }
+    r = cg_memset_value(sc->h.mem, sc->bits, cg_type_size[sc->type], s, &api);
     if (r == CUDA_SUCCESS) sc->pending = 0;
   }
   pthread_mutex_unlock(&sc->lock);
   return r;
+}
+
+/* The share of o with one more reference; a scalar's starts from the
+   script's value (C then sets its own). */
+static cg_share *share_of(cg_obj *o) {
+  int made = o->share == NULL;
+  cg_share *sh = cg_share_of(o);
+  if (sh && made && o->kind == CG_SCALAR) {
+    const cg_scalar *sc = (const cg_scalar *)o;
+    sh->bits = sc->bits;
+    sh->pending = sc->pending;
+    sh->type = sc->type;
+  }
+  return sh;
 }
 
 /* -- C graphs ------------------------------------------------------------- */
@@ -184,7 +68,7 @@ static int add_user(cg_share *m, cugraph_graph *h) {
   pthread_mutex_lock(&m->lock);
   if (m->nusers == m->cusers) {
     size_t c = m->cusers ? 2 * m->cusers : 4;
-    cugraph_graph **u = realloc(m->users, c * sizeof *u);
+    void **u = realloc(m->users, c * sizeof *u);
     if (u) {
       m->users = u;
       m->cusers = c;
@@ -199,12 +83,12 @@ static int add_user(cg_share *m, cugraph_graph *h) {
 /* Frees a C graph, whole or partly made; its reload entries go first. */
 static void graph_destroy(cugraph_graph *h) {
   for (size_t i = 0; i < h->npins; i++)
-    if (h->pins[i]->what == CG_FREE_MODULE) remove_user(h->pins[i], h);
+    if (h->pins[i]->hk == CG_H_MODULE) remove_user(h->pins[i], h);
   if (cg_make_current(h->cu) == CUDA_SUCCESS) {
     if (h->exec) cg_drv.cuGraphExecDestroy(h->exec);
     if (h->g) cg_drv.cuGraphDestroy(h->g);
   }
-  for (size_t i = 0; i < h->npins; i++) share_drop(h->pins[i]);
+  for (size_t i = 0; i < h->npins; i++) cg_share_drop(h->pins[i]);
   if (h->retained) cg_drv.cuDevicePrimaryCtxRelease(h->dev);
   pthread_mutex_destroy(&h->lock);
   free(h->pins);
@@ -218,19 +102,15 @@ static int share_pins(lua_State *L, cugraph_graph *h, int idx, int scalars,
   lua_pushnil(L);
   while (lua_next(L, idx)) {
     lua_pop(L, 1);
-    cg_obj *o = NULL;
-    for (int k = 0; k < CG_NKINDS && !o; k++)
-      if (k != CG_GRAPH) o = cg_testobj(L, -1, (cg_kind)k);
-    void *dh;
-    int what = o ? shared_kind(o, &dh) : -1;
-    if (what < 0 || (o->kind == CG_SCALAR) != scalars) continue;
-    cg_share *sh = h->npins < cap ? share_of(o, what, dh) : NULL;
+    cg_obj *o = cg_toany(L, -1);
+    if (!o || !cg_shareable(o) || (o->kind == CG_SCALAR) != scalars) continue;
+    cg_share *sh = h->npins < cap ? share_of(o) : NULL;
     if (!sh) {
       lua_pop(L, 1);
       return 0;
     }
     h->pins[h->npins++] = sh;
-    if (what == CG_FREE_MODULE && !add_user(sh, h)) {
+    if (sh->hk == CG_H_MODULE && !add_user(sh, h)) {
       lua_pop(L, 1);
       return 0;
     }
@@ -242,7 +122,7 @@ cugraph_graph *cugraph_tograph(lua_State *L, int idx) {
   idx = lua_absindex(L, idx);
   cg_obj *o = cg_checkobj(L, idx, CG_GRAPH);
   cg_ctx *ctx = o->ctx;
-  cg_guard(L, ctx, "cugraph_tograph", "take the handle after the capture");
+  cg_check_outside(L, ctx, "cugraph_tograph", "take the handle after the capture");
   lua_getiuservalue(L, idx, 1); /* the pins */
   int pins = lua_gettop(L);
   size_t n = 0;
@@ -332,7 +212,7 @@ CUresult cg_share_swap(cg_share *sh, CUmodule newmod, const cg_swap *sw,
       *api = what;
     }
   }
-  sh->h = newmod;
+  sh->h.module = newmod;
   pthread_mutex_unlock(&sh->lock);
   return first;
 }
@@ -341,7 +221,7 @@ CUresult cg_share_swap(cg_share *sh, CUmodule newmod, const cg_swap *sw,
 
 cugraph_scalar *cugraph_toscalar(lua_State *L, int idx) {
   cg_scalar *sc = cg_checkobj(L, idx, CG_SCALAR);
-  cg_share *sh = share_of(&sc->h, CG_FREE_MEM, (void *)(uintptr_t)sc->ptr);
+  cg_share *sh = share_of(&sc->h);
   if (!sh) luaL_error(L, "cugraph_toscalar: out of host memory");
   return (cugraph_scalar *)sh;
 }
@@ -361,5 +241,5 @@ void cugraph_scalar_set(cugraph_scalar *s, const void *bits) {
 }
 
 void cugraph_scalar_release(cugraph_scalar *s) {
-  if (s) share_drop((cg_share *)s);
+  cg_share_drop((cg_share *)s);
 }

@@ -1,28 +1,41 @@
-/* Kernel hot reload: m:reload(image) (module.c) loads the new code, then
-   the live graphs that launch the module's kernels switch to it here: the
-   kernel nodes of each graph take the new function with the same
+/* Kernel hot reload: m:reload(image) loads the new code (module.c's
+   plan), then the live graphs that launch the module's kernels switch to
+   it: the kernel nodes of each graph take the new function with the same
    parameters, and the executable graph is updated in place
    (cuGraphExecUpdate), so replays go on without a new capture. Graphs of
    Lua are found in the state's list of open graphs, by their node records;
-   C graphs through the module's share (handle.c). And cuda.watch(path,
+   C graphs through the module's share (cgraph.c). And cuda.watch(path,
    fn): a poll for a changed file, for a frame loop. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "base/core.h"
+#include "graph/graph.h"
+
+static const char graphstate_key = 'g';
+
+cg_graphstate *cg_graphstate_of(lua_State *L, cg_ctx *ctx) {
+  cg_ctx *root = ctx->root;
+  if (root->graphstate) return root->graphstate;
+  /* plain userdata in the registry: freed after every finalizer */
+  cg_graphstate *gs = lua_newuserdatauv(L, sizeof *gs, 0);
+  memset(gs, 0, sizeof *gs);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &graphstate_key);
+  root->graphstate = gs;
+  return gs;
+}
 
 void cg_track_graph(cg_graph *gr) {
-  cg_ctx *root = gr->h.ctx->root;
+  cg_graphstate *gs = gr->h.ctx->root->graphstate;
   gr->prev = NULL;
-  gr->next = root->graphs;
+  gr->next = gs->graphs;
   if (gr->next) gr->next->prev = gr;
-  root->graphs = gr;
+  gs->graphs = gr;
 }
 
 void cg_untrack_graph(cg_graph *gr) {
   if (gr->prev) gr->prev->next = gr->next;
-  else gr->h.ctx->root->graphs = gr->next;
+  else gr->h.ctx->root->graphstate->graphs = gr->next;
   if (gr->next) gr->next->prev = gr->prev;
 }
 
@@ -98,8 +111,12 @@ static int failed(lua_State *L, const char *api, CUresult r) {
   return lua_error(L);
 }
 
-void cg_reload_graphs(lua_State *L, cg_ctx *ctx, int midx, const cg_swap *sw,
-                      int n, CUmodule newmod, CUmodule oldmod) {
+/* Every live graph of this state that launches the module at midx, and
+   every C graph of its share, switch as sw says; on a failure the switched
+   ones switch back and the error is raised. */
+static void reload_graphs(lua_State *L, cg_ctx *ctx, int midx,
+                          const cg_swap *sw, int n, CUmodule newmod,
+                          CUmodule oldmod) {
   cg_obj *mod = lua_touserdata(L, midx);
   int top = lua_gettop(L);
   /* the one Lua allocation, before the graphs are looked at (a finalizer
@@ -116,12 +133,12 @@ void cg_reload_graphs(lua_State *L, cg_ctx *ctx, int midx, const cg_swap *sw,
   const char *api = NULL, *ignored;
   CUresult r = CUDA_SUCCESS;
   cg_graph *gr, *undo = NULL; /* the graphs before undo switched */
-  for (gr = ctx->root->graphs; gr && r == CUDA_SUCCESS; gr = gr->next)
+  for (gr = ctx->root->graphstate->graphs; gr && r == CUDA_SUCCESS; gr = gr->next)
     if (cg_recs_launch(gr->recs, mod)) r = cg_graph_follow(gr, &api);
   cg_check(L, ctx, api, r); /* nothing switched yet */
-  for (gr = ctx->root->graphs; gr && r == CUDA_SUCCESS; gr = gr->next)
+  for (gr = ctx->root->graphstate->graphs; gr && r == CUDA_SUCCESS; gr = gr->next)
     if (cg_recs_launch(gr->recs, mod)) {
-      r = cg_swap_kernels(gr->g, gr->exec, sw, n, &api);
+      r = cg_swap_kernels(gr->g, gr->h.drv.exec, sw, n, &api);
       undo = gr->next; /* a failed one may be half switched */
     }
   if (r == CUDA_SUCCESS && mod->share) {
@@ -129,13 +146,41 @@ void cg_reload_graphs(lua_State *L, cg_ctx *ctx, int midx, const cg_swap *sw,
     if (r != CUDA_SUCCESS) cg_share_swap(mod->share, oldmod, rev, n, &ignored);
   }
   if (r != CUDA_SUCCESS) {
-    for (gr = ctx->root->graphs; gr != undo; gr = gr->next)
+    for (gr = ctx->root->graphstate->graphs; gr != undo; gr = gr->next)
       if (cg_recs_launch(gr->recs, mod))
-        cg_swap_kernels(gr->g, gr->exec, rev, n, &ignored);
+        cg_swap_kernels(gr->g, gr->h.drv.exec, rev, n, &ignored);
     cg_poison(ctx, api, r);
     failed(L, api, r);
   }
   lua_settop(L, top);
+}
+
+/* m:reload(image [, name]): the module's kernels, and every live graph of
+   Lua or C that launches them, switch to the code of image (PTX, cubin or
+   fatbin); every kernel made from the module must be in it with the same
+   parameters. On any error the old code stays and the error is raised.
+   Waits for the device's work before it unloads the old code. */
+static int module_reload(lua_State *L) {
+  cg_module *m = cg_checkobj(L, 1, CG_MODULE);
+  cg_ctx *ctx = m->h.ctx;
+  cg_check_outside(L, ctx, "module:reload()", "reload outside the capture");
+  luaL_checkstring(L, 2);
+  if (lua_isnoneornil(L, 3)) {
+    lua_settop(L, 2);
+    lua_pushliteral(L, "module");
+  }
+  luaL_checkstring(L, 3);
+  lua_settop(L, 3);
+  cg_swap *sw;
+  int n = cg_reload_plan(L, 1, 2, 3, &sw); /* 4: new module, 5: the plan */
+  cg_module *nm = lua_touserdata(L, 4);
+  reload_graphs(L, ctx, 1, sw, n, nm->h.drv.module, m->h.drv.module);
+  cg_reload_commit(L, 1, 4, 5);
+  cg_sync(L, ctx); /* no launch of the old code is in flight */
+  lua_settop(L, 4);
+  lua_replace(L, 1);
+  cg_close(L, CG_MODULE, 0); /* unloads the old code, now nm's */
+  return 0;
 }
 
 /* -- cuda.watch ------------------------------------------------------------ */
@@ -193,4 +238,9 @@ static int watch(lua_State *L) {
 void reload_open(lua_State *L) {
   lua_pushcfunction(L, watch);
   lua_setfield(L, -2, "watch");
+  luaL_getmetatable(L, cg_kind_names[CG_MODULE]);
+  lua_getfield(L, -1, "methods");
+  lua_pushcfunction(L, module_reload);
+  lua_setfield(L, -2, "reload");
+  lua_pop(L, 2);
 }

@@ -1,7 +1,7 @@
-/* cugraph.Module and cugraph.Kernel. A module keeps the signatures of its
-   PTX entries; a kernel checks every launch against its signature and the
-   device's limits before cuLaunchKernel, and marshals the arguments into
-   storage it owns, so a steady launch loop allocates nothing. */
+/* cugraph.Module: PTX, cubin or fatbin loaded into the device's context,
+   with the signatures of its PTX entries; m:kernel makes its kernels
+   (kernel.c). Also core.entries and core.readfile, and the module's half
+   of m:reload (the graph layer switches graphs in between). */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <fcntl.h>
@@ -10,60 +10,32 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "base/core.h"
-#include "kernel/image.h"
-#include "kernel/ptx.h"
-
-typedef struct cg_module {
-  cg_obj h;
-  CUmodule m;
-  ptx_entry *entries;   /* user value 2; NULL for cubin and fatbin */
-  int nentries;
-} cg_module;
-
-typedef struct cg_kernel {
-  cg_obj h;
-  cg_module *mod;       /* pinned through the kernel's user value */
-  CUfunction f;
-  unsigned shared;      /* dynamic shared memory per launch */
-  int nparams;
-  char name[64];        /* for messages */
-  unsigned epoch;       /* cg_epoch when the seen entries were made */
-  const void *seen_stream; /* stream and arguments checked by an earlier */
-  cg_obj **seen;        /* launch: the same userdata needs no new check */
-  ptx_param *params;    /* the rest of the userdata: params, then argp, */
-  void **argp;          /* then seen, then one 8-aligned slot per argument */
-} cg_kernel;
+#include "kernel/kernel.h"
 
 /* -- signatures as text --------------------------------------------------- */
 
-static const char *const ptx_names[] = {
-  "f32", "f64", "i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64", "f16",
-  "bf16"
-};
-
-static void pushparam(lua_State *L, const ptx_param *p) {
+void cg_pushparam(lua_State *L, const cg_param *p) {
   switch (p->type) {
-  case PTX_INT: lua_pushfstring(L, "b%d", (int)p->size * 8); break;
-  case PTX_PTR_OR_INT: lua_pushliteral(L, "u64|ptr"); break;
-  case PTX_PTR:
+  case CG_P_INT: lua_pushfstring(L, "b%d", (int)p->size * 8); break;
+  case CG_P_PTR_OR_INT: lua_pushliteral(L, "u64|ptr"); break;
+  case CG_P_PTR:
     lua_pushfstring(L, "%s%s*", p->is_const ? "const " : "",
-                    p->elem == PTX_ANY ? "void" : ptx_names[p->elem]);
+                    p->elem == CG_P_ANY ? "void" : cg_type_names[p->elem]);
     break;
-  case PTX_BYTES: lua_pushfstring(L, "b8[%d]", (int)p->size); break;
-  default: lua_pushstring(L, ptx_names[p->type]);
+  case CG_P_BYTES: lua_pushfstring(L, "b8[%d]", (int)p->size); break;
+  default: lua_pushstring(L, cg_type_names[p->type]);
   }
 }
 
-static void pushsignature(lua_State *L, const char *name, const ptx_param *ps,
-                          int n) {
+void cg_pushsignature(lua_State *L, const char *name, const cg_param *ps,
+                      int n) {
   luaL_Buffer b;
   luaL_buffinit(L, &b);
   luaL_addstring(&b, name);
   luaL_addchar(&b, '(');
   for (int i = 0; i < n; i++) {
     if (i) luaL_addstring(&b, ", ");
-    pushparam(L, &ps[i]);
+    cg_pushparam(L, &ps[i]);
     luaL_addvalue(&b);
   }
   luaL_addchar(&b, ')');
@@ -89,7 +61,7 @@ static int entries(lua_State *L) {
     lua_setfield(L, -2, "typed");
     lua_createtable(L, e[i].nparams, 0);
     for (int j = 0; j < e[i].nparams; j++) {
-      pushparam(L, &e[i].params[j]);
+      cg_pushparam(L, &e[i].params[j]);
       lua_rawseti(L, -2, j + 1);
     }
     lua_setfield(L, -2, "params");
@@ -176,7 +148,7 @@ static int readfile(lua_State *L) {
    function name spelling its parameters, from the compiler) where they
    agree with the PTX in count and sizes. */
 static void settypes(lua_State *L, int idx, ptx_entry *e, int n) {
-  ptx_param ps[PTX_MAX_PARAMS];
+  cg_param ps[CG_MAX_PARAMS];
   char base[sizeof e->base];
   for (int i = 0; i < n; i++) {
     if (e[i].typed) continue;
@@ -185,7 +157,7 @@ static void settypes(lua_State *L, int idx, ptx_entry *e, int n) {
       continue;
     }
     int k = ptx_demangle(lua_tostring(L, -1), base, sizeof base, ps,
-                         PTX_MAX_PARAMS);
+                         CG_MAX_PARAMS);
     lua_pop(L, 1);
     for (int j = 0; k == e[i].nparams && j < k; j++)
       if (ps[j].size != e[i].params[j].size) k = -1;
@@ -199,7 +171,7 @@ static void settypes(lua_State *L, int idx, ptx_entry *e, int n) {
    fatbin. A cubin or fatbin is bounds-checked whole first: the driver
    takes it without a length. ptx, the same program's PTX, gives a cubin
    its entries; types (entry -> mangled name) their C types. */
-static int module_new(lua_State *L) {
+int cg_module_new(lua_State *L) {
   size_t len;
   const char *img = luaL_checklstring(L, 1, &len);
   const char *name = luaL_optstring(L, 2, "module");
@@ -225,7 +197,7 @@ static int module_new(lua_State *L) {
   }
   int box = lua_gettop(L);
   cg_ctx *ctx = cg_context(L);
-  cg_guard(L, ctx, "cannot load a module", "load modules before capture");
+  cg_check_outside(L, ctx, "cannot load a module", "load modules before capture");
   cg_module *m = cg_newobj(L, ctx, sizeof *m, CG_MODULE);
   m->entries = e;
   m->nentries = n;
@@ -237,7 +209,7 @@ static int module_new(lua_State *L) {
   CUjit_option opt[2] = { CU_JIT_ERROR_LOG_BUFFER,
                           CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES };
   void *val[2] = { log, (void *)(uintptr_t)sizeof log };
-  CUresult r = cg_drv.cuModuleLoadDataEx(&m->m, img, 2, opt, val);
+  CUresult r = cg_drv.cuModuleLoadDataEx(&m->h.drv.module, img, 2, opt, val);
   if (r != CUDA_SUCCESS) {
     cg_poison(ctx, "cuModuleLoadDataEx", r);
     cg_driver_pusherror(L, "cuModuleLoadDataEx", r);
@@ -251,12 +223,6 @@ static int module_new(lua_State *L) {
   }
   m->h.open = 1;
   return 1;
-}
-
-static void module_release(lua_State *L, cg_obj *o) {
-  cg_module *m = (cg_module *)o;
-  cg_release(L, o->ctx, CG_FREE_MODULE, m->m);
-  m->m = NULL;
 }
 
 static int module_free(lua_State *L) { return cg_close(L, CG_MODULE, 0); }
@@ -293,7 +259,7 @@ static const char *plural(int n) { return n == 1 ? "" : "s"; }
 /* A given signature against the PTX entry's parameters: same count and
    sizes (the signature may name what PTX leaves open, such as pointers). */
 static void ptxcheck(lua_State *L, const char *name, const ptx_entry *e,
-                     const ptx_param *ps, int n) {
+                     const cg_param *ps, int n) {
   if (n != e->nparams)
     luaL_error(L, "%s: the signature has %d parameter%s, the PTX entry %d",
                name, n, plural(n), e->nparams);
@@ -304,83 +270,14 @@ static void ptxcheck(lua_State *L, const char *name, const ptx_entry *e,
                  (int)e->params[i].size);
 }
 
-/* Parameter i's size from the driver: 1, or 0 past the last parameter, or
-   -1 when the driver cannot tell. Its other failures raise. */
-static int paraminfo(lua_State *L, cg_kernel *k, int i, size_t *size) {
-  size_t off;
-  CUresult r = cg_drv.cuFuncGetParamInfo(k->f, (size_t)i, &off, size);
-  if (r == CUDA_SUCCESS) return 1;
-  if (r == CUDA_ERROR_INVALID_VALUE) return 0;
-  if (r == CUDA_ERROR_NOT_SUPPORTED && i == 0) return -1;
-  cg_check(L, k->h.ctx, "cuFuncGetParamInfo", r);
-  return -1;
-}
-
-/* Checks the signature against the sizes the driver reports, where it can
-   (drivers from 12.4); without that a cubin's signature is trusted. */
-static void crosscheck(lua_State *L, cg_kernel *k) {
-  if (!cg_drv.cuFuncGetParamInfo) return;
-  size_t size;
-  for (int i = 0; i < k->nparams; i++) {
-    int got = paraminfo(L, k, i, &size);
-    if (got < 0) return;
-    if (!got)
-      luaL_error(L, "%s: the signature has %d parameter%s, the kernel %d",
-                 k->name, k->nparams, plural(k->nparams), i);
-    if (size != k->params[i].size)
-      luaL_error(L, "%s: the signature gives parameter %d %d bytes, the "
-                 "kernel %d", k->name, i + 1, (int)k->params[i].size,
-                 (int)size);
-  }
-  if (paraminfo(L, k, k->nparams, &size) > 0)
-    luaL_error(L, "%s: the signature has %d parameter%s, the kernel more",
-               k->name, k->nparams, plural(k->nparams));
-}
-
-/* Makes a kernel object for entry `entry` with parameters ps[n]; the module
-   is at index 1. */
-static cg_kernel *newkernel(lua_State *L, cg_module *m, const char *entry,
-                            const char *label, const ptx_param *ps, int n) {
-  size_t slots = 0;
-  for (int i = 0; i < n; i++) slots += (ps[i].size + 7) / 8;
-  size_t size = sizeof(cg_kernel) + (size_t)n * sizeof(ptx_param);
-  size = (size + 7) & ~(size_t)7;
-  cg_kernel *k = cg_newobj(L, m->h.ctx, size + 2 * (size_t)n * sizeof(void *)
-                           + slots * 8, CG_KERNEL);
-  k->mod = m;
-  k->nparams = n;
-  snprintf(k->name, sizeof k->name, "%s", label);
-  k->params = (ptx_param *)(k + 1);
-  memcpy(k->params, ps, (size_t)n * sizeof *ps);
-  k->argp = (void **)((char *)k + size);
-  k->seen = (cg_obj **)(k->argp + n);
-  uint64_t *slot = (uint64_t *)(k->seen + n);
-  for (int i = 0; i < n; i++) {
-    k->argp[i] = slot;
-    slot += (ps[i].size + 7) / 8;
-  }
-  lua_pushvalue(L, 1);
-  lua_setiuservalue(L, -2, 1); /* the kernel keeps its module alive */
-  lua_getiuservalue(L, 1, 1);  /* ... and the module knows its kernels, */
-  lua_pushvalue(L, -2);        /* for reload */
-  lua_pushboolean(L, 1);
-  lua_rawset(L, -3);
-  lua_pop(L, 1);
-  cg_isopen(L, &m->h);         /* a finalizer may have freed it */
-  CU(L, m->h.ctx, cuModuleGetFunction, &k->f, m->m, entry);
-  k->h.open = 1;
-  crosscheck(L, k);
-  return k;
-}
-
 /* m:kernel(name [, signature]) */
 static int module_kernel(lua_State *L) {
   cg_module *m = cg_checkobj(L, 1, CG_MODULE);
   const char *name = luaL_checkstring(L, 2);
   if (!lua_isnoneornil(L, 3)) {
-    ptx_param ps[PTX_MAX_PARAMS];
+    cg_param ps[CG_MAX_PARAMS];
     char err[200];
-    int n = ptx_signature(luaL_checkstring(L, 3), ps, PTX_MAX_PARAMS, err,
+    int n = cg_signature(luaL_checkstring(L, 3), ps, CG_MAX_PARAMS, err,
                           sizeof err);
     if (n < 0) return luaL_argerror(L, 3, err);
     const char *entry = name;
@@ -389,7 +286,7 @@ static int module_kernel(lua_State *L) {
       ptxcheck(L, name, e, ps, n);
       entry = e->name;
     }
-    newkernel(L, m, entry, name, ps, n);
+    cg_kernel_new(L, m, entry, name, ps, n);
     return 1;
   }
   if (!m->entries)
@@ -400,7 +297,7 @@ static int module_kernel(lua_State *L) {
   if (lua_getfield(L, 3, name) != LUA_TNIL) return 1;
   const ptx_entry *e = find(L, m, name);
   if (lua_getfield(L, 3, e->name) == LUA_TNIL) {
-    newkernel(L, m, e->name, e->base, e->params, e->nparams);
+    cg_kernel_new(L, m, e->name, e->base, e->params, e->nparams);
     lua_pushvalue(L, -1);
     lua_setfield(L, 3, e->name);
   }
@@ -441,8 +338,6 @@ static int module_tostring(lua_State *L) {
                      m->nentries == 1 ? "" : "s");
 }
 
-CUmodule cg_module_handle(const cg_obj *o) { return ((const cg_module *)o)->m; }
-
 /* The entry of module m named name, exact or demangled; NULL if none. */
 static const ptx_entry *lookup(const cg_module *m, const char *name) {
   for (int i = 0; i < m->nentries; i++)
@@ -452,471 +347,128 @@ static const ptx_entry *lookup(const cg_module *m, const char *name) {
   return NULL;
 }
 
-static int same_params(const ptx_param *a, int na, const ptx_param *b,
-                       int nb) {
+/* Whether a kernel of parameters a[na] can launch the new code b[nb]: the
+   same sizes, and types that agree where both are known. The new code's
+   PTX may know less than the old C types (a module compiled with its C
+   signature, reloaded from PTX alone): the kernel keeps its own. */
+static int same_class(const cg_param *a, const cg_param *b) {
+  if (a->size != b->size) return 0;
+  if (a->type == b->type) return a->type != CG_P_PTR || b->elem == CG_P_ANY
+                                 || a->elem == b->elem;
+  switch (b->type) { /* b knows less than a, or they disagree */
+  case CG_P_INT: return a->type >= CG_I8 && a->type < CG_NTYPES;
+  case CG_P_PTR_OR_INT:
+    return a->type == CG_P_PTR || a->type == CG_I64 || a->type == CG_U64;
+  default: return 0;
+  }
+}
+
+static int same_params(const cg_param *a, int na, const cg_param *b, int nb) {
   if (na != nb) return 0;
   for (int i = 0; i < na; i++)
-    if (a[i].size != b[i].size || a[i].type != b[i].type) return 0;
+    if (!same_class(&a[i], &b[i])) return 0;
   return 1;
 }
 
-/* m:reload(image [, name]): the module's kernels, and every live graph of
-   Lua or C that launches them, switch to the code of image (PTX, cubin or
-   fatbin); every kernel made from the module must be in it with the same
-   signature. On any error the old code stays and the error is raised.
-   Waits for the device's work before it unloads the old code. */
-static int module_reload(lua_State *L) {
-  cg_module *m = cg_checkobj(L, 1, CG_MODULE);
+/* The plan of a reload: the kernels that switch, and their swaps. */
+typedef struct plan {
+  int n;
+  cg_swap *sw;
+  cg_kernel **ks;
+} plan;
+
+int cg_reload_plan(lua_State *L, int midx, int iidx, int nidx, cg_swap **sw) {
+  cg_module *m = cg_checkobj(L, midx, CG_MODULE);
   cg_ctx *ctx = m->h.ctx;
-  cg_guard(L, ctx, "module:reload()", "reload outside the capture");
-  luaL_checkstring(L, 2);
-  const char *name = luaL_optstring(L, 3, "module");
-  lua_settop(L, 3);
-  lua_pushcfunction(L, module_new);
-  lua_pushvalue(L, 2);
-  lua_pushstring(L, name);
-  lua_call(L, 2, 1); /* 4: the new code; on error collected, so unloaded */
-  cg_module *nm = lua_touserdata(L, 4);
-  lua_getiuservalue(L, 1, 1); /* 5: the kernels */
+  const char *name = lua_tostring(L, nidx);
+  lua_pushcfunction(L, cg_module_new);
+  lua_pushvalue(L, iidx);
+  lua_pushvalue(L, nidx);
+  lua_call(L, 2, 1); /* the new code; on error collected, so unloaded */
+  cg_module *nm = lua_touserdata(L, -1);
+  int kidx = lua_gettop(L) + 1;
+  lua_getiuservalue(L, midx, 1); /* the kernels */
   int n = 0, nparams = 0;
   lua_pushnil(L);
-  while (lua_next(L, 5)) {
+  while (lua_next(L, kidx)) {
     lua_pop(L, 1);
     cg_kernel *k = cg_testobj(L, -1, CG_KERNEL);
     if (k) n++, nparams += k->nparams;
   }
-  cg_swap *sw = lua_newuserdatauv(L, (size_t)n * (sizeof *sw +
-                                  sizeof(cg_kernel *)) + 1, 0); /* 6 */
-  cg_kernel **ks = (cg_kernel **)(sw + n);
-  unsigned *size = lua_newuserdatauv(L, (size_t)nparams * sizeof *size + 1,
-                                     0); /* 7 */
-  int i = 0;
+  plan *p = lua_newuserdatauv(L, sizeof *p + (size_t)n * (sizeof *p->sw +
+                              sizeof *p->ks) + (size_t)nparams *
+                              sizeof(unsigned), 0);
+  p->sw = (cg_swap *)(p + 1);
+  p->ks = (cg_kernel **)(p->sw + n);
+  unsigned *size = (unsigned *)(p->ks + n);
+  p->n = 0;
   lua_pushnil(L);
-  while (lua_next(L, 5)) {
+  while (lua_next(L, kidx)) {
     lua_pop(L, 1);
     cg_kernel *k = cg_testobj(L, -1, CG_KERNEL);
-    if (!k || i == n) continue;
+    if (!k || p->n == n) continue;
     const char *entry = k->name;
     if (nm->entries) {
       const ptx_entry *e = lookup(nm, k->name);
       if (!e)
-        return luaL_error(L, "%s: reload: the new code has no kernel '%s'; "
-                          "the old code stays", name, k->name);
-      if (!same_params(e->params, e->nparams, k->params, k->nparams)) {
-        pushsignature(L, k->name, k->params, k->nparams);
-        pushsignature(L, e->base, e->params, e->nparams);
-        return luaL_error(L, "%s: reload: kernel %s became %s; the old code "
-                          "stays (load a new module and capture again)",
-                          name, lua_tostring(L, -2), lua_tostring(L, -1));
+        luaL_error(L, "%s: reload: the new code has no kernel '%s'; the old "
+                   "code stays", name, k->name);
+      if (!same_params(k->params, k->nparams, e->params, e->nparams)) {
+        cg_pushsignature(L, k->name, k->params, k->nparams);
+        cg_pushsignature(L, e->base, e->params, e->nparams);
+        luaL_error(L, "%s: reload: kernel %s became %s; the old code stays "
+                   "(load a new module and capture again)", name,
+                   lua_tostring(L, -2), lua_tostring(L, -1));
       }
       entry = e->name;
     }
-    CU(L, ctx, cuModuleGetFunction, &sw[i].to, nm->m, entry);
+    cg_swap *s = &p->sw[p->n];
+    CU(L, ctx, cuModuleGetFunction, &s->to, nm->h.drv.module, entry);
     if ((int)k->shared > ctx->max_shared)
-      CU(L, ctx, cuFuncSetAttribute, sw[i].to,
+      CU(L, ctx, cuFuncSetAttribute, s->to,
          CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)k->shared);
-    sw[i].from = k->f;
-    sw[i].nparams = k->nparams;
-    sw[i].size = size;
+    s->from = k->f;
+    s->nparams = k->nparams;
+    s->size = size;
     for (int j = 0; j < k->nparams; j++) *size++ = k->params[j].size;
-    ks[i++] = k;
+    p->ks[p->n++] = k;
   }
-  cg_isopen(L, &m->h); /* a finalizer may have freed it meanwhile */
-  cg_reload_graphs(L, ctx, 1, sw, i, nm->m, m->m);
-  for (int j = 0; j < i; j++) ks[j]->f = sw[j].to;
-  CUmodule old = m->m;
+  lua_remove(L, kidx); /* the plan stays, above the new module */
+  cg_check_open(L, &m->h); /* a finalizer may have freed it meanwhile */
+  *sw = p->sw;
+  return p->n;
+}
+
+void cg_reload_commit(lua_State *L, int midx, int nmidx, int planidx) {
+  cg_module *m = lua_touserdata(L, midx), *nm = lua_touserdata(L, nmidx);
+  plan *p = lua_touserdata(L, planidx);
+  for (int j = 0; j < p->n; j++) p->ks[j]->f = p->sw[j].to;
+  CUmodule old = m->h.drv.module;
   ptx_entry *entries = m->entries;
   int nentries = m->nentries;
-  m->m = nm->m;
+  m->h.drv.module = nm->h.drv.module;
   m->entries = nm->entries;
   m->nentries = nm->nentries;
-  nm->m = old;
+  nm->h.drv.module = old;
   nm->entries = entries;
   nm->nentries = nentries;
-  lua_getiuservalue(L, 4, 2); /* the signatures go with their code */
-  lua_getiuservalue(L, 1, 2);
-  lua_setiuservalue(L, 4, 2);
-  lua_setiuservalue(L, 1, 2);
-  cg_sync(L, ctx); /* no launch of the old code is in flight */
-  lua_settop(L, 4);
-  lua_replace(L, 1);
-  cg_close(L, CG_MODULE, 0); /* unloads the old code, now nm's */
-  return 0;
-}
-
-/* -- kernels -------------------------------------------------------------- */
-
-static int kernel_free(lua_State *L) {
-  ((cg_obj *)cg_toobj(L, 1, CG_KERNEL))->open = 0;
-  cg_collected(); /* k:launch knows kernels by address */
-  return 0;
-}
-
-/* Raises "saxpy: argument 3 (f32): msg". */
-static int argerror(lua_State *L, cg_kernel *k, int arg, const char *msg) {
-  pushparam(L, &k->params[arg - 1]);
-  return luaL_error(L, "%s: argument %d (%s): %s", k->name, arg,
-                    lua_tostring(L, -1), msg);
-}
-
-static int typeerror(lua_State *L, cg_kernel *k, int arg, int idx,
-                     const char *expected) {
-  const char *got = luaL_typename(L, idx);
-  if (luaL_getmetafield(L, idx, "__name") == LUA_TSTRING)
-    got = lua_tostring(L, -1);
-  cg_buffer *b = cg_testobj(L, idx, CG_BUFFER);
-  if (b) got = lua_pushfstring(L, "%s of %s", got, cg_type_names[b->type]);
-  cg_scalar *s = cg_testobj(L, idx, CG_SCALAR);
-  if (s) got = lua_pushfstring(L, "%s of %s", got, cg_type_names[s->type]);
-  return argerror(L, k, arg,
-                  lua_pushfstring(L, "expected %s, got %s", expected, got));
-}
-
-/* A device pointer from a Buffer or Scalar at idx (whose element type must
-   be elem unless elem is PTX_ANY); 0 if the value is neither. */
-static inline CUdeviceptr pointer(lua_State *L, cg_kernel *k, int arg, int idx,
-                           int elem, CUstream st) {
-  cg_ctx *ctx = k->h.ctx;
-  cg_obj *o = lua_touserdata(L, idx);
-  int scalar;
-  if (o && o == k->seen[arg - 1] && lua_type(L, idx) == LUA_TUSERDATA) {
-    scalar = o->kind == CG_SCALAR; /* its type passed before */
-  } else {
-    if (!lua_getmetatable(L, idx)) return 0; /* left pushed: kernel_launch */
-    const void *mt = lua_topointer(L, -1);
-    scalar = mt == ctx->mt[CG_SCALAR];
-    if (!scalar && mt != ctx->mt[CG_BUFFER]) return 0;
-    int type = scalar ? (int)((cg_scalar *)o)->type
-                      : (int)((cg_buffer *)o)->type;
-    if (elem != PTX_ANY && elem != type)
-      typeerror(L, k, arg, idx, lua_pushfstring(L, "%s of %s",
-                "cugraph.Buffer or cugraph.Scalar", ptx_names[elem]));
-    if (o->ctx != ctx) cg_reach(L, ctx, o->ctx, k->name);
-    k->seen[arg - 1] = o;
-  }
-  if (!o->open)
-    argerror(L, k, arg, lua_pushfstring(L, "attempt to use a freed %s",
-                                        cg_kind_names[o->kind]));
-  cg_pinobj(L, ctx, o, idx); /* in a capture: before the address is read */
-  if (!scalar) return ((cg_buffer *)o)->ptr;
-  if (!ctx->capture) cg_scalar_flush(L, (cg_scalar *)o, st);
-  return ((cg_scalar *)o)->ptr;
-}
-
-/* An integer argument that is not a Lua integer: a float of integral
-   value, or an error. */
-static lua_Integer intslow(lua_State *L, cg_kernel *k, int arg, int idx) {
-  int ok;
-  lua_Integer v = lua_tointegerx(L, idx, &ok);
-  if (!ok || lua_type(L, idx) != LUA_TNUMBER) {
-    if (lua_type(L, idx) == LUA_TNUMBER)
-      argerror(L, k, arg, lua_pushfstring(L, "expected an integer, got %f",
-                                          lua_tonumber(L, idx)));
-    typeerror(L, k, arg, idx, "integer");
-  }
-  return v;
-}
-
-/* An integer argument of `size` bytes; signedness unknown when !typed. */
-static inline void intarg(lua_State *L, cg_kernel *k, int arg, int idx,
-                   unsigned size, void *slot) {
-  lua_Integer v = lua_isinteger(L, idx) ? lua_tointeger(L, idx)
-                                        : intslow(L, k, arg, idx);
-  if (size < 8) {
-    lua_Integer lo = -((lua_Integer)1 << (size * 8 - 1));
-    lua_Integer hi = ((lua_Integer)1 << (size * 8)) - 1;
-    if (v < lo || v > hi)
-      argerror(L, k, arg, lua_pushfstring(L, "%I is out of range",
-                                          (LUAI_UACINT)v));
-  }
-  switch (size) { /* little-endian: the low bytes; sizes known, no call */
-  case 1: memcpy(slot, &v, 1); break;
-  case 2: memcpy(slot, &v, 2); break;
-  case 4: memcpy(slot, &v, 4); break;
-  default: memcpy(slot, &v, 8);
-  }
-}
-
-static inline void setarg(lua_State *L, cg_kernel *k, int arg, int idx,
-                   CUstream st) {
-  const ptx_param *p = &k->params[arg - 1];
-  void *slot = k->argp[arg - 1];
-  CUdeviceptr ptr;
-  switch (p->type) {
-  case PTX_PTR:
-    if (!(ptr = pointer(L, k, arg, idx, p->elem, st)))
-      typeerror(L, k, arg, idx, p->elem == PTX_ANY
-                ? "cugraph.Buffer or cugraph.Scalar"
-                : lua_pushfstring(L, "cugraph.Buffer or cugraph.Scalar of %s",
-                                  ptx_names[p->elem]));
-    memcpy(slot, &ptr, 8);
-    break;
-  case PTX_PTR_OR_INT:
-    if (lua_type(L, idx) == LUA_TNUMBER) intarg(L, k, arg, idx, 8, slot);
-    else if ((ptr = pointer(L, k, arg, idx, PTX_ANY, st))) memcpy(slot, &ptr, 8);
-    else if (!cg_condition_arg(L, k->h.ctx, idx, slot))
-      typeerror(L, k, arg, idx, "cugraph.Buffer, cugraph.Scalar, "
-                "cugraph.Condition or integer");
-    break;
-  case PTX_INT:
-    intarg(L, k, arg, idx, p->size, slot);
-    break;
-  case PTX_BYTES: {
-    size_t len;
-    if (lua_type(L, idx) != LUA_TSTRING) typeerror(L, k, arg, idx, "string");
-    const char *s = lua_tolstring(L, idx, &len);
-    if (len != p->size)
-      argerror(L, k, arg, lua_pushfstring(L, "expected %d bytes, got %d",
-                                          (int)p->size, (int)len));
-    memcpy(slot, s, len);
-    break;
-  }
-  default: {
-    if (lua_type(L, idx) != LUA_TNUMBER) {
-      if (p->type == PTX_U64 && cg_condition_arg(L, k->h.ctx, idx, slot))
-        break; /* a cudaGraphConditionalHandle */
-      typeerror(L, k, arg, idx, "number");
-    }
-    const char *msg = cg_bits(L, idx, (cg_type)p->type, slot);
-    if (msg) argerror(L, k, arg, msg);
-  }
-  }
-}
-
-/* Launch dimensions: an integer or {x [, y [, z]]}, each 1..limit. */
-static void dims(lua_State *L, cg_kernel *k, int idx, const char *what,
-                 const int lim[3], unsigned out[3]) {
-  static const char xyz[] = "xyz";
-  int t = lua_type(L, idx), isnum;
-  if (t != LUA_TNUMBER && t != LUA_TTABLE)
-    luaL_error(L, "%s: %s must be an integer or {x, y, z}, got %s", k->name,
-               what, luaL_typename(L, idx));
-  for (int i = 0; i < 3; i++) {
-    lua_Integer v = 1;
-    isnum = 1;
-    if (t == LUA_TNUMBER && i == 0) {
-      v = lua_tointegerx(L, idx, &isnum);
-    } else if (t == LUA_TTABLE) { /* x is required, y and z default to 1 */
-      int vt = lua_rawgeti(L, idx, i + 1);
-      if (vt != LUA_TNIL || i == 0) v = lua_tointegerx(L, -1, &isnum);
-      if ((vt != LUA_TNIL || i == 0) && vt != LUA_TNUMBER) isnum = 0;
-      lua_pop(L, 1);
-    }
-    if (!isnum || v < 1 || v > lim[i])
-      luaL_error(L, "%s: %s.%c must be an integer in 1..%d (the device's "
-                 "limit)", k->name, what, xyz[i], lim[i]);
-    out[i] = (unsigned)v;
-  }
-}
-
-/* The common launch dimension: an integer x in 1..lim, into out. */
-static inline int dim(lua_State *L, int idx, int lim, unsigned out[3]) {
-  if (!lua_isinteger(L, idx)) return 0;
-  lua_Integer v = lua_tointeger(L, idx);
-  if (v < 1 || v > lim) return 0;
-  out[0] = (unsigned)v;
-  out[1] = out[2] = 1;
-  return 1;
-}
-
-/* The kernel this thread's last k:launch checked, and cg_epoch then:
-   while the count stands still, the same full userdata at argument 1 is
-   that kernel, with no metatable to compare. */
-static _Thread_local const void *self_seen;
-static _Thread_local unsigned self_epoch;
-
-/* k:launch(stream, grid, block, args...) */
-/* The checks leave the metatables they read on the stack (no pops on the
-   hot path): the arguments are counted first and read by absolute index. */
-static int kernel_launch(lua_State *L) {
-  int nargs = lua_gettop(L) - 4;
-  if (nargs > LUA_MINSTACK - 4) luaL_checkstack(L, nargs + 4, NULL);
-  cg_kernel *k = lua_touserdata(L, 1);
-  unsigned epoch = cg_epoch_now();
-  if (k && k == self_seen && epoch == self_epoch &&
-      lua_type(L, 1) == LUA_TUSERDATA) {
-    cg_ready(L, &k->h);
-  } else {
-    k = cg_checkself_keep(L, CG_KERNEL);
-    self_seen = k;
-    self_epoch = epoch;
-  }
-  if (!k->mod->h.open)
-    return luaL_error(L, "attempt to use a kernel of a freed cugraph.Module");
-  cg_ctx *ctx = k->h.ctx;
-  if (k->epoch != epoch) { /* a finalizer ran: addresses may be reused */
-    k->epoch = epoch;
-    k->seen_stream = NULL;
-    memset(k->seen, 0, (size_t)k->nparams * sizeof *k->seen);
-  }
-  cg_stream *s = lua_touserdata(L, 2);
-  if (s != k->seen_stream || lua_type(L, 2) != LUA_TUSERDATA) {
-    if (!s || !lua_getmetatable(L, 2) ||
-        lua_topointer(L, -1) != ctx->mt[CG_STREAM])
-      return luaL_typeerror(L, 2, "cugraph.Stream");
-    if (s->h.ctx != ctx) cg_mixed(L, ctx, s->h.ctx, k->name);
-    k->seen_stream = s;
-  }
-  if (!s->h.open) return luaL_error(L, "attempt to use a freed cugraph.Stream");
-  unsigned grid[3], block[3];
-  if (!dim(L, 3, ctx->max_grid[0], grid))
-    dims(L, k, 3, "grid", ctx->max_grid, grid);
-  if (!dim(L, 4, ctx->max_block[0], block))
-    dims(L, k, 4, "block", ctx->max_block, block);
-  if ((uint64_t)block[0] * block[1] * block[2] > (uint64_t)ctx->max_threads)
-    return luaL_error(L, "%s: block of %d threads, above the device's limit "
-                      "of %d", k->name, (int)(block[0] * block[1] * block[2]),
-                      ctx->max_threads);
-  if (nargs != k->nparams)
-    return luaL_error(L, "%s: expected %d argument%s, got %d", k->name,
-                      k->nparams, k->nparams == 1 ? "" : "s", nargs < 0 ? 0 : nargs);
-  if (ctx->capture) { /* pins allocate: handles are read after them */
-    if (!cg_capturing_on(L, ctx, s->s))
-      return luaL_error(L, "%s: launch inside a graph capture on a stream "
-                        "that is not part of it; make the stream wait on the "
-                        "capture stream first", k->name);
-    cg_pinobj(L, ctx, &s->h, 2);
-    cg_pinobj(L, ctx, &k->h, 1);
-  }
-  for (int i = 0; i < nargs; i++) {
-    const ptx_param *p = &k->params[i];
-    int idx = i + 5;
-    if (p->type == PTX_PTR || p->type == PTX_PTR_OR_INT) {
-      /* the buffer this slot passed its checks with, outside a capture
-         or pinned by this one already */
-      cg_buffer *b = lua_touserdata(L, idx);
-      if (b && &b->h == k->seen[i] && b->h.kind == CG_BUFFER && b->h.open &&
-          (!ctx->capture || b->h.pinned == ctx->capture->serial) &&
-          lua_type(L, idx) == LUA_TUSERDATA) {
-        memcpy(k->argp[i], &b->ptr, 8);
-        continue;
-      }
-    } else if (p->type == PTX_INT && p->size == 4 && lua_isinteger(L, idx)) {
-      lua_Integer v = lua_tointeger(L, idx);
-      if (v >= INT32_MIN && v <= (lua_Integer)UINT32_MAX) {
-        memcpy(k->argp[i], &v, 4); /* little-endian: the low bytes */
-        continue;
-      }
-    }
-    setarg(L, k, i + 1, idx, s->s); /* every other case, and the errors */
-  }
-  CU(L, ctx, cuLaunchKernel, k->f, grid[0], grid[1], grid[2], block[0],
-     block[1], block[2], k->shared, s->s, k->argp, NULL);
-  if (ctx->capture)
-    cg_note_kernel(L, ctx, s->s, &k->h, 1, grid, block, k->shared);
-  return 0;
-}
-
-void cg_kernel_info(const cg_obj *o, cg_kinfo *out) {
-  const cg_kernel *k = (const cg_kernel *)o;
-  out->f = k->f;
-  out->name = k->name;
-  out->module = &k->mod->h;
-  out->nparams = k->nparams;
-  out->params = k->params;
-  out->argp = k->argp;
-  out->seen = k->seen;
-}
-
-void cg_kernel_args(lua_State *L, int kidx, int idx, int nargs) {
-  cg_kernel *k = lua_touserdata(L, kidx);
-  if (nargs != k->nparams)
-    luaL_error(L, "%s: expected %d argument%s, got %d", k->name, k->nparams,
-               plural(k->nparams), nargs);
-  luaL_checkstack(L, nargs + 4, NULL);
-  for (int i = 1; i <= nargs; i++, idx++) {
-    const ptx_param *p = &k->params[i - 1];
-    cg_obj *o = cg_testobj(L, idx, CG_BUFFER);
-    if (!o) o = cg_testobj(L, idx, CG_SCALAR);
-    if (!o || (p->type != PTX_PTR && p->type != PTX_PTR_OR_INT)) {
-      setarg(L, k, i, idx, NULL); /* raises for an object in another slot */
-      continue;
-    }
-    int type = o->kind == CG_SCALAR ? (int)((cg_scalar *)o)->type
-                                    : (int)((cg_buffer *)o)->type;
-    if (p->type == PTX_PTR && p->elem != PTX_ANY && p->elem != type)
-      typeerror(L, k, i, idx, lua_pushfstring(L, "%s of %s",
-                "cugraph.Buffer or cugraph.Scalar", ptx_names[p->elem]));
-    if (!o->open)
-      argerror(L, k, i, lua_pushfstring(L, "attempt to use a freed %s",
-                                        cg_kind_names[o->kind]));
-    if (o->ctx != k->h.ctx) cg_reach(L, k->h.ctx, o->ctx, k->name);
-    CUdeviceptr ptr = o->kind == CG_SCALAR ? ((cg_scalar *)o)->ptr
-                                           : ((cg_buffer *)o)->ptr;
-    memcpy(k->argp[i - 1], &ptr, 8);
-  }
-}
-
-/* Like every type but Module, a kernel's interface is methods alone, so
-   that its __index is a plain table and k:launch costs one table lookup. */
-
-static int kernel_name(lua_State *L) {
-  lua_pushstring(L, ((cg_kernel *)cg_checkself(L, CG_KERNEL))->name);
-  return 1;
-}
-
-/* k:signature() -> "axpy(f32, const f32*, f32*, i32)" */
-static int kernel_signature(lua_State *L) {
-  cg_kernel *k = cg_checkself(L, CG_KERNEL);
-  pushsignature(L, k->name, k->params, k->nparams);
-  return 1;
-}
-
-static int kernel_params(lua_State *L) {
-  lua_pushinteger(L, ((cg_kernel *)cg_checkself(L, CG_KERNEL))->nparams);
-  return 1;
-}
-
-/* k:shared([bytes]): dynamic shared memory of later launches; without an
-   argument, the current amount */
-static int kernel_shared(lua_State *L) {
-  cg_kernel *k = cg_checkself(L, CG_KERNEL);
-  if (lua_isnoneornil(L, 2)) {
-    lua_pushinteger(L, k->shared);
-    return 1;
-  }
-  lua_Integer v = luaL_checkinteger(L, 2);
-  cg_ctx *ctx = k->h.ctx;
-  if (!k->mod->h.open)
-    return luaL_error(L, "attempt to use a kernel of a freed cugraph.Module");
-  if (v < 0 || v > ctx->max_shared_optin)
-    return luaL_error(L, "%s: shared memory of %I bytes; the device allows "
-                      "0..%d", k->name, (LUAI_UACINT)v, ctx->max_shared_optin);
-  if (v > ctx->max_shared)
-    CU(L, ctx, cuFuncSetAttribute, k->f,
-       CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)v);
-  k->shared = (unsigned)v;
-  lua_settop(L, 1);
-  return 1;
-}
-
-static int kernel_tostring(lua_State *L) {
-  cg_kernel *k = cg_toobj(L, 1, CG_KERNEL);
-  if (!k->h.open) return cg_tostring(L, &k->h, "");
-  pushsignature(L, k->name, k->params, k->nparams);
-  return cg_tostring(L, &k->h, " %s", lua_tostring(L, -1));
+  lua_getiuservalue(L, nmidx, 2); /* the signatures go with their code */
+  lua_getiuservalue(L, midx, 2);
+  lua_setiuservalue(L, nmidx, 2);
+  lua_setiuservalue(L, midx, 2);
 }
 
 void module_open(lua_State *L) {
-  static const luaL_Reg mmethods[] = {
+  static const luaL_Reg methods[] = {
     {"kernel", module_kernel}, {"kernels", module_kernels},
-    {"reload", module_reload}, {"free", module_free}, {"close", module_free}, {NULL, NULL}
+    {"free", module_free}, {"close", module_free}, {NULL, NULL}
   };
-  static const luaL_Reg mmeta[] = {
+  static const luaL_Reg meta[] = {
     {"__gc", module_gc}, {"__close", module_free}, {"__index", module_index},
     {"__tostring", module_tostring}, {NULL, NULL}
   };
-  static const luaL_Reg kmethods[] = {
-    {"launch", kernel_launch}, {"name", kernel_name},
-    {"signature", kernel_signature}, {"params", kernel_params},
-    {"shared", kernel_shared}, {NULL, NULL}
-  };
-  static const luaL_Reg kmeta[] = {
-    {"__gc", kernel_free}, {"__tostring", kernel_tostring}, {NULL, NULL}
-  };
-  cg_newtype(L, CG_MODULE, mmethods, mmeta, module_release);
-  cg_newtype(L, CG_KERNEL, kmethods, kmeta, NULL);
-  lua_pushcfunction(L, module_new);
+  cg_newtype(L, CG_MODULE, methods, meta, NULL);
+  lua_pushcfunction(L, cg_module_new);
   lua_setfield(L, -2, "module");
   lua_pushcfunction(L, entries);
   lua_setfield(L, -2, "entries");

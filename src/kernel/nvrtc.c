@@ -1,15 +1,11 @@
-#define _POSIX_C_SOURCE 200809L
 /* core.compile: CUDA C++ source to PTX (and a cubin for a real sm_XX)
-   through NVRTC, opened with dlopen on first use, with an on-disk cache. The
-   C types of extern "C" kernels come from the compiler: a name expression
+   through NVRTC, opened with dlopen on first use, with a disk cache
+   (cache.c) keyed by everything that decides the output (NVRTC version,
+   options in order, program name, source). The C types of extern "C"
+   kernels come from the compiler: a name expression
    &cugraph_lua_sig_<decltype(&kernel)> lowers to a mangled name that spells
-   the kernel's function type. A cache entry is named by a 128-bit hash of
-   everything that decides the output (NVRTC version, options in order,
-   program name, source) and is used only when its header, length and
-   checksum all agree; anything else is recompiled and rewritten. The cache
-   is kept under a size cap by evicting the least recently used entries. */
-#include <dirent.h>
-#include <dlfcn.h>
+   the kernel's function type. */
+#define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -21,8 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 #include <nvrtc.h>
-#include "base/core.h"
-#include "kernel/ptx.h"
+#include "base/loader.h"
+#include "kernel/cache.h"
+#include "kernel/kernel.h"
 
 #define NV_FUNCS(X) \
   X(nvrtcVersion) X(nvrtcCreateProgram) X(nvrtcCompileProgram) \
@@ -31,24 +28,14 @@
   X(nvrtcGetCUBINSize) X(nvrtcGetCUBIN) X(nvrtcAddNameExpression) \
   X(nvrtcGetLoweredName)
 
-/* Written by nv_load, once per process, under nv_lock; read only after
-   nv_open took it (a lock rather than pthread_once, so that helgrind and
-   DRD see the ordering too). */
+/* Written once per process by the loader; read after cg_library_load. */
 #define NV_FIELD(f) __typeof__(f) *f;
 static struct { NV_FUNCS(NV_FIELD) } nv;
 #undef NV_FIELD
-
-static pthread_mutex_t nv_lock = PTHREAD_MUTEX_INITIALIZER;
-static int nv_tried;
-static char nv_error[1024];    /* why NVRTC is unusable, or "" */
 static int nv_major, nv_minor; /* nvrtcVersion, part of every cache key */
 
 #define GUARD "cugraph.nvrtcProgram" /* metatable of the program holder */
-#define CACHE_MAGIC "cugraph-lua-nvrtc 2" /* bump when the format changes */
-#define CACHE_EXT ".nvrtc"
-#define CACHE_MAX ((off_t)1 << 30)       /* larger entries are not read */
-#define CACHE_CAP ((uint64_t)256 << 20)  /* default size cap of the cache */
-enum { DIRLEN = 3968, PATHLEN = 4096 };  /* dir + "/<key>.nvrtc.tmp..." fits */
+enum { DIRLEN = CG_CACHE_DIRLEN, PATHLEN = CG_CACHE_PATHLEN };
 
 /* The variable template whose instantiations spell kernel types. */
 #define SIG_DECL "\ntemplate <typename T> __device__ char cugraph_lua_sig_;\n"
@@ -58,71 +45,42 @@ enum { DIRLEN = 3968, PATHLEN = 4096 };  /* dir + "/<key>.nvrtc.tmp..." fits */
    is the -arch option, filled last. NAME is the program name. */
 enum { SRC = 1, OPTS, LIST, NAME };
 
-static void *nv_try(const char *name, char *err, size_t errlen) {
-  void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-  if (!h && !err[0]) snprintf(err, errlen, "%s", dlerror());
-  return h;
-}
-
-static void nv_load(void) {
+/* The names NVRTC goes by, then the toolkit's own copy. */
+static int candidates(char paths[][CG_PATHLEN], int max) {
   static const char *const names[] = {
     "libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12"
   };
-  const char *env = getenv("CUGRAPH_LUA_LIBNVRTC");
   const char *home = getenv("CUDA_HOME");
-  const char *missing = NULL;
-  char err[512] = "", path[PATHLEN];
-  void *h = NULL, *sym;
-  size_t i;
-  nvrtcResult r;
-  if (env && *env) {
-    h = nv_try(env, err, sizeof err);
-  } else {
-    for (i = 0; !h && i < sizeof names / sizeof *names; i++)
-      h = nv_try(names[i], err, sizeof err);
-    if (!h && home && *home &&
-        snprintf(path, sizeof path, "%s/lib64/libnvrtc.so", home) <
-          (int)sizeof path)
-      h = nv_try(path, err, sizeof err);
-    if (!h) h = nv_try("/usr/local/cuda/lib64/libnvrtc.so", err, sizeof err);
-  }
-  if (!h) {
-    snprintf(nv_error, sizeof nv_error, "NVRTC not found (%s): %s; install "
-             "the CUDA toolkit or set CUGRAPH_LUA_LIBNVRTC",
-             env && *env ? env : "libnvrtc.so", err);
-    return;
-  }
-#define NV_SYM(f) \
-  if ((sym = dlsym(h, #f)) != NULL) memcpy(&nv.f, &sym, sizeof nv.f); \
-  else if (!missing) missing = #f;
-  NV_FUNCS(NV_SYM)
-#undef NV_SYM
-  if (missing) {
-    dlclose(h);
-    snprintf(nv_error, sizeof nv_error, "NVRTC library %s lacks %s",
-             env && *env ? env : "libnvrtc", missing);
-    return;
-  }
-  r = nv.nvrtcVersion(&nv_major, &nv_minor);
-  if (r != NVRTC_SUCCESS) {
-    snprintf(nv_error, sizeof nv_error, "nvrtcVersion failed: %s",
-             nv.nvrtcGetErrorString(r));
-    dlclose(h);
-  } /* the library stays open for the life of the process */
+  int n = 0;
+  for (size_t i = 0; i < sizeof names / sizeof *names && n < max; i++)
+    snprintf(paths[n++], CG_PATHLEN, "%s", names[i]);
+  if (home && *home && n < max)
+    snprintf(paths[n++], CG_PATHLEN, "%s/lib64/libnvrtc.so", home);
+  if (n < max) snprintf(paths[n++], CG_PATHLEN, "/usr/local/cuda/lib64/libnvrtc.so");
+  return n;
 }
 
-/* Loads NVRTC once per process; returns why it is unusable, or NULL. */
-static const char *nv_try_open(void) {
-  pthread_mutex_lock(&nv_lock);
-  if (!nv_tried) nv_load();
-  nv_tried = 1;
-  pthread_mutex_unlock(&nv_lock);
-  return nv_error[0] ? nv_error : NULL;
+static const char *start(char *msg, size_t n) {
+  nvrtcResult r = nv.nvrtcVersion(&nv_major, &nv_minor);
+  if (r == NVRTC_SUCCESS) return NULL;
+  snprintf(msg, n, "nvrtcVersion failed: %s", nv.nvrtcGetErrorString(r));
+  return msg;
 }
 
-/* The same, raising why at every call. */
+#define NV_SYMBOL(f) { #f, &nv.f, 0 },
+static const cg_symbol symbols[] = { NV_FUNCS(NV_SYMBOL) { NULL, NULL, 0 } };
+#undef NV_SYMBOL
+
+static cg_library libnvrtc = {
+  "CUGRAPH_LUA_LIBNVRTC", "NVRTC",
+  "; install the CUDA toolkit or set CUGRAPH_LUA_LIBNVRTC", candidates,
+  symbols, start, CG_LIBRARY_STATE
+};
+
+/* Loads NVRTC once per process, raising why it is unusable. */
 static void nv_open(lua_State *L) {
-  if (nv_try_open()) luaL_error(L, "%s", nv_error);
+  const char *why = cg_library_load(&libnvrtc);
+  if (why) luaL_error(L, "%s", why);
 }
 
 /* Pushes an error object; message NULL: "out of memory" from the name
@@ -420,235 +378,6 @@ static void opt_toolkit_include(lua_State *L, int *n) {
   }
 }
 
-/* ---- cache ------------------------------------------------------------ */
-
-/* Two unrelated 64-bit lanes, FNV-1a and multiply/xorshift: a 128-bit key
-   that no accidental pair of inputs shares. */
-typedef struct hash { uint64_t a, b; } hash;
-#define HASH_INIT {0xcbf29ce484222325u, 0x6a09e667f3bcc909u}
-
-static void hash_bytes(hash *h, const void *p, size_t n) {
-  const unsigned char *s = p;
-  size_t i;
-  for (i = 0; i < n; i++) {
-    h->a = (h->a ^ s[i]) * 0x100000001b3u;
-    h->b = (h->b ^ s[i]) * 0x9e3779b97f4a7c15u;
-    h->b ^= h->b >> 29;
-  }
-}
-
-/* Length-prefixed, so a sequence of fields hashes unambiguously. */
-static void hash_field(hash *h, const char *s, size_t n) {
-  unsigned char len[8];
-  int i;
-  for (i = 0; i < 8; i++) len[i] = (unsigned char)((uint64_t)n >> (8 * i));
-  hash_bytes(h, len, sizeof len);
-  hash_bytes(h, s, n);
-}
-
-/* Writes the cache directory into out, creating it (and its parents) mode
-   0700 as needed: $CUGRAPH_LUA_CACHE_DIR, else $XDG_CACHE_HOME/cugraph-lua,
-   else $HOME/.cache/cugraph-lua; returns 0 when it is not usable. */
-static int cache_dir(char *out, size_t n) {
-  const char *own = getenv("CUGRAPH_LUA_CACHE_DIR");
-  const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-  struct stat st;
-  char *p;
-  int w;
-  if (own && *own)
-    w = snprintf(out, n, "%s", own);
-  else if (xdg && xdg[0] == '/') /* XDG: relative paths are invalid */
-    w = snprintf(out, n, "%s/cugraph-lua", xdg);
-  else if (home && home[0] == '/')
-    w = snprintf(out, n, "%s/.cache/cugraph-lua", home);
-  else
-    return 0;
-  if (w <= 0 || (size_t)w >= n) return 0;
-  for (p = out + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = '\0';
-    mkdir(out, 0700); /* failures show in the stat below */
-    *p = '/';
-  }
-  mkdir(out, 0700);
-  return stat(out, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-/* The size cap: $CUGRAPH_LUA_CACHE_SIZE, bytes with an optional K, M or G
-   (powers of 1024); unset or malformed: 256M. */
-static uint64_t cache_cap(void) {
-  const char *s = getenv("CUGRAPH_LUA_CACHE_SIZE");
-  char *end;
-  unsigned long long v;
-  int shift = 0;
-  if (!s || !*s || *s < '0' || *s > '9') return CACHE_CAP;
-  errno = 0;
-  v = strtoull(s, &end, 10);
-  if (*end == 'K' || *end == 'k') shift = 10;
-  else if (*end == 'M' || *end == 'm') shift = 20;
-  else if (*end == 'G' || *end == 'g') shift = 30;
-  if (errno || end[shift != 0] != '\0' || v > (UINT64_MAX >> shift))
-    return CACHE_CAP;
-  return (uint64_t)v << shift;
-}
-
-static size_t read_all(int fd, char *buf, size_t n) {
-  size_t got = 0;
-  ssize_t r;
-  while (got < n) {
-    r = read(fd, buf + got, n - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    got += (size_t)r;
-  }
-  return got;
-}
-
-static int write_all(int fd, const char *buf, size_t n) {
-  ssize_t r;
-  while (n > 0) {
-    r = write(fd, buf, n);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return 0;
-    buf += r;
-    n -= (size_t)r;
-  }
-  return 1;
-}
-
-/* Entry: "<magic> <key> <payload length> <checksum>\n" then the payload:
-   "<ptx length> <cubin length>\n", the PTX, the cubin, the types text. */
-static int cache_header(char *out, size_t n, const char *key, const char *data,
-                        size_t len) {
-  hash h = HASH_INIT;
-  hash_bytes(&h, data, len);
-  return snprintf(out, n, "%s %s %zu %016llx\n", CACHE_MAGIC, key, len,
-                  (unsigned long long)(h.a ^ h.b));
-}
-
-/* Pushes the payload of the entry at path and returns 1, or returns 0 with
-   nothing pushed when the entry is absent or fails any check. A hit makes
-   the entry the most recently used (its times are the LRU clock). */
-static int cache_get(lua_State *L, const char *path, const char *key) {
-  struct stat st;
-  char *buf, *p, want[128];
-  size_t size, got = 0, hdr, len = 0, skip = strlen(CACHE_MAGIC) + 34;
-  int fd;
-  if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > CACHE_MAX)
-    return 0;
-  size = (size_t)st.st_size;
-  buf = lua_newuserdatauv(L, size + 1, 0); /* +1: sees a file that grew */
-  fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    got = read_all(fd, buf, size + 1);
-    close(fd);
-  }
-  buf[got < size ? got : size] = '\0';
-  p = memchr(buf, '\n', got);
-  if (got != size || !p) goto miss;
-  hdr = (size_t)(p - buf) + 1;
-  /* the length follows "<magic> <32 hex> "; all of it is checked below */
-  if (hdr > 100 || hdr <= skip) goto miss;
-  for (p = buf + skip; *p >= '0' && *p <= '9' && len <= size; p++)
-    len = len * 10 + (size_t)(*p - '0');
-  if (len != size - hdr ||
-      (size_t)cache_header(want, sizeof want, key, buf + hdr, len) != hdr ||
-      memcmp(want, buf, hdr))
-    goto miss;
-  lua_pushlstring(L, buf + hdr, len);
-  lua_remove(L, -2);
-  utimensat(AT_FDCWD, path, NULL, 0);
-  return 1;
-miss:
-  lua_pop(L, 1);
-  return 0;
-}
-
-typedef struct cache_file {
-  struct timespec used;
-  uint64_t size;
-  char name[40];
-} cache_file;
-
-static int older(const void *a, const void *b) {
-  const struct timespec *x = &((const cache_file *)a)->used;
-  const struct timespec *y = &((const cache_file *)b)->used;
-  if (x->tv_sec != y->tv_sec) return x->tv_sec < y->tv_sec ? -1 : 1;
-  return x->tv_nsec < y->tv_nsec ? -1 : x->tv_nsec > y->tv_nsec;
-}
-
-/* An entry's file name: 32 hex digits and the extension (or ".ptx", the
-   entries of the first format, left to age out). */
-static int entry_name(const char *s) {
-  size_t n = strlen(s);
-  return n > 32 && strspn(s, "0123456789abcdef") == 32 &&
-         (!strcmp(s + 32, CACHE_EXT) || !strcmp(s + 32, ".ptx"));
-}
-
-/* Removes the least recently used entries until the rest fit in cap. No
-   Lua call: the list is plain malloc'd memory. */
-static void cache_evict(const char *dir, uint64_t cap) {
-  DIR *d = opendir(dir);
-  struct dirent *de;
-  struct stat st;
-  cache_file *v = NULL, *grown;
-  size_t n = 0, c = 0, i;
-  uint64_t total = 0;
-  char path[PATHLEN];
-  if (!d) return;
-  while ((de = readdir(d)) != NULL) {
-    if (!entry_name(de->d_name) ||
-        snprintf(path, sizeof path, "%s/%s", dir, de->d_name) >= PATHLEN ||
-        stat(path, &st) != 0 || !S_ISREG(st.st_mode))
-      continue;
-    if (n == c) {
-      c = c ? 2 * c : 64;
-      if (!(grown = realloc(v, c * sizeof *v))) break;
-      v = grown;
-    }
-    v[n].used = st.st_mtim;
-    v[n].size = (uint64_t)st.st_size;
-    snprintf(v[n].name, sizeof v[n].name, "%s", de->d_name);
-    total += v[n++].size;
-  }
-  closedir(d);
-  if (total > cap) qsort(v, n, sizeof *v, older);
-  for (i = 0; i < n && total > cap; i++) {
-    snprintf(path, sizeof path, "%s/%s", dir, v[i].name);
-    if (unlink(path) == 0) total -= v[i].size;
-  }
-  free(v);
-}
-
-/* Writes the entry to a private temporary file, then renames it into place,
-   so readers, in any thread or process, see a whole entry or none. The
-   temporary name holds the pid and a hash of the time and the thread, so
-   concurrent writers do not share one; O_EXCL turns a clash into one lost
-   write. Failures leave no file behind. Then the cache is brought under
-   its cap. */
-static void cache_put(const char *dir, const char *key, const char *data,
-                      size_t len) {
-  char path[PATHLEN], tmp[PATHLEN], hdr[128];
-  struct timespec ts;
-  hash h = HASH_INIT;
-  pthread_t self = pthread_self();
-  int fd, n, ok;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  hash_bytes(&h, &ts, sizeof ts);
-  hash_bytes(&h, &self, sizeof self);
-  if (snprintf(path, sizeof path, "%s/%s" CACHE_EXT, dir, key) >= PATHLEN ||
-      snprintf(tmp, sizeof tmp, "%s/%s" CACHE_EXT ".tmp.%ld.%016llx", dir, key,
-               (long)getpid(), (unsigned long long)(h.a ^ h.b)) >= PATHLEN)
-    return;
-  n = cache_header(hdr, sizeof hdr, key, data, len);
-  fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return;
-  ok = write_all(fd, hdr, (size_t)n) && write_all(fd, data, len);
-  ok = close(fd) == 0 && ok;
-  if (!ok || rename(tmp, path) != 0) unlink(tmp);
-  cache_evict(dir, cache_cap());
-}
-
 /* ---- compile ---------------------------------------------------------- */
 
 static void prog_destroy(nvrtcProgram *prog) {
@@ -816,6 +545,11 @@ static void compile_types(lua_State *L, int ptxidx, const char **argv, int n,
   prog_destroy(prog);
 }
 
+/* cg_cache_get's memory: a userdata left on the stack. */
+static void *stack_alloc(void *ud, size_t n) {
+  return lua_newuserdatauv(ud, n, 0);
+}
+
 /* Pushes ptx, cubin, types from a cache payload; 0 when it is malformed. */
 static int unpack(lua_State *L, int idx) {
   size_t len, a = 0, c = 0;
@@ -840,7 +574,7 @@ static int l_compile(lua_State *L) {
   char dir[DIRLEN], path[PATHLEN], key[33], ver[32];
   const char *s, **argv;
   size_t len;
-  hash h = HASH_INIT;
+  cg_hash h = CG_HASH_INIT;
   int n = 1, i, cache = 1, have_dir, real, top, types;
   if (lua_type(L, SRC) != LUA_TSTRING)
     luaL_error(L, "compile: source: expected a string, got %s",
@@ -862,33 +596,34 @@ static int l_compile(lua_State *L) {
   opt_toolkit_include(L, &n);
 
   nv_open(L);
-  hash_field(&h, CACHE_MAGIC, strlen(CACHE_MAGIC));
+  cg_hash_field(&h, cg_cache_magic, strlen(cg_cache_magic));
   snprintf(ver, sizeof ver, "%d.%d", nv_major, nv_minor);
-  hash_field(&h, ver, strlen(ver));
+  cg_hash_field(&h, ver, strlen(ver));
   for (i = 1; i <= n; i++) {
     lua_rawgeti(L, LIST, i);
     s = lua_tolstring(L, -1, &len);
-    hash_field(&h, s, len);
+    cg_hash_field(&h, s, len);
     lua_pop(L, 1);
   }
   s = lua_tolstring(L, NAME, &len);
-  hash_field(&h, s, len);
+  cg_hash_field(&h, s, len);
   s = lua_tolstring(L, SRC, &len);
-  hash_field(&h, s, len);
+  cg_hash_field(&h, s, len);
   snprintf(key, sizeof key, "%016llx%016llx", (unsigned long long)h.a,
            (unsigned long long)h.b);
 
-  have_dir = cache && cache_dir(dir, sizeof dir);
-  if (have_dir) {
-    snprintf(path, sizeof path, "%s/%s" CACHE_EXT, dir, key);
-    if (cache_get(L, path, key)) {
-      if (unpack(L, -1)) { /* ptx, log, cubin, types */
-        lua_pushliteral(L, "");
-        lua_insert(L, -3);
-        return 4;
-      }
-      lua_pop(L, 1);
+  have_dir = cache && cg_cache_dir(dir, sizeof dir) &&
+             cg_cache_path(path, sizeof path, dir, key);
+  const char *hit = have_dir ? cg_cache_get(path, key, &len, stack_alloc, L)
+                             : NULL;
+  if (hit) {
+    lua_pushlstring(L, hit, len);
+    if (unpack(L, -1)) { /* ptx, log, cubin, types */
+      lua_pushliteral(L, "");
+      lua_insert(L, -3);
+      return 4;
     }
+    lua_pop(L, 1);
   }
   argv = lua_newuserdatauv(L, (size_t)(n + 1) * sizeof *argv, 0);
   for (i = 0; i < n; i++) { /* the strings stay anchored in LIST */
@@ -909,7 +644,7 @@ static int l_compile(lua_State *L) {
     lua_pushvalue(L, types);
     lua_concat(L, 4);
     s = lua_tolstring(L, -1, &len);
-    cache_put(dir, key, s, len);
+    cg_cache_put(dir, key, s, len);
   }
   lua_pushvalue(L, top - 1);
   lua_pushvalue(L, top - 2);
@@ -922,17 +657,18 @@ static int l_compile(lua_State *L) {
    its size cap in bytes */
 static int l_compile_cache_dir(lua_State *L) {
   char dir[DIRLEN];
-  if (cache_dir(dir, sizeof dir)) lua_pushstring(L, dir);
+  if (cg_cache_dir(dir, sizeof dir)) lua_pushstring(L, dir);
   else lua_pushnil(L);
-  lua_pushinteger(L, (lua_Integer)cache_cap());
+  lua_pushinteger(L, (lua_Integer)cg_cache_cap());
   return 2;
 }
 
 /* core.nvrtc_version() -> "13.0", or nil and why NVRTC is unusable */
 static int l_nvrtc_version(lua_State *L) {
-  if (nv_try_open()) {
+  const char *why = cg_library_load(&libnvrtc);
+  if (why) {
     lua_pushnil(L);
-    lua_pushstring(L, nv_error);
+    lua_pushstring(L, why);
     return 2;
   }
   lua_pushfstring(L, "%d.%d", nv_major, nv_minor);

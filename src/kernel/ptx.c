@@ -9,40 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Sizes of PTX_F32..PTX_BF16. */
-static const unsigned char scalar_size[] = {4, 8, 1, 1, 2, 2, 4, 4, 8, 8, 2, 2};
-
 /* Largest parameter (array) accepted; real ones are at most a few KB. */
 #define MAX_PARAM_BYTES (1ul << 24)
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...) {
-  va_list ap;
-  if (!err || errlen == 0) return;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
-
-/* Non-pointers carry elem = PTX_ANY and is_const = 0. */
-static ptx_param value_param(int type, unsigned size, unsigned align) {
-  ptx_param p;
-  memset(&p, 0, sizeof p);
-  p.type = (unsigned char)type;
-  p.elem = PTX_ANY;
-  p.size = size;
-  p.align = align;
-  return p;
-}
-
-static ptx_param pointer_param(int elem, int is_const) {
-  ptx_param p = value_param(PTX_PTR, 8, 8);
-  p.elem = (unsigned char)elem;
-  p.is_const = (unsigned char)(is_const != 0);
-  return p;
-}
-
-/* elem of a pointer to a value of type t: only the cg types, else any. */
-static int pointee(int t) { return t <= PTX_BF16 ? t : PTX_ANY; }
 
 static int is_digit(int c) { return c >= '0' && c <= '9'; }
 static int is_alpha(int c) {
@@ -150,12 +118,12 @@ static const struct {
   const char *name;
   unsigned char type, size;
 } ptx_types[] = {
-  {".u8", PTX_INT, 1},   {".s8", PTX_INT, 1},   {".b8", PTX_INT, 1},
-  {".u16", PTX_INT, 2},  {".s16", PTX_INT, 2},  {".b16", PTX_INT, 2},
-  {".f16", PTX_INT, 2},  {".u32", PTX_INT, 4},  {".s32", PTX_INT, 4},
-  {".b32", PTX_INT, 4},  {".f32", PTX_F32, 4},  {".u64", PTX_PTR_OR_INT, 8},
-  {".s64", PTX_PTR_OR_INT, 8}, {".b64", PTX_PTR_OR_INT, 8},
-  {".f64", PTX_F64, 8},
+  {".u8", CG_P_INT, 1},   {".s8", CG_P_INT, 1},   {".b8", CG_P_INT, 1},
+  {".u16", CG_P_INT, 2},  {".s16", CG_P_INT, 2},  {".b16", CG_P_INT, 2},
+  {".f16", CG_P_INT, 2},  {".u32", CG_P_INT, 4},  {".s32", CG_P_INT, 4},
+  {".b32", CG_P_INT, 4},  {".f32", CG_F32, 4},  {".u64", CG_P_PTR_OR_INT, 8},
+  {".s64", CG_P_PTR_OR_INT, 8}, {".b64", CG_P_PTR_OR_INT, 8},
+  {".f64", CG_F64, 8},
 };
 
 static int ptx_type(token t) {
@@ -174,7 +142,7 @@ enum { P_OK, P_BAD, P_END };
 
 /* One ".param [qualifiers] .type name[dims]" whose first token is t; the
    caller reads the ',' or ')' after it. P_END: the text ended inside it. */
-static int parse_param(lexer *lx, token t, ptx_param *p) {
+static int parse_param(lexer *lx, token t, cg_param *p) {
   int k = -1, i;
   unsigned long align = 0, count = 1, dim, esize;
   int array = 0;
@@ -227,10 +195,10 @@ static int parse_param(lexer *lx, token t, ptx_param *p) {
   }
   /* With .ptr, .align is the pointee's: it only shapes arrays. */
   if (array)
-    *p = value_param(PTX_BYTES, (unsigned)(count * esize),
+    *p = cg_value_param(CG_P_BYTES, (unsigned)(count * esize),
                      (unsigned)(align ? align : esize));
   else
-    *p = value_param(ptx_types[k].type, ptx_types[k].size, ptx_types[k].size);
+    *p = cg_value_param(ptx_types[k].type, ptx_types[k].size, ptx_types[k].size);
   return P_OK;
 }
 
@@ -238,18 +206,18 @@ static int parse_param(lexer *lx, token t, ptx_param *p) {
 static int parse_entry(lexer *lx, ptx_entry *e, char *err, size_t errlen) {
   token t = lex(lx);
   lexer save;
-  ptx_param p;
+  cg_param p;
   int k, r;
   if (t.n == 0 || (!tok_ident(t) && cut(lx))) {
-    seterr(err, errlen, "truncated PTX: .entry without a name");
+    cg_seterr(err, errlen, "truncated PTX: .entry without a name");
     return -1;
   }
   if (!tok_ident(t)) {
-    seterr(err, errlen, "malformed PTX: .entry without a valid name");
+    cg_seterr(err, errlen, "malformed PTX: .entry without a valid name");
     return -1;
   }
   if (t.n >= sizeof e->name) {
-    seterr(err, errlen, "entry name over %d characters: '%.40s...'",
+    cg_seterr(err, errlen, "entry name over %d characters: '%.40s...'",
            (int)sizeof e->name - 1, t.p);
     return -1;
   }
@@ -258,7 +226,7 @@ static int parse_entry(lexer *lx, ptx_entry *e, char *err, size_t errlen) {
   save = *lx;
   t = lex(lx);
   if (t.n == 0) {
-    seterr(err, errlen, "truncated PTX: entry '%s' ends after its name",
+    cg_seterr(err, errlen, "truncated PTX: entry '%s' ends after its name",
            e->name);
     return -1;
   }
@@ -270,9 +238,9 @@ static int parse_entry(lexer *lx, ptx_entry *e, char *err, size_t errlen) {
   if (tok_is(t, ")")) return 0;
   for (k = 1;; k++) {
     r = parse_param(lx, t, &p);
-    if (r == P_OK && e->nparams == PTX_MAX_PARAMS) {
-      seterr(err, errlen, "entry '%s' has more than %d parameters", e->name,
-             PTX_MAX_PARAMS);
+    if (r == P_OK && e->nparams == CG_MAX_PARAMS) {
+      cg_seterr(err, errlen, "entry '%s' has more than %d parameters", e->name,
+             CG_MAX_PARAMS);
       return -1;
     }
     if (r == P_OK) {
@@ -283,12 +251,12 @@ static int parse_entry(lexer *lx, ptx_entry *e, char *err, size_t errlen) {
     }
     if (r == P_BAD && cut(lx)) r = P_END;
     if (r == P_END) {
-      seterr(err, errlen, "truncated PTX: entry '%s' has no closing ')'",
+      cg_seterr(err, errlen, "truncated PTX: entry '%s' has no closing ')'",
              e->name);
       return -1;
     }
     if (r == P_BAD) {
-      seterr(err, errlen, "malformed parameter %d of entry '%s'", k, e->name);
+      cg_seterr(err, errlen, "malformed parameter %d of entry '%s'", k, e->name);
       return -1;
     }
     t = lex(lx);
@@ -299,9 +267,9 @@ static int parse_entry(lexer *lx, ptx_entry *e, char *err, size_t errlen) {
    and sizes; base is then the unscoped function name, else the entry name
    (cut to fit base). */
 static void type_entry(ptx_entry *e) {
-  ptx_param c[PTX_MAX_PARAMS];
+  cg_param c[CG_MAX_PARAMS];
   char base[sizeof e->base];
-  int i, k = ptx_demangle(e->name, base, sizeof base, c, PTX_MAX_PARAMS);
+  int i, k = ptx_demangle(e->name, base, sizeof base, c, CG_MAX_PARAMS);
   size_t m;
   for (i = 0; k == e->nparams && i < k; i++)
     if (c[i].size != e->params[i].size) k = -1;
@@ -342,7 +310,7 @@ ptx_entry *ptx_parse(const char *src, size_t len, int *n, char *err,
         cap = cap ? 2 * cap : 8;
         if (cap > (size_t)INT_MAX || !(grown = realloc(v, cap * sizeof *v))) {
           free(v);
-          seterr(err, errlen, "out of memory");
+          cg_seterr(err, errlen, "out of memory");
           return NULL;
         }
         v = grown;
@@ -357,11 +325,11 @@ ptx_entry *ptx_parse(const char *src, size_t len, int *n, char *err,
   }
   if (!version || !target) {
     free(v);
-    seterr(err, errlen, "not PTX (no .version/.target directive)");
+    cg_seterr(err, errlen, "not PTX (no .version/.target directive)");
     return NULL;
   }
   if (!v && !(v = calloc(1, sizeof *v))) {
-    seterr(err, errlen, "out of memory");
+    cg_seterr(err, errlen, "out of memory");
     return NULL;
   }
   for (i = 0; i < cnt; i++) type_entry(&v[i]);
@@ -459,8 +427,8 @@ static int substitution(demangler *d, mtype *t) {
 static int parse_type(demangler *d, mtype *t) {
   static const char builtin[] = "bcahstijlmxyfd";
   static const unsigned char btype[] = {
-    PTX_U8, PTX_I8, PTX_I8, PTX_U8, PTX_I16, PTX_U16, PTX_I32, PTX_U32,
-    PTX_I64, PTX_U64, PTX_I64, PTX_U64, PTX_F32, PTX_F64};
+    CG_U8, CG_I8, CG_I8, CG_U8, CG_I16, CG_U16, CG_I32, CG_U32,
+    CG_I64, CG_U64, CG_I64, CG_U64, CG_F32, CG_F64};
   size_t start = d->pos, i, n;
   const char *p, *q;
   int c, rank = 0, r;
@@ -480,20 +448,20 @@ static int parse_type(demangler *d, mtype *t) {
     d->pos++;
   } else if (c && (q = strchr(builtin, c)) != NULL) {
     i = (size_t)(q - builtin);
-    *t = mval(btype[i], scalar_size[btype[i]]);
+    *t = mval(btype[i], cg_type_size[btype[i]]);
     d->pos++;
   } else if (c == 'D') {
     /* _Float16 (DF16_; older compilers: Dh) is f16, std::bfloat16_t
        (DF16b) bf16 */
     if (d->len - d->pos >= 5 && memcmp(d->s + d->pos, "DF16_", 5) == 0) {
-      *t = mval(PTX_F16, 2);
+      *t = mval(CG_F16, 2);
       d->pos += 5;
     } else if (d->len - d->pos >= 5 &&
                memcmp(d->s + d->pos, "DF16b", 5) == 0) {
-      *t = mval(PTX_BF16, 2);
+      *t = mval(CG_BF16, 2);
       d->pos += 5;
     } else if (d->len - d->pos >= 2 && d->s[d->pos + 1] == 'h') {
-      *t = mval(PTX_F16, 2);
+      *t = mval(CG_F16, 2);
       d->pos += 2;
     } else {
       return -1;
@@ -502,9 +470,9 @@ static int parse_type(demangler *d, mtype *t) {
     if (source_name(d, &p, &i)) return -1;
     /* cuda_fp16.h and cuda_bf16.h: struct __half, struct __nv_bfloat16 */
     if (i == 6 && memcmp(p, "__half", 6) == 0) {
-      *t = mval(PTX_F16, 2);
+      *t = mval(CG_F16, 2);
     } else if (i == 13 && memcmp(p, "__nv_bfloat16", 13) == 0) {
-      *t = mval(PTX_BF16, 2);
+      *t = mval(CG_BF16, 2);
     } else {
       memset(t, 0, sizeof *t);
       t->kind = M_CLASS;
@@ -518,7 +486,7 @@ static int parse_type(demangler *d, mtype *t) {
   while (n > start) {
     if (d->s[n - 1] == 'P') {
       t->pconst = t->cnst;
-      t->type = (unsigned char)(t->kind == M_VAL ? pointee(t->type) : PTX_ANY);
+      t->type = (unsigned char)(t->kind == M_VAL ? cg_pointee(t->type) : CG_P_ANY);
       t->kind = M_PTR;
       t->size = 8;
       t->cnst = 0;
@@ -561,7 +529,7 @@ static int parse_name(demangler *d, char *base, size_t baselen) {
 }
 
 int ptx_demangle(const char *mangled, char *base, size_t baselen,
-                 ptx_param *out, int max) {
+                 cg_param *out, int max) {
   demangler d;
   mtype t;
   int k = 0;
@@ -578,179 +546,12 @@ int ptx_demangle(const char *mangled, char *base, size_t baselen,
   while (d.pos < d.len) {
     if (parse_type(&d, &t) || k >= max || !out) return -1;
     if (t.kind == M_PTR)
-      out[k++] = pointer_param(t.type, t.pconst);
+      out[k++] = cg_pointer_param(t.type, t.pconst);
     else if (t.kind == M_VAL)
-      out[k++] = value_param(t.type, t.size, t.size);
+      out[k++] = cg_value_param(t.type, t.size, t.size);
     else
       return -1; /* void among others, or a class by value */
   }
   return k;
 }
 
-/* ---- signature strings ------------------------------------------------- */
-
-/* Words that name a type alone; type PTX_ANY is void. */
-static const struct {
-  const char *name;
-  unsigned char type, size;
-} named_types[] = {
-  {"void", PTX_ANY, 0},     {"float", PTX_F32, 4},   {"double", PTX_F64, 8},
-  {"bool", PTX_U8, 1},      {"int8_t", PTX_I8, 1},   {"uint8_t", PTX_U8, 1},
-  {"int16_t", PTX_I16, 2},  {"uint16_t", PTX_U16, 2},
-  {"int32_t", PTX_I32, 4},  {"uint32_t", PTX_U32, 4},
-  {"int64_t", PTX_I64, 8},  {"uint64_t", PTX_U64, 8},
-  {"size_t", PTX_U64, 8},   {"f32", PTX_F32, 4},     {"f64", PTX_F64, 8},
-  {"i8", PTX_I8, 1},        {"u8", PTX_U8, 1},       {"i16", PTX_I16, 2},
-  {"u16", PTX_U16, 2},      {"i32", PTX_I32, 4},     {"u32", PTX_U32, 4},
-  {"i64", PTX_I64, 8},      {"u64", PTX_U64, 8},     {"f16", PTX_F16, 2},
-  {"bf16", PTX_BF16, 2},    {"__half", PTX_F16, 2},  {"half", PTX_F16, 2},
-  {"__nv_bfloat16", PTX_BF16, 2}, {"nv_bfloat16", PTX_BF16, 2},
-  {"cudaGraphConditionalHandle", PTX_U64, 8},
-  {"CUgraphConditionalHandle", PTX_U64, 8},
-};
-#define NNAMED ((int)(sizeof named_types / sizeof named_types[0]))
-
-/* The words of C's integer types, counted. */
-enum { W_SIGNED, W_UNSIGNED, W_SHORT, W_LONG, W_INT, W_CHAR, W_NAMED, NW };
-static const char *const spec_words[] = {"signed", "unsigned", "short",
-                                         "long", "int", "char"};
-
-static int word_is(const char *p, size_t n, const char *w) {
-  return strlen(w) == n && memcmp(p, w, n) == 0;
-}
-
-/* Resolves the counted words (named: index in named_types) to a type and
-   size; -1 for a combination C does not have. */
-static int resolve(const int *w, int named, int *type, unsigned *size) {
-  int sign = w[W_SIGNED] + w[W_UNSIGNED], u = w[W_UNSIGNED];
-  if (w[W_NAMED]) {
-    if (w[W_NAMED] > 1 || sign || w[W_SHORT] || w[W_LONG] || w[W_INT] ||
-        w[W_CHAR])
-      return -1;
-    *type = named_types[named].type;
-    *size = named_types[named].size;
-    return 0;
-  }
-  if (sign > 1 || w[W_INT] > 1) return -1;
-  if (w[W_CHAR]) {
-    if (w[W_CHAR] > 1 || w[W_SHORT] || w[W_LONG] || w[W_INT]) return -1;
-    *type = u ? PTX_U8 : PTX_I8;
-  } else if (w[W_SHORT]) {
-    if (w[W_SHORT] > 1 || w[W_LONG]) return -1;
-    *type = u ? PTX_U16 : PTX_I16;
-  } else if (w[W_LONG]) {
-    if (w[W_LONG] > 2) return -1;
-    *type = u ? PTX_U64 : PTX_I64; /* LP64: long is 64 bits */
-  } else {
-    if (!sign && !w[W_INT]) return -1;
-    *type = u ? PTX_U32 : PTX_I32;
-  }
-  *size = scalar_size[*type];
-  return 0;
-}
-
-static int unknown_type(const char *w, size_t n, int k, char *err,
-                        size_t errlen) {
-  seterr(err, errlen, "signature: unknown type '%.*s' in parameter %d",
-         (int)(n < 64 ? n : 64), w, k);
-  return -1;
-}
-
-/* Parses one parameter from *pp up to ',' or the end; k counts from 1.
-   Returns 1 with *p set, 0 for an empty parameter, 2 for a lone "void",
-   -1 with err. */
-static int sig_param(const char **pp, int k, ptx_param *p, char *err,
-                     size_t errlen) {
-  const char *s = *pp, *w, *tb = NULL, *te = NULL;
-  int words[NW] = {0}, named = 0, nptr = 0, cnst = 0, pcnst = 0, name = 0;
-  int i, j, type, any = 0;
-  unsigned size;
-  size_t n;
-  for (;; s++) {
-    while (is_space((unsigned char)*s)) s++;
-    if (*s == '\0' || *s == ',') break;
-    any = 1;
-    if (*s == '*') {
-      if (!tb || name) goto malformed;
-      nptr++;
-      pcnst = cnst; /* const so far qualifies what this pointer points to */
-      cnst = 0;
-      continue;
-    }
-    if (!is_alpha((unsigned char)*s) && *s != '_') goto malformed;
-    for (w = s; is_ident((unsigned char)s[1]); s++) {}
-    n = (size_t)(s + 1 - w);
-    if (name) goto malformed;
-    if (word_is(w, n, "const")) {
-      cnst = 1;
-      continue;
-    }
-    if (word_is(w, n, "restrict") || word_is(w, n, "__restrict__") ||
-        word_is(w, n, "__restrict")) {
-      if (!nptr) goto malformed;
-      continue;
-    }
-    for (i = 0; i < W_NAMED && !word_is(w, n, spec_words[i]); i++) {}
-    if (i == W_NAMED) {
-      for (j = 0; j < NNAMED && !word_is(w, n, named_types[j].name); j++) {}
-      if (j == NNAMED) {
-        if (!tb) return unknown_type(w, n, k, err, errlen);
-        name = 1; /* a parameter name ends the parameter */
-        continue;
-      }
-      named = j;
-    }
-    if (nptr) goto malformed; /* a type word after '*' */
-    words[i]++;
-    if (!tb) tb = w;
-    te = s + 1;
-  }
-  *pp = s;
-  if (!any) return 0;
-  if (!tb) goto malformed; /* "const" alone */
-  if (resolve(words, named, &type, &size))
-    return unknown_type(tb, (size_t)(te - tb), k, err, errlen);
-  if (nptr) {
-    *p = pointer_param(nptr > 1 ? PTX_ANY : pointee(type), pcnst);
-  } else if (type == PTX_ANY) {
-    if (!name) return 2; /* void by value: only as the whole list */
-    seterr(err, errlen, "signature: parameter %d is void", k);
-    return -1;
-  } else {
-    *p = value_param(type, size, size);
-  }
-  return 1;
-malformed:
-  seterr(err, errlen, "signature: malformed parameter %d", k);
-  return -1;
-}
-
-int ptx_signature(const char *sig, ptx_param *out, int max, char *err,
-                  size_t errlen) {
-  const char *s = sig ? sig : "";
-  ptx_param p;
-  int k = 0, r;
-  for (;;) {
-    r = sig_param(&s, k + 1, &p, err, errlen);
-    if (r < 0) return -1;
-    if (r == 0 && (k > 0 || *s == ',')) {
-      seterr(err, errlen, "signature: malformed parameter %d", k + 1);
-      return -1;
-    }
-    if (r == 2) { /* "void" is the whole of an empty list */
-      if (k == 0 && *s == '\0') return 0;
-      seterr(err, errlen, "signature: parameter %d is void", k + 1);
-      return -1;
-    }
-    if (r == 1) {
-      if (k >= max || !out) {
-        seterr(err, errlen, "signature: more than %d parameters",
-               max < 0 ? 0 : max);
-        return -1;
-      }
-      out[k++] = p;
-    }
-    if (*s == '\0') return k;
-    s++; /* ',' */
-  }
-}

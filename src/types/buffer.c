@@ -1,172 +1,11 @@
-/* cugraph.Buffer: typed device memory, and the element-type conversions that
-   scalars and kernel arguments share. Calls that name no stream are
+/* cugraph.Buffer: typed device memory. Calls that name no stream are
    synchronous with all device work; with a stream they are ordered on it. */
-#include <float.h>
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include "base/core.h"
-#include "kernel/ptx.h"
-
-const char *const cg_type_names[] = {
-  "f32", "f64", "i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64", "f16",
-  "bf16", NULL
-};
-const unsigned char cg_type_size[] = { 4, 8, 1, 1, 2, 2, 4, 4, 8, 8, 2, 2 };
-
-/* An element type: a short name ("f32") or a C name for one ("float",
-   "unsigned int", "uint8_t"); an error lists them. */
-cg_type cg_checktype(lua_State *L, int idx) {
-  const char *s = luaL_checkstring(L, idx);
-  ptx_param p;
-  for (int t = 0; t < CG_NTYPES; t++)
-    if (!strcmp(s, cg_type_names[t])) return (cg_type)t;
-  if (ptx_signature(s, &p, 1, NULL, 0) == 1 && p.type <= PTX_BF16 &&
-      !strpbrk(s, ",*"))
-    return (cg_type)p.type;
-  return (cg_type)luaL_argerror(L, idx, lua_pushfstring(L,
-      "unknown element type '%s'; expected f32 f64 i8 u8 i16 u16 i32 u32 "
-      "i64 u64 f16 bf16, or a C name such as float, double, int, unsigned, "
-      "long long, uint8_t, __half, __nv_bfloat16", s));
-}
-
-/* 16-bit floats: 1 sign bit, e exponent bits (bias emax), m fraction bits:
-   binary16 (e 5, m 10, emax 15) and bfloat16 (e 8, m 7, emax 127). */
-#define HALF_M(t) ((t) == CG_F16 ? 10 : 7)
-#define HALF_EMAX(t) ((t) == CG_F16 ? 15 : 127)
-
-/* v rounded to nearest, ties to even, straight from the double (no double
-   rounding through float); -1 when a finite v rounds past the largest
-   finite value. NaN keeps its sign and becomes the quiet NaN. */
-static int32_t tohalf(double v, int m, int emax) {
-  uint32_t sign = signbit(v) ? 0x8000u : 0, inf = 0x7fffu >> m << m;
-  if (isnan(v)) return (int32_t)(sign | inf | 1u << (m - 1));
-  double a = fabs(v);
-  if (isinf(a)) return (int32_t)(sign | inf);
-  if (a == 0) return (int32_t)sign;
-  int e;
-  frexp(a, &e);
-  e = e - 1 < 1 - emax ? 1 - emax : e - 1; /* a in [2^e, 2^(e+1)), or less
-                                              when subnormal */
-  double r = nearbyint(ldexp(a, m - e)); /* whole units of the last place */
-  if (r == ldexp(1, m + 1)) { /* rounded up to the next binade */
-    r /= 2;
-    e++;
-  }
-  if (e > emax) return -1;
-  if (r < ldexp(1, m)) return (int32_t)(sign | (uint32_t)r); /* subnormal */
-  return (int32_t)(sign | (uint32_t)(e + emax) << m |
-                   ((uint32_t)r - (1u << m)));
-}
-
-static double fromhalf(uint16_t h, int m, int emax) {
-  unsigned ef = (h & 0x7fffu) >> m, f = h & ((1u << m) - 1);
-  double v = ef == 2u * (unsigned)emax + 1 ? (f ? NAN : INFINITY)
-           : ef == 0 ? ldexp(f, 1 - emax - m)
-           : ldexp(f + (1u << m), (int)ef - emax - m);
-  return h & 0x8000u ? -v : v;
-}
-/* Converts the number at idx to element type t into out. Integers must be
-   exact and in range; u64 takes a Lua integer as its 64-bit pattern, as
-   Lua's own hex literals do (0xffffffffffffffff is -1). Returns NULL, or
-   the reason it cannot (pushed on the stack). */
-const char *cg_bits(lua_State *L, int idx, cg_type t, void *out) {
-  if (lua_type(L, idx) != LUA_TNUMBER)
-    return lua_pushfstring(L, "expected number, got %s", luaL_typename(L, idx));
-  if (t == CG_F32 || t == CG_F64) {
-    lua_Number v = lua_tonumber(L, idx);
-    if (t == CG_F64) {
-      memcpy(out, &v, 8);
-      return NULL;
-    }
-    if (isfinite(v) && fabs(v) > FLT_MAX)
-      return lua_pushfstring(L, "%f is out of range for f32", v);
-    float f = (float)v;
-    memcpy(out, &f, 4);
-    return NULL;
-  }
-  if (t >= CG_F16) {
-    lua_Number v = lua_tonumber(L, idx);
-    int32_t h = tohalf(v, HALF_M(t), HALF_EMAX(t));
-    if (h < 0)
-      return lua_pushfstring(L, "%f is out of range for %s", v,
-                             cg_type_names[t]);
-    uint16_t b = (uint16_t)h;
-    memcpy(out, &b, 2);
-    return NULL;
-  }
-  static const lua_Integer lo[] = { 0, 0, INT8_MIN, 0, INT16_MIN, 0,
-                                    INT32_MIN, 0, INT64_MIN, INT64_MIN };
-  static const lua_Integer hi[] = { 0, 0, INT8_MAX, UINT8_MAX, INT16_MAX,
-                                    UINT16_MAX, INT32_MAX, UINT32_MAX,
-                                    INT64_MAX, INT64_MAX };
-  int ok;
-  lua_Integer v = lua_tointegerx(L, idx, &ok);
-  if (!ok)
-    return lua_pushfstring(L, "expected an integer, got %f",
-                           lua_tonumber(L, idx));
-  if (v < lo[t] || v > hi[t])
-    return lua_pushfstring(L, "%I is out of range for %s", (LUAI_UACINT)v,
-                           cg_type_names[t]);
-  switch (cg_type_size[t]) {
-  case 1: { uint8_t b = (uint8_t)v; memcpy(out, &b, 1); break; }
-  case 2: { uint16_t b = (uint16_t)v; memcpy(out, &b, 2); break; }
-  case 4: { uint32_t b = (uint32_t)v; memcpy(out, &b, 4); break; }
-  default: memcpy(out, &v, 8);
-  }
-  return NULL;
-}
-
-void cg_tobits(lua_State *L, int idx, cg_type t, void *out, const char *what) {
-  const char *msg = cg_bits(L, idx, t, out);
-  if (!msg) return;
-  if (!what) luaL_argerror(L, idx, msg);
-  luaL_error(L, "%s: %s", what, msg);
-}
-
-void cg_pushbits(lua_State *L, cg_type t, const void *p) {
-  switch (t) {
-  case CG_F32: { float f; memcpy(&f, p, 4); lua_pushnumber(L, f); break; }
-  case CG_F64: { double d; memcpy(&d, p, 8); lua_pushnumber(L, d); break; }
-  case CG_I8: lua_pushinteger(L, *(const int8_t *)p); break;
-  case CG_U8: lua_pushinteger(L, *(const uint8_t *)p); break;
-  case CG_I16: { int16_t v; memcpy(&v, p, 2); lua_pushinteger(L, v); break; }
-  case CG_U16: { uint16_t v; memcpy(&v, p, 2); lua_pushinteger(L, v); break; }
-  case CG_I32: { int32_t v; memcpy(&v, p, 4); lua_pushinteger(L, v); break; }
-  case CG_U32: { uint32_t v; memcpy(&v, p, 4); lua_pushinteger(L, v); break; }
-  case CG_F16: case CG_BF16: {
-    uint16_t h;
-    memcpy(&h, p, 2);
-    lua_pushnumber(L, fromhalf(h, HALF_M(t), HALF_EMAX(t)));
-    break;
-  }
-  default: { lua_Integer v; memcpy(&v, p, 8); lua_pushinteger(L, v); }
-  }
-}
+#include "types/types.h"
 
 static cg_buffer *check(lua_State *L) { return cg_checkobj(L, 1, CG_BUFFER); }
-
-size_t cg_checkcount(lua_State *L, int idx, cg_type t) {
-  lua_Integer n = luaL_checkinteger(L, idx);
-  luaL_argcheck(L, n > 0, idx, "size must be positive");
-  luaL_argcheck(L, (uint64_t)n <= SIZE_MAX / cg_type_size[t] &&
-                (uint64_t)n <= (uint64_t)INT64_MAX / 8, idx,
-                "size in bytes overflows");
-  return (size_t)n;
-}
-
-/* The elements of a new buffer at idx: a count, or a table or string of
-   initial values (*init set), not empty; msg names the empty case. */
-size_t cg_checkinit(lua_State *L, int idx, cg_type t, int *init,
-                    const char *msg) {
-  *init = lua_type(L, idx) == LUA_TTABLE || lua_type(L, idx) == LUA_TSTRING;
-  if (!*init) return cg_checkcount(L, idx, t);
-  size_t n = lua_istable(L, idx) ? lua_rawlen(L, idx)
-                                 : lua_rawlen(L, idx) / cg_type_size[t];
-  luaL_argcheck(L, n > 0, idx, msg);
-  return n;
-}
 
 /* Element offset (argument oidx, absent: 0) and count within the buffer;
    *count == SIZE_MAX means to the end. */
@@ -199,11 +38,11 @@ static int buffer_new(lua_State *L) {
   size_t n = cg_checkinit(L, 2, t, &init, "no elements to upload");
   lua_settop(L, 2);
   cg_ctx *ctx = cg_context(L);
-  cg_guard(L, ctx, "cannot allocate a buffer", "allocate buffers before capture");
+  cg_check_outside(L, ctx, "cannot allocate a buffer", "allocate buffers before capture");
   cg_buffer *b = cg_newobj(L, ctx, sizeof *b, CG_BUFFER);
   b->type = t;
   b->n = n;
-  CU(L, ctx, cuMemAlloc, &b->ptr, n * cg_type_size[t]);
+  CU(L, ctx, cuMemAlloc, &b->h.drv.mem, n * cg_type_size[t]);
   b->h.open = 1;
   if (init) {
     upload_data(L, b, 2, 0, 0);
@@ -212,23 +51,23 @@ static int buffer_new(lua_State *L) {
   return 1;
 }
 
+/* A view's parent (its user value 1) counts one open view fewer. */
 static void buffer_release(lua_State *L, cg_obj *o) {
-  cg_buffer *b = (cg_buffer *)o;
-  if (o->owned == CG_OWNED || o->owned == CG_GRAPHMEM_LIVE)
-    cg_release(L, o->ctx, CG_FREE_MEM, (void *)(uintptr_t)b->ptr);
-  if (b->parent) b->parent->views--; /* the parent is its user value */
-  b->ptr = 0;
+  if (o->parent) o->parent->views--;
+}
+
+void cg_check_no_views(lua_State *L, const cg_buffer *b) {
+  if (b->h.open && b->h.views)
+    luaL_error(L, "cannot free %s %s[%I]: %d open view%s over it (b:view); "
+               "free the views first", cg_kind_names[CG_BUFFER],
+               cg_type_names[b->type], (LUAI_UACINT)b->n, (int)b->h.views,
+               b->h.views > 1 ? "s" : "");
 }
 
 /* An open view reads its parent's memory: the parent is freed after its
    views (a collected parent's views are garbage too). */
 static int buffer_free(lua_State *L) {
-  cg_buffer *b = cg_toobj(L, 1, CG_BUFFER);
-  if (b->h.open && b->views)
-    luaL_error(L, "cannot free %s %s[%I]: %d open view%s over it (b:view); "
-               "free the views first", cg_kind_names[CG_BUFFER],
-               cg_type_names[b->type], (LUAI_UACINT)b->n, (int)b->views,
-               b->views > 1 ? "s" : "");
+  cg_check_no_views(L, cg_toobj(L, 1, CG_BUFFER));
   return cg_close(L, CG_BUFFER, 0);
 }
 
@@ -236,7 +75,7 @@ static int buffer_free(lua_State *L) {
    stream-ordered free (node.c) */
 static int buffer_free_method(lua_State *L) {
   cg_buffer *b = cg_toobj(L, 1, CG_BUFFER);
-  if (!lua_isnoneornil(L, 2) || b->h.owned >= CG_GRAPHMEM_LIVE)
+  if (!lua_isnoneornil(L, 2) || b->h.graphmem)
     return cg_buffer_free_async(L, 2);
   return buffer_free(L);
 }
@@ -270,20 +109,20 @@ static int buffer_view(lua_State *L) {
                  (LUAI_UACINT)first, cg_type_names[b->type],
                  (LUAI_UACINT)b->n);
   }
-  if ((b->ptr + off) % es)
+  if ((b->h.drv.mem + off) % es)
     luaL_error(L, "view: element %I of %s is at byte %I, not aligned for %s "
                "(%d bytes)", (LUAI_UACINT)first, cg_type_names[b->type],
                (LUAI_UACINT)off, cg_type_names[t], (int)es);
   cg_buffer *v = cg_newobj(L, b->h.ctx, sizeof *v, CG_BUFFER);
   lua_pushvalue(L, 1);
   lua_setiuservalue(L, -2, 1);
-  cg_isopen(L, &b->h); /* the allocations may have run a finalizer */
+  cg_check_open(L, &b->h); /* the allocations may have run a finalizer */
   v->type = t;
   v->n = n;
-  v->ptr = b->ptr + off;
-  v->parent = b;
+  v->h.drv.mem = b->h.drv.mem + off;
+  v->h.parent = &b->h;
   v->h.owned = 0;
-  b->views++;
+  b->h.views++;
   v->h.open = 1;
   return 1;
 }
@@ -291,7 +130,7 @@ static int buffer_view(lua_State *L) {
 /* b:parent(): the buffer a view was made from, or nil */
 static int buffer_parent(lua_State *L) {
   cg_buffer *b = check(L);
-  if (!b->parent) return 0;
+  if (!b->h.parent) return 0;
   lua_getiuservalue(L, 1, 1);
   return 1;
 }
@@ -301,9 +140,7 @@ static int buffer_parent(lua_State *L) {
 static CUstream begin(lua_State *L, cg_ctx *ctx, int sidx, const char *what) {
   if (sidx && !lua_isnoneornil(L, sidx)) {
     CUstream st = cg_optstream(L, sidx, ctx);
-    if (ctx->capture && !cg_capturing_on(L, ctx, st))
-      luaL_error(L, "%s: the stream is not part of the capture; make it "
-                 "wait on the capture stream first", what);
+    if (ctx->capture) cg_check_captured(L, ctx, st, what);
     return st;
   }
   if (ctx->capture)
@@ -355,8 +192,8 @@ static void upload_data(lua_State *L, cg_buffer *b, int didx, int oidx,
     src = dst;
   }
   CUstream st = begin(L, ctx, sidx, "upload");
-  cg_isopen(L, &b->h);
-  CU(L, ctx, cuMemcpyHtoDAsync, b->ptr + off * es, src, count * es,
+  cg_check_open(L, &b->h);
+  CU(L, ctx, cuMemcpyHtoDAsync, b->h.drv.mem + off * es, src, count * es,
      st ? st : ctx->stream);
   finish(L, ctx, st);
 }
@@ -375,6 +212,7 @@ static void optoffset_stream(lua_State *L) {
    record it (pinning h), or synchronously. */
 static int hostcopy(lua_State *L, cg_buffer *b, int up) {
   const char *what = up ? "upload" : "download_into";
+  cg_check_allocated(L, &b->h);
   cg_hostbuf *h = cg_checkobj(L, 2, CG_HOSTBUF);
   if (h->type != b->type)
     luaL_error(L, "%s: host buffer of %s, device buffer of %s; they must "
@@ -386,15 +224,15 @@ static int hostcopy(lua_State *L, cg_buffer *b, int up) {
   cg_pin(L, b->h.ctx, 1); /* pins allocate: handles are read after them */
   cg_pin(L, b->h.ctx, 2);
   CUstream st = begin(L, b->h.ctx, 4, what);
-  cg_isopen(L, &h->h);
-  cg_isopen(L, &b->h);
+  cg_check_open(L, &h->h);
+  cg_check_open(L, &b->h);
   size_t bytes = count * cg_type_size[b->type];
-  CUdeviceptr dp = b->ptr + off * cg_type_size[b->type];
+  CUdeviceptr dp = b->h.drv.mem + off * cg_type_size[b->type];
   if (up)
-    CU(L, b->h.ctx, cuMemcpyHtoDAsync, dp, h->p, bytes,
+    CU(L, b->h.ctx, cuMemcpyHtoDAsync, dp, h->h.drv.host, bytes,
        st ? st : b->h.ctx->stream);
   else
-    CU(L, b->h.ctx, cuMemcpyDtoHAsync, h->p, dp, bytes,
+    CU(L, b->h.ctx, cuMemcpyDtoHAsync, h->h.drv.host, dp, bytes,
        st ? st : b->h.ctx->stream);
   if (b->h.ctx->capture) /* g:rebind then refuses the buffer, not skips it */
     cg_note_hostcopy(L, b->h.ctx, st, &b->h, &h->h);
@@ -415,7 +253,8 @@ static int buffer_upload(lua_State *L) {
   cg_buffer *b = check(L);
   optoffset_stream(L);
   if (cg_testobj(L, 2, CG_HOSTBUF)) return hostcopy(L, b, 1);
-  cg_guard(L, b->h.ctx, "upload from host memory",
+  cg_check_allocated(L, &b->h);
+  cg_check_outside(L, b->h.ctx, "upload from host memory",
            "upload before capture, copy from a device buffer, or upload "
            "a cuda.host_buffer on the capture stream");
   if (!lua_isnoneornil(L, 4)) cg_checkobj(L, 4, CG_STREAM); /* early word */
@@ -432,17 +271,18 @@ static int buffer_download(lua_State *L) {
   cg_buffer *b = check(L);
   cg_ctx *ctx = b->h.ctx;
   int fmt = luaL_checkoption(L, 2, "table", fmts);
+  cg_check_allocated(L, &b->h);
   lua_Integer c = luaL_optinteger(L, 4, -1);
   luaL_argcheck(L, c >= -1, 4, "count must not be negative");
   size_t count = c < 0 ? SIZE_MAX : (size_t)c;
   size_t off = checkrange(L, b, 3, &count, "download");
   size_t es = cg_type_size[b->type];
-  cg_guard(L, ctx, "download", "download after the capture ends");
+  cg_check_outside(L, ctx, "download", "download after the capture ends");
   luaL_Buffer lb;
   char *dst = luaL_buffinitsize(L, &lb, count * es + 1);
-  cg_isopen(L, &b->h);
+  cg_check_open(L, &b->h);
   cg_sync(L, ctx);
-  CU(L, ctx, cuMemcpyDtoHAsync, dst, b->ptr + off * es, count * es,
+  CU(L, ctx, cuMemcpyDtoHAsync, dst, b->h.drv.mem + off * es, count * es,
      ctx->stream);
   finish(L, ctx, NULL);
   if (fmt == 1) {
@@ -463,7 +303,7 @@ static int buffer_download(lua_State *L) {
    with two strided 2D memsets. In a capture each memset's node is noted. */
 static void fill(lua_State *L, cg_ctx *ctx, cg_buffer *b, const void *v,
                  CUstream st) {
-  CUdeviceptr p = b->ptr;
+  CUdeviceptr p = b->h.drv.mem;
   size_t n = b->n;
   uint32_t w[2] = {0, 0};
   uint16_t h;
@@ -498,6 +338,7 @@ static int buffer_fill(lua_State *L) {
   cg_buffer *b = check(L);
   uint64_t v;
   cg_tobits(L, 2, b->type, &v, NULL);
+  cg_check_allocated(L, &b->h);
   cg_pin(L, b->h.ctx, 1); /* pins allocate: handles are read after them */
   CUstream st = begin(L, b->h.ctx, 3, "fill");
   fill(L, b->h.ctx, b, &v, st ? st : b->h.ctx->stream);
@@ -541,11 +382,11 @@ static int peer_copy(lua_State *L, cg_buffer *d, cg_buffer *s, int sidx,
   cg_pin(L, ctx, 1); /* pins allocate: handles are read after them */
   cg_pin(L, ctx, 2);
   if (st) cg_pin(L, ctx, sidx);
-  if (ctx->capture && !cg_capturing_on(L, ctx, st->s))
+  if (ctx->capture && !cg_capturing_on(L, ctx, st->h.drv.stream))
     luaL_error(L, "copy inside a graph capture on a stream that is not part "
                "of it; make the stream wait on the capture stream first");
-  cg_isopen(L, &d->h);
-  cg_isopen(L, &s->h);
+  cg_check_open(L, &d->h);
+  cg_check_open(L, &s->h);
   if (!st) { /* after all work of both devices */
     cg_current(L, sc);
     cg_sync(L, sc);
@@ -555,12 +396,13 @@ static int peer_copy(lua_State *L, cg_buffer *d, cg_buffer *s, int sidx,
   cg_current(L, ctx);
   if (bytes && ctx->capture) { /* cuMemcpyPeerAsync cannot be captured: a
     copy by unified addressing, which the stream's device runs */
-    cg_reach(L, ctx, ctx == dc ? sc : dc, "copy");
-    CU(L, ctx, cuMemcpyDtoDAsync, d->ptr + doff, s->ptr + soff, bytes, st->s);
-    cg_note_hostcopy(L, ctx, st->s, &d->h, &s->h);
+    cg_check_reach(L, ctx, ctx == dc ? sc : dc, "copy");
+    CU(L, ctx, cuMemcpyDtoDAsync, d->h.drv.mem + doff, s->h.drv.mem + soff,
+       bytes, st->h.drv.stream);
+    cg_note_hostcopy(L, ctx, st->h.drv.stream, &d->h, &s->h);
   } else if (bytes) {
-    CU(L, ctx, cuMemcpyPeerAsync, d->ptr + doff, dc->cu, s->ptr + soff,
-       sc->cu, bytes, st ? st->s : dc->stream);
+    CU(L, ctx, cuMemcpyPeerAsync, d->h.drv.mem + doff, dc->cu, s->h.drv.mem + soff,
+       sc->cu, bytes, st ? st->h.drv.stream : dc->stream);
   }
   if (!st) CU(L, ctx, cuStreamSynchronize, dc->stream);
   lua_settop(L, 1);
@@ -575,6 +417,8 @@ static int peer_copy(lua_State *L, cg_buffer *d, cg_buffer *s, int sidx,
 static int buffer_copy(lua_State *L) {
   cg_buffer *d = check(L);
   cg_buffer *s = cg_checkobj(L, 2, CG_BUFFER);
+  cg_check_allocated(L, &d->h);
+  cg_check_allocated(L, &s->h);
   size_t des = cg_type_size[d->type], ses = cg_type_size[s->type];
   size_t doff = 0, soff = 0, bytes = s->n * ses;
   int sidx = 3;
@@ -611,10 +455,10 @@ static int buffer_copy(lua_State *L) {
   cg_pin(L, d->h.ctx, 1); /* pins allocate: handles are read after them */
   cg_pin(L, d->h.ctx, 2);
   CUstream st = begin(L, d->h.ctx, sidx, "copy");
-  cg_isopen(L, &s->h);
+  cg_check_open(L, &s->h);
   if (bytes) {
-    CU(L, d->h.ctx, cuMemcpyDtoDAsync, d->ptr + doff * des,
-       s->ptr + soff * ses, bytes, st ? st : d->h.ctx->stream);
+    CU(L, d->h.ctx, cuMemcpyDtoDAsync, d->h.drv.mem + doff * des,
+       s->h.drv.mem + soff * ses, bytes, st ? st : d->h.ctx->stream);
     if (d->h.ctx->capture)
       cg_note_copy(L, d->h.ctx, st, &d->h, &s->h, bytes, doff * des,
                    soff * ses);
@@ -642,15 +486,17 @@ static int buffer_bytes(lua_State *L) {
 
 /* b:address(): the device address, for foreign code */
 static int buffer_address(lua_State *L) {
-  lua_pushinteger(L, (lua_Integer)((cg_buffer *)cg_checkself(L, CG_BUFFER))->ptr);
+  lua_pushinteger(L, (lua_Integer)
+                  ((cg_buffer *)cg_checkself(L, CG_BUFFER))->h.drv.mem);
   return 1;
 }
 
 static int buffer_tostring(lua_State *L) {
   cg_buffer *b = cg_toobj(L, 1, CG_BUFFER);
   return cg_tostring(L, &b->h, " %s[%I] (%p%s)", cg_type_names[b->type],
-                     (LUAI_UACINT)b->n, (void *)(uintptr_t)b->ptr,
-                     b->parent ? ", view" : b->h.owned ? "" : ", borrowed");
+                     (LUAI_UACINT)b->n, (void *)(uintptr_t)b->h.drv.mem,
+                     b->h.parent ? ", view"
+                     : b->h.owned || b->h.graphmem ? "" : ", borrowed");
 }
 
 void buffer_open(lua_State *L) {

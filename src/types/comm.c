@@ -1,10 +1,7 @@
-/* cugraph.Comm: an NCCL communicator, and the one door to NCCL. libnccl is
-   loaded with dlopen the first time a script asks for it
-   (CUGRAPH_LUA_LIBNCCL overrides the name, as CUGRAPH_LUA_LIBCUDA does the
-   driver's); the types and calls below are NCCL's ABI, declared here so
-   that no NCCL header is needed to build. A collective runs on a stream of
-   the communicator's device, eager or recorded by a capture of that stream
-   (NCCL 2.9 and later); the graph then pins the communicator. */
+/* cugraph.Comm: an NCCL communicator (h.drv.comm; NCCL itself is reached
+   through base/cg_nccl.h). A collective runs on a stream of the communicator's
+   device, eager or recorded by a capture of that stream (NCCL 2.9 and
+   later); the graph then pins the communicator. */
 #define _POSIX_C_SOURCE 200809L
 #include <dlfcn.h>
 #include <errno.h>
@@ -15,98 +12,13 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "base/core.h"
-
-typedef struct ncclComm *ncclComm_t;
-typedef struct { char internal[128]; } ncclUniqueId;
-typedef int ncclResult_t; /* an enum of int size in nccl.h */
-enum { ncclSuccess = 0, ncclInProgress = 7 };
-enum { ncclInt8 = 0, ncclUint8 = 1, ncclInt32 = 2, ncclUint32 = 3,
-       ncclInt64 = 4, ncclUint64 = 5, ncclFloat16 = 6, ncclFloat32 = 7,
-       ncclFloat64 = 8, ncclBfloat16 = 9 };
-
-#define NCCL_FUNCS(X) \
-  X(ncclGetVersion, (int *)) \
-  X(ncclGetUniqueId, (ncclUniqueId *)) \
-  X(ncclCommInitRank, (ncclComm_t *, int, ncclUniqueId, int)) \
-  X(ncclCommInitAll, (ncclComm_t *, int, const int *)) \
-  X(ncclCommDestroy, (ncclComm_t)) \
-  X(ncclCommAbort, (ncclComm_t)) \
-  X(ncclAllReduce, (const void *, void *, size_t, int, int, ncclComm_t, \
-                    CUstream)) \
-  X(ncclBroadcast, (const void *, void *, size_t, int, int, ncclComm_t, \
-                    CUstream)) \
-  X(ncclReduce, (const void *, void *, size_t, int, int, int, ncclComm_t, \
-                 CUstream)) \
-  X(ncclAllGather, (const void *, void *, size_t, int, ncclComm_t, CUstream)) \
-  X(ncclReduceScatter, (const void *, void *, size_t, int, int, ncclComm_t, \
-                        CUstream)) \
-  X(ncclSend, (const void *, size_t, int, int, ncclComm_t, CUstream)) \
-  X(ncclRecv, (void *, size_t, int, int, ncclComm_t, CUstream)) \
-  X(ncclGroupStart, (void)) \
-  X(ncclGroupEnd, (void))
-
-#define NCCL_FIELD(f, args) ncclResult_t (*f) args;
-static struct {
-  NCCL_FUNCS(NCCL_FIELD)
-  const char *(*ncclGetErrorString)(ncclResult_t);
-  const char *(*ncclGetLastError)(ncclComm_t); /* NCCL 2.13; may be NULL */
-} nccl;
-#undef NCCL_FIELD
-
-/* Written once per process under the lock, as driver.c does libcuda. */
-static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
-static int loaded;
-static const char *load_error;
-static char message[512];
-
-static void load(void) {
-  const char *name = getenv("CUGRAPH_LUA_LIBNCCL");
-  if (!name || !*name) name = "libnccl.so.2";
-  void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    snprintf(message, sizeof message, "no NCCL found (%s): %s; install "
-             "NCCL 2.9 or later, or name it with CUGRAPH_LUA_LIBNCCL", name,
-             dlerror());
-    load_error = message;
-    return;
-  }
-  void *p;
-#define RESOLVE(f, args) \
-  if (!(p = dlsym(lib, #f))) { \
-    snprintf(message, sizeof message, "unusable NCCL (%s): missing entry " \
-             "point " #f, name); \
-    load_error = message; \
-    return; \
-  } \
-  memcpy(&nccl.f, &p, sizeof p);
-  NCCL_FUNCS(RESOLVE)
-#undef RESOLVE
-  if (!(p = dlsym(lib, "ncclGetErrorString"))) {
-    snprintf(message, sizeof message, "unusable NCCL (%s): missing entry "
-             "point ncclGetErrorString", name);
-    load_error = message;
-    return;
-  }
-  memcpy(&nccl.ncclGetErrorString, &p, sizeof p);
-  p = dlsym(lib, "ncclGetLastError");
-  memcpy(&nccl.ncclGetLastError, &p, sizeof p);
-}
+#include "types/types.h"
+#include "base/nccl.h"
 
 static void need_nccl(lua_State *L) {
-  pthread_mutex_lock(&load_lock);
-  if (!loaded) load();
-  loaded = 1;
-  const char *why = load_error;
-  pthread_mutex_unlock(&load_lock);
+  const char *why = cg_nccl_load();
   if (why) luaL_error(L, "%s", why);
 }
-
-static const char *const result_names[] = {
-  "ncclSuccess", "ncclUnhandledCudaError", "ncclSystemError",
-  "ncclInternalError", "ncclInvalidArgument", "ncclInvalidUsage",
-  "ncclRemoteError", "ncclInProgress"
-};
 
 /* Raises an error object naming the NCCL call; NCCL's last error message
    (what was wrong, in its words) is added when it has one. */
@@ -114,26 +26,27 @@ static void check(lua_State *L, ncclComm_t c, const char *api,
                   ncclResult_t r) {
   if (r == ncclSuccess) return;
   char buf[32];
-  const char *name = r >= 0 && r <= ncclInProgress ? result_names[r] : NULL;
+  const char *name = cg_nccl_result_name(r);
   if (!name) {
     snprintf(buf, sizeof buf, "ncclResult %d", r);
     name = buf;
   }
-  const char *msg = nccl.ncclGetErrorString(r);
-  const char *last = nccl.ncclGetLastError ? nccl.ncclGetLastError(c) : NULL;
+  const char *msg = cg_nccl.ncclGetErrorString(r);
+  const char *last = cg_nccl.ncclGetLastError ? cg_nccl.ncclGetLastError(c) : NULL;
   if (last && *last)
     msg = lua_pushfstring(L, "%s (%s)", msg ? msg : "error", last);
   cg_pusherror(L, api, r, name, msg ? msg : "error");
   lua_error(L);
 }
 
-#define NCCL(L, c, fn, ...) check((L), (c), #fn, nccl.fn(__VA_ARGS__))
+#define NCCL(L, c, fn, ...) check((L), (c), #fn, cg_nccl.fn(__VA_ARGS__))
 
 typedef struct cg_comm {
-  cg_obj h;
-  ncclComm_t c;
+  cg_obj h;             /* h.drv.comm: the ncclComm_t */
   int rank, size;
 } cg_comm;
+
+#define COMM(c) ((ncclComm_t)(c)->h.drv.comm)
 
 /* Argument 1 of a method: the metatable compare of cg_checkself. */
 static cg_comm *checkcomm(lua_State *L) { return cg_checkself(L, CG_COMM); }
@@ -194,10 +107,12 @@ static int comm_new(lua_State *L) {
   luaL_argcheck(L, r >= 0 && r < n, 3, "rank must be in 0 .. nranks-1");
   need_nccl(L);
   cg_ctx *ctx = cg_context(L);
-  cg_guard(L, ctx, "cannot make a communicator",
+  cg_check_outside(L, ctx, "cannot make a communicator",
            "make communicators before capture");
   cg_comm *c = cg_newobj(L, ctx, sizeof *c, CG_COMM);
-  NCCL(L, NULL, ncclCommInitRank, &c->c, (int)n, id, (int)r);
+  ncclComm_t nc = NULL;
+  NCCL(L, NULL, ncclCommInitRank, &nc, (int)n, id, (int)r);
+  c->h.drv.comm = nc;
   c->rank = (int)r;
   c->size = (int)n;
   c->h.open = 1;
@@ -226,7 +141,7 @@ static int comms_new(lua_State *L) {
         luaL_error(L, "cuda.comms: device %d is listed twice", (int)d);
     devs[i] = (int)d;
     cg_ctx *ctx = cg_device(L, (int)d);
-    cg_guard(L, ctx, "cannot make a communicator",
+    cg_check_outside(L, ctx, "cannot make a communicator",
              "make communicators before capture");
     cg_newobj(L, ctx, sizeof(cg_comm), CG_COMM);
     lua_rawseti(L, top + 1, i + 1);
@@ -236,30 +151,13 @@ static int comms_new(lua_State *L) {
   for (lua_Integer i = 0; i < n; i++) {
     lua_rawgeti(L, top + 1, i + 1);
     cg_comm *c = lua_touserdata(L, -1);
-    c->c = h[i];
+    c->h.drv.comm = h[i];
     c->rank = (int)i;
     c->size = (int)n;
     c->h.open = 1;
     lua_pop(L, 1);
   }
   return 1;
-}
-
-/* Destroys the communicator (aborts it after a sticky error); a failure is
-   recorded as a finalizer's, never raised. */
-static void comm_release(lua_State *L, cg_obj *o) {
-  cg_comm *c = (cg_comm *)o;
-  if (!c->c) return;
-  if (!o->ctx->root->closed && !o->ctx->closed &&
-      cg_make_current(o->ctx->cu) == CUDA_SUCCESS) {
-    int abort = o->ctx->poison != CUDA_SUCCESS;
-    ncclResult_t r = abort ? nccl.ncclCommAbort(c->c)
-                           : nccl.ncclCommDestroy(c->c);
-    if (r != ncclSuccess)
-      cg_record(L, o->ctx, abort ? "ncclCommAbort" : "ncclCommDestroy",
-                r > 0 && r <= ncclInProgress ? result_names[r] : "ncclResult");
-  }
-  c->c = NULL;
 }
 
 static int comm_free(lua_State *L) { return cg_close(L, CG_COMM, 0); }
@@ -287,7 +185,7 @@ static int redop(lua_State *L, int idx) {
 /* The buffer at idx, on the communicator's device. */
 static cg_buffer *buf(lua_State *L, cg_comm *c, int idx) {
   cg_buffer *b = fastobj(L, idx, CG_BUFFER, c->h.ctx);
-  if (b->h.ctx != c->h.ctx) cg_mixed(L, c->h.ctx, b->h.ctx, "cugraph.Comm");
+  if (b->h.ctx != c->h.ctx) cg_error_devices(L, c->h.ctx, b->h.ctx, "cugraph.Comm");
   return b;
 }
 
@@ -305,14 +203,14 @@ static CUstream begin(lua_State *L, cg_comm *c, int sidx, const char *what) {
     return NULL;
   }
   cg_stream *so = fastobj(L, sidx, CG_STREAM, ctx);
-  if (so->h.ctx != ctx) cg_mixed(L, ctx, so->h.ctx, "stream argument");
-  CUstream s = so->s;
+  if (so->h.ctx != ctx) cg_error_devices(L, ctx, so->h.ctx, "stream argument");
+  CUstream s = so->h.drv.stream;
   if (ctx->capture && !cg_capturing_on(L, ctx, s))
     luaL_error(L, "comm:%s() inside a graph capture on a stream that is not "
                "part of it; make the stream wait on the capture stream first",
                what);
   for (int i = 1; i < sidx; i++) /* a finalizer may have run meanwhile */
-    if (lua_type(L, i) == LUA_TUSERDATA) cg_isopen(L, lua_touserdata(L, i));
+    if (lua_type(L, i) == LUA_TUSERDATA) cg_check_open(L, lua_touserdata(L, i));
   cg_current(L, ctx);
   return s;
 }
@@ -323,7 +221,7 @@ static void done(lua_State *L, cg_comm *c, CUstream s) {
 }
 
 #define STREAM(c, s) ((s) ? (s) : (c)->h.ctx->stream)
-#define DPTR(b) ((void *)(uintptr_t)(b)->ptr) /* a buffer's device address */
+#define DPTR(b) ((void *)(uintptr_t)(b)->h.drv.mem) /* a buffer's device address */
 
 /* The rank at idx, a root of the communicator's ranks. */
 static int checkroot(lua_State *L, cg_comm *c, int idx) {
@@ -362,7 +260,7 @@ static int comm_all_reduce(lua_State *L) {
   same(L, s, r, s->n == r->n, "all_reduce", "they must be equal");
   int t = nccl_type(L, s->type);
   CUstream st = begin(L, c, sidx, "all_reduce");
-  NCCL(L, c->c, ncclAllReduce, DPTR(s), DPTR(r), s->n, t, op, c->c,
+  NCCL(L, COMM(c), ncclAllReduce, DPTR(s), DPTR(r), s->n, t, op, COMM(c),
        STREAM(c, st));
   done(L, c, st);
   return 0;
@@ -378,7 +276,7 @@ static int comm_reduce(lua_State *L) {
   same(L, s, r, s->n == r->n, "reduce", "they must be equal");
   int t = nccl_type(L, s->type);
   CUstream st = begin(L, c, sidx, "reduce");
-  NCCL(L, c->c, ncclReduce, DPTR(s), DPTR(r), s->n, t, op, root, c->c,
+  NCCL(L, COMM(c), ncclReduce, DPTR(s), DPTR(r), s->n, t, op, root, COMM(c),
        STREAM(c, st));
   done(L, c, st);
   return 0;
@@ -392,7 +290,7 @@ static int comm_broadcast(lua_State *L) {
   same(L, s, r, s->n == r->n, "broadcast", "they must be equal");
   int t = nccl_type(L, s->type);
   CUstream st = begin(L, c, 5, "broadcast");
-  NCCL(L, c->c, ncclBroadcast, DPTR(s), DPTR(r), s->n, t, root, c->c,
+  NCCL(L, COMM(c), ncclBroadcast, DPTR(s), DPTR(r), s->n, t, root, COMM(c),
        STREAM(c, st));
   done(L, c, st);
   return 0;
@@ -407,7 +305,7 @@ static int comm_all_gather(lua_State *L) {
        "all_gather", "recv must have size() times send's");
   int t = nccl_type(L, s->type);
   CUstream st = begin(L, c, 4, "all_gather");
-  NCCL(L, c->c, ncclAllGather, DPTR(s), DPTR(r), s->n, t, c->c,
+  NCCL(L, COMM(c), ncclAllGather, DPTR(s), DPTR(r), s->n, t, COMM(c),
        STREAM(c, st));
   done(L, c, st);
   return 0;
@@ -423,7 +321,7 @@ static int comm_reduce_scatter(lua_State *L) {
        "reduce_scatter", "send must have size() times recv's");
   int t = nccl_type(L, s->type);
   CUstream st = begin(L, c, sidx, "reduce_scatter");
-  NCCL(L, c->c, ncclReduceScatter, DPTR(s), DPTR(r), r->n, t, op, c->c,
+  NCCL(L, COMM(c), ncclReduceScatter, DPTR(s), DPTR(r), r->n, t, op, COMM(c),
        STREAM(c, st));
   done(L, c, st);
   return 0;
@@ -438,11 +336,11 @@ static int point(lua_State *L, int send) {
   int t = nccl_type(L, b->type);
   CUstream st = begin(L, c, 4, send ? "send" : "recv");
   if (send)
-    NCCL(L, c->c, ncclSend, DPTR(b), b->n, t, (int)peer,
-         c->c, STREAM(c, st));
+    NCCL(L, COMM(c), ncclSend, DPTR(b), b->n, t, (int)peer,
+         COMM(c), STREAM(c, st));
   else
-    NCCL(L, c->c, ncclRecv, DPTR(b), b->n, t, (int)peer,
-         c->c, STREAM(c, st));
+    NCCL(L, COMM(c), ncclRecv, DPTR(b), b->n, t, (int)peer,
+         COMM(c), STREAM(c, st));
   done(L, c, st);
   return 0;
 }
@@ -460,11 +358,11 @@ static int nccl_group(lua_State *L) {
   luaL_checktype(L, 1, LUA_TFUNCTION);
   need_nccl(L);
   cg_ctx *root = cg_sentinel(L);
-  check(L, NULL, "ncclGroupStart", nccl.ncclGroupStart());
+  check(L, NULL, "ncclGroupStart", cg_nccl.ncclGroupStart());
   root->nccl_group++;
   int status = lua_pcall(L, lua_gettop(L) - 1, LUA_MULTRET, 0);
   root->nccl_group--;
-  ncclResult_t r = nccl.ncclGroupEnd();
+  ncclResult_t r = cg_nccl.ncclGroupEnd();
   if (status != LUA_OK) return lua_error(L);
   check(L, NULL, "ncclGroupEnd", r);
   if (!root->nccl_group) /* calls without a stream: waited for here */
@@ -551,7 +449,7 @@ static int comm_tostring(lua_State *L) {
                      c->size, c->h.ctx->ordinal);
 }
 
-void nccl_open(lua_State *L) {
+void comm_open(lua_State *L) {
   static const luaL_Reg methods[] = {
     {"all_reduce", comm_all_reduce}, {"reduce", comm_reduce},
     {"broadcast", comm_broadcast}, {"all_gather", comm_all_gather},
@@ -568,6 +466,6 @@ void nccl_open(lua_State *L) {
     {"comm", comm_new}, {"comms", comms_new}, {"nccl_group", nccl_group},
     {"nccl_rendezvous", nccl_rendezvous}, {NULL, NULL}
   };
-  cg_newtype(L, CG_COMM, methods, meta, comm_release);
+  cg_newtype(L, CG_COMM, methods, meta, NULL);
   luaL_setfuncs(L, funcs, 0);
 }

@@ -1,7 +1,7 @@
 /* cugraph.Event: markers in a stream, for ordering between streams and for
    timing. */
 #include <string.h>
-#include "base/core.h"
+#include "types/types.h"
 
 static cg_event *check(lua_State *L, int i) { return cg_checkobj(L, i, CG_EVENT); }
 
@@ -9,22 +9,19 @@ static cg_event *check(lua_State *L, int i) { return cg_checkobj(L, i, CG_EVENT)
 static int event_new(lua_State *L) {
   int timing = 1;
   if (!lua_isnoneornil(L, 1)) {
+    static const char *const keys[] = { "timing", NULL };
     luaL_checktype(L, 1, LUA_TTABLE);
+    cg_check_options(L, 1, "cuda.event", keys);
     if (lua_getfield(L, 1, "timing") != LUA_TNIL) timing = lua_toboolean(L, -1);
     lua_pop(L, 1);
   }
   cg_ctx *ctx = cg_context(L);
   cg_event *e = cg_newobj(L, ctx, sizeof *e, CG_EVENT);
   e->timing = timing;
-  CU(L, ctx, cuEventCreate, &e->e, timing ? 0 : CU_EVENT_DISABLE_TIMING);
+  CU(L, ctx, cuEventCreate, &e->h.drv.event,
+     timing ? 0 : CU_EVENT_DISABLE_TIMING);
   e->h.open = 1;
   return 1;
-}
-
-static void event_release(lua_State *L, cg_obj *o) {
-  cg_event *e = (cg_event *)o;
-  if (o->owned) cg_release(L, o->ctx, CG_FREE_EVENT, e->e);
-  e->e = NULL;
 }
 
 static int event_free(lua_State *L) { return cg_close(L, CG_EVENT, 0); }
@@ -43,24 +40,24 @@ static int event_record(lua_State *L) {
   cg_pin(L, ctx, 1); /* pins allocate: handles are read after them */
   cg_pin(L, ctx, 2);
   CUstream s = cg_optstream(L, 2, ctx);
-  CU(L, ctx, cuEventRecord, e->e, s);
+  CU(L, ctx, cuEventRecord, e->h.drv.event, s);
   lua_settop(L, 1);
   return 1;
 }
 
 static int event_synchronize(lua_State *L) {
   cg_event *e = check(L, 1);
-  cg_guard(L, e->h.ctx, "event:synchronize()",
+  cg_check_outside(L, e->h.ctx, "event:synchronize()",
            "synchronize after the capture ends");
-  CU(L, e->h.ctx, cuEventSynchronize, e->e);
+  CU(L, e->h.ctx, cuEventSynchronize, e->h.drv.event);
   return 0;
 }
 
 /* e:query() -> true once the work before the record is done */
 static int event_query(lua_State *L) {
   cg_event *e = check(L, 1);
-  cg_guard(L, e->h.ctx, "event:query()", "query after the capture ends");
-  CUresult r = cg_drv.cuEventQuery(e->e);
+  cg_check_outside(L, e->h.ctx, "event:query()", "query after the capture ends");
+  CUresult r = cg_drv.cuEventQuery(e->h.drv.event);
   if (r != CUDA_ERROR_NOT_READY) cg_check(L, e->h.ctx, "cuEventQuery", r);
   lua_pushboolean(L, r != CUDA_ERROR_NOT_READY);
   return 1;
@@ -72,17 +69,18 @@ static int event_elapsed(lua_State *L) {
   cg_ctx *ctx = stop->h.ctx;
   if (!stop->timing || !start->timing)
     luaL_error(L, "elapsed: an event made with {timing = false} has no time");
-  cg_guard(L, ctx, "event:elapsed()", "time after the capture ends");
-  CU(L, ctx, cuEventSynchronize, stop->e);
+  cg_check_outside(L, ctx, "event:elapsed()", "time after the capture ends");
+  CU(L, ctx, cuEventSynchronize, stop->h.drv.event);
   float ms = 0;
-  CU(L, ctx, cuEventElapsedTime, &ms, start->e, stop->e);
+  CU(L, ctx, cuEventElapsedTime, &ms, start->h.drv.event,
+     stop->h.drv.event);
   lua_pushnumber(L, ms);
   return 1;
 }
 
 static int event_tostring(lua_State *L) {
   cg_event *e = cg_toobj(L, 1, CG_EVENT);
-  return cg_tostring(L, &e->h, " (%p%s)", (void *)e->e,
+  return cg_tostring(L, &e->h, " (%p%s)", (void *)e->h.drv.event,
                      e->h.owned ? "" : ", borrowed");
 }
 
@@ -96,7 +94,7 @@ void event_open(lua_State *L) {
     {"__gc", event_gc}, {"__close", event_free},
     {"__tostring", event_tostring}, {NULL, NULL}
   };
-  cg_newtype(L, CG_EVENT, methods, meta, event_release);
+  cg_newtype(L, CG_EVENT, methods, meta, NULL);
   lua_pushcfunction(L, event_new);
   lua_setfield(L, -2, "event");
 }

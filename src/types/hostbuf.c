@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include "base/core.h"
+#include "types/types.h"
 
 static cg_hostbuf *check(lua_State *L) { return cg_checkobj(L, 1, CG_HOSTBUF); }
 
@@ -30,7 +30,7 @@ static int hostbuf_set(lua_State *L) {
                "(offsets are 0-based)", (LUAI_UACINT)count, (LUAI_UACINT)off,
                cg_type_names[h->type], (LUAI_UACINT)h->n);
   if (len) { /* no allocation between the check and the copy */
-    memcpy((char *)h->p + (size_t)off * es, lua_tostring(L, 2), len);
+    memcpy((char *)h->h.drv.host + (size_t)off * es, lua_tostring(L, 2), len);
     lua_settop(L, 1);
     return 1;
   }
@@ -44,8 +44,8 @@ static int hostbuf_set(lua_State *L) {
              (unsigned long long)i + 1);
     cg_tobits(L, -1, h->type, &v, what);
     lua_pop(L, 1);
-    cg_isopen(L, &h->h); /* a finalizer may have freed it */
-    memcpy((char *)h->p + ((size_t)off + i) * es, &v, es);
+    cg_check_open(L, &h->h); /* a finalizer may have freed it */
+    memcpy((char *)h->h.drv.host + ((size_t)off + i) * es, &v, es);
   }
   lua_settop(L, 1);
   return 1;
@@ -58,27 +58,21 @@ static int hostbuf_new(lua_State *L) {
   size_t n = cg_checkinit(L, 2, t, &init, "no elements to copy");
   lua_settop(L, 2);
   cg_ctx *ctx = cg_context(L);
-  cg_guard(L, ctx, "cannot allocate a host buffer",
+  cg_check_outside(L, ctx, "cannot allocate a host buffer",
            "allocate host buffers before capture");
   cg_hostbuf *h = cg_newobj(L, ctx, sizeof *h, CG_HOSTBUF);
   h->type = t;
   h->n = n;
-  CU(L, ctx, cuMemHostAlloc, &h->p, n * cg_type_size[t], 0);
+  CU(L, ctx, cuMemHostAlloc, &h->h.drv.host, n * cg_type_size[t], 0);
   h->h.open = 1;
   if (!init) {
-    memset(h->p, 0, n * cg_type_size[t]);
+    memset(h->h.drv.host, 0, n * cg_type_size[t]);
     return 1;
   }
   lua_replace(L, 1);
   lua_settop(L, 2);
   hostbuf_set(L);
   return 1;
-}
-
-static void hostbuf_release(lua_State *L, cg_obj *o) {
-  cg_hostbuf *h = (cg_hostbuf *)o;
-  cg_release(L, o->ctx, CG_FREE_HOST, h->p);
-  h->p = NULL;
 }
 
 static int hostbuf_free(lua_State *L) { return cg_close(L, CG_HOSTBUF, 0); }
@@ -102,7 +96,7 @@ static int hostbuf_index(lua_State *L) {
   if (lua_type(L, 2) != LUA_TNUMBER) return cg_method(L);
   cg_hostbuf *h = check(L);
   size_t es = cg_type_size[h->type];
-  cg_pushbits(L, h->type, (char *)h->p + checkindex(L, h) * es);
+  cg_pushbits(L, h->type, (char *)h->h.drv.host + checkindex(L, h) * es);
   return 1;
 }
 
@@ -115,7 +109,7 @@ static int hostbuf_newindex(lua_State *L) {
   size_t i = checkindex(L, h), es = cg_type_size[h->type];
   uint64_t v;
   cg_tobits(L, 3, h->type, &v, NULL);
-  memcpy((char *)h->p + i * es, &v, es);
+  memcpy((char *)h->h.drv.host + i * es, &v, es);
   return 0;
 }
 
@@ -130,8 +124,8 @@ static int hostbuf_totable(lua_State *L) {
   size_t es = cg_type_size[h->type];
   lua_createtable(L, (int)(h->n < INT32_MAX ? h->n : INT32_MAX), 0);
   for (size_t i = 0; i < h->n; i++) {
-    cg_isopen(L, &h->h); /* a finalizer may have freed it */
-    cg_pushbits(L, h->type, (char *)h->p + i * es);
+    cg_check_open(L, &h->h); /* a finalizer may have freed it */
+    cg_pushbits(L, h->type, (char *)h->h.drv.host + i * es);
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
   return 1;
@@ -140,7 +134,7 @@ static int hostbuf_totable(lua_State *L) {
 /* h:tostring(): the contents as a binary string */
 static int hostbuf_contents(lua_State *L) {
   cg_hostbuf *h = check(L);
-  lua_pushlstring(L, h->p, h->n * cg_type_size[h->type]);
+  lua_pushlstring(L, h->h.drv.host, h->n * cg_type_size[h->type]);
   return 1;
 }
 
@@ -159,7 +153,7 @@ static int hostbuf_bytes(lua_State *L) {
 static int hostbuf_tostring(lua_State *L) {
   cg_hostbuf *h = cg_toobj(L, 1, CG_HOSTBUF);
   return cg_tostring(L, &h->h, " %s[%I] (%p, pinned)", cg_type_names[h->type],
-                     (LUAI_UACINT)h->n, h->p);
+                     (LUAI_UACINT)h->n, h->h.drv.host);
 }
 
 void hostbuf_open(lua_State *L) {
@@ -174,7 +168,7 @@ void hostbuf_open(lua_State *L) {
     {"__gc", hostbuf_gc}, {"__close", hostbuf_free}, {"__len", hostbuf_len},
     {"__tostring", hostbuf_tostring}, {NULL, NULL}
   };
-  cg_newtype(L, CG_HOSTBUF, methods, meta, hostbuf_release);
+  cg_newtype(L, CG_HOSTBUF, methods, meta, NULL);
   lua_pushcfunction(L, hostbuf_new);
   lua_setfield(L, -2, "host_buffer");
 }

@@ -6,29 +6,14 @@
    optional ones: a driver without them (the test double) says so at
    registration. No GL library is linked or loaded here. */
 #include <string.h>
-#include "base/core.h"
+#include "types/types.h"
 
 typedef struct cg_resource {
-  cg_obj h;
-  CUgraphicsResource res;
+  cg_obj h;             /* h.drv.res */
   CUstream mapped;      /* the stream it is mapped on, while mapped */
   cg_type type;
   int ismapped;
 } cg_resource;
-
-static void resource_release(lua_State *L, cg_obj *o) {
-  cg_resource *r = (cg_resource *)o;
-  cg_ctx *ctx = o->ctx;
-  /* never inside a capture: registration happens outside, and map scopes
-     end before their function returns */
-  if (cg_alive(ctx) && !ctx->capture &&
-      cg_make_current(ctx->cu) == CUDA_SUCCESS) {
-    if (r->ismapped) cg_drv.cuGraphicsUnmapResources(1, &r->res, r->mapped);
-    cg_drv.cuGraphicsUnregisterResource(r->res);
-  }
-  r->ismapped = 0;
-  r->res = NULL;
-}
 
 static int resource_free(lua_State *L) {
   cg_resource *r = cg_toobj(L, 1, CG_GLRESOURCE);
@@ -54,7 +39,7 @@ static int gl_buffer(lua_State *L) {
   cg_type t = cg_checktype(L, 2);
   int a = luaL_checkoption(L, 3, "read_write", access);
   cg_ctx *ctx = cg_context(L);
-  cg_guard(L, ctx, "cannot register a GL buffer", "register before capture");
+  cg_check_outside(L, ctx, "cannot register a GL buffer", "register before capture");
   if (!cg_drv.cuGraphicsGLRegisterBuffer || !cg_drv.cuGraphicsMapResources ||
       !cg_drv.cuGraphicsUnmapResources ||
       !cg_drv.cuGraphicsResourceGetMappedPointer ||
@@ -62,7 +47,7 @@ static int gl_buffer(lua_State *L) {
     return luaL_error(L, "this CUDA driver has no OpenGL interop");
   cg_resource *r = cg_newobj(L, ctx, sizeof *r, CG_GLRESOURCE);
   r->type = t;
-  CU(L, ctx, cuGraphicsGLRegisterBuffer, &r->res, (unsigned)id, flags[a]);
+  CU(L, ctx, cuGraphicsGLRegisterBuffer, &r->h.drv.res, (unsigned)id, flags[a]);
   r->h.open = 1;
   return 1;
 }
@@ -71,7 +56,7 @@ static int gl_buffer(lua_State *L) {
 static CUresult unmap(cg_resource *r, cg_buffer *b) {
   b->h.open = 0;
   r->ismapped = 0;
-  return cg_drv.cuGraphicsUnmapResources(1, &r->res, r->mapped);
+  return cg_drv.cuGraphicsUnmapResources(1, &r->h.drv.res, r->mapped);
 }
 
 /* r:map(stream, fn): maps the object on stream (work the renderer issued
@@ -82,21 +67,21 @@ static CUresult unmap(cg_resource *r, cg_buffer *b) {
 static int resource_map(lua_State *L) {
   cg_resource *r = cg_checkself(L, CG_GLRESOURCE);
   cg_ctx *ctx = r->h.ctx;
-  cg_guard(L, ctx, "GLResource:map()", "map before the capture");
+  cg_check_outside(L, ctx, "GLResource:map()", "map before the capture");
   luaL_checktype(L, 3, LUA_TFUNCTION);
   if (r->ismapped) return luaL_error(L, "GLResource:map(): already mapped");
   lua_settop(L, 3);
   cg_buffer *b = cg_newobj(L, ctx, sizeof *b, CG_BUFFER); /* 4 */
   b->h.owned = 0;
   b->type = r->type;
-  CUstream s = ((cg_stream *)cg_checkobj(L, 2, CG_STREAM))->s;
-  cg_isopen(L, &r->h);
-  CU(L, ctx, cuGraphicsMapResources, 1, &r->res, s);
+  CUstream s = ((cg_stream *)cg_checkobj(L, 2, CG_STREAM))->h.drv.stream;
+  cg_check_open(L, &r->h);
+  CU(L, ctx, cuGraphicsMapResources, 1, &r->h.drv.res, s);
   r->ismapped = 1;
   r->mapped = s;
   size_t bytes = 0;
-  CUresult e = cg_drv.cuGraphicsResourceGetMappedPointer(&b->ptr, &bytes,
-                                                          r->res);
+  CUresult e = cg_drv.cuGraphicsResourceGetMappedPointer(&b->h.drv.mem, &bytes,
+                                                          r->h.drv.res);
   if (e != CUDA_SUCCESS || bytes < cg_type_size[r->type]) {
     unmap(r, b);
     if (e == CUDA_SUCCESS)
@@ -122,7 +107,7 @@ static int resource_map(lua_State *L) {
 static int resource_tostring(lua_State *L) {
   cg_resource *r = cg_toobj(L, 1, CG_GLRESOURCE);
   return cg_tostring(L, &r->h, " of %s (%p%s)", cg_type_names[r->type],
-                     (void *)r->res, r->ismapped ? ", mapped" : "");
+                     (void *)r->h.drv.res, r->ismapped ? ", mapped" : "");
 }
 
 void interop_open(lua_State *L) {
@@ -134,7 +119,7 @@ void interop_open(lua_State *L) {
     {"__gc", resource_gc}, {"__close", resource_free},
     {"__tostring", resource_tostring}, {NULL, NULL}
   };
-  cg_newtype(L, CG_GLRESOURCE, methods, meta, resource_release);
+  cg_newtype(L, CG_GLRESOURCE, methods, meta, NULL);
   lua_pushcfunction(L, gl_buffer);
   lua_setfield(L, -2, "gl_buffer");
 }

@@ -4,24 +4,16 @@
    next launch that reads the scalar, just before that launch. So each graph
    replay sees the value set before it, on whatever stream it runs. */
 #include <string.h>
-#include "base/core.h"
+#include "types/types.h"
 
 static cg_scalar *check(lua_State *L) { return cg_checkobj(L, 1, CG_SCALAR); }
 
 void cg_scalar_flush(lua_State *L, cg_scalar *sc, CUstream s) {
   if (!sc->pending) return;
-  cg_ctx *ctx = sc->h.ctx;
-  uint32_t w[2];
-  memcpy(w, &sc->bits, 8);
-  switch (cg_type_size[sc->type]) {
-  case 1: CU(L, ctx, cuMemsetD8Async, sc->ptr, (unsigned char)w[0], 1, s); break;
-  case 2: CU(L, ctx, cuMemsetD16Async, sc->ptr, (unsigned short)w[0], 1, s);
-    break;
-  case 4: CU(L, ctx, cuMemsetD32Async, sc->ptr, w[0], 1, s); break;
-  default:
-    CU(L, ctx, cuMemsetD32Async, sc->ptr, w[0], 1, s);
-    CU(L, ctx, cuMemsetD32Async, sc->ptr + 4, w[1], 1, s);
-  }
+  const char *api;
+  CUresult r = cg_memset_value(sc->h.drv.mem, sc->bits,
+                               cg_type_size[sc->type], s, &api);
+  cg_check(L, sc->h.ctx, api, r);
   sc->pending = 0;
 }
 
@@ -31,20 +23,14 @@ static int scalar_new(lua_State *L) {
   uint64_t bits = 0;
   if (!lua_isnoneornil(L, 2)) cg_tobits(L, 2, t, &bits, NULL);
   cg_ctx *ctx = cg_context(L);
-  cg_guard(L, ctx, "cannot allocate a scalar", "allocate scalars before capture");
+  cg_check_outside(L, ctx, "cannot allocate a scalar", "allocate scalars before capture");
   cg_scalar *sc = cg_newobj(L, ctx, sizeof *sc, CG_SCALAR);
   sc->type = t;
-  CU(L, ctx, cuMemAlloc, &sc->ptr, 8);
+  CU(L, ctx, cuMemAlloc, &sc->h.drv.mem, 8);
   sc->h.open = 1;
   sc->bits = bits;
   sc->pending = 1;
   return 1;
-}
-
-static void scalar_release(lua_State *L, cg_obj *o) {
-  cg_scalar *sc = (cg_scalar *)o;
-  cg_release(L, o->ctx, CG_FREE_MEM, (void *)(uintptr_t)sc->ptr);
-  sc->ptr = 0;
 }
 
 static int scalar_free(lua_State *L) { return cg_close(L, CG_SCALAR, 0); }
@@ -67,11 +53,11 @@ static int scalar_set(lua_State *L) {
 static int scalar_get(lua_State *L) {
   cg_scalar *sc = check(L);
   cg_ctx *ctx = sc->h.ctx;
-  cg_guard(L, ctx, "scalar:get()", "read the scalar after the capture ends");
+  cg_check_outside(L, ctx, "scalar:get()", "read the scalar after the capture ends");
   cg_scalar_flush(L, sc, ctx->stream);
   cg_sync(L, ctx);
   uint64_t bits = 0;
-  CU(L, ctx, cuMemcpyDtoHAsync, &bits, sc->ptr, cg_type_size[sc->type],
+  CU(L, ctx, cuMemcpyDtoHAsync, &bits, sc->h.drv.mem, cg_type_size[sc->type],
      ctx->stream);
   CU(L, ctx, cuStreamSynchronize, ctx->stream);
   sc->bits = bits;
@@ -86,7 +72,8 @@ static int scalar_type(lua_State *L) {
 
 /* sc:address(): the device address, for foreign code */
 static int scalar_address(lua_State *L) {
-  lua_pushinteger(L, (lua_Integer)((cg_scalar *)cg_checkself(L, CG_SCALAR))->ptr);
+  lua_pushinteger(L, (lua_Integer)
+                  ((cg_scalar *)cg_checkself(L, CG_SCALAR))->h.drv.mem);
   return 1;
 }
 
@@ -95,7 +82,7 @@ static int scalar_tostring(lua_State *L) {
   if (!sc->h.open) return cg_tostring(L, &sc->h, "");
   cg_pushbits(L, sc->type, &sc->bits);
   return cg_tostring(L, &sc->h, " %s = %s (%p)", cg_type_names[sc->type],
-                     lua_tostring(L, -1), (void *)(uintptr_t)sc->ptr);
+                     lua_tostring(L, -1), (void *)(uintptr_t)sc->h.drv.mem);
 }
 
 void scalar_open(lua_State *L) {
@@ -108,7 +95,7 @@ void scalar_open(lua_State *L) {
     {"__gc", scalar_gc}, {"__close", scalar_free},
     {"__tostring", scalar_tostring}, {NULL, NULL}
   };
-  cg_newtype(L, CG_SCALAR, methods, meta, scalar_release);
+  cg_newtype(L, CG_SCALAR, methods, meta, NULL);
   lua_pushcfunction(L, scalar_new);
   lua_setfield(L, -2, "scalar");
 }

@@ -1,25 +1,24 @@
-/* cugraph.Stream: a non-blocking CUDA stream. The capture method is added
-   by graph.c. */
+/* cugraph.Stream: a non-blocking CUDA stream. The capture, label and
+   conditional-node methods are added by the graph layer. */
 #include <string.h>
-#include "base/core.h"
+#include "types/types.h"
 
 static cg_stream *check(lua_State *L) { return cg_checkobj(L, 1, CG_STREAM); }
 
 /* cuda.stream() */
 static int stream_new(lua_State *L) {
   cg_ctx *ctx = cg_context(L);
-  cg_guard(L, ctx, "cannot create a stream", "create streams before capture");
+  cg_check_outside(L, ctx, "cannot create a stream", "create streams before capture");
   cg_stream *s = cg_newobj(L, ctx, sizeof *s, CG_STREAM);
-  CU(L, ctx, cuStreamCreate, &s->s, CU_STREAM_NON_BLOCKING);
+  CU(L, ctx, cuStreamCreate, &s->h.drv.stream, CU_STREAM_NON_BLOCKING);
   s->h.open = 1;
   return 1;
 }
 
+/* Its private event, made in o's context. */
 static void stream_release(lua_State *L, cg_obj *o) {
   cg_stream *s = (cg_stream *)o;
-  if (o->owned) cg_release(L, o->ctx, CG_FREE_STREAM, s->s);
-  cg_release(L, o->ctx, CG_FREE_EVENT, s->join); /* made in o's context */
-  s->s = NULL;
+  cg_release(L, o->ctx, CG_H_EVENT, (cg_handle){ .event = s->join });
   s->join = NULL;
 }
 
@@ -28,17 +27,17 @@ static int stream_gc(lua_State *L) { return cg_close(L, CG_STREAM, 1); }
 
 static int stream_synchronize(lua_State *L) {
   cg_stream *s = check(L);
-  cg_guard(L, s->h.ctx, "stream:synchronize()",
+  cg_check_outside(L, s->h.ctx, "stream:synchronize()",
            "synchronize after the capture ends");
-  CU(L, s->h.ctx, cuStreamSynchronize, s->s);
+  CU(L, s->h.ctx, cuStreamSynchronize, s->h.drv.stream);
   return 0;
 }
 
 /* s:query() -> true when all work on the stream is done */
 static int stream_query(lua_State *L) {
   cg_stream *s = check(L);
-  cg_guard(L, s->h.ctx, "stream:query()", "query after the capture ends");
-  CUresult r = cg_drv.cuStreamQuery(s->s);
+  cg_check_outside(L, s->h.ctx, "stream:query()", "query after the capture ends");
+  CUresult r = cg_drv.cuStreamQuery(s->h.drv.stream);
   if (r != CUDA_ERROR_NOT_READY) cg_check(L, s->h.ctx, "cuStreamQuery", r);
   lua_pushboolean(L, r == CUDA_SUCCESS);
   return 1;
@@ -63,8 +62,8 @@ static int stream_wait(lua_State *L) {
   cg_stream *other = cg_testobj(L, 2, CG_STREAM);
   CUevent e;
   if (ctx->capture && ctx->capture->depth &&
-      (!other || elsewhere(L, ctx, s->s) ||
-       elsewhere(L, ctx, ((cg_stream *)cg_checkobj(L, 2, CG_STREAM))->s)))
+      (!other || elsewhere(L, ctx, s->h.drv.stream) ||
+       elsewhere(L, ctx, ((cg_stream *)cg_checkobj(L, 2, CG_STREAM))->h.drv.stream)))
     luaL_error(L, "stream:wait() inside a conditional body across its edges: "
                "a body forks and joins only streams of its own (s2:wait(s) "
                "with s the body's stream), never events or outer streams");
@@ -73,28 +72,36 @@ static int stream_wait(lua_State *L) {
     if (!other->join)
       CU(L, other->h.ctx, cuEventCreate, &other->join,
          CU_EVENT_DISABLE_TIMING);
-    CU(L, other->h.ctx, cuEventRecord, other->join, other->s);
+    CU(L, other->h.ctx, cuEventRecord, other->join, other->h.drv.stream);
     e = other->join;
   } else {
     if (!cg_testobj(L, 2, CG_EVENT))
       luaL_typeerror(L, 2, "cugraph.Event or cugraph.Stream");
-    e = ((cg_event *)cg_checkobj(L, 2, CG_EVENT))->e;
+    e = ((cg_event *)cg_checkobj(L, 2, CG_EVENT))->h.drv.event;
   }
   cg_current(L, ctx); /* the checks made the other's context current */
-  CU(L, ctx, cuStreamWaitEvent, s->s, e, 0);
+  CU(L, ctx, cuStreamWaitEvent, s->h.drv.stream, e, 0);
   lua_settop(L, 1);
   return 1;
 }
 
+CUstream cg_optstream(lua_State *L, int idx, cg_ctx *ctx) {
+  if (lua_isnoneornil(L, idx)) return ctx->stream;
+  cg_stream *s = cg_checkobj(L, idx, CG_STREAM);
+  if (s->h.ctx != ctx) cg_error_devices(L, ctx, s->h.ctx, "stream argument");
+  return s->h.drv.stream;
+}
+
 /* s:handle(): the CUstream as an integer, for foreign code */
 static int stream_handle(lua_State *L) {
-  lua_pushinteger(L, (lua_Integer)(intptr_t)((cg_stream *)cg_checkself(L, CG_STREAM))->s);
+  lua_pushinteger(L, (lua_Integer)(intptr_t)
+                  ((cg_stream *)cg_checkself(L, CG_STREAM))->h.drv.stream);
   return 1;
 }
 
 static int stream_tostring(lua_State *L) {
   cg_stream *s = cg_toobj(L, 1, CG_STREAM);
-  return cg_tostring(L, &s->h, " (%p%s)", (void *)s->s,
+  return cg_tostring(L, &s->h, " (%p%s)", (void *)s->h.drv.stream,
                      s->h.owned ? "" : ", borrowed");
 }
 

@@ -1,4 +1,4 @@
-/* Generated from src/kernel/setters.cu by `make setters`: do not edit. */
+/* Generated from src/types/setters.cu by `make setters`: do not edit. */
 static const char *const setters_ptx[] = {
   ".version 8.3\n",
   ".target sm_75\n",

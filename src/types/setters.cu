@@ -1,6 +1,6 @@
 // The built-in condition setters of cugraph.Condition (src/types/condition.c): one
 // thread each. `make setters` compiles this file to the PTX text in
-// src/kernel/setters.h (PTX ISA 8.3, for drivers from CUDA 12.3 on), so the build
+// src/types/setters.h (PTX ISA 8.3, for drivers from CUDA 12.3 on), so the build
 // itself needs no nvcc. The driver's JIT links cudaGraphSetConditional.
 #include <cuda_device_runtime_api.h>
 

@@ -1,0 +1,301 @@
+/* The base layer: the door to the driver, device and context records, the
+   object model (creation, the checkers, close three ways), the owner of
+   every driver handle (release.c) and value conversion. The layers above
+   (capture, types, kernel, graph) include this header; it includes
+   nothing of theirs. */
+#ifndef CUGRAPH_BASE_H
+#define CUGRAPH_BASE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <lua.h>
+#include <lauxlib.h>
+#include "base/ctype.h"
+#include "base/driver.h"
+
+/* The Lua types; cg_obj.kind. */
+typedef enum cg_kind {
+  CG_STREAM, CG_BUFFER, CG_SCALAR, CG_EVENT, CG_MODULE, CG_KERNEL, CG_GRAPH,
+  CG_GLRESOURCE, CG_CONDITION, CG_HOSTBUF, CG_NODE, CG_COMM, CG_NKINDS
+} cg_kind;
+extern const char *const cg_kind_names[]; /* "cugraph.Buffer", ... */
+
+/* The driver handles the runtime holds, by how they are destroyed
+   (release.c): each object kind holds one kind of handle in cg_obj.drv. */
+typedef enum cg_hkind {
+  CG_H_NONE, CG_H_MEM, CG_H_HOST, CG_H_MODULE, CG_H_STREAM, CG_H_EVENT,
+  CG_H_GRAPH, CG_H_EXEC, CG_H_GLRES, CG_H_COMM, CG_H_NKINDS
+} cg_hkind;
+
+typedef union cg_handle {
+  CUdeviceptr mem;          /* CG_H_MEM: cuMemAlloc, cuMemAllocAsync */
+  void *host;               /* CG_H_HOST: cuMemHostAlloc */
+  CUmodule module;
+  CUstream stream;
+  CUevent event;
+  CUgraph graph;
+  CUgraphExec exec;
+  CUgraphicsResource res;   /* CG_H_GLRES: cuGraphicsGLRegisterBuffer */
+  void *comm;               /* CG_H_COMM: an ncclComm_t */
+  void *p;                  /* any pointer handle, as release.c sees it */
+} cg_handle;
+
+typedef struct cg_ctx cg_ctx;
+typedef struct cg_obj cg_obj;
+typedef struct cg_share cg_share;
+typedef struct cg_capture cg_capture;       /* capture/capture.h */
+typedef struct cg_capstate cg_capstate;     /* capture/: per state */
+typedef struct cg_graphstate cg_graphstate; /* graph/: per state */
+
+/* What a type frees beside its handle (a stream's private event, a view's
+   count in its parent), when the object closes; NULL for nothing. */
+typedef void (*cg_releaser)(lua_State *L, cg_obj *o);
+/* Run once by the sentinel's finalizer, last, before the devices close. */
+typedef void (*cg_closer)(lua_State *L, cg_ctx *root);
+
+/* Peer access from one device to another, as far as the core knows. */
+enum { CG_PEER_UNKNOWN, CG_PEER_ON, CG_PEER_NONE };
+enum { CG_MAXPEER = 64 }; /* ordinals below this have their access cached */
+enum { CG_MAXCLOSERS = 4 };
+
+/* One per device a lua_State uses: its primary context. The first, the
+   sentinel, is a userdata created first in luaopen so it is finalized last;
+   it is the root of the others (plain userdata anchored in the registry,
+   released by the sentinel's finalizer) and holds what the whole state
+   shares: the capture in progress is set in every device's record alike,
+   the counters, metatables, finalizer errors and the upper layers' state
+   are the root's. The driver is touched only when the first GPU object of
+   a device is made. */
+struct cg_ctx {
+  cg_ctx *root;         /* the sentinel (itself there) */
+  cg_ctx *next;         /* root: the other devices' records, a list */
+  cg_ctx *active;       /* root: the device constructors use (cuda.on) */
+  unsigned char peer[CG_MAXPEER]; /* access to memory of device i */
+  int retained;         /* the primary context is held */
+  int ready;            /* ... and the device's limits and stream known */
+  int closed;           /* sentinel finalized: children skip the driver */
+  CUresult poison;      /* sticky error: the context can never work again */
+  const char *poison_api;
+  int ordinal;
+  CUdevice dev;
+  CUcontext cu;
+  CUstream stream;      /* default stream for calls that name none */
+  int max_threads, max_block[3], max_grid[3], max_shared, max_shared_optin;
+  cg_capture *capture;  /* the capture in progress, or NULL */
+  int nccl_group;       /* root: depth of cuda.nccl_group calls */
+  unsigned graph_ids, captures;
+  const void *mt[CG_NKINDS]; /* metatable identities, for fast type tests */
+  int mtref[CG_NKINDS]; /* root: the metatables' registry references */
+  cg_releaser release[CG_NKINDS]; /* of each kind, from cg_newtype */
+  struct cg_deferred { unsigned char hk; cg_handle h; } *deferred;
+  size_t ndeferred, cdeferred; /* frees held back during a capture */
+  unsigned gc_errors;   /* driver errors seen in finalizers */
+  char gc_error[200];   /* the last of them */
+  cg_capstate *capstate;     /* root: the capture layer's, or NULL */
+  cg_graphstate *graphstate; /* root: the graph layer's, or NULL */
+  cg_closer closers[CG_MAXCLOSERS]; /* root: the layers' (cg_at_close) */
+  int nclosers;
+};
+
+/* Header of every object. open == 0 once freed; the handle is then gone.
+   An object that uses another's handle or records (a view its buffer's
+   memory, a kernel its module's code, a node its graph's records) has it
+   as parent, also its user value 1: the parent outlives it, and a capture
+   that pins the object pins the parent too. */
+struct cg_obj {
+  cg_ctx *ctx;
+  cg_obj *parent;
+  cg_handle drv;        /* the driver handle, of the kind's cg_hkind */
+  cg_share *share;      /* set once a C graph holds drv: the share frees it,
+                           not the object (release.c) */
+  unsigned char kind;   /* cg_kind */
+  unsigned char open;
+  unsigned char owned;  /* the runtime frees drv; else it is borrowed (the
+                           engine's, a view's parent's) */
+  unsigned char zombie; /* collected while a graph used it: released by the
+                           last unpin */
+  unsigned char graphmem; /* a buffer a graph's allocation node makes:
+                           CG_GRAPHMEM_LIVE from a launch of the graph until
+                           freed, CG_GRAPHMEM_GONE otherwise; 0: not one */
+  unsigned uses;        /* live graphs that captured this object */
+  unsigned graph;       /* id of one of them (0: unknown), for messages */
+  unsigned pinned;      /* serial of the capture whose pins hold it */
+  unsigned views;       /* open views over its memory: freed after them */
+};
+
+enum { CG_GRAPHMEM_LIVE = 1, CG_GRAPHMEM_GONE };
+
+/* -- errors and the driver (context.c) ------------------------------------ */
+
+/* Checked driver call that keeps the API's name for the error object. */
+#define CU(L, ctx, fn, ...) cg_check((L), (ctx), #fn, cg_drv.fn(__VA_ARGS__))
+void cg_fail(lua_State *L, cg_ctx *ctx, const char *api, CUresult r);
+static inline void cg_check(lua_State *L, cg_ctx *ctx, const char *api,
+                            CUresult r) {
+  if (r != CUDA_SUCCESS) cg_fail(L, ctx, api, r);
+}
+/* Marks the context unusable when r is sticky (the first such error stays). */
+void cg_poison(cg_ctx *ctx, const char *api, CUresult r);
+/* Raises the error object of a poisoned context: the sticky error, and
+   that the process must restart. */
+int cg_error_poisoned(lua_State *L, cg_ctx *ctx);
+
+/* -- devices and contexts (context.c) ------------------------------------- */
+
+cg_ctx *cg_sentinel(lua_State *L);            /* no driver call */
+/* Makes the sentinel, first of all objects (luaopen: it is finalized
+   last), or returns the one made before. */
+cg_ctx *cg_sentinel_new(lua_State *L);
+cg_ctx *cg_context(lua_State *L);             /* ready for driver calls: the
+                                                 device cuda.on chose */
+cg_ctx *cg_device(lua_State *L, int ordinal); /* that device's, ready */
+cg_ctx *cg_device_record(lua_State *L, int ordinal); /* made, not started */
+void cg_current(lua_State *L, cg_ctx *ctx);   /* makes ctx current, raising */
+/* makes cu current on this thread unless the core knows it is (the
+   thread-local compare every path to the driver makes); no Lua */
+CUresult cg_make_current(CUcontext cu);
+extern _Thread_local CUcontext cg_bound;
+int cg_alive(cg_ctx *ctx);                    /* finalizers may call driver */
+void cg_set_capture(cg_ctx *ctx, cg_capture *c); /* in every device's */
+/* Raises "what: objects of device a and device b" for work that must stay
+   on one device. */
+int cg_error_devices(lua_State *L, cg_ctx *a, cg_ctx *b, const char *what);
+/* Raises unless a launch on device ctx may read memory of device other:
+   enables peer access on demand; the message names both devices. */
+void cg_check_reach(lua_State *L, cg_ctx *ctx, cg_ctx *other,
+                    const char *what);
+/* Whether device a may access memory of device b (CG_PEER_*), asked once;
+   and access from a to b turned on. */
+int cg_peer_state(lua_State *L, cg_ctx *a, cg_ctx *b);
+void cg_enable_peer(lua_State *L, cg_ctx *a, cg_ctx *b);
+/* Raises "what inside a graph capture: fix" while a capture runs. */
+void cg_check_outside(lua_State *L, cg_ctx *ctx, const char *what,
+                      const char *fix);
+/* Registers what a layer frees when the state closes (at most
+   CG_MAXCLOSERS). */
+void cg_at_close(cg_ctx *root, cg_closer fn);
+
+/* Waits for all work of the device (cuCtxSynchronize), checked. The driver
+   refuses that while any stream of the context captures and breaks those
+   captures, in any state of the process: such a wait first waits until no
+   capture of the device is open (cg_gate_*), and one made by a thread that
+   holds a capture open itself is refused with a message. */
+void cg_sync(lua_State *L, cg_ctx *ctx);
+/* A capture of the device opens and closes (capture.c): whole-device waits
+   of other threads hold back meanwhile. */
+void cg_gate_enter(cg_ctx *ctx);
+void cg_gate_leave(cg_ctx *ctx);
+
+/* -- objects (object.c) --------------------------------------------------- */
+
+/* A new object of kind, marked closed (open stays 0 until the driver call
+   that fills it succeeds), owning its handle. */
+void *cg_newobj(lua_State *L, cg_ctx *ctx, size_t size, cg_kind kind);
+void *cg_checkobj(lua_State *L, int idx, cg_kind kind); /* open, ctx sane */
+void *cg_toobj(lua_State *L, int idx, cg_kind kind);    /* freed is fine */
+void *cg_testobj(lua_State *L, int idx, cg_kind kind);  /* NULL if other */
+cg_obj *cg_toany(lua_State *L, int idx);   /* an object of any kind, or NULL */
+void *cg_checkself(lua_State *L, cg_kind kind); /* cg_checkobj of argument
+  1, fast, in functions of the methods table given to cg_newtype */
+void *cg_checkself_keep(lua_State *L, cg_kind kind); /* the same, leaving one
+  value pushed: for hot paths that count their arguments first */
+/* Finalizers of the binding run so far, in every state: while the count
+   stands still, a userdata address seen before is the same object. */
+extern atomic_uint cg_epoch;
+static inline unsigned cg_epoch_now(void) {
+  return atomic_load_explicit(&cg_epoch, memory_order_relaxed);
+}
+void cg_collected(void); /* a finalizer ran */
+/* The checks of cg_checkobj after the type test (open, context sane and
+   current on this thread), inline: for an object known by its address. */
+void cg_ready_slow(lua_State *L, cg_obj *o);
+static inline void cg_ready(lua_State *L, cg_obj *o) {
+  if (!o->open || o->ctx->poison || o->ctx->cu != cg_bound) cg_ready_slow(L, o);
+}
+/* Raises "attempt to use a freed ..." unless o is open. Any Lua allocation
+   can run a finalizer that frees an object explicitly: a C function looks
+   up driver handles only after its last allocation, or checks again. */
+void cg_check_open(lua_State *L, const cg_obj *o);
+/* Raises "cannot free ...: it is used by live cugraph.Graph #n" while a
+   live graph uses o. */
+void cg_check_unused(lua_State *L, const cg_obj *o);
+int cg_method(lua_State *L); /* in __index: pushes methods[key], or 0 */
+int cg_tostring(lua_State *L, cg_obj *o, const char *fmt, ...);
+/* Registers a type in this state, with what it frees beside its handle. */
+void cg_newtype(lua_State *L, cg_kind kind, const luaL_Reg *methods,
+                const luaL_Reg *meta, cg_releaser release);
+/* :free(), :close(), __close (collected = 0) and __gc (collected = 1) of
+   every type: one idempotent function. An object a live graph uses is
+   refused, or when collected kept until the last graph lets it go. */
+int cg_close(lua_State *L, cg_kind kind, int collected);
+void cg_unpinned(lua_State *L, cg_obj *o); /* uses fell to 0 */
+/* Raises unless the option table at idx has only the keys of the
+   NULL-ended list: "what: unknown option 'k' (valid: a, b, c)". */
+void cg_check_options(lua_State *L, int idx, const char *what,
+                      const char *const *keys);
+
+/* -- the owner of every driver handle (release.c) ------------------------- */
+
+/* The kind of handle objects of kind k hold. */
+cg_hkind cg_hkind_of(cg_kind k);
+/* Releases a driver handle for a finalizer or :free(): never raises; held
+   back while a capture runs (a free would break it); skipped when the
+   context is gone or poisoned; driver errors are recorded (cuda.status). */
+void cg_release(lua_State *L, cg_ctx *ctx, cg_hkind hk, cg_handle h);
+/* Frees the deferred handles of every device (after a capture ends). */
+void cg_flush_deferred(lua_State *L, cg_ctx *ctx);
+/* An error of a finalizer or :free(), "api: name": counted in cuda.status()
+   and given as a warning, never raised. */
+void cg_record(lua_State *L, cg_ctx *ctx, const char *api, const char *name);
+/* The object's own handle goes: its share lets go (the last holder frees),
+   or it is released when owned. */
+void cg_release_obj(lua_State *L, cg_obj *o);
+
+/* A share owns the handle of one object from the moment a C graph (or a C
+   scalar) holds it: the Lua object, while open, holds one reference and
+   each C holder one; the last to let go frees the handle, so it outlives
+   the Lua object and lua_close. Every share retains the device's primary
+   context. Fields after creation change only under lock. */
+struct cg_share {
+  pthread_mutex_t lock;
+  unsigned refs;
+  unsigned char hk;     /* cg_hkind */
+  cg_handle h;          /* the handle the last holder frees (0: gone) */
+  CUdevice dev;
+  CUcontext cu;
+  /* a scalar's (the cugraph_scalar): the value C set, not yet written */
+  uint64_t bits;
+  int pending;
+  cg_type type;
+  /* a module's: the C graphs that launch its code (graph/cgraph.c) */
+  void **users;
+  size_t nusers, cusers;
+};
+/* Whether a C graph made from a graph that pins o must hold o's handle:
+   owned memory, host memory, modules, events and communicators. */
+int cg_shareable(const cg_obj *o);
+/* The share of open object o, made on first use, with one more reference
+   for the caller; NULL when out of memory or the context cannot be
+   retained. On the object's state's thread. */
+cg_share *cg_share_of(cg_obj *o);
+/* Drops one reference; the last frees the handle and the share. Any
+   thread; driver errors are dropped (there may be no state left). */
+void cg_share_drop(cg_share *sh);
+
+/* -- values (value.c) ----------------------------------------------------- */
+
+cg_type cg_checktype(lua_State *L, int idx);
+/* Converts the number at idx to element type t into out; NULL, or the
+   reason it cannot (pushed). */
+const char *cg_bits(lua_State *L, int idx, cg_type t, void *out);
+/* cg_bits, raising: an argument error when what is NULL, else "what: msg" */
+void cg_tobits(lua_State *L, int idx, cg_type t, void *out, const char *what);
+void cg_pushbits(lua_State *L, cg_type t, const void *p);
+/* A count of elements of type t at idx, positive, whose byte size fits */
+size_t cg_checkcount(lua_State *L, int idx, cg_type t);
+size_t cg_checkinit(lua_State *L, int idx, cg_type t, int *init,
+                    const char *msg);
+
+#endif

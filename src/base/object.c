@@ -1,0 +1,209 @@
+/* The object model every type shares: creation marked closed, the two
+   checkers (one that accepts freed objects, for __gc and __tostring, and
+   one that raises on them), type registration, tostring, and close three
+   ways through one idempotent function. */
+#include <stdarg.h>
+#include <string.h>
+#include "base/base.h"
+
+const char *const cg_kind_names[] = {
+  "cugraph.Stream", "cugraph.Buffer", "cugraph.Scalar", "cugraph.Event",
+  "cugraph.Module", "cugraph.Kernel", "cugraph.Graph", "cugraph.GLResource",
+  "cugraph.Condition", "cugraph.HostBuffer", "cugraph.Node", "cugraph.Comm"
+};
+
+void *cg_newobj(lua_State *L, cg_ctx *ctx, size_t size, cg_kind kind) {
+  cg_obj *o = lua_newuserdatauv(L, size, 2);
+  memset(o, 0, size);
+  o->ctx = ctx;
+  o->kind = (unsigned char)kind;
+  o->owned = 1;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->root->mtref[kind]);
+  lua_setmetatable(L, -2);
+  return o; /* open stays 0 until the driver call that fills it succeeds */
+}
+
+void *cg_testobj(lua_State *L, int idx, cg_kind kind) {
+  cg_ctx *ctx = cg_sentinel(L);
+  if (!lua_getmetatable(L, idx)) return NULL;
+  const void *mt = lua_topointer(L, -1);
+  lua_pop(L, 1);
+  return mt == ctx->mt[kind] ? lua_touserdata(L, idx) : NULL;
+}
+
+cg_obj *cg_toany(lua_State *L, int idx) {
+  cg_ctx *ctx = cg_sentinel(L);
+  if (!ctx || !lua_getmetatable(L, idx)) return NULL;
+  const void *mt = lua_topointer(L, -1);
+  lua_pop(L, 1);
+  for (int k = 0; k < CG_NKINDS; k++)
+    if (mt == ctx->mt[k]) return lua_touserdata(L, idx);
+  return NULL;
+}
+
+void *cg_toobj(lua_State *L, int idx, cg_kind kind) {
+  void *o = cg_testobj(L, idx, kind);
+  return o ? o : luaL_checkudata(L, idx, cg_kind_names[kind]); /* raises */
+}
+
+void cg_check_open(lua_State *L, const cg_obj *o) {
+  if (!o->open)
+    luaL_error(L, "attempt to use a freed %s", cg_kind_names[o->kind]);
+}
+
+/* A poisoned context raises the sticky error again; the context is made
+   current on this thread. */
+static void sane(lua_State *L, cg_obj *o) {
+  if (o->ctx->poison) cg_error_poisoned(L, o->ctx);
+  cg_current(L, o->ctx);
+}
+
+void *cg_checkobj(lua_State *L, int idx, cg_kind kind) {
+  cg_obj *o = luaL_checkudata(L, idx, cg_kind_names[kind]);
+  cg_check_open(L, o);
+  sane(L, o);
+  return o;
+}
+
+void cg_ready_slow(lua_State *L, cg_obj *o) {
+  cg_check_open(L, o);
+  sane(L, o);
+}
+
+atomic_uint cg_epoch;
+
+void cg_collected(void) {
+  atomic_fetch_add_explicit(&cg_epoch, 1, memory_order_relaxed);
+}
+
+void *cg_checkself_keep(lua_State *L, cg_kind kind) {
+  cg_obj *o = lua_touserdata(L, 1);
+  if (!o || !lua_getmetatable(L, 1) || /* topointer: cheaper than rawequal */
+      lua_topointer(L, -1) != lua_topointer(L, lua_upvalueindex(1))) {
+    o = cg_checkobj(L, 1, kind); /* not ours: raises the usual error */
+    lua_pushnil(L);
+    return o;
+  }
+  if (!o->open) luaL_error(L, "attempt to use a freed %s", cg_kind_names[kind]);
+  sane(L, o);
+  return o;
+}
+
+void *cg_checkself(lua_State *L, cg_kind kind) {
+  void *o = cg_checkself_keep(L, kind);
+  lua_pop(L, 1);
+  return o;
+}
+
+void cg_check_unused(lua_State *L, const cg_obj *o) {
+  if (!o->uses) return;
+  if (o->graph)
+    luaL_error(L, "cannot free %s: it is used by live cugraph.Graph #%d%s; "
+               "free the graph first", cg_kind_names[o->kind], (int)o->graph,
+               o->uses > 1 ? " and others" : "");
+  luaL_error(L, "cannot free %s: it is used by %d live cugraph.Graph%s; "
+             "free them first", cg_kind_names[o->kind], (int)o->uses,
+             o->uses > 1 ? "s" : "");
+}
+
+int cg_method(lua_State *L) {
+  lua_pushvalue(L, 2);
+  if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
+  lua_pop(L, 1);
+  return 0;
+}
+
+int cg_tostring(lua_State *L, cg_obj *o, const char *fmt, ...) {
+  if (!o->open) {
+    lua_pushfstring(L, "%s (freed)", cg_kind_names[o->kind]);
+    return 1;
+  }
+  va_list ap;
+  va_start(ap, fmt);
+  lua_pushstring(L, cg_kind_names[o->kind]);
+  lua_pushvfstring(L, fmt, ap);
+  lua_concat(L, 2);
+  va_end(ap);
+  return 1;
+}
+
+/* Frees what the type holds beside its handle, then the handle. */
+static void release(lua_State *L, cg_obj *o) {
+  o->open = 0;
+  cg_releaser extra = o->ctx->release[o->kind];
+  if (extra) extra(L, o);
+  cg_release_obj(L, o);
+}
+
+int cg_close(lua_State *L, cg_kind kind, int collected) {
+  cg_obj *o = cg_toobj(L, 1, kind);
+  if (collected) cg_collected(); /* its address may now be reused */
+  if (!o->open) return 0;
+  if (o->uses) {
+    if (collected) {
+      o->zombie = 1;
+      return 0;
+    }
+    cg_check_unused(L, o);
+  }
+  release(L, o);
+  return 0;
+}
+
+void cg_unpinned(lua_State *L, cg_obj *o) {
+  if (!o->zombie) return;
+  o->zombie = 0;
+  release(L, o);
+}
+
+void cg_newtype(lua_State *L, cg_kind kind, const luaL_Reg *methods,
+                const luaL_Reg *meta, cg_releaser extra) {
+  cg_ctx *ctx = cg_sentinel(L);
+  ctx->release[kind] = extra;
+  luaL_newmetatable(L, cg_kind_names[kind]);
+  ctx->mt[kind] = lua_topointer(L, -1);
+  lua_pushvalue(L, -1);
+  ctx->mtref[kind] = luaL_ref(L, LUA_REGISTRYINDEX);
+  luaL_setfuncs(L, meta, 0);
+  lua_pushstring(L, cg_kind_names[kind]);
+  lua_setfield(L, -2, "__metatable");
+  if (methods) { /* methods have the metatable as upvalue (cg_checkself); */
+    lua_newtable(L); /* an __index function has them as its upvalue */
+    lua_pushvalue(L, -2);
+    luaL_setfuncs(L, methods, 1);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, -3, "methods"); /* for the layers above to add to */
+    if (lua_getfield(L, -2, "__index") == LUA_TFUNCTION) {
+      lua_CFunction f = lua_tocfunction(L, -1);
+      lua_pop(L, 1);
+      lua_pushcclosure(L, f, 1);
+    } else {
+      lua_pop(L, 1);
+    }
+    lua_setfield(L, -2, "__index");
+  }
+  lua_pop(L, 1);
+}
+
+void cg_check_options(lua_State *L, int idx, const char *what,
+                      const char *const *keys) {
+  idx = lua_absindex(L, idx);
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    lua_pop(L, 1);
+    int i = 0;
+    if (lua_type(L, -1) == LUA_TSTRING)
+      while (keys[i] && strcmp(keys[i], lua_tostring(L, -1))) i++;
+    if (lua_type(L, -1) == LUA_TSTRING && keys[i]) continue;
+    luaL_Buffer b;
+    const char *key = luaL_tolstring(L, -1, NULL);
+    luaL_buffinit(L, &b);
+    for (i = 0; keys[i]; i++) {
+      if (i) luaL_addstring(&b, ", ");
+      luaL_addstring(&b, keys[i]);
+    }
+    luaL_pushresult(&b);
+    luaL_error(L, "%s: unknown option '%s' (valid: %s)", what, key,
+               lua_tostring(L, -1));
+  }
+}

@@ -1,0 +1,199 @@
+/* The one owner of driver handles. It knows every kind of handle the
+   runtime holds: which object kind holds it, how it is destroyed, which
+   context that needs, and whether a C graph shares it. Nothing else
+   destroys a handle: objects release theirs here (their :free(), __close,
+   __gc, the last unpin of a collected one), finalizers' frees are held back
+   while a capture runs, and shares let a C graph keep a handle past its Lua
+   object and lua_close. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "base/base.h"
+#include "base/nccl.h"
+
+/* What each object kind holds in cg_obj.drv, and whether a C graph made
+   from a graph that pins such an object holds the handle too: what a
+   graph's nodes read or run (memory, host memory, code, events, a
+   communicator's resources). A stream's nodes do not refer to it; a graph
+   is copied whole; a kernel's code is its module's, a node's records its
+   graph's; a GL resource's memory is mapped only inside its map scope, out
+   of which a graph that captured it cannot live. */
+static const struct {
+  unsigned char hk;     /* cg_hkind */
+  unsigned char shared;
+} kinds[CG_NKINDS] = {
+  [CG_STREAM] = { CG_H_STREAM, 0 },   [CG_BUFFER] = { CG_H_MEM, 1 },
+  [CG_SCALAR] = { CG_H_MEM, 1 },      [CG_EVENT] = { CG_H_EVENT, 1 },
+  [CG_MODULE] = { CG_H_MODULE, 1 },   [CG_KERNEL] = { CG_H_NONE, 0 },
+  [CG_GRAPH] = { CG_H_EXEC, 0 },      [CG_GLRESOURCE] = { CG_H_GLRES, 0 },
+  [CG_CONDITION] = { CG_H_MEM, 1 },   [CG_HOSTBUF] = { CG_H_HOST, 1 },
+  [CG_NODE] = { CG_H_NONE, 0 },       [CG_COMM] = { CG_H_COMM, 1 },
+};
+
+static const char *const destroy_api[CG_H_NKINDS] = {
+  "", "cuMemFree", "cuMemFreeHost", "cuModuleUnload", "cuStreamDestroy",
+  "cuEventDestroy", "cuGraphDestroy", "cuGraphExecDestroy",
+  "cuGraphicsUnregisterResource", "ncclCommDestroy"
+};
+
+cg_hkind cg_hkind_of(cg_kind k) { return (cg_hkind)kinds[k].hk; }
+
+/* Destroys h, with its context current. A communicator of a context that
+   met a sticky error is aborted instead (its work can never finish). NCCL's
+   results are told apart from the driver's by the api name. */
+static int destroy(cg_hkind hk, cg_handle h, int poisoned, const char **api) {
+  *api = destroy_api[hk];
+  switch (hk) {
+  case CG_H_MEM: return cg_drv.cuMemFree(h.mem);
+  case CG_H_HOST: return cg_drv.cuMemFreeHost(h.host);
+  case CG_H_MODULE: return cg_drv.cuModuleUnload(h.module);
+  case CG_H_STREAM: return cg_drv.cuStreamDestroy(h.stream);
+  case CG_H_EVENT: return cg_drv.cuEventDestroy(h.event);
+  case CG_H_GRAPH: return cg_drv.cuGraphDestroy(h.graph);
+  case CG_H_EXEC: return cg_drv.cuGraphExecDestroy(h.exec);
+  case CG_H_GLRES: return cg_drv.cuGraphicsUnregisterResource(h.res);
+  case CG_H_COMM:
+    if (cg_nccl_load()) return 0; /* none was made without NCCL */
+    if (poisoned) *api = "ncclCommAbort";
+    return poisoned ? cg_nccl.ncclCommAbort(h.comm)
+                    : cg_nccl.ncclCommDestroy(h.comm);
+  default: return 0;
+  }
+}
+
+void cg_record(lua_State *L, cg_ctx *ctx, const char *api, const char *name) {
+  ctx = ctx->root;
+  ctx->gc_errors++;
+  snprintf(ctx->gc_error, sizeof ctx->gc_error, "%s: %s", api, name);
+  lua_warning(L, "cugraph: ", 1);
+  lua_warning(L, ctx->gc_error, 0);
+}
+
+/* Destroys h now and records a failure (a driver error poisons as any). */
+static void destroy_now(lua_State *L, cg_ctx *ctx, cg_hkind hk, cg_handle h) {
+  const char *api;
+  int r = destroy(hk, h, ctx->poison != CUDA_SUCCESS, &api);
+  if (r == 0) return;
+  char buf[CG_ERRNAME];
+  if (hk == CG_H_COMM) {
+    const char *name = cg_nccl_result_name(r);
+    cg_record(L, ctx, api, name ? name : "ncclResult");
+  } else if (r != CUDA_ERROR_DEINITIALIZED) {
+    cg_poison(ctx, api, (CUresult)r);
+    cg_record(L, ctx, api, cg_driver_errname((CUresult)r, buf));
+  }
+}
+
+/* A communicator is aborted after a sticky error; every other handle of a
+   poisoned or closed context is left to the process's end. */
+static int may_destroy(cg_ctx *ctx, cg_hkind hk) {
+  if (hk == CG_H_COMM && ctx->poison)
+    return ctx->ready && !ctx->root->closed && !ctx->closed;
+  return cg_alive(ctx);
+}
+
+void cg_release(lua_State *L, cg_ctx *ctx, cg_hkind hk, cg_handle h) {
+  if (hk == CG_H_NONE || !h.p || !may_destroy(ctx, hk)) return;
+  if (ctx->capture) { /* a free would break the capture */
+    if (ctx->ndeferred == ctx->cdeferred) {
+      size_t c = ctx->cdeferred ? 2 * ctx->cdeferred : 16;
+      void *p = realloc(ctx->deferred, c * sizeof *ctx->deferred);
+      if (!p) return; /* out of host memory: leak rather than break */
+      ctx->deferred = p;
+      ctx->cdeferred = c;
+    }
+    ctx->deferred[ctx->ndeferred].hk = (unsigned char)hk;
+    ctx->deferred[ctx->ndeferred++].h = h;
+    return;
+  }
+  CUresult r = cg_make_current(ctx->cu); /* a finalizer may run anywhere */
+  if (r != CUDA_SUCCESS) {
+    char buf[CG_ERRNAME];
+    cg_record(L, ctx, "cuCtxSetCurrent", cg_driver_errname(r, buf));
+    return;
+  }
+  destroy_now(L, ctx, hk, h);
+}
+
+/* Called with ctx's context current on this thread, and left so; the
+   other devices' frees are made with theirs. */
+void cg_flush_deferred(lua_State *L, cg_ctx *ctx) {
+  for (cg_ctx *d = ctx->root; d; d = d->next) {
+    if (!d->ndeferred) continue;
+    if (d != ctx && cg_make_current(d->cu) != CUDA_SUCCESS) continue;
+    for (size_t i = 0; i < d->ndeferred; i++)
+      if (may_destroy(d, (cg_hkind)d->deferred[i].hk))
+        destroy_now(L, d, (cg_hkind)d->deferred[i].hk, d->deferred[i].h);
+    d->ndeferred = 0;
+  }
+  cg_make_current(ctx->cu);
+}
+
+/* -- shares --------------------------------------------------------------- */
+
+int cg_shareable(const cg_obj *o) {
+  return kinds[o->kind].shared && o->owned && !o->graphmem && o->open;
+}
+
+/* Frees the share and its handle (if still there). */
+static void share_free(cg_share *sh) {
+  const char *api;
+  if (sh->h.p && cg_make_current(sh->cu) == CUDA_SUCCESS)
+    destroy((cg_hkind)sh->hk, sh->h, 0, &api);
+  cg_drv.cuDevicePrimaryCtxRelease(sh->dev);
+  pthread_mutex_destroy(&sh->lock);
+  free(sh->users);
+  free(sh);
+}
+
+/* One reference fewer; 1 when it was the last. */
+static int unref(cg_share *sh) {
+  pthread_mutex_lock(&sh->lock);
+  int last = --sh->refs == 0;
+  pthread_mutex_unlock(&sh->lock);
+  return last;
+}
+
+void cg_share_drop(cg_share *sh) {
+  if (sh && unref(sh)) share_free(sh);
+}
+
+cg_share *cg_share_of(cg_obj *o) {
+  cg_share *sh = o->share;
+  if (!sh) {
+    CUcontext cu;
+    if (!(sh = calloc(1, sizeof *sh))) return NULL;
+    if (cg_drv.cuDevicePrimaryCtxRetain(&cu, o->ctx->dev) != CUDA_SUCCESS) {
+      free(sh);
+      return NULL;
+    }
+    pthread_mutex_init(&sh->lock, NULL);
+    sh->refs = 1; /* the Lua object's */
+    sh->hk = kinds[o->kind].hk;
+    sh->h = o->drv;
+    sh->dev = o->ctx->dev;
+    sh->cu = o->ctx->cu;
+    o->share = sh;
+  }
+  pthread_mutex_lock(&sh->lock);
+  sh->refs++;
+  pthread_mutex_unlock(&sh->lock);
+  return sh;
+}
+
+void cg_release_obj(lua_State *L, cg_obj *o) {
+  cg_share *sh = o->share;
+  cg_hkind hk = kinds[o->kind].hk;
+  if (sh) { /* the last holder frees; on this thread, as a release */
+    o->share = NULL;
+    if (unref(sh)) {
+      cg_release(L, o->ctx, (cg_hkind)sh->hk, sh->h);
+      sh->h.p = NULL;
+      share_free(sh);
+    }
+  } else if (o->owned) {
+    cg_release(L, o->ctx, hk, o->drv);
+  }
+  memset(&o->drv, 0, sizeof o->drv);
+}

@@ -1,0 +1,138 @@
+/* The capture in progress and its pins: every object a capture uses is
+   put in a set (the graph's user value once it exists), and counts the
+   live graphs that use it, so the collector never frees what a graph reads
+   and an explicit free is refused. An object's parents are pinned with it
+   (a view's buffer, a kernel's module). */
+#include <stdlib.h>
+#include <string.h>
+#include "capture/capture.h"
+
+static const char capstate_key = 'c';
+
+static void capstate_close(lua_State *L, cg_ctx *root) {
+  cg_capstate *cs = root->capstate;
+  if (!cs) return;
+  cg_recs_free(cs->spare);
+  cs->spare = NULL;
+}
+
+cg_capstate *cg_capstate_of(lua_State *L, cg_ctx *ctx) {
+  cg_ctx *root = ctx->root;
+  if (root->capstate) return root->capstate;
+  /* plain userdata in the registry: freed after every finalizer */
+  cg_capstate *cs = lua_newuserdatauv(L, sizeof *cs, 0);
+  memset(cs, 0, sizeof *cs);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &capstate_key);
+  lua_pushboolean(L, 0);
+  cs->pins_slot = luaL_ref(L, LUA_REGISTRYINDEX);
+  root->capstate = cs;
+  cg_at_close(root, capstate_close);
+  return cs;
+}
+
+void capture_open(lua_State *L) { cg_capstate_of(L, cg_sentinel(L)); }
+
+int cg_capturing_on(lua_State *L, cg_ctx *ctx, CUstream s) {
+  if (ctx->capture && s == ctx->capture->origin) return 1;
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (ctx->capture && ctx->capture->depth) { /* a body: its own capture */
+    cuuint64_t seq = 0;
+    CU(L, ctx, cuStreamGetCaptureInfo, s, &st, &seq, NULL, NULL, NULL, NULL);
+    return st == CU_STREAM_CAPTURE_STATUS_ACTIVE && seq == ctx->capture->seq;
+  }
+  CU(L, ctx, cuStreamIsCapturing, s, &st);
+  return st == CU_STREAM_CAPTURE_STATUS_ACTIVE;
+}
+
+void cg_check_captured(lua_State *L, cg_ctx *ctx, CUstream s,
+                       const char *what) {
+  if (!cg_capturing_on(L, ctx, s))
+    luaL_error(L, "%s: the stream is not part of the capture; make it wait "
+               "on the capture stream first", what);
+}
+
+void cg_pin(lua_State *L, cg_ctx *ctx, int idx) {
+  cg_obj *o;
+  if (ctx->capture && (o = cg_toany(L, idx))) cg_pinobj(L, ctx, o, idx);
+}
+
+/* o is the object at idx. It counts as used before the set grows, so a
+   finalizer that the allocation runs cannot free it; one freed earlier in
+   the same call is refused here. */
+void cg_pin_new(lua_State *L, cg_ctx *ctx, cg_obj *o, int idx) {
+  o->pinned = ctx->capture->serial;
+  if (o->uses++ == 0) o->graph = ctx->capture->id;
+  ctx->capture->top->scalars += o->kind == CG_SCALAR;
+  idx = lua_absindex(L, idx);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->capture->pins);
+  lua_pushvalue(L, idx);
+  lua_pushboolean(L, 1);
+  lua_rawset(L, -3);
+  lua_pop(L, 1);
+  cg_check_open(L, o);
+  cg_obj *up = o->parent; /* its user value 1 */
+  if (up && up->pinned != ctx->capture->serial) {
+    lua_getiuservalue(L, idx, 1);
+    cg_pin_new(L, ctx, up, -1);
+    lua_pop(L, 1);
+  }
+}
+
+/* An object keeps the id of a graph that holds it, or 0 when that is not
+   known. Sets are only reached through the debug library otherwise; keys
+   that are not objects of ours are passed over. */
+void cg_unpin_set(lua_State *L, cg_ctx *ctx, int idx, unsigned id,
+                  int empty) {
+  idx = lua_absindex(L, idx);
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    lua_pop(L, 1);
+    if (empty) { /* an existing key: allowed while traversing */
+      lua_pushvalue(L, -1);
+      lua_pushnil(L);
+      lua_rawset(L, idx);
+    }
+    cg_obj *o = cg_toany(L, -1);
+    if (!o) continue;
+    if (o->uses) o->uses--;
+    if (!o->uses || o->graph == id) o->graph = 0;
+    if (!o->uses) cg_unpinned(L, o);
+  }
+}
+
+void cg_stamp_set(lua_State *L, int idx, unsigned id) {
+  idx = lua_absindex(L, idx);
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    cg_obj *o = cg_toany(L, -2);
+    if (o) o->graph = id;
+    lua_pop(L, 1);
+  }
+}
+
+CUgraphNode cg_capture_node(lua_State *L, cg_ctx *ctx, CUstream s,
+                            CUgraphNodeParams *p) {
+  if (!cg_drv.cuGraphAddNode || !cg_drv.cuStreamGetCaptureInfo ||
+      !cg_drv.cuStreamUpdateCaptureDependencies)
+    luaL_error(L, "child graph and conditional nodes need CUDA 12.4 or later "
+               "(the driver lacks cuGraphAddNode_v2)");
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  CUgraph g = NULL;
+  const CUgraphNode *deps = NULL; /* the driver's: valid until the next call */
+  size_t n = 0;
+  CUgraphNode node = NULL;
+  CU(L, ctx, cuStreamGetCaptureInfo, s, &st, NULL, &g, &deps, NULL, &n);
+  CU(L, ctx, cuGraphAddNode, &node, g, deps, NULL, n, p);
+  CU(L, ctx, cuStreamUpdateCaptureDependencies, s, &node, NULL, 1,
+     CU_STREAM_SET_CAPTURE_DEPENDENCIES);
+  cg_note_node(L, ctx, node, p->type);
+  return node;
+}
+
+int cg_traceback(lua_State *L) {
+  if (lua_type(L, 1) == LUA_TSTRING)
+    luaL_traceback(L, L, lua_tostring(L, 1), 1);
+  else
+    lua_settop(L, 1);
+  return 1;
+}

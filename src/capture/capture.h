@@ -1,0 +1,164 @@
+/* The capture layer: the capture in progress, the pins that keep what it
+   used alive (pins.c), and the records of the nodes it made (records.c),
+   which graphs read to change themselves in place. */
+#ifndef CUGRAPH_CAPTURE_H
+#define CUGRAPH_CAPTURE_H
+
+#include "base/base.h"
+
+typedef struct cg_recs cg_recs;
+
+/* A capture in progress: the top level (s:capture, g:update), or the body
+   of a conditional node, captured into its body graph while the node's
+   stream object stands for the body's stream. Bodies share the top level's
+   pins, serial and id. */
+struct cg_capture {
+  CUstream origin;      /* the stream this level began on */
+  unsigned id;          /* the graph's id, for messages */
+  unsigned serial;      /* this capture's number: cg_obj.pinned */
+  int pins;             /* registry ref: set of pinned objects */
+  int scalars;          /* top: scalars among them */
+  CUstreamCaptureMode mode;
+  cg_capture *top;      /* the top level (itself there) */
+  int depth;            /* 0 at the top, n in a body nested n deep */
+  cuuint64_t seq;       /* bodies: the driver's id of this capture */
+  CUgraph root;         /* top: the graph captured into, once asked for */
+  unsigned handles;     /* top: condition handles made in this capture */
+  unsigned conds;       /* top: conditional nodes made in it */
+  cg_recs *recs;        /* top: its nodes so far, made on demand */
+  const void *fn;       /* top: the closure captured */
+};
+
+/* What the capture layer keeps per state (the root context's capstate). */
+struct cg_capstate {
+  int pins_slot;        /* registry slot: the set of pins of the capture in
+                           progress, or between captures a spare one */
+  cg_recs *spare;       /* records a capture may reuse */
+  size_t hint[3];       /* sizes of the last capture's records */
+};
+cg_capstate *cg_capstate_of(lua_State *L, cg_ctx *ctx);
+void capture_open(lua_State *L);
+
+/* -- pins (pins.c) -------------------------------------------------------- */
+
+/* Records that the capture in progress uses the object at idx (any value:
+   only objects of the runtime are pinned). */
+void cg_pin(lua_State *L, cg_ctx *ctx, int idx);
+void cg_pin_new(lua_State *L, cg_ctx *ctx, cg_obj *o, int idx);
+/* o (at idx) is pinned by the capture in progress, if any, and so are its
+   parents: a compare when this capture pinned it before */
+static inline void cg_pinobj(lua_State *L, cg_ctx *ctx, cg_obj *o, int idx) {
+  if (ctx->capture && o->pinned != ctx->capture->serial)
+    cg_pin_new(L, ctx, o, idx);
+}
+/* Releases every pin of graph id in the set at idx (emptied when empty is
+   set); an object a collection left for the last unpin is released. */
+void cg_unpin_set(lua_State *L, cg_ctx *ctx, int idx, unsigned id,
+                  int empty);
+/* Marks every object of the set at idx as held by graph id. */
+void cg_stamp_set(lua_State *L, int idx, unsigned id);
+/* Whether work on stream s is recorded by the capture in progress. */
+int cg_capturing_on(lua_State *L, cg_ctx *ctx, CUstream s);
+/* Raises "what: the stream is not part of the capture ..." unless work on
+   s is recorded by the capture in progress. */
+void cg_check_captured(lua_State *L, cg_ctx *ctx, CUstream s,
+                       const char *what);
+/* A node added to the graph that stream s captures into, after its work;
+   the stream's later work depends on it. */
+CUgraphNode cg_capture_node(lua_State *L, cg_ctx *ctx, CUstream s,
+                            CUgraphNodeParams *p);
+
+/* -- records (records.c) -------------------------------------------------- */
+
+enum { NK_KERNEL, NK_FILL, NK_COPY, NK_ALLOC, NK_FREE, NK_COND, NK_GRAPH,
+       NK_HOSTCOPY };
+extern const char *const cg_nk_names[];
+
+typedef struct cg_rec {
+  CUgraphNode node;     /* NULL when the driver could not say which */
+  unsigned char kind, enabled;
+  unsigned char freed;  /* NK_ALLOC: the same graph frees the memory */
+  unsigned char dirty;  /* changed in the exec only: the graph follows on
+                           demand (cg_graph_sync) */
+  int depth;            /* 0: a node of the top graph; n: in a body */
+  int line;             /* of the Lua code that made it; 0: unknown */
+  size_t src, label;    /* offsets in text + 1; 0: none */
+  cg_obj *kernel;       /* NK_KERNEL */
+  cg_obj *obj[2];       /* FILL: dst; COPY: dst, src; ALLOC, FREE: buffer */
+  unsigned grid[3], block[3], shared;
+  int nargs;            /* NK_KERNEL: its arguments' objects from objs[arg0] */
+  size_t arg0, word0;   /* and their bytes from words[word0], 8-aligned */
+  size_t off, bytes, width, height, pitch; /* FILL: off and shape; COPY */
+  size_t soff;          /* COPY: the source's byte offset (off: dst's) */
+  unsigned value, elem;                    /* FILL */
+} cg_rec;
+
+/* Objects are referenced by pointer: the graph's pins keep them alive. */
+struct cg_recs {
+  cg_rec *v;
+  size_t n, cap;
+  cg_obj **objs;        /* a buffer or scalar argument, or NULL */
+  size_t nobjs, cobjs;
+  uint64_t *words;
+  size_t nwords, cwords;
+  char *text;           /* sources and labels, each NUL-terminated */
+  size_t ntext, ctext;
+  size_t lastsrc;       /* while capturing: the latest source, offset + 1, */
+  const void *lastfn;   /* of this function */
+  size_t label;         /* while capturing: the label of nodes made now */
+  unsigned busy;        /* readers holding pointers into these records
+                           across allocations (a finalizer they run may
+                           free the graph): the records stay the graph's */
+};
+
+/* A kernel launch as the kernel layer checked it: its parameters, the
+   bytes of each argument and the object each pointer slot took. */
+typedef struct cg_launchnote {
+  cg_obj *kernel;
+  int nparams;
+  const cg_param *params;
+  void *const *argp;
+  cg_obj *const *seen;
+  int argidx;           /* stack index of the first argument */
+  unsigned grid[3], block[3], shared;
+} cg_launchnote;
+
+/* Notes the node that work just sent to s (a capture's stream) made. */
+void cg_note_kernel(lua_State *L, cg_ctx *ctx, CUstream s,
+                    const cg_launchnote *k);
+void cg_note_fill(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *dst,
+                  size_t off, unsigned value, unsigned elem, size_t width,
+                  size_t height, size_t pitch);
+void cg_note_copy(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *dst,
+                  cg_obj *src, size_t bytes, size_t doff, size_t soff);
+/* a copy between device and pinned host memory, or between devices:
+   recorded so that g:rebind refuses its buffer (such copy nodes are not
+   changed in place) */
+void cg_note_hostcopy(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *dev,
+                      cg_obj *host);
+void cg_note_node(lua_State *L, cg_ctx *ctx, CUgraphNode node,
+                  CUgraphNodeType type);
+/* an allocation node of buffer b, and a free node of it */
+void cg_note_alloc(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *b);
+void cg_note_free(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *b);
+/* s:label's: the nodes made until cg_label_end are labelled name */
+size_t cg_label_begin(lua_State *L, cg_ctx *ctx, const char *name);
+void cg_label_end(cg_ctx *ctx, size_t saved);
+const char *cg_recs_text(const cg_recs *r, size_t at);
+void cg_recs_free(cg_recs *r);
+/* Lets go of a graph's records: kept for the state's next capture (one
+   set), else freed. Not while a reader marks them busy (cg_recs_busy): a
+   close then leaves them to the graph's __gc. */
+void cg_recs_release(cg_ctx *ctx, cg_recs *r);
+int cg_recs_busy(const cg_recs *r);
+size_t cg_recs_count(const cg_recs *r); /* records in r (NULL: 0) */
+void cg_recs_done(cg_ctx *ctx, const cg_recs *r);
+/* Whether a kernel node of r launches a kernel of module mod. */
+int cg_recs_launch(const cg_recs *r, const cg_obj *mod);
+/* Allocation nodes of r whose memory the graph does not free. */
+unsigned cg_recs_allocs(const cg_recs *r);
+/* Message handler of the closures a capture runs: a string error gains
+   the traceback; others stay as they are. */
+int cg_traceback(lua_State *L);
+
+#endif

@@ -1,0 +1,263 @@
+/* What a capture records of the nodes it makes through the API: each
+   kernel launch, fill, copy, allocation, free, conditional and child graph
+   node, with its driver node (the capture stream's dependency right after
+   the call), its kernel and the objects and bytes of its arguments, and
+   the Lua line that made it. Records are C arrays, made only while
+   capturing; the graph layer changes the instantiated graph through them
+   (g:rebind, node:set) and labels its nodes (g:nodes, g:dot). */
+#define _POSIX_C_SOURCE 200809L
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "capture/capture.h"
+
+const char *const cg_nk_names[] = {
+  "kernel", "fill", "copy", "alloc", "free", "conditional", "graph",
+  "host copy"
+};
+
+void cg_recs_free(cg_recs *r) {
+  if (!r) return;
+  free(r->v);
+  free(r->objs);
+  free(r->words);
+  free(r->text);
+  free(r);
+}
+
+void cg_recs_release(cg_ctx *ctx, cg_recs *r) {
+  if (!r) return;
+  cg_capstate *cs = ctx->root->capstate;
+  if (!cs || cs->spare || ctx->root->closed) { /* the state is closing */
+    cg_recs_free(r);
+    return;
+  }
+  r->n = r->nobjs = r->nwords = r->ntext = 0; /* the arrays stay */
+  r->lastsrc = r->label = 0;
+  r->lastfn = NULL;
+  r->busy = 0;
+  cs->spare = r;
+}
+
+int cg_recs_busy(const cg_recs *r) { return r && r->busy; }
+
+size_t cg_recs_count(const cg_recs *r) { return r ? r->n : 0; }
+
+static void *grow(lua_State *L, void *v, size_t *cap, size_t need,
+                  size_t size) {
+  if (need <= *cap) return v;
+  size_t c = *cap ? *cap : 8;
+  while (c < need) c *= 2;
+  void *w = realloc(v, c * size);
+  if (!w) luaL_error(L, "out of host memory");
+  *cap = c;
+  return w;
+}
+
+/* The records of the capture in progress, made on first use with room for
+   as many as the last capture made, in the arrays of a freed graph's
+   records when the state kept them (a loop capturing the same closure
+   allocates nothing); the capture releases them when it fails. */
+static cg_recs *recs_of(lua_State *L, cg_ctx *ctx) {
+  cg_capture *top = ctx->capture->top;
+  if (top->recs) return top->recs;
+  cg_capstate *cs = cg_capstate_of(L, ctx);
+  cg_recs *r = cs->spare;
+  cs->spare = NULL;
+  if (!r && !(r = calloc(1, sizeof *r))) luaL_error(L, "out of host memory");
+  top->recs = r;
+  const size_t *h = cs->hint;
+  r->v = grow(L, r->v, &r->cap, h[0], sizeof *r->v);
+  r->objs = grow(L, r->objs, &r->cobjs, h[1], sizeof *r->objs);
+  r->words = grow(L, r->words, &r->cwords, h[2], 8);
+  return r;
+}
+
+void cg_recs_done(cg_ctx *ctx, const cg_recs *r) {
+  cg_capstate *cs = ctx->root->capstate;
+  if (!r || !cs) return;
+  cs->hint[0] = r->n;
+  cs->hint[1] = r->nobjs;
+  cs->hint[2] = r->nwords;
+}
+
+static size_t addtext(lua_State *L, cg_recs *r, const char *s) {
+  size_t len = strlen(s) + 1;
+  r->text = grow(L, r->text, &r->ctext, r->ntext + len, 1);
+  memcpy(r->text + r->ntext, s, len);
+  r->ntext += len;
+  return r->ntext - len + 1;
+}
+
+const char *cg_recs_text(const cg_recs *r, size_t at) {
+  return at ? r->text + at - 1 : NULL;
+}
+
+static const char lastfn_key = 'f';
+
+/* The line of the nearest Lua function calling in. Its source is looked up
+   only when the function differs from the last one's, which the capture's
+   pins keep alive (or the stack: the closure captured), so that the
+   identity holds. */
+static void where(lua_State *L, cg_ctx *ctx, cg_recs *r, cg_rec *e) {
+  lua_Debug ar;
+  for (int level = 1; level < 4 && lua_getstack(L, level, &ar); level++) {
+    if (!lua_getinfo(L, "lf", &ar)) continue;
+    if (ar.currentline <= 0) {
+      lua_pop(L, 1);
+      continue;
+    }
+    e->line = ar.currentline;
+    if (lua_topointer(L, -1) == r->lastfn) {
+      lua_pop(L, 1);
+      e->src = r->lastsrc;
+      return;
+    }
+    r->lastfn = lua_topointer(L, -1);
+    if (r->lastfn != ctx->capture->top->fn) { /* that one is on the stack */
+      lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->capture->pins);
+      lua_pushvalue(L, -2);
+      lua_rawsetp(L, -2, &lastfn_key);
+      lua_pop(L, 1);
+    }
+    lua_getinfo(L, ">S", &ar);
+    if (!r->lastsrc || strcmp(cg_recs_text(r, r->lastsrc), ar.short_src))
+      r->lastsrc = addtext(L, r, ar.short_src);
+    e->src = r->lastsrc;
+    return;
+  }
+}
+
+/* The node the last work on s made: the stream's one dependency now. */
+static CUgraphNode lastnode(lua_State *L, cg_ctx *ctx, CUstream s) {
+  if (!cg_drv.cuStreamGetCaptureInfo) return NULL;
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  const CUgraphNode *deps = NULL;
+  size_t n = 0;
+  CU(L, ctx, cuStreamGetCaptureInfo, s, &st, NULL, NULL, &deps, NULL, &n);
+  return n == 1 ? deps[0] : NULL;
+}
+
+static cg_rec *newrec(lua_State *L, cg_ctx *ctx, cg_recs *r, CUgraphNode node,
+                   int kind) {
+  r->v = grow(L, r->v, &r->cap, r->n + 1, sizeof *r->v);
+  cg_rec *e = &r->v[r->n];
+  memset(e, 0, sizeof *e);
+  e->node = node;
+  e->kind = (unsigned char)kind;
+  e->enabled = 1;
+  e->depth = ctx->capture->depth;
+  e->label = r->label;
+  where(L, ctx, r, e);
+  r->n++;
+  return e;
+}
+
+static size_t words(const cg_param *p) { return (p->size + 7) / 8; }
+
+void cg_note_kernel(lua_State *L, cg_ctx *ctx, CUstream s,
+                    const cg_launchnote *k) {
+  cg_recs *r = recs_of(L, ctx);
+  size_t nw = 0;
+  for (int i = 0; i < k->nparams; i++) nw += words(&k->params[i]);
+  r->objs = grow(L, r->objs, &r->cobjs, r->nobjs + (size_t)k->nparams,
+                 sizeof *r->objs);
+  r->words = grow(L, r->words, &r->cwords, r->nwords + nw, 8);
+  cg_rec *e = newrec(L, ctx, r, lastnode(L, ctx, s), NK_KERNEL);
+  e->kernel = k->kernel;
+  memcpy(e->grid, k->grid, sizeof e->grid);
+  memcpy(e->block, k->block, sizeof e->block);
+  e->shared = k->shared;
+  e->nargs = k->nparams;
+  e->arg0 = r->nobjs;
+  e->word0 = r->nwords;
+  uint64_t *w = r->words + r->nwords;
+  if (nw) memset(w, 0, nw * 8); /* no words yet: NULL */
+  for (int i = 0; i < k->nparams; i++) {
+    int idx = k->argidx + i;
+    memcpy(w, k->argp[i], k->params[i].size);
+    w += words(&k->params[i]);
+    int t = k->params[i].type; /* a pointer slot's object passed its check */
+    cg_obj *o = k->seen[i];
+    r->objs[r->nobjs + (size_t)i] = (t == CG_P_PTR || (t == CG_P_PTR_OR_INT &&
+      lua_type(L, idx) == LUA_TUSERDATA && lua_touserdata(L, idx) == o))
+      ? o : NULL;
+  }
+  r->nobjs += (size_t)k->nparams;
+  r->nwords += nw;
+}
+
+void cg_note_fill(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *dst,
+                  size_t off, unsigned value, unsigned elem, size_t width,
+                  size_t height, size_t pitch) {
+  cg_rec *e = newrec(L, ctx, recs_of(L, ctx), lastnode(L, ctx, s), NK_FILL);
+  e->obj[0] = dst;
+  e->off = off;
+  e->value = value;
+  e->elem = elem;
+  e->width = width;
+  e->height = height;
+  e->pitch = pitch;
+}
+
+void cg_note_copy(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *dst,
+                  cg_obj *src, size_t bytes, size_t doff, size_t soff) {
+  cg_rec *e = newrec(L, ctx, recs_of(L, ctx), lastnode(L, ctx, s), NK_COPY);
+  e->obj[0] = dst;
+  e->obj[1] = src;
+  e->bytes = bytes;
+  e->off = doff;
+  e->soff = soff;
+}
+
+void cg_note_hostcopy(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *dev,
+                      cg_obj *host) {
+  cg_rec *e = newrec(L, ctx, recs_of(L, ctx), lastnode(L, ctx, s), NK_HOSTCOPY);
+  e->obj[0] = dev;
+  e->obj[1] = host;
+}
+
+void cg_note_node(lua_State *L, cg_ctx *ctx, CUgraphNode node,
+                  CUgraphNodeType type) {
+  newrec(L, ctx, recs_of(L, ctx), node,
+         type == CU_GRAPH_NODE_TYPE_GRAPH ? NK_GRAPH : NK_COND);
+}
+
+int cg_recs_launch(const cg_recs *r, const cg_obj *mod) {
+  for (size_t i = 0; r && i < r->n; i++)
+    if (r->v[i].kind == NK_KERNEL && r->v[i].kernel->parent == mod) return 1;
+  return 0;
+}
+
+unsigned cg_recs_allocs(const cg_recs *r) {
+  unsigned n = 0;
+  for (size_t i = 0; r && i < r->n; i++)
+    n += r->v[i].kind == NK_ALLOC && !r->v[i].freed;
+  return n;
+}
+
+
+void cg_note_alloc(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *b) {
+  newrec(L, ctx, recs_of(L, ctx), lastnode(L, ctx, s), NK_ALLOC)->obj[0] = b;
+}
+
+/* The allocation node of b in this capture, if any, frees its memory. */
+void cg_note_free(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *b) {
+  cg_recs *r = recs_of(L, ctx);
+  newrec(L, ctx, r, lastnode(L, ctx, s), NK_FREE)->obj[0] = b;
+  for (size_t i = 0; i < r->n; i++)
+    if (r->v[i].kind == NK_ALLOC && r->v[i].obj[0] == b) r->v[i].freed = 1;
+}
+
+size_t cg_label_begin(lua_State *L, cg_ctx *ctx, const char *name) {
+  cg_recs *r = recs_of(L, ctx);
+  size_t saved = r->label;
+  r->label = addtext(L, r, name);
+  return saved;
+}
+
+/* The capture, still on, keeps its records. */
+void cg_label_end(cg_ctx *ctx, size_t saved) {
+  if (ctx->capture && ctx->capture->top->recs)
+    ctx->capture->top->recs->label = saved;
+}

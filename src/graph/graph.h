@@ -1,0 +1,110 @@
+/* The graph layer: graphs captured from Lua closures (graph.c, the capture
+   itself in stream_capture.c), conditional nodes (cond.c), node handles
+   (node.c), in-place changes (rebind.c), Graphviz output (dot.c), kernel
+   reload (reload.c) and graphs owned by C (cgraph.c). */
+#ifndef CUGRAPH_GRAPH_H
+#define CUGRAPH_GRAPH_H
+
+#include "kernel/kernel.h"
+
+typedef struct cg_graph cg_graph;
+
+/* cugraph.Graph: h.drv.exec, and the driver graph it was made from. Its
+   user values: 1 the set of pins, 2 its capture stream. */
+struct cg_graph {
+  cg_obj h;
+  CUgraph g;
+  CUstream stream;      /* the capture stream: launches default to it */
+  CUstreamCaptureMode mode;
+  unsigned id;
+  lua_Integer launches;
+  unsigned conds;       /* conditional nodes, at any depth */
+  int nscalars;
+  cg_scalar **scalars;  /* pinned scalars, flushed before each launch */
+  cg_recs *recs;        /* the nodes its capture recorded */
+  unsigned allocs;      /* allocation nodes whose memory it does not free */
+  unsigned char auto_free; /* instantiated with AUTO_FREE_ON_LAUNCH */
+  unsigned char updated;   /* g:update ran: exec's nodes are not recs' */
+  cg_graph *prev, *next;   /* while open: the state's list (reload.c) */
+};
+
+/* What the graph layer keeps per state (the root context's graphstate). */
+struct cg_graphstate {
+  cg_graph *graphs;     /* the open graphs */
+};
+cg_graphstate *cg_graphstate_of(lua_State *L, cg_ctx *ctx);
+
+/* -- capture (stream_capture.c) ------------------------------------------- */
+
+/* Runs fn (at fnidx) under capture on the stream at sidx; see the file. */
+CUgraph cg_capture_graph(lua_State *L, cg_ctx *ctx, cg_stream *s, int sidx,
+                         int fnidx, CUstreamCaptureMode mode, unsigned id,
+                         int *scalars, unsigned *conds, cg_recs **recs,
+                         int restamp, const unsigned char *alive);
+/* Captures fn (at fnidx) into body, a body graph of a conditional node,
+   with the stream object at sidx standing for the body's stream; raises
+   fn's error (or the driver's) once the body's capture is over. */
+void cg_capture_body(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
+                     CUgraph body);
+/* The stream that captures bodies nested depth deep, made once per state
+   (a cugraph.Stream kept in the registry, never given out). */
+CUstream cg_bodystream(lua_State *L, cg_ctx *ctx, int depth);
+/* Lets go of the pins at idx of graph id, which nothing else holds now,
+   and keeps the set, empty, for the next capture. */
+void cg_unpin_spare(lua_State *L, cg_ctx *ctx, int idx, unsigned id);
+
+/* -- graphs (graph.c) ----------------------------------------------------- */
+
+/* The driver graph and executable graph of the Graph at idx (NULL when it
+   is freed), its nodes up to date with its exec. */
+void cg_graph_parts(lua_State *L, int idx, CUgraph *g, CUgraphExec *x);
+/* Collects the scalars among the pins of the graph at gidx again. */
+void cg_graph_rescan(lua_State *L, cg_graph *gr, int gidx);
+
+/* -- changes in place (rebind.c) ------------------------------------------ */
+
+/* The graph's nodes take what rebinding changed in its exec (raising;
+   cg_graph_follow: no Lua, the first failure or SUCCESS). */
+void cg_graph_sync(lua_State *L, cg_graph *gr);
+CUresult cg_graph_follow(cg_graph *gr, const char **api);
+/* Raises unless record i of gr can change in place. */
+void cg_check_changeable(lua_State *L, cg_graph *gr, const cg_rec *e,
+                         size_t i);
+/* Sets e's node in exec x (x NULL: in the graph) to its recorded values,
+   the objects olds[i] replaced by news[i]; argument bytes from argw when
+   not NULL. */
+CUresult cg_rec_apply(cg_ctx *ctx, const cg_recs *r, const cg_rec *e,
+                      CUgraphExec x, cg_obj *const *olds,
+                      cg_obj *const *news, int np, const uint64_t *argw,
+                      const char **api);
+/* Whether record e, or any record of r, uses object o. */
+int cg_rec_uses(const cg_recs *r, const cg_rec *e, const cg_obj *o);
+int cg_recs_use(const cg_recs *r, const cg_obj *o);
+/* Pins the object at oidx in gr's set at pidx unless there, and unpins. */
+void cg_graph_pin(lua_State *L, cg_graph *gr, int pidx, int oidx);
+void cg_graph_unpin(lua_State *L, cg_graph *gr, int pidx, int oidx);
+
+/* -- reload (reload.c) ---------------------------------------------------- */
+
+void cg_track_graph(cg_graph *gr);   /* one opened */
+void cg_untrack_graph(cg_graph *gr); /* one closed */
+/* The kernel nodes of g, its child graphs and conditional bodies switch as
+   sw says; then x (if not NULL) is updated from g. No Lua call. */
+CUresult cg_swap_kernels(CUgraph g, CUgraphExec x, const cg_swap *sw, int n,
+                         const char **api);
+
+/* -- graphs owned by C (cgraph.c) ----------------------------------------- */
+
+/* The C graphs that launch module share sh's code switch as sw says; then
+   sh holds module newmod. The first failure, or SUCCESS. */
+CUresult cg_share_swap(cg_share *sh, CUmodule newmod, const cg_swap *sw,
+                       int n, const char **api);
+
+void graph_open(lua_State *L);
+void cond_open(lua_State *L);
+void node_open(lua_State *L);
+void rebind_open(lua_State *L);
+void dot_open(lua_State *L);
+void reload_open(lua_State *L);
+
+#endif

@@ -1,0 +1,35 @@
+/* The compiler's disk cache (cache.c): pure C. */
+#ifndef CUGRAPH_CACHE_H
+#define CUGRAPH_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum { CG_CACHE_DIRLEN = 3968, CG_CACHE_PATHLEN = 4096 };
+
+/* Two unrelated 64-bit lanes, FNV-1a and multiply/xorshift: a 128-bit key
+   that no accidental pair of inputs shares. */
+typedef struct cg_hash { uint64_t a, b; } cg_hash;
+#define CG_HASH_INIT {0xcbf29ce484222325u, 0x6a09e667f3bcc909u}
+void cg_hash_bytes(cg_hash *h, const void *p, size_t n);
+/* Length-prefixed, so a sequence of fields hashes unambiguously. */
+void cg_hash_field(cg_hash *h, const char *s, size_t n);
+
+/* The format's name, part of every key. */
+extern const char *const cg_cache_magic;
+
+/* The cache directory into out, made (mode 0700) as needed:
+   $CUGRAPH_LUA_CACHE_DIR, else $XDG_CACHE_HOME/cugraph-lua, else
+   $HOME/.cache/cugraph-lua; 0 when it is not usable. */
+int cg_cache_dir(char *out, size_t n);
+/* The size cap: $CUGRAPH_LUA_CACHE_SIZE (bytes, with K, M or G), else 256M. */
+uint64_t cg_cache_cap(void);
+const char *cg_cache_get(const char *path, const char *key, size_t *len,
+                         void *(*alloc)(void *ud, size_t n), void *ud);
+/* Writes an entry of len bytes, then brings the cache under its cap. */
+void cg_cache_put(const char *dir, const char *key, const char *data,
+                  size_t len);
+/* The path of key's entry in dir into out; 0 when it does not fit. */
+int cg_cache_path(char *out, size_t n, const char *dir, const char *key);
+
+#endif

@@ -1,0 +1,72 @@
+/* The kernel layer: modules (module.c), kernels and their checked launches
+   (kernel.c), NVRTC (nvrtc.c) and its disk cache (cache.c); the pure-C
+   readers of PTX signatures and binary images are ptx.h and image.h. */
+#ifndef CUGRAPH_KERNEL_H
+#define CUGRAPH_KERNEL_H
+
+#include "types/types.h"
+#include "kernel/image.h"
+#include "kernel/ptx.h"
+
+/* cugraph.Module: h.drv.module. */
+typedef struct cg_module {
+  cg_obj h;
+  ptx_entry *entries;   /* user value 2; NULL for cubin and fatbin */
+  int nentries;
+} cg_module;
+
+/* cugraph.Kernel: a function of its module (h.parent, user value 1). Its
+   launches are checked against its signature and the device's limits, and
+   marshal the arguments into storage it owns. */
+typedef struct cg_kernel {
+  cg_obj h;
+  CUfunction f;
+  unsigned shared;      /* dynamic shared memory per launch */
+  int nparams;
+  char name[64];        /* for messages */
+  unsigned epoch;       /* cg_epoch when the seen entries were made */
+  const void *seen_stream; /* stream and arguments checked by an earlier */
+  cg_obj **seen;        /* launch: the same userdata needs no new check */
+  cg_param *params;     /* the rest of the userdata: params, then argp, */
+  void **argp;          /* then seen, then one 8-aligned slot per argument */
+} cg_kernel;
+
+/* A kernel of `module` at 1 for entry `entry` with parameters ps[n],
+   labelled `label` in messages: pushed. */
+cg_kernel *cg_kernel_new(lua_State *L, cg_module *m, const char *entry,
+                         const char *label, const cg_param *ps, int n);
+/* The values at idx.. into the slots of the kernel at kidx, checked as a
+   launch checks them (count, types, ranges); no pin, no scalar flush. */
+void cg_kernel_args(lua_State *L, int kidx, int idx, int nargs);
+/* "axpy(f32, const f32*, f32*, i32)", pushed. */
+void cg_pushsignature(lua_State *L, const char *name, const cg_param *ps,
+                      int n);
+void cg_pushparam(lua_State *L, const cg_param *p);
+
+/* One kernel switched to new code by a reload: nodes launching from launch
+   to, with the same parameters (nparams of size[i] bytes). */
+typedef struct cg_swap {
+  CUfunction from, to;
+  int nparams;
+  const unsigned *size;
+} cg_swap;
+
+/* m:reload's first and last steps (the graph layer switches the graphs
+   between them). cg_reload_plan loads image (at iidx, named by the string
+   at nidx) as a new module (pushed), and for every kernel made from the
+   module at midx finds its entry there (pushed: the plan), raising when one
+   is missing or its parameters differ; *sw gets the swaps, the count is
+   returned. cg_reload_commit gives the module the new code and its kernels
+   the new functions; the new module object (at nmidx) takes the old code,
+   which its close unloads. */
+int cg_reload_plan(lua_State *L, int midx, int iidx, int nidx, cg_swap **sw);
+void cg_reload_commit(lua_State *L, int midx, int nmidx, int planidx);
+
+/* core.module(image [, name [, ptx [, types]]]) */
+int cg_module_new(lua_State *L);
+
+void module_open(lua_State *L);
+void kernel_open(lua_State *L);
+void nvrtc_open(lua_State *L);
+
+#endif

@@ -1,0 +1,101 @@
+/* The types layer: one file per Lua type of memory, streams and events,
+   each exporting <type>_open(L). The driver handle of each object is its
+   header's drv (base.h); what else a type holds is here. */
+#ifndef CUGRAPH_TYPES_H
+#define CUGRAPH_TYPES_H
+
+#include "capture/capture.h"
+
+/* cugraph.Stream: h.drv.stream. */
+typedef struct cg_stream {
+  cg_obj h;
+  CUevent join;         /* private event for s2:wait(s1), made on demand */
+} cg_stream;
+
+/* cugraph.Event: h.drv.event. */
+typedef struct cg_event {
+  cg_obj h;
+  int timing;
+} cg_event;
+
+/* cugraph.Buffer: h.drv.mem. A view (b:view) borrows its parent's memory
+   (h.parent, its user value 1); the parent counts its open views. */
+typedef struct cg_buffer {
+  cg_obj h;
+  size_t n;
+  cg_type type;
+} cg_buffer;
+
+/* cugraph.HostBuffer: page-locked host memory, h.drv.host. */
+typedef struct cg_hostbuf {
+  cg_obj h;
+  size_t n;
+  cg_type type;
+} cg_hostbuf;
+
+/* cugraph.Scalar: 8 bytes of device memory, h.drv.mem. */
+typedef struct cg_scalar {
+  cg_obj h;
+  uint64_t bits;        /* value set on the host ... */
+  int pending;          /* ... and not yet written to the device */
+  cg_type type;
+} cg_scalar;
+
+/* cugraph.Condition: a host object with a 4-byte device cell (h.drv.mem,
+   count_down's counter); its driver handle is made in each capture that
+   uses it, in that capture's graph, and drives exactly one node there. */
+typedef struct cg_condition {
+  cg_obj h;
+  unsigned dflt;        /* the value each launch starts with ... */
+  unsigned flags;       /* ... when this is CU_GRAPH_COND_ASSIGN_DEFAULT */
+  unsigned bound;       /* serial of the capture whose graph has handle */
+  unsigned node;        /* serial of the capture where it drives a node */
+  CUgraphConditionalHandle handle;
+} cg_condition;
+
+/* Raises while views are open over b: every way to free a buffer asks. */
+void cg_check_no_views(lua_State *L, const cg_buffer *b);
+/* The stream at idx (nil: ctx's default stream), of device ctx. */
+CUstream cg_optstream(lua_State *L, int idx, cg_ctx *ctx);
+/* Writes a pending host value on stream s (outside captures). */
+void cg_scalar_flush(lua_State *L, cg_scalar *sc, CUstream s);
+/* The Condition at idx as a kernel argument (its handle, in slot); 0 when
+   the value is not a Condition. */
+int cg_condition_arg(lua_State *L, cg_ctx *ctx, int idx, void *slot);
+/* Raises unless the driver has what conditional nodes need (CUDA 12.4). */
+void cg_check_conditional(lua_State *L);
+/* The handle of c (at idx) in the capture in progress, made in its top
+   graph on first use there; pins c. */
+void cg_condition_handle(lua_State *L, cg_ctx *ctx, cg_condition *c, int idx);
+/* Whether o's memory is a graph's allocation (o's or a parent's it views),
+   and whether that is not allocated now: used only inside captures. */
+static inline int cg_in_graphmem(const cg_obj *o) {
+  for (; o; o = o->parent)
+    if (o->graphmem) return 1;
+  return 0;
+}
+static inline int cg_graphmem_gone(const cg_obj *o) {
+  for (; o; o = o->parent)
+    if (o->graphmem == CG_GRAPHMEM_GONE) return 1;
+  return 0;
+}
+/* Why such memory cannot be used now (pushed); cg_check_allocated raises
+   it for work outside a capture. */
+const char *cg_graphmem_why(lua_State *L, const cg_obj *o);
+void cg_check_allocated(lua_State *L, const cg_obj *o);
+/* The stream-ordered allocation of cuda.buffer (opts at optidx; 0 when
+   they name no stream) and free (b:free(stream)), graphmem.c. */
+int cg_buffer_async(lua_State *L, cg_type t, size_t n, int optidx);
+int cg_buffer_free_async(lua_State *L, int sidx);
+
+void stream_open(lua_State *L);
+void event_open(lua_State *L);
+void buffer_open(lua_State *L);
+void hostbuf_open(lua_State *L);
+void scalar_open(lua_State *L);
+void condition_open(lua_State *L);
+void graphmem_open(lua_State *L);
+void interop_open(lua_State *L);
+void comm_open(lua_State *L);
+
+#endif
