@@ -261,6 +261,41 @@ local function declared(text)
   return funcs, methods
 end
 
+-- The sections of docs/api.md ("## Title" up to the next "## "): title ->
+-- the "### " headings in it, and the lines of each section.
+local function sections(text)
+  local heads, lines, cur = {}, {}, nil
+  for l in (text .. "\n"):gmatch("([^\n]*)\n") do
+    local title = l:match("^## (.-)%s*$")
+    if title then
+      cur = title
+      heads[cur], lines[cur] = heads[cur] or {}, lines[cur] or {}
+    elseif cur then
+      local h = l:match("^### (.-)%s*$")
+      if h then table.insert(heads[cur], h) end
+      table.insert(lines[cur], l)
+    end
+  end
+  return heads, lines
+end
+
+-- Each type of the runtime: its section of docs/api.md and the names its
+-- objects go by there (s:wait, dst:copy, ...).
+local api_types = {
+  Stream = { section = "Streams", as = { "s" } },
+  Event = { section = "Events", as = { "e", "start", "stop" } },
+  Buffer = { section = "Buffers", as = { "b", "dst", "v" } },
+  HostBuffer = { section = "Pinned host memory", as = { "h" } },
+  Scalar = { section = "Scalars", as = { "sc" } },
+  Module = { section = "Modules and compilation", as = { "m" } },
+  Kernel = { section = "Kernels", as = { "k" } },
+  Graph = { section = "Graphs", as = { "g" } },
+  Node = { section = "Nodes", as = { "node" } },
+  Condition = { section = "Conditional nodes and child graphs", as = { "c", "cond" } },
+  Comm = { section = "Collectives (NCCL)", as = { "c", "comm" } },
+  GLResource = { section = "OpenGL interop", as = { "r" } },
+}
+
 describe("annotations and docs", function()
   local s = cuda.stream()
   local m = H.kernels()
@@ -271,32 +306,104 @@ describe("annotations and docs", function()
                     Condition = cuda.condition(1), HostBuffer = cuda.host_buffer("f32", 4),
                     Comm = cuda.comm_world() }
   local api = read("docs/api.md")
+  -- the methods of each type, from its metatable (a GL resource needs a GL
+  -- context to exist: its metatable is the registry's)
+  local function methods_of(t)
+    local mt = objects[t] and debug.getmetatable(objects[t]) or debug.getregistry()["cugraph." .. t]
+    return assert(mt and mt.methods, "no methods table for cugraph." .. t)
+  end
 
-  it("cover every function and method of the runtime, and nothing it lacks", function()
+  it("annotate every function and method of the runtime, and nothing it lacks", function()
     local funcs, methods = declared(read("types/cugraph.lua"))
     for name, v in pairs(cuda) do
       if type(v) == "function" then
         assert.is_true(funcs[name], "types/cugraph.lua lacks cuda." .. name)
-        assert.truthy(api:find("cuda." .. name .. "(", 1, true), "docs/api.md lacks cuda." .. name)
-      else
-        assert.truthy(api:find("cuda." .. name, 1, true), "docs/api.md lacks cuda." .. name)
       end
     end
     for name in pairs(funcs) do
       assert.is_function(cuda[name], "annotated but absent: cuda." .. name)
     end
-    for t, o in pairs(objects) do
-      local have = debug.getmetatable(o).methods
+    for t in pairs(api_types) do
+      local have = methods_of(t)
       for name in pairs(have) do
         assert.is_true((methods[t] or {})[name], "types/cugraph.lua lacks " .. t .. ":" .. name)
-        assert.truthy(api:find(":" .. name .. "(", 1, true), "docs/api.md lacks :" .. name)
       end
       for name in pairs(methods[t] or {}) do
         assert.is_function(have[name], "annotated but absent: " .. t .. ":" .. name)
       end
     end
-    for name in api:gmatch("### cuda%.([%w_]+)") do
-      assert.is_not_nil(cuda[name], "documented but absent: cuda." .. name)
+  end)
+
+  it("document each type's methods in its own section of docs/api.md, and only those it has", function()
+    local heads = sections(api)
+    local by_name = {}  -- "c" -> {"Condition", "Comm"}
+    for t, d in pairs(api_types) do
+      for _, n in ipairs(d.as) do
+        by_name[n] = by_name[n] or {}
+        table.insert(by_name[n], t)
+      end
+    end
+    local documented = {}  -- type -> method -> true, from its own section
+    for t in pairs(api_types) do documented[t] = {} end
+    for title, list in pairs(heads) do
+      local own  -- the type whose section this is
+      for t, d in pairs(api_types) do if d.section == title then own = t end end
+      for _, h in ipairs(list) do
+        for recv, name in h:gmatch("([%a_][%w_]*):([%a_][%w_]*)%(") do
+          local types = by_name[recv]
+          assert.is_table(types, ("docs/api.md, ## %s: heading '%s': whose method is %s:%s?")
+                                 :format(title, h, recv, name))
+          local found = false
+          for _, t in ipairs(types) do
+            if t == own then documented[t][name] = true end
+            if methods_of(t)[name] then found = true end
+          end
+          assert.is_true(found, ("docs/api.md, ## %s: documented but absent: %s:%s (%s)")
+                                :format(title, recv, name, table.concat(types, " or ")))
+          if own and not methods_of(own)[name] then
+            local elsewhere = false
+            for _, t in ipairs(types) do if t ~= own and methods_of(t)[name] then elsewhere = true end end
+            assert.is_true(elsewhere, ("docs/api.md, ## %s: cugraph.%s has no method %s")
+                                      :format(title, own, name))
+          end
+        end
+      end
+    end
+    for t, d in pairs(api_types) do
+      assert.is_table(heads[d.section], "docs/api.md has no section ## " .. d.section .. " for cugraph." .. t)
+      for name in pairs(methods_of(t)) do
+        assert.is_true(documented[t][name], ("docs/api.md lacks %s:%s under ## %s (cugraph.%s)")
+                                            :format(d.as[1], name, d.section, t))
+      end
+    end
+  end)
+
+  it("document every field of the module table in docs/api.md, and only those it has", function()
+    local heads, lines = sections(api)
+    local headed, listed = {}, {}
+    for title, list in pairs(heads) do
+      for _, h in ipairs(list) do
+        for name in h:gmatch("cuda%.([%a_][%w_]*)") do
+          assert.is_not_nil(cuda[name], ("docs/api.md, ## %s: documented but absent: cuda.%s"):format(title, name))
+          if type(cuda[name]) == "function" then
+            assert.truthy(h:find("cuda." .. name .. "(", 1, true),
+                          ("docs/api.md, ## %s: cuda.%s is a function: write cuda.%s(...)"):format(title, name, name))
+          end
+          headed[name] = true
+        end
+      end
+    end
+    for _, l in ipairs(assert(lines["The module table"], "docs/api.md has no ## The module table")) do
+      local name, kind = l:match("^| `([%a_][%w_]*)` | (%a+) |")
+      if name then
+        assert.is_not_nil(cuda[name], "docs/api.md, ## The module table: listed but absent: " .. name)
+        assert.equals(type(cuda[name]), kind, "docs/api.md, ## The module table: the kind of " .. name)
+        listed[name] = true
+      end
+    end
+    for name in pairs(cuda) do
+      assert.is_true(headed[name], "docs/api.md has no ### heading for cuda." .. name)
+      assert.is_true(listed[name], "docs/api.md, ## The module table, lacks " .. name)
     end
   end)
 end)

@@ -1,0 +1,134 @@
+-- Every ```lua block of README.md and docs/*.md runs, each in a fresh
+-- cugraph-lua process in an empty folder (with build/ linked into it), and
+-- must exit 0: what the docs show works as shown.
+--
+-- An HTML comment on the line just before a block's fence says more about
+-- it; its items are separated by ";":
+--   setup            every later block of the file runs after this one
+--   alone            the block runs by itself, not after the setup block
+--   continues        the block runs after the block before it (and what
+--                    that one runs after): a continuation, not a whole
+--   needs: sim       kernels must really run: skipped on the test double
+--   needs: gpu       runs only on a real GPU (make test-gpu)
+--   needs: 2 devices runs with two devices: CUDA_DOUBLE_DEVICES=2 on the
+--                    double and the simulator, two GPUs on real hardware
+-- A block that continues another has its needs too.
+local H = require "support.helper"
+
+local function read(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+local function docs()
+  local files = { "README.md" }
+  local p = assert(io.popen("ls docs/*.md"))
+  for f in p:lines() do files[#files + 1] = f end
+  p:close()
+  return files
+end
+
+local known = { sim = true, gpu = true, ["2 devices"] = true }
+
+-- The ```lua blocks of a Markdown text: {line, code, chain, needs}, where
+-- chain is the source the block runs (the blocks it follows, then its own).
+local function blocks(path)
+  local list, setup, prev = {}, nil, nil
+  local lines = {}
+  for l in (read(path) .. "\n"):gmatch("([^\n]*)\n") do lines[#lines + 1] = l end
+  local i = 1
+  while i <= #lines do
+    local l = lines[i]
+    if l:match("^%s+```lua") then
+      error(("%s:%d: a ```lua fence must start the line"):format(path, i))
+    end
+    if l:match("^```lua%s*$") then
+      local start, code = i, {}
+      i = i + 1
+      while i <= #lines and not lines[i]:match("^```%s*$") do
+        code[#code + 1] = lines[i]
+        i = i + 1
+      end
+      assert(i <= #lines, ("%s:%d: unclosed ```lua block"):format(path, start))
+      local b = { line = start, needs = {}, code = table.concat(code, "\n") .. "\n" }
+      local marks = start > 1 and lines[start - 1]:match("^<!%-%-(.-)%-%->%s*$")
+      local is_setup, continues, alone = false, false, false
+      for item in (marks or ""):gmatch("[^;]+") do
+        item = item:match("^%s*(.-)%s*$")
+        local need = item:match("^needs:%s*(.-)$")
+        if item == "setup" then is_setup = true
+        elseif item == "continues" then continues = true
+        elseif item == "alone" then alone = true
+        elseif need and known[need] then b.needs[need] = true
+        else error(("%s:%d: unknown mark '%s' (setup, alone, continues, needs: sim|gpu|2 devices)")
+                   :format(path, start, item)) end
+      end
+      local before = ""
+      if continues then
+        assert(prev, ("%s:%d: continues, but no block comes before it"):format(path, start))
+        before = prev.chain
+        for k in pairs(prev.needs) do b.needs[k] = true end
+      elseif setup and not alone then
+        before = setup.chain
+        for k in pairs(setup.needs) do b.needs[k] = true end
+      end
+      b.chain = before .. ("-- %s:%d\n"):format(path, start) .. b.code
+      list[#list + 1] = b
+      if is_setup then setup = b end
+      prev = b
+    end
+    i = i + 1
+  end
+  return list
+end
+
+-- Why a block does not run on this driver, or nil.
+local function skip(b)
+  if b.needs.gpu and not H.gpu then return "it needs a GPU (make test-gpu)" end
+  if b.needs.sim and not H.gpu and not H.sim then
+    return "its kernels run on the simulator or a GPU (make test-sim)"
+  end
+  if b.needs["2 devices"] and H.gpu and H.cuda.device_count() < 2 then
+    return "it needs two GPUs"
+  end
+end
+
+local root = os.getenv("PWD")
+local build = H.build:sub(1, 1) == "/" and H.build or root .. "/" .. H.build
+local dir = os.tmpname()
+os.remove(dir)
+assert(os.execute("mkdir -p " .. H.quote(dir) .. " && ln -s " .. H.quote(build) .. " " .. H.quote(dir .. "/build")))
+
+describe("the lua blocks of the docs", function()
+  teardown(function() os.execute("rm -rf " .. H.quote(dir)) end)
+
+  for _, file in ipairs(docs()) do
+    for _, b in ipairs(blocks(file)) do
+      local name = ("%s:%d runs"):format(file, b.line)
+      local why = skip(b)
+      if why then
+        pending(name .. ": " .. why)
+      else
+        it(name, function()
+          local env = "cd " .. H.quote(dir) .. " &&"
+          if b.needs["2 devices"] and not H.gpu then env = env .. " CUDA_DOUBLE_DEVICES=2" end
+          -- one name for every block: CUDA source in a chunk is compiled
+          -- with a #line naming the chunk, so the compile cache then serves
+          -- the blocks that compile the same source
+          local f = assert(io.open(dir .. "/block.lua", "w"))
+          f:write(b.chain)
+          f:close()
+          -- not under valgrind (make test-valgrind): the blocks check what
+          -- the docs say, the other specs check memory; valgrind would take
+          -- minutes over all of them
+          local p = assert(io.popen(env .. " " .. H.quote(build .. "/cugraph-lua") .. " block.lua 2>&1"))
+          local out = p:read("a")
+          local _, _, code = p:close()
+          assert.equals(0, code, ("%s:%d failed:\n%s\n--- the script:\n%s"):format(file, b.line, out, b.chain))
+        end)
+      end
+    end
+  end
+end)
