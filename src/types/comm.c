@@ -205,10 +205,8 @@ static CUstream begin(lua_State *L, cg_comm *c, int sidx, const char *what) {
   cg_stream *so = fastobj(L, sidx, CG_STREAM, ctx);
   if (so->h.ctx != ctx) cg_error_devices(L, ctx, so->h.ctx, "stream argument");
   CUstream s = so->h.drv.stream;
-  if (ctx->capture && !cg_capturing_on(L, ctx, s))
-    luaL_error(L, "comm:%s() inside a graph capture on a stream that is not "
-               "part of it; make the stream wait on the capture stream first",
-               what);
+  if (ctx->capture)
+    cg_check_captured(L, ctx, s, lua_pushfstring(L, "comm:%s()", what));
   for (int i = 1; i < sidx; i++) /* a finalizer may have run meanwhile */
     if (lua_type(L, i) == LUA_TUSERDATA) cg_check_open(L, lua_touserdata(L, i));
   cg_current(L, ctx);
