@@ -272,11 +272,18 @@ void cg_sync(lua_State *L, cg_ctx *ctx) {
 
 /* -- the sentinel --------------------------------------------------------- */
 
-/* Lets go of one device: its held-back frees, stream and context. */
+/* Lets go of one device: its held-back frees, stream, the graph memory
+   and pooled memory its graphs and stream-ordered frees left unused, and
+   its context. */
 static void close_device(lua_State *L, cg_ctx *ctx) {
   if (cg_alive(ctx) && cg_make_current(ctx->cu) == CUDA_SUCCESS) {
     cg_flush_deferred(L, ctx);
     if (ctx->stream) cg_drv.cuStreamDestroy(ctx->stream);
+    CUmemoryPool pool;
+    if (cg_drv.cuDeviceGraphMemTrim) cg_drv.cuDeviceGraphMemTrim(ctx->dev);
+    if (cg_drv.cuDeviceGetDefaultMemPool && cg_drv.cuMemPoolTrimTo &&
+        cg_drv.cuDeviceGetDefaultMemPool(&pool, ctx->dev) == CUDA_SUCCESS)
+      cg_drv.cuMemPoolTrimTo(pool, 0);
   }
   if (ctx->retained && !ctx->closed) cg_drv.cuDevicePrimaryCtxRelease(ctx->dev);
   ctx->closed = 1;

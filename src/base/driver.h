@@ -64,7 +64,8 @@ CUresult CUDAAPI cuGraphicsGLRegisterImage(CUgraphicsResource *res,
   X(cuMemAllocAsync) X(cuMemFreeAsync) X(cuDeviceGetDefaultMemPool) \
   X(cuMemPoolGetAttribute) X(cuMemPoolTrimTo) \
   X(cuDeviceGetGraphMemAttribute) X(cuDeviceGraphMemTrim) \
-  X(cuDeviceCanAccessPeer) X(cuCtxEnablePeerAccess) X(cuMemcpyPeerAsync)
+  X(cuDeviceCanAccessPeer) X(cuCtxEnablePeerAccess) X(cuMemcpyPeerAsync) \
+  X(cuGraphChildGraphNodeGetGraph)
 
 #define CG_FIELD(f) __typeof__(f) *f;
 typedef struct cg_driver {

@@ -153,7 +153,8 @@ void cg_recs_release(cg_ctx *ctx, cg_recs *r);
 int cg_recs_busy(const cg_recs *r);
 size_t cg_recs_count(const cg_recs *r); /* records in r (NULL: 0) */
 void cg_recs_done(cg_ctx *ctx, const cg_recs *r);
-/* Whether a kernel node of r launches a kernel of module mod. */
+/* Whether r's graph may launch a kernel of module mod: a kernel node does,
+   or a child graph node's copy may. */
 int cg_recs_launch(const cg_recs *r, const cg_obj *mod);
 /* Allocation nodes of r whose memory the graph does not free. */
 unsigned cg_recs_allocs(const cg_recs *r);

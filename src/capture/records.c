@@ -225,7 +225,9 @@ void cg_note_node(lua_State *L, cg_ctx *ctx, CUgraphNode node,
 
 int cg_recs_launch(const cg_recs *r, const cg_obj *mod) {
   for (size_t i = 0; r && i < r->n; i++)
-    if (r->v[i].kind == NK_KERNEL && r->v[i].kernel->parent == mod) return 1;
+    if ((r->v[i].kind == NK_KERNEL && r->v[i].kernel->parent == mod) ||
+        r->v[i].kind == NK_GRAPH) /* a child graph's copy may */
+      return 1;
   return 0;
 }
 

@@ -19,6 +19,7 @@ struct cugraph_graph {
   CUcontext cu;
   int retained;         /* the primary context is held */
   CUgraph g;            /* a copy of the Lua graph's: reload edits it */
+  unsigned conds;       /* its conditional nodes */
   CUgraphExec exec;
   size_t npins, nscalars;
   cg_share **pins;      /* the scalars first */
@@ -120,15 +121,28 @@ static int share_pins(lua_State *L, cugraph_graph *h, int idx, int scalars,
 
 cugraph_graph *cugraph_tograph(lua_State *L, int idx) {
   idx = lua_absindex(L, idx);
-  cg_obj *o = cg_checkobj(L, idx, CG_GRAPH);
-  cg_ctx *ctx = o->ctx;
+  cg_graph *gr = cg_checkobj(L, idx, CG_GRAPH);
+  cg_ctx *ctx = gr->h.ctx;
   cg_check_outside(L, ctx, "cugraph_tograph", "take the handle after the capture");
+  const cg_recs *rs = gr->recs;
+  for (size_t i = 0; rs && i < rs->n; i++)
+    if (rs->v[i].kind == NK_ALLOC || rs->v[i].kind == NK_FREE)
+      luaL_error(L, "cugraph_tograph: cugraph.Graph #%d allocates or frees "
+                 "memory in its nodes, which the driver cannot copy "
+                 "(cuGraphClone); allocate its buffers before the capture",
+                 (int)gr->id);
   lua_getiuservalue(L, idx, 1); /* the pins */
   int pins = lua_gettop(L);
   size_t n = 0;
   lua_pushnil(L);
   while (lua_next(L, pins)) {
     lua_pop(L, 1);
+    cg_obj *o = cg_toany(L, -1);
+    if (o && cg_in_graphmem(o))
+      luaL_error(L, "cugraph_tograph: cugraph.Graph #%d uses memory that "
+                 "cugraph.Graph #%d allocates, which a C graph cannot keep "
+                 "alive; allocate it before the capture", (int)gr->id,
+                 (int)o->graph);
     n++;
   }
   cugraph_graph *h = calloc(1, sizeof *h);
@@ -140,6 +154,7 @@ cugraph_graph *cugraph_tograph(lua_State *L, int idx) {
   }
   pthread_mutex_init(&h->lock, NULL);
   h->refs = 1;
+  h->conds = gr->conds;
   h->dev = ctx->dev;
   h->cu = ctx->cu;
   CUgraph g;
@@ -168,6 +183,15 @@ cugraph_graph *cugraph_tograph(lua_State *L, int idx) {
   if (!ok) luaL_error(L, "cugraph_tograph: out of host memory");
   cg_check(L, ctx, api, r);
   return NULL;
+}
+
+int cg_share_conds(cg_share *sh) {
+  int any = 0;
+  pthread_mutex_lock(&sh->lock);
+  for (size_t i = 0; i < sh->nusers && !any; i++)
+    any = ((cugraph_graph *)sh->users[i])->conds != 0;
+  pthread_mutex_unlock(&sh->lock);
+  return any;
 }
 
 void cugraph_graph_retain(cugraph_graph *h) {
@@ -205,7 +229,7 @@ CUresult cg_share_swap(cg_share *sh, CUmodule newmod, const cg_swap *sw,
     cugraph_graph *h = sh->users[i];
     pthread_mutex_lock(&h->lock);
     const char *what = NULL;
-    CUresult r = cg_swap_kernels(h->g, h->exec, sw, n, &what);
+    CUresult r = cg_swap_kernels(h->g, h->exec, NULL, sw, n, &what);
     pthread_mutex_unlock(&h->lock);
     if (first == CUDA_SUCCESS && r != CUDA_SUCCESS) {
       first = r;

@@ -88,10 +88,11 @@ void cg_graph_unpin(lua_State *L, cg_graph *gr, int pidx, int oidx);
 
 void cg_track_graph(cg_graph *gr);   /* one opened */
 void cg_untrack_graph(cg_graph *gr); /* one closed */
-/* The kernel nodes of g, its child graphs and conditional bodies switch as
-   sw says; then x (if not NULL) is updated from g. No Lua call. */
-CUresult cg_swap_kernels(CUgraph g, CUgraphExec x, const cg_swap *sw, int n,
-                         const char **api);
+/* The kernel nodes of g and of its child graphs switch as sw says, and
+   those recs notes in conditional bodies (recs NULL: none); then x (if not
+   NULL) is updated from g. No Lua call. */
+CUresult cg_swap_kernels(CUgraph g, CUgraphExec x, const cg_recs *recs,
+                         const cg_swap *sw, int n, const char **api);
 
 /* -- graphs owned by C (cgraph.c) ----------------------------------------- */
 
@@ -99,6 +100,9 @@ CUresult cg_swap_kernels(CUgraph g, CUgraphExec x, const cg_swap *sw, int n,
    sh holds module newmod. The first failure, or SUCCESS. */
 CUresult cg_share_swap(cg_share *sh, CUmodule newmod, const cg_swap *sw,
                        int n, const char **api);
+/* Whether a C graph that launches module share sh's code has conditional
+   nodes (their bodies cannot switch). */
+int cg_share_conds(cg_share *sh);
 
 void graph_open(lua_State *L);
 void cond_open(lua_State *L);

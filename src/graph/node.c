@@ -36,6 +36,18 @@ static cg_rec *noderec(lua_State *L, cg_graph **pgr) {
 
 static int nodes_detail(lua_State *L, cg_graph *gr);
 
+/* Record index of gr again after an allocation, which may have run a
+   finalizer that freed or changed the graph (its records then differ from
+   was): raises then. */
+static cg_rec *samerec(lua_State *L, cg_graph *gr, const cg_recs *was,
+                       size_t index) {
+  cg_check_open(L, &gr->h);
+  if (gr->recs != was || !was || index >= was->n)
+    luaL_error(L, "cugraph.Graph #%d changed while its node was set (a "
+               "finalizer updated it)", (int)gr->id);
+  return &gr->recs->v[index];
+}
+
 static const char *const kinds[] = {
   "kernel", "memcpy", "memset", "host", "graph", "empty", "wait_event",
   "event_record", "ext_semas_signal", "ext_semas_wait", "mem_alloc",
@@ -271,27 +283,27 @@ static int node_info(lua_State *L) {
 /* node:set(args...): the kernel node's arguments, checked as k:launch
    checks them, in the instantiated graph */
 static int node_set(lua_State *L) {
-  int nargs = lua_gettop(L) - 1;
+  int argc = lua_gettop(L) - 1;
   cg_graph *gr;
   cg_rec *e = noderec(L, &gr);
   size_t index = ((cg_node *)lua_touserdata(L, 1))->index;
-  int gidx = lua_gettop(L), argc = nargs;
-  cg_recs *r = gr->recs;
+  int gidx = lua_gettop(L);
   cg_check_changeable(L, gr, e, index);
   if (e->kind != NK_KERNEL)
     return luaL_error(L, "node:set(): node %d is a %s node; rebind its "
                       "buffers with g:rebind", (int)index + 1,
                       cg_nk_names[e->kind]);
+  const cg_recs *was_recs = gr->recs;
   lua_getiuservalue(L, gidx, 1);
   int pidx = lua_gettop(L);
-  pushobjects(L, pidx);
+  pushobjects(L, pidx); /* allocates: a finalizer may free or change gr */
   int map = lua_gettop(L);
+  e = samerec(L, gr, was_recs, index);
   pushobj(L, map, e->kernel); /* the kernel, pinned by the graph */
   int kidx = lua_gettop(L);
   cg_kernel_args(L, kidx, 2, argc);
-  cg_check_open(L, &gr->h); /* a finalizer may have freed or updated the graph */
-  r = gr->recs;
-  e = &r->v[index];
+  e = samerec(L, gr, was_recs, index);
+  cg_recs *r = gr->recs;
   const cg_kernel *k = (const cg_kernel *)e->kernel;
   uint64_t argw[CG_MAX_PARAMS * 4];
   size_t nw = 0;

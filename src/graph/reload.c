@@ -64,8 +64,22 @@ static CUresult setnode(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS *p,
   return r;
 }
 
-CUresult cg_swap_kernels(CUgraph g, CUgraphExec x, const cg_swap *sw, int n,
-                         const char **api) {
+/* The swap of a kernel node that launches one of sw's functions, or NULL. */
+static const cg_swap *swap_of(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS *p,
+                              const cg_swap *sw, int n, CUresult *r,
+                              const char **api) {
+  memset(p, 0, sizeof *p);
+  *api = "cuGraphKernelNodeGetParams";
+  *r = cg_drv.cuGraphKernelNodeGetParams(node, p);
+  for (int j = 0; j < n && *r == CUDA_SUCCESS; j++)
+    if (p->func == sw[j].from) return &sw[j];
+  return NULL;
+}
+
+/* The kernel nodes of g and of the graphs its child graph nodes own
+   switch; *changed is set when one did. */
+static CUresult swap_graph(CUgraph g, const cg_swap *sw, int n, int *changed,
+                           const char **api) {
   size_t count = 0;
   *api = "cuGraphGetNodes";
   CUresult r = cg_drv.cuGraphGetNodes(g, NULL, &count);
@@ -73,25 +87,50 @@ CUresult cg_swap_kernels(CUgraph g, CUgraphExec x, const cg_swap *sw, int n,
   CUgraphNode *nodes = malloc(count * sizeof *nodes);
   if (!nodes) return CUDA_ERROR_OUT_OF_MEMORY;
   r = cg_drv.cuGraphGetNodes(g, nodes, &count);
-  int changed = 0;
   for (size_t i = 0; i < count && r == CUDA_SUCCESS; i++) {
     CUgraphNodeType t;
+    CUDA_KERNEL_NODE_PARAMS p;
+    CUgraph child;
     *api = "cuGraphNodeGetType";
     r = cg_drv.cuGraphNodeGetType(nodes[i], &t);
-    if (r != CUDA_SUCCESS || t != CU_GRAPH_NODE_TYPE_KERNEL) continue;
-    CUDA_KERNEL_NODE_PARAMS p;
-    memset(&p, 0, sizeof p);
-    *api = "cuGraphKernelNodeGetParams";
-    r = cg_drv.cuGraphKernelNodeGetParams(nodes[i], &p);
-    for (int j = 0; j < n && r == CUDA_SUCCESS; j++)
-      if (p.func == sw[j].from) {
-        *api = "cuGraphKernelNodeSetParams";
-        r = setnode(nodes[i], &p, &sw[j]);
-        changed = 1;
-        break;
-      }
+    if (r != CUDA_SUCCESS) break;
+    if (t == CU_GRAPH_NODE_TYPE_GRAPH) {
+      *api = "cuGraphChildGraphNodeGetGraph";
+      r = cg_drv.cuGraphChildGraphNodeGetGraph
+        ? cg_drv.cuGraphChildGraphNodeGetGraph(nodes[i], &child)
+        : CUDA_ERROR_NOT_SUPPORTED;
+      if (r == CUDA_SUCCESS) r = swap_graph(child, sw, n, changed, api);
+      continue;
+    }
+    if (t != CU_GRAPH_NODE_TYPE_KERNEL) continue;
+    const cg_swap *s = swap_of(nodes[i], &p, sw, n, &r, api);
+    if (s) {
+      *api = "cuGraphKernelNodeSetParams";
+      r = setnode(nodes[i], &p, s);
+      *changed = 1;
+    }
   }
   free(nodes);
+  return r;
+}
+
+CUresult cg_swap_kernels(CUgraph g, CUgraphExec x, const cg_recs *recs,
+                         const cg_swap *sw, int n, const char **api) {
+  int changed = 0;
+  CUresult r = swap_graph(g, sw, n, &changed, api);
+  /* the bodies of conditional nodes, which the driver gives no way to
+     reach from the graph: through the capture's records of their nodes */
+  for (size_t i = 0; recs && i < recs->n && r == CUDA_SUCCESS; i++) {
+    const cg_rec *e = &recs->v[i];
+    CUDA_KERNEL_NODE_PARAMS p;
+    if (e->kind != NK_KERNEL || !e->depth || !e->node) continue;
+    const cg_swap *s = swap_of(e->node, &p, sw, n, &r, api);
+    if (s) {
+      *api = "cuGraphKernelNodeSetParams";
+      r = setnode(e->node, &p, s);
+      changed = 1;
+    }
+  }
   if (r == CUDA_SUCCESS && changed && x) {
     CUgraphExecUpdateResultInfo info;
     memset(&info, 0, sizeof info);
@@ -133,12 +172,17 @@ static void reload_graphs(lua_State *L, cg_ctx *ctx, int midx,
   const char *api = NULL, *ignored;
   CUresult r = CUDA_SUCCESS;
   cg_graph *gr, *undo = NULL; /* the graphs before undo switched */
+  if (mod->share && cg_share_conds(mod->share))
+    luaL_error(L, "module:reload: a C graph (cugraph_tograph) launches this "
+               "module's code inside conditional nodes, whose bodies the "
+               "driver gives no way to reach in a copy: release it before "
+               "the reload; the old code stays");
   for (gr = ctx->root->graphstate->graphs; gr && r == CUDA_SUCCESS; gr = gr->next)
     if (cg_recs_launch(gr->recs, mod)) r = cg_graph_follow(gr, &api);
   cg_check(L, ctx, api, r); /* nothing switched yet */
   for (gr = ctx->root->graphstate->graphs; gr && r == CUDA_SUCCESS; gr = gr->next)
     if (cg_recs_launch(gr->recs, mod)) {
-      r = cg_swap_kernels(gr->g, gr->h.drv.exec, sw, n, &api);
+      r = cg_swap_kernels(gr->g, gr->h.drv.exec, gr->recs, sw, n, &api);
       undo = gr->next; /* a failed one may be half switched */
     }
   if (r == CUDA_SUCCESS && mod->share) {
@@ -148,7 +192,7 @@ static void reload_graphs(lua_State *L, cg_ctx *ctx, int midx,
   if (r != CUDA_SUCCESS) {
     for (gr = ctx->root->graphstate->graphs; gr != undo; gr = gr->next)
       if (cg_recs_launch(gr->recs, mod))
-        cg_swap_kernels(gr->g, gr->h.drv.exec, rev, n, &ignored);
+        cg_swap_kernels(gr->g, gr->h.drv.exec, gr->recs, rev, n, &ignored);
     cg_poison(ctx, api, r);
     failed(L, api, r);
   }
@@ -159,17 +203,20 @@ static void reload_graphs(lua_State *L, cg_ctx *ctx, int midx,
    Lua or C that launches them, switch to the code of image (PTX, cubin or
    fatbin); every kernel made from the module must be in it with the same
    parameters. On any error the old code stays and the error is raised.
-   Waits for the device's work before it unloads the old code. */
+   Waits for the device's work before it unloads the old code. name, for
+   messages, is one line; anything else (cuda.ptx's log, which follows the
+   PTX in m:reload(cuda.ptx(src))) leaves the module's own. */
 static int module_reload(lua_State *L) {
   cg_module *m = cg_checkobj(L, 1, CG_MODULE);
   cg_ctx *ctx = m->h.ctx;
   cg_check_outside(L, ctx, "module:reload()", "reload outside the capture");
   luaL_checkstring(L, 2);
-  if (lua_isnoneornil(L, 3)) {
-    lua_settop(L, 2);
-    lua_pushliteral(L, "module");
-  }
-  luaL_checkstring(L, 3);
+  const char *name = lua_tostring(L, 3);
+  if (lua_type(L, 3) != LUA_TSTRING || !*name || strchr(name, '\n'))
+    lua_pushstring(L, m->name);
+  else
+    lua_pushvalue(L, 3);
+  lua_replace(L, 3);
   lua_settop(L, 3);
   cg_swap *sw;
   int n = cg_reload_plan(L, 1, 2, 3, &sw); /* 4: new module, 5: the plan */

@@ -13,6 +13,7 @@ typedef struct cg_module {
   cg_obj h;
   ptx_entry *entries;   /* user value 2; NULL for cubin and fatbin */
   int nentries;
+  char name[64];        /* for messages */
 } cg_module;
 
 /* cugraph.Kernel: a function of its module (h.parent, user value 1). Its

@@ -201,6 +201,7 @@ int cg_module_new(lua_State *L) {
   cg_module *m = cg_newobj(L, ctx, sizeof *m, CG_MODULE);
   m->entries = e;
   m->nentries = n;
+  snprintf(m->name, sizeof m->name, "%s", name);
   lua_newtable(L); /* kernels by name */
   lua_setiuservalue(L, -2, 1);
   lua_pushvalue(L, box); /* the signatures live as long as the module */
