@@ -455,8 +455,8 @@ describe(".npy files", function()
     assert.matches("'descr': '<f4', 'fortran_order': False, 'shape': %(2,%)", read(dir .. "/v.npy"))
   end)
 
-  local function npy(descr, shape, data, fortran)
-    local text = ("{'descr': '%s', 'fortran_order': %s, 'shape': %s, }"):format(descr, fortran or "False", shape)
+  local function npy(descr, shape, data, fortran, dict)
+    local text = dict or ("{'descr': '%s', 'fortran_order': %s, 'shape': %s, }"):format(descr, fortran or "False", shape)
     local pad = (64 - (10 + #text + 1) % 64) % 64
     local path = dir .. "/x.npy"
     local f = assert(io.open(path, "wb"))
@@ -481,6 +481,37 @@ describe(".npy files", function()
     assert.matches(":" .. line .. ": load: .*: not a %.npy file", err)
     assert.error_matches(function() cuda.buffer("f32", 4):save(dir .. "/y.npy", { 3 }) end,
                          "save: shape {3} holds 3 elements, the buffer 4")
+  end)
+
+  it("read headers strictly: digits only, each key once, products checked", function()
+    local function refused(shape, what, rest) -- rest: the dictionary after descr
+      local dict = rest and "{'descr': '<f4', 'fortran_order': False, " .. rest
+      local path = npy("<f4", shape, ("\0"):rep(8), nil, dict)
+      assert.error_matches(function() cuda.load(path) end, what)
+    end
+    refused("(-2,)", "shape entry 1 is not a non%-negative decimal integer")
+    refused("(+2,)", "shape entry 1 is not a non%-negative decimal integer")
+    refused("(2.0,)", "not separated by ','")
+    refused("(2)", "a shape of one entry needs a trailing ','")
+    refused("(0x2,)", "not separated by ','")
+    refused("(4294967296, 4294967296, 4294967296,)", "element count overflows at entry 2")
+    refused("(99999999999999999999,)", "too large")
+    refused("(2147483648, 2147483648,)", "needs more than 2%^63 bytes")
+    refused("(2,)", "key 'shape' appears twice", "'shape': (2,), 'shape': (2,), }")
+    refused("(2,)", "unknown key 'order'", "'shape': (2,), 'order': 1, }")
+    refused("(2,)", "key 'shape' is missing", "}")
+    refused("(2,)", "does not end with a newline", "'shape': (2,), } x")
+    assert.error_matches(function() cuda.load(dir .. "/x\0.npy") end, "contains a NUL byte")
+    assert.error_matches(function() cuda.buffer("f32", 4):save(dir .. "/y\0.npy") end,
+                         "contains a NUL byte")
+    assert.error_matches(function()
+      cuda.buffer("f32", 4):save(dir .. "/y.npy", { 1 << 62, 1 << 62, 4 })
+    end, "element count overflows at entry 2")
+    -- what b:save writes, numpy's own layout, reads back
+    local b = cuda.buffer("i16", { 1, 2, 3, 4, 5, 6 }):save(dir .. "/z.npy", { 3, 1, 2 })
+    local c, shape = cuda.load(dir .. "/z.npy")
+    assert.same({ 3, 1, 2 }, shape)
+    assert.same(b:download(), c:download())
     os.execute("rm -rf " .. H.quote(dir))
   end)
 end)

@@ -190,11 +190,12 @@ static int enable_peer_access(lua_State *L) {
   return 0;
 }
 
-/* cuda.synchronize(): waits for all work on the device */
+/* cuda.synchronize([timeout_s]): waits for all work on the device */
 static int synchronize(lua_State *L) {
+  double t = cg_opttimeout(L, 1);
   cg_ctx *ctx = cg_context(L);
   cg_check_outside(L, ctx, "cuda.synchronize()", "synchronize after the capture");
-  cg_sync(L, ctx);
+  cg_sync_for(L, ctx, t);
   return 0;
 }
 

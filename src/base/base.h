@@ -97,6 +97,11 @@ struct cg_ctx {
   cg_graphstate *graphstate; /* root: the graph layer's, or NULL */
   cg_closer closers[CG_MAXCLOSERS]; /* root: the layers' (cg_at_close) */
   int nclosers;
+  double timeout;       /* root: waits end after this many seconds (0: never;
+                           CUGRAPH_LUA_TIMEOUT) */
+  /* root: pushes what is still running on stream s (NULL: on any), for a
+     wait that timed out: the graph layer's */
+  void (*busy)(lua_State *L, cg_ctx *ctx, CUstream s);
 };
 
 /* Header of every object. open == 0 once freed; the handle is then gone.
@@ -183,6 +188,17 @@ void cg_at_close(cg_ctx *root, cg_closer fn);
    capture of the device is open (cg_gate_*), and one made by a thread that
    holds a capture open itself is refused with a message. */
 void cg_sync(lua_State *L, cg_ctx *ctx);
+/* Waits that can be bounded: for all work of the device (cg_sync with the
+   state's default timeout, cg_sync_for with one), of stream s, or until
+   event e. A timeout t > 0 ends the wait after t seconds with an error
+   object CUDA_ERROR_TIMEOUT that says what is still running; t <= 0 waits
+   as long as the work runs. api names the call for errors. */
+void cg_sync_for(lua_State *L, cg_ctx *ctx, double t);
+void cg_wait_stream(lua_State *L, cg_ctx *ctx, CUstream s, double t);
+void cg_wait_event(lua_State *L, cg_ctx *ctx, CUevent e, double t);
+/* The timeout argument at idx in seconds (absent: the state's default;
+   math.huge: none), positive and not NaN. */
+double cg_opttimeout(lua_State *L, int idx);
 /* A capture of the device opens and closes (capture.c): whole-device waits
    of other threads hold back meanwhile. */
 void cg_gate_enter(cg_ctx *ctx);

@@ -2,8 +2,10 @@
    current on each thread, peer access, and the gate between captures and
    whole-device waits. */
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "base/base.h"
 
 static const char sentinel_key = 'k';
@@ -250,7 +252,149 @@ void cg_gate_leave(cg_ctx *ctx) {
   pthread_mutex_unlock(&gate_lock);
 }
 
-void cg_sync(lua_State *L, cg_ctx *ctx) {
+/* -- bounded waits --------------------------------------------------------- */
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void deadline(struct timespec *ts, double t) {
+  clock_gettime(CLOCK_REALTIME, ts);
+  double s = (double)ts->tv_sec + ts->tv_nsec * 1e-9 + t;
+  ts->tv_sec = (time_t)s;
+  ts->tv_nsec = (long)((s - (double)ts->tv_sec) * 1e9);
+}
+
+/* Raises CUDA_ERROR_TIMEOUT for api after t seconds: what runs on s. */
+static int timed_out(lua_State *L, cg_ctx *ctx, const char *api, CUstream s,
+                     double t) {
+  cg_ctx *root = ctx->root;
+  int base = lua_gettop(L);
+  if (root->busy) root->busy(L, ctx, s);
+  else lua_pushliteral(L, "");
+  lua_pushfstring(L, "the wait ended after %f s with work still running%s; "
+                  "the device goes on running it (later waits wait for it "
+                  "too, and the process ends it when it exits)", t,
+                  lua_tostring(L, base + 1));
+  cg_pusherror(L, api, (int)CUDA_ERROR_TIMEOUT, "CUDA_ERROR_TIMEOUT",
+               lua_tostring(L, -1));
+  return lua_error(L);
+}
+
+/* Polls query (a stream's or an event's) until it is not NOT_READY or t
+   seconds passed: the result, or NOT_READY. */
+static CUresult poll(CUresult (*query)(void *), void *h, double t) {
+  double end = now() + t;
+  struct timespec nap = { 0, 20000 };
+  for (int i = 0;; i++) {
+    CUresult r = query(h);
+    if (r != CUDA_ERROR_NOT_READY || now() > end) return r;
+    if (i > 100) { /* spin a little, then sleep up to a millisecond */
+      nanosleep(&nap, NULL);
+      if (nap.tv_nsec < 1000000) nap.tv_nsec *= 2;
+    }
+  }
+}
+
+static CUresult stream_query(void *h) { return cg_drv.cuStreamQuery(h); }
+static CUresult event_query(void *h) { return cg_drv.cuEventQuery(h); }
+
+void cg_wait_stream(lua_State *L, cg_ctx *ctx, CUstream s, double t) {
+  if (t <= 0) {
+    CU(L, ctx, cuStreamSynchronize, s);
+    return;
+  }
+  CUresult r = poll(stream_query, s, t);
+  if (r == CUDA_ERROR_NOT_READY)
+    timed_out(L, ctx, "cuStreamSynchronize", s, t);
+  cg_check(L, ctx, "cuStreamSynchronize", r);
+}
+
+void cg_wait_event(lua_State *L, cg_ctx *ctx, CUevent e, double t) {
+  if (t <= 0) {
+    CU(L, ctx, cuEventSynchronize, e);
+    return;
+  }
+  CUresult r = poll(event_query, e, t);
+  if (r == CUDA_ERROR_NOT_READY)
+    timed_out(L, ctx, "cuEventSynchronize", NULL, t);
+  cg_check(L, ctx, "cuEventSynchronize", r);
+}
+
+double cg_opttimeout(lua_State *L, int idx) {
+  if (lua_isnoneornil(L, idx)) return cg_sentinel(L)->timeout;
+  lua_Number t = luaL_checknumber(L, idx);
+  luaL_argcheck(L, t > 0, idx, "a timeout is a positive number of seconds");
+  return t == HUGE_VAL ? 0 : t;
+}
+
+/* cuCtxSynchronize has no query: a waiter thread makes the call and the
+   caller waits for it at most t seconds. A waiter that outlives its caller
+   frees the wait itself when the call returns. */
+typedef struct ctxwait {
+  pthread_mutex_t lock;
+  pthread_cond_t done_cond;
+  CUcontext cu;
+  CUresult r;
+  int done, abandoned;
+} ctxwait;
+
+static void *waiter(void *arg) {
+  ctxwait *w = arg;
+  CUresult r = cg_make_current(w->cu);
+  if (r == CUDA_SUCCESS) r = cg_drv.cuCtxSynchronize();
+  pthread_mutex_lock(&w->lock);
+  w->r = r;
+  w->done = 1;
+  int gone = w->abandoned;
+  pthread_cond_signal(&w->done_cond);
+  pthread_mutex_unlock(&w->lock);
+  if (gone) {
+    pthread_mutex_destroy(&w->lock);
+    pthread_cond_destroy(&w->done_cond);
+    free(w);
+  }
+  return NULL;
+}
+
+/* cuCtxSynchronize, bounded: NOT_READY after t seconds. */
+static CUresult ctx_synchronize(cg_ctx *ctx, double t) {
+  if (t <= 0) return cg_drv.cuCtxSynchronize();
+  ctxwait *w = calloc(1, sizeof *w);
+  pthread_t th;
+  pthread_attr_t attr;
+  if (!w) return CUDA_ERROR_OUT_OF_MEMORY;
+  pthread_mutex_init(&w->lock, NULL);
+  pthread_cond_init(&w->done_cond, NULL);
+  w->cu = ctx->cu;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  int bad = pthread_create(&th, &attr, waiter, w);
+  pthread_attr_destroy(&attr);
+  if (bad) {
+    free(w);
+    return cg_drv.cuCtxSynchronize();
+  }
+  struct timespec end;
+  deadline(&end, t);
+  pthread_mutex_lock(&w->lock);
+  while (!w->done &&
+         pthread_cond_timedwait(&w->done_cond, &w->lock, &end) == 0) {}
+  int done = w->done;
+  CUresult r = done ? w->r : CUDA_ERROR_NOT_READY;
+  w->abandoned = !done;
+  pthread_mutex_unlock(&w->lock);
+  if (done) {
+    pthread_mutex_destroy(&w->lock);
+    pthread_cond_destroy(&w->done_cond);
+    free(w);
+  }
+  return r;
+}
+
+void cg_sync_for(lua_State *L, cg_ctx *ctx, double t) {
   if (held)
     luaL_error(L, "waiting for the whole device while this thread captures "
                "a graph (in another lua_State): the driver refuses it and "
@@ -262,12 +406,17 @@ void cg_sync(lua_State *L, cg_ctx *ctx) {
     while (g->open) pthread_cond_wait(&gate_cond, &gate_lock);
   }
   pthread_mutex_unlock(&gate_lock);
-  CUresult r = cg_drv.cuCtxSynchronize();
+  CUresult r = ctx_synchronize(ctx, t);
   pthread_mutex_lock(&gate_lock);
   if (g) g->waiting--;
   pthread_cond_broadcast(&gate_cond);
   pthread_mutex_unlock(&gate_lock);
+  if (r == CUDA_ERROR_NOT_READY) timed_out(L, ctx, "cuCtxSynchronize", NULL, t);
   cg_check(L, ctx, "cuCtxSynchronize", r);
+}
+
+void cg_sync(lua_State *L, cg_ctx *ctx) {
+  cg_sync_for(L, ctx, ctx->root->timeout);
 }
 
 /* -- the sentinel --------------------------------------------------------- */
@@ -307,6 +456,10 @@ cg_ctx *cg_sentinel_new(lua_State *L) {
   ctx->root = ctx;
   const char *dev = getenv("CUGRAPH_LUA_DEVICE");
   ctx->ordinal = dev && *dev ? atoi(dev) : 0;
+  const char *t = getenv("CUGRAPH_LUA_TIMEOUT"); /* seconds; malformed: none */
+  char *end;
+  double v = t ? strtod(t, &end) : 0;
+  ctx->timeout = t && end != t && !*end && v > 0 && v < HUGE_VAL ? v : 0;
   lua_createtable(L, 0, 2);
   lua_pushcfunction(L, sentinel_gc);
   lua_setfield(L, -2, "__gc");

@@ -125,7 +125,7 @@ CUgraphNode cg_capture_node(lua_State *L, cg_ctx *ctx, CUstream s,
   CU(L, ctx, cuGraphAddNode, &node, g, deps, NULL, n, p);
   CU(L, ctx, cuStreamUpdateCaptureDependencies, s, &node, NULL, 1,
      CU_STREAM_SET_CAPTURE_DEPENDENCIES);
-  cg_note_node(L, ctx, node, p->type);
+  cg_note_node(L, ctx, node, p);
   return node;
 }
 

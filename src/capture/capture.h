@@ -90,7 +90,7 @@ typedef struct cg_rec {
   size_t arg0, word0;   /* and their bytes from words[word0], 8-aligned */
   size_t off, bytes, width, height, pitch; /* FILL: off and shape; COPY */
   size_t soff;          /* COPY: the source's byte offset (off: dst's) */
-  unsigned value, elem;                    /* FILL */
+  unsigned value, elem;  /* FILL; COND: value is the CUgraphConditionalNodeType */
 } cg_rec;
 
 /* Objects are referenced by pointer: the graph's pins keep them alive. */
@@ -136,8 +136,9 @@ void cg_note_copy(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *dst,
    changed in place) */
 void cg_note_hostcopy(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *dev,
                       cg_obj *host);
+/* a node made with cuGraphAddNode: a child graph or conditional node */
 void cg_note_node(lua_State *L, cg_ctx *ctx, CUgraphNode node,
-                  CUgraphNodeType type);
+                  const CUgraphNodeParams *p);
 /* an allocation node of buffer b, and a free node of it */
 void cg_note_alloc(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *b);
 void cg_note_free(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *b);

@@ -218,9 +218,10 @@ void cg_note_hostcopy(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *dev,
 }
 
 void cg_note_node(lua_State *L, cg_ctx *ctx, CUgraphNode node,
-                  CUgraphNodeType type) {
-  newrec(L, ctx, recs_of(L, ctx), node,
-         type == CU_GRAPH_NODE_TYPE_GRAPH ? NK_GRAPH : NK_COND);
+                  const CUgraphNodeParams *p) {
+  int graph = p->type == CU_GRAPH_NODE_TYPE_GRAPH;
+  cg_rec *e = newrec(L, ctx, recs_of(L, ctx), node, graph ? NK_GRAPH : NK_COND);
+  if (!graph) e->value = (unsigned)p->conditional.type;
 }
 
 int cg_recs_launch(const cg_recs *r, const cg_obj *mod) {

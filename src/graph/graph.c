@@ -200,6 +200,47 @@ static void launch(lua_State *L, cg_graph *gr, CUstream st) {
   CU(L, gr->h.ctx, cuGraphLaunch, gr->h.drv.exec, st);
   if (gr->allocs) allocs(L, gr, 1);
   gr->launches++;
+  gr->last_stream = st;
+  gr->last_launch = ++gr->h.ctx->root->graphstate->launches;
+}
+
+/* For a wait that timed out: pushes which graph was launched last on s
+   (NULL: on any stream), where it was captured, and the loops in it that
+   may not end. */
+static void busy(lua_State *L, cg_ctx *ctx, CUstream s) {
+  static const char *const loops[] = { "if", "while loop", "switch" };
+  cg_graph *last = NULL;
+  for (cg_graph *gr = ctx->root->graphstate->graphs; gr; gr = gr->next)
+    if (gr->h.ctx == ctx && gr->last_launch && (!s || gr->last_stream == s) &&
+        (!last || gr->last_launch > last->last_launch))
+      last = gr;
+  if (!last) {
+    lua_pushliteral(L, "");
+    return;
+  }
+  const cg_recs *r = last->recs;
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  lua_pushfstring(L, ": cugraph.Graph #%d was launched last on %s",
+                  (int)last->id, s ? "this stream" : "the device");
+  luaL_addvalue(&b);
+  if (r && r->n && r->v[0].src) {
+    lua_pushfstring(L, " (captured at %s:%d)",
+                    cg_recs_text(r, r->v[0].src), r->v[0].line);
+    luaL_addvalue(&b);
+  }
+  for (size_t i = 0; r && i < r->n; i++) {
+    const cg_rec *e = &r->v[i];
+    if (e->kind != NK_COND || e->value != CU_GRAPH_COND_TYPE_WHILE) continue;
+    lua_pushfstring(L, "; its %s node %d", loops[e->value], (int)i + 1);
+    luaL_addvalue(&b);
+    if (e->src) {
+      lua_pushfstring(L, " (%s:%d)", cg_recs_text(r, e->src), e->line);
+      luaL_addvalue(&b);
+    }
+    luaL_addstring(&b, " may not end: its body never clears the condition");
+  }
+  luaL_pushresult(&b);
 }
 
 /* g:launch([stream]) inside a capture: a child graph node, a copy of the
@@ -401,6 +442,7 @@ void graph_open(lua_State *L) {
   };
   cg_newtype(L, CG_GRAPH, methods, meta, NULL);
   cg_graphstate_of(L, cg_sentinel(L));
+  cg_sentinel(L)->busy = busy;
   luaL_getmetatable(L, cg_kind_names[CG_STREAM]);
   lua_getfield(L, -1, "methods");
   lua_pushvalue(L, -2); /* the metatable, as cg_checkself wants */

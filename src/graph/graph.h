@@ -25,12 +25,15 @@ struct cg_graph {
   unsigned allocs;      /* allocation nodes whose memory it does not free */
   unsigned char auto_free; /* instantiated with AUTO_FREE_ON_LAUNCH */
   unsigned char updated;   /* g:update ran: exec's nodes are not recs' */
+  CUstream last_stream;    /* the stream of its latest launch, and that */
+  unsigned long last_launch; /* launch's number in the state */
   cg_graph *prev, *next;   /* while open: the state's list (reload.c) */
 };
 
 /* What the graph layer keeps per state (the root context's graphstate). */
 struct cg_graphstate {
   cg_graph *graphs;     /* the open graphs */
+  unsigned long launches; /* launches of graphs so far */
 };
 cg_graphstate *cg_graphstate_of(lua_State *L, cg_ctx *ctx);
 

@@ -208,10 +208,11 @@ static int graph_rebind(lua_State *L) {
     int nt = n->kind == CG_SCALAR ? (int)((cg_scalar *)n)->type
                                   : (int)((cg_buffer *)n)->type;
     if (o->kind != n->kind || ot != nt || on != nn)
-      luaL_error(L, "g:rebind: %s of %s[%I] cannot replace %s of %s[%I]: the "
-                 "kind, element type and count must match",
-                 cg_kind_names[n->kind], cg_type_names[nt], (LUAI_UACINT)nn,
-                 cg_kind_names[o->kind], cg_type_names[ot], (LUAI_UACINT)on);
+      luaL_argerror(L, at + 1, lua_pushfstring(L, "%s of %s[%I] cannot "
+                    "replace %s of %s[%I]: the kind, element type and count "
+                    "must match", cg_kind_names[n->kind], cg_type_names[nt],
+                    (LUAI_UACINT)nn, cg_kind_names[o->kind],
+                    cg_type_names[ot], (LUAI_UACINT)on));
     olds[i] = o;
     news[i] = n;
     scalars |= o->kind == CG_SCALAR;
@@ -225,9 +226,9 @@ static int graph_rebind(lua_State *L) {
         cg_check_changeable(L, gr, &r->v[j], j);
         hit = 1;
       }
-    if (!hit)
-      luaL_error(L, "g:rebind: argument %d is not used by any node that "
-                 "cugraph.Graph #%d recorded", 2 + 2 * i, (int)gr->id);
+    if (!hit) /* numbered as the caller wrote it: self is not counted */
+      luaL_argerror(L, 2 + 2 * i, lua_pushfstring(L, "not used by any node "
+                    "that cugraph.Graph #%d recorded", (int)gr->id));
   }
   const char *api = NULL;
   CUresult res = CUDA_SUCCESS;

@@ -151,7 +151,7 @@ static CUstream begin(lua_State *L, cg_ctx *ctx, int sidx, const char *what) {
 }
 
 static void finish(lua_State *L, cg_ctx *ctx, CUstream st) {
-  if (!st) CU(L, ctx, cuStreamSynchronize, ctx->stream);
+  if (!st) cg_wait_stream(L, ctx, ctx->stream, ctx->root->timeout);
 }
 
 /* Copies a table (a sequence of numbers) or a binary string to the buffer
@@ -404,7 +404,7 @@ static int peer_copy(lua_State *L, cg_buffer *d, cg_buffer *s, int sidx,
     CU(L, ctx, cuMemcpyPeerAsync, d->h.drv.mem + doff, dc->cu, s->h.drv.mem + soff,
        sc->cu, bytes, st ? st->h.drv.stream : dc->stream);
   }
-  if (!st) CU(L, ctx, cuStreamSynchronize, dc->stream);
+  if (!st) cg_wait_stream(L, ctx, dc->stream, ctx->root->timeout);
   lua_settop(L, 1);
   return 1;
 }
@@ -423,6 +423,9 @@ static int buffer_copy(lua_State *L) {
   size_t doff = 0, soff = 0, bytes = s->n * ses;
   int sidx = 3;
   if (lua_istable(L, 3)) {
+    static const char *const keys[] = { "dst_offset", "src_offset", "count",
+                                        NULL };
+    cg_check_options(L, 3, "copy", keys);
     sidx = 4;
     doff = optoffset(L, "dst_offset");
     soff = optoffset(L, "src_offset");

@@ -215,7 +215,7 @@ static CUstream begin(lua_State *L, cg_comm *c, int sidx, const char *what) {
 
 static void done(lua_State *L, cg_comm *c, CUstream s) {
   if (!s && !c->h.ctx->root->nccl_group)
-    CU(L, c->h.ctx, cuStreamSynchronize, c->h.ctx->stream);
+    cg_wait_stream(L, c->h.ctx, c->h.ctx->stream, c->h.ctx->root->timeout);
 }
 
 #define STREAM(c, s) ((s) ? (s) : (c)->h.ctx->stream)
@@ -367,7 +367,7 @@ static int nccl_group(lua_State *L) {
     for (cg_ctx *d = root; d; d = d->next)
       if (cg_alive(d) && !d->capture) {
         cg_current(L, d);
-        CU(L, d, cuStreamSynchronize, d->stream);
+        cg_wait_stream(L, d, d->stream, d->root->timeout);
       }
   cg_context(L);
   return lua_gettop(L);

@@ -89,7 +89,7 @@ static int condition_new(lua_State *L) {
   CU(L, ctx, cuMemAlloc, &c->h.drv.mem, 4);
   c->h.open = 1; /* from here __gc frees the cell */
   CU(L, ctx, cuMemsetD32Async, c->h.drv.mem, 0, 1, ctx->stream);
-  CU(L, ctx, cuStreamSynchronize, ctx->stream);
+  cg_wait_stream(L, ctx, ctx->stream, ctx->root->timeout);
   return 1;
 }
 

@@ -45,11 +45,13 @@ static int event_record(lua_State *L) {
   return 1;
 }
 
+/* e:synchronize([timeout_s]) */
 static int event_synchronize(lua_State *L) {
   cg_event *e = check(L, 1);
+  double t = cg_opttimeout(L, 2);
   cg_check_outside(L, e->h.ctx, "event:synchronize()",
-           "synchronize after the capture ends");
-  CU(L, e->h.ctx, cuEventSynchronize, e->h.drv.event);
+                   "synchronize after the capture ends");
+  cg_wait_event(L, e->h.ctx, e->h.drv.event, t);
   return 0;
 }
 
@@ -70,7 +72,7 @@ static int event_elapsed(lua_State *L) {
   if (!stop->timing || !start->timing)
     luaL_error(L, "elapsed: an event made with {timing = false} has no time");
   cg_check_outside(L, ctx, "event:elapsed()", "time after the capture ends");
-  CU(L, ctx, cuEventSynchronize, stop->h.drv.event);
+  cg_wait_event(L, ctx, stop->h.drv.event, ctx->root->timeout);
   float ms = 0;
   CU(L, ctx, cuEventElapsedTime, &ms, start->h.drv.event,
      stop->h.drv.event);

@@ -94,7 +94,7 @@ int cg_buffer_free_async(lua_State *L, int sidx) {
   if (!b->h.graphmem) cg_check_unused(L, &b->h);
   CUstream st = s ? s->h.drv.stream : ctx->stream;
   CU(L, ctx, cuMemFreeAsync, b->h.drv.mem, st);
-  if (!s) CU(L, ctx, cuStreamSynchronize, st);
+  if (!s) cg_wait_stream(L, ctx, st, ctx->root->timeout);
   b->h.owned = 0;
   if (b->h.graphmem && b->h.uses) {
     b->h.graphmem = CG_GRAPHMEM_GONE; /* its graph allocates it again */

@@ -59,7 +59,7 @@ static int scalar_get(lua_State *L) {
   uint64_t bits = 0;
   CU(L, ctx, cuMemcpyDtoHAsync, &bits, sc->h.drv.mem, cg_type_size[sc->type],
      ctx->stream);
-  CU(L, ctx, cuStreamSynchronize, ctx->stream);
+  cg_wait_stream(L, ctx, ctx->stream, ctx->root->timeout);
   sc->bits = bits;
   cg_pushbits(L, sc->type, &bits);
   return 1;

@@ -25,11 +25,13 @@ static void stream_release(lua_State *L, cg_obj *o) {
 static int stream_free(lua_State *L) { return cg_close(L, CG_STREAM, 0); }
 static int stream_gc(lua_State *L) { return cg_close(L, CG_STREAM, 1); }
 
+/* s:synchronize([timeout_s]) */
 static int stream_synchronize(lua_State *L) {
   cg_stream *s = check(L);
+  double t = cg_opttimeout(L, 2);
   cg_check_outside(L, s->h.ctx, "stream:synchronize()",
-           "synchronize after the capture ends");
-  CU(L, s->h.ctx, cuStreamSynchronize, s->h.drv.stream);
+                   "synchronize after the capture ends");
+  cg_wait_stream(L, s->h.ctx, s->h.drv.stream, t);
   return 0;
 }
 
