@@ -278,6 +278,34 @@ describe("cugraph.Comm", function()
     os.remove(path)
   end)
 
+  it("reads only a whole rendezvous record of its own job, and bounds the wait", function()
+    local path = os.tmpname()
+    cuda.nccl_rendezvous(path, 0, 1, "job-a")
+    local f = assert(io.open(path, "rb"))
+    local whole = f:read("a")
+    f:close()
+    assert.equals(128, #cuda.nccl_rendezvous(path, 1, 1, "job-a"))
+    -- a stale record: another job's
+    assert.matches("waited .* %(job 'job%-b'%); it holds a rendezvous record of another job",
+                   tostring(H.error_of(cuda.nccl_rendezvous, path, 1, 0.05, "job-b")))
+    local function holding(bytes)
+      f = assert(io.open(path, "wb")); f:write(bytes); f:close()
+      return tostring(H.error_of(cuda.nccl_rendezvous, path, 1, 0.05, "job-a"))
+    end
+    local tampered = whole:sub(1, 40) .. string.char(whole:byte(41) ~ 1) .. whole:sub(42)
+    assert.matches("not a whole rendezvous record", holding(tampered))
+    assert.matches("not a whole rendezvous record", holding(whole:sub(1, 100)))
+    assert.matches("not a whole rendezvous record", holding(("\0"):rep(128)))
+    assert.matches("not a whole rendezvous record", holding(""))
+    -- timeouts that would never end, or make no sense, are refused
+    for _, t in ipairs { 0 / 0, -1, 0 } do
+      assert.matches("bad argument #3 to '[%w.]*nccl_rendezvous' %(the timeout must be a positive",
+                     tostring(H.error_of(cuda.nccl_rendezvous, path, 1, t)))
+    end
+    assert.matches("contains a NUL byte", tostring(H.error_of(cuda.nccl_rendezvous, path .. "\0x", 1)))
+    os.remove(path)
+  end)
+
   it("raises NCCL's failures as error objects naming the call", function()
     if not H.double then return pending("fault injection is a feature of the NCCL double") end
     local code, out = H.script([[
@@ -467,6 +495,30 @@ describe("the launcher", function()
     assert.is_true(os.time() - t0 < 30)
   end)
 
+  it("stops a failed run's ranks and their children, whole process groups", function()
+    local pidfile = os.tmpname()
+    local path = script(([[
+      if os.getenv("CUGRAPH_RANK") == "0" then
+        os.execute("sleep 300 & echo $! > %s")
+        error("rank 0 gives up, leaving a child behind")
+      end
+      os.execute("sleep 300") -- stopped with its group
+    ]]):format(pidfile))
+    local t0 = os.time()
+    local code, out = H.run("--nproc 2 " .. H.quote(path))
+    os.remove(path)
+    assert.equals(1, code, out)
+    assert.matches("rank 0 exited with status 1; stopping the others", out)
+    assert.is_true(os.time() - t0 < 30, "the launcher waited for the sleeps")
+    local f = assert(io.open(pidfile))
+    local child = f:read("n")
+    f:close()
+    os.remove(pidfile)
+    assert.is_number(child)
+    assert.is_nil((os.execute("kill -0 " .. child .. " 2>/dev/null")),
+                  "rank 0's child outlived the launcher")
+  end)
+
   it("explains its options", function()
     local code, out = H.run("--nproc 0 x.lua")
     assert.equals(1, code)
@@ -477,5 +529,9 @@ describe("the launcher", function()
     code, out = H.run("--nproc 1 --nnodes 2 --node-rank 0 x.lua")
     assert.equals(1, code)
     assert.matches("needs %-%-rendezvous PATH", out)
+    code, out = H.run("--nproc 1 --nnodes 2 --node-rank 0 --rendezvous /tmp/r x.lua",
+                      "SLURM_JOB_ID=")
+    assert.equals(1, code)
+    assert.matches("needs %-%-job%-id ID, the same on every machine", out)
   end)
 end)

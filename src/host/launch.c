@@ -4,13 +4,18 @@
    CUGRAPH_WORLD_SIZE, CUGRAPH_LOCAL_RANK, CUGRAPH_LOCAL_WORLD_SIZE,
    CUGRAPH_LUA_DEVICE (its GPU: the local rank) and CUGRAPH_RENDEZVOUS, the
    file through which rank 0 hands the others the NCCL unique id
-   (cuda.comm_world). Signals the launcher gets are passed on to every rank;
-   when a rank fails, the others are stopped (SIGTERM, then SIGKILL after
-   5 s) and the launcher exits with the failed rank's status.
+   (cuda.comm_world), and CUGRAPH_JOB_ID, which the rendezvous record
+   carries (--job-id, else SLURM_JOB_ID, else a fresh one). Each rank runs
+   in a process group of its own: signals the launcher gets are passed on
+   to every rank's group; when a rank fails, the others are stopped
+   (SIGTERM to their groups, then SIGKILL after 5 s), and the launcher
+   exits with the failed rank's status once no process of any group is
+   left.
 
-   Several machines: the same command on each, with --nnodes M and
-   --node-rank K, and --rendezvous PATH naming a fresh file on storage all
-   of them share; NCCL's own transports carry the collectives. */
+   Several machines: the same command on each, with --nnodes M,
+   --node-rank K, the same --job-id (or under Slurm its job), and
+   --rendezvous PATH naming a file on storage all of them share; NCCL's own
+   transports carry the collectives. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <signal.h>
@@ -44,7 +49,7 @@ static int number(const char *opt, const char *s, int lo, int hi) {
 static void launch_usage(void) {
   fprintf(stderr,
           "usage: %s --nproc N [--nnodes M --node-rank K] [--rendezvous PATH]\n"
-          "          [--] [lua options] script [args]\n"
+          "          [--job-id ID] [--] [lua options] script [args]\n"
           "Starts N processes running the script, one per GPU (the local\n"
           "rank), with CUGRAPH_RANK, CUGRAPH_WORLD_SIZE, CUGRAPH_LOCAL_RANK,\n"
           "CUGRAPH_LOCAL_WORLD_SIZE, CUGRAPH_LUA_DEVICE and CUGRAPH_RENDEZVOUS\n"
@@ -59,10 +64,22 @@ static void setenv_int(const char *name, int v) {
   setenv(name, buf, 1);
 }
 
-/* Sends sig to every rank still running. */
-static void signal_all(const pid_t *pid, int n, int sig) {
+/* Sends sig to the process group of every rank (a rank's children too,
+   after the rank itself exited). */
+static void signal_all(const pid_t *group, int n, int sig) {
   for (int i = 0; i < n; i++)
-    if (pid[i] > 0) kill(pid[i], sig);
+    if (group[i] > 0) kill(-group[i], sig);
+}
+
+/* Whether any process of the groups is left. */
+static int groups_left(pid_t *group, int n) {
+  int any = 0;
+  for (int i = 0; i < n; i++) {
+    if (group[i] > 0 && kill(-group[i], 0) != 0 && errno == ESRCH)
+      group[i] = 0;
+    any |= group[i] > 0;
+  }
+  return any;
 }
 
 /* The exit status a rank's wait status stands for (128 + a signal). */
@@ -74,7 +91,7 @@ static int status_of(int st) {
 
 int host_launch(int argc, char **argv) {
   int nproc = 0, nnodes = 1, node = 0, i = 1;
-  const char *rdv = NULL;
+  const char *rdv = NULL, *job = NULL;
   for (; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--nproc")) nproc = number(a, argv[++i], 1, MAX_PROCS);
@@ -85,6 +102,12 @@ int host_launch(int argc, char **argv) {
     else if (!strcmp(a, "--rendezvous")) {
       if (!(rdv = argv[++i])) {
         launch_usage();
+        return EXIT_FAILURE;
+      }
+    } else if (!strcmp(a, "--job-id")) {
+      if (!(job = argv[++i]) || !*job || strlen(job) > 63 || strchr(job, '\n')) {
+        fprintf(stderr, "%s: --job-id needs one line of 1 to 63 bytes\n",
+                HOST_NAME);
         return EXIT_FAILURE;
       }
     } else if (!strcmp(a, "--")) {
@@ -108,6 +131,22 @@ int host_launch(int argc, char **argv) {
             "machine sees\n", HOST_NAME, nnodes);
     return EXIT_FAILURE;
   }
+  if (!job) job = getenv("SLURM_JOB_ID");
+  if (job && !*job) job = NULL;
+  if (!job && nnodes > 1) {
+    fprintf(stderr, "%s: --nnodes %d needs --job-id ID, the same on every "
+            "machine (under Slurm its job id is taken)\n", HOST_NAME, nnodes);
+    return EXIT_FAILURE;
+  }
+  char fresh[32];
+  if (!job) { /* one machine: a job id of our own */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    snprintf(fresh, sizeof fresh, "%lx-%lx-%lx", (long)getpid(),
+             (long)ts.tv_sec, ts.tv_nsec);
+    job = fresh;
+  }
+  setenv("CUGRAPH_JOB_ID", job, 1);
   char dir[] = "/tmp/cugraph-run-XXXXXX", file[64] = "";
   if (!rdv) { /* one machine: a fresh file of our own */
     if (!mkdtemp(dir)) {
@@ -131,7 +170,7 @@ int host_launch(int argc, char **argv) {
   char exe[4096];
   ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
   exe[len > 0 ? len : 0] = '\0';
-  pid_t pid[MAX_PROCS];
+  pid_t pid[MAX_PROCS], group[MAX_PROCS];
   int live = 0, code = 0, failed = -1;
   setenv_int("CUGRAPH_WORLD_SIZE", nproc * nnodes);
   setenv_int("CUGRAPH_LOCAL_WORLD_SIZE", nproc);
@@ -157,9 +196,11 @@ int host_launch(int argc, char **argv) {
               strerror(errno));
       code = EXIT_FAILURE;
       nproc = r;
-      signal_all(pid, nproc, SIGTERM);
+      signal_all(group, nproc, SIGTERM);
       break;
     }
+    setpgid(pid[r], pid[r]); /* as the child does: whichever runs first */
+    group[r] = pid[r];
     live++;
   }
   time_t stopping = code ? time(NULL) : 0;
@@ -177,7 +218,7 @@ int host_launch(int argc, char **argv) {
             if (live > 0 && !stopping) {
               fprintf(stderr, "%s: rank %d exited with status %d; stopping "
                       "the others\n", HOST_NAME, node * nproc + r, code);
-              signal_all(pid, nproc, SIGTERM);
+              signal_all(group, nproc, SIGTERM);
               stopping = time(NULL);
             }
           }
@@ -188,11 +229,19 @@ int host_launch(int argc, char **argv) {
     if (pending) {
       int sig = pending;
       pending = 0;
-      signal_all(pid, nproc, sig);
+      signal_all(group, nproc, sig);
     }
-    if (stopping && time(NULL) - stopping >= 5) signal_all(pid, nproc, SIGKILL);
+    if (stopping && time(NULL) - stopping >= 5) signal_all(group, nproc, SIGKILL);
     struct timespec nap = {0, 10000000};
     nanosleep(&nap, NULL);
+  }
+  /* a stopped rank's children go with it */
+  if (stopping) {
+    while (groups_left(group, nproc) && time(NULL) - stopping < 5) {
+      struct timespec nap = {0, 10000000};
+      nanosleep(&nap, NULL);
+    }
+    signal_all(group, nproc, SIGKILL);
   }
   if (file[0]) {
     unlink(file);

@@ -4,16 +4,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "base/hash.h"
 
 enum { CG_CACHE_DIRLEN = 3968, CG_CACHE_PATHLEN = 4096 };
-
-/* Two unrelated 64-bit lanes, FNV-1a and multiply/xorshift: a 128-bit key
-   that no accidental pair of inputs shares. */
-typedef struct cg_hash { uint64_t a, b; } cg_hash;
-#define CG_HASH_INIT {0xcbf29ce484222325u, 0x6a09e667f3bcc909u}
-void cg_hash_bytes(cg_hash *h, const void *p, size_t n);
-/* Length-prefixed, so a sequence of fields hashes unambiguously. */
-void cg_hash_field(cg_hash *h, const char *s, size_t n);
 
 /* The format's name, part of every key. */
 extern const char *const cg_cache_magic;
