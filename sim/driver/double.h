@@ -6,14 +6,15 @@
    device whose memory is host memory, streams that run work at once, stream
    capture into graphs, instantiated graphs, graph clones and kernel nodes
    whose function and parameters change (kernel reload), sticky errors, and
-   host versions of the kernels of spec/kernels/kernels.cu and of the
-   built-in condition setters of src/kernel/setters.cu (kernels.c), found by
-   entry name. Conditional nodes (while, if/else, switch) and child graph
-   nodes run with the driver's semantics; their handles live in the
-   instantiated graph, defaults applied at each launch, and a kernel sets one
-   with the host twin of cudaGraphSetConditional. A while loop that runs past
-   2^24 turns stops the device as a watchdog would
-   (CUDA_ERROR_LAUNCH_TIMEOUT, sticky): a GPU would hang.
+   host versions of the kernels of spec/kernels/kernels.cu
+   (spec/support/twins.c) and of the built-in condition setters of
+   src/kernel/setters.cu (kernels.c), found by entry name. Conditional nodes
+   (while, if/else, switch) and child graph nodes run with the driver's
+   semantics; their handles live in the instantiated graph, defaults applied
+   at each launch, and a kernel sets one with the host twin of
+   cudaGraphSetConditional. A while loop that runs past 2^24 turns stops the
+   device as a watchdog would (CUDA_ERROR_LAUNCH_TIMEOUT, sticky): a GPU
+   would hang.
 
    Environment: CUDA_VISIBLE_DEVICES empty (or -1) hides the device, as with
    the driver; CUDA_DOUBLE_MEM_LIMIT=bytes sizes device memory (80 GiB).
@@ -118,33 +119,42 @@ void dbl_free_obj(void *p);
 
 /* One thread of a launch. A bad access sets fault and the kernel stops, as
    a GPU stops the context. */
-typedef struct kctx {
+typedef struct dbl_kctx {
   const unsigned char *args; /* parameter bytes, laid out as on the GPU */
   const size_t *off;         /* offset of each parameter in args */
   unsigned grid[3], block[3], bid[3], tid[3];
   unsigned char *shared;     /* this block's dynamic shared memory */
   size_t nshared;
   CUresult fault;
-} kctx;
+} dbl_kctx;
 
-typedef void kfn(kctx *c);
+typedef void dbl_kfn(dbl_kctx *c);
 
 /* A host version of a kernel: body[1], if any, runs after every thread of
    the block has run body[0] (a __syncthreads()). */
-typedef struct kimpl {
+typedef struct dbl_kimpl {
   const char *name;
-  kfn *body[2];        /* body[0] NULL: the kernel does nothing */
+  dbl_kfn *body[2];    /* body[0] NULL: the kernel does nothing */
   size_t nparams;
   unsigned char size[8];
-} kimpl;
+} dbl_kimpl;
 
-const kimpl *dbl_find_kernel(const char *name);
+void dbl_arg(const dbl_kctx *c, size_t i, void *v, size_t n);
+int dbl_ld(dbl_kctx *c, uint64_t p, void *v, size_t n);
+void dbl_st(dbl_kctx *c, uint64_t p, const void *v, size_t n);
+unsigned char *dbl_shared_at(dbl_kctx *c, size_t at, size_t n);
+void dbl_set_conditional(dbl_kctx *c, uint64_t h, unsigned v);
+const dbl_kimpl *dbl_find_kernel(const char *name);
+
+/* The twins, in the double only. */
+extern const dbl_kimpl dbl_twins[];
+extern const size_t dbl_ntwins;
 
 /* -- modules and functions (module.c, jit.c) ------------------------------- */
 
 struct CUfunc_st {
   char *name;
-  const kimpl *impl;    /* NULL: no host version; launches are refused */
+  const dbl_kimpl *impl; /* NULL: no host version; launches are refused */
   int layout;           /* nparams, off and size are known */
   size_t nparams;
   size_t *off, *size;   /* one block: off[nparams], then size[nparams] */
