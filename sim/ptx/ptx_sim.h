@@ -1,9 +1,9 @@
 /* The PTX simulator: PTX text decoded once into a compact form, then run
    warp by warp (32 lanes in lock step, an active mask, reconvergence at the
    lowest waiting PC), blocks in parallel on host threads. Pure C with no
-   driver in it: sim/driver/driver.c built with -DCUDA_SIM puts it
-   behind the driver table (build/libcuda-sim.so). Device memory is host
-   memory; the caller says which ranges are live. */
+   driver in it: sim/driver built with -DCUDA_SIM puts it behind the
+   driver table (build/libcuda-sim.so). Device memory is host memory; the
+   caller says which ranges are live. */
 #ifndef PTX_SIM_H
 #define PTX_SIM_H
 

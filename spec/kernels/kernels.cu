@@ -1,6 +1,6 @@
 // Kernels the specs launch. Compiled to PTX by nvcc at build time; the test
-// double (sim/driver/driver.c) has a host version of each, found by
-// entry name, so the same specs run with and without a GPU.
+// double (sim/driver) has a host version of each (spec/support/twins.c),
+// found by entry name, so the same specs run with and without a GPU.
 
 #include <cuda_device_runtime_api.h> // cudaGraphSetConditional, for NVRTC
 

@@ -1,0 +1,319 @@
+/* A test double of libcuda.so.1, the CUDA Driver API, so that the specs run
+   on machines with CUDA's headers but no GPU. Built as a shared library and
+   named by CUGRAPH_LUA_LIBCUDA, it exports the entry points of
+   src/base/driver.h under the versioned symbols that cuda.h maps them to,
+   and follows the real driver's documented behaviour for what it covers: one
+   device whose memory is host memory, streams that run work at once, stream
+   capture into graphs, instantiated graphs, graph clones and kernel nodes
+   whose function and parameters change (kernel reload), sticky errors, and
+   host versions of the kernels of spec/kernels/kernels.cu
+   (spec/support/twins.c) and of the built-in condition setters of
+   src/kernel/setters.cu (kernels.c), found by entry name. Conditional nodes
+   (while, if/else, switch) and child graph nodes run with the driver's
+   semantics; their handles live in the instantiated graph, defaults applied
+   at each launch, and a kernel sets one with the host twin of
+   cudaGraphSetConditional. A while loop that runs past 2^24 turns stops the
+   device as a watchdog would (CUDA_ERROR_LAUNCH_TIMEOUT, sticky): a GPU
+   would hang.
+
+   Environment: CUDA_VISIBLE_DEVICES empty (or -1) hides the device, as with
+   the driver; CUDA_DOUBLE_MEM_LIMIT=bytes sizes device memory (80 GiB).
+   CUDA_DOUBLE_DEVICES=n (1 to 8) gives n devices, each with its primary
+   context, its own memory and handles; any two may access each other's
+   memory (cuDeviceCanAccessPeer) unless CUDA_DOUBLE_NO_PEER=1.
+   CUDA_DOUBLE_FAULT=name:n:code[,...] makes the n-th call of an entry point
+   (its plain name, cuMemAlloc, or the versioned symbol, cuMemAlloc_v2) fail
+   with code, before it does anything; a sticky code also breaks the device
+   for the rest of the process, as a fault on a GPU does.
+   CUDA_DOUBLE_TRACE=path writes "name calls" lines, one per entry point
+   called, to path at exit.
+
+   Any thread may call: every entry point holds one lock for its whole body.
+   The current context is per thread, as with the driver.
+
+   Built with -DCUDA_SIM it is the simulator (build/libcuda-sim.so): the
+   same driver, with kernels run from their PTX by sim/ptx instead of host
+   twins; a fatbin's PTX is run, a cubin refused.
+
+   This header is what the driver's files share: the types of its handles
+   and work, the gates and lock of its entry points, and the functions one
+   file calls in another (prefixed dbl_); the rest of each file is static. */
+#ifndef DOUBLE_H
+#define DOUBLE_H
+
+#define _POSIX_C_SOURCE 200809L
+#include <cuda.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#ifdef CUDA_SIM
+#include "ptx/ptx_sim.h"
+#endif
+
+/* -- the device (device.c) ------------------------------------------------- */
+
+#define MAX_DEVICES 8
+#define MAX_THREADS 1024
+#define SHARED_DEFAULT 49152 /* dynamic shared memory without opt-in */
+#define SHARED_OPTIN 232448
+
+extern const unsigned dbl_max_block[3], dbl_max_grid[3];
+
+/* -- entry points: one lock, call counts, injected faults (entry.c) -------- */
+
+/* Calls of one entry point, on the list of those called so far. */
+typedef struct dbl_site {
+  const char *name;
+  unsigned long calls;
+  struct dbl_site *next;
+} dbl_site;
+
+extern CUresult dbl_sticky;
+
+pthread_mutex_t *dbl_take_lock(void);
+void dbl_drop_lock(pthread_mutex_t **held);
+CUresult dbl_called(dbl_site *s, const char *func);
+
+/* The first statement of every entry point: takes the lock until the
+   function returns, counts the call; ENTRY returns an armed fault at once,
+   ENTRY_THEN leaves it in fault_ for a call that must still do its work.
+   The name is stringized here, before cuda.h's macros version it. */
+#define ENTRY_AT(name)                                                      \
+  pthread_mutex_t *held_ __attribute__((cleanup(dbl_drop_lock), unused)) = \
+    dbl_take_lock();                                                        \
+  static dbl_site site_ = {name, 0, NULL};                                  \
+  CUresult fault_ = dbl_called(&site_, __func__)
+#define ENTRY_THEN(name) ENTRY_AT(#name)
+#define ENTRY(name)                                                         \
+  ENTRY_AT(#name);                                                          \
+  if (fault_) return fault_
+
+/* -- contexts and handles (device.c) --------------------------------------- */
+
+/* A device's primary context: live while refs > 0; destroying it frees
+   everything made in it. The handle stays the same across retains. */
+struct CUctx_st { int refs, dev; unsigned char peer[MAX_DEVICES]; };
+
+extern int dbl_ndevices;
+extern size_t dbl_mem_limit; /* device memory of each device, bytes */
+extern struct CUctx_st dbl_primary[MAX_DEVICES];
+
+int dbl_cur_dev(void);
+int dbl_is_primary(CUcontext ctx);
+CUresult dbl_enter_context(void);
+CUresult dbl_enter(void);
+CUresult dbl_enter_device(CUdevice dev);
+CUresult dbl_enter_graph(void);
+
+/* Every live handle is on one ring, so that destroying the context can free
+   what the caller did not (all but graphs) and capture can find its
+   streams. Each handle struct starts with an obj. */
+enum { O_STREAM, O_EVENT, O_MODULE, O_GRAPH, O_EXEC };
+typedef struct obj { struct obj *prev, *next; int kind, dev; } obj;
+extern obj dbl_live;
+
+void *dbl_new_obj(size_t size, int kind);
+void dbl_free_obj(void *p);
+
+/* -- kernels (kernels.c; the spec kernels' twins: spec/support/twins.c) ---- */
+
+/* One thread of a launch. A bad access sets fault and the kernel stops, as
+   a GPU stops the context. */
+typedef struct dbl_kctx {
+  const unsigned char *args; /* parameter bytes, laid out as on the GPU */
+  const size_t *off;         /* offset of each parameter in args */
+  unsigned grid[3], block[3], bid[3], tid[3];
+  unsigned char *shared;     /* this block's dynamic shared memory */
+  size_t nshared;
+  CUresult fault;
+} dbl_kctx;
+
+typedef void dbl_kfn(dbl_kctx *c);
+
+/* A host version of a kernel: body[1], if any, runs after every thread of
+   the block has run body[0] (a __syncthreads()). */
+typedef struct dbl_kimpl {
+  const char *name;
+  dbl_kfn *body[2];    /* body[0] NULL: the kernel does nothing */
+  size_t nparams;
+  unsigned char size[8];
+} dbl_kimpl;
+
+void dbl_arg(const dbl_kctx *c, size_t i, void *v, size_t n);
+int dbl_ld(dbl_kctx *c, uint64_t p, void *v, size_t n);
+void dbl_st(dbl_kctx *c, uint64_t p, const void *v, size_t n);
+unsigned char *dbl_shared_at(dbl_kctx *c, size_t at, size_t n);
+void dbl_set_conditional(dbl_kctx *c, uint64_t h, unsigned v);
+const dbl_kimpl *dbl_find_kernel(const char *name);
+
+/* The twins, in the double only. */
+extern const dbl_kimpl dbl_twins[];
+extern const size_t dbl_ntwins;
+
+/* -- modules and functions (module.c, jit.c) ------------------------------- */
+
+struct CUfunc_st {
+  char *name;
+  const dbl_kimpl *impl; /* NULL: no host version; launches are refused */
+  int layout;           /* nparams, off and size are known */
+  size_t nparams;
+  size_t *off, *size;   /* one block: off[nparams], then size[nparams] */
+  size_t argbytes;      /* end of the last parameter */
+  int max_dynamic;      /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
+#ifdef CUDA_SIM
+  const sim_kernel *sim; /* the entry, decoded */
+#endif
+};
+
+struct CUmod_st {
+  obj h;
+  unsigned char *image; /* a copy of a binary image (searched for names) */
+  size_t nimage;
+  CUfunction *funcs;    /* PTX: every entry; binary: those asked for */
+  size_t nfuncs, cfuncs;
+#ifdef CUDA_SIM
+  sim_module *sim;
+#endif
+};
+
+CUfunction dbl_add_function(CUmodule m, const char *name, size_t len,
+                            int from_ptx, size_t n, const size_t *pair);
+void dbl_free_module(CUmodule m);
+int dbl_is_text(const unsigned char *p);
+CUresult dbl_load_ptx(CUmodule m, const char *text, const char **why);
+#ifdef CUDA_SIM
+CUresult dbl_load_image_ptx(CUmodule m, const unsigned char *p,
+                            const char **why);
+#endif
+
+/* -- work: kernel launches, copies and memsets (work.c) -------------------- */
+
+/* One unit of stream work, as run at once or held by a graph node. */
+typedef struct op {
+  CUgraphNodeType type;     /* KERNEL, MEMCPY or MEMSET */
+  CUfunction f;             /* kernel */
+  unsigned grid[3], block[3], shared;
+  unsigned char *args;      /* owned copy of f->argbytes parameter bytes */
+  CUdeviceptr dst, src;     /* memcpy and memset: device memory, unless */
+  void *hdst;               /* memcpy: ... host memory takes a side; it is */
+  const void *hsrc;         /* read and written when the copy runs */
+  size_t bytes;             /* memcpy */
+  size_t pitch, width, height; /* memset: height rows of width elements */
+  unsigned value, elem;     /* memset: the element and its size in bytes */
+  CUgraphConditionalNodeType ctype; /* CONDITIONAL: if, while or switch */
+  CUgraphConditionalHandle handle;  /* CONDITIONAL */
+  unsigned nbodies;         /* CONDITIONAL: its bodies; GRAPH: 1, the child */
+  struct CUgraph_st **bodies; /* a node's: owned body graphs */
+  struct plan *plans;       /* an instantiated node's: owned body plans */
+  int disabled;             /* an instantiated node's: cuGraphNodeSetEnabled */
+  CUhostFn fn;              /* HOST: cuLaunchHostFunc's function and data */
+  void *data;
+} op;
+
+CUresult dbl_run_op(const op *o, int dry);
+int dbl_copy_op(op *dst, const op *src);
+CUresult dbl_prepare_launch(op *o, void **params, void **extra);
+void dbl_run_kernel(const op *o);
+
+/* -- device memory (memory.c) ---------------------------------------------- */
+
+extern int dbl_capture_check;
+
+void *dbl_dev_range(CUdeviceptr p, size_t n);
+int dbl_dev_of(CUdeviceptr p, size_t n);
+void dbl_free_all_memory(int dev);
+CUresult dbl_run_memory_node(const op *o);
+#ifdef CUDA_SIM
+int dbl_sim_live(void *ud, uint64_t p, size_t n, uint64_t *lo, uint64_t *hi);
+#endif
+
+/* -- graphs (graph.c, graph_exec.c) ---------------------------------------- */
+
+/* A set of graph nodes in insertion order. */
+typedef struct nodeset { CUgraphNode *v; size_t n, cap; } nodeset;
+
+int dbl_set_push(nodeset *s, CUgraphNode x, int dup);
+int dbl_set_union(nodeset *dst, const nodeset *src);
+int dbl_set_assign(nodeset *dst, const nodeset *src);
+
+struct CUgraphNode_st {
+  op op;
+  struct CUgraph_st *graph; /* the graph it belongs to */
+  nodeset deps;   /* nodes of the same graph, each added before this one */
+  size_t idx;     /* position in the graph */
+  void **argv;    /* a kernel's parameters as cuGraphKernelNodeGetParams
+                     gives them: pointers into op.args, made on demand */
+};
+
+/* A conditional handle, made in a graph for a node of it or of a body;
+   value is the instantiated graph's. */
+typedef struct cond {
+  CUgraphConditionalHandle id; /* unique in the process; never 0 */
+  unsigned dflt, flags, value;
+  int used;                 /* a node has it */
+} cond;
+
+/* Nodes in the order they were added, which is a topological order. A body
+   graph (of a conditional or child graph node) has the graph of that node
+   as parent. */
+struct CUgraph_st {
+  obj h;
+  nodeset nodes;
+  struct CUgraph_st *parent;
+  cond *conds;              /* handles made in this graph */
+  size_t nconds;
+};
+
+/* Dependencies of every node as sorted indices: node i's are
+   dep[start[i] .. start[i + 1]). */
+typedef struct edges { size_t *start, *dep; } edges;
+
+void dbl_free_graph(CUgraph g);
+CUgraphNode dbl_add_node(CUgraph g, const op *o, const nodeset *deps);
+int dbl_make_edges(CUgraph g, edges *e);
+int dbl_nodes_of(CUgraph g, const CUgraphNode *v, size_t n);
+int dbl_default_edges(const CUgraphEdgeData *d, size_t n);
+
+void dbl_free_exec(CUgraphExec x);
+op *dbl_exec_op(CUgraphExec x, CUgraphNode hNode);
+int dbl_set_handle(uint64_t h, unsigned v);
+int dbl_auto_free(void);
+
+/* -- streams, events and capture (streams.c, capture.c) -------------------- */
+
+/* A capture sequence: begun on origin, joined by the streams that waited on
+   its events. Its nodes go into g. */
+typedef struct capture {
+  struct capture *next;
+  CUstream origin;
+  CUstreamCaptureMode mode;
+  int invalid;          /* a rule was broken: ending it yields no graph */
+  unsigned long id;
+  CUgraph g;
+  int owned;            /* g was made by the capture (not ...ToGraph) */
+  nodeset orphans;      /* tips of joined streams destroyed meanwhile */
+} capture;
+
+struct CUstream_st {
+  obj h;
+  unsigned flags;
+  capture *cap;         /* the capture this stream takes part in, or NULL */
+  nodeset tips;         /* while capturing: what new work depends on; has
+                           room for one node from creation on */
+};
+
+extern capture *dbl_captures; /* in progress */
+
+capture *dbl_find_capture(unsigned long id);
+void dbl_end_capture(capture *c);
+CUresult dbl_unsafe_call(void);
+CUresult dbl_legacy_blocked(int invalidate);
+CUresult dbl_capture_op(CUstream s, const op *o);
+
+CUstream dbl_stream_of(CUstream s);
+CUresult dbl_stream_usable(CUstream s);
+CUresult dbl_submit(CUstream s, op *o);
+void dbl_free_stream(CUstream s);
+void dbl_free_event(CUevent e);
+
+#endif

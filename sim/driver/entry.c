@@ -1,0 +1,296 @@
+/* The driver's error codes, and what every entry point does first: take
+   the one lock for the whole call, count the call (CUDA_DOUBLE_TRACE) and
+   return a fault armed for it (CUDA_DOUBLE_FAULT). */
+#include "double.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* -- error codes ----------------------------------------------------------- */
+
+/* Every code of cuda.h, with the real driver's messages. */
+#define E(code, text) {code, #code, text}
+static const struct { CUresult code; const char *name, *text; } errors[] = {
+  E(CUDA_SUCCESS, "no error"),
+  E(CUDA_ERROR_INVALID_VALUE, "invalid argument"),
+  E(CUDA_ERROR_OUT_OF_MEMORY, "out of memory"),
+  E(CUDA_ERROR_NOT_INITIALIZED, "initialization error"),
+  E(CUDA_ERROR_DEINITIALIZED, "driver shutting down"),
+  E(CUDA_ERROR_PROFILER_DISABLED,
+    "profiler disabled while using external profiling tool"),
+  E(CUDA_ERROR_PROFILER_NOT_INITIALIZED,
+    "profiler not initialized: call cudaProfilerInitialize()"),
+  E(CUDA_ERROR_PROFILER_ALREADY_STARTED, "profiler already started"),
+  E(CUDA_ERROR_PROFILER_ALREADY_STOPPED, "profiler already stopped"),
+  E(CUDA_ERROR_STUB_LIBRARY, "CUDA driver is a stub library"),
+  E(CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER,
+    "API call is not supported in the installed CUDA driver"),
+  E(CUDA_ERROR_DEVICE_UNAVAILABLE,
+    "CUDA-capable device(s) is/are busy or unavailable"),
+  E(CUDA_ERROR_NO_DEVICE, "no CUDA-capable device is detected"),
+  E(CUDA_ERROR_INVALID_DEVICE, "invalid device ordinal"),
+  E(CUDA_ERROR_DEVICE_NOT_LICENSED, "device doesn't have valid Grid license"),
+  E(CUDA_ERROR_INVALID_IMAGE, "device kernel image is invalid"),
+  E(CUDA_ERROR_INVALID_CONTEXT, "invalid device context"),
+  E(CUDA_ERROR_CONTEXT_ALREADY_CURRENT, "context already current"),
+  E(CUDA_ERROR_MAP_FAILED, "mapping of buffer object failed"),
+  E(CUDA_ERROR_UNMAP_FAILED, "unmapping of buffer object failed"),
+  E(CUDA_ERROR_ARRAY_IS_MAPPED, "array is mapped"),
+  E(CUDA_ERROR_ALREADY_MAPPED, "resource already mapped"),
+  E(CUDA_ERROR_NO_BINARY_FOR_GPU,
+    "no kernel image is available for execution on the device"),
+  E(CUDA_ERROR_ALREADY_ACQUIRED, "resource already acquired"),
+  E(CUDA_ERROR_NOT_MAPPED, "resource not mapped"),
+  E(CUDA_ERROR_NOT_MAPPED_AS_ARRAY, "resource not mapped as array"),
+  E(CUDA_ERROR_NOT_MAPPED_AS_POINTER, "resource not mapped as pointer"),
+  E(CUDA_ERROR_ECC_UNCORRECTABLE, "uncorrectable ECC error encountered"),
+  E(CUDA_ERROR_UNSUPPORTED_LIMIT,
+    "limit is not supported on this architecture"),
+  E(CUDA_ERROR_CONTEXT_ALREADY_IN_USE,
+    "exclusive-thread device already in use by a different thread"),
+  E(CUDA_ERROR_PEER_ACCESS_UNSUPPORTED,
+    "peer access is not supported between these two devices"),
+  E(CUDA_ERROR_INVALID_PTX, "a PTX JIT compilation failed"),
+  E(CUDA_ERROR_INVALID_GRAPHICS_CONTEXT, "invalid OpenGL or DirectX context"),
+  E(CUDA_ERROR_NVLINK_UNCORRECTABLE,
+    "uncorrectable NVLink error detected during the execution"),
+  E(CUDA_ERROR_JIT_COMPILER_NOT_FOUND, "PTX JIT compiler library not found"),
+  E(CUDA_ERROR_UNSUPPORTED_PTX_VERSION,
+    "the provided PTX was compiled with an unsupported toolchain."),
+  E(CUDA_ERROR_JIT_COMPILATION_DISABLED, "PTX JIT compilation was disabled"),
+  E(CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY,
+    "the provided execution affinity is not supported"),
+  E(CUDA_ERROR_UNSUPPORTED_DEVSIDE_SYNC,
+    "the provided PTX contains unsupported call to cudaDeviceSynchronize"),
+  E(CUDA_ERROR_CONTAINED,
+    "Invalid access of peer GPU memory over nvlink or a hardware error"),
+  E(CUDA_ERROR_INVALID_SOURCE, "device kernel image is invalid"),
+  E(CUDA_ERROR_FILE_NOT_FOUND, "file not found"),
+  E(CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND,
+    "shared object symbol not found"),
+  E(CUDA_ERROR_SHARED_OBJECT_INIT_FAILED,
+    "shared object initialization failed"),
+  E(CUDA_ERROR_OPERATING_SYSTEM,
+    "OS call failed or operation not supported on this OS"),
+  E(CUDA_ERROR_INVALID_HANDLE, "invalid resource handle"),
+  E(CUDA_ERROR_ILLEGAL_STATE,
+    "the operation cannot be performed in the present state"),
+  E(CUDA_ERROR_LOSSY_QUERY,
+    "attempted introspection would be semantically lossy"),
+  E(CUDA_ERROR_NOT_FOUND, "named symbol not found"),
+  E(CUDA_ERROR_NOT_READY, "device not ready"),
+  E(CUDA_ERROR_ILLEGAL_ADDRESS, "an illegal memory access was encountered"),
+  E(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
+    "too many resources requested for launch"),
+  E(CUDA_ERROR_LAUNCH_TIMEOUT, "the launch timed out and was terminated"),
+  E(CUDA_ERROR_LAUNCH_INCOMPATIBLE_TEXTURING,
+    "launch uses incompatible texturing mode"),
+  E(CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, "peer access is already enabled"),
+  E(CUDA_ERROR_PEER_ACCESS_NOT_ENABLED, "peer access has not been enabled"),
+  E(CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE,
+    "cannot set while device is active in this process"),
+  E(CUDA_ERROR_CONTEXT_IS_DESTROYED, "context is destroyed"),
+  E(CUDA_ERROR_ASSERT, "device-side assert triggered"),
+  E(CUDA_ERROR_TOO_MANY_PEERS, "peer mapping resources exhausted"),
+  E(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
+    "part or all of the requested memory range is already mapped"),
+  E(CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED,
+    "pointer does not correspond to a registered memory region"),
+  E(CUDA_ERROR_HARDWARE_STACK_ERROR, "hardware stack error"),
+  E(CUDA_ERROR_ILLEGAL_INSTRUCTION, "an illegal instruction was encountered"),
+  E(CUDA_ERROR_MISALIGNED_ADDRESS, "misaligned address"),
+  E(CUDA_ERROR_INVALID_ADDRESS_SPACE,
+    "operation not supported on global/shared address space"),
+  E(CUDA_ERROR_INVALID_PC, "invalid program counter"),
+  E(CUDA_ERROR_LAUNCH_FAILED, "unspecified launch failure"),
+  E(CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE,
+    "too many blocks in cooperative launch"),
+  E(CUDA_ERROR_TENSOR_MEMORY_LEAK, "tensor memory not completely freed"),
+  E(CUDA_ERROR_NOT_PERMITTED, "operation not permitted"),
+  E(CUDA_ERROR_NOT_SUPPORTED, "operation not supported"),
+  E(CUDA_ERROR_SYSTEM_NOT_READY, "system not yet initialized"),
+  E(CUDA_ERROR_SYSTEM_DRIVER_MISMATCH,
+    "system has unsupported display driver / cuda driver combination"),
+  E(CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE,
+    "forward compatibility was attempted on non supported HW"),
+  E(CUDA_ERROR_MPS_CONNECTION_FAILED,
+    "MPS client failed to connect to the MPS control daemon or the MPS "
+    "server"),
+  E(CUDA_ERROR_MPS_RPC_FAILURE,
+    "the remote procedural call between the MPS server and the MPS client "
+    "failed"),
+  E(CUDA_ERROR_MPS_SERVER_NOT_READY,
+    "MPS server is not ready to accept new MPS client requests"),
+  E(CUDA_ERROR_MPS_MAX_CLIENTS_REACHED,
+    "the hardware resources required to create MPS client have been "
+    "exhausted"),
+  E(CUDA_ERROR_MPS_MAX_CONNECTIONS_REACHED,
+    "the hardware resources required to support device connections have "
+    "been exhausted"),
+  E(CUDA_ERROR_MPS_CLIENT_TERMINATED,
+    "the MPS client has been terminated by the server"),
+  E(CUDA_ERROR_CDP_NOT_SUPPORTED,
+    "is using CUDA Dynamic Parallelism, but the current configuration, like "
+    "MPS, does not support it"),
+  E(CUDA_ERROR_CDP_VERSION_MISMATCH,
+    "unsupported interaction between different versions of CUDA Dynamic "
+    "Parallelism"),
+  E(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+    "operation not permitted when stream is capturing"),
+  E(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
+    "operation failed due to a previous error during capture"),
+  E(CUDA_ERROR_STREAM_CAPTURE_MERGE,
+    "operation would result in a merge of separate capture sequences"),
+  E(CUDA_ERROR_STREAM_CAPTURE_UNMATCHED,
+    "capture was not ended in the same stream as it began"),
+  E(CUDA_ERROR_STREAM_CAPTURE_UNJOINED, "capturing stream has unjoined work"),
+  E(CUDA_ERROR_STREAM_CAPTURE_ISOLATION,
+    "dependency created on uncaptured work in another stream"),
+  E(CUDA_ERROR_STREAM_CAPTURE_IMPLICIT,
+    "operation would make the legacy stream depend on a capturing blocking "
+    "stream"),
+  E(CUDA_ERROR_CAPTURED_EVENT,
+    "operation not permitted on an event last recorded in a capturing "
+    "stream"),
+  E(CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD,
+    "attempt to terminate a thread-local capture sequence from another "
+    "thread"),
+  E(CUDA_ERROR_TIMEOUT, "wait operation timed out"),
+  E(CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE,
+    "the graph update was not performed because it included changes which "
+    "violated constraints specific to instantiated graph update"),
+  E(CUDA_ERROR_EXTERNAL_DEVICE,
+    "an async error has occured in external entity outside of CUDA"),
+  E(CUDA_ERROR_INVALID_CLUSTER_SIZE,
+    "a kernel launch error has occurred due to cluster misconfiguration"),
+  E(CUDA_ERROR_FUNCTION_NOT_LOADED,
+    "the function handle is not loaded when calling an API that requires a "
+    "loaded function"),
+  E(CUDA_ERROR_INVALID_RESOURCE_TYPE,
+    "one or more resources passed in are not valid resource types for the "
+    "operation"),
+  E(CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION,
+    "one or more resources are insufficient or non-applicable for the "
+    "operation"),
+  E(CUDA_ERROR_KEY_ROTATION,
+    "an error happened during the key rotation sequence"),
+  E(CUDA_ERROR_UNKNOWN, "unknown error"),
+};
+#undef E
+
+/* Errors after which the context can never work again (the driver's
+   "sticky" errors: the process must restart). */
+static int is_sticky(CUresult r) {
+  switch (r) {
+  case CUDA_ERROR_ILLEGAL_ADDRESS: case CUDA_ERROR_LAUNCH_FAILED:
+  case CUDA_ERROR_MISALIGNED_ADDRESS: case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+  case CUDA_ERROR_HARDWARE_STACK_ERROR: case CUDA_ERROR_INVALID_PC:
+  case CUDA_ERROR_INVALID_ADDRESS_SPACE: case CUDA_ERROR_ASSERT:
+  case CUDA_ERROR_LAUNCH_TIMEOUT: case CUDA_ERROR_ECC_UNCORRECTABLE:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+/* The fault that broke the device for this process, or SUCCESS. Device
+   queries, cuCtxSetCurrent and freeing graphs still work after it; not even
+   destroying the context clears it. */
+CUresult dbl_sticky;
+
+/* -- entry points: one lock, call counts, injected faults ------------------ */
+
+static dbl_site *sites;
+
+/* Armed faults: the n-th call of name returns code. */
+#define MAX_FAULTS 16
+static struct fault { char name[64]; unsigned long n; CUresult code; }
+  faults[MAX_FAULTS];
+static int nfaults, configured;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+pthread_mutex_t *dbl_take_lock(void) {
+  pthread_mutex_lock(&lock);
+  return &lock;
+}
+
+void dbl_drop_lock(pthread_mutex_t **held) { pthread_mutex_unlock(*held); }
+
+static void write_trace(void) {
+  pthread_mutex_lock(&lock);
+  const char *path = getenv("CUDA_DOUBLE_TRACE");
+  FILE *f = path ? fopen(path, "w") : NULL;
+  if (f) {
+    for (const dbl_site *s = sites; s; s = s->next)
+      fprintf(f, "%s %lu\n", s->name, s->calls);
+    fclose(f);
+  } else {
+    fprintf(stderr, "cuda double: cannot write CUDA_DOUBLE_TRACE\n");
+  }
+  pthread_mutex_unlock(&lock);
+}
+
+/* Reads CUDA_DOUBLE_FAULT and CUDA_DOUBLE_TRACE, at the first call of any
+   entry point. A malformed fault list aborts: a test would mean nothing. */
+static void configure(void) {
+  configured = 1;
+  const char *t = getenv("CUDA_DOUBLE_TRACE");
+  if (t && *t) atexit(write_trace);
+  const char *p = getenv("CUDA_DOUBLE_FAULT");
+  while (p && *p) {
+    struct fault *f = &faults[nfaults];
+    int len = 0, code = 0;
+    if (nfaults == MAX_FAULTS
+        || sscanf(p, "%63[A-Za-z0-9_]:%lu:%d%n", f->name, &f->n, &code, &len)
+             != 3
+        || !f->n || code <= 0 || (p[len] && p[len] != ',')) {
+      fprintf(stderr, "cuda double: bad CUDA_DOUBLE_FAULT at \"%s\" "
+              "(name:n:code[,...], at most %d)\n", p, MAX_FAULTS);
+      abort();
+    }
+    f->code = (CUresult)code;
+    nfaults++;
+    p += len + (p[len] == ',');
+  }
+}
+
+/* Counts a call of s (whose symbol is func) and returns its armed fault, or
+   SUCCESS. A sticky fault breaks the device from here on. */
+CUresult dbl_called(dbl_site *s, const char *func) {
+  if (!configured) configure();
+  if (!s->calls++) {
+    s->next = sites;
+    sites = s;
+  }
+  for (int i = 0; i < nfaults; i++)
+    if (faults[i].n == s->calls
+        && (!strcmp(faults[i].name, s->name) || !strcmp(faults[i].name, func))) {
+      if (is_sticky(faults[i].code) && !dbl_sticky) dbl_sticky = faults[i].code;
+      return faults[i].code;
+    }
+  return CUDA_SUCCESS;
+}
+
+static int error_index(CUresult r) {
+  for (size_t i = 0; i < sizeof errors / sizeof *errors; i++)
+    if (errors[i].code == r) return (int)i;
+  return -1;
+}
+
+CUresult CUDAAPI cuGetErrorName(CUresult error, const char **pStr) {
+  ENTRY(cuGetErrorName);
+  if (!pStr) return CUDA_ERROR_INVALID_VALUE;
+  int i = error_index(error);
+  *pStr = i < 0 ? NULL : errors[i].name;
+  return i < 0 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGetErrorString(CUresult error, const char **pStr) {
+  ENTRY(cuGetErrorString);
+  if (!pStr) return CUDA_ERROR_INVALID_VALUE;
+  int i = error_index(error);
+  *pStr = i < 0 ? NULL : errors[i].text;
+  return i < 0 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}

@@ -1,0 +1,325 @@
+/* Instantiated graphs: plans copied from graphs, bodies too, with the
+   values of their conditional handles; launches that run them in order,
+   and updates in place. */
+#include "double.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* An instantiated graph, or body: copies of the nodes' work and edges. */
+typedef struct plan {
+  size_t n;
+  op *ops;        /* in topological order */
+  edges e;
+} plan;
+
+static void free_plan(plan *p) {
+  for (size_t i = 0; i < p->n; i++) {
+    op *o = &p->ops[i];
+    for (unsigned j = 0; o->plans && j < o->nbodies; j++)
+      free_plan(&o->plans[j]);
+    free(o->plans);
+    free(o->args);
+  }
+  free(p->ops);
+  free(p->e.start);
+  free(p->e.dep);
+  memset(p, 0, sizeof *p);
+}
+
+/* Copies g's nodes into p, bodies too. Nonzero when out of memory. */
+static int build_plan(plan *p, CUgraph g) {
+  size_t n = g->nodes.n;
+  memset(p, 0, sizeof *p);
+  if (!(p->ops = calloc(n ? n : 1, sizeof *p->ops))
+      || dbl_make_edges(g, &p->e)) {
+    free(p->ops);
+    p->ops = NULL;
+    return 1;
+  }
+  for (; p->n < n; p->n++) {
+    op *o = &p->ops[p->n];
+    const op *src = &g->nodes.v[p->n]->op;
+    if (dbl_copy_op(o, src)) return free_plan(p), 1;
+    o->bodies = NULL;
+    o->plans = NULL;
+    if (!src->nbodies) continue;
+    if (!(o->plans = calloc(src->nbodies, sizeof *o->plans))) {
+      p->n++;
+      return free_plan(p), 1;
+    }
+    for (unsigned j = 0; j < src->nbodies; j++)
+      if (build_plan(&o->plans[j], src->bodies[j])) {
+        p->n++;
+        return free_plan(p), 1;
+      }
+  }
+  return 0;
+}
+
+/* An instantiated graph owns its plan and the values of its handles. */
+struct CUgraphExec_st {
+  obj h;
+  CUgraph from;   /* the graph instantiated: its nodes name the plan's */
+  int auto_free;  /* AUTO_FREE_ON_LAUNCH: a launch frees what the last one
+                     allocated and left */
+  plan p;
+  cond *conds;
+  size_t nconds;
+};
+
+void dbl_free_exec(CUgraphExec x) {
+  free_plan(&x->p);
+  free(x->conds);
+  dbl_free_obj(x);
+}
+
+/* Appends the handles of g and of its bodies to *v (n of them, room for
+   cap). Nonzero when out of memory. */
+static int gather_conds(CUgraph g, cond **v, size_t *n, size_t *cap) {
+  for (size_t i = 0; i < g->nconds; i++) {
+    if (*n == *cap) {
+      size_t c = *cap ? 2 * *cap : 4;
+      cond *w = realloc(*v, c * sizeof *w);
+      if (!w) return 1;
+      *v = w;
+      *cap = c;
+    }
+    (*v)[*n] = g->conds[i];
+    (*v)[(*n)++].value = g->conds[i].dflt;
+  }
+  for (size_t i = 0; i < g->nodes.n; i++) {
+    const op *o = &g->nodes.v[i]->op;
+    for (unsigned j = 0; j < o->nbodies; j++)
+      if (gather_conds(o->bodies[j], v, n, cap)) return 1;
+  }
+  return 0;
+}
+
+/* -- instantiation and launch --------------------------------------------- */
+
+CUresult CUDAAPI cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                    unsigned long long flags) {
+  ENTRY(cuGraphInstantiate);
+  CUresult r = dbl_enter();
+  if (r) return r;
+  if (!hGraph) return CUDA_ERROR_INVALID_HANDLE;
+  unsigned long long
+    auto_free = CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH,
+    device = CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH,
+    priority = CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY;
+  if (!phGraphExec || (flags & ~(auto_free | device | priority))
+      || ((flags & auto_free) && (flags & device))) /* UPLOAD: ...WithParams */
+    return CUDA_ERROR_INVALID_VALUE;
+  if ((r = dbl_unsafe_call())) return r;
+  CUgraphExec x = dbl_new_obj(sizeof *x, O_EXEC);
+  size_t cap = 0;
+  if (!x || build_plan(&x->p, hGraph)
+      || gather_conds(hGraph, &x->conds, &x->nconds, &cap)) {
+    if (x) dbl_free_exec(x);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  for (size_t i = 0; i < x->nconds; i++)
+    if (!x->conds[i].used) { /* CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED */
+      dbl_free_exec(x);
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+  x->from = hGraph;
+  x->auto_free = (flags & auto_free) != 0;
+  *phGraphExec = x;
+  return CUDA_SUCCESS;
+}
+
+/* The instantiated graph that cuGraphLaunch runs. */
+static CUgraphExec running;
+
+/* Sets handle h of the graph being launched to v: 0, or 1 when it has no
+   such handle (cudaGraphSetConditional's fault). */
+int dbl_set_handle(uint64_t h, unsigned v) {
+  for (size_t i = 0; running && i < running->nconds; i++)
+    if (running->conds[i].id == h) {
+      running->conds[i].value = v;
+      return 0;
+    }
+  return 1;
+}
+
+/* Whether the graph being launched frees what its last launch allocated
+   and left (AUTO_FREE_ON_LAUNCH). */
+int dbl_auto_free(void) { return running && running->auto_free; }
+
+static unsigned cond_value(CUgraphConditionalHandle h) {
+  for (size_t i = 0; i < running->nconds; i++)
+    if (running->conds[i].id == h) return running->conds[i].value;
+  return 0;
+}
+
+#define WATCHDOG (1ul << 24) /* turns of a while loop */
+
+/* Runs a plan's nodes in order, bodies as their conditions say; a kernel's
+   fault stops the rest, as it stops a GPU. */
+static CUresult run_plan(const plan *p) {
+  CUresult r = CUDA_SUCCESS;
+  for (size_t i = 0; i < p->n && !dbl_sticky && !r; i++) {
+    const op *o = &p->ops[i];
+    unsigned long turns = 0;
+    unsigned v;
+    if (o->disabled) {
+      continue;
+    } else if (o->type == CU_GRAPH_NODE_TYPE_GRAPH) {
+      r = run_plan(&o->plans[0]);
+    } else if (o->type != CU_GRAPH_NODE_TYPE_CONDITIONAL) {
+      r = dbl_run_op(o, 0);
+    } else if (o->ctype == CU_GRAPH_COND_TYPE_WHILE) {
+      while (!r && !dbl_sticky && cond_value(o->handle)) {
+        if (++turns > WATCHDOG) dbl_sticky = CUDA_ERROR_LAUNCH_TIMEOUT;
+        else r = run_plan(&o->plans[0]);
+      }
+    } else if ((v = cond_value(o->handle)), o->ctype == CU_GRAPH_COND_TYPE_IF) {
+      if (v || o->nbodies == 2) r = run_plan(&o->plans[v ? 0 : 1]);
+    } else if (v < o->nbodies) {
+      r = run_plan(&o->plans[v]);
+    }
+  }
+  return r;
+}
+
+CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec hGraphExec) {
+  ENTRY(cuGraphExecDestroy);
+  CUresult r = dbl_enter_context();
+  if (r) return r;
+  if (!hGraphExec) return CUDA_ERROR_INVALID_HANDLE;
+  if ((r = dbl_unsafe_call())) return r;
+  dbl_free_exec(hGraphExec);
+  return CUDA_SUCCESS;
+}
+
+/* Launches and uploads of graphs are not captured: refused, and the capture
+   is invalidated. */
+static CUresult graph_stream(CUstream s) {
+  CUresult r = dbl_stream_usable(s);
+  if (r || !s || !s->cap) return r;
+  s->cap->invalid = 1;
+  return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+}
+
+/* Runs the nodes in order, at once, as eager work would; a kernel's fault
+   stops the rest, as it stops a GPU. */
+CUresult CUDAAPI cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
+  ENTRY(cuGraphLaunch);
+  CUresult r = dbl_enter();
+  if (r) return r;
+  if (!hGraphExec) return CUDA_ERROR_INVALID_HANDLE;
+  if ((r = graph_stream(dbl_stream_of(hStream)))) return r;
+  for (size_t i = 0; i < hGraphExec->nconds; i++)
+    if (hGraphExec->conds[i].flags & CU_GRAPH_COND_ASSIGN_DEFAULT)
+      hGraphExec->conds[i].value = hGraphExec->conds[i].dflt;
+  running = hGraphExec;
+  r = run_plan(&hGraphExec->p);
+  running = NULL;
+  return r;
+}
+
+CUresult CUDAAPI cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream) {
+  ENTRY(cuGraphUpload);
+  CUresult r = dbl_enter();
+  if (r) return r;
+  if (!hGraphExec) return CUDA_ERROR_INVALID_HANDLE;
+  return graph_stream(dbl_stream_of(hStream));
+}
+
+/* -- updates --------------------------------------------------------------- */
+
+/* Why a node running new_op cannot replace one running old: its type or a
+   parameter the driver cannot change. A kernel node may take another
+   function of the same context (drivers since 11.2). */
+static CUgraphExecUpdateResult node_change(const op *old, const op *new_op) {
+  if (old->type != new_op->type)
+    return CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED;
+  if (old->type == CU_GRAPH_NODE_TYPE_MEMCPY
+      && (!old->hdst != !new_op->hdst || !old->hsrc != !new_op->hsrc))
+    return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED; /* memory type */
+  if (old->type == CU_GRAPH_NODE_TYPE_MEMSET
+      && (old->height > 1 || new_op->height > 1)
+      && (old->height != new_op->height || old->width != new_op->width
+          || old->pitch != new_op->pitch || old->elem != new_op->elem))
+    return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED; /* 2D shape */
+  return CU_GRAPH_EXEC_UPDATE_SUCCESS;
+}
+
+/* Whether graph g has the nodes and edges of plan p, node for node, its
+   bodies too, with changes the driver can apply; why not in *info.
+   Nonzero when out of memory. */
+static int same_shape(const plan *p, CUgraph g,
+                      CUgraphExecUpdateResultInfo *info) {
+  const nodeset *v = &g->nodes;
+  edges e = {NULL, NULL};
+  if (v->n != p->n) {
+    info->result = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+    return 0;
+  }
+  if (dbl_make_edges(g, &e)) return 1;
+  const edges *old = &p->e;
+  for (size_t i = 0; i < v->n && !info->result; i++) {
+    size_t a = old->start[i], na = old->start[i + 1] - a;
+    size_t b = e.start[i], nb = e.start[i + 1] - b;
+    if (na == nb && !memcmp(old->dep + a, e.dep + b, na * sizeof *e.dep))
+      continue;
+    info->result = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+    info->errorNode = v->v[i];
+    for (size_t j = 0; na == nb && !info->errorFromNode; j++)
+      if (old->dep[a + j] != e.dep[b + j]) /* the first that differs */
+        info->errorFromNode = v->v[e.dep[b + j]];
+  }
+  free(e.start);
+  free(e.dep);
+  int oom = 0;
+  for (size_t i = 0; i < v->n && !info->result && !oom; i++) {
+    const op *o = &p->ops[i], *n = &v->v[i]->op;
+    info->result = node_change(o, n);
+    if (!info->result && o->type == CU_GRAPH_NODE_TYPE_CONDITIONAL
+        && (o->ctype != n->ctype || o->nbodies != n->nbodies))
+      info->result = CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
+    for (unsigned j = 0; !info->result && !oom && j < o->nbodies; j++)
+      oom = same_shape(&o->plans[j], n->bodies[j], info);
+    if (info->result && !info->errorNode) info->errorNode = v->v[i];
+  }
+  return oom;
+}
+
+/* Copies hGraph's parameters into hGraphExec when both have the same nodes
+   and edges, node for node; else leaves it as it was and says why. Handles
+   take hGraph's defaults. */
+CUresult CUDAAPI cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph,
+                                   CUgraphExecUpdateResultInfo *resultInfo) {
+  ENTRY(cuGraphExecUpdate);
+  CUresult r = dbl_enter();
+  if (r) return r;
+  if (!hGraphExec || !hGraph) return CUDA_ERROR_INVALID_HANDLE;
+  if (!resultInfo) return CUDA_ERROR_INVALID_VALUE;
+  CUgraphExecUpdateResultInfo info = {CU_GRAPH_EXEC_UPDATE_SUCCESS, NULL, NULL};
+  plan p;
+  cond *conds = NULL;
+  size_t nconds = 0, cap = 0;
+  if (same_shape(&hGraphExec->p, hGraph, &info)) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (!info.result) { /* all or none */
+    if (build_plan(&p, hGraph) || gather_conds(hGraph, &conds, &nconds, &cap)) {
+      free(conds);
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    free_plan(&hGraphExec->p);
+    free(hGraphExec->conds);
+    hGraphExec->p = p;
+    hGraphExec->conds = conds;
+    hGraphExec->nconds = nconds;
+  }
+  *resultInfo = info;
+  return info.result ? CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE : CUDA_SUCCESS;
+}
+
+/* The instantiated op of hNode: a node of the graph x was made from. */
+op *dbl_exec_op(CUgraphExec x, CUgraphNode hNode) {
+  if (!x || !hNode || hNode->graph != x->from || hNode->idx >= x->p.n)
+    return NULL;
+  return &x->p.ops[hNode->idx];
+}

@@ -1,0 +1,211 @@
+/* Running a kernel: its host version, found by entry name (the built-in
+   condition setters here, the spec kernels' twins in spec/support/twins.c),
+   thread by thread; or, in the simulator, its PTX (sim/ptx). */
+#include "double.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* -- host versions --------------------------------------------------------- */
+
+void dbl_arg(const dbl_kctx *c, size_t i, void *v, size_t n) {
+  memcpy(v, c->args + c->off[i], n);
+}
+
+/* The host address of an n-byte global access at p, or NULL after a fault. */
+static void *global(dbl_kctx *c, uint64_t p, size_t n) {
+  void *h = dbl_dev_range(p, n);
+  if (!h) c->fault = CUDA_ERROR_ILLEGAL_ADDRESS;
+  else if (p % n) c->fault = CUDA_ERROR_MISALIGNED_ADDRESS;
+  return c->fault ? NULL : h;
+}
+
+int dbl_ld(dbl_kctx *c, uint64_t p, void *v, size_t n) {
+  void *h = global(c, p, n);
+  if (h) memcpy(v, h, n);
+  return h != NULL;
+}
+
+void dbl_st(dbl_kctx *c, uint64_t p, const void *v, size_t n) {
+  void *h = global(c, p, n);
+  if (h) memcpy(h, v, n);
+}
+
+/* The shared-memory word at byte offset at, or NULL after a fault. */
+unsigned char *dbl_shared_at(dbl_kctx *c, size_t at, size_t n) {
+  if (at > c->nshared || n > c->nshared - at) {
+    c->fault = CUDA_ERROR_ILLEGAL_ADDRESS;
+    return NULL;
+  }
+  return c->shared + at;
+}
+
+/* The host twin of cudaGraphSetConditional: sets the handle in the graph
+   being launched; a handle it does not have is a fault. */
+void dbl_set_conditional(dbl_kctx *c, uint64_t h, unsigned v) {
+  if (dbl_set_handle(h, v)) c->fault = CUDA_ERROR_LAUNCH_FAILED;
+}
+
+#ifndef CUDA_SIM
+/* The setters of src/kernel/setters.cu. */
+static void k_cond_set(dbl_kctx *c) {
+  uint64_t h;
+  uint32_t v;
+  dbl_arg(c, 0, &h, 8), dbl_arg(c, 1, &v, 4);
+  dbl_set_conditional(c, h, v);
+}
+
+static void k_cond_when(dbl_kctx *c) {
+  static const unsigned char size[] = {4, 8, 1, 1, 2, 2, 4, 4, 8, 8};
+  uint64_t h, p, bits;
+  uint32_t type, cmp;
+  int lt, eq, gt;
+  dbl_arg(c, 0, &h, 8), dbl_arg(c, 1, &p, 8), dbl_arg(c, 2, &type, 4);
+  dbl_arg(c, 3, &cmp, 4), dbl_arg(c, 4, &bits, 8);
+  unsigned char raw[8] = {0};
+  if (type > 9 || !dbl_ld(c, p, raw, size[type])) return;
+  if (type <= 1) {
+    float f;
+    double a, b;
+    memcpy(&f, raw, 4);
+    if (type == 0) a = f;
+    else memcpy(&a, raw, 8);
+    memcpy(&b, &bits, 8);
+    lt = a < b, eq = a == b, gt = a > b;
+  } else if (type % 2 == 0) {
+    int64_t a = 0, b = (int64_t)bits;
+    int8_t i8; int16_t i16; int32_t i32;
+    if (type == 2) memcpy(&i8, raw, 1), a = i8;
+    else if (type == 4) memcpy(&i16, raw, 2), a = i16;
+    else if (type == 6) memcpy(&i32, raw, 4), a = i32;
+    else memcpy(&a, raw, 8);
+    lt = a < b, eq = a == b, gt = a > b;
+  } else {
+    uint64_t a = 0;
+    memcpy(&a, raw, size[type]); /* little-endian host */
+    lt = a < bits, eq = a == bits, gt = a > bits;
+  }
+  unsigned r = cmp == 0 ? lt : cmp == 1 ? lt | eq : cmp == 2 ? gt
+             : cmp == 3 ? gt | eq : cmp == 4 ? eq : !eq;
+  dbl_set_conditional(c, h, r);
+}
+
+static void k_cond_countdown(dbl_kctx *c) {
+  uint64_t h, cell;
+  uint32_t n, v;
+  dbl_arg(c, 0, &h, 8), dbl_arg(c, 1, &cell, 8), dbl_arg(c, 2, &n, 4);
+  if (!dbl_ld(c, cell, &v, 4)) return;
+  if (v == 0) v = n;
+  v -= 1;
+  dbl_st(c, cell, &v, 4);
+  dbl_set_conditional(c, h, v != 0);
+}
+
+static const dbl_kimpl setters[] = {
+  {"cg_cond_set", {k_cond_set, NULL}, 2, {8, 4}},
+  {"cg_cond_when", {k_cond_when, NULL}, 5, {8, 8, 4, 4, 8}},
+  {"cg_cond_countdown", {k_cond_countdown, NULL}, 3, {8, 8, 4}},
+};
+
+static const dbl_kimpl *find_in(const dbl_kimpl *v, size_t n,
+                                const char *name) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(v[i].name, name)) return &v[i];
+  return NULL;
+}
+#endif
+
+/* The host version of the entry called name: a setter, else a twin. */
+const dbl_kimpl *dbl_find_kernel(const char *name) {
+#ifdef CUDA_SIM
+  return NULL; /* every kernel runs from its PTX */
+#else
+  const dbl_kimpl *k = find_in(setters, sizeof setters / sizeof *setters,
+                               name);
+  return k ? k : find_in(dbl_twins, dbl_ntwins, name);
+#endif
+}
+
+static unsigned char shared_mem[SHARED_OPTIN];
+
+/* Runs every thread of the grid, block by block; a fault makes the context
+   sticky and stops the kernel. */
+#ifdef CUDA_SIM
+static void run_sim(const op *o);
+#endif
+void dbl_run_kernel(const op *o) {
+#ifdef CUDA_SIM
+  if (o->f->sim) { /* always: launches need it */
+    run_sim(o);
+    return;
+  }
+#endif
+  const dbl_kimpl *k = o->f->impl;
+  if (!k->body[0]) return;
+  dbl_kctx c = {o->args, o->f->off, {0}, {0}, {0}, {0}, shared_mem,
+                o->shared, CUDA_SUCCESS};
+  memcpy(c.grid, o->grid, sizeof c.grid);
+  memcpy(c.block, o->block, sizeof c.block);
+  unsigned *b = c.bid, *t = c.tid;
+  for (b[2] = 0; b[2] < c.grid[2]; b[2]++)
+    for (b[1] = 0; b[1] < c.grid[1]; b[1]++)
+      for (b[0] = 0; b[0] < c.grid[0]; b[0]++) {
+        memset(shared_mem, 0xCD, o->shared); /* shared memory is not zeroed */
+        for (int phase = 0; phase < 2 && k->body[phase]; phase++)
+          for (t[2] = 0; t[2] < c.block[2]; t[2]++)
+            for (t[1] = 0; t[1] < c.block[1]; t[1]++)
+              for (t[0] = 0; t[0] < c.block[0]; t[0]++) {
+                k->body[phase](&c);
+                if (c.fault) {
+                  dbl_sticky = c.fault;
+                  return;
+                }
+              }
+      }
+}
+
+/* -- the simulator --------------------------------------------------------- */
+
+#ifdef CUDA_SIM
+static int sim_cond(void *ud, uint64_t h, unsigned v) {
+  return dbl_set_handle(h, v);
+}
+
+/* CUDA_SIM_STATS=1: thread-instructions run and the seconds kernels took,
+   on stderr at exit. */
+static uint64_t sim_executed;
+static double sim_seconds;
+
+static void sim_stats(void) {
+  fprintf(stderr, "cuda sim: %llu thread-instructions in %.3f s of kernel "
+          "time: %.1f M/s\n", (unsigned long long)sim_executed, sim_seconds,
+          sim_seconds > 0 ? (double)sim_executed / sim_seconds / 1e6 : 0.0);
+}
+
+/* Runs a kernel from its PTX; a fault makes the context sticky and is
+   told on stderr, as a memory checker would. */
+static void run_sim(const op *o) {
+  static int stats = -1;
+  if (stats < 0) {
+    const char *e = getenv("CUDA_SIM_STATS");
+    if ((stats = e && *e && strcmp(e, "0"))) atexit(sim_stats);
+  }
+  sim_launch l = {{o->grid[0], o->grid[1], o->grid[2]},
+                  {o->block[0], o->block[1], o->block[2]}, o->shared,
+                  o->args, o->f->argbytes, dbl_sim_live, sim_cond, NULL, 0, 0};
+  char diag[400];
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  int code = sim_run(o->f->sim, &l, diag, sizeof diag);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  sim_executed += l.executed;
+  sim_seconds += (double)(t1.tv_sec - t0.tv_sec)
+                 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+  if (code) {
+    fprintf(stderr, "cuda sim: %s\n", diag);
+    dbl_sticky = (CUresult)code;
+  }
+}
+#endif

@@ -1,0 +1,342 @@
+/* Device memory: allocations are host memory, plain, stream-ordered
+   (the default pool) or graph memory (mapped while its allocation node's
+   graph holds it); page-locked host memory; pool and graph memory
+   attributes. */
+#include "double.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define ALLOC_ALIGN 256      /* cuMemAlloc's alignment */
+
+/* -- device memory --------------------------------------------------------- */
+
+static size_t mem_used[MAX_DEVICES]; /* sum of its live allocation sizes,
+                                        <= dbl_mem_limit */
+
+/* Live allocations, sorted by base and disjoint. A device pointer is the
+   host address of the allocation. */
+typedef struct span {
+  uintptr_t base;
+  size_t size;
+  int kind;             /* SPAN_PLAIN, SPAN_POOL (cuMemAllocAsync) or
+                           SPAN_GRAPH (an allocation node's memory) */
+  int mapped;           /* SPAN_GRAPH: from its allocation node's run until
+                           freed; the host memory stays till destroy */
+  int dev;              /* the device whose memory it is */
+} span;
+enum { SPAN_PLAIN, SPAN_POOL, SPAN_GRAPH };
+static size_t kind_used[3], kind_high[3]; /* bytes of each kind, and peak */
+int dbl_capture_check; /* checking work being captured: graph memory
+                         counts as mapped, as it is in the graph */
+static span *spans;
+static size_t nspans, cspans;
+
+/* Number of spans whose base is <= p. */
+static size_t spans_upto(uintptr_t p) {
+  size_t lo = 0, hi = nspans;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (spans[mid].base <= p) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* The host address of [p, p + n) when one allocation holds it, else NULL. */
+void *dbl_dev_range(CUdeviceptr p, size_t n) {
+  size_t i = spans_upto((uintptr_t)p);
+  if (!i) return NULL;
+  const span *s = &spans[i - 1];
+  if (!s->mapped && !dbl_capture_check) return NULL;
+  size_t at = (uintptr_t)p - s->base;
+  if (at >= s->size || n > s->size - at) return NULL;
+  return (void *)(uintptr_t)p;
+}
+
+/* Page-locked host memory (cuMemHostAlloc): plain host memory, each block
+   listed so that freeing anything else fails, as on the driver. Like device
+   memory it belongs to the context and goes with it. */
+static void **hosts;
+static size_t nhosts, chosts;
+
+/* Frees the memory of device dev; page-locked host memory goes with the
+   last context. */
+void dbl_free_all_memory(int dev) {
+  size_t n = 0;
+  for (size_t i = 0; i < nspans; i++)
+    if (spans[i].dev == dev) free((void *)spans[i].base);
+    else spans[n++] = spans[i];
+  nspans = n;
+  mem_used[dev] = 0;
+  for (int d = 0; d < dbl_ndevices; d++)
+    if (dbl_primary[d].refs) return;
+  free(spans);
+  spans = NULL;
+  nspans = cspans = 0;
+  for (size_t i = 0; i < nhosts; i++) free(hosts[i]);
+  free(hosts);
+  hosts = NULL;
+  nhosts = chosts = 0;
+  memset(kind_used, 0, sizeof kind_used);
+}
+
+/* The device of the allocation that holds [p, p + n), or -1. */
+int dbl_dev_of(CUdeviceptr p, size_t n) {
+  size_t i = spans_upto((uintptr_t)p);
+  if (!i || !dbl_dev_range(p, n ? n : 1)) return -1;
+  return spans[i - 1].dev;
+}
+
+#ifdef CUDA_SIM
+/* The live allocation holding [p, p + n), for the simulator's checks. */
+int dbl_sim_live(void *ud, uint64_t p, size_t n, uint64_t *lo, uint64_t *hi) {
+  size_t i = spans_upto((uintptr_t)p);
+  if (!i || !dbl_dev_range(p, n)) return 0;
+  *lo = spans[i - 1].base;
+  *hi = spans[i - 1].base + spans[i - 1].size;
+  return 1;
+}
+#endif
+
+/* -- memory ---------------------------------------------------------------- */
+
+CUresult CUDAAPI cuMemGetInfo(size_t *free_bytes, size_t *total) {
+  ENTRY(cuMemGetInfo);
+  CUresult r = dbl_enter();
+  if (r) return r;
+  if (!free_bytes || !total) return CUDA_ERROR_INVALID_VALUE;
+  *free_bytes = dbl_mem_limit - mem_used[dbl_cur_dev()];
+  *total = dbl_mem_limit;
+  return CUDA_SUCCESS;
+}
+
+static void map_span(span *s, int on) {
+  if (on) kind_used[s->kind] += s->size;
+  else kind_used[s->kind] -= s->size;
+  if (kind_used[s->kind] > kind_high[s->kind])
+    kind_high[s->kind] = kind_used[s->kind];
+  s->mapped = on;
+}
+
+/* A new span of bytesize bytes (not zeroed) of the given kind; graph memory
+   is mapped only when its allocation node runs. */
+static CUresult alloc_span(CUdeviceptr *dptr, size_t bytesize, int kind) {
+  if (bytesize > dbl_mem_limit - mem_used[dbl_cur_dev()]
+      || bytesize > SIZE_MAX - ALLOC_ALIGN)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  if (nspans == cspans) {
+    size_t cap = cspans ? 2 * cspans : 64;
+    span *v = realloc(spans, cap * sizeof *v);
+    if (!v) return CUDA_ERROR_OUT_OF_MEMORY;
+    spans = v;
+    cspans = cap;
+  }
+  size_t rounded = (bytesize + ALLOC_ALIGN - 1) / ALLOC_ALIGN * ALLOC_ALIGN;
+  void *p = aligned_alloc(ALLOC_ALIGN, rounded);
+  if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
+  memset(p, 0xCD, rounded); /* device memory is not zeroed */
+  size_t i = spans_upto((uintptr_t)p);
+  memmove(spans + i + 1, spans + i, (nspans - i) * sizeof *spans);
+  spans[i] = (span){(uintptr_t)p, bytesize, kind, kind != SPAN_GRAPH,
+                    dbl_cur_dev()};
+  nspans++;
+  mem_used[dbl_cur_dev()] += bytesize;
+  if (kind != SPAN_GRAPH) map_span(&spans[i], 1);
+  *dptr = (CUdeviceptr)(uintptr_t)p;
+  return CUDA_SUCCESS;
+}
+
+/* The span that begins at dptr, or -1. */
+static long span_at(CUdeviceptr dptr) {
+  size_t i = spans_upto((uintptr_t)dptr);
+  return i && spans[i - 1].base == (uintptr_t)dptr ? (long)i - 1 : -1;
+}
+
+static CUresult free_span(CUdeviceptr dptr) {
+  long i = span_at(dptr);
+  if (i < 0 || !spans[i].mapped) return CUDA_ERROR_INVALID_VALUE;
+  map_span(&spans[i], 0);
+  if (spans[i].kind == SPAN_GRAPH) return CUDA_SUCCESS;
+  free((void *)spans[i].base);
+  mem_used[spans[i].dev] -= spans[i].size;
+  memmove(spans + i, spans + i + 1, (nspans - (size_t)i - 1) * sizeof *spans);
+  nspans--;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemAlloc(CUdeviceptr *dptr, size_t bytesize) {
+  ENTRY(cuMemAlloc);
+  CUresult r = dbl_enter();
+  if (r) return r;
+  if (!dptr || !bytesize) return CUDA_ERROR_INVALID_VALUE;
+  if ((r = dbl_unsafe_call())) return r;
+  return alloc_span(dptr, bytesize, SPAN_PLAIN);
+}
+
+/* Frees any kind of device memory, graph allocations too. */
+CUresult CUDAAPI cuMemFree(CUdeviceptr dptr) {
+  ENTRY(cuMemFree);
+  CUresult r = dbl_enter();
+  if (r || !dptr) return r;
+  if ((r = dbl_unsafe_call())) return r;
+  return free_span(dptr);
+}
+
+CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t bytesize,
+                                unsigned int Flags) {
+  ENTRY(cuMemHostAlloc);
+  CUresult r = dbl_enter();
+  if (r) return r;
+  if (!pp || !bytesize || (Flags & ~(unsigned)(CU_MEMHOSTALLOC_PORTABLE |
+                                               CU_MEMHOSTALLOC_DEVICEMAP |
+                                               CU_MEMHOSTALLOC_WRITECOMBINED)))
+    return CUDA_ERROR_INVALID_VALUE;
+  if ((r = dbl_unsafe_call())) return r;
+  if (nhosts == chosts) {
+    size_t cap = chosts ? 2 * chosts : 16;
+    void **v = realloc(hosts, cap * sizeof *v);
+    if (!v) return CUDA_ERROR_OUT_OF_MEMORY;
+    hosts = v;
+    chosts = cap;
+  }
+  void *p = malloc(bytesize);
+  if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
+  memset(p, 0xCD, bytesize); /* not zeroed */
+  hosts[nhosts++] = p;
+  *pp = p;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemFreeHost(void *p) {
+  ENTRY(cuMemFreeHost);
+  CUresult r = dbl_enter();
+  if (r) return r;
+  if ((r = dbl_unsafe_call())) return r;
+  for (size_t i = 0; i < nhosts; i++)
+    if (hosts[i] == p) {
+      free(p);
+      hosts[i] = hosts[--nhosts];
+      return CUDA_SUCCESS;
+    }
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+/* -- stream-ordered and graph memory --------------------------------------- */
+
+/* An allocation or free node of the bytes at p, recorded by s's capture. */
+static CUresult graph_memory_node(CUstream s, CUgraphNodeType type,
+                                  CUdeviceptr p, size_t bytes) {
+  op o = {.type = type, .dst = p, .bytes = bytes};
+  return dbl_capture_op(s, &o);
+}
+
+/* On a capturing stream an allocation node whose memory the double makes
+   at once (its address is fixed from capture on, as the driver's is); else
+   memory of the device's default pool. */
+CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize,
+                                 CUstream hStream) {
+  ENTRY(cuMemAllocAsync);
+  CUresult r = dbl_enter();
+  if (r) return r;
+  CUstream s = dbl_stream_of(hStream);
+  if (!dptr || !bytesize) return CUDA_ERROR_INVALID_VALUE;
+  if ((r = dbl_stream_usable(s))) return r;
+  if (!s || !s->cap) return alloc_span(dptr, bytesize, SPAN_POOL);
+  if ((r = alloc_span(dptr, bytesize, SPAN_GRAPH))) return r;
+  if ((r = graph_memory_node(s, CU_GRAPH_NODE_TYPE_MEM_ALLOC, *dptr,
+                             bytesize)))
+    free_span(*dptr);
+  return r;
+}
+
+/* On a capturing stream a free node, of graph memory only; else frees. */
+CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
+  ENTRY(cuMemFreeAsync);
+  CUresult r = dbl_enter();
+  if (r) return r;
+  CUstream s = dbl_stream_of(hStream);
+  if ((r = dbl_stream_usable(s))) return r;
+  long i = span_at(dptr);
+  if (i < 0) return CUDA_ERROR_INVALID_VALUE;
+  if (!s || !s->cap) return free_span(dptr);
+  if (spans[i].kind != SPAN_GRAPH) return CUDA_ERROR_INVALID_VALUE;
+  return graph_memory_node(s, CU_GRAPH_NODE_TYPE_MEM_FREE, dptr,
+                           spans[i].size);
+}
+
+struct CUmemPoolHandle_st { int unused; };
+static struct CUmemPoolHandle_st default_pool;
+
+CUresult CUDAAPI cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out,
+                                           CUdevice dev) {
+  ENTRY(cuDeviceGetDefaultMemPool);
+  CUresult r = dbl_enter_device(dev);
+  if (r) return r;
+  if (!pool_out) return CUDA_ERROR_INVALID_VALUE;
+  *pool_out = &default_pool;
+  return CUDA_SUCCESS;
+}
+
+/* The pool keeps no memory once freed: reserved is what is used. */
+CUresult CUDAAPI cuMemPoolGetAttribute(CUmemoryPool pool,
+                                       CUmemPool_attribute attr, void *value) {
+  ENTRY(cuMemPoolGetAttribute);
+  CUresult r = dbl_enter();
+  if (r) return r;
+  if (pool != &default_pool || !value) return CUDA_ERROR_INVALID_VALUE;
+  cuuint64_t v;
+  switch (attr) {
+  case CU_MEMPOOL_ATTR_USED_MEM_CURRENT:
+  case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT: v = kind_used[SPAN_POOL]; break;
+  case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+  case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH: v = kind_high[SPAN_POOL]; break;
+  default: return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  memcpy(value, &v, sizeof v);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep) {
+  ENTRY(cuMemPoolTrimTo);
+  CUresult r = dbl_enter();
+  if (r) return r;
+  return pool == &default_pool ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult CUDAAPI cuDeviceGetGraphMemAttribute(CUdevice device,
+                                              CUgraphMem_attribute attr,
+                                              void *value) {
+  ENTRY(cuDeviceGetGraphMemAttribute);
+  CUresult r = dbl_enter_device(device);
+  if (r) return r;
+  if (!value) return CUDA_ERROR_INVALID_VALUE;
+  cuuint64_t v;
+  switch (attr) {
+  case CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT:
+  case CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT: v = kind_used[SPAN_GRAPH]; break;
+  case CU_GRAPH_MEM_ATTR_USED_MEM_HIGH:
+  case CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH: v = kind_high[SPAN_GRAPH]; break;
+  default: return CUDA_ERROR_INVALID_VALUE;
+  }
+  memcpy(value, &v, sizeof v);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGraphMemTrim(CUdevice device) {
+  ENTRY(cuDeviceGraphMemTrim);
+  return dbl_enter_device(device);
+}
+
+/* An allocation node maps its memory, refused while it is mapped from an
+   earlier launch (unless the graph frees it on launch); a free node
+   unmaps it. */
+CUresult dbl_run_memory_node(const op *o) {
+  long i = span_at(o->dst);
+  if (i < 0 || spans[i].kind != SPAN_GRAPH) return CUDA_ERROR_INVALID_VALUE;
+  int alloc = o->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+  if (alloc && spans[i].mapped && !dbl_auto_free())
+    return CUDA_ERROR_INVALID_VALUE;
+  if (spans[i].mapped != alloc) map_span(&spans[i], alloc);
+  return CUDA_SUCCESS;
+}

@@ -1,0 +1,215 @@
+/* Work: kernel launches, copies, memsets and host functions, checked, then
+   run at once or recorded by a capture (dbl_submit). */
+#include "double.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* -- work: kernel launches, copies and memsets ----------------------------- */
+
+/* Checks o's memory ranges and, unless dry, does it. A kernel's accesses are
+   checked as it runs: their faults are sticky, not returned. */
+CUresult dbl_run_op(const op *o, int dry) {
+  if (o->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC
+      || o->type == CU_GRAPH_NODE_TYPE_MEM_FREE)
+    return dry ? CUDA_SUCCESS : dbl_run_memory_node(o);
+  if (o->type == CU_GRAPH_NODE_TYPE_KERNEL) {
+    if (!dry) dbl_run_kernel(o);
+    return CUDA_SUCCESS;
+  }
+  if (o->type == CU_GRAPH_NODE_TYPE_HOST) {
+    if (!dry) o->fn(o->data);
+    return CUDA_SUCCESS;
+  }
+  if (o->type == CU_GRAPH_NODE_TYPE_MEMCPY) {
+    void *d = o->hdst ? o->hdst : dbl_dev_range(o->dst, o->bytes);
+    const void *s = o->hsrc ? o->hsrc : dbl_dev_range(o->src, o->bytes);
+    if (!d || !s) return CUDA_ERROR_INVALID_VALUE;
+    if (!dry) memmove(d, s, o->bytes);
+    return CUDA_SUCCESS;
+  }
+  for (size_t r = 0; r < o->height; r++) {
+    unsigned char *d = dbl_dev_range(o->dst + r * o->pitch, o->width * o->elem);
+    if (!d) return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; !dry && i < o->width; i++)
+      memcpy(d + i * o->elem, &o->value, o->elem); /* little-endian host */
+  }
+  return CUDA_SUCCESS;
+}
+
+int dbl_copy_op(op *dst, const op *src) {
+  *dst = *src;
+  if (src->type != CU_GRAPH_NODE_TYPE_KERNEL || !src->f->argbytes) return 0;
+  if (!(dst->args = malloc(src->f->argbytes))) return 1;
+  memcpy(dst->args, src->args, src->f->argbytes);
+  return 0;
+}
+
+/* A copy; a NULL host pointer stands for device memory, so a NULL host
+   side fails the range check. A copy of nothing is no work. */
+static CUresult memcpy_op(CUdeviceptr dst, void *hdst, CUdeviceptr src,
+                          const void *hsrc, size_t n, CUstream s) {
+  CUresult r = dbl_enter();
+  if (r) return r;
+  if (!n) return dbl_stream_usable(dbl_stream_of(s));
+  op o = {.type = CU_GRAPH_NODE_TYPE_MEMCPY, .dst = dst, .hdst = hdst,
+          .src = src, .hsrc = hsrc, .bytes = n};
+  return dbl_submit(dbl_stream_of(s), &o);
+}
+
+CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr dstDevice, const void *srcHost,
+                                   size_t ByteCount, CUstream hStream) {
+  ENTRY(cuMemcpyHtoDAsync);
+  return memcpy_op(dstDevice, NULL, 0, srcHost, ByteCount, hStream);
+}
+
+CUresult CUDAAPI cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr srcDevice,
+                                   size_t ByteCount, CUstream hStream) {
+  ENTRY(cuMemcpyDtoHAsync);
+  return memcpy_op(0, dstHost, srcDevice, NULL, ByteCount, hStream);
+}
+
+CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
+                                   size_t ByteCount, CUstream hStream) {
+  ENTRY(cuMemcpyDtoDAsync);
+  return memcpy_op(dstDevice, NULL, srcDevice, NULL, ByteCount, hStream);
+}
+
+/* Each pointer must lie in memory of its context's device; no peer access
+   is needed. */
+CUresult CUDAAPI cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext,
+                                   CUdeviceptr srcDevice, CUcontext srcContext,
+                                   size_t ByteCount, CUstream hStream) {
+  ENTRY(cuMemcpyPeerAsync);
+  CUresult r = dbl_enter();
+  if (r) return r;
+  if (!dbl_is_primary(dstContext) || !dbl_is_primary(srcContext) ||
+      !dstContext->refs || !srcContext->refs)
+    return CUDA_ERROR_INVALID_CONTEXT;
+  if (ByteCount && (dbl_dev_of(dstDevice, ByteCount) != dstContext->dev ||
+                    dbl_dev_of(srcDevice, ByteCount) != srcContext->dev))
+    return CUDA_ERROR_INVALID_VALUE;
+  CUstream s = dbl_stream_of(hStream);
+  if (s && s->cap) { /* as the driver: not capturable, and the capture fails */
+    s->cap->invalid = 1;
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
+  return memcpy_op(dstDevice, NULL, srcDevice, NULL, ByteCount, hStream);
+}
+
+/* -- host functions -------------------------------------------------------- */
+
+/* fn(userData) runs in stream order: at once here, or as a host node of the
+   graph a capture records. */
+CUresult CUDAAPI cuLaunchHostFunc(CUstream hStream, CUhostFn fn,
+                                  void *userData) {
+  ENTRY(cuLaunchHostFunc);
+  CUresult r = dbl_enter();
+  if (r) return r;
+  if (!fn) return CUDA_ERROR_INVALID_VALUE;
+  op o = {.type = CU_GRAPH_NODE_TYPE_HOST, .fn = fn, .data = userData};
+  return dbl_submit(dbl_stream_of(hStream), &o);
+}
+
+static CUresult memset_op(CUdeviceptr dst, size_t pitch, unsigned value,
+                          unsigned elem, size_t width, size_t height,
+                          CUstream s) {
+  CUresult r = dbl_enter();
+  if (r) return r;
+  if (!width || !height) return dbl_stream_usable(dbl_stream_of(s));
+  if (dst % elem || (height > 1 && pitch < width * elem))
+    return CUDA_ERROR_INVALID_VALUE;
+  op o = {.type = CU_GRAPH_NODE_TYPE_MEMSET, .dst = dst, .pitch = pitch,
+          .width = width, .height = height, .value = value, .elem = elem};
+  return dbl_submit(dbl_stream_of(s), &o);
+}
+
+CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc,
+                                 size_t N, CUstream hStream) {
+  ENTRY(cuMemsetD8Async);
+  return memset_op(dstDevice, 0, uc, 1, N, 1, hStream);
+}
+
+CUresult CUDAAPI cuMemsetD16Async(CUdeviceptr dstDevice, unsigned short us,
+                                  size_t N, CUstream hStream) {
+  ENTRY(cuMemsetD16Async);
+  return memset_op(dstDevice, 0, us, 2, N, 1, hStream);
+}
+
+CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui,
+                                  size_t N, CUstream hStream) {
+  ENTRY(cuMemsetD32Async);
+  return memset_op(dstDevice, 0, ui, 4, N, 1, hStream);
+}
+
+CUresult CUDAAPI cuMemsetD2D32Async(CUdeviceptr dstDevice, size_t dstPitch,
+                                    unsigned int ui, size_t Width,
+                                    size_t Height, CUstream hStream) {
+  ENTRY(cuMemsetD2D32Async);
+  return memset_op(dstDevice, dstPitch, ui, 4, Width, Height, hStream);
+}
+
+/* Checks a launch and copies its parameters into o->args (the caller may
+   reuse its own storage at once). */
+CUresult dbl_prepare_launch(op *o, void **params, void **extra) {
+  const CUfunction f = o->f;
+  for (int i = 0; i < 3; i++)
+    if (!o->grid[i] || o->grid[i] > dbl_max_grid[i] || !o->block[i]
+        || o->block[i] > dbl_max_block[i])
+      return CUDA_ERROR_INVALID_VALUE;
+  if ((uint64_t)o->block[0] * o->block[1] * o->block[2] > MAX_THREADS
+      || o->shared > (unsigned)f->max_dynamic)
+    return CUDA_ERROR_INVALID_VALUE;
+#ifdef CUDA_SIM
+  if (extra || !f->sim) return CUDA_ERROR_NOT_SUPPORTED;
+#else
+  if (extra || !f->impl) /* the double reads only kernelParams, and runs */
+    return CUDA_ERROR_NOT_SUPPORTED; /* only the kernels it has */
+#endif
+  if (f->nparams && !params) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < f->nparams; i++)
+    if (!params[i]) return CUDA_ERROR_INVALID_VALUE;
+  if (f->argbytes && !(o->args = malloc(f->argbytes)))
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  for (size_t i = 0; i < f->nparams; i++)
+    memcpy(o->args + f->off[i], params[i], f->size[i]);
+  return CUDA_SUCCESS;
+}
+
+/* A launch that fails its checks also breaks the capture it was sent to. */
+CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX,
+                                unsigned int gridDimY, unsigned int gridDimZ,
+                                unsigned int blockDimX, unsigned int blockDimY,
+                                unsigned int blockDimZ,
+                                unsigned int sharedMemBytes, CUstream hStream,
+                                void **kernelParams, void **extra) {
+  ENTRY(cuLaunchKernel);
+  CUresult r = dbl_enter();
+  if (r) return r;
+  CUstream s = dbl_stream_of(hStream);
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  if ((r = dbl_stream_usable(s))) return r;
+  op o = {.type = CU_GRAPH_NODE_TYPE_KERNEL, .f = f,
+          .grid = {gridDimX, gridDimY, gridDimZ},
+          .block = {blockDimX, blockDimY, blockDimZ},
+          .shared = sharedMemBytes};
+  if ((r = dbl_prepare_launch(&o, kernelParams, extra))) {
+    if (s && s->cap) s->cap->invalid = 1;
+    return r;
+  }
+  return dbl_submit(s, &o);
+}
+
+/* The synchronous forms an embedding host may call itself: work of the
+   legacy stream, done at once. */
+CUresult CUDAAPI cuMemsetD32(CUdeviceptr dstDevice, unsigned int ui,
+                             size_t N) {
+  ENTRY(cuMemsetD32);
+  return memset_op(dstDevice, 0, ui, 4, N, 1, NULL);
+}
+
+CUresult CUDAAPI cuMemcpyDtoH(void *dstHost, CUdeviceptr srcDevice,
+                              size_t ByteCount) {
+  ENTRY(cuMemcpyDtoH);
+  return memcpy_op(0, dstHost, srcDevice, NULL, ByteCount, NULL);
+}
