@@ -54,7 +54,7 @@ KERNELS = $(BUILD)/kernels.ptx $(BUILD)/kernels.cubin $(BUILD)/kernels.fatbin
 SPEC_ENV = CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) XDG_CACHE_HOME=$(CURDIR)/$(BUILD)/cache
 DEPFLAGS = -MMD -MP
 SIM_BUILD_CFLAGS = -std=c11 $(CFLAGS) $(WARN) $(WERROR) -fPIC $(DEPFLAGS) \
-  -Isim -I$(CUDA_HOME)/include
+  -Isim -Isrc -I$(CUDA_HOME)/include
 
 all: $(BUILD)/cugraph-lua $(BUILD)/cugraph/core.so $(BUILD)/libcugraph.a $(SIM)
 

@@ -72,6 +72,63 @@ describe("kernel reload", function()
     g1:free(); g2:free(); m:free(); other:free()
   end)
 
+  -- the PTX of kernels.cu with add_scalar_f32 subtracting: y = s - y
+  local function subtracting()
+    local src = source()
+    local at = src:find(".entry add_scalar_f32", 1, true)
+    return src:sub(1, at - 1) .. src:sub(at):gsub("add%.f32", "sub.f32", 1)
+  end
+
+  it("switches kernel nodes in conditional bodies and child graphs", function()
+    local m = cuda.module(H.build .. "/kernels.ptx")
+    local s = cuda.stream()
+    local k = cuda.scalar("f32", 1)
+    local y1, y2 = cuda.buffer("f32", 256):fill(0), cuda.buffer("f32", 256):fill(0)
+    local c = cuda.condition(1)
+    local g = s:capture(function()
+      s:loop_while(c, function()
+        m.add_scalar_f32:launch(s, 1, 256, y1, k, 256)
+        c:count_down(s, 1)
+      end)
+    end)
+    local inner = s:capture(function() m.add_scalar_f32:launch(s, 1, 256, y2, k, 256) end)
+    local outer = s:capture(function() inner:launch(s) end)
+    g:launch(); outer:launch() -- y1 = y2 = 1
+    m:reload(subtracting(), "sub.ptx")
+    g:launch(); outer:launch() -- y = 1 - y = 0
+    s:synchronize()
+    if H.gpu or H.sim then -- the code runs (the double has host twins by name)
+      assert.equals(0, y1:download()[256])
+      assert.equals(0, y2:download()[256])
+    end
+    g:free(); outer:free(); inner:free(); m:free()
+  end)
+
+  it("takes m:reload(cuda.ptx(src)) for a module that cuda.compile made", function()
+    local src = [[
+      extern "C" __global__ void add_scalar_f32(float *y, const float *s, int n) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) y[i] += *s;
+      }]]
+    local opts = { arch = "sm_90" }
+    local m = cuda.compile(src, opts)
+    assert.equals("add_scalar_f32(f32*, const f32*, i32)", m.add_scalar_f32:signature())
+    local s = cuda.stream()
+    local y = cuda.buffer("f32", 256):fill(0)
+    local k = cuda.scalar("f32", 1)
+    local g = s:capture(function() m.add_scalar_f32:launch(s, 1, 256, y, k, 256) end)
+    g:launch()
+    m:reload(cuda.ptx(src:gsub("%+=", "-="), opts))
+    g:launch()
+    s:synchronize()
+    if H.gpu or H.sim then assert.equals(0, y:download()[1]) end
+    -- the kernel keeps its C types; messages keep the module's name
+    assert.equals("add_scalar_f32(f32*, const f32*, i32)", m.add_scalar_f32:signature())
+    local err = H.error_of(m.reload, m, (cuda.ptx(src:gsub("add_scalar_f32", "renamed"), opts)))
+    assert.matches("^kernel%.cu: reload: the new code has no kernel 'add_scalar_f32'", err)
+    g:free(); m:free()
+  end)
+
   it("keeps the old code on a compile error or a changed signature", function()
     local m = cuda.module(H.build .. "/kernels.ptx")
     local s = cuda.stream()

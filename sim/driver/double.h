@@ -223,6 +223,10 @@ void *dbl_dev_range(CUdeviceptr p, size_t n);
 int dbl_dev_of(CUdeviceptr p, size_t n);
 void dbl_free_all_memory(int dev);
 CUresult dbl_run_memory_node(const op *o);
+/* An allocation node's op joins (delta 1) or leaves (-1) a graph or an
+   instantiated graph; the memory goes when the last leaves, unless it is
+   allocated then. */
+void dbl_hold_graph_memory(const op *o, int delta);
 #ifdef CUDA_SIM
 int dbl_sim_live(void *ud, uint64_t p, size_t n, uint64_t *lo, uint64_t *hi);
 #endif

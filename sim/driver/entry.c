@@ -2,10 +2,16 @@
    the one lock for the whole call, count the call (CUDA_DOUBLE_TRACE) and
    return a fault armed for it (CUDA_DOUBLE_FAULT). */
 #include "double.h"
+#include "base/sticky.h" /* one list with the binding's */
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The file of the NCCL stand-in beside this library: with the software
+   driver, the runtime loads it by default instead of the system's NCCL. */
+extern const char *const cugraph_nccl_standin;
+const char *const cugraph_nccl_standin = "libnccl-double.so";
 
 /* -- error codes ----------------------------------------------------------- */
 
@@ -179,20 +185,6 @@ static const struct { CUresult code; const char *name, *text; } errors[] = {
 };
 #undef E
 
-/* Errors after which the context can never work again (the driver's
-   "sticky" errors: the process must restart). */
-static int is_sticky(CUresult r) {
-  switch (r) {
-  case CUDA_ERROR_ILLEGAL_ADDRESS: case CUDA_ERROR_LAUNCH_FAILED:
-  case CUDA_ERROR_MISALIGNED_ADDRESS: case CUDA_ERROR_ILLEGAL_INSTRUCTION:
-  case CUDA_ERROR_HARDWARE_STACK_ERROR: case CUDA_ERROR_INVALID_PC:
-  case CUDA_ERROR_INVALID_ADDRESS_SPACE: case CUDA_ERROR_ASSERT:
-  case CUDA_ERROR_LAUNCH_TIMEOUT: case CUDA_ERROR_ECC_UNCORRECTABLE:
-    return 1;
-  default:
-    return 0;
-  }
-}
 
 /* The fault that broke the device for this process, or SUCCESS. Device
    queries, cuCtxSetCurrent and freeing graphs still work after it; not even
@@ -267,7 +259,7 @@ CUresult dbl_called(dbl_site *s, const char *func) {
   for (int i = 0; i < nfaults; i++)
     if (faults[i].n == s->calls
         && (!strcmp(faults[i].name, s->name) || !strcmp(faults[i].name, func))) {
-      if (is_sticky(faults[i].code) && !dbl_sticky) dbl_sticky = faults[i].code;
+      if (cg_sticky(faults[i].code) && !dbl_sticky) dbl_sticky = faults[i].code;
       return faults[i].code;
     }
   return CUDA_SUCCESS;

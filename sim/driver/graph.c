@@ -45,6 +45,7 @@ int dbl_set_assign(nodeset *dst, const nodeset *src) {
 void dbl_free_graph(CUgraph g) {
   for (size_t i = 0; i < g->nodes.n; i++) {
     op *o = &g->nodes.v[i]->op;
+    dbl_hold_graph_memory(o, -1);
     for (unsigned j = 0; o->bodies && j < o->nbodies; j++)
       if (o->bodies[j]) dbl_free_graph(o->bodies[j]);
     free(o->bodies);
@@ -69,6 +70,7 @@ CUgraphNode dbl_add_node(CUgraph g, const op *o, const nodeset *deps) {
   n->op = *o;
   n->idx = g->nodes.n - 1;
   n->graph = g;
+  dbl_hold_graph_memory(o, 1);
   return n;
 }
 
@@ -105,6 +107,19 @@ static int has_conditional(CUgraph g) {
     if (o->type == CU_GRAPH_NODE_TYPE_CONDITIONAL) return 1;
     for (unsigned j = 0; j < o->nbodies; j++)
       if (has_conditional(o->bodies[j])) return 1;
+  }
+  return 0;
+}
+
+/* Whether g or a body of it has an allocation or free node. */
+static int has_memory_node(CUgraph g) {
+  for (size_t i = 0; i < g->nodes.n; i++) {
+    const op *o = &g->nodes.v[i]->op;
+    if (o->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC ||
+        o->type == CU_GRAPH_NODE_TYPE_MEM_FREE)
+      return 1;
+    for (unsigned j = 0; j < o->nbodies; j++)
+      if (has_memory_node(o->bodies[j])) return 1;
   }
   return 0;
 }
@@ -301,12 +316,26 @@ CUresult CUDAAPI cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type) {
 }
 
 /* A copy of hGraph, node for node and edge for edge. */
+/* The graph a child graph node owns. */
+CUresult CUDAAPI cuGraphChildGraphNodeGetGraph(CUgraphNode hNode,
+                                               CUgraph *phGraph) {
+  ENTRY(cuGraphChildGraphNodeGetGraph);
+  CUresult r = dbl_enter_graph();
+  if (r) return r;
+  if (!hNode || hNode->op.type != CU_GRAPH_NODE_TYPE_GRAPH)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (!phGraph) return CUDA_ERROR_INVALID_VALUE;
+  *phGraph = hNode->op.bodies[0];
+  return CUDA_SUCCESS;
+}
+
 CUresult CUDAAPI cuGraphClone(CUgraph *phGraphClone, CUgraph hGraph) {
   ENTRY(cuGraphClone);
   CUresult r = dbl_enter_graph();
   if (r) return r;
   if (!hGraph) return CUDA_ERROR_INVALID_HANDLE;
   if (!phGraphClone) return CUDA_ERROR_INVALID_VALUE;
+  if (has_memory_node(hGraph)) return CUDA_ERROR_NOT_SUPPORTED; /* as documented */
   CUgraph g = clone_graph(hGraph, NULL);
   if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
   *phGraphClone = g;

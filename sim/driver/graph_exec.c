@@ -16,6 +16,7 @@ typedef struct plan {
 static void free_plan(plan *p) {
   for (size_t i = 0; i < p->n; i++) {
     op *o = &p->ops[i];
+    dbl_hold_graph_memory(o, -1);
     for (unsigned j = 0; o->plans && j < o->nbodies; j++)
       free_plan(&o->plans[j]);
     free(o->plans);
@@ -41,6 +42,7 @@ static int build_plan(plan *p, CUgraph g) {
     op *o = &p->ops[p->n];
     const op *src = &g->nodes.v[p->n]->op;
     if (dbl_copy_op(o, src)) return free_plan(p), 1;
+    dbl_hold_graph_memory(o, 1);
     o->bodies = NULL;
     o->plans = NULL;
     if (!src->nbodies) continue;

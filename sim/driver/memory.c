@@ -22,7 +22,9 @@ typedef struct span {
   int kind;             /* SPAN_PLAIN, SPAN_POOL (cuMemAllocAsync) or
                            SPAN_GRAPH (an allocation node's memory) */
   int mapped;           /* SPAN_GRAPH: from its allocation node's run until
-                           freed; the host memory stays till destroy */
+                           freed; the host memory stays while a graph or an
+                           instantiated graph holds the node */
+  unsigned holders;     /* SPAN_GRAPH: graphs and execs with its node */
   int dev;              /* the device whose memory it is */
 } span;
 enum { SPAN_PLAIN, SPAN_POOL, SPAN_GRAPH };
@@ -138,7 +140,7 @@ static CUresult alloc_span(CUdeviceptr *dptr, size_t bytesize, int kind) {
   memset(p, 0xCD, rounded); /* device memory is not zeroed */
   size_t i = spans_upto((uintptr_t)p);
   memmove(spans + i + 1, spans + i, (nspans - i) * sizeof *spans);
-  spans[i] = (span){(uintptr_t)p, bytesize, kind, kind != SPAN_GRAPH,
+  spans[i] = (span){(uintptr_t)p, bytesize, kind, kind != SPAN_GRAPH, 0,
                     dbl_cur_dev()};
   nspans++;
   mem_used[dbl_cur_dev()] += bytesize;
@@ -153,16 +155,30 @@ static long span_at(CUdeviceptr dptr) {
   return i && spans[i - 1].base == (uintptr_t)dptr ? (long)i - 1 : -1;
 }
 
-static CUresult free_span(CUdeviceptr dptr) {
-  long i = span_at(dptr);
-  if (i < 0 || !spans[i].mapped) return CUDA_ERROR_INVALID_VALUE;
-  map_span(&spans[i], 0);
-  if (spans[i].kind == SPAN_GRAPH) return CUDA_SUCCESS;
+/* The memory of span i goes back to the device. */
+static void release_span(long i) {
   free((void *)spans[i].base);
   mem_used[spans[i].dev] -= spans[i].size;
   memmove(spans + i, spans + i + 1, (nspans - (size_t)i - 1) * sizeof *spans);
   nspans--;
+}
+
+/* Graph memory lives while its allocation node does (in a graph or an
+   instantiated one) or while it is allocated, as the driver reserves it. */
+static CUresult free_span(CUdeviceptr dptr) {
+  long i = span_at(dptr);
+  if (i < 0 || !spans[i].mapped) return CUDA_ERROR_INVALID_VALUE;
+  map_span(&spans[i], 0);
+  if (spans[i].kind != SPAN_GRAPH || !spans[i].holders) release_span(i);
   return CUDA_SUCCESS;
+}
+
+void dbl_hold_graph_memory(const op *o, int delta) {
+  if (o->type != CU_GRAPH_NODE_TYPE_MEM_ALLOC) return;
+  long i = span_at(o->dst);
+  if (i < 0 || spans[i].kind != SPAN_GRAPH) return;
+  spans[i].holders += (unsigned)delta;
+  if (!spans[i].holders && !spans[i].mapped) release_span(i);
 }
 
 CUresult CUDAAPI cuMemAlloc(CUdeviceptr *dptr, size_t bytesize) {
@@ -246,7 +262,7 @@ CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize,
   if ((r = alloc_span(dptr, bytesize, SPAN_GRAPH))) return r;
   if ((r = graph_memory_node(s, CU_GRAPH_NODE_TYPE_MEM_ALLOC, *dptr,
                              bytesize)))
-    free_span(*dptr);
+    release_span(span_at(*dptr));
   return r;
 }
 

@@ -211,13 +211,13 @@ static int module_reload(lua_State *L) {
   cg_ctx *ctx = m->h.ctx;
   cg_check_outside(L, ctx, "module:reload()", "reload outside the capture");
   luaL_checkstring(L, 2);
+  lua_settop(L, 3);
   const char *name = lua_tostring(L, 3);
   if (lua_type(L, 3) != LUA_TSTRING || !*name || strchr(name, '\n'))
     lua_pushstring(L, m->name);
   else
     lua_pushvalue(L, 3);
   lua_replace(L, 3);
-  lua_settop(L, 3);
   cg_swap *sw;
   int n = cg_reload_plan(L, 1, 2, 3, &sw); /* 4: new module, 5: the plan */
   cg_module *nm = lua_touserdata(L, 4);

@@ -1,0 +1,114 @@
+-- Ownership of every object kind the runtime has: each closes three ways
+-- (free/close, __close, collection), is kept by a Lua graph that used it,
+-- is kept by a C graph made from that graph after the Lua graph is freed,
+-- and is released at lua_close with nothing left behind (spec/hosts/capi.c
+-- runs the C side and counts device memory before and after).
+local H = require "support.helper"
+local cuda = H.cuda
+
+local kinds = function() return require("support.kinds")(cuda, H) end
+local _, N = kinds()
+
+describe("every object kind", function()
+  it("closes three ways: free, __close and collection", function()
+    local list = kinds()
+    list[#list + 1] = { "node", function()
+      local s = cuda.stream()
+      local x = cuda.buffer("i32", N):fill(0)
+      return s:capture(function() H.kernels().inc_i32:launch(s, 4, 256, x, N) end):node(1)
+    end }
+    for _, k in ipairs(list) do
+      local name, make = k[1], k[2]
+      local o = make()
+      o:free()
+      assert.matches("%(freed%)$", tostring(o), name)
+      o:free(); o:close(); debug.getmetatable(o).__gc(o) -- harmless again
+      do
+        local c <close> = make()
+        o = c
+      end
+      assert.matches("%(freed%)$", tostring(o), name)
+      local weak = setmetatable({ make() }, { __mode = "v" })
+      collectgarbage(); collectgarbage()
+      assert.is_nil(weak[1], name)
+    end
+    assert.equals(0, cuda.status().finalizer_errors)
+  end)
+
+  it("is kept by a Lua graph that used it, and its free is refused", function()
+    local list = kinds()
+    for _, k in ipairs(list) do
+      local name, make, use = k[1], k[2], k[3]
+      local s = cuda.stream()
+      local y = cuda.buffer("i32", N):fill(0)
+      local o = make()
+      local g = s:capture(function() use(o, s, y) end)
+      assert.error_matches(function() o:free() end,
+        "cannot free cugraph%.%a+: it is used by live cugraph%.Graph #" .. g:id(), nil, name)
+      local weak = setmetatable({ o }, { __mode = "v" })
+      o = nil -- luacheck: ignore
+      collectgarbage(); collectgarbage()
+      assert.is_not_nil(weak[1], name .. ": collected under a live graph")
+      g:launch(); g:launch()
+      s:synchronize()
+      local t = y:download()
+      assert(t[1] == 2 and t[N] == 2, name .. ": y is " .. t[1] .. " after two launches")
+      g:free()
+      collectgarbage(); collectgarbage()
+      assert.is_nil(weak[1], name .. ": kept after its graph was freed")
+    end
+    assert.equals(0, cuda.status().finalizer_errors)
+  end)
+
+  it("is kept by a C graph after the Lua graph is freed, and released at lua_close", function()
+    local path = os.tmpname()
+    local f = assert(io.open(path, "w"))
+    f:write([[
+      local cuda = require "cugraph"
+      package.path = os.getenv("CUGRAPH_LUA_SPEC") .. "/?.lua;" .. package.path
+      local H = require "support.helper"
+      local list, N = require("support.kinds")(cuda, H)
+
+      for _, k in ipairs(list) do
+        local name, make, use = k[1], k[2], k[3]
+        local s = cuda.stream()
+        local y = cuda.buffer("i32", N):fill(0)
+        local o = make()
+        local g = s:capture(function() use(o, s, y) end)
+        g:launch(); s:synchronize()
+        assert(y:download()[1] == 1, name .. ": one launch, one higher")
+        local h = capi.tograph(g)
+        g:free()
+        o:free()              -- no live Lua graph uses it: its handle goes
+        local addr = y:address()
+        collectgarbage(); collectgarbage() -- views made in use() go
+        y:free()              -- to the C graph, and so does y's memory
+        local err = capi.launch(h)
+        assert(err == nil, name .. ": " .. tostring(err))
+        capi.after(h, addr, N, "i32", 3)
+      end
+      -- a C graph of a graph that allocates its own memory is refused
+      local s = cuda.stream()
+      local ok, err = pcall(s.capture, s, function()
+        local b = cuda.buffer("i32", N, { stream = s })
+        H.kernels().inc_i32:launch(s, 4, 256, b, N)
+        b:free(s)
+      end)
+      assert(ok, err)
+      local g = err
+      ok, err = pcall(capi.tograph, g)
+      assert(not ok and tostring(err):find("allocat"), tostring(err))
+      print("script done")
+    ]])
+    f:close()
+    local cmd = ("CUGRAPH_LUA_SPEC=%s %s %s %s 2>&1"):format(H.quote(H.build .. "/../spec"),
+      H.quote(H.build .. "/capi"), H.quote(H.build .. "/../lua"), H.quote(path))
+    local p = assert(io.popen(cmd))
+    local out = p:read("a")
+    local okp = p:close()
+    os.remove(path)
+    assert.matches("script done", out)
+    assert.matches("capi: all passed", out)
+    assert.is_true(okp, out)
+  end)
+end)
