@@ -34,16 +34,23 @@ void dbl_end_capture(capture *c) {
 }
 
 /* Calls the driver deems potentially unsafe during capture (allocation,
-   unloading, waiting on or querying other work, instantiation): refused
-   while a capture not begun RELAXED is in progress, which is then
-   invalidated. */
+   unloading, waiting on or querying other work, instantiation), by the
+   Driver API's rules per thread: refused, and the capture invalidated,
+   when the calling thread itself captures (not RELAXED) or another thread
+   captures in GLOBAL mode; another thread's THREAD_LOCAL capture (and any
+   RELAXED one) does not restrict this thread. The calling thread's own
+   interaction mode is the default, global. */
 CUresult dbl_unsafe_call(void) {
   CUresult r = CUDA_SUCCESS;
-  for (capture *c = dbl_captures; c; c = c->next)
-    if (c->mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
-      c->invalid = 1;
-      r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    }
+  pthread_t self = pthread_self();
+  for (capture *c = dbl_captures; c; c = c->next) {
+    int mine = pthread_equal(c->thread, self);
+    if (c->mode == CU_STREAM_CAPTURE_MODE_RELAXED ||
+        (!mine && c->mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))
+      continue; /* another thread's thread-local capture: ignored */
+    c->invalid = 1;
+    r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
   return r;
 }
 
@@ -91,6 +98,7 @@ CUresult CUDAAPI cuStreamBeginCapture(CUstream hStream,
   }
   c->origin = s;
   c->mode = mode;
+  c->thread = pthread_self();
   c->owned = 1;
   c->id = ++capture_ids;
   c->next = dbl_captures;
@@ -207,6 +215,7 @@ CUresult CUDAAPI cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph,
     }
   c->origin = s;
   c->mode = mode;
+  c->thread = pthread_self();
   c->g = hGraph;
   c->id = ++capture_ids;
   c->next = dbl_captures;

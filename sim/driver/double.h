@@ -291,6 +291,7 @@ typedef struct capture {
   struct capture *next;
   CUstream origin;
   CUstreamCaptureMode mode;
+  pthread_t thread;     /* the thread that began it */
   int invalid;          /* a rule was broken: ending it yields no graph */
   unsigned long id;
   CUgraph g;
