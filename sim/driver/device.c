@@ -128,6 +128,17 @@ static void destroy_context(int dev) {
   dbl_free_all_memory(dev);
 }
 
+unsigned long dbl_hang;
+int dbl_hung;
+
+void dbl_wait_forever(pthread_mutex_t *held) {
+  pthread_mutex_unlock(held); /* the other calls go on meanwhile */
+  for (;;) {
+    struct timespec nap = { 1, 0 };
+    nanosleep(&nap, NULL);
+  }
+}
+
 /* -- initialization, device, context --------------------------------------- */
 
 CUresult CUDAAPI cuInit(unsigned int Flags) {
@@ -147,6 +158,9 @@ CUresult CUDAAPI cuInit(unsigned int Flags) {
   dbl_ndevices = n && *n && !*end && v >= 1 && v <= MAX_DEVICES ? (int)v : 1;
   const char *np = getenv("CUDA_DOUBLE_NO_PEER");
   no_peer = np && *np && strcmp(np, "0");
+  const char *hang = getenv("CUDA_DOUBLE_HANG");
+  v = hang && *hang ? strtoull(hang, &end, 10) : 0;
+  dbl_hang = hang && *hang && !*end ? (unsigned long)v : 0;
   for (int d = 0; d < MAX_DEVICES; d++) dbl_primary[d].dev = d;
   initialized = 1;
   return CUDA_SUCCESS;
@@ -241,6 +255,7 @@ CUresult CUDAAPI cuCtxSynchronize(void) {
   ENTRY(cuCtxSynchronize);
   CUresult r = dbl_enter();
   if (r) return r;
+  if (dbl_hung) dbl_wait_forever(held_);
   for (capture *c = dbl_captures; c; c = c->next) {
     c->invalid = 1;
     r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;

@@ -95,6 +95,13 @@ CUresult dbl_called(dbl_site *s, const char *func);
 struct CUctx_st { int refs, dev; unsigned char peer[MAX_DEVICES]; };
 
 extern int dbl_ndevices;
+/* CUDA_DOUBLE_HANG=n: a while loop past n turns (0: never) leaves the
+   device running for ever, as a GPU runs a loop that never ends: dbl_hung
+   is set; queries say NOT_READY and waits never return (the lock held
+   given back meanwhile). */
+extern unsigned long dbl_hang;
+extern int dbl_hung;
+void dbl_wait_forever(pthread_mutex_t *held);
 extern size_t dbl_mem_limit; /* device memory of each device, bytes */
 extern struct CUctx_st dbl_primary[MAX_DEVICES];
 

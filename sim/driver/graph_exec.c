@@ -162,7 +162,7 @@ static unsigned cond_value(CUgraphConditionalHandle h) {
    fault stops the rest, as it stops a GPU. */
 static CUresult run_plan(const plan *p) {
   CUresult r = CUDA_SUCCESS;
-  for (size_t i = 0; i < p->n && !dbl_sticky && !r; i++) {
+  for (size_t i = 0; i < p->n && !dbl_sticky && !dbl_hung && !r; i++) {
     const op *o = &p->ops[i];
     unsigned long turns = 0;
     unsigned v;
@@ -173,8 +173,9 @@ static CUresult run_plan(const plan *p) {
     } else if (o->type != CU_GRAPH_NODE_TYPE_CONDITIONAL) {
       r = dbl_run_op(o, 0);
     } else if (o->ctype == CU_GRAPH_COND_TYPE_WHILE) {
-      while (!r && !dbl_sticky && cond_value(o->handle)) {
-        if (++turns > WATCHDOG) dbl_sticky = CUDA_ERROR_LAUNCH_TIMEOUT;
+      while (!r && !dbl_sticky && !dbl_hung && cond_value(o->handle)) {
+        if (dbl_hang && turns >= dbl_hang) dbl_hung = 1;
+        else if (++turns > WATCHDOG) dbl_sticky = CUDA_ERROR_LAUNCH_TIMEOUT;
         else r = run_plan(&o->plans[0]);
       }
     } else if ((v = cond_value(o->handle)), o->ctype == CU_GRAPH_COND_TYPE_IF) {

@@ -106,13 +106,16 @@ CUresult CUDAAPI cuStreamDestroy(CUstream hStream) {
 CUresult CUDAAPI cuStreamSynchronize(CUstream hStream) {
   ENTRY(cuStreamSynchronize);
   CUresult r = dbl_enter();
+  if (!r && dbl_hung) dbl_wait_forever(held_);
   return r ? r : no_sync(dbl_stream_of(hStream));
 }
 
-/* All work is done when it is sent, so a stream is never busy. */
+/* All work is done when it is sent, so a stream is never busy (but on a
+   device left running for ever). */
 CUresult CUDAAPI cuStreamQuery(CUstream hStream) {
   ENTRY(cuStreamQuery);
   CUresult r = dbl_enter();
+  if (!r && dbl_hung) return CUDA_ERROR_NOT_READY;
   return r ? r : no_sync(dbl_stream_of(hStream));
 }
 
@@ -222,11 +225,13 @@ static CUresult event_done(CUevent e) {
 
 CUresult CUDAAPI cuEventSynchronize(CUevent hEvent) {
   ENTRY(cuEventSynchronize);
+  if (dbl_hung) dbl_wait_forever(held_);
   return event_done(hEvent);
 }
 
 CUresult CUDAAPI cuEventQuery(CUevent hEvent) {
   ENTRY(cuEventQuery);
+  if (dbl_hung) return CUDA_ERROR_NOT_READY;
   return event_done(hEvent);
 }
 

@@ -48,6 +48,7 @@ typedef struct cg_share cg_share;
 typedef struct cg_capture cg_capture;       /* capture/capture.h */
 typedef struct cg_capstate cg_capstate;     /* capture/: per state */
 typedef struct cg_graphstate cg_graphstate; /* graph/: per state */
+typedef struct cg_ctxwait cg_ctxwait;       /* context.c */
 
 /* What a type frees beside its handle (a stream's private event, a view's
    count in its parent), when the object closes; NULL for nothing. */
@@ -76,6 +77,12 @@ struct cg_ctx {
   int retained;         /* the primary context is held */
   int ready;            /* ... and the device's limits and stream known */
   int closed;           /* sentinel finalized: children skip the driver */
+  int hung;             /* a wait timed out and its work still runs (as
+                           cg_still_hung asks): frees, which would wait for
+                           it, are skipped meanwhile */
+  CUstream hung_stream; /* ... the stream waited for, or */
+  CUevent hung_event;   /* the event, or */
+  cg_ctxwait *hung_wait; /* the whole-device wait left running */
   CUresult poison;      /* sticky error: the context can never work again */
   const char *poison_api;
   int ordinal;
@@ -163,6 +170,7 @@ void cg_current(lua_State *L, cg_ctx *ctx);   /* makes ctx current, raising */
 CUresult cg_make_current(CUcontext cu);
 extern _Thread_local CUcontext cg_bound;
 int cg_alive(cg_ctx *ctx);                    /* finalizers may call driver */
+int cg_still_hung(cg_ctx *ctx); /* a timed-out wait's work still runs */
 void cg_set_capture(cg_ctx *ctx, cg_capture *c); /* in every device's */
 /* Raises "what: objects of device a and device b" for work that must stay
    on one device. */

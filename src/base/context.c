@@ -142,7 +142,8 @@ void cg_set_capture(cg_ctx *ctx, cg_capture *c) {
 }
 
 int cg_alive(cg_ctx *ctx) {
-  return ctx->ready && !ctx->root->closed && !ctx->closed && !ctx->poison;
+  return ctx->ready && !ctx->root->closed && !ctx->closed && !ctx->poison &&
+         !cg_still_hung(ctx);
 }
 
 void cg_check_outside(lua_State *L, cg_ctx *ctx, const char *what,
@@ -272,11 +273,13 @@ static int timed_out(lua_State *L, cg_ctx *ctx, const char *api, CUstream s,
                      double t) {
   cg_ctx *root = ctx->root;
   int base = lua_gettop(L);
+  ctx->hung = 1;
   if (root->busy) root->busy(L, ctx, s);
   else lua_pushliteral(L, "");
   lua_pushfstring(L, "the wait ended after %f s with work still running%s; "
                   "the device goes on running it (later waits wait for it "
-                  "too, and the process ends it when it exits)", t,
+                  "too; the state frees nothing of this device from here "
+                  "on, and the process ends the work when it exits)", t,
                   lua_tostring(L, base + 1));
   cg_pusherror(L, api, (int)CUDA_ERROR_TIMEOUT, "CUDA_ERROR_TIMEOUT",
                lua_tostring(L, -1));
@@ -307,8 +310,11 @@ void cg_wait_stream(lua_State *L, cg_ctx *ctx, CUstream s, double t) {
     return;
   }
   CUresult r = poll(stream_query, s, t);
-  if (r == CUDA_ERROR_NOT_READY)
+  if (r == CUDA_ERROR_NOT_READY) {
+    ctx->hung_stream = s;
+    ctx->hung_event = NULL;
     timed_out(L, ctx, "cuStreamSynchronize", s, t);
+  }
   cg_check(L, ctx, "cuStreamSynchronize", r);
 }
 
@@ -318,8 +324,10 @@ void cg_wait_event(lua_State *L, cg_ctx *ctx, CUevent e, double t) {
     return;
   }
   CUresult r = poll(event_query, e, t);
-  if (r == CUDA_ERROR_NOT_READY)
+  if (r == CUDA_ERROR_NOT_READY) {
+    ctx->hung_event = e;
     timed_out(L, ctx, "cuEventSynchronize", NULL, t);
+  }
   cg_check(L, ctx, "cuEventSynchronize", r);
 }
 
@@ -331,44 +339,52 @@ double cg_opttimeout(lua_State *L, int idx) {
 }
 
 /* cuCtxSynchronize has no query: a waiter thread makes the call and the
-   caller waits for it at most t seconds. A waiter that outlives its caller
-   frees the wait itself when the call returns. */
-typedef struct ctxwait {
+   caller waits for it at most t seconds. The wait is shared by the two
+   (refs): a caller that gave up keeps its reference in the context, which
+   asks it later whether the work ended. */
+struct cg_ctxwait {
   pthread_mutex_t lock;
   pthread_cond_t done_cond;
   CUcontext cu;
   CUresult r;
-  int done, abandoned;
-} ctxwait;
+  int done, refs;
+};
+
+static void drop_wait(cg_ctxwait *w) {
+  pthread_mutex_lock(&w->lock);
+  int last = --w->refs == 0;
+  pthread_mutex_unlock(&w->lock);
+  if (!last) return;
+  pthread_mutex_destroy(&w->lock);
+  pthread_cond_destroy(&w->done_cond);
+  free(w);
+}
 
 static void *waiter(void *arg) {
-  ctxwait *w = arg;
+  cg_ctxwait *w = arg;
   CUresult r = cg_make_current(w->cu);
   if (r == CUDA_SUCCESS) r = cg_drv.cuCtxSynchronize();
   pthread_mutex_lock(&w->lock);
   w->r = r;
   w->done = 1;
-  int gone = w->abandoned;
   pthread_cond_signal(&w->done_cond);
   pthread_mutex_unlock(&w->lock);
-  if (gone) {
-    pthread_mutex_destroy(&w->lock);
-    pthread_cond_destroy(&w->done_cond);
-    free(w);
-  }
+  drop_wait(w);
   return NULL;
 }
 
-/* cuCtxSynchronize, bounded: NOT_READY after t seconds. */
-static CUresult ctx_synchronize(cg_ctx *ctx, double t) {
+/* cuCtxSynchronize, bounded: NOT_READY after t seconds, the wait then in
+   *left (the caller's reference). */
+static CUresult ctx_synchronize(cg_ctx *ctx, double t, cg_ctxwait **left) {
   if (t <= 0) return cg_drv.cuCtxSynchronize();
-  ctxwait *w = calloc(1, sizeof *w);
+  cg_ctxwait *w = calloc(1, sizeof *w);
   pthread_t th;
   pthread_attr_t attr;
   if (!w) return CUDA_ERROR_OUT_OF_MEMORY;
   pthread_mutex_init(&w->lock, NULL);
   pthread_cond_init(&w->done_cond, NULL);
   w->cu = ctx->cu;
+  w->refs = 2;
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   int bad = pthread_create(&th, &attr, waiter, w);
@@ -384,14 +400,30 @@ static CUresult ctx_synchronize(cg_ctx *ctx, double t) {
          pthread_cond_timedwait(&w->done_cond, &w->lock, &end) == 0) {}
   int done = w->done;
   CUresult r = done ? w->r : CUDA_ERROR_NOT_READY;
-  w->abandoned = !done;
   pthread_mutex_unlock(&w->lock);
-  if (done) {
-    pthread_mutex_destroy(&w->lock);
-    pthread_cond_destroy(&w->done_cond);
-    free(w);
-  }
+  if (done) drop_wait(w);
+  else *left = w;
   return r;
+}
+
+/* Whether the work a timed-out wait left behind still runs; once it ended,
+   the context frees again. */
+int cg_still_hung(cg_ctx *ctx) {
+  if (!ctx->hung) return 0;
+  int running = 1;
+  if (ctx->hung_wait) {
+    pthread_mutex_lock(&ctx->hung_wait->lock);
+    running = !ctx->hung_wait->done;
+    pthread_mutex_unlock(&ctx->hung_wait->lock);
+  } else if (cg_make_current(ctx->cu) == CUDA_SUCCESS) {
+    running = (ctx->hung_event ? cg_drv.cuEventQuery(ctx->hung_event)
+               : cg_drv.cuStreamQuery(ctx->hung_stream)) == CUDA_ERROR_NOT_READY;
+  }
+  if (running) return 1;
+  if (ctx->hung_wait) drop_wait(ctx->hung_wait);
+  ctx->hung_wait = NULL;
+  ctx->hung = 0;
+  return 0;
 }
 
 void cg_sync_for(lua_State *L, cg_ctx *ctx, double t) {
@@ -406,12 +438,17 @@ void cg_sync_for(lua_State *L, cg_ctx *ctx, double t) {
     while (g->open) pthread_cond_wait(&gate_cond, &gate_lock);
   }
   pthread_mutex_unlock(&gate_lock);
-  CUresult r = ctx_synchronize(ctx, t);
+  cg_ctxwait *left = NULL;
+  CUresult r = ctx_synchronize(ctx, t, &left);
   pthread_mutex_lock(&gate_lock);
   if (g) g->waiting--;
   pthread_cond_broadcast(&gate_cond);
   pthread_mutex_unlock(&gate_lock);
-  if (r == CUDA_ERROR_NOT_READY) timed_out(L, ctx, "cuCtxSynchronize", NULL, t);
+  if (r == CUDA_ERROR_NOT_READY) {
+    if (ctx->hung_wait) drop_wait(ctx->hung_wait);
+    ctx->hung_wait = left;
+    timed_out(L, ctx, "cuCtxSynchronize", NULL, t);
+  }
   cg_check(L, ctx, "cuCtxSynchronize", r);
 }
 
@@ -434,7 +471,10 @@ static void close_device(lua_State *L, cg_ctx *ctx) {
         cg_drv.cuDeviceGetDefaultMemPool(&pool, ctx->dev) == CUDA_SUCCESS)
       cg_drv.cuMemPoolTrimTo(pool, 0);
   }
-  if (ctx->retained && !ctx->closed) cg_drv.cuDevicePrimaryCtxRelease(ctx->dev);
+  int hung = cg_still_hung(ctx);
+  if (ctx->retained && !ctx->closed && !hung)
+    cg_drv.cuDevicePrimaryCtxRelease(ctx->dev);
+  if (ctx->hung_wait && !hung) drop_wait(ctx->hung_wait);
   ctx->closed = 1;
   free(ctx->deferred);
   ctx->deferred = NULL;
