@@ -160,7 +160,7 @@ static int current_device(lua_State *L) {
 
 /* cuda.device_of(object) -> the ordinal of the device it belongs to */
 static int device_of(lua_State *L) {
-  cg_obj *o = cg_toany(L, 1);
+  cg_obj *o = cg_toany(L, cg_sentinel(L), 1);
   if (!o) return luaL_typeerror(L, 1, "cugraph object");
   lua_pushinteger(L, o->ctx->ordinal);
   return 1;

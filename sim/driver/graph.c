@@ -335,7 +335,9 @@ CUresult CUDAAPI cuGraphClone(CUgraph *phGraphClone, CUgraph hGraph) {
   if (r) return r;
   if (!hGraph) return CUDA_ERROR_INVALID_HANDLE;
   if (!phGraphClone) return CUDA_ERROR_INVALID_VALUE;
-  if (has_memory_node(hGraph)) return CUDA_ERROR_NOT_SUPPORTED; /* as documented */
+  /* as the driver documents (and does for conditional nodes) */
+  if (has_memory_node(hGraph) || has_conditional(hGraph))
+    return CUDA_ERROR_NOT_SUPPORTED;
   CUgraph g = clone_graph(hGraph, NULL);
   if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
   *phGraphClone = g;

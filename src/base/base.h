@@ -220,7 +220,9 @@ void *cg_newobj(lua_State *L, cg_ctx *ctx, size_t size, cg_kind kind);
 void *cg_checkobj(lua_State *L, int idx, cg_kind kind); /* open, ctx sane */
 void *cg_toobj(lua_State *L, int idx, cg_kind kind);    /* freed is fine */
 void *cg_testobj(lua_State *L, int idx, cg_kind kind);  /* NULL if other */
-cg_obj *cg_toany(lua_State *L, int idx);   /* an object of any kind, or NULL */
+/* The object of any kind at idx, or NULL; ctx: any record of the state
+   (its metatables are compared). */
+cg_obj *cg_toany(lua_State *L, const cg_ctx *ctx, int idx);
 void *cg_checkself(lua_State *L, cg_kind kind); /* cg_checkobj of argument
   1, fast, in functions of the methods table given to cg_newtype */
 void *cg_checkself_keep(lua_State *L, cg_kind kind); /* the same, leaving one

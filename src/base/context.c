@@ -142,8 +142,7 @@ void cg_set_capture(cg_ctx *ctx, cg_capture *c) {
 }
 
 int cg_alive(cg_ctx *ctx) {
-  return ctx->ready && !ctx->root->closed && !ctx->closed && !ctx->poison &&
-         !cg_still_hung(ctx);
+  return ctx->ready && !ctx->root->closed && !ctx->closed && !ctx->poison;
 }
 
 void cg_check_outside(lua_State *L, cg_ctx *ctx, const char *what,
@@ -466,8 +465,13 @@ static void close_device(lua_State *L, cg_ctx *ctx) {
     cg_flush_deferred(L, ctx);
     if (ctx->stream) cg_drv.cuStreamDestroy(ctx->stream);
     CUmemoryPool pool;
-    if (cg_drv.cuDeviceGraphMemTrim) cg_drv.cuDeviceGraphMemTrim(ctx->dev);
-    if (cg_drv.cuDeviceGetDefaultMemPool && cg_drv.cuMemPoolTrimTo &&
+    if (cg_still_hung(ctx)) {
+      /* its work still runs: nothing more waits for it */
+    } else if (cg_drv.cuDeviceGraphMemTrim) {
+      cg_drv.cuDeviceGraphMemTrim(ctx->dev);
+    }
+    if (!ctx->hung && cg_drv.cuDeviceGetDefaultMemPool &&
+        cg_drv.cuMemPoolTrimTo &&
         cg_drv.cuDeviceGetDefaultMemPool(&pool, ctx->dev) == CUDA_SUCCESS)
       cg_drv.cuMemPoolTrimTo(pool, 0);
   }

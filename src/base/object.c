@@ -31,8 +31,7 @@ void *cg_testobj(lua_State *L, int idx, cg_kind kind) {
   return mt == ctx->mt[kind] ? lua_touserdata(L, idx) : NULL;
 }
 
-cg_obj *cg_toany(lua_State *L, int idx) {
-  cg_ctx *ctx = cg_sentinel(L);
+cg_obj *cg_toany(lua_State *L, const cg_ctx *ctx, int idx) {
   if (!ctx || !lua_getmetatable(L, idx)) return NULL;
   const void *mt = lua_topointer(L, -1);
   lua_pop(L, 1);

@@ -88,14 +88,15 @@ static void destroy_now(lua_State *L, cg_ctx *ctx, cg_hkind hk, cg_handle h) {
 /* A communicator is aborted after a sticky error; every other handle of a
    poisoned or closed context is left to the process's end. */
 static int may_destroy(cg_ctx *ctx, cg_hkind hk) {
-  if (hk == CG_H_COMM && ctx->poison)
-    return ctx->ready && !ctx->root->closed && !ctx->closed;
-  return cg_alive(ctx);
+  if (!ctx->ready || ctx->root->closed || ctx->closed) return 0;
+  return !ctx->poison || hk == CG_H_COMM;
 }
 
 void cg_release(lua_State *L, cg_ctx *ctx, cg_hkind hk, cg_handle h) {
   if (hk == CG_H_NONE || !h.p || !may_destroy(ctx, hk)) return;
-  if (ctx->capture) { /* a free would break the capture */
+  /* held back while a capture runs (a free would break it), and while the
+     work of a wait that timed out still runs (a free would wait for it) */
+  if (ctx->capture || cg_still_hung(ctx)) {
     if (ctx->ndeferred == ctx->cdeferred) {
       size_t c = ctx->cdeferred ? 2 * ctx->cdeferred : 16;
       void *p = realloc(ctx->deferred, c * sizeof *ctx->deferred);
@@ -113,6 +114,7 @@ void cg_release(lua_State *L, cg_ctx *ctx, cg_hkind hk, cg_handle h) {
     cg_record(L, ctx, "cuCtxSetCurrent", cg_driver_errname(r, buf));
     return;
   }
+  if (ctx->ndeferred) cg_flush_deferred(L, ctx); /* held back before */
   destroy_now(L, ctx, hk, h);
 }
 
@@ -120,7 +122,7 @@ void cg_release(lua_State *L, cg_ctx *ctx, cg_hkind hk, cg_handle h) {
    other devices' frees are made with theirs. */
 void cg_flush_deferred(lua_State *L, cg_ctx *ctx) {
   for (cg_ctx *d = ctx->root; d; d = d->next) {
-    if (!d->ndeferred) continue;
+    if (!d->ndeferred || d->capture || cg_still_hung(d)) continue;
     if (d != ctx && cg_make_current(d->cu) != CUDA_SUCCESS) continue;
     for (size_t i = 0; i < d->ndeferred; i++)
       if (may_destroy(d, (cg_hkind)d->deferred[i].hk))

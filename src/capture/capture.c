@@ -53,7 +53,7 @@ void cg_check_captured(lua_State *L, cg_ctx *ctx, CUstream s,
 
 void cg_pin(lua_State *L, cg_ctx *ctx, int idx) {
   cg_obj *o;
-  if (ctx->capture && (o = cg_toany(L, idx))) cg_pinobj(L, ctx, o, idx);
+  if (ctx->capture && (o = cg_toany(L, ctx, idx))) cg_pinobj(L, ctx, o, idx);
 }
 
 /* o is the object at idx. It counts as used before the set grows, so a
@@ -92,7 +92,7 @@ void cg_unpin_set(lua_State *L, cg_ctx *ctx, int idx, unsigned id,
       lua_pushnil(L);
       lua_rawset(L, idx);
     }
-    cg_obj *o = cg_toany(L, -1);
+    cg_obj *o = cg_toany(L, ctx, -1);
     if (!o) continue;
     if (o->uses) o->uses--;
     if (!o->uses || o->graph == id) o->graph = 0;
@@ -100,11 +100,11 @@ void cg_unpin_set(lua_State *L, cg_ctx *ctx, int idx, unsigned id,
   }
 }
 
-void cg_stamp_set(lua_State *L, int idx, unsigned id) {
+void cg_stamp_set(lua_State *L, cg_ctx *ctx, int idx, unsigned id) {
   idx = lua_absindex(L, idx);
   lua_pushnil(L);
   while (lua_next(L, idx)) {
-    cg_obj *o = cg_toany(L, -2);
+    cg_obj *o = cg_toany(L, ctx, -2);
     if (o) o->graph = id;
     lua_pop(L, 1);
   }

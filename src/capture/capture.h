@@ -56,7 +56,7 @@ static inline void cg_pinobj(lua_State *L, cg_ctx *ctx, cg_obj *o, int idx) {
 void cg_unpin_set(lua_State *L, cg_ctx *ctx, int idx, unsigned id,
                   int empty);
 /* Marks every object of the set at idx as held by graph id. */
-void cg_stamp_set(lua_State *L, int idx, unsigned id);
+void cg_stamp_set(lua_State *L, cg_ctx *ctx, int idx, unsigned id);
 /* Whether work on stream s is recorded by the capture in progress. */
 int cg_capturing_on(lua_State *L, cg_ctx *ctx, CUstream s);
 /* Raises "what: the stream is not part of the capture ..." unless work on

@@ -18,7 +18,8 @@ struct cugraph_graph {
   CUdevice dev;
   CUcontext cu;
   int retained;         /* the primary context is held */
-  CUgraph g;            /* a copy of the Lua graph's: reload edits it */
+  CUgraph g;            /* a copy of the Lua graph's that reload edits;
+                           NULL for a graph with conditional nodes */
   unsigned conds;       /* its conditional nodes */
   CUgraphExec exec;
   size_t npins, nscalars;
@@ -103,7 +104,7 @@ static int share_pins(lua_State *L, cugraph_graph *h, int idx, int scalars,
   lua_pushnil(L);
   while (lua_next(L, idx)) {
     lua_pop(L, 1);
-    cg_obj *o = cg_toany(L, -1);
+    cg_obj *o = cg_toany(L, cg_sentinel(L), -1);
     if (!o || !cg_shareable(o) || (o->kind == CG_SCALAR) != scalars) continue;
     cg_share *sh = h->npins < cap ? share_of(o) : NULL;
     if (!sh) {
@@ -137,7 +138,7 @@ cugraph_graph *cugraph_tograph(lua_State *L, int idx) {
   lua_pushnil(L);
   while (lua_next(L, pins)) {
     lua_pop(L, 1);
-    cg_obj *o = cg_toany(L, -1);
+    cg_obj *o = cg_toany(L, ctx, -1);
     if (o && cg_in_graphmem(o))
       luaL_error(L, "cugraph_tograph: cugraph.Graph #%d uses memory that "
                  "cugraph.Graph #%d allocates, which a C graph cannot keep "
@@ -160,19 +161,22 @@ cugraph_graph *cugraph_tograph(lua_State *L, int idx) {
   CUgraph g;
   CUgraphExec x;
   cg_graph_parts(L, idx, &g, &x);
+  /* A copy of the graph that reload can edit; the driver copies no graph
+     with conditional nodes, whose C graph is then instantiated from the
+     Lua graph itself (it needs no graph of its own after that: a reload
+     is refused for it, cg_share_conds). */
   CUcontext cu;
   const char *api = "cuDevicePrimaryCtxRetain";
-  CUresult r = cg_drv.cuGraphClone ? cg_drv.cuDevicePrimaryCtxRetain(&cu,
-                                                                    ctx->dev)
-                                   : CUDA_ERROR_NOT_SUPPORTED;
+  CUresult r = cg_drv.cuDevicePrimaryCtxRetain(&cu, ctx->dev);
   h->retained = r == CUDA_SUCCESS;
-  if (r == CUDA_SUCCESS) {
+  if (r == CUDA_SUCCESS && !gr->conds) {
     api = "cuGraphClone";
-    r = cg_drv.cuGraphClone(&h->g, g);
+    r = cg_drv.cuGraphClone ? cg_drv.cuGraphClone(&h->g, g)
+                            : CUDA_ERROR_NOT_SUPPORTED;
   }
   if (r == CUDA_SUCCESS) {
     api = "cuGraphInstantiate";
-    r = cg_drv.cuGraphInstantiate(&h->exec, h->g, 0);
+    r = cg_drv.cuGraphInstantiate(&h->exec, h->g ? h->g : g, 0);
   }
   int ok = r != CUDA_SUCCESS || share_pins(L, h, pins, 1, n);
   h->nscalars = h->npins;

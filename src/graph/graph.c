@@ -363,7 +363,7 @@ static int graph_update(lua_State *L) {
   if (r != CUDA_SUCCESS) {
     cg_recs_release(ctx, recs);
     cg_unpin_set(L, ctx, 5, gr->id, 0);
-    if (gr->h.open) cg_stamp_set(L, 4, gr->id);
+    if (gr->h.open) cg_stamp_set(L, ctx, 4, gr->id);
     cg_release(L, ctx, CG_H_GRAPH, (cg_handle){ .graph = g });
     if (!gr->h.open)
       return luaL_error(L, "cugraph.Graph #%d was freed inside its own "
@@ -384,7 +384,7 @@ static int graph_update(lua_State *L) {
                                  "graph instead", update_reason(info.result)));
     return lua_error(L);
   }
-  cg_stamp_set(L, 5, gr->id);
+  cg_stamp_set(L, ctx, 5, gr->id);
   lua_pushvalue(L, 5);
   lua_setiuservalue(L, 1, 1);
   cg_unpin_spare(L, ctx, 4, gr->id);

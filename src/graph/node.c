@@ -14,9 +14,9 @@ typedef struct cg_node {
 } cg_node;
 
 /* The buffer or scalar at idx, or NULL. */
-static cg_obj *bufobj(lua_State *L, int idx) {
-  cg_obj *o = cg_testobj(L, idx, CG_BUFFER);
-  return o ? o : cg_testobj(L, idx, CG_SCALAR);
+static cg_obj *bufobj(lua_State *L, const cg_ctx *ctx, int idx) {
+  cg_obj *o = cg_toany(L, ctx, idx);
+  return o && (o->kind == CG_BUFFER || o->kind == CG_SCALAR) ? o : NULL;
 }
 
 static size_t words(const cg_param *p) { return (p->size + 7) / 8; }
@@ -324,7 +324,7 @@ static int node_set(lua_State *L) {
   cg_obj *was[CG_MAX_PARAMS];
   int scalars = 0;
   for (int j = 0; j < k->nparams; j++) {
-    cg_obj *o = bufobj(L, 2 + j);
+    cg_obj *o = bufobj(L, gr->h.ctx, 2 + j);
     was[j] = r->objs[e->arg0 + (size_t)j];
     r->objs[e->arg0 + (size_t)j] = o;
     scalars |= (o && o->kind == CG_SCALAR) || (was[j] &&

@@ -7,9 +7,9 @@
 #include "graph/graph.h"
 
 /* The buffer or scalar at idx, or NULL. */
-static cg_obj *bufobj(lua_State *L, int idx) {
-  cg_obj *o = cg_testobj(L, idx, CG_BUFFER);
-  return o ? o : cg_testobj(L, idx, CG_SCALAR);
+static cg_obj *bufobj(lua_State *L, const cg_ctx *ctx, int idx) {
+  cg_obj *o = cg_toany(L, ctx, idx);
+  return o && (o->kind == CG_BUFFER || o->kind == CG_SCALAR) ? o : NULL;
 }
 
 static size_t words(const cg_param *p) { return (p->size + 7) / 8; }
@@ -197,7 +197,7 @@ static int graph_rebind(lua_State *L) {
   cg_obj *olds[MAXPAIRS], *news[MAXPAIRS];
   for (int i = 0; i < np; i++) {
     int at = 2 + 2 * i;
-    cg_obj *o = bufobj(L, at), *n = bufobj(L, at + 1);
+    cg_obj *o = bufobj(L, ctx, at), *n = bufobj(L, ctx, at + 1);
     if (!o || !n)
       luaL_typeerror(L, o ? at + 1 : at, "cugraph.Buffer or cugraph.Scalar");
     cg_check_open(L, n);

@@ -109,7 +109,7 @@ CUgraph cg_capture_graph(lua_State *L, cg_ctx *ctx, cg_stream *s, int sidx,
   }
   cg_recs_release(ctx, cap.recs);
   cg_unpin_set(L, ctx, pins, id, 0);
-  if (restamp && *alive) cg_stamp_set(L, restamp, id);
+  if (restamp && *alive) cg_stamp_set(L, ctx, restamp, id);
   cg_release(L, ctx, CG_H_GRAPH, (cg_handle){ .graph = g });
   if (status != LUA_OK) lua_error(L); /* the closure's error, on top */
   cg_check(L, ctx, api, end);
