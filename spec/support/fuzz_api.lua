@@ -26,7 +26,8 @@ local function fail(fmt, ...)
 end
 
 -- Objects made so far, by type; freed ones stay (using them must raise).
-local kinds = { "Stream", "Buffer", "Scalar", "Event", "Module", "Kernel", "Graph", "Comm" }
+local kinds = { "Stream", "Buffer", "Scalar", "Event", "Module", "Kernel", "Graph", "Comm",
+  "HostBuffer", "Condition", "Node" }
 local pool = {}
 for _, k in ipairs(kinds) do pool[k] = {} end
 local function add(kind, o)
@@ -84,7 +85,11 @@ local function value()
       return a
     end
     if t == 6 then return { mode = pick(modes), upload = R(2) == 1, auto_free = R(2) == 1 } end
-    if t == 7 then return { timing = R(2) == 1 } end
+    if t == 7 then
+      return pick { { timing = R(2) == 1 }, { stream = pool.Stream[1] and pick(pool.Stream) },
+                    { dst_offset = R(0, 4), count = R(0, 4) },
+                    { bogus = 1 } }
+    end
     if t == 8 then return { R(0, 3), R(0, 3), R(0, 2) } end
     return setmetatable({}, { __index = function() error("fuzz: __index") end })
   elseif r <= 70 then
@@ -161,6 +166,20 @@ local plausible = {
   replay = function() return { R(0, 3), stream() } end,
   dot = function() return { dotpath, R(2) == 1 } end,
   kernel = function() return { pick { "saxpy", "noop", "inc_i32", "mark_u32", "x" } } end,
+  save = function() return { dotpath .. ".npy", R(2) == 1 and { R(1, 4) } or nil } end,
+  view = function() return { R(0, 8), R(2) == 1 and R(1, 8) or nil, R(2) == 1 and pick(types) or nil } end,
+  download_into = function() return { some("HostBuffer"), R(0, 2), R(2) == 1 and stream() or nil } end,
+  rebind = function() return { some("Buffer"), some("Buffer") } end,
+  node = function() return { R(1, 4) } end,
+  enable = function() return { R(2) == 1 } end,
+  set_when = function() return { stream(), some("Buffer"), pick { "<", ">", "==", "~=", "bogus" },
+                                 pick(ints), R(0, 2) } end,
+  count_down = function() return { stream(), R(0, 4) } end,
+  label = function() return { "l" .. R(9), value() } end,
+  loop_while = function() return { some("Condition"), value() } end,
+  branch = function() return { some("Condition"), value(), R(2) == 1 and value() or nil } end,
+  switch = function() return { some("Condition"), { value(), value() } } end,
+  reload = function() return { pick { "not ptx\n", strings[#strings - 5] } } end,
   shared = function() return { pick { 0, 1024, 65536, 300000 } } end,
   launch = function(k)
     local a = { stream(), dims(), dims() }
@@ -192,26 +211,55 @@ local function describe_value(v)
 end
 
 local methods = {
-  Stream = { "synchronize", "query", "wait", "handle", "capture", "free", "close" },
-  Buffer = { "upload", "download", "fill", "copy", "type", "bytes", "address", "free", "close" },
+  Stream = { "synchronize", "query", "wait", "handle", "capture", "free", "close", "label",
+             "loop_while", "branch", "switch" },
+  Buffer = { "upload", "download", "fill", "copy", "type", "bytes", "address", "free", "close",
+             "view", "parent", "download_into", "save" },
   Scalar = { "set", "get", "type", "address", "free", "close" },
   Event = { "record", "synchronize", "query", "elapsed", "free", "close" },
-  Module = { "kernel", "kernels", "free", "close", "saxpy", "noop", "inc_i32", "bogus" },
-  Kernel = { "launch", "shared", "name", "signature", "params" },
-  Graph = { "launch", "replay", "upload", "nodes", "dot", "update", "launches", "id", "free", "close" },
+  Module = { "kernel", "kernels", "free", "close", "saxpy", "noop", "inc_i32", "bogus", "reload" },
+  Kernel = { "launch", "shared", "name", "signature", "params", "free", "close" },
+  Graph = { "launch", "replay", "upload", "nodes", "dot", "update", "launches", "id", "free", "close",
+            "rebind", "node", "handle" },
   Comm = { "all_reduce", "reduce", "broadcast", "all_gather", "reduce_scatter", "send", "recv",
            "rank", "size", "free", "close" },
+  HostBuffer = { "set", "totable", "tostring", "bytes", "type", "free", "close" },
+  Condition = { "set", "set_when", "count_down", "default", "free", "close" },
+  Node = { "set", "enable", "enabled", "info", "index", "handle", "free", "close" },
 }
 local metamethods = { "__gc", "__close", "__tostring", "__len", "__index", "__call" }
 local funcs = { "buffer", "scalar", "stream", "event", "module", "device", "device_count",
   "synchronize", "status", "entries", "select", "on", "current_device", "device_of",
-  "can_access_peer", "enable_peer_access", "comm_world" }
+  "can_access_peer", "enable_peer_access", "comm_world", "host_buffer", "condition",
+  "memory", "trim", "load" }
 
 -- The calls, as (description, function, arguments...) for call().
 local makers = {
   function() -- a well-formed object, so that methods have something to work on
     local r = R(8)
-    if r == 8 then return "comm", function() return add("Comm", cuda.comm_world()) end end
+    if r == 8 then
+      local q = R(6)
+      if q == 1 then return "comm", function() return add("Comm", cuda.comm_world()) end end
+      if q == 2 then
+        local t, n = pick { "f32", "i32", pick(types) }, R(1, 64)
+        return "host buffer", function() return add("HostBuffer", cuda.host_buffer(t, n)) end
+      end
+      if q == 3 then
+        return "condition", function() return add("Condition", cuda.condition(R(0, 2) > 0 and R(0, 3) or nil)) end
+      end
+      if q == 4 then
+        local g = pool.Graph[1] and pick(pool.Graph)
+        return "node", function() return add("Node", g:node(R(1, 3))) end
+      end
+      if q == 5 then
+        local b = some("Buffer")
+        return "view", function() return add("Buffer", b:view(R(0, 8), R(2) == 1 and R(1, 8) or nil)) end
+      end
+      local st, t = stream(), pick { "f32", "i32" }
+      return "stream-ordered buffer", function()
+        return add("Buffer", cuda.buffer(t, R(16, 64), { stream = st }))
+      end
+    end
     if r == 1 then
       local t, n = pick { "f32", "f32", "i32", "u32", pick(types) }, R(16, 300)
       return "buffer", function() return add("Buffer", cuda.buffer(t, n)) end
@@ -246,7 +294,7 @@ local makers = {
     local name = kind == "Kernel" and R(2) == 1 and "launch" or pick(methods[kind])
     local a, n
     if plausible[name] and (R(3) > 1 or name == "launch" or name == "replay"
-                            or name == "dot") then
+                            or name == "dot" or name == "save") then
       a = plausible[name](o)
       n = R(0, 1) + #a
     else
@@ -263,7 +311,7 @@ local makers = {
     local o = pool[kind][1] and pick(pool[kind])
     if not o then return "nothing", function() end end
     local name = pick(methods[kind])
-    if name == "dot" then name = "nodes" end -- a random path would be written
+    if name == "dot" or name == "save" then name = "nodes" end -- a random path would be written
     local a, n = args(R(0, 3))
     if name == "replay" and type(a[2]) == "number" and a[2] > 3 then
       a[2] = 3 -- a graph as self replays a[2] times: 2^53 would never end
@@ -333,7 +381,8 @@ local start = cuda.device().free_memory
 for _ = 1, count do action() end
 
 -- Everything freed (graphs first) and collected: device memory comes back.
-for _, kind in ipairs { "Graph", "Kernel", "Event", "Scalar", "Buffer", "Stream", "Module" } do
+for _, kind in ipairs { "Node", "Graph", "Kernel", "Event", "Scalar", "Condition", "Buffer",
+                        "HostBuffer", "Comm", "Stream", "Module" } do
   for _, o in ipairs(pool[kind]) do
     if kind ~= "Kernel" then check(pcall(o.free, o), "free of " .. tostring(o)) end
   end

@@ -271,8 +271,8 @@ static int nodes_detail(lua_State *L, cg_graph *gr) {
 /* node:info() -> the table g:nodes("detail") gives for it */
 static int node_info(lua_State *L) {
   cg_graph *gr;
+  lua_settop(L, 1);
   noderec(L, &gr); /* 2: the graph */
-  lua_settop(L, 2);
   lua_getiuservalue(L, 2, 1);
   pushobjects(L, 3); /* 4 */
   noderec(L, &gr); /* again: the allocations may have run a finalizer */
