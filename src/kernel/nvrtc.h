@@ -1,0 +1,20 @@
+/* What the NVRTC door (nvrtc.c) and its options (nvrtc_opts.c) share. */
+#ifndef CUGRAPH_NVRTC_H
+#define CUGRAPH_NVRTC_H
+
+#include <lua.h>
+
+/* Stack slots of core.compile. LIST holds the NVRTC options in order;
+   LIST[1] is the -arch option, filled last. NAME is the program name. */
+enum { SRC = 1, OPTS, LIST, NAME };
+
+/* Fills LIST and NAME from the table at OPTS (n options so far); returns
+   opts.cache. */
+int cg_nvrtc_options(lua_State *L, int *n);
+/* Pushes the -arch option of the current device (a real architecture), or
+   raises why there is none. */
+void cg_nvrtc_device_arch(lua_State *L);
+/* Appends -I options for the toolkit's headers. */
+void cg_nvrtc_toolkit_include(lua_State *L, int *n);
+
+#endif
