@@ -62,6 +62,9 @@ $(BUILD)/obj/%.o: src/%.c VERSION | deps
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) $(OBJ_DEFS) -c $< -o $@
 $(HOST_OBJS): OBJ_DEFS = $(HOST_DEFS)
+# where make install puts the simulator (also found beside the core)
+$(BUILD)/obj/base/driver.o: OBJ_DEFS = -DCG_SIM_DIR='"$(SIM_DIR)"'
+SIM_DIR = $(PREFIX)/lib/cugraph-lua
 
 # Linked to the shared liblua5.4 so Lua C modules (busted's) load into it.
 $(BUILD)/cugraph-lua: $(HOST_OBJS) $(OBJS)
@@ -177,7 +180,7 @@ run: all
 	    2>/dev/null; then $(BUILD)/cugraph-lua examples/model.lua; \
 	else echo "make run: no GPU here: the model runs on the PTX simulator" \
 	  "($(BUILD)/cugraph-lua --sim examples/model.lua)"; \
-	  CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(SIM) $(BUILD)/cugraph-lua examples/model.lua; fi
+	  $(BUILD)/cugraph-lua --sim examples/model.lua; fi
 
 # The suite with a whole collection cycle, finalizers included, at every
 # allocation: a finalizer may run inside any C function of the runtime.
@@ -280,10 +283,12 @@ LUA_CDIR ?= $(PREFIX)/lib/lua/5.4
 BINDIR ?= $(PREFIX)/bin
 TYPES_DIR ?= $(PREFIX)/share/cugraph-lua/types
 
-install: all
+install: all $(NCCL_DOUBLE)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LUA_CDIR)/cugraph \
 	  $(DESTDIR)$(LUA_LDIR)/cugraph $(DESTDIR)$(PREFIX)/include \
-	  $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(TYPES_DIR)
+	  $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(TYPES_DIR) \
+	  $(DESTDIR)$(SIM_DIR)
+	install -m 755 $(SIM) $(NCCL_DOUBLE) $(DESTDIR)$(SIM_DIR)/
 	install -m 755 $(BUILD)/cugraph-lua $(DESTDIR)$(BINDIR)/
 	install -m 755 $(BUILD)/cugraph/core.so $(DESTDIR)$(LUA_CDIR)/cugraph/
 	install -m 644 lua/cugraph/*.lua $(DESTDIR)$(LUA_LDIR)/cugraph/
@@ -299,8 +304,9 @@ uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/cugraph-lua $(DESTDIR)$(LUA_CDIR)/cugraph/core.so \
 	  $(DESTDIR)$(LUA_LDIR)/cugraph/init.lua $(DESTDIR)$(LUA_LDIR)/cugraph/npy.lua \
 	  $(DESTDIR)$(TYPES_DIR)/cugraph.lua $(DESTDIR)$(PREFIX)/include/cugraph.h \
-	  $(DESTDIR)$(PREFIX)/lib/libcugraph.a $(DESTDIR)$(PREFIX)/lib/pkgconfig/cugraph-lua.pc
-	-rmdir $(DESTDIR)$(LUA_CDIR)/cugraph $(DESTDIR)$(LUA_LDIR)/cugraph \
+	  $(DESTDIR)$(PREFIX)/lib/libcugraph.a $(DESTDIR)$(PREFIX)/lib/pkgconfig/cugraph-lua.pc \
+	  $(DESTDIR)$(SIM_DIR)/libcuda-sim.so $(DESTDIR)$(SIM_DIR)/libnccl-double.so
+	-rmdir $(DESTDIR)$(LUA_CDIR)/cugraph $(DESTDIR)$(LUA_LDIR)/cugraph $(DESTDIR)$(SIM_DIR) \
 	  $(DESTDIR)$(TYPES_DIR) $(DESTDIR)$(PREFIX)/share/cugraph-lua 2>/dev/null
 
 .PHONY: install uninstall

@@ -1,8 +1,11 @@
 /* The cuda.* functions of devices: cuda.device, device_count, available,
    select, on, current_device, device_of, can_access_peer,
    enable_peer_access, synchronize, status; and core.add_method. */
-#define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "graph/graph.h"
 
 void devices_open(lua_State *L);
@@ -223,6 +226,19 @@ static int status(lua_State *L) {
   return 1;
 }
 
+/* core.simulator_path() -> the PTX simulator's file, or nil */
+static int simulator_path(lua_State *L) {
+  char paths[CG_MAXPATHS][CG_PATHLEN];
+  int n = cg_simulator_paths(paths, CG_MAXPATHS);
+  for (int i = 0; i < n; i++)
+    if (access(paths[i], R_OK) == 0) {
+      char real[PATH_MAX];
+      lua_pushstring(L, realpath(paths[i], real) ? real : paths[i]);
+      return 1;
+    }
+  return 0;
+}
+
 void devices_open(lua_State *L) {
   static const luaL_Reg funcs[] = {
     {"device", device}, {"device_count", device_count},
@@ -230,7 +246,8 @@ void devices_open(lua_State *L) {
     {"select", select_device}, {"synchronize", synchronize},
     {"status", status}, {"on", on}, {"current_device", current_device},
     {"device_of", device_of}, {"can_access_peer", can_access_peer},
-    {"enable_peer_access", enable_peer_access}, {NULL, NULL}
+    {"enable_peer_access", enable_peer_access},
+    {"simulator_path", simulator_path}, {NULL, NULL}
   };
   luaL_setfuncs(L, funcs, 0);
 }

@@ -10,6 +10,7 @@ for k, v in pairs(core) do cuda[k] = v end
 -- Internal parts of the core, not part of the API.
 local readfile, add_method, compile = core.readfile, core.add_method, core.compile
 cuda.readfile, cuda.add_method, cuda.nvrtc_version = nil, nil, nil
+cuda.simulator_path = nil
 local nvrtc_version = core.nvrtc_version
 
 cuda._VERSION = "cugraph-lua " .. core.version
@@ -159,6 +160,7 @@ function cuda.info()
     if got then i.driver = ("%d.%d"):format(dev.driver_version // 1000, dev.driver_version % 1000 // 10) end
   end
   i.nvrtc, i.nvrtc_error = nvrtc_version()
+  i.simulator = core.simulator_path()
   i.cache_dir, i.cache_size = core.compile_cache_dir()
   return i
 end

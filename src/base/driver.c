@@ -1,6 +1,7 @@
 /* The only file that knows how libcuda is found. */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE
 #include <dlfcn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,8 +24,42 @@ static const char *start(char *msg, size_t n) {
   return msg;
 }
 
+#ifndef CG_SIM_DIR /* where make install puts the simulator */
+#define CG_SIM_DIR "/usr/local/lib/cugraph-lua"
+#endif
+
+int cg_simulator_paths(char paths[][CG_PATHLEN], int max) {
+  static const char *const beside[] = {
+    "%s/libcuda-sim.so",                      /* build/cugraph-lua */
+    "%s/../libcuda-sim.so",                   /* build/cugraph/core.so */
+    "%s/../lib/cugraph-lua/libcuda-sim.so",   /* PREFIX/bin/cugraph-lua */
+    "%s/../../../cugraph-lua/libcuda-sim.so", /* PREFIX/lib/lua/5.4/cugraph */
+  };
+  Dl_info info;
+  char dir[CG_PATHLEN / 2];
+  int n = 0;
+  const char *slash;
+  void *self;
+  memcpy(&self, &(void (*)(void)){ (void (*)(void))cg_simulator_paths },
+         sizeof self);
+  if (dladdr(self, &info) && info.dli_fname &&
+      (slash = strrchr(info.dli_fname, '/')) &&
+      (size_t)(slash - info.dli_fname) < sizeof dir) {
+    snprintf(dir, sizeof dir, "%.*s", (int)(slash - info.dli_fname),
+             info.dli_fname);
+    for (size_t i = 0; i < sizeof beside / sizeof *beside && n < max; i++)
+      snprintf(paths[n++], CG_PATHLEN, beside[i], dir);
+  }
+  if (n < max) snprintf(paths[n++], CG_PATHLEN, "%s/libcuda-sim.so", CG_SIM_DIR);
+  return n;
+}
+
+/* CUGRAPH_LUA_LIBCUDA names the library; "sim" names the PTX simulator
+   wherever it is installed or built; unset, the system's libcuda. */
 static int candidates(char paths[][CG_PATHLEN], int max) {
-  snprintf(paths[0], CG_PATHLEN, "libcuda.so.1");
+  const char *env = getenv("CUGRAPH_LUA_LIBCUDA");
+  if (env && !strcmp(env, "sim")) return cg_simulator_paths(paths, max);
+  snprintf(paths[0], CG_PATHLEN, "%s", env && *env ? env : "libcuda.so.1");
   return max > 0;
 }
 
@@ -37,7 +72,9 @@ static const cg_symbol symbols[] = {
 #undef OPTIONAL
 
 static cg_library libcuda = {
-  "CUGRAPH_LUA_LIBCUDA", "CUDA driver", "", candidates, symbols, start,
+  NULL, "CUDA driver",
+  "; without a GPU, run on the PTX simulator: cugraph-lua --sim script.lua "
+  "(or CUGRAPH_LUA_LIBCUDA=sim)", candidates, symbols, start,
   CG_LIBRARY_STATE
 };
 

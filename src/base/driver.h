@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cuda.h>
 #include <lua.h>
+#include "base/loader.h"
 #include "base/sticky.h"
 
 #define CG_DRIVER_FUNCS(X) \
@@ -81,6 +82,10 @@ extern cg_driver cg_drv;
    success, else a message that stays valid for the life of the process.
    cg_drv may be used once it has returned NULL. */
 const char *cg_driver_load(void);
+/* The places the PTX simulator may be (CUGRAPH_LUA_LIBCUDA=sim): beside
+   the program or module that holds this core, installed or built. */
+int cg_simulator_paths(char paths[][CG_PATHLEN], int max);
+
 /* The open libcuda (NULL when it cannot be loaded), and a symbol of it
    beyond the API (the software driver's own), or NULL. */
 void *cg_driver_handle(void);

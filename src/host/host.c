@@ -22,7 +22,7 @@
 typedef struct options {
   int script;   /* index of the script in argv; 0: none */
   int end;      /* argv[1..end-1] are options */
-  int interactive, version, execute, noenv, help, info;
+  int interactive, version, execute, noenv, help, info, sim;
   const char *bad; /* the offending option, when there is one */
 } options;
 
@@ -115,6 +115,8 @@ static void usage(FILE *f) {
           "  -h, --help  show this help\n"
           "  --version   show version information and exit\n"
           "  --info      show the driver, devices, NVRTC and cache, and exit\n"
+          "  --sim       run on the PTX simulator (no GPU needed): as\n"
+          "              CUGRAPH_LUA_LIBCUDA=sim\n"
           "  --nproc N   (first) run the script in N processes, one per GPU\n"
           "              (%s --nproc 1 shows the launcher's options)\n"
           "  --        stop handling options\n"
@@ -122,7 +124,8 @@ static void usage(FILE *f) {
           "Environment variables:\n"
           "  LUA_INIT_5_4, LUA_INIT   code to run first ('@file' runs a file)\n"
           "  LUA_PATH, LUA_CPATH      module search paths\n"
-          "  CUGRAPH_LUA_LIBCUDA      libcuda to load\n"
+          "  CUGRAPH_LUA_LIBCUDA      libcuda to load; sim: the PTX simulator\n"
+          "  CUGRAPH_LUA_TIMEOUT      bound of every wait, in seconds\n"
           "  CUGRAPH_LUA_DEVICE       device ordinal (default 0)\n"
           "  CUGRAPH_LUA_LIBNVRTC     libnvrtc to load\n"
           "  CUGRAPH_LUA_LIBNCCL      libnccl to load\n"
@@ -154,6 +157,7 @@ static const char info_chunk[] =
   "local function row(k, v) print(('%-14s %s'):format(k, v)) end\n"
   "row('cugraph-lua', i.version .. ' (' .. i.lua .. ')')\n"
   "row('driver', i.driver or ('none: ' .. i.reason))\n"
+  "row('simulator', i.simulator or 'not found')\n"
   "row('devices', i.device_count)\n"
   "for _, d in ipairs(i.devices) do\n"
   "  row('  ' .. d.ordinal, d.name and ('%s, sm_%d%d, %d SMs, %d MiB')\n"
@@ -199,6 +203,7 @@ static void parse(char **argv, options *o) {
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) { o->help = 1; continue; }
     if (!strcmp(a, "--version")) { o->version = 2; continue; }
     if (!strcmp(a, "--info")) { o->info = 1; continue; }
+    if (!strcmp(a, "--sim")) { o->sim = 1; continue; }
     if (a[2] != '\0' && a[1] != 'e' && a[1] != 'l') { o->bad = a; return; }
     switch (a[1]) {
     case 'E': o->noenv = 1; break;
@@ -346,6 +351,7 @@ static int main_protected(lua_State *L) {
     return 1;
   }
   if (o.version) version();
+  if (o.sim) setenv("CUGRAPH_LUA_LIBCUDA", "sim", 1);
   if (o.noenv) { /* the libraries then ignore LUA_PATH and friends */
     lua_pushboolean(L, 1);
     lua_setfield(L, LUA_REGISTRYINDEX, "LUA_NOENV");
@@ -382,6 +388,11 @@ static int main_protected(lua_State *L) {
 }
 
 int main(int argc, char **argv) {
+  if (argc > 2 && !strcmp(argv[1], "--sim") && !strncmp(argv[2], "--nproc", 7)) {
+    setenv("CUGRAPH_LUA_LIBCUDA", "sim", 1); /* every rank on the simulator */
+    argv[1] = argv[0];
+    return host_launch(argc - 1, argv + 1);
+  }
   if (argc > 1 && !strncmp(argv[1], "--nproc", 7)) return host_launch(argc, argv);
   lua_State *L = luaL_newstate();
   if (L == NULL) {
