@@ -46,9 +46,14 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #ifdef CUDA_SIM
 #include "ptx/ptx_sim.h"
 #endif
+
+/* What the files share stays inside the library: it exports the driver's
+   entry points only, and its calls of one file in another are direct. */
+#pragma GCC visibility push(hidden)
 
 /* -- the device (device.c) ------------------------------------------------- */
 
@@ -122,6 +127,19 @@ extern obj dbl_live;
 void *dbl_new_obj(size_t size, int kind);
 void dbl_free_obj(void *p);
 
+/* -- device memory (memory.c) ---------------------------------------------- */
+
+extern int dbl_capture_check;
+
+/* The host address of [p, p + n) when one allocation holds it, else NULL.
+   Pure: a host kernel's load and store of one address look it up once. */
+void *dbl_dev_range(CUdeviceptr p, size_t n) __attribute__((pure));
+int dbl_dev_of(CUdeviceptr p, size_t n);
+void dbl_free_all_memory(int dev);
+#ifdef CUDA_SIM
+int dbl_sim_live(void *ud, uint64_t p, size_t n, uint64_t *lo, uint64_t *hi);
+#endif
+
 /* -- kernels (kernels.c; the spec kernels' twins: spec/support/twins.c) ---- */
 
 /* One thread of a launch. A bad access sets fault and the kernel stops, as
@@ -146,10 +164,41 @@ typedef struct dbl_kimpl {
   unsigned char size[8];
 } dbl_kimpl;
 
-void dbl_arg(const dbl_kctx *c, size_t i, void *v, size_t n);
-int dbl_ld(dbl_kctx *c, uint64_t p, void *v, size_t n);
-void dbl_st(dbl_kctx *c, uint64_t p, const void *v, size_t n);
-unsigned char *dbl_shared_at(dbl_kctx *c, size_t at, size_t n);
+/* What a host version reads and writes, for each of its threads: its
+   arguments, global memory, shared memory (inline, as each thread's calls
+   were in one file with them). */
+static inline void dbl_arg(const dbl_kctx *c, size_t i, void *v, size_t n) {
+  memcpy(v, c->args + c->off[i], n);
+}
+
+/* The host address of an n-byte global access at p, or NULL after a fault. */
+static inline void *dbl_global(dbl_kctx *c, uint64_t p, size_t n) {
+  void *h = dbl_dev_range(p, n);
+  if (!h) c->fault = CUDA_ERROR_ILLEGAL_ADDRESS;
+  else if (p % n) c->fault = CUDA_ERROR_MISALIGNED_ADDRESS;
+  return c->fault ? NULL : h;
+}
+
+static inline int dbl_ld(dbl_kctx *c, uint64_t p, void *v, size_t n) {
+  void *h = dbl_global(c, p, n);
+  if (h) memcpy(v, h, n);
+  return h != NULL;
+}
+
+static inline void dbl_st(dbl_kctx *c, uint64_t p, const void *v, size_t n) {
+  void *h = dbl_global(c, p, n);
+  if (h) memcpy(h, v, n);
+}
+
+/* The shared-memory word at byte offset at, or NULL after a fault. */
+static inline unsigned char *dbl_shared_at(dbl_kctx *c, size_t at, size_t n) {
+  if (at > c->nshared || n > c->nshared - at) {
+    c->fault = CUDA_ERROR_ILLEGAL_ADDRESS;
+    return NULL;
+  }
+  return c->shared + at;
+}
+
 void dbl_set_conditional(dbl_kctx *c, uint64_t h, unsigned v);
 const dbl_kimpl *dbl_find_kernel(const char *name);
 
@@ -221,22 +270,11 @@ CUresult dbl_run_op(const op *o, int dry);
 int dbl_copy_op(op *dst, const op *src);
 CUresult dbl_prepare_launch(op *o, void **params, void **extra);
 void dbl_run_kernel(const op *o);
-
-/* -- device memory (memory.c) ---------------------------------------------- */
-
-extern int dbl_capture_check;
-
-void *dbl_dev_range(CUdeviceptr p, size_t n);
-int dbl_dev_of(CUdeviceptr p, size_t n);
-void dbl_free_all_memory(int dev);
-CUresult dbl_run_memory_node(const op *o);
+CUresult dbl_run_memory_node(const op *o); /* memory.c */
 /* An allocation node's op joins (delta 1) or leaves (-1) a graph or an
    instantiated graph; the memory goes when the last leaves, unless it is
-   allocated then. */
+   allocated then (memory.c). */
 void dbl_hold_graph_memory(const op *o, int delta);
-#ifdef CUDA_SIM
-int dbl_sim_live(void *ud, uint64_t p, size_t n, uint64_t *lo, uint64_t *hi);
-#endif
 
 /* -- graphs (graph.c, graph_exec.c) ---------------------------------------- */
 
@@ -327,5 +365,7 @@ CUresult dbl_stream_usable(CUstream s);
 CUresult dbl_submit(CUstream s, op *o);
 void dbl_free_stream(CUstream s);
 void dbl_free_event(CUevent e);
+
+#pragma GCC visibility pop
 
 #endif

@@ -10,38 +10,6 @@
 
 /* -- host versions --------------------------------------------------------- */
 
-void dbl_arg(const dbl_kctx *c, size_t i, void *v, size_t n) {
-  memcpy(v, c->args + c->off[i], n);
-}
-
-/* The host address of an n-byte global access at p, or NULL after a fault. */
-static void *global(dbl_kctx *c, uint64_t p, size_t n) {
-  void *h = dbl_dev_range(p, n);
-  if (!h) c->fault = CUDA_ERROR_ILLEGAL_ADDRESS;
-  else if (p % n) c->fault = CUDA_ERROR_MISALIGNED_ADDRESS;
-  return c->fault ? NULL : h;
-}
-
-int dbl_ld(dbl_kctx *c, uint64_t p, void *v, size_t n) {
-  void *h = global(c, p, n);
-  if (h) memcpy(v, h, n);
-  return h != NULL;
-}
-
-void dbl_st(dbl_kctx *c, uint64_t p, const void *v, size_t n) {
-  void *h = global(c, p, n);
-  if (h) memcpy(h, v, n);
-}
-
-/* The shared-memory word at byte offset at, or NULL after a fault. */
-unsigned char *dbl_shared_at(dbl_kctx *c, size_t at, size_t n) {
-  if (at > c->nshared || n > c->nshared - at) {
-    c->fault = CUDA_ERROR_ILLEGAL_ADDRESS;
-    return NULL;
-  }
-  return c->shared + at;
-}
-
 /* The host twin of cudaGraphSetConditional: sets the handle in the graph
    being launched; a handle it does not have is a fault. */
 void dbl_set_conditional(dbl_kctx *c, uint64_t h, unsigned v) {
