@@ -91,6 +91,12 @@ $(NCCL_DOUBLE): $(NCCL_SRC)
 	@mkdir -p $(@D)
 	$(CC) $(SIM_BUILD_CFLAGS) -shared -o $@ $^ -pthread -lm -ldl
 
+# NVRTC with injected failures, for the fault sweep (spec/60).
+NVRTC_FAULT = $(BUILD)/libnvrtc-fault.so
+$(NVRTC_FAULT): spec/support/nvrtc_fault.c
+	@mkdir -p $(@D)
+	$(CC) $(SIM_BUILD_CFLAGS) -shared -o $@ $^ -pthread -ldl
+
 # The PTX simulator: the software driver with kernels run from their PTX
 # (sim/ptx), built with -frounding-math for the rounding modes PTX names.
 $(BUILD)/sim/%.o: %.c
@@ -153,7 +159,7 @@ $(SPEC_BINS): $(BUILD)/%: spec/hosts/%.c $(BUILD)/libcugraph.a
 
 # Everything the specs need, for make test and its kin, and for plain
 # `busted` in a checkout (spec/support/busted-lua makes spec-needs).
-SPEC_NEEDS = all $(DOUBLE) $(NCCL_DOUBLE) $(KERNELS) $(SPEC_BINS)
+SPEC_NEEDS = all $(DOUBLE) $(NCCL_DOUBLE) $(NVRTC_FAULT) $(KERNELS) $(SPEC_BINS)
 spec-needs: $(SPEC_NEEDS)
 
 # $(call specs,DRIVER,PREFIX,ARGS): the suite with build/cugraph-lua as

@@ -180,3 +180,64 @@ describe("the fault sweep", function()
     end
   end
 end)
+
+-- NVRTC's calls failed in turn (build/libnvrtc-fault.so in front of the
+-- real NVRTC; spec/support/nvrtc_workload.lua compiles to PTX and to a
+-- cubin, and a source that does not compile). Each failure is an error
+-- object naming the call and its code, and the next compile works, except
+-- where the runtime documents a fallback: a failed destroy or error text
+-- is ignored, the second, front-end-only compile that spells kernel types
+-- (nvrtcCompileProgram-syntax in the trace) leaves the kernels their PTX
+-- types,
+-- and a failed nvrtcVersion leaves NVRTC unusable for the process.
+describe("the NVRTC fault sweep", function()
+  local WL = "spec/support/nvrtc_workload.lua"
+  local lib = H.build .. "/libnvrtc-fault.so"
+  local OOM = 1 -- NVRTC_ERROR_OUT_OF_MEMORY
+  local function env(extra)
+    return "CUGRAPH_LUA_LIBNVRTC=" .. H.quote(lib) .. (extra and " " .. extra or "")
+  end
+  local total, tstatus, tout = H.trace(WL, "NVRTC_FAULT_TRACE", env())
+  assert(total.nvrtcCreateProgram, "no trace of the NVRTC stand-in: " .. tout)
+  local before = H.trace(WL, "NVRTC_FAULT_TRACE", env("NVRTC_WORKLOAD_COUNT=1"))
+
+  it("has a workload that runs clean and makes every NVRTC call the runtime loads", function()
+    assert.equals(0, tstatus, tout)
+    assert.matches("NVRTC%-RESULT\tok\t%-\t%-\tworks", tout)
+    local src = assert(io.open("src/kernel/nvrtc.c")):read("a")
+    for name in src:match("#define NV_FUNCS%(X%)(.-)\n\n"):gmatch("X%((nvrtc%w+)%)") do
+      assert.is_truthy(before[name], name .. " is never called by the workload")
+    end
+  end)
+
+  local ignored = { nvrtcDestroyProgram = true, nvrtcGetErrorString = true,
+                    nvrtcGetLoweredName = true, ["nvrtcCompileProgram-syntax"] = true }
+  local apis = {}
+  for name in pairs(total) do apis[#apis + 1] = name end
+  table.sort(apis)
+  for _, api in ipairs(apis) do
+    local b = before[api] or 0
+    for _, i in ipairs(indexes(b, total[api])) do
+      it(("%s call %d of %d%s"):format(api, i, total[api], i > b and " (the compile after)" or ""), function()
+        local status, out = H.run(H.quote(WL), env(("NVRTC_FAULT=%s:%d:%d"):format(api, i, OOM)))
+        assert.equals(0, status, out)
+        local r = H.fields(assert(out:match("NVRTC%-RESULT\t[^\n]*"), out))
+        local outcome, eapi, code, after = r[2], r[3], r[4], r[5]
+        if api == "nvrtcVersion" then
+          assert.equals("message", outcome, out)
+          assert.matches("nvrtcVersion failed: NVRTC_ERROR_OUT_OF_MEMORY", eapi)
+          assert.matches("nvrtcVersion failed", after)
+        elseif i > b then
+          assert.equals("ok", outcome, out)
+          if not ignored[api] then
+            assert.equals(api .. " " .. OOM, after, out)
+          end
+        elseif ignored[api] then
+          assert.same({ "ok", "works" }, { outcome, after }, out)
+        else
+          assert.same({ "error", api, tostring(OOM), "works" }, { outcome, eapi, code, after })
+        end
+      end)
+    end
+  end
+end)

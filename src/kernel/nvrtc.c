@@ -61,7 +61,8 @@ static int candidates(char paths[][CG_PATHLEN], int max) {
 static const char *start(char *msg, size_t n) {
   nvrtcResult r = nv.nvrtcVersion(&nv_major, &nv_minor);
   if (r == NVRTC_SUCCESS) return NULL;
-  snprintf(msg, n, "nvrtcVersion failed: %s", nv.nvrtcGetErrorString(r));
+  const char *name = nv.nvrtcGetErrorString(r);
+  snprintf(msg, n, "nvrtcVersion failed: %s", name ? name : "NVRTC_ERROR_UNKNOWN");
   return msg;
 }
 
@@ -85,8 +86,10 @@ static void nv_open(lua_State *L) {
    "NVRTC_ERROR_OUT_OF_MEMORY". */
 static void nv_pusherror(lua_State *L, const char *api, nvrtcResult r,
                          const char *message) {
-  const char *name = nv.nvrtcGetErrorString(r), *p = name;
+  const char *name = nv.nvrtcGetErrorString(r), *p;
   char desc[64];
+  if (!name) name = "NVRTC_ERROR_UNKNOWN";
+  p = name;
   size_t i;
   if (!strncmp(p, "NVRTC_ERROR", 11)) p += 11;
   while (*p == '_' || *p == ' ') p++;
