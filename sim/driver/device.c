@@ -122,6 +122,7 @@ static void destroy_context(int dev) {
     case O_EVENT: dbl_free_event((CUevent)o); break;
     case O_MODULE: dbl_free_module((CUmodule)o); break;
     case O_EXEC: dbl_free_exec((CUgraphExec)o); break;
+    case O_RESOURCE: dbl_free_resource((CUgraphicsResource)o); break;
     default: break;
     }
   }

@@ -120,7 +120,7 @@ CUresult dbl_enter_graph(void);
 /* Every live handle is on one ring, so that destroying the context can free
    what the caller did not (all but graphs) and capture can find its
    streams. Each handle struct starts with an obj. */
-enum { O_STREAM, O_EVENT, O_MODULE, O_GRAPH, O_EXEC };
+enum { O_STREAM, O_EVENT, O_MODULE, O_GRAPH, O_EXEC, O_RESOURCE };
 typedef struct obj { struct obj *prev, *next; int kind, dev; } obj;
 extern obj dbl_live;
 
@@ -271,6 +271,7 @@ int dbl_copy_op(op *dst, const op *src);
 CUresult dbl_prepare_launch(op *o, void **params, void **extra);
 void dbl_run_kernel(const op *o);
 CUresult dbl_run_memory_node(const op *o); /* memory.c */
+void dbl_free_resource(CUgraphicsResource res); /* a GL buffer's */
 /* An allocation node's op joins (delta 1) or leaves (-1) a graph or an
    instantiated graph; the memory goes when the last leaves, unless it is
    allocated then (memory.c). */

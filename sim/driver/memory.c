@@ -1,7 +1,7 @@
 /* Device memory: allocations are host memory, plain, stream-ordered
    (the default pool) or graph memory (mapped while its allocation node's
    graph holds it); page-locked host memory; pool and graph memory
-   attributes. */
+   attributes; OpenGL buffers, a stand-in (mapped while CUDA maps them). */
 #include "double.h"
 
 #include <stdlib.h>
@@ -19,16 +19,18 @@ static size_t mem_used[MAX_DEVICES]; /* sum of its live allocation sizes,
 typedef struct span {
   uintptr_t base;
   size_t size;
-  int kind;             /* SPAN_PLAIN, SPAN_POOL (cuMemAllocAsync) or
-                           SPAN_GRAPH (an allocation node's memory) */
+  int kind;             /* SPAN_PLAIN, SPAN_POOL (cuMemAllocAsync),
+                           SPAN_GRAPH (an allocation node's memory) or
+                           SPAN_GL (a registered GL buffer's) */
   int mapped;           /* SPAN_GRAPH: from its allocation node's run until
                            freed; the host memory stays while a graph or an
-                           instantiated graph holds the node */
+                           instantiated graph holds the node. SPAN_GL:
+                           while CUDA maps the buffer */
   unsigned holders;     /* SPAN_GRAPH: graphs and execs with its node */
   int dev;              /* the device whose memory it is */
 } span;
-enum { SPAN_PLAIN, SPAN_POOL, SPAN_GRAPH };
-static size_t kind_used[3], kind_high[3]; /* bytes of each kind, and peak */
+enum { SPAN_PLAIN, SPAN_POOL, SPAN_GRAPH, SPAN_GL };
+static size_t kind_used[4], kind_high[4]; /* bytes of each kind, and peak */
 int dbl_capture_check; /* checking work being captured: graph memory
                          counts as mapped, as it is in the graph */
 static span *spans;
@@ -140,11 +142,11 @@ static CUresult alloc_span(CUdeviceptr *dptr, size_t bytesize, int kind) {
   memset(p, 0xCD, rounded); /* device memory is not zeroed */
   size_t i = spans_upto((uintptr_t)p);
   memmove(spans + i + 1, spans + i, (nspans - i) * sizeof *spans);
-  spans[i] = (span){(uintptr_t)p, bytesize, kind, kind != SPAN_GRAPH, 0,
-                    dbl_cur_dev()};
+  int later = kind == SPAN_GRAPH || kind == SPAN_GL; /* mapped later */
+  spans[i] = (span){(uintptr_t)p, bytesize, kind, !later, 0, dbl_cur_dev()};
   nspans++;
   mem_used[dbl_cur_dev()] += bytesize;
-  if (kind != SPAN_GRAPH) map_span(&spans[i], 1);
+  if (!later) map_span(&spans[i], 1);
   *dptr = (CUdeviceptr)(uintptr_t)p;
   return CUDA_SUCCESS;
 }
@@ -167,7 +169,8 @@ static void release_span(long i) {
    instantiated one) or while it is allocated, as the driver reserves it. */
 static CUresult free_span(CUdeviceptr dptr) {
   long i = span_at(dptr);
-  if (i < 0 || !spans[i].mapped) return CUDA_ERROR_INVALID_VALUE;
+  if (i < 0 || !spans[i].mapped || spans[i].kind == SPAN_GL)
+    return CUDA_ERROR_INVALID_VALUE;
   map_span(&spans[i], 0);
   if (spans[i].kind != SPAN_GRAPH || !spans[i].holders) release_span(i);
   return CUDA_SUCCESS;
@@ -354,5 +357,141 @@ CUresult dbl_run_memory_node(const op *o) {
   if (alloc && spans[i].mapped && !dbl_auto_free())
     return CUDA_ERROR_INVALID_VALUE;
   if (spans[i].mapped != alloc) map_span(&spans[i], alloc);
+  return CUDA_SUCCESS;
+}
+
+/* -- OpenGL buffers (a stand-in) ------------------------------------------- */
+
+/* There is no GL here: registering buffer object n (any name but 0) makes
+   CUDA_DOUBLE_GL_BYTES bytes (default 4096) of device memory, reachable by
+   kernels only while mapped, and freed when it is unregistered or its
+   context goes. Images are not stood in for. */
+struct CUgraphicsResource_st {
+  obj h;
+  CUdeviceptr mem;
+  size_t bytes;
+  int mapped;
+};
+
+/* cudaGL.h's, whose GL types are unsigned ints (it needs a GL header) */
+CUresult CUDAAPI cuGraphicsGLRegisterBuffer(CUgraphicsResource *res,
+                                            unsigned int buffer,
+                                            unsigned int flags);
+CUresult CUDAAPI cuGraphicsGLRegisterImage(CUgraphicsResource *res,
+                                           unsigned int image,
+                                           unsigned int target,
+                                           unsigned int flags);
+
+static size_t gl_bytes(void) {
+  const char *e = getenv("CUDA_DOUBLE_GL_BYTES");
+  long long v = e ? atoll(e) : 0;
+  return v > 0 ? (size_t)v : 4096;
+}
+
+static void set_gl_mapped(CUgraphicsResource res, int on) {
+  long i = span_at(res->mem);
+  if (i >= 0) map_span(&spans[i], on);
+  res->mapped = on;
+}
+
+void dbl_free_resource(CUgraphicsResource res) {
+  long i = span_at(res->mem);
+  if (res->mapped) set_gl_mapped(res, 0);
+  if (i >= 0) release_span(i);
+  dbl_free_obj(res);
+}
+
+CUresult CUDAAPI cuGraphicsGLRegisterBuffer(CUgraphicsResource *res,
+                                            unsigned int buffer,
+                                            unsigned int flags) {
+  ENTRY(cuGraphicsGLRegisterBuffer);
+  CUresult r = dbl_enter();
+  if (r) return r;
+  if (!res || !buffer || flags > CU_GRAPHICS_REGISTER_FLAGS_WRITE_DISCARD)
+    return CUDA_ERROR_INVALID_VALUE;
+  CUgraphicsResource g = dbl_new_obj(sizeof *g, O_RESOURCE);
+  if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
+  g->bytes = gl_bytes();
+  if ((r = alloc_span(&g->mem, g->bytes, SPAN_GL))) {
+    dbl_free_obj(g);
+    return r;
+  }
+  memset((void *)(uintptr_t)g->mem, 0, g->bytes); /* a new GL buffer */
+  *res = g;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphicsGLRegisterImage(CUgraphicsResource *res,
+                                           unsigned int image,
+                                           unsigned int target,
+                                           unsigned int flags) {
+  ENTRY(cuGraphicsGLRegisterImage);
+  CUresult r = dbl_enter();
+  return r ? r : CUDA_ERROR_NOT_SUPPORTED;
+}
+
+CUresult CUDAAPI cuGraphicsSubResourceGetMappedArray(CUarray *array,
+                                                     CUgraphicsResource res,
+                                                     unsigned int index,
+                                                     unsigned int level) {
+  ENTRY(cuGraphicsSubResourceGetMappedArray);
+  CUresult r = dbl_enter();
+  return r ? r : CUDA_ERROR_NOT_MAPPED_AS_ARRAY;
+}
+
+/* Work on the stream before the map or unmap is done by then: the
+   software driver's streams run their work as it is issued. */
+static CUresult map_all(unsigned count, CUgraphicsResource *res, int on) {
+  if (!res) return CUDA_ERROR_INVALID_VALUE;
+  for (unsigned i = 0; i < count; i++) {
+    if (!res[i]) return CUDA_ERROR_INVALID_HANDLE;
+    if (res[i]->mapped == on)
+      return on ? CUDA_ERROR_ALREADY_MAPPED : CUDA_ERROR_NOT_MAPPED;
+  }
+  for (unsigned i = 0; i < count; i++) set_gl_mapped(res[i], on);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphicsMapResources(unsigned int count,
+                                        CUgraphicsResource *res,
+                                        CUstream stream) {
+  ENTRY(cuGraphicsMapResources);
+  CUresult r = dbl_enter();
+  if (r) return r;
+  if ((r = dbl_unsafe_call())) return r;
+  return map_all(count, res, 1);
+}
+
+CUresult CUDAAPI cuGraphicsUnmapResources(unsigned int count,
+                                          CUgraphicsResource *res,
+                                          CUstream stream) {
+  ENTRY(cuGraphicsUnmapResources);
+  CUresult r = dbl_enter();
+  if (r) return r;
+  if ((r = dbl_unsafe_call())) return r;
+  return map_all(count, res, 0);
+}
+
+CUresult CUDAAPI cuGraphicsResourceGetMappedPointer(CUdeviceptr *p,
+                                                    size_t *bytes,
+                                                    CUgraphicsResource res) {
+  ENTRY(cuGraphicsResourceGetMappedPointer);
+  CUresult r = dbl_enter();
+  if (r) return r;
+  if (!p || !bytes) return CUDA_ERROR_INVALID_VALUE;
+  if (!res) return CUDA_ERROR_INVALID_HANDLE;
+  if (!res->mapped) return CUDA_ERROR_NOT_MAPPED;
+  *p = res->mem;
+  *bytes = res->bytes;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphicsUnregisterResource(CUgraphicsResource res) {
+  ENTRY(cuGraphicsUnregisterResource);
+  CUresult r = dbl_enter();
+  if (r) return r;
+  if (!res) return CUDA_ERROR_INVALID_HANDLE;
+  if ((r = dbl_unsafe_call())) return r;
+  dbl_free_resource(res);
   return CUDA_SUCCESS;
 }

@@ -128,6 +128,8 @@ struct cg_obj {
                            engine's, a view's parent's) */
   unsigned char zombie; /* collected while a graph used it: released by the
                            last unpin */
+  unsigned char scoped; /* a buffer over memory mapped for a scope (a
+                           GLResource's map): unusable once it ends */
   unsigned char graphmem; /* a buffer a graph's allocation node makes:
                            CG_GRAPHMEM_LIVE from a launch of the graph until
                            freed, CG_GRAPHMEM_GONE otherwise; 0: not one */
@@ -238,7 +240,8 @@ void cg_collected(void); /* a finalizer ran */
    current on this thread), inline: for an object known by its address. */
 void cg_ready_slow(lua_State *L, cg_obj *o);
 static inline void cg_ready(lua_State *L, cg_obj *o) {
-  if (!o->open || o->ctx->poison || o->ctx->cu != cg_bound) cg_ready_slow(L, o);
+  if (!o->open || o->scoped || o->ctx->poison || o->ctx->cu != cg_bound)
+    cg_ready_slow(L, o);
 }
 /* Raises "attempt to use a freed ..." unless o is open. Any Lua allocation
    can run a finalizer that frees an object explicitly: a C function looks

@@ -45,9 +45,14 @@ void *cg_toobj(lua_State *L, int idx, cg_kind kind) {
   return o ? o : luaL_checkudata(L, idx, cg_kind_names[kind]); /* raises */
 }
 
+/* A view of a map scope's buffer is freed with the scope. */
 void cg_check_open(lua_State *L, const cg_obj *o) {
   if (!o->open)
     luaL_error(L, "attempt to use a freed %s", cg_kind_names[o->kind]);
+  for (const cg_obj *p = o->scoped ? o->parent : NULL; p; p = p->parent)
+    if (!p->open)
+      luaL_error(L, "attempt to use a view of a GLResource's mapped buffer "
+                 "after its map scope");
 }
 
 /* A poisoned context raises the sticky error again; the context is made
@@ -83,7 +88,7 @@ void *cg_checkself_keep(lua_State *L, cg_kind kind) {
     lua_pushnil(L);
     return o;
   }
-  if (!o->open) luaL_error(L, "attempt to use a freed %s", cg_kind_names[kind]);
+  if (!o->open || o->scoped) cg_check_open(L, o);
   sane(L, o);
   return o;
 }

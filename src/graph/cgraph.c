@@ -144,6 +144,10 @@ cugraph_graph *cugraph_tograph(lua_State *L, int idx) {
                  "cugraph.Graph #%d allocates, which a C graph cannot keep "
                  "alive; allocate it before the capture", (int)gr->id,
                  (int)o->graph);
+    if (o && o->scoped)
+      luaL_error(L, "cugraph_tograph: cugraph.Graph #%d uses a buffer of a "
+                 "GLResource's map scope, which a C graph would outlive; "
+                 "map the resource from C instead", (int)gr->id);
     n++;
   }
   cugraph_graph *h = calloc(1, sizeof *h);

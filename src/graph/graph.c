@@ -22,20 +22,40 @@ static cg_scalar *asscalar(lua_State *L, int idx) {
   return cg_testobj(L, idx, CG_SCALAR);
 }
 
-/* Collects the n pinned scalars into the graph's array (pins at idx). */
+/* Collects the n pinned scalars into the graph's array (pins at idx), and
+   counts the pinned buffers of map scopes. */
 static void collect(lua_State *L, cg_graph *gr, int idx, int n) {
   cg_scalar **a = n ? malloc((size_t)n * sizeof *a) : NULL;
   if (n && !a) luaL_error(L, "out of host memory");
   free(gr->scalars);
   gr->scalars = a;
   gr->nscalars = 0;
-  if (!n) return;
+  gr->scoped = 0;
   lua_pushnil(L);
   while (lua_next(L, idx)) {
     lua_pop(L, 1);
     cg_scalar *sc = asscalar(L, -1);
+    cg_obj *o = cg_toany(L, gr->h.ctx, -1);
     if (sc && gr->nscalars < n) a[gr->nscalars++] = sc;
+    gr->scoped += o && o->scoped;
   }
+}
+
+/* Raises when a buffer of a map scope that the graph (at idx) captured
+   outlived its scope: its memory is no longer mapped. */
+static void check_scoped(lua_State *L, cg_graph *gr, int idx) {
+  lua_getiuservalue(L, idx, 1);
+  lua_pushnil(L);
+  while (lua_next(L, -2)) {
+    lua_pop(L, 1);
+    cg_obj *o = cg_toany(L, gr->h.ctx, -1);
+    if (o && o->scoped && !o->open)
+      luaL_error(L, "cugraph.Graph #%d captured a buffer of a GLResource's "
+                 "map scope, which has ended: its memory is no longer "
+                 "mapped; capture and free the graph inside the scope",
+                 (int)gr->id);
+  }
+  lua_pop(L, 1);
 }
 
 /* Releases the graph (at idx) and its pins; idempotent. */
@@ -288,6 +308,7 @@ static int embed(lua_State *L, cg_graph *gr) {
 /* g:launch([stream]) */
 static int graph_launch(lua_State *L) {
   cg_graph *gr = cg_checkself(L, CG_GRAPH);
+  if (gr->scoped) check_scoped(L, gr, 1);
   if (gr->h.ctx->capture) return embed(L, gr);
   launch(L, gr, launchstream(L, gr, 2, "launch"));
   return 0;
@@ -299,6 +320,7 @@ static int graph_replay(lua_State *L) {
   lua_Integer n = luaL_checkinteger(L, 2);
   luaL_argcheck(L, n >= 0, 2, "count must not be negative");
   CUstream st = launchstream(L, gr, 3, "replay");
+  if (gr->scoped) check_scoped(L, gr, 1);
   for (lua_Integer i = 0; i < n; i++) launch(L, gr, st);
   return 0;
 }

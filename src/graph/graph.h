@@ -23,6 +23,7 @@ struct cg_graph {
   cg_scalar **scalars;  /* pinned scalars, flushed before each launch */
   cg_recs *recs;        /* the nodes its capture recorded */
   unsigned allocs;      /* allocation nodes whose memory it does not free */
+  unsigned scoped;      /* pinned buffers of a map scope (cg_obj.scoped) */
   unsigned char auto_free; /* instantiated with AUTO_FREE_ON_LAUNCH */
   unsigned char updated;   /* g:update ran: exec's nodes are not recs' */
   CUstream last_stream;    /* the stream of its latest launch, and that */

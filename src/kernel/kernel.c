@@ -126,6 +126,7 @@ static inline CUdeviceptr pointer(lua_State *L, cg_kernel *k, int arg, int idx,
   if (!o->open)
     argerror(L, k, arg, lua_pushfstring(L, "attempt to use a freed %s",
                                         cg_kind_names[o->kind]));
+  if (o->scoped) cg_check_open(L, o); /* a view outliving its map scope */
   cg_pinobj(L, ctx, o, idx); /* in a capture: before the address is read */
   if (!scalar) return o->drv.mem;
   if (!ctx->capture) cg_scalar_flush(L, (cg_scalar *)o, st);
@@ -363,6 +364,7 @@ void cg_kernel_args(lua_State *L, int kidx, int idx, int nargs) {
     if (!o->open)
       argerror(L, k, i, lua_pushfstring(L, "attempt to use a freed %s",
                                         cg_kind_names[o->kind]));
+    if (o->scoped) cg_check_open(L, o);
     if (o->ctx != k->h.ctx) cg_check_reach(L, k->h.ctx, o->ctx, k->name);
     memcpy(k->argp[i - 1], &o->drv.mem, 8);
   }

@@ -122,6 +122,7 @@ static int buffer_view(lua_State *L) {
   v->h.drv.mem = b->h.drv.mem + off;
   v->h.parent = &b->h;
   v->h.owned = 0;
+  v->h.scoped = b->h.scoped;
   b->h.views++;
   v->h.open = 1;
   return 1;

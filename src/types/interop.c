@@ -73,6 +73,7 @@ static int resource_map(lua_State *L) {
   lua_settop(L, 3);
   cg_buffer *b = cg_newobj(L, ctx, sizeof *b, CG_BUFFER); /* 4 */
   b->h.owned = 0;
+  b->h.scoped = 1;
   b->type = r->type;
   CUstream s = ((cg_stream *)cg_checkobj(L, 2, CG_STREAM))->h.drv.stream;
   cg_check_open(L, &r->h);
@@ -93,12 +94,12 @@ static int resource_map(lua_State *L) {
   b->h.open = 1;
   lua_pushvalue(L, 3);
   lua_pushvalue(L, 4);
-  int status = lua_pcall(L, 1, 0, 0);
+  int status = lua_pcall(L, 1, 0, 0); /* its views end with it (scoped) */
   int pinned = b->h.uses != 0;
   e = unmap(r, b);
   if (status != LUA_OK) return lua_error(L);
   cg_check(L, ctx, "cuGraphicsUnmapResources", e);
-  if (pinned)
+  if (pinned) /* and the graph refuses to launch from now on */
     return luaL_error(L, "GLResource:map(): a live graph captured the mapped "
                       "buffer; free it inside the map scope");
   return 0;
