@@ -1,5 +1,5 @@
 /* The simulator's decoded form, shared by the decoder (ptx_dec.h) and the
-   interpreter (ptx_exec.c). */
+   interpreter (ptx_exec.h). */
 #ifndef PTX_INT_H
 #define PTX_INT_H
 

@@ -1,0 +1,166 @@
+/* The simulator's interpreter: warps of 32 lanes in lock step. A warp runs
+   one group of lanes at a time, those at the lowest PC among its runnable
+   lanes; a divergent branch splits the group and the lanes meet again where
+   their PCs do (NVRTC lays out a branch's both sides before the join). Each
+   instruction loops over the group's lanes, guarded ones masked off. The
+   warps of a block run in turn up to a bar.sync, which releases when every
+   lane of the block that has not exited waits there; blocks run in
+   parallel on host threads. Global accesses are checked against the live
+   allocations; the first fault stops the launch.
+
+   The loop and what it calls for each lane are one translation unit, so
+   that those calls stay local and cheap: ptx_exec.c runs a warp's group of
+   lanes instruction by instruction, with the memory accesses and
+   instructions of ptx_mem.h, the comparisons and conversions of
+   ptx_convert.h and the warp-level instructions of ptx_warp.h. ptx_launch.c
+   runs blocks on host threads and records a launch's first fault. */
+#ifndef PTX_EXEC_H
+#define PTX_EXEC_H
+
+#include "ptx_int.h"
+
+#include <fenv.h>
+#include <float.h>
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+
+/* The interpreter's shared functions stay inside the library. */
+#pragma GCC visibility push(hidden)
+
+#define ALL 0xffffffffu
+
+typedef struct frame {
+  int pc, other;        /* the group's PC; the lowest PC of other lanes */
+  uint32_t live, mask;  /* lanes in this frame; lanes of the group */
+  int pcs[32];          /* PCs of lanes outside the group */
+} frame;
+
+typedef struct warp {
+  uint64_t *r;          /* slot s of lane l: r[s * 32 + l] */
+  uint32_t *p;          /* predicate masks */
+  unsigned char *local, *pf; /* per lane: local memory, parameter frames */
+  frame top;
+  uint32_t wait, exited;
+  int done, index;
+} warp;
+
+typedef struct run_ctx run_ctx;
+
+typedef struct worker {
+  run_ctx *rc;
+  warp *warps;
+  uint64_t *regs;
+  uint32_t *preds;
+  unsigned char *shared, *local, *pf;
+  unsigned nwarps;
+  unsigned bid[3];
+  uint64_t lo, hi;      /* the allocation last found live */
+  uint64_t executed;
+  int fault;
+} worker;
+
+struct run_ctx {
+  const func *k;
+  const sim_module *m;
+  sim_launch *l;
+  size_t nshared;
+  unsigned nthreads;
+  uint64_t nblocks, next;
+  int fault;            /* set once, by the first fault */
+  pthread_mutex_t mu;
+  char *diag;
+  size_t ndiag;
+};
+
+/* -- values --------------------------------------------------------------- */
+
+static inline float f32(uint64_t v) {
+  uint32_t u = (uint32_t)v;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+static inline uint64_t bf(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u;
+}
+static inline double f64(uint64_t v) {
+  double f;
+  memcpy(&f, &v, 8);
+  return f;
+}
+static inline uint64_t bd(double f) {
+  uint64_t u;
+  memcpy(&u, &f, 8);
+  return u;
+}
+static inline int64_t sx(uint64_t v, int bits) {
+  return bits >= 64 ? (int64_t)v : (int64_t)(v << (64 - bits)) >> (64 - bits);
+}
+static inline uint64_t zx(uint64_t v, int bits) {
+  return bits >= 64 ? v : v & ((1ull << bits) - 1);
+}
+static inline float ftz(float x) {
+  return fabsf(x) < FLT_MIN ? copysignf(0.0f, x) : x;
+}
+
+static inline float half_to_f32(uint16_t h) {
+  uint32_t s = (uint32_t)(h >> 15) << 31, e = h >> 10 & 0x1f, m = h & 0x3ff;
+  float f;
+  if (e == 0) {
+    f = ldexpf((float)m, -24);
+    return s ? -f : f;
+  }
+  if (e == 31) {
+    uint32_t u = s | 0x7f800000u | m << 13;
+    memcpy(&f, &u, 4);
+    return f;
+  }
+  uint32_t u = s | (e + 112) << 23 | m << 13;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+static inline int fe_mode(int rnd) {
+  switch (rnd) {
+  case R_Z: return FE_TOWARDZERO;
+  case R_M: return FE_DOWNWARD;
+  case R_P: return FE_UPWARD;
+  default: return FE_TONEAREST;
+  }
+}
+
+/* The registers of slot s of the warp wp, one a lane. */
+#define R(s) (wp->r + (size_t)(s) * 32)
+
+/* Runs the statement for each lane l of the mask em. */
+#define LOOP(...)                                                           \
+  do {                                                                      \
+    if (em == ALL) {                                                        \
+      for (int l = 0; l < 32; l++) { __VA_ARGS__; }                              \
+    } else {                                                                \
+      for (uint32_t m_ = em; m_; m_ &= m_ - 1) {                            \
+        int l = __builtin_ctz(m_);                                          \
+        __VA_ARGS__;                                                        \
+      }                                                                     \
+    }                                                                       \
+  } while (0)
+
+/* Instructions written apart from the loop of exec_run, and inlined there
+   whatever the loop's size. */
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+
+enum { RUN_DONE, RUN_BLOCKED, RUN_FAULT };
+
+/* ptx_exec.c */
+int exec_run(worker *w, warp *wp, frame *f, int depth);
+
+/* ptx_launch.c */
+void exec_fault(worker *w, const warp *wp, int lane, const ins *in, int code,
+                const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+#pragma GCC visibility pop
+
+#endif

@@ -1,0 +1,229 @@
+/* Launches: blocks handed to host threads, each running its warps in turn
+   up to a barrier; the launch's first fault and its diagnostic. */
+#define _GNU_SOURCE
+#include "ptx_exec.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+/* -- faults --------------------------------------------------------------- */
+
+static void thread_of(const worker *w, int warp_index, int lane, unsigned t[3]) {
+  const unsigned *b = w->rc->l->block;
+  unsigned i = (unsigned)warp_index * 32 + (unsigned)lane;
+  t[0] = i % b[0];
+  t[1] = i / b[0] % b[1];
+  t[2] = i / (b[0] * b[1]);
+}
+
+/* Records the launch's first fault with its diagnostic. */
+void exec_fault(worker *w, const warp *wp, int lane, const ins *in,
+                int code, const char *fmt, ...) {
+  run_ctx *rc = w->rc;
+  w->fault = code;
+  pthread_mutex_lock(&rc->mu);
+  if (!rc->fault) {
+    char what[160];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    unsigned t[3];
+    thread_of(w, wp->index, lane, t);
+    snprintf(rc->diag, rc->ndiag, "kernel %s: %s (PTX line %d), thread "
+             "(%u,%u,%u) of block (%u,%u,%u)", rc->k->name, what, in->line,
+             t[0], t[1], t[2], w->bid[0], w->bid[1], w->bid[2]);
+    __atomic_store_n(&rc->fault, code, __ATOMIC_SEQ_CST);
+  }
+  pthread_mutex_unlock(&rc->mu);
+}
+
+/* -- blocks and launches -------------------------------------------------- */
+
+static void start_warp(worker *w, warp *wp, unsigned index) {
+  run_ctx *rc = w->rc;
+  const sim_launch *l = rc->l;
+  const sim_module *m = rc->m;
+  unsigned nt = l->block[0] * l->block[1] * l->block[2];
+  for (int i = 0; i < m->nconst; i++) {
+    uint64_t *s = wp->r + (size_t)(m->const_base + i) * 32, v = m->consts[i];
+    for (int j = 0; j < 32; j++) s[j] = v;
+  }
+  uint32_t live = 0;
+  for (int j = 0; j < 32; j++) {
+    unsigned t = index * 32 + (unsigned)j;
+    if (t < nt) live |= 1u << j;
+    uint64_t *r = wp->r;
+    r[S_TID_X * 32 + j] = t % l->block[0];
+    r[S_TID_Y * 32 + j] = t / l->block[0] % l->block[1];
+    r[S_TID_Z * 32 + j] = t / (l->block[0] * l->block[1]);
+    r[S_NTID_X * 32 + j] = l->block[0];
+    r[S_NTID_Y * 32 + j] = l->block[1];
+    r[S_NTID_Z * 32 + j] = l->block[2];
+    r[S_CTAID_X * 32 + j] = w->bid[0];
+    r[S_CTAID_Y * 32 + j] = w->bid[1];
+    r[S_CTAID_Z * 32 + j] = w->bid[2];
+    r[S_NCTAID_X * 32 + j] = l->grid[0];
+    r[S_NCTAID_Y * 32 + j] = l->grid[1];
+    r[S_NCTAID_Z * 32 + j] = l->grid[2];
+    r[S_LANEID * 32 + j] = (unsigned)j;
+    r[S_WARPID * 32 + j] = index;
+    r[S_NWARPID * 32 + j] = 64;
+    r[S_SMID * 32 + j] = 0;
+    r[S_NSMID * 32 + j] = 132;
+    r[S_GRIDID * 32 + j] = 1;
+    r[S_LANEMASK_EQ * 32 + j] = 1u << j;
+    r[S_LANEMASK_LE * 32 + j] = (uint32_t)((2ull << j) - 1);
+    r[S_LANEMASK_LT * 32 + j] = (1u << j) - 1;
+    r[S_LANEMASK_GE * 32 + j] = ~((1u << j) - 1);
+    r[S_LANEMASK_GT * 32 + j] = (uint32_t)~((2ull << j) - 1);
+    r[S_CLOCK * 32 + j] = (uint32_t)w->executed;
+    r[S_CLOCK64 * 32 + j] = w->executed;
+    r[S_GLOBALTIMER * 32 + j] = 0;
+    r[S_DYN_SMEM * 32 + j] = l->dynamic_shared;
+    r[S_TOTAL_SMEM * 32 + j] = rc->nshared;
+    r[S_ZERO * 32 + j] = 0;
+  }
+  wp->index = (int)index;
+  wp->wait = 0;
+  wp->exited = ~live;
+  wp->done = !live;
+  wp->top.pc = rc->k->start;
+  wp->top.other = INT_MAX;
+  wp->top.live = wp->top.mask = live;
+}
+
+static int run_block(worker *w) {
+  for (unsigned i = 0; i < w->nwarps; i++) start_warp(w, &w->warps[i], i);
+  for (;;) {
+    int waiting = 0;
+    for (unsigned i = 0; i < w->nwarps; i++) {
+      warp *wp = &w->warps[i];
+      if (wp->done) continue;
+      int r = exec_run(w, wp, &wp->top, 0);
+      if (r == RUN_FAULT) return 1;
+      if (r == RUN_DONE) wp->done = 1;
+      else waiting = 1;
+      if (__atomic_load_n(&w->rc->fault, __ATOMIC_RELAXED)) return 1;
+    }
+    if (!waiting) return 0;
+    for (unsigned i = 0; i < w->nwarps; i++) { /* every lane left waits */
+      w->warps[i].wait = 0;
+      w->warps[i].top.mask = 0;
+    }
+  }
+}
+
+static void *work(void *arg) {
+  worker *w = arg;
+  run_ctx *rc = w->rc;
+  const unsigned *g = rc->l->grid;
+  for (;;) {
+    if (__atomic_load_n(&rc->fault, __ATOMIC_RELAXED)) break;
+    uint64_t b = __atomic_fetch_add(&rc->next, 1, __ATOMIC_RELAXED);
+    if (b >= rc->nblocks) break;
+    w->bid[0] = (unsigned)(b % g[0]);
+    w->bid[1] = (unsigned)(b / g[0] % g[1]);
+    w->bid[2] = (unsigned)(b / ((uint64_t)g[0] * g[1]));
+    memset(w->shared, 0, rc->nshared);
+    if (run_block(w)) break;
+  }
+  return NULL;
+}
+
+static void free_worker(worker *w) {
+  free(w->warps);
+  free(w->regs);
+  free(w->preds);
+  free(w->shared);
+  free(w->local);
+  free(w->pf);
+}
+
+static int init_worker(worker *w, run_ctx *rc) {
+  memset(w, 0, sizeof *w);
+  w->rc = rc;
+  const sim_module *m = rc->m;
+  unsigned nt = rc->l->block[0] * rc->l->block[1] * rc->l->block[2];
+  w->nwarps = (nt + 31) / 32;
+  size_t slots = (size_t)m->nslots * 32;
+  w->warps = calloc(w->nwarps, sizeof *w->warps);
+  w->regs = calloc(slots * w->nwarps, sizeof *w->regs);
+  w->preds = calloc((size_t)(m->npreds + 1) * w->nwarps, sizeof *w->preds);
+  w->shared = malloc(rc->nshared ? rc->nshared : 1);
+  w->local = calloc((size_t)w->nwarps * 32, m->local_size);
+  w->pf = calloc((size_t)w->nwarps * 32, m->pframe);
+  if (!w->warps || !w->regs || !w->preds || !w->shared || !w->local || !w->pf) {
+    free_worker(w);
+    return 0;
+  }
+  for (unsigned i = 0; i < w->nwarps; i++) {
+    warp *wp = &w->warps[i];
+    wp->r = w->regs + slots * i;
+    wp->p = w->preds + (size_t)(m->npreds + 1) * i;
+    wp->local = w->local + (size_t)i * 32 * m->local_size;
+    wp->pf = w->pf + (size_t)i * 32 * m->pframe;
+  }
+  return 1;
+}
+
+static unsigned host_threads(const sim_launch *l, uint64_t nblocks) {
+  unsigned n = l->threads;
+  const char *e = getenv("CUDA_SIM_THREADS");
+  if (!n && e && *e) n = (unsigned)strtoul(e, NULL, 10);
+  if (!n) {
+    long c = sysconf(_SC_NPROCESSORS_ONLN);
+    n = c > 0 ? (unsigned)c : 1;
+  }
+  if (n > 256) n = 256;
+  if (n > nblocks) n = (unsigned)nblocks;
+  return n ? n : 1;
+}
+
+int sim_run(const sim_kernel *k, sim_launch *l, char *diag, size_t ndiag) {
+  run_ctx rc;
+  memset(&rc, 0, sizeof rc);
+  rc.k = k;
+  rc.m = k->m;
+  rc.l = l;
+  rc.nshared = k->m->shared_static + l->dynamic_shared;
+  rc.nblocks = (uint64_t)l->grid[0] * l->grid[1] * l->grid[2];
+  rc.diag = diag;
+  rc.ndiag = ndiag;
+  if (ndiag) diag[0] = '\0';
+  l->executed = 0;
+  pthread_mutex_init(&rc.mu, NULL);
+  unsigned n = host_threads(l, rc.nblocks);
+  worker *ws = calloc(n, sizeof *ws);
+  pthread_t *th = calloc(n, sizeof *th);
+  unsigned made = 0;
+  int code = SIM_OK;
+  if (!ws || !th) code = SIM_OUT_OF_MEMORY;
+  for (unsigned i = 0; !code && i < n; i++) {
+    if (!init_worker(&ws[i], &rc)) code = SIM_OUT_OF_MEMORY;
+    else made++;
+  }
+  unsigned char *joined = calloc(n, 1);
+  if (!code && !joined) code = SIM_OUT_OF_MEMORY;
+  if (!code) { /* this thread is worker 0; a thread not made leaves its
+                  blocks to the others */
+    for (unsigned i = 1; i < made; i++)
+      joined[i] = !pthread_create(&th[i], NULL, work, &ws[i]);
+    work(&ws[0]);
+    for (unsigned i = 1; i < made; i++)
+      if (joined[i]) pthread_join(th[i], NULL);
+  }
+  free(joined);
+  for (unsigned i = 0; i < made; i++) {
+    l->executed += ws[i].executed;
+    free_worker(&ws[i]);
+  }
+  free(ws);
+  free(th);
+  if (!code) code = rc.fault;
+  pthread_mutex_destroy(&rc.mu);
+  return code;
+}

@@ -1,0 +1,296 @@
+/* The interpreter's memory: global accesses checked against module
+   variables and live allocations, with a fast path for the allocation last
+   found live; accesses of every space; atomics; and the instructions ld, st
+   and atom. Part of the loop's translation unit (ptx_exec.c, the only file
+   to include it). */
+#ifndef PTX_MEM_H
+#define PTX_MEM_H
+
+#include "ptx_exec.h"
+
+/* -- memory --------------------------------------------------------------- */
+
+static const char *space_name(int s) {
+  static const char *const n[] = {"generic", "global", "shared", "local",
+                                  "param", "param", "const"};
+  return n[s];
+}
+
+/* The host address of an n-byte global access at p, or NULL after a
+   fault. */
+static unsigned char *global_slow(worker *w, warp *wp, int lane,
+                                  const ins *in, uint64_t p, unsigned n) {
+  if (p % n) {
+    exec_fault(w, wp, lane, in, SIM_MISALIGNED, "misaligned %s access of %u "
+               "bytes at 0x%llx", space_name(in->space), n,
+               (unsigned long long)p);
+    return NULL;
+  }
+  const sim_module *m = w->rc->m;
+  for (size_t i = 0; i < m->nvars; i++) {
+    uint64_t b = (uint64_t)(uintptr_t)m->vars[i].data;
+    if (p >= b && p - b <= m->vars[i].size && n <= m->vars[i].size - (p - b))
+      return (unsigned char *)(uintptr_t)p;
+  }
+  sim_launch *l = w->rc->l;
+  uint64_t lo, hi;
+  if (l->live && l->live(l->ud, p, n, &lo, &hi)) {
+    w->lo = lo, w->hi = hi;
+    return (unsigned char *)(uintptr_t)p;
+  }
+  exec_fault(w, wp, lane, in, SIM_ILLEGAL_ADDRESS, "out-of-bounds %s access of "
+             "%u bytes at 0x%llx, in no live allocation",
+             space_name(in->space), n, (unsigned long long)p);
+  return NULL;
+}
+
+static inline unsigned char *global_at(worker *w, warp *wp, int lane,
+                                       const ins *in, uint64_t p, unsigned n) {
+  if (p >= w->lo && p + n <= w->hi && !(p & (n - 1)))
+    return (unsigned char *)(uintptr_t)p;
+  return global_slow(w, wp, lane, in, p, n);
+}
+
+/* The host address of an n-byte access at p in space sp for a lane, or
+   NULL after a fault. */
+static unsigned char *addr_of(worker *w, warp *wp, int lane, const ins *in,
+                              int sp, uint64_t p, unsigned n) {
+  const run_ctx *rc = w->rc;
+  if (sp == SP_GENERIC) {
+    if (p >= GEN_SHARED) sp = SP_SHARED, p -= GEN_SHARED;
+    else if (p >= GEN_LOCAL) sp = SP_LOCAL, p -= GEN_LOCAL;
+    else sp = SP_GLOBAL;
+  }
+  switch (sp) {
+  case SP_GLOBAL: case SP_CONST:
+    return global_at(w, wp, lane, in, p, n);
+  case SP_SHARED:
+    if (p > rc->nshared || n > rc->nshared - p) break;
+    if (p % n) goto misaligned;
+    return w->shared + p;
+  case SP_LOCAL:
+    if (p > rc->m->local_size || n > rc->m->local_size - p) break;
+    if (p % n) goto misaligned;
+    return wp->local + (size_t)lane * rc->m->local_size + p;
+  case SP_FPARAM:
+    if (p > rc->m->pframe || n > rc->m->pframe - p) break;
+    return wp->pf + (size_t)lane * rc->m->pframe + p;
+  case SP_PARAM:
+    if (p > rc->l->nparams || n > rc->l->nparams - p) break;
+    return (unsigned char *)(uintptr_t)rc->l->params + p;
+  }
+  exec_fault(w, wp, lane, in, SIM_ILLEGAL_ADDRESS, "out-of-bounds %s access of "
+             "%u bytes at offset 0x%llx", space_name(sp), n,
+             (unsigned long long)p);
+  return NULL;
+misaligned:
+  exec_fault(w, wp, lane, in, SIM_MISALIGNED, "misaligned %s access of %u "
+             "bytes at offset 0x%llx", space_name(sp), n,
+             (unsigned long long)p);
+  return NULL;
+}
+
+static inline uint64_t load(const unsigned char *h, unsigned n, int sgn) {
+  switch (n) {
+  case 1: { uint8_t v = *h; return sgn ? (uint64_t)(int64_t)(int8_t)v : v; }
+  case 2: { uint16_t v; memcpy(&v, h, 2);
+            return sgn ? (uint64_t)(int64_t)(int16_t)v : v; }
+  case 4: { uint32_t v; memcpy(&v, h, 4);
+            return sgn ? (uint64_t)(int64_t)(int32_t)v : v; }
+  default: { uint64_t v; memcpy(&v, h, 8); return v; }
+  }
+}
+
+static inline void store(unsigned char *h, unsigned n, uint64_t v) {
+  switch (n) {
+  case 1: *h = (uint8_t)v; break;
+  case 2: { uint16_t x = (uint16_t)v; memcpy(h, &x, 2); break; }
+  case 4: { uint32_t x = (uint32_t)v; memcpy(h, &x, 4); break; }
+  default: memcpy(h, &v, 8);
+  }
+}
+
+/* -- atomics -------------------------------------------------------------- */
+
+static uint64_t atomic_op(const ins *in, unsigned char *h, uint64_t a,
+                          uint64_t b) {
+  int bits = in->tb, k = in->tk;
+  if (bits == 16) { /* atom.cas.b16 */
+    uint16_t *p = (uint16_t *)(void *)h, exp = (uint16_t)a;
+    __atomic_compare_exchange_n(p, &exp, (uint16_t)b, 0, __ATOMIC_SEQ_CST,
+                                __ATOMIC_SEQ_CST);
+    return exp;
+  }
+  if (bits == 32) {
+    uint32_t *p = (uint32_t *)(void *)h, x = (uint32_t)a;
+    switch (in->cmp) {
+    case A_ADD:
+      if (k != K_F) return __atomic_fetch_add(p, x, __ATOMIC_SEQ_CST);
+      break;
+    case A_AND: return __atomic_fetch_and(p, x, __ATOMIC_SEQ_CST);
+    case A_OR: return __atomic_fetch_or(p, x, __ATOMIC_SEQ_CST);
+    case A_XOR: return __atomic_fetch_xor(p, x, __ATOMIC_SEQ_CST);
+    case A_EXCH: return __atomic_exchange_n(p, x, __ATOMIC_SEQ_CST);
+    case A_CAS: {
+      uint32_t exp = x;
+      __atomic_compare_exchange_n(p, &exp, (uint32_t)b, 0, __ATOMIC_SEQ_CST,
+                                  __ATOMIC_SEQ_CST);
+      return exp;
+    }
+    default: break;
+    }
+    uint32_t old = __atomic_load_n(p, __ATOMIC_SEQ_CST), nw;
+    do {
+      switch (in->cmp) {
+      case A_ADD: nw = (uint32_t)bf(f32(old) + f32(x)); break;
+      case A_MIN:
+        nw = k == K_F ? (uint32_t)bf(fminf(f32(old), f32(x)))
+           : k == K_S ? ((int32_t)old < (int32_t)x ? old : x)
+                      : (old < x ? old : x);
+        break;
+      case A_MAX:
+        nw = k == K_F ? (uint32_t)bf(fmaxf(f32(old), f32(x)))
+           : k == K_S ? ((int32_t)old > (int32_t)x ? old : x)
+                      : (old > x ? old : x);
+        break;
+      case A_INC: nw = old >= x ? 0 : old + 1; break;
+      case A_DEC: nw = old == 0 || old > x ? x : old - 1; break;
+      default: nw = old;
+      }
+    } while (!__atomic_compare_exchange_n(p, &old, nw, 0, __ATOMIC_SEQ_CST,
+                                          __ATOMIC_SEQ_CST));
+    return old;
+  }
+  uint64_t *p = (uint64_t *)(void *)h;
+  switch (in->cmp) {
+  case A_ADD:
+    if (k != K_F) return __atomic_fetch_add(p, a, __ATOMIC_SEQ_CST);
+    break;
+  case A_AND: return __atomic_fetch_and(p, a, __ATOMIC_SEQ_CST);
+  case A_OR: return __atomic_fetch_or(p, a, __ATOMIC_SEQ_CST);
+  case A_XOR: return __atomic_fetch_xor(p, a, __ATOMIC_SEQ_CST);
+  case A_EXCH: return __atomic_exchange_n(p, a, __ATOMIC_SEQ_CST);
+  case A_CAS: {
+    uint64_t exp = a;
+    __atomic_compare_exchange_n(p, &exp, b, 0, __ATOMIC_SEQ_CST,
+                                __ATOMIC_SEQ_CST);
+    return exp;
+  }
+  default: break;
+  }
+  uint64_t old = __atomic_load_n(p, __ATOMIC_SEQ_CST), nw;
+  do {
+    switch (in->cmp) {
+    case A_ADD: nw = bd(f64(old) + f64(a)); break;
+    case A_MIN:
+      nw = k == K_F ? bd(fmin(f64(old), f64(a)))
+         : k == K_S ? ((int64_t)old < (int64_t)a ? old : a)
+                    : (old < a ? old : a);
+      break;
+    case A_MAX:
+      nw = k == K_F ? bd(fmax(f64(old), f64(a)))
+         : k == K_S ? ((int64_t)old > (int64_t)a ? old : a)
+                    : (old > a ? old : a);
+      break;
+    case A_INC: nw = old >= a ? 0 : old + 1; break;
+    case A_DEC: nw = old == 0 || old > a ? a : old - 1; break;
+    default: nw = old;
+    }
+  } while (!__atomic_compare_exchange_n(p, &old, nw, 0, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_SEQ_CST));
+  return old;
+}
+
+/* ld: each lane of em loads from in's space; 1 after a fault. */
+static ALWAYS_INLINE int ins_ld(worker *w, warp *wp, const ins *in, uint32_t em,
+                                uint64_t *D) {
+  unsigned n = in->tb / 8;
+  int sgn = in->tk == K_S, sp = in->space;
+  const uint64_t *Bs = in->base >= 0 ? R(in->base) : NULL;
+  if (sp == SP_PARAM && !Bs) { /* a kernel parameter: one value */
+    const unsigned char *h = addr_of(w, wp, 0, in, sp, (uint64_t)in->off,
+                                     n * in->vec);
+    if (!h) return 1;
+    for (int i = 0; i < in->vec; i++) {
+      uint64_t v = load(h + i * n, n, sgn), *E = R(in->d[i]);
+      LOOP(E[l] = v);
+    }
+    return 0;
+  }
+  if (sp == SP_GLOBAL && in->vec == 1) {
+    uint64_t off = (uint64_t)in->off;
+    LOOP(const unsigned char *h = global_at(w, wp, l, in, Bs[l] + off, n);
+         if (!h) return 1;
+         D[l] = load(h, n, sgn));
+    return 0;
+  }
+  if (sp == SP_SHARED && in->vec == 1) {
+    uint64_t off = (uint64_t)in->off, top = w->rc->nshared;
+    LOOP(uint64_t a = Bs[l] + off;
+         if (a >= top || top - a < n || (a & (n - 1))) {
+           addr_of(w, wp, l, in, sp, a, n); /* the fault */
+           return 1;
+         }
+         D[l] = load(w->shared + a, n, sgn));
+    return 0;
+  }
+  LOOP(uint64_t a = (Bs ? Bs[l] : 0) + (uint64_t)in->off;
+       const unsigned char *h = addr_of(w, wp, l, in, sp, a, n * in->vec);
+       if (!h) return 1;
+       for (int i = 0; i < in->vec; i++)
+         R(in->d[i])[l] = load(h + i * n, n, sgn));
+  return 0;
+}
+
+/* st: each lane of em stores to in's space; 1 after a fault. */
+static ALWAYS_INLINE int ins_st(worker *w, warp *wp, const ins *in,
+                                uint32_t em) {
+  unsigned n = in->tb / 8;
+  int sp = in->space;
+  const uint64_t *Bs = in->base >= 0 ? R(in->base) : NULL;
+  if (sp == SP_GLOBAL && in->vec == 1) {
+    uint64_t off = (uint64_t)in->off;
+    const uint64_t *V = R(in->d[0]);
+    LOOP(unsigned char *h = global_at(w, wp, l, in, Bs[l] + off, n);
+         if (!h) return 1;
+         store(h, n, V[l]));
+    return 0;
+  }
+  if (sp == SP_SHARED && in->vec == 1) {
+    uint64_t off = (uint64_t)in->off, top = w->rc->nshared;
+    const uint64_t *V = R(in->d[0]);
+    LOOP(uint64_t a = Bs[l] + off;
+         if (a >= top || top - a < n || (a & (n - 1))) {
+           addr_of(w, wp, l, in, sp, a, n); /* the fault */
+           return 1;
+         }
+         store(w->shared + a, n, V[l]));
+    return 0;
+  }
+  if (sp == SP_PARAM) {
+    exec_fault(w, wp, 0, in, SIM_ILLEGAL_ADDRESS,
+               "store to a kernel parameter");
+    return 1;
+  }
+  LOOP(uint64_t a = (Bs ? Bs[l] : 0) + (uint64_t)in->off;
+       unsigned char *h = addr_of(w, wp, l, in, sp, a, n * in->vec);
+       if (!h) return 1;
+       for (int i = 0; i < in->vec; i++)
+         store(h + i * n, n, R(in->d[i])[l]));
+  return 0;
+}
+
+/* atom and red: each lane of em in turn; 1 after a fault. */
+static ALWAYS_INLINE int ins_atom(worker *w, warp *wp, const ins *in,
+                                  uint32_t em, uint64_t *D, const uint64_t *A,
+                                  const uint64_t *B) {
+  unsigned n = in->tb / 8;
+  const uint64_t *Bs = R(in->base);
+  LOOP(uint64_t a = Bs[l] + (uint64_t)in->off;
+       unsigned char *h = addr_of(w, wp, l, in, in->space, a, n);
+       if (!h) return 1;
+       D[l] = atomic_op(in, h, A[l], B[l]));
+  return 0;
+}
+
+#endif
