@@ -302,6 +302,21 @@ describe("the PTX simulator's instructions", function()
     end
   end)
 
+  it("lets a warp that spins on another warp's write see it, before a barrier", function()
+    local k = cuda.compile([[
+      extern "C" __global__ void handoff(volatile int *flag, int *out) {
+        __shared__ int seen;
+        if (threadIdx.x == 0) { while (flag[blockIdx.x] == 0) {} seen = flag[blockIdx.x] + 1; }
+        if (threadIdx.x == 32) flag[blockIdx.x] = 41 + blockIdx.x;
+        __syncthreads();
+        out[blockIdx.x * blockDim.x + threadIdx.x] = seen;
+      }]], { name = "handoff.cu", arch = "sm_90" }).handoff
+    local flag, out = cuda.buffer("i32", 2):fill(0), cuda.buffer("i32", 128)
+    k:launch(s, 2, 64, flag, out)
+    local got = out:download()
+    assert.same({ 42, 42, 43, 43 }, { got[1], got[64], got[65], got[128] })
+  end)
+
   it("runs atomics from every block at once", function()
     local n = 4096
     local cnt, mx = cuda.buffer("i32", 1):fill(0), cuda.buffer("u32", 1):fill(0)
@@ -548,6 +563,64 @@ describe("the PTX simulator's loader and faults", function()
     assert.matches("cuda sim: kernel k: misaligned global access of 4 bytes at 0x%x+ " ..
                    "%(PTX line %d+%), thread %(0,0,0%) of block %(0,0,0%)", out)
     assert.matches("false\tCUDA_ERROR_MISALIGNED_ADDRESS", out, 1, true)
+  end)
+
+  -- A chain of n .func calls, each adding one to its argument; the kernel
+  -- stores the sum.
+  local function chain(n)
+    local t = { ".version 8.0\n.target sm_90\n.address_size 64\n" }
+    for i = n, 1, -1 do
+      t[#t + 1] = (".func (.param .b32 r) f%d(.param .b32 a)\n{\n\t.reg .b32 %%t, %%u;\n" ..
+                   "\tld.param.b32 %%t, [a];\n\tadd.u32 %%t, %%t, 1;\n"):format(i)
+      if i < n then
+        t[#t + 1] = ("\t{\n\t.param .b32 pa;\n\t.param .b32 pr;\n\tst.param.b32 [pa], %%t;\n" ..
+                     "\tcall.uni (pr), f%d, (pa);\n\tld.param.b32 %%t, [pr];\n\t}\n"):format(i + 1)
+      end
+      t[#t + 1] = "\tst.param.b32 [r], %t;\n\tret;\n}\n"
+    end
+    t[#t + 1] = ".visible .entry k(.param .u64 out)\n{\n\t.reg .b32 %v;\n\t.reg .b64 %p;\n" ..
+                "\tld.param.u64 %p, [out];\n\tcvta.to.global.u64 %p, %p;\n" ..
+                "\t{\n\t.param .b32 pa;\n\t.param .b32 pr;\n\tst.param.b32 [pa], 0;\n" ..
+                "\tcall.uni (pr), f1, (pa);\n\tld.param.b32 %v, [pr];\n\t}\n" ..
+                "\tst.global.u32 [%p], %v;\n\tret;\n}\n"
+    return table.concat(t)
+  end
+
+  it("runs calls nested 200 deep, and ends a deeper chain (17,000) with a launch error", function()
+    local s = cuda.stream()
+    local out = cuda.buffer("u32", 1):fill(0)
+    cuda.module(chain(200), "chain200.ptx").k:launch(s, 1, 32, out)
+    assert.equals(200, out:download()[1])
+    local code, text = H.script(([[
+      local cuda = require "cugraph"
+      local m = cuda.module(%q, "chain.ptx")
+      local s = cuda.stream()
+      local out = cuda.buffer("u32", 1)
+      m.k:launch(s, 1, 32, out)
+      local ok, err = pcall(s.synchronize, s)
+      print(ok, err and err.name)
+    ]]):format(chain(17000)))
+    assert.equals(0, code, text)
+    assert.matches("cuda sim: kernel k: calls nested deeper than 256 %(the simulator's limit%) " ..
+                   "%(PTX line %d+%), thread %(0,0,0%) of block %(0,0,0%)", text)
+    assert.matches("false\tCUDA_ERROR_LAUNCH_FAILED", text, 1, true)
+  end)
+
+  it("ends a launch that spins for ever with CUDA_ERROR_LAUNCH_TIMEOUT (CUDA_SIM_TIMEOUT)", function()
+    local code, out = H.script([[
+      local cuda = require "cugraph"
+      local m = cuda.compile('extern "C" __global__ void spin(volatile int *flag) { ' ..
+                             'while (*flag == 0) {} }')
+      local s = cuda.stream()
+      local flag = cuda.buffer("i32", 1):fill(0)
+      local t0 = os.clock()
+      m.spin:launch(s, {1 << 30, 1, 1}, 1024, flag) -- a huge grid, and each block spins
+      local ok, err = pcall(s.synchronize, s)
+      print(ok, err and err.name, os.clock() - t0 < 30)
+    ]], "CUDA_SIM_TIMEOUT=0.3 CUDA_SIM_THREADS=2")
+    assert.equals(0, code, out)
+    assert.matches("cuda sim: kernel spin: still running after CUDA_SIM_TIMEOUT %(0%.3 s%)", out)
+    assert.matches("false\tCUDA_ERROR_LAUNCH_TIMEOUT\ttrue", out, 1, true)
   end)
 
   it("refuses at load time an instruction it does not run, naming it and its line", function()

@@ -218,17 +218,19 @@ void sim_unload(sim_module *m) {
 }
 
 /* Whether f reaches itself through calls (the simulator gives every
-   function one frame), and propagates bar.sync to callers. */
-static int check_calls(dec *d, int fi, unsigned char *state) {
+   function one frame), and propagates bar.sync to callers. Past the
+   deepest nesting a launch runs the chain is not followed (its host stack
+   stays bounded): the launch ends there first. */
+static int check_calls(dec *d, int fi, unsigned char *state, int depth) {
   func *f = d->m->funcs[fi];
-  if (state[fi] == 2) return 1;
+  if (state[fi] == 2 || depth > SIM_MAX_CALLS) return 1;
   if (state[fi] == 1)
     return dec_fail(d, 0, "recursive call of '%s' is not supported", f->name);
   state[fi] = 1;
   for (int i = f->start; f->start >= 0 && i < f->end; i++) {
     ins *in = &d->m->code[i];
     if (in->op != OP_CALL) continue;
-    if (!check_calls(d, in->fn, state)) return 0;
+    if (!check_calls(d, in->fn, state, depth + 1)) return 0;
     func *g = d->m->funcs[in->fn];
     if (g->has_bar)
       return dec_fail(d, in->line,
@@ -290,7 +292,7 @@ sim_module *sim_load(const char *ptx, char *err, size_t nerr) {
       dec_fail(&d, 0, "out of memory");
     } else {
       for (size_t i = 0; i < m->nfuncs && !d.failed; i++)
-        check_calls(&d, (int)i, state);
+        check_calls(&d, (int)i, state, 0);
       free(state);
     }
   }

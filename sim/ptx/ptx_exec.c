@@ -520,7 +520,8 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
         f->mask &= ~em;
       }
       continue;
-    case OP_BRA:
+    case OP_BRA: {
+      int back = in->target <= f->pc;
       if (em == f->mask) {
         f->pc = in->target;
       } else if (!em) {
@@ -532,7 +533,21 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
         f->mask = 0;
       }
       if (dir) fesetround(FE_TONEAREST);
+      if (back && em && ++w->backs % SIM_BACKS == 0) {
+        if (exec_late(w->rc)) {
+          exec_fault(w, wp, __builtin_ctz(em), in, SIM_LAUNCH_TIMEOUT,
+                     "still running after CUDA_SIM_TIMEOUT (%g s): a loop "
+                     "that waits on another block's write?",
+                     w->rc->timeout);
+          goto fault;
+        }
+        if (!depth && w->nwarps > 1) { /* the others of the block go on */
+          w->executed += executed;
+          return RUN_YIELD;
+        }
+      }
       continue;
+    }
     case OP_EXIT:
       wp->exited |= em;
       f->live &= ~em;
@@ -549,6 +564,12 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
       continue;
     case OP_CALL: {
       if (!em) break;
+      if (depth >= SIM_MAX_CALLS) {
+        exec_fault(w, wp, __builtin_ctz(em), in, SIM_LAUNCH_FAILED,
+                   "calls nested deeper than %d (the simulator's limit)",
+                   SIM_MAX_CALLS);
+        goto fault;
+      }
       const func *g = m->funcs[in->fn];
       size_t pfs = m->pframe;
       for (int i = 0; i < in->vec; i++)

@@ -57,6 +57,7 @@ typedef struct worker {
   unsigned bid[3];
   uint64_t lo, hi;      /* the allocation last found live */
   uint64_t executed;
+  unsigned backs;       /* backward branches taken */
   int fault;
 } worker;
 
@@ -68,6 +69,8 @@ struct run_ctx {
   unsigned nthreads;
   uint64_t nblocks, next;
   int fault;            /* set once, by the first fault */
+  double timeout;       /* CUDA_SIM_TIMEOUT, seconds; 0: none */
+  double deadline;      /* CLOCK_MONOTONIC seconds when it times out */
   pthread_mutex_t mu;
   char *diag;
   size_t ndiag;
@@ -152,10 +155,16 @@ static inline int fe_mode(int rnd) {
    whatever the loop's size. */
 #define ALWAYS_INLINE inline __attribute__((always_inline))
 
-enum { RUN_DONE, RUN_BLOCKED, RUN_FAULT };
+/* RUN_YIELD: a warp that has taken many backward branches gives the
+   others of its block a turn (one may be waiting on what another writes). */
+enum { RUN_DONE, RUN_BLOCKED, RUN_FAULT, RUN_YIELD };
+/* Backward branches of a worker between a yield and a look at the clock. */
+enum { SIM_BACKS = 4096 };
 
 /* ptx_exec.c */
 int exec_run(worker *w, warp *wp, frame *f, int depth);
+/* Whether the launch has run past its deadline. */
+int exec_late(const run_ctx *rc);
 
 /* ptx_launch.c */
 void exec_fault(worker *w, const warp *wp, int lane, const ins *in, int code,

@@ -126,4 +126,9 @@ struct sim_module {
   size_t nvars;
 };
 
+/* Calls nested deeper than this end the launch (each takes host stack, of
+   the calling thread too); a GPU's own call stack is 1 KiB a thread by
+   default. */
+enum { SIM_MAX_CALLS = 256 };
+
 #endif

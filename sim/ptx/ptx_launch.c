@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 /* -- faults --------------------------------------------------------------- */
@@ -99,16 +100,18 @@ static void start_warp(worker *w, warp *wp, unsigned index) {
 static int run_block(worker *w) {
   for (unsigned i = 0; i < w->nwarps; i++) start_warp(w, &w->warps[i], i);
   for (;;) {
-    int waiting = 0;
+    int waiting = 0, yielded = 0;
     for (unsigned i = 0; i < w->nwarps; i++) {
       warp *wp = &w->warps[i];
       if (wp->done) continue;
       int r = exec_run(w, wp, &wp->top, 0);
       if (r == RUN_FAULT) return 1;
       if (r == RUN_DONE) wp->done = 1;
+      else if (r == RUN_YIELD) yielded = 1;
       else waiting = 1;
       if (__atomic_load_n(&w->rc->fault, __ATOMIC_RELAXED)) return 1;
     }
+    if (yielded) continue; /* a barrier opens once no warp is running */
     if (!waiting) return 0;
     for (unsigned i = 0; i < w->nwarps; i++) { /* every lane left waits */
       w->warps[i].wait = 0;
@@ -183,9 +186,29 @@ static unsigned host_threads(const sim_launch *l, uint64_t nblocks) {
   return n ? n : 1;
 }
 
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+int exec_late(const run_ctx *rc) {
+  return rc->timeout > 0 && now() > rc->deadline;
+}
+
+/* CUDA_SIM_TIMEOUT: seconds a launch may run (default 600; 0: for ever). */
+static double launch_timeout(void) {
+  const char *e = getenv("CUDA_SIM_TIMEOUT");
+  char *end;
+  double v = e && *e ? strtod(e, &end) : 600;
+  return e && *e && (*end || !(v >= 0)) ? 600 : v;
+}
+
 int sim_run(const sim_kernel *k, sim_launch *l, char *diag, size_t ndiag) {
   run_ctx rc;
   memset(&rc, 0, sizeof rc);
+  rc.timeout = launch_timeout();
+  rc.deadline = now() + rc.timeout;
   rc.k = k;
   rc.m = k->m;
   rc.l = l;
