@@ -3,6 +3,7 @@
    graph holds it); page-locked host memory; pool and graph memory
    attributes; OpenGL buffers, a stand-in (mapped while CUDA maps them). */
 #include "double.h"
+#include "base/cudagl.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -372,15 +373,6 @@ struct CUgraphicsResource_st {
   size_t bytes;
   int mapped;
 };
-
-/* cudaGL.h's, whose GL types are unsigned ints (it needs a GL header) */
-CUresult CUDAAPI cuGraphicsGLRegisterBuffer(CUgraphicsResource *res,
-                                            unsigned int buffer,
-                                            unsigned int flags);
-CUresult CUDAAPI cuGraphicsGLRegisterImage(CUgraphicsResource *res,
-                                           unsigned int image,
-                                           unsigned int target,
-                                           unsigned int flags);
 
 static size_t gl_bytes(void) {
   const char *e = getenv("CUDA_DOUBLE_GL_BYTES");

@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 #include <cuda.h>
+#include "base/cudagl.h"
 #include <lua.h>
 #include "base/loader.h"
 #include "base/sticky.h"
@@ -32,15 +33,6 @@
   X(cuGraphNodeGetType) X(cuGraphExecUpdate) X(cuGraphDebugDotPrint) \
   X(cuGraphKernelNodeGetParams) X(cuGraphKernelNodeSetParams)
 
-/* OpenGL interop (cudaGL.h, whose GL types are unsigned ints): declared
-   here so that no GL header is needed to build. */
-CUresult CUDAAPI cuGraphicsGLRegisterBuffer(CUgraphicsResource *res,
-                                            unsigned int buffer,
-                                            unsigned int flags);
-CUresult CUDAAPI cuGraphicsGLRegisterImage(CUgraphicsResource *res,
-                                           unsigned int image,
-                                           unsigned int target,
-                                           unsigned int flags);
 
 /* Entry points a driver may lack (older drivers, the test double, a driver
    without graphics interop), or that only C handles call (outside the
