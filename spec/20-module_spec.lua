@@ -143,3 +143,105 @@ describe("cugraph.Module", function()
     do local _ <close> = cuda.module(H.build .. "/kernels.ptx") end
   end)
 end)
+
+describe("module globals", function()
+  local src = [[
+__constant__ float taps[5];
+__device__ int counter;
+__device__ unsigned table[4] = {1, 2, 3, 4};
+__device__ double scale = 2.5;
+extern "C" __global__ void conv(const float *in, float *out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= 2 && i < n - 2) {
+    float s = 0;
+    for (int k = 0; k < 5; k++) s += taps[k] * in[i + k - 2];
+    out[i] = s;
+  }
+  if (i < n) atomicAdd(&counter, -1);
+}
+extern "C" __global__ void read_table(unsigned *out) { out[threadIdx.x] = table[threadIdx.x] * scale; }
+]]
+  if not (H.gpu or H.sim) then
+    it("say the test double's modules have none", function()
+      local m = cuda.load_module(H.build .. "/kernels.ptx")
+      assert.error_matches(function() m:global("x") end, "this CUDA driver has no module globals")
+    end)
+    return
+  end
+  local s
+  setup(function() s = cuda.stream() end)
+
+  it("are Buffers typed from their C declarations, listed when one is missing", function()
+    local m <close> = cuda.compile(src, { cache = false })
+    local want = { taps = "f32%[5%]", counter = "i32%[1%]", table = "u32%[4%]", scale = "f64%[1%]" }
+    for name, shape in pairs(want) do
+      local g <close> = m:global(name)
+      assert.matches("^cugraph%.Buffer " .. shape .. " %(0x%x+, module global%)$", tostring(g))
+    end
+    assert.error_matches(function() m:global("nope") end,
+      "module 'kernel.cu' has no global 'nope' %(it has: taps, counter, table, scale%)")
+    local t <close> = m:global("table")
+    assert.same({ 1, 2, 3, 4 }, t:download()) -- the initializer
+    local b <close> = m:global("table", "u8") -- another element type: 16 bytes
+    assert.equals(16, #b)
+    assert.error_matches(function() m:global("taps", "f64") end,
+      "m:global: 'taps' is 20 bytes, not a whole number of f64")
+  end)
+
+  it("take their type from PTX where it says, and from the caller where it does not", function()
+    local ptx = ".version 8.0\n.target sm_90\n.address_size 64\n" ..
+                ".visible .global .align 4 .f32 xs[8];\n.visible .const .align 4 .b32 bits;\n" ..
+                ".visible .entry k()\n{\n\tret;\n}\n"
+    local m <close> = cuda.module(ptx, "vars.ptx")
+    local xs <close> = m:global("xs")
+    assert.matches("f32%[8%]", tostring(xs))
+    assert.error_matches(function() m:global("bits") end,
+      "m:global: the type of 'bits' is not known %(PTX declares it as bits or bytes%); give it")
+    local bits <close> = m:global("bits", "u32")
+    bits:fill(7)
+    assert.same({ 7 }, bits:download())
+  end)
+
+  it("are written and read eagerly and by a graph's copy nodes, as the kernels see them", function()
+    local m <close> = cuda.compile(src, { cache = false })
+    local taps <close> = m:global("taps")
+    local counter <close> = m:global("counter")
+    local n = 16
+    local x <close> = cuda.buffer("f32", n):fill(1)
+    local y <close> = cuda.buffer("f32", n):fill(0)
+    local w <close> = cuda.buffer("f32", { 1, 2, 3, 2, 1 })
+    taps:upload({ 0, 0, 1, 0, 0 })
+    counter:fill(0)
+    m.conv:launch(s, 1, n, x, y, n)
+    assert.equals(1, y:download()[3])
+    local g <close> = s:capture(function()
+      taps:copy(w, s)          -- a copy node into constant memory
+      counter:fill(100, s)     -- a memset node
+      m.conv:launch(s, 1, n, x, y, n)
+    end)
+    g:launch()
+    assert.equals(9, y:download()[3])
+    assert.same({ 100 - n }, counter:download())
+    w:upload({ 1, 1, 1, 1, 1 })
+    g:launch()
+    assert.equals(5, y:download()[3])
+    local t <close> = cuda.buffer("u32", 4)
+    m.read_table:launch(s, 1, 4, t)
+    assert.same({ 2, 5, 7, 10 }, t:download())
+  end)
+
+  it("keep their module: its free and reload are refused while one is open", function()
+    local m = cuda.compile(src, { cache = false })
+    local taps = m:global("taps")
+    assert.error_matches(function() m:free() end,
+      "cannot free cugraph%.Module 'kernel%.cu': 1 open buffer over its globals %(m:global%); free them first")
+    assert.error_matches(function() m:reload(cuda.ptx(src, { arch = "sm_90" })) end,
+      "reload: 1 open buffer over the globals of module 'kernel.cu' (m:global) would outlive its code", 1, true)
+    local g = s:capture(function() taps:fill(1, s) end)
+    assert.error_matches(function() taps:free() end, "used by live cugraph%.Graph #" .. g:id())
+    g:free()
+    taps:free()
+    m:free()
+    assert.error_matches(function() taps:download() end, "freed")
+  end)
+end)

@@ -305,6 +305,11 @@ local Module = {}
 function Module:kernel(name, signature) end
 ---@return string[]
 function Module:kernels() end
+--- A Buffer over the module's __device__ or __constant__ variable name.
+---@param name string
+---@param type? cugraph.ElementType its element type, when C and PTX do not say
+---@return cugraph.Buffer
+function Module:global(name, type) end
 ---@param image string PTX text, a cubin or a fatbin
 ---@param name? string
 ---@return cugraph.Module self

@@ -272,6 +272,9 @@ CUresult dbl_prepare_launch(op *o, void **params, void **extra);
 void dbl_run_kernel(const op *o);
 CUresult dbl_run_memory_node(const op *o); /* memory.c */
 void dbl_free_resource(CUgraphicsResource res); /* a GL buffer's */
+/* A module variable's memory, which the module owns, as device memory. */
+CUresult dbl_add_module_memory(void *p, size_t n);
+void dbl_drop_module_memory(void *p);
 /* An allocation node's op joins (delta 1) or leaves (-1) a graph or an
    instantiated graph; the memory goes when the last leaves, unless it is
    allocated then (memory.c). */

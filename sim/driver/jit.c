@@ -287,6 +287,11 @@ CUresult dbl_load_ptx(CUmodule m, const char *text, const char **why) {
                                         : CUDA_ERROR_OUT_OF_MEMORY;
   for (size_t i = 0; !r && i < m->nfuncs; i++)
     m->funcs[i]->sim = sim_kernel_find(m->sim, m->funcs[i]->name);
+  const char *name;
+  void *data;
+  size_t size;
+  for (size_t i = 0; !r && sim_global(m->sim, i, &name, &data, &size); i++)
+    if (size) r = dbl_add_module_memory(data, size);
 #endif
   return r;
 }

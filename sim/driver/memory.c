@@ -22,7 +22,9 @@ typedef struct span {
   size_t size;
   int kind;             /* SPAN_PLAIN, SPAN_POOL (cuMemAllocAsync),
                            SPAN_GRAPH (an allocation node's memory) or
-                           SPAN_GL (a registered GL buffer's) */
+                           SPAN_GL (a registered GL buffer's) or
+                           SPAN_MODULE (a module variable's: the module
+                           owns the memory) */
   int mapped;           /* SPAN_GRAPH: from its allocation node's run until
                            freed; the host memory stays while a graph or an
                            instantiated graph holds the node. SPAN_GL:
@@ -30,8 +32,8 @@ typedef struct span {
   unsigned holders;     /* SPAN_GRAPH: graphs and execs with its node */
   int dev;              /* the device whose memory it is */
 } span;
-enum { SPAN_PLAIN, SPAN_POOL, SPAN_GRAPH, SPAN_GL };
-static size_t kind_used[4], kind_high[4]; /* bytes of each kind, and peak */
+enum { SPAN_PLAIN, SPAN_POOL, SPAN_GRAPH, SPAN_GL, SPAN_MODULE };
+static size_t kind_used[5], kind_high[5]; /* bytes of each kind, and peak */
 int dbl_capture_check; /* checking work being captured: graph memory
                          counts as mapped, as it is in the graph */
 static span *spans;
@@ -125,7 +127,8 @@ static void map_span(span *s, int on) {
 }
 
 /* A new span of bytesize bytes (not zeroed) of the given kind; graph memory
-   is mapped only when its allocation node runs. */
+   is mapped only when its allocation node runs. A module variable's span
+   is the memory at *dptr, which its module owns. */
 static CUresult alloc_span(CUdeviceptr *dptr, size_t bytesize, int kind) {
   if (bytesize > dbl_mem_limit - mem_used[dbl_cur_dev()]
       || bytesize > SIZE_MAX - ALLOC_ALIGN)
@@ -137,10 +140,13 @@ static CUresult alloc_span(CUdeviceptr *dptr, size_t bytesize, int kind) {
     spans = v;
     cspans = cap;
   }
-  size_t rounded = (bytesize + ALLOC_ALIGN - 1) / ALLOC_ALIGN * ALLOC_ALIGN;
-  void *p = aligned_alloc(ALLOC_ALIGN, rounded);
-  if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
-  memset(p, 0xCD, rounded); /* device memory is not zeroed */
+  void *p = (void *)(uintptr_t)*dptr;
+  if (kind != SPAN_MODULE) {
+    size_t rounded = (bytesize + ALLOC_ALIGN - 1) / ALLOC_ALIGN * ALLOC_ALIGN;
+    if (!(p = aligned_alloc(ALLOC_ALIGN, rounded)))
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    memset(p, 0xCD, rounded); /* device memory is not zeroed */
+  }
   size_t i = spans_upto((uintptr_t)p);
   memmove(spans + i + 1, spans + i, (nspans - i) * sizeof *spans);
   int later = kind == SPAN_GRAPH || kind == SPAN_GL; /* mapped later */
@@ -160,7 +166,7 @@ static long span_at(CUdeviceptr dptr) {
 
 /* The memory of span i goes back to the device. */
 static void release_span(long i) {
-  free((void *)spans[i].base);
+  if (spans[i].kind != SPAN_MODULE) free((void *)spans[i].base);
   mem_used[spans[i].dev] -= spans[i].size;
   memmove(spans + i, spans + i + 1, (nspans - (size_t)i - 1) * sizeof *spans);
   nspans--;
@@ -170,7 +176,7 @@ static void release_span(long i) {
    instantiated one) or while it is allocated, as the driver reserves it. */
 static CUresult free_span(CUdeviceptr dptr) {
   long i = span_at(dptr);
-  if (i < 0 || !spans[i].mapped || spans[i].kind == SPAN_GL)
+  if (i < 0 || !spans[i].mapped || spans[i].kind >= SPAN_GL)
     return CUDA_ERROR_INVALID_VALUE;
   map_span(&spans[i], 0);
   if (spans[i].kind != SPAN_GRAPH || !spans[i].holders) release_span(i);
@@ -486,4 +492,18 @@ CUresult CUDAAPI cuGraphicsUnregisterResource(CUgraphicsResource res) {
   if ((r = dbl_unsafe_call())) return r;
   dbl_free_resource(res);
   return CUDA_SUCCESS;
+}
+
+/* -- module variables ------------------------------------------------------ */
+
+CUresult dbl_add_module_memory(void *p, size_t n) {
+  CUdeviceptr d = (CUdeviceptr)(uintptr_t)p;
+  return alloc_span(&d, n, SPAN_MODULE);
+}
+
+void dbl_drop_module_memory(void *p) {
+  long i = span_at((CUdeviceptr)(uintptr_t)p);
+  if (i < 0 || spans[i].kind != SPAN_MODULE) return;
+  map_span(&spans[i], 0);
+  release_span(i);
 }

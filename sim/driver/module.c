@@ -85,10 +85,37 @@ void dbl_free_module(CUmodule m) {
   free(m->funcs);
   free(m->image);
 #ifdef CUDA_SIM
+  const char *name;
+  void *data;
+  size_t size;
+  for (size_t i = 0; sim_global(m->sim, i, &name, &data, &size); i++)
+    dbl_drop_module_memory(data);
   sim_unload(m->sim);
 #endif
   dbl_free_obj(m);
 }
+
+#ifdef CUDA_SIM
+/* The simulator's module variables (the double's modules have none). */
+CUresult CUDAAPI cuModuleGetGlobal(CUdeviceptr *dptr, size_t *bytes,
+                                   CUmodule hmod, const char *name) {
+  ENTRY(cuModuleGetGlobal);
+  CUresult r = dbl_enter();
+  if (r) return r;
+  if (!hmod || !name) return CUDA_ERROR_INVALID_VALUE;
+  const char *vname;
+  void *data;
+  size_t size;
+  for (size_t i = 0; hmod->sim && sim_global(hmod->sim, i, &vname, &data,
+                                             &size); i++)
+    if (!strcmp(vname, name)) {
+      if (dptr) *dptr = (CUdeviceptr)(uintptr_t)data;
+      if (bytes) *bytes = size;
+      return CUDA_SUCCESS;
+    }
+  return CUDA_ERROR_NOT_FOUND;
+}
+#endif
 
 static uint64_t rd_le(const unsigned char *p, int n) {
   uint64_t v = 0;

@@ -333,3 +333,12 @@ const sim_kernel *sim_kernel_find(const sim_module *m, const char *name) {
 }
 
 size_t sim_static_shared(const sim_kernel *k) { return k->m->shared_static; }
+
+int sim_global(const sim_module *m, size_t i, const char **name, void **data,
+               size_t *size) {
+  if (!m || i >= m->nvars) return 0;
+  *name = m->vars[i].name;
+  *data = m->vars[i].data;
+  *size = m->vars[i].size;
+  return 1;
+}

@@ -51,6 +51,10 @@ sim_module *sim_load(const char *ptx, char *err, size_t nerr);
 void sim_unload(sim_module *m);
 /* The entry called name, or NULL. */
 const sim_kernel *sim_kernel_find(const sim_module *m, const char *name);
+/* Module variable i (global or const space): its name, host storage and
+   size; 0 past the last. */
+int sim_global(const sim_module *m, size_t i, const char **name, void **data,
+               size_t *size);
 /* Bytes of static shared memory the entry's module declares. */
 size_t sim_static_shared(const sim_kernel *k);
 /* Runs a launch to its end or its first fault: SIM_OK or a fault code, with

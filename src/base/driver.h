@@ -44,6 +44,7 @@
    stream-ordered and graph memory the calls from cuMemAllocAsync on; several
    devices the peer calls. */
 #define CG_DRIVER_OPTIONAL(X) X(cuFuncGetParamInfo) X(cuGraphClone) \
+  X(cuModuleGetGlobal) \
   X(cuGraphicsGLRegisterBuffer) X(cuGraphicsGLRegisterImage) \
   X(cuGraphicsMapResources) X(cuGraphicsUnmapResources) \
   X(cuGraphicsResourceGetMappedPointer) \

@@ -16,7 +16,7 @@
 #include <unistd.h>
 #include "kernel/cache.h"
 
-#define CACHE_MAGIC "cugraph-lua-nvrtc 2" /* bump when the format changes */
+#define CACHE_MAGIC "cugraph-lua-nvrtc 3" /* bump when the format changes */
 #define CACHE_EXT ".nvrtc"
 #define CACHE_MAX ((off_t)1 << 30)       /* larger entries are not read */
 #define CACHE_CAP ((uint64_t)256 << 20)  /* default size cap of the cache */

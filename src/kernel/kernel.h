@@ -10,9 +10,11 @@
 
 /* cugraph.Module: h.drv.module. */
 typedef struct cg_module {
-  cg_obj h;
+  cg_obj h;             /* h.views: open buffers over its globals */
   ptx_entry *entries;   /* user value 2; NULL for cubin and fatbin */
   int nentries;
+  ptx_global *globals;  /* in the same user value, after the entries */
+  int nglobals;
   char name[64];        /* for messages */
 } cg_module;
 

@@ -177,7 +177,8 @@ int cg_module_new(lua_State *L) {
   const char *name = luaL_optstring(L, 2, "module");
   char err[256];
   ptx_entry *e = NULL;
-  int n = 0;
+  ptx_global *g = NULL;
+  int n = 0, ng = 0;
   int kind = image_check(img, len, err, sizeof err);
   if (kind < 0) return luaL_error(L, "%s: %s", name, err);
   const char *text = img;
@@ -188,10 +189,28 @@ int cg_module_new(lua_State *L) {
                         name);
     ptx_entry *parsed = ptx_parse(text, len, &n, err, sizeof err);
     if (!parsed) return luaL_error(L, "%s: %s", name, err);
-    e = lua_newuserdatauv(L, (size_t)(n ? n : 1) * sizeof *e, 0);
+    ptx_global *gs = ptx_globals(text, len, &ng, err, sizeof err);
+    if (!gs) {
+      free(parsed);
+      return luaL_error(L, "%s: %s", name, err);
+    }
+    size_t eb = (size_t)(n ? n : 1) * sizeof *e;
+    e = lua_newuserdatauv(L, eb + (size_t)ng * sizeof *gs, 0);
     memcpy(e, parsed, (size_t)n * sizeof *e);
+    g = (ptx_global *)(void *)((char *)e + eb);
+    memcpy(g, gs, (size_t)ng * sizeof *gs);
     free(parsed);
-    if (lua_istable(L, 4)) settypes(L, 4, e, n);
+    free(gs);
+    if (lua_istable(L, 4)) {
+      settypes(L, 4, e, n);
+      for (int i = 0; i < ng; i++) { /* "@name": the C element type */
+        lua_pushfstring(L, "@%s", g[i].name);
+        if (lua_gettable(L, 4) == LUA_TSTRING)
+          for (int t = 0; t < CG_NTYPES; t++)
+            if (!strcmp(lua_tostring(L, -1), cg_type_names[t])) g[i].type = t;
+        lua_pop(L, 1);
+      }
+    }
   } else {
     lua_pushnil(L);
   }
@@ -201,6 +220,8 @@ int cg_module_new(lua_State *L) {
   cg_module *m = cg_newobj(L, ctx, sizeof *m, CG_MODULE);
   m->entries = e;
   m->nentries = n;
+  m->globals = g;
+  m->nglobals = ng;
   snprintf(m->name, sizeof m->name, "%s", name);
   lua_newtable(L); /* kernels by name */
   lua_setiuservalue(L, -2, 1);
@@ -226,7 +247,15 @@ int cg_module_new(lua_State *L) {
   return 1;
 }
 
-static int module_free(lua_State *L) { return cg_close(L, CG_MODULE, 0); }
+/* Refused while a buffer over one of its globals is open. */
+static int module_free(lua_State *L) {
+  cg_module *m = cg_toobj(L, 1, CG_MODULE);
+  if (m->h.open && m->h.views)
+    luaL_error(L, "cannot free %s '%s': %d open buffer%s over its globals "
+               "(m:global); free them first", cg_kind_names[CG_MODULE],
+               m->name, (int)m->h.views, m->h.views > 1 ? "s" : "");
+  return cg_close(L, CG_MODULE, 0);
+}
 static int module_gc(lua_State *L) { return cg_close(L, CG_MODULE, 1); }
 
 /* The entry named name: exact, else the one whose demangled name it is. */
@@ -307,6 +336,60 @@ static int module_kernel(lua_State *L) {
   return 1;
 }
 
+/* m:global(name [, type]) -> a Buffer over the module's __device__ or
+   __constant__ variable name (cuModuleGetGlobal), of the type its PTX
+   declaration gives, else of type. */
+static int module_global(lua_State *L) {
+  cg_module *m = cg_checkself(L, CG_MODULE);
+  size_t len;
+  const char *name = luaL_checklstring(L, 2, &len);
+  if (strlen(name) != len) luaL_argerror(L, 2, "contains a NUL byte");
+  int t = lua_isnoneornil(L, 3) ? -1 : (int)cg_checktype(L, 3);
+  if (!cg_drv.cuModuleGetGlobal)
+    return luaL_error(L, "m:global: this CUDA driver has no module globals "
+                      "(the test double's modules have none; the simulator's "
+                      "do)");
+  const ptx_global *g = NULL;
+  for (int i = 0; i < m->nglobals && !g; i++)
+    if (!strcmp(m->globals[i].name, name)) g = &m->globals[i];
+  if (!g && m->entries) {
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (int i = 0; i < m->nglobals; i++) {
+      if (i) luaL_addstring(&b, ", ");
+      luaL_addstring(&b, m->globals[i].name);
+    }
+    if (!m->nglobals) luaL_addstring(&b, "none");
+    luaL_pushresult(&b);
+    return luaL_error(L, "module '%s' has no global '%s' (it has: %s)",
+                      m->name, name, lua_tostring(L, -1));
+  }
+  if (t < 0 && g) t = g->type;
+  if (t < 0)
+    return luaL_error(L, "m:global: the type of '%s' is not known (%s); "
+                      "give it: m:global(\"%s\", \"f32\")", name,
+                      g ? "PTX declares it as bits or bytes"
+                        : "a cubin or fatbin module", name);
+  lua_settop(L, 3);
+  cg_buffer *b = cg_newobj(L, m->h.ctx, sizeof *b, CG_BUFFER); /* 4 */
+  lua_pushvalue(L, 1);
+  lua_setiuservalue(L, 4, 1);
+  cg_check_open(L, &m->h); /* the allocations may have run a finalizer */
+  size_t bytes = 0;
+  CU(L, m->h.ctx, cuModuleGetGlobal, &b->h.drv.mem, &bytes, m->h.drv.module,
+     name);
+  if (bytes % cg_type_size[t] || !bytes)
+    return luaL_error(L, "m:global: '%s' is %I bytes, not a whole number of "
+                      "%s", name, (LUAI_UACINT)bytes, cg_type_names[t]);
+  b->type = (cg_type)t;
+  b->n = bytes / cg_type_size[t];
+  b->h.parent = &m->h;
+  b->h.owned = 0;
+  m->h.views++;
+  b->h.open = 1;
+  return 1;
+}
+
 /* m:kernels() -> names of the entries */
 static int module_kernels(lua_State *L) {
   cg_module *m = cg_checkobj(L, 1, CG_MODULE);
@@ -381,6 +464,10 @@ typedef struct plan {
 int cg_reload_plan(lua_State *L, int midx, int iidx, int nidx, cg_swap **sw) {
   cg_module *m = cg_checkobj(L, midx, CG_MODULE);
   cg_ctx *ctx = m->h.ctx;
+  if (m->h.views)
+    luaL_error(L, "reload: %d open buffer%s over the globals of module '%s' "
+               "(m:global) would outlive its code; free them first",
+               (int)m->h.views, m->h.views > 1 ? "s" : "", m->name);
   const char *name = lua_tostring(L, nidx);
   lua_pushcfunction(L, cg_module_new);
   lua_pushvalue(L, iidx);
@@ -462,7 +549,7 @@ void cg_reload_commit(lua_State *L, int midx, int nmidx, int planidx) {
 void module_open(lua_State *L) {
   static const luaL_Reg methods[] = {
     {"kernel", module_kernel}, {"kernels", module_kernels},
-    {"free", module_free}, {"close", module_free}, {NULL, NULL}
+    {"global", module_global}, {"free", module_free}, {"close", module_free}, {NULL, NULL}
   };
   static const luaL_Reg meta[] = {
     {"__gc", module_gc}, {"__close", module_free}, {"__index", module_index},

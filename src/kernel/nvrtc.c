@@ -41,6 +41,7 @@ enum { DIRLEN = CG_CACHE_DIRLEN, PATHLEN = CG_CACHE_PATHLEN };
 /* The variable template whose instantiations spell kernel types. */
 #define SIG_DECL "\ntemplate <typename T> __device__ char cugraph_lua_sig_;\n"
 #define SIG_PREFIX "_Z16cugraph_lua_sig_IPFv"
+#define SIG_VAR "_Z16cugraph_lua_sig_I" /* and a variable's type */
 
 
 /* The names NVRTC goes by, then the toolkit's own copy. */
@@ -196,61 +197,89 @@ static void compile_main(lua_State *L, const char **argv, int n, int real,
   prog_destroy(prog);
 }
 
-/* Pushes the types text of the PTX at ptxidx: a line "<entry> <name>" for
-   each extern "C" entry (untyped in PTX) whose function type the compiler
-   spelled. <name> is a function name ptx_demangle reads,
-   _ZN1_<entry>E<parameters>: its prefix stands in for the template's name
-   among the substitutions. The program is compiled again, front end only
-   (argv holds room for one more option), with SIG_DECL and a name
-   expression per entry; when that fails (an extern "C" kernel inside a
-   namespace, say) the kernels keep their PTX types. */
-static void compile_types(lua_State *L, int ptxidx, const char **argv, int n,
-                          nvrtcProgram *prog) {
-  size_t len, m, plen = strlen(SIG_PREFIX);
-  const char *ptx = lua_tolstring(L, ptxidx, &len), *low, *q;
-  char err[200], expr[320], num[24];
-  /* entry names are shorter than the PTX that holds them */
-  char *names = lua_newuserdatauv(L, len + 1, 0), *w = names;
-  int ne, i, k = 0;
-  ptx_entry *e = ptx_parse(ptx, len, &ne, err, sizeof err);
+/* The element type a lowered name of &cugraph_lua_sig_<decltype(var)>
+   spells for a variable of a builtin type or an array of one
+   (_Z16cugraph_lua_sig_IA5_fE: float[5]), or NULL. */
+static const char *var_type(const char *low) {
+  static const char *const codes[][2] = {
+    {"f", "f32"}, {"d", "f64"}, {"a", "i8"}, {"c", "i8"}, {"h", "u8"},
+    {"s", "i16"}, {"t", "u16"}, {"i", "i32"}, {"j", "u32"}, {"l", "i64"},
+    {"x", "i64"}, {"m", "u64"}, {"y", "u64"}, {"6__half", "f16"},
+    {"13__nv_bfloat16", "bf16"},
+  };
+  const char *p = low + strlen(SIG_VAR);
+  if (strncmp(low, SIG_VAR, strlen(SIG_VAR))) return NULL;
+  for (;;) { /* cv-qualifiers and array bounds */
+    if (*p == 'K' || *p == 'V') {
+      p++;
+    } else if (*p == 'A' && p[1] >= '0' && p[1] <= '9') {
+      for (p++; *p >= '0' && *p <= '9'; p++) {}
+      if (*p++ != '_') return NULL;
+    } else {
+      break;
+    }
+  }
+  for (size_t i = 0; i < sizeof codes / sizeof *codes; i++) {
+    size_t n = strlen(codes[i][0]);
+    if (!strncmp(p, codes[i][0], n) && !strcmp(p + n, "E")) return codes[i][1];
+  }
+  return NULL;
+}
+
+/* A module variable whose type a name expression can ask for: declared in
+   the program at file scope (not mangled, not the compiler's own). */
+static int askable(const char *name) {
+  return strncmp(name, "_Z", 2) && strncmp(name, "__nv", 4) &&
+         strncmp(name, "__cuda", 6) && name[0] != '$';
+}
+
+/* The name expression of names' i-th entry (a kernel) or variable ('@'). */
+static void sig_expr(char *expr, size_t n, const char *q) {
+  if (*q == '@') snprintf(expr, n, "&cugraph_lua_sig_<decltype(%s)>", q + 1);
+  else snprintf(expr, n, "&cugraph_lua_sig_<decltype(&%s)>", q);
+}
+
+/* Compiles the program again, front end only, with SIG_DECL and a name
+   expression for each of the k names (kernels, then '@'variables); pushes
+   the types text, or returns 0 when the compile fails. */
+static int types_pass(lua_State *L, const char **argv, int n,
+                      nvrtcProgram *prog, const char *names, int k) {
+  size_t m, plen = strlen(SIG_PREFIX);
+  const char *low, *q, *t;
+  char expr[320], num[24];
   luaL_Buffer b;
-  nvrtcResult r;
-  if (e) {
-    for (i = 0; i < ne; i++)
-      if (!e[i].typed && e[i].nparams > 0) {
-        m = strlen(e[i].name) + 1;
-        memcpy(w, e[i].name, m);
-        w += m;
-        k++;
-      }
-    free(e);
-  }
-  if (k == 0) {
-    lua_pushliteral(L, "");
-    return;
-  }
+  int i;
   lua_pushvalue(L, SRC);
   lua_pushliteral(L, SIG_DECL);
   lua_concat(L, 2);
-  r = nv.nvrtcCreateProgram(prog, lua_tostring(L, -1), lua_tostring(L, NAME),
-                            0, NULL, NULL);
+  nvrtcResult r = nv.nvrtcCreateProgram(prog, lua_tostring(L, -1),
+                                        lua_tostring(L, NAME), 0, NULL, NULL);
+  lua_pop(L, 1);
   if (r != NVRTC_SUCCESS) prog_fail(L, prog, "nvrtcCreateProgram", r);
   for (i = 0, q = names; i < k; i++, q += strlen(q) + 1) {
-    snprintf(expr, sizeof expr, "&cugraph_lua_sig_<decltype(&%s)>", q);
+    sig_expr(expr, sizeof expr, q);
     r = nv.nvrtcAddNameExpression(*prog, expr);
     if (r != NVRTC_SUCCESS) prog_fail(L, prog, "nvrtcAddNameExpression", r);
   }
   argv[n] = "-fdevice-syntax-only";
   if (nv.nvrtcCompileProgram(*prog, n + 1, argv) != NVRTC_SUCCESS) {
     prog_destroy(prog);
-    lua_pushliteral(L, "");
-    return;
+    return 0;
   }
   luaL_buffinit(L, &b);
   for (i = 0, q = names; i < k; i++, q += strlen(q) + 1) {
-    snprintf(expr, sizeof expr, "&cugraph_lua_sig_<decltype(&%s)>", q);
-    if (nv.nvrtcGetLoweredName(*prog, expr, &low) != NVRTC_SUCCESS || !low ||
-        strncmp(low, SIG_PREFIX, plen) || (m = strlen(low)) < plen + 2 ||
+    sig_expr(expr, sizeof expr, q);
+    if (nv.nvrtcGetLoweredName(*prog, expr, &low) != NVRTC_SUCCESS || !low)
+      continue;
+    if (*q == '@') { /* "@<variable> <element type>" */
+      if (!(t = var_type(low))) continue;
+      luaL_addstring(&b, q);
+      luaL_addchar(&b, ' ');
+      luaL_addstring(&b, t);
+      luaL_addchar(&b, '\n');
+      continue;
+    }
+    if (strncmp(low, SIG_PREFIX, plen) || (m = strlen(low)) < plen + 2 ||
         strcmp(low + m - 2, "EE"))
       continue;
     snprintf(num, sizeof num, "%zu", strlen(q));
@@ -264,6 +293,50 @@ static void compile_types(lua_State *L, int ptxidx, const char **argv, int n,
   }
   luaL_pushresult(&b);
   prog_destroy(prog);
+  return 1;
+}
+
+/* Pushes the types text of the PTX at ptxidx: a line "<entry> <name>" for
+   each extern "C" entry (untyped in PTX) whose function type the compiler
+   spelled, and "@<variable> <type>" for each module variable of a builtin
+   element type. <name> is a function name ptx_demangle reads,
+   _ZN1_<entry>E<parameters>: its prefix stands in for the template's name
+   among the substitutions. When the front-end compile fails (an extern "C"
+   kernel inside a namespace, say) it is tried again for the kernels alone,
+   and then the kernels keep their PTX types. */
+static void compile_types(lua_State *L, int ptxidx, const char **argv, int n,
+                          nvrtcProgram *prog) {
+  size_t len, m;
+  const char *ptx = lua_tolstring(L, ptxidx, &len);
+  char err[200];
+  /* the names, each with a NUL and maybe an '@', are shorter than the PTX
+     that holds them with their declarations */
+  char *names = lua_newuserdatauv(L, 2 * len + 2, 0), *w = names;
+  int ne, ng, i, k = 0, kg = 0;
+  ptx_entry *e = ptx_parse(ptx, len, &ne, err, sizeof err);
+  if (e) {
+    for (i = 0; i < ne; i++)
+      if (!e[i].typed && e[i].nparams > 0) {
+        m = strlen(e[i].name) + 1;
+        memcpy(w, e[i].name, m);
+        w += m;
+        k++;
+      }
+    free(e);
+  }
+  ptx_global *g = ptx_globals(ptx, len, &ng, err, sizeof err);
+  for (i = 0; g && i < ng; i++)
+    if (askable(g[i].name)) {
+      *w++ = '@';
+      m = strlen(g[i].name) + 1;
+      memcpy(w, g[i].name, m);
+      w += m;
+      kg++;
+    }
+  free(g);
+  if ((k + kg == 0 || !types_pass(L, argv, n, prog, names, k + kg)) &&
+      (kg == 0 || k == 0 || !types_pass(L, argv, n, prog, names, k)))
+    lua_pushliteral(L, "");
 }
 
 /* cg_cache_get's memory: a userdata left on the stack. */

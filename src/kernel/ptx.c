@@ -337,6 +337,89 @@ ptx_entry *ptx_parse(const char *src, size_t len, int *n, char *err,
   return v;
 }
 
+/* The element type a variable's PTX type names: .u and .s types and the
+   floats say; .b types and .pred do not (-1). */
+static int var_type(token t, unsigned *size) {
+  static const struct { const char *name; int type; unsigned size; } v[] = {
+    {".f32", CG_F32, 4}, {".f64", CG_F64, 8}, {".s8", CG_I8, 1},
+    {".u8", CG_U8, 1}, {".s16", CG_I16, 2}, {".u16", CG_U16, 2},
+    {".s32", CG_I32, 4}, {".u32", CG_U32, 4}, {".s64", CG_I64, 8},
+    {".u64", CG_U64, 8}, {".f16", CG_F16, 2}, {".bf16", CG_BF16, 2},
+    {".b8", -1, 1}, {".b16", -1, 2}, {".b32", -1, 4}, {".b64", -1, 8},
+    {".f16x2", -1, 4}, {".bf16x2", -1, 4},
+  };
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+    if (tok_is(t, v[i].name)) {
+      *size = v[i].size;
+      return v[i].type;
+    }
+  *size = 0;
+  return -2;
+}
+
+/* One declaration after its .global or .const: [.align n] [.v2|.v4] .type
+   name [dims]. 0 when it is not one this reader models (it is skipped). */
+static int parse_global(lexer *lx, ptx_global *g) {
+  token t = lex(lx);
+  unsigned long long vec = 1, count = 1;
+  unsigned size;
+  while (tok_is(t, ".align") || tok_is(t, ".attribute")) {
+    if (tok_is(t, ".align")) t = lex(lx);
+    t = lex(lx);
+  }
+  if (tok_is(t, ".v2") || tok_is(t, ".v4")) {
+    vec = (unsigned long long)(t.p[2] - '0');
+    t = lex(lx);
+  }
+  int type = var_type(t, &size);
+  if (type == -2) return 0;
+  t = lex(lx);
+  if (!tok_ident(t) || t.p[0] == '$' || t.n >= sizeof g->name) return 0;
+  memcpy(g->name, t.p, t.n);
+  g->name[t.n] = '\0';
+  size_t save = lx->pos;
+  for (t = lex(lx); tok_is(t, "["); t = lex(lx)) {
+    unsigned long d = tok_num(lex(lx), 1ul << 40);
+    if (!d || !tok_is(lex(lx), "]") || count > (1ull << 40) / d) return 0;
+    count *= d;
+    save = lx->pos;
+  }
+  lx->pos = save;
+  g->type = vec == 1 ? type : -1;
+  g->bytes = count * vec * size;
+  return 1;
+}
+
+ptx_global *ptx_globals(const char *src, size_t len, int *n, char *err,
+                        size_t errlen) {
+  lexer lx = { src ? src : "", src ? len : 0, 0 };
+  ptx_global *v = NULL, *grown;
+  size_t cap = 0, cnt = 0;
+  *n = 0;
+  for (token t = lex(&lx); t.n; t = lex(&lx)) {
+    int cnst = tok_is(t, ".const");
+    if (!cnst && !tok_is(t, ".global")) continue;
+    if (cnt == cap) {
+      cap = cap ? 2 * cap : 8;
+      if (cap > (size_t)INT_MAX || !(grown = realloc(v, cap * sizeof *v))) {
+        free(v);
+        cg_seterr(err, errlen, "out of memory");
+        return NULL;
+      }
+      v = grown;
+    }
+    memset(&v[cnt], 0, sizeof v[cnt]);
+    v[cnt].constant = cnst;
+    if (parse_global(&lx, &v[cnt])) cnt++;
+  }
+  if (!v && !(v = calloc(1, sizeof *v))) {
+    cg_seterr(err, errlen, "out of memory");
+    return NULL;
+  }
+  *n = (int)cnt;
+  return v;
+}
+
 /* ---- Itanium C++ mangled names ----------------------------------------- */
 
 /* A demangled type. Builtins are never substitution candidates; qualified

@@ -20,6 +20,22 @@ typedef struct ptx_entry {
 ptx_entry *ptx_parse(const char *src, size_t len, int *n, char *err,
                      size_t errlen);
 
+/* A module variable in global or constant memory (`.global`/`.const` at
+   module scope), for m:global. */
+typedef struct ptx_global {
+  char name[256];
+  int type;               /* its cg_type, or -1 when PTX does not say
+                             (.b8 .b16 .b32 .b64: bytes or bits) */
+  int constant;           /* declared .const */
+  unsigned long long bytes; /* its size from the declaration */
+} ptx_global;
+
+/* Every global and constant variable of a PTX text: a malloc'd array (free
+   it) and *n, or NULL with a message in err (out of memory). Variables
+   whose names start with '$' (string literals) are left out. */
+ptx_global *ptx_globals(const char *src, size_t len, int *n, char *err,
+                        size_t errlen);
+
 /* Demangles the parameters of an Itanium-mangled function name
    ("_Z4axpyfPKfPfi"): writes the base name and the parameters. Returns the
    count, or -1 when the name is not mangled or uses what is not modelled. */

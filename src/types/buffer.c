@@ -499,8 +499,10 @@ static int buffer_tostring(lua_State *L) {
   cg_buffer *b = cg_toobj(L, 1, CG_BUFFER);
   return cg_tostring(L, &b->h, " %s[%I] (%p%s)", cg_type_names[b->type],
                      (LUAI_UACINT)b->n, (void *)(uintptr_t)b->h.drv.mem,
-                     b->h.parent ? ", view"
-                     : b->h.owned || b->h.graphmem ? "" : ", borrowed");
+                     !b->h.parent ? (b->h.owned || b->h.graphmem ? ""
+                                                       : ", borrowed")
+                     : b->h.parent->kind == CG_MODULE ? ", module global"
+                     : ", view");
 }
 
 void buffer_open(lua_State *L) {

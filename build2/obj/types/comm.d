@@ -1,0 +1,21 @@
+build2/obj/types/comm.o: src/types/comm.c src/types/types.h \
+ src/capture/capture.h src/base/base.h /usr/include/lua5.4/lua.h \
+ /usr/include/lua5.4/luaconf.h /usr/include/lua5.4/lauxlib.h \
+ /usr/include/lua5.4/lua.h src/base/ctype.h src/base/driver.h \
+ /usr/local/cuda/include/cuda.h src/base/cudagl.h src/base/loader.h \
+ src/base/sticky.h src/base/hash.h src/base/nccl.h
+src/types/types.h:
+src/capture/capture.h:
+src/base/base.h:
+/usr/include/lua5.4/lua.h:
+/usr/include/lua5.4/luaconf.h:
+/usr/include/lua5.4/lauxlib.h:
+/usr/include/lua5.4/lua.h:
+src/base/ctype.h:
+src/base/driver.h:
+/usr/local/cuda/include/cuda.h:
+src/base/cudagl.h:
+src/base/loader.h:
+src/base/sticky.h:
+src/base/hash.h:
+src/base/nccl.h:
