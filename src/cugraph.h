@@ -118,7 +118,10 @@ typedef struct cugraph_graph cugraph_graph;
 typedef struct cugraph_scalar cugraph_scalar;
 
 /* A new C graph (one reference) from the open Graph at idx: a copy of its
-   driver graph, instantiated; raises on a freed graph, inside a capture, or
+   driver graph, instantiated, or for a graph with conditional nodes (which
+   the driver neither copies nor instantiates twice) the Graph's own
+   executable graph, shared; raises on a freed graph, inside a capture, for
+   a graph that allocates or frees memory or lies in a GL map scope, or
    when the driver fails. */
 cugraph_graph *cugraph_tograph(lua_State *L, int idx);
 

@@ -322,6 +322,8 @@ struct CUgraph_st {
 typedef struct edges { size_t *start, *dep; } edges;
 
 void dbl_free_graph(CUgraph g);
+/* Its instantiations no longer name it (graph_exec.c). */
+void dbl_forget_graph(CUgraph g);
 CUgraphNode dbl_add_node(CUgraph g, const op *o, const nodeset *deps);
 int dbl_make_edges(CUgraph g, edges *e);
 int dbl_nodes_of(CUgraph g, const CUgraphNode *v, size_t n);

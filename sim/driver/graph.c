@@ -56,6 +56,7 @@ void dbl_free_graph(CUgraph g) {
   }
   free(g->nodes.v);
   free(g->conds);
+  dbl_forget_graph(g);
   dbl_free_obj(g);
 }
 

@@ -70,6 +70,12 @@ struct CUgraphExec_st {
   size_t nconds;
 };
 
+void dbl_forget_graph(CUgraph g) {
+  for (obj *o = dbl_live.next; o != &dbl_live; o = o->next)
+    if (o->kind == O_EXEC && ((CUgraphExec)o)->from == g)
+      ((CUgraphExec)o)->from = NULL;
+}
+
 void dbl_free_exec(CUgraphExec x) {
   free_plan(&x->p);
   free(x->conds);
@@ -125,6 +131,13 @@ CUresult CUDAAPI cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph,
     if (!x->conds[i].used) { /* CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED */
       dbl_free_exec(x);
       return CUDA_ERROR_INVALID_VALUE;
+    }
+  /* A graph with conditional nodes has one instantiation at a time (its
+     condition setters are device-updatable kernel nodes), as on the H200. */
+  for (obj *o = dbl_live.next; x->nconds && o != &dbl_live; o = o->next)
+    if (o->kind == O_EXEC && o != &x->h && ((CUgraphExec)o)->from == hGraph) {
+      dbl_free_exec(x);
+      return CUDA_ERROR_NOT_SUPPORTED;
     }
   x->from = hGraph;
   x->auto_free = (flags & auto_free) != 0;

@@ -22,6 +22,9 @@ struct cugraph_graph {
                            NULL for a graph with conditional nodes */
   unsigned conds;       /* its conditional nodes */
   CUgraphExec exec;
+  cg_share *shared;     /* with conditional nodes: exec is the Lua graph's,
+                           shared (the driver instantiates such a graph
+                           once at a time and copies none of them) */
   size_t npins, nscalars;
   cg_share **pins;      /* the scalars first */
 };
@@ -87,9 +90,10 @@ static void graph_destroy(cugraph_graph *h) {
   for (size_t i = 0; i < h->npins; i++)
     if (h->pins[i]->hk == CG_H_MODULE) remove_user(h->pins[i], h);
   if (cg_make_current(h->cu) == CUDA_SUCCESS) {
-    if (h->exec) cg_drv.cuGraphExecDestroy(h->exec);
+    if (h->exec && !h->shared) cg_drv.cuGraphExecDestroy(h->exec);
     if (h->g) cg_drv.cuGraphDestroy(h->g);
   }
+  cg_share_drop(h->shared);
   for (size_t i = 0; i < h->npins; i++) cg_share_drop(h->pins[i]);
   if (h->retained) cg_drv.cuDevicePrimaryCtxRelease(h->dev);
   pthread_mutex_destroy(&h->lock);
@@ -165,22 +169,25 @@ cugraph_graph *cugraph_tograph(lua_State *L, int idx) {
   CUgraph g;
   CUgraphExec x;
   cg_graph_parts(L, idx, &g, &x);
-  /* A copy of the graph that reload can edit; the driver copies no graph
-     with conditional nodes, whose C graph is then instantiated from the
-     Lua graph itself (it needs no graph of its own after that: a reload
-     is refused for it, cg_share_conds). */
+  /* A copy of the graph that reload can edit, instantiated; a graph with
+     conditional nodes, which the driver neither copies nor instantiates
+     twice, lends its own exec instead (a reload is then refused for it,
+     cg_share_conds). */
   CUcontext cu;
   const char *api = "cuDevicePrimaryCtxRetain";
   CUresult r = cg_drv.cuDevicePrimaryCtxRetain(&cu, ctx->dev);
   h->retained = r == CUDA_SUCCESS;
-  if (r == CUDA_SUCCESS && !gr->conds) {
+  if (r == CUDA_SUCCESS && gr->conds) {
+    if ((h->shared = cg_share_of(&gr->h))) h->exec = x;
+    else r = CUDA_ERROR_OUT_OF_MEMORY, api = "cugraph_tograph";
+  } else if (r == CUDA_SUCCESS) {
     api = "cuGraphClone";
     r = cg_drv.cuGraphClone ? cg_drv.cuGraphClone(&h->g, g)
                             : CUDA_ERROR_NOT_SUPPORTED;
-  }
-  if (r == CUDA_SUCCESS) {
-    api = "cuGraphInstantiate";
-    r = cg_drv.cuGraphInstantiate(&h->exec, h->g ? h->g : g, 0);
+    if (r == CUDA_SUCCESS) {
+      api = "cuGraphInstantiate";
+      r = cg_drv.cuGraphInstantiate(&h->exec, h->g, 0);
+    }
   }
   int ok = r != CUDA_SUCCESS || share_pins(L, h, pins, 1, n);
   h->nscalars = h->npins;
