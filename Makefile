@@ -252,9 +252,10 @@ sanitize-gpu: all examples $(KERNELS) $(SPEC_BINS)
 # (spec/fuzz/image-corpus) and the spec kernels' cubin and fatbin.
 FUZZ_TIME ?= 60
 FUZZ_CC = clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -I$(CUDA_HOME)/include
-$(BUILD)/ptx_fuzz: spec/fuzz/ptx_fuzz.c src/kernel/ptx.c src/kernel/ptx.h
+PTX_FUZZ_SRC = src/kernel/ptx.c src/kernel/demangle.c src/base/ctype.c
+$(BUILD)/ptx_fuzz: spec/fuzz/ptx_fuzz.c $(PTX_FUZZ_SRC) src/kernel/ptx.h
 	@mkdir -p $(@D)
-	$(FUZZ_CC) -o $@ spec/fuzz/ptx_fuzz.c src/kernel/ptx.c
+	$(FUZZ_CC) -o $@ spec/fuzz/ptx_fuzz.c $(PTX_FUZZ_SRC)
 $(BUILD)/image_fuzz: spec/fuzz/image_fuzz.c src/kernel/image.c src/kernel/image.h
 	@mkdir -p $(@D)
 	$(FUZZ_CC) -o $@ spec/fuzz/image_fuzz.c src/kernel/image.c

@@ -1,10 +1,12 @@
-/* libFuzzer harness for src/kernel/ptx.c: the bytes go to ptx_parse as they are
-   (not NUL-terminated), and as a C string (whole, then line by line) to
-   ptx_signature and ptx_demangle, with full-size and tiny outputs. Any
-   result must keep the documented invariants; a broken one aborts.
+/* libFuzzer harness for src/kernel/ptx.c, demangle.c and base/ctype.c: the
+   bytes go to ptx_parse and ptx_globals as they are (not NUL-terminated),
+   and as a C string (whole, then line by line) to cg_signature and
+   ptx_demangle, with full-size and tiny outputs. Any result must keep the
+   documented invariants; a broken one aborts.
 
    clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
-     spec/fuzz/ptx_fuzz.c src/kernel/ptx.c -o /tmp/ptx_fuzz
+     spec/fuzz/ptx_fuzz.c src/kernel/ptx.c src/kernel/demangle.c \
+     src/base/ctype.c -o /tmp/ptx_fuzz
    mkdir -p /tmp/corpus_work
    /tmp/ptx_fuzz -max_total_time=60 /tmp/corpus_work spec/fuzz/corpus */
 #include <stdint.h>
@@ -15,12 +17,12 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void check_param(const ptx_param *p) {
-  if (p->type > PTX_ANY || p->size == 0 || p->align == 0) abort();
-  if (p->type == PTX_PTR && (p->elem > PTX_ANY || p->elem == PTX_INT ||
-                             p->elem == PTX_PTR_OR_INT ||
-                             p->elem == PTX_PTR || p->elem == PTX_BYTES ||
-                             p->size != 8))
+static void check_param(const cg_param *p) {
+  if (p->type > CG_P_ANY || p->size == 0 || p->align == 0) abort();
+  if (p->type == CG_P_PTR && (p->elem > CG_P_ANY || p->elem == CG_P_INT ||
+                              p->elem == CG_P_PTR_OR_INT ||
+                              p->elem == CG_P_PTR || p->elem == CG_P_BYTES ||
+                              p->size != 8))
     abort();
 }
 
@@ -40,25 +42,35 @@ static void run_parse(const uint8_t *data, size_t size) {
   for (i = 0; i < n; i++) {
     if (!memchr(e[i].name, '\0', sizeof e[i].name) ||
         !memchr(e[i].base, '\0', sizeof e[i].base) || e[i].nparams < 0 ||
-        e[i].nparams > PTX_MAX_PARAMS || (e[i].typed != 0 && e[i].typed != 1))
+        e[i].nparams > CG_MAX_PARAMS || (e[i].typed != 0 && e[i].typed != 1))
       abort();
     for (k = 0; k < e[i].nparams; k++) check_param(&e[i].params[k]);
   }
   free(e);
+  ptx_global *g = ptx_globals((const char *)data, size, &n, err, sizeof err);
+  if (!g) {
+    check_err(err, sizeof err);
+    return;
+  }
+  for (i = 0; i < n; i++)
+    if (!memchr(g[i].name, '\0', sizeof g[i].name) || !g[i].name[0] ||
+        g[i].type < -1 || g[i].type >= CG_NTYPES)
+      abort();
+  free(g);
 }
 
 static void run_string(const char *s) {
-  ptx_param p[PTX_MAX_PARAMS], two[2];
+  cg_param p[CG_MAX_PARAMS], two[2];
   char err[256], tiny[4], base[128];
   int k, i;
-  k = ptx_signature(s, p, PTX_MAX_PARAMS, err, sizeof err);
+  k = cg_signature(s, p, CG_MAX_PARAMS, err, sizeof err);
   if (k < 0) check_err(err, sizeof err);
-  if (k > PTX_MAX_PARAMS) abort();
+  if (k > CG_MAX_PARAMS) abort();
   for (i = 0; i < k; i++) check_param(&p[i]);
-  k = ptx_signature(s, two, 2, tiny, sizeof tiny);
+  k = cg_signature(s, two, 2, tiny, sizeof tiny);
   if (k > 2 || (k < 0 && memchr(tiny, '\0', sizeof tiny) == NULL)) abort();
-  k = ptx_demangle(s, base, sizeof base, p, PTX_MAX_PARAMS);
-  if (k > PTX_MAX_PARAMS || (k >= 0 && !memchr(base, '\0', sizeof base)))
+  k = ptx_demangle(s, base, sizeof base, p, CG_MAX_PARAMS);
+  if (k > CG_MAX_PARAMS || (k >= 0 && !memchr(base, '\0', sizeof base)))
     abort();
   for (i = 0; i < k; i++) check_param(&p[i]);
   k = ptx_demangle(s, tiny, sizeof tiny, two, 2);

@@ -1,5 +1,6 @@
-/* Kernel signatures: PTX .entry parameters and Itanium-mangled C++ names
-   (signature strings: base/ctype.h). Pure C, no CUDA and no Lua, so it can be fuzzed alone. */
+/* Kernel signatures: PTX .entry parameters (ptx.c) and Itanium-mangled C++
+   names (demangle.c); module variables (ptx.c); signature strings:
+   base/ctype.h. Pure C, no CUDA and no Lua, so it can be fuzzed alone. */
 #ifndef CUGRAPH_PTX_H
 #define CUGRAPH_PTX_H
 
