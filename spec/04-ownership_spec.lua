@@ -2,7 +2,9 @@
 -- (free/close, __close, collection), is kept by a Lua graph that used it,
 -- is kept by a C graph made from that graph after the Lua graph is freed,
 -- and is released at lua_close with nothing left behind (spec/hosts/capi.c
--- runs the C side and counts device memory before and after).
+-- runs the C side and counts device memory before and after). A buffer of
+-- graph memory (an allocation node's) lives with the graph that allocates
+-- it; the GL resource is the software driver's stand-in (spec/40).
 local H = require "support.helper"
 local cuda = H.cuda
 
@@ -60,6 +62,46 @@ describe("every object kind", function()
       collectgarbage(); collectgarbage()
       assert.is_nil(weak[1], name .. ": kept after its graph was freed")
     end
+    assert.equals(0, cuda.status().finalizer_errors)
+  end)
+
+  it("a graph-memory buffer lives with the graph that allocates it, and closes three ways after it", function()
+    local s = cuda.stream()
+    local function make()
+      local b
+      local g = s:capture(function()
+        b = cuda.buffer("i32", N, { stream = s })
+        b:fill(1, s)
+      end)
+      return g, b
+    end
+    local g, b = make()
+    local gone = "is memory that cugraph%.Graph #" .. g:id() .. " allocates, and is not allocated now"
+    assert.error_matches(function() b:download() end, gone) -- before the first launch
+    g:launch(); s:synchronize()
+    assert.equals(1, b:download()[N])
+    b:free()                                                 -- its memory, stream-ordered
+    assert.error_matches(function() b:download() end, gone)
+    g:launch(); s:synchronize()                              -- allocated again
+    assert.equals(1, b:download()[1])
+    assert.error_matches(function() local c <close> = b end, -- luacheck: ignore
+      "cannot free cugraph%.Buffer: it is used by live cugraph%.Graph #" .. g:id())
+    g:free()
+    assert.equals(1, b:download()[1])                        -- the last launch's memory
+    b:free()
+    assert.matches("%(freed%)$", tostring(b))
+    g, b = make()
+    g:launch(); g:free()
+    do local c <close> = b end -- luacheck: ignore
+    assert.matches("%(freed%)$", tostring(b))
+    local weak = setmetatable({}, { __mode = "v" })
+    g, weak[1] = make()
+    g:launch(); s:synchronize()
+    collectgarbage(); collectgarbage()
+    assert.is_not_nil(weak[1], "collected under its graph")
+    g:free()
+    collectgarbage(); collectgarbage()
+    assert.is_nil(weak[1])
     assert.equals(0, cuda.status().finalizer_errors)
   end)
 
