@@ -92,4 +92,64 @@ describe("cuda.ptx and cuda.compile", function()
     s:synchronize()
     assert.same({ 12, 24, 36, 48 }, y:download())
   end)
+
+  it("gives kernels by their C++ names (opts.names): templates, overloads, namespaces", function()
+    local src = [[
+template <typename T, int B> __global__ void total(const T *in, T *out, int n) {
+  T acc = 0;
+  for (int i = threadIdx.x; i < n; i += B) acc += in[i];
+  atomicAdd(out, acc);
+}
+template <typename T> __global__ void pair(const T *a, T *b, const T *c) { b[0] = a[0] + c[0]; }
+__global__ void scale(float *x, float k) { x[threadIdx.x] *= k; }
+__global__ void scale(double *x, double k) { x[threadIdx.x] *= k; }
+namespace ns { __global__ void kern(unsigned *x) { x[0] = 7; } }
+]]
+    local names = { "total<float, 128>", "total<int, 64>", "pair<double>",
+                    "(void(*)(float*, float))scale", "(void(*)(double*, double))scale", "ns::kern" }
+    local m = cuda.compile(src, { names = names, arch = "sm_90", cache = false })
+    local want = {
+      ["total<float, 128>"] = "total<float, 128>(const f32*, f32*, i32)",
+      ["total<int, 64>"] = "total<int, 64>(const i32*, i32*, i32)",
+      ["pair<double>"] = "pair<double>(const f64*, f64*, const f64*)",
+      ["(void(*)(float*, float))scale"] = "(void(*)(float*, float))scale(f32*, f32)",
+      ["(void(*)(double*, double))scale"] = "(void(*)(double*, double))scale(f64*, f64)",
+      ["ns::kern"] = "ns::kern(u32*)",
+    }
+    for name, sig in pairs(want) do
+      assert.equals(sig, m:kernel(name):signature())
+      assert.equals(m:kernel(name), m[name])
+    end
+    local list = m:kernels()
+    table.sort(list)
+    table.sort(names)
+    assert.same(names, list)
+    local k = m["total<float, 128>"]
+    local label, entry = k:name()
+    assert.same({ "total<float, 128>", "_Z5totalIfLi128EEvPKT_PS0_i" }, { label, entry })
+    assert.equals(k, m:kernel(entry))
+    assert.error_matches(function() m:kernel("total") end,
+      "kernel 'total' is overloaded %(.*%): use the entry name, or name each in cuda.compile's opts.names")
+    local s = cuda.stream()
+    assert.error_matches(function()
+      k:launch(s, 1, 128, cuda.buffer("i32", 4), cuda.buffer("f32", 1), 4)
+    end, "total<float, 128>: argument 1 %(const f32%*%): expected cugraph.Buffer or cugraph.Scalar of f32")
+    if H.gpu or H.sim then
+      local x, out = cuda.buffer("f32", { 1, 2, 3, 4 }), cuda.buffer("f32", 1):fill(0)
+      k:launch(s, 1, 128, x, out, 4)
+      assert.same({ 10 }, out:download())
+    end
+    local err = H.error_of(cuda.compile, src, { names = { "nope<int>" }, arch = "sm_90", cache = false })
+    assert.equals("nvrtcCompileProgram", err.api)
+    assert.matches("nope", err.message)
+    for _, bad in ipairs { { {}, "opts.names%[1%]: expected a string, got table" },
+                           { "", "opts.names%[1%]: is empty" },
+                           { "a\nb", "opts.names%[1%]: contains a newline" } } do
+      assert.error_matches(function() cuda.ptx(src, { names = { bad[1] }, arch = "sm_90" }) end, bad[2])
+    end
+    assert.error_matches(function() cuda.ptx(src, { names = { "ns::kern", "ns::kern" }, arch = "sm_90" }) end,
+      "opts.names%[2%]: 'ns::kern' is given twice")
+    assert.error_matches(function() cuda.ptx(src, { names = "ns::kern", arch = "sm_90" }) end,
+      "opts.names: expected an array of strings, got string")
+  end)
 end)

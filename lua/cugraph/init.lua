@@ -137,7 +137,11 @@ function cuda.compile(source, opts)
   if type(source) == "string" then source = locate(source) end
   local ptx, _, cubin, typetext = call(compile, source, opts)
   local types = {}
-  for entry, mangled in typetext:gmatch("(%S+) (%S+)\n") do types[entry] = mangled end
+  -- "<entry> <mangled>", "@<variable> <type>", "=<entry> <C++ name>"
+  for line in typetext:gmatch("[^\n]+") do
+    local key, value = line:match("^(%S+) (.+)$")
+    if key then types[key] = value end
+  end
   local name = opt_name(opts)
   if cubin ~= "" then
     local ok, m = pcall(core.module, cubin, name, ptx, types)

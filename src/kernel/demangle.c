@@ -27,13 +27,16 @@ typedef struct mtype {
 } mtype;
 
 #define MAX_SUBS 256
+#define MAX_TARGS 32
 
-/* A cursor over the len bytes of a NUL-terminated name: pos <= len. */
+/* A cursor over the len bytes of a NUL-terminated name: pos <= len. The
+   template arguments of the function's name are what T_, T0_, ... name. */
 typedef struct demangler {
   const char *s;
   size_t len, pos;
-  int nsubs;
+  int nsubs, ntargs;
   mtype subs[MAX_SUBS];
+  mtype targs[MAX_TARGS];
 } demangler;
 
 static int dm_peek(const demangler *d) {
@@ -96,9 +99,26 @@ static int substitution(demangler *d, mtype *t) {
   return 0;
 }
 
+/* <template-param>: T_ is argument 0, T<n>_ argument n + 1. */
+static int template_param(demangler *d, mtype *t) {
+  size_t id = 0;
+  d->pos++; /* 'T' */
+  if (dm_peek(d) != '_') {
+    while (is_digit(dm_peek(d))) {
+      id = id * 10 + (size_t)(d->s[d->pos++] - '0');
+      if (id > MAX_TARGS) return -1;
+    }
+    id++;
+  }
+  if (dm_peek(d) != '_' || id >= (size_t)d->ntargs) return -1;
+  d->pos++;
+  *t = d->targs[id];
+  return 0;
+}
+
 /* <type>: a run of P and r/V/K (each qualifier run in that order) around a
-   builtin, DF16_, a class name or a substitution. The run is folded from
-   the inside out afterwards, so nothing recurses. */
+   builtin, DF16_, a class name, a template parameter or a substitution.
+   The run is folded from the inside out afterwards, so nothing recurses. */
 static int parse_type(demangler *d, mtype *t) {
   static const char builtin[] = "bcahstijlmxyfd";
   static const unsigned char btype[] = {
@@ -155,6 +175,8 @@ static int parse_type(demangler *d, mtype *t) {
     if (dm_sub(d, *t)) return -1;
   } else if (c == 'S') {
     if (substitution(d, t)) return -1;
+  } else if (c == 'T') {
+    if (template_param(d, t) || dm_sub(d, *t)) return -1;
   } else {
     return -1;
   }
@@ -175,23 +197,63 @@ static int parse_type(demangler *d, mtype *t) {
   return 0;
 }
 
+/* <template-args> of the function's name: I <arg>+ E, each a type (as in
+   parameters) or a literal L <builtin> <number> E, which no type names. */
+static int template_args(demangler *d) {
+  mtype t;
+  d->pos++; /* 'I' */
+  d->ntargs = 0;
+  while (dm_peek(d) != 'E') {
+    if (d->ntargs == MAX_TARGS) return -1;
+    if (dm_peek(d) == 'L') { /* L <type> [n] <digits> E */
+      d->pos++;
+      if (!is_ident(dm_peek(d))) return -1;
+      d->pos++;
+      if (dm_peek(d) == 'n') d->pos++;
+      if (!is_digit(dm_peek(d))) return -1;
+      while (is_digit(dm_peek(d))) d->pos++;
+      if (dm_peek(d) != 'E') return -1;
+      d->pos++;
+      memset(&t, 0, sizeof t);
+      t.kind = M_CLASS;
+    } else if (parse_type(d, &t)) {
+      return -1; /* packs (J), expressions (X) and the rest: not modelled */
+    }
+    d->targs[d->ntargs++] = t;
+  }
+  d->pos++;
+  return d->ntargs ? 0 : -1;
+}
+
 /* <name>: a source-name (optionally L, internal linkage) or N <source-name>+
-   E; namespaces are dropped, but every proper prefix is a candidate. */
-static int parse_name(demangler *d, char *base, size_t baselen) {
+   E, either maybe with template arguments; namespaces are dropped, but
+   every proper prefix is a candidate, and the template's name. Sets
+   *templ when the name has template arguments (its return type follows). */
+static int parse_name(demangler *d, char *base, size_t baselen, int *templ) {
   const char *p = NULL;
   size_t n = 0;
   mtype ns;
   int k;
+  memset(&ns, 0, sizeof ns);
+  ns.kind = M_CLASS;
+  *templ = 0;
   if (dm_peek(d) == 'L') d->pos++;
   if (dm_peek(d) != 'N') {
     if (source_name(d, &p, &n)) return -1;
+    if (dm_peek(d) == 'I') {
+      if (dm_sub(d, ns) || template_args(d)) return -1;
+      *templ = 1;
+    }
   } else {
     d->pos++;
-    memset(&ns, 0, sizeof ns);
-    ns.kind = M_CLASS;
     for (k = 0; dm_peek(d) != 'E'; k++) {
       if (k > 0 && dm_sub(d, ns)) return -1;
+      if (*templ) return -1; /* a member of a class template: not modelled */
       if (source_name(d, &p, &n)) return -1;
+      if (dm_peek(d) == 'I') {
+        if (dm_sub(d, ns) || template_args(d)) return -1;
+        *templ = 1;
+      }
     }
     if (k == 0) return -1;
     d->pos++;
@@ -213,9 +275,13 @@ int ptx_demangle(const char *mangled, char *base, size_t baselen,
   d.len = strlen(mangled);
   d.pos = 0;
   d.nsubs = 0;
+  d.ntargs = 0;
   if (d.len < 2 || mangled[0] != '_' || mangled[1] != 'Z') return -1;
   d.pos = 2;
-  if (parse_name(&d, base, baselen)) return -1;
+  int templ;
+  if (parse_name(&d, base, baselen, &templ)) return -1;
+  if (templ && (d.pos == d.len || parse_type(&d, &t) || t.kind != M_VOID))
+    return -1; /* a template function's return type: kernels return void */
   if (d.pos + 1 == d.len && mangled[d.pos] == 'v') return 0; /* f(void) */
   if (d.pos == d.len) return -1; /* a variable, not a function */
   while (d.pos < d.len) {

@@ -53,6 +53,7 @@ cg_kernel *cg_kernel_new(lua_State *L, cg_module *m, const char *entry,
   k->h.parent = &m->h;
   k->nparams = n;
   snprintf(k->name, sizeof k->name, "%s", label);
+  snprintf(k->entry, sizeof k->entry, "%s", entry);
   k->params = (cg_param *)(k + 1);
   memcpy(k->params, ps, (size_t)n * sizeof *ps);
   k->argp = (void **)((char *)k + size);
@@ -374,8 +375,10 @@ void cg_kernel_args(lua_State *L, int kidx, int idx, int nargs) {
    that its __index is a plain table and k:launch costs one table lookup. */
 
 static int kernel_name(lua_State *L) {
-  lua_pushstring(L, ((cg_kernel *)cg_checkself(L, CG_KERNEL))->name);
-  return 1;
+  cg_kernel *k = cg_checkself(L, CG_KERNEL);
+  lua_pushstring(L, k->name);
+  lua_pushstring(L, k->entry);
+  return 2;
 }
 
 /* k:signature() -> "axpy(f32, const f32*, f32*, i32)" */

@@ -26,7 +26,9 @@ typedef struct cg_kernel {
   CUfunction f;
   unsigned shared;      /* dynamic shared memory per launch */
   int nparams;
-  char name[64];        /* for messages */
+  char name[208];       /* for messages and k:name(): the C++ name of
+                           opts.names, the base name or the entry's */
+  char entry[256];      /* the PTX entry (the lowered, mangled name) */
   unsigned epoch;       /* cg_epoch when the seen entries were made */
   const void *seen_stream; /* stream and arguments checked by an earlier */
   cg_obj **seen;        /* launch: the same userdata needs no new check */

@@ -150,6 +150,12 @@ static int readfile(lua_State *L) {
 static void settypes(lua_State *L, int idx, ptx_entry *e, int n) {
   cg_param ps[CG_MAX_PARAMS];
   char base[sizeof e->base];
+  for (int i = 0; i < n; i++) { /* "=<entry>": its C++ name */
+    lua_pushfstring(L, "=%s", e[i].name);
+    if (lua_gettable(L, idx) == LUA_TSTRING)
+      snprintf(e[i].cxx, sizeof e[i].cxx, "%s", lua_tostring(L, -1));
+    lua_pop(L, 1);
+  }
   for (int i = 0; i < n; i++) {
     if (e[i].typed) continue;
     if (lua_getfield(L, idx, e[i].name) != LUA_TSTRING) {
@@ -258,16 +264,24 @@ static int module_free(lua_State *L) {
 }
 static int module_gc(lua_State *L) { return cg_close(L, CG_MODULE, 1); }
 
-/* The entry named name: exact, else the one whose demangled name it is. */
+/* What an entry goes by: its C++ name, else its base name. */
+static const char *label(const ptx_entry *e) {
+  return e->cxx[0] ? e->cxx : e->base;
+}
+
+/* The entry named name: exact or its C++ name (opts.names), else the one
+   whose demangled name it is. */
 static const ptx_entry *find(lua_State *L, cg_module *m, const char *name) {
   const ptx_entry *hit = NULL;
   for (int i = 0; i < m->nentries; i++)
-    if (!strcmp(m->entries[i].name, name)) return &m->entries[i];
+    if (!strcmp(m->entries[i].name, name) || !strcmp(m->entries[i].cxx, name))
+      return &m->entries[i];
   for (int i = 0; i < m->nentries; i++)
     if (!strcmp(m->entries[i].base, name)) {
       if (hit)
         luaL_error(L, "kernel '%s' is overloaded (%s, %s): use the entry "
-                   "name", name, hit->name, m->entries[i].name);
+                   "name, or name each in cuda.compile's opts.names", name,
+                   hit->name, m->entries[i].name);
       hit = &m->entries[i];
     }
   if (!hit) {
@@ -275,7 +289,7 @@ static const ptx_entry *find(lua_State *L, cg_module *m, const char *name) {
     luaL_buffinit(L, &b);
     for (int i = 0; i < m->nentries; i++) {
       if (i) luaL_addstring(&b, ", ");
-      luaL_addstring(&b, m->entries[i].base);
+      luaL_addstring(&b, label(&m->entries[i]));
     }
     luaL_pushresult(&b);
     luaL_error(L, "module has no kernel '%s' (it has: %s)", name,
@@ -327,7 +341,7 @@ static int module_kernel(lua_State *L) {
   if (lua_getfield(L, 3, name) != LUA_TNIL) return 1;
   const ptx_entry *e = find(L, m, name);
   if (lua_getfield(L, 3, e->name) == LUA_TNIL) {
-    cg_kernel_new(L, m, e->name, e->base, e->params, e->nparams);
+    cg_kernel_new(L, m, e->name, label(e), e->params, e->nparams);
     lua_pushvalue(L, -1);
     lua_setfield(L, 3, e->name);
   }
@@ -395,7 +409,7 @@ static int module_kernels(lua_State *L) {
   cg_module *m = cg_checkobj(L, 1, CG_MODULE);
   lua_createtable(L, m->nentries, 0);
   for (int i = 0; i < m->nentries; i++) {
-    lua_pushstring(L, m->entries[i].base);
+    lua_pushstring(L, label(&m->entries[i]));
     lua_rawseti(L, -2, i + 1);
   }
   return 1;
@@ -409,7 +423,7 @@ static int module_index(lua_State *L) {
   const char *name = luaL_checkstring(L, 2);
   int i = 0;
   while (m->entries && i < m->nentries && strcmp(m->entries[i].name, name) &&
-         strcmp(m->entries[i].base, name))
+         strcmp(m->entries[i].base, name) && strcmp(m->entries[i].cxx, name))
     i++;
   if (m->entries && i == m->nentries) return 0;
   lua_settop(L, 2);

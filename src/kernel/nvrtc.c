@@ -164,9 +164,34 @@ static void push_output(lua_State *L, nvrtcProgram *prog, int cubin) {
   luaL_pushresultsize(&b, cubin ? size : nv_strlen(p, size));
 }
 
-/* Compiles SRC with the n options of argv; pushes the log, the PTX and the
-   cubin ("" for a virtual architecture). A failed compile raises an error
-   object whose message is the whole log. */
+/* Pushes "=<lowered> <C++ name>" lines for the C++ names of NAMES, whose
+   name expressions the compiled program holds. */
+static void push_lowered(lua_State *L, nvrtcProgram *prog) {
+  luaL_Buffer b;
+  const char *low;
+  lua_Integer n = (lua_Integer)lua_rawlen(L, NAMES);
+  luaL_buffinit(L, &b);
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_rawgeti(L, NAMES, i);
+    const char *cxx = lua_tostring(L, -1);
+    nvrtcResult r = nv.nvrtcGetLoweredName(*prog, cxx, &low);
+    lua_pop(L, 1);
+    if (r != NVRTC_SUCCESS) prog_fail(L, prog, "nvrtcGetLoweredName", r);
+    if (!low) continue;
+    luaL_addchar(&b, '=');
+    luaL_addstring(&b, low);
+    luaL_addchar(&b, ' ');
+    lua_rawgeti(L, NAMES, i);
+    luaL_addvalue(&b);
+    luaL_addchar(&b, '\n');
+  }
+  luaL_pushresult(&b);
+}
+
+/* Compiles SRC with the n options of argv and a name expression for each
+   name of NAMES; pushes the log, the PTX, the cubin ("" for a virtual
+   architecture) and the lowered names (push_lowered). A failed compile
+   raises an error object whose message is the whole log. */
 static void compile_main(lua_State *L, const char **argv, int n, int real,
                          nvrtcProgram *prog) {
   nvrtcResult r, cr;
@@ -176,6 +201,12 @@ static void compile_main(lua_State *L, const char **argv, int n, int real,
   r = nv.nvrtcCreateProgram(prog, lua_tostring(L, SRC), lua_tostring(L, NAME),
                             0, NULL, NULL);
   if (r != NVRTC_SUCCESS) prog_fail(L, prog, "nvrtcCreateProgram", r);
+  for (lua_Integer i = 1; i <= (lua_Integer)lua_rawlen(L, NAMES); i++) {
+    lua_rawgeti(L, NAMES, i);
+    r = nv.nvrtcAddNameExpression(*prog, lua_tostring(L, -1));
+    lua_pop(L, 1);
+    if (r != NVRTC_SUCCESS) prog_fail(L, prog, "nvrtcAddNameExpression", r);
+  }
   cr = nv.nvrtcCompileProgram(*prog, n, argv);
   push_log(L, prog);
   if (cr != NVRTC_SUCCESS) {
@@ -194,6 +225,7 @@ static void compile_main(lua_State *L, const char **argv, int n, int real,
   push_output(L, prog, 0);
   if (real) push_output(L, prog, 1);
   else lua_pushliteral(L, "");
+  push_lowered(L, prog);
   prog_destroy(prog);
 }
 
@@ -363,7 +395,8 @@ static int unpack(lua_State *L, int idx) {
 }
 
 /* core.compile(source [, opts]) -> ptx, log, cubin, types: the cubin is
-   "" for a virtual architecture; types is the text compile_types makes. */
+   "" for a virtual architecture; types is the text push_lowered and
+   compile_types make. */
 static int l_compile(lua_State *L) {
   char dir[DIRLEN], path[PATHLEN], key[33], ver[32];
   const char *s, **argv;
@@ -381,6 +414,7 @@ static int l_compile(lua_State *L) {
   lua_settop(L, OPTS);
   lua_newtable(L);                 /* LIST */
   lua_pushliteral(L, "kernel.cu"); /* NAME */
+  lua_newtable(L);                 /* NAMES */
   if (lua_istable(L, OPTS)) cache = cg_nvrtc_options(L, &n);
   if (lua_rawgeti(L, LIST, 1) == LUA_TNIL) {
     cg_nvrtc_device_arch(L);
@@ -401,6 +435,13 @@ static int l_compile(lua_State *L) {
   }
   s = lua_tolstring(L, NAME, &len);
   cg_hash_field(&h, s, len);
+  for (i = 1; i <= (int)lua_rawlen(L, NAMES); i++) {
+    lua_rawgeti(L, NAMES, i);
+    s = lua_tolstring(L, -1, &len);
+    cg_hash_field(&h, "names", 5);
+    cg_hash_field(&h, s, len);
+    lua_pop(L, 1);
+  }
   s = lua_tolstring(L, SRC, &len);
   cg_hash_field(&h, s, len);
   snprintf(key, sizeof key, "%016llx%016llx", (unsigned long long)h.a,
@@ -426,9 +467,12 @@ static int l_compile(lua_State *L) {
     lua_pop(L, 1);
   }
   real = !strncmp(argv[0], "-arch=sm_", 9);
-  compile_main(L, argv, n, real, new_prog(L)); /* log, ptx, cubin */
-  top = lua_gettop(L);
+  compile_main(L, argv, n, real, new_prog(L)); /* log, ptx, cubin, names */
+  top = lua_gettop(L) - 1;
   compile_types(L, top - 1, argv, n, new_prog(L));
+  lua_pushvalue(L, top + 1); /* the lowered names, then the types */
+  lua_insert(L, -2);
+  lua_concat(L, 2);
   types = lua_gettop(L);
   if (have_dir) {
     lua_pushfstring(L, "%I %I\n", (LUAI_UACINT)lua_rawlen(L, top - 1),

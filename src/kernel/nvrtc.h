@@ -5,11 +5,12 @@
 #include <lua.h>
 
 /* Stack slots of core.compile. LIST holds the NVRTC options in order;
-   LIST[1] is the -arch option, filled last. NAME is the program name. */
-enum { SRC = 1, OPTS, LIST, NAME };
+   LIST[1] is the -arch option, filled last. NAME is the program name,
+   NAMES the array of C++ names of opts.names (name expressions). */
+enum { SRC = 1, OPTS, LIST, NAME, NAMES };
 
-/* Fills LIST and NAME from the table at OPTS (n options so far); returns
-   opts.cache. */
+/* Fills LIST, NAME and NAMES from the table at OPTS (n options so far);
+   returns opts.cache. */
 int cg_nvrtc_options(lua_State *L, int *n);
 /* Pushes the -arch option of the current device (a real architecture), or
    raises why there is none. */

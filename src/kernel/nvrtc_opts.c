@@ -71,6 +71,35 @@ static void opt_array(lua_State *L, const char *field, const char *prefix,
   lua_pop(L, 1);
 }
 
+/* opts.names: C++ names of kernels (template instantiations, overloads)
+   into NAMES, each once. */
+static void opt_names(lua_State *L) {
+  int t = opt_get(L, "names");
+  if (t == LUA_TTABLE) {
+    lua_Integer len = (lua_Integer)lua_rawlen(L, -1);
+    for (lua_Integer i = 1; i <= len; i++) {
+      lua_rawgeti(L, -1, i);
+      const char *s = opt_str(L, -1, "names", i);
+      size_t k = strlen(s);
+      if (!k) opt_error(L, "names", i, "is empty");
+      if (k > 200) opt_error(L, "names", i, "is longer than 200 bytes");
+      if (strchr(s, '\n')) opt_error(L, "names", i, "contains a newline");
+      for (lua_Integer j = 1; j < i; j++) {
+        lua_rawgeti(L, NAMES, j);
+        int same = !strcmp(lua_tostring(L, -1), s);
+        lua_pop(L, 1);
+        if (same) opt_error(L, "names", i, lua_pushfstring(L,
+                            "'%s' is given twice", s));
+      }
+      lua_rawseti(L, NAMES, i);
+    }
+  } else if (t != LUA_TNIL) {
+    opt_error(L, "names", 0, lua_pushfstring(L,
+              "expected an array of strings, got %s", luaL_typename(L, -1)));
+  }
+  lua_pop(L, 1);
+}
+
 static int cmp_str(const void *a, const void *b) {
   return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
@@ -222,7 +251,7 @@ void cg_nvrtc_device_arch(lua_State *L) {
 int cg_nvrtc_options(lua_State *L, int *n) {
   static const char *const known[] = {
     "arch", "cache", "defines", "fast_math", "include", "lineinfo", "name",
-    "options", "std", NULL
+    "names", "options", "std", NULL
   };
   int cache, i;
   lua_pushnil(L);
@@ -258,6 +287,7 @@ int cg_nvrtc_options(lua_State *L, int *n) {
     opt_add(L, n);
   }
   opt_array(L, "options", "", n);
+  opt_names(L);
   if (opt_get(L, "arch") != LUA_TNIL) {
     push_arch(L, -1);
     lua_rawseti(L, LIST, 1);

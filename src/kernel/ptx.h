@@ -10,6 +10,8 @@
 typedef struct ptx_entry {
   char name[256];         /* entry name as written in the PTX */
   char base[128];         /* demangled function name (no scope), or name */
+  char cxx[208];          /* the C++ name cuda.compile's opts.names gave
+                             for it (an instantiation), or "" */
   int typed;              /* 1: C types from the mangled name; 0: PTX only */
   int nparams;
   cg_param params[CG_MAX_PARAMS];
