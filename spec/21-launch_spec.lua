@@ -158,3 +158,98 @@ describe("k:launch", function()
     if reused == 0 then pending("no address was reused in 200 tries") end
   end)
 end)
+
+describe("launch attributes, occupancy and stream priorities", function()
+  local N = 1024
+  local m, s
+  setup(function()
+    m = H.kernels()
+    s = cuda.stream()
+  end)
+  local function fresh() return cuda.load_module(H.build .. "/kernels.ptx").inc_i32 end
+
+  it("answer how many blocks fit on an SM and which block size fills it", function()
+    local k = fresh()
+    local sms = cuda.device().multiprocessors
+    local per, all = k:occupancy(256)
+    assert.is_true(per >= 1)
+    assert.equals(per * sms, all)
+    assert.is_true(k:occupancy(32) >= k:occupancy(1024))
+    local block, grid = k:block_size()
+    assert.is_true(block >= 32 and block <= 1024 and block % 32 == 0, tostring(block))
+    assert.is_true(grid >= sms, tostring(grid))
+    assert.error_matches(function() k:occupancy(0) end, "block size must be 1%.%.1024")
+    assert.error_matches(function() k:occupancy(32, -1) end, "shared memory must be 0%.%.")
+  end)
+
+  it("check k:config's options before any launch", function()
+    local k = fresh()
+    assert.error_matches(function() k:config { coop = true } end,
+      "k:config: unknown option 'coop' %(valid: cooperative, cluster, priority, serialize%)")
+    assert.error_matches(function() k:config { cluster = { 4, 4 } } end,
+      "inc_i32: a cluster of 16 blocks; at most 8 %(the portable cluster size%)")
+    assert.error_matches(function() k:config { cluster = { 0 } } end,
+      "opts%.cluster must be an integer or {x, y, z} of integers from 1 to 64")
+    assert.error_matches(function() k:config { priority = 0.5 } end, "opts%.priority must be an integer")
+    assert.error_matches(function() k:config { cooperative = 1 } end, "opts%.cooperative: a boolean")
+    assert.equals(k, k:config {})
+  end)
+
+  it("launch cooperatively, in clusters and with a priority, eagerly and in graphs", function()
+    local k = fresh()
+    local x = cuda.buffer("i32", N):fill(0)
+    k:config { cooperative = true, priority = -1 }
+    k:launch(s, 4, 256, x, N)
+    local per = k:occupancy(256)
+    assert.error_matches(function() k:launch(s, per * cuda.device().multiprocessors + 1, 256, x, N) end,
+      "inc_i32: a cooperative launch of %d+ blocks; at most %d+ are resident at once")
+    local g1 = s:capture(function() k:launch(s, 4, 256, x, N) end)
+    k:config { cluster = 2 }
+    k:launch(s, { 4, 1, 1 }, 256, x, N)
+    assert.error_matches(function() k:launch(s, 3, 256, x, N) end,
+      "inc_i32: grid {3, 1, 1} is not a whole number of clusters {2, 1, 1}")
+    local g2 = s:capture(function() k:launch(s, 4, 256, x, N) end)
+    k:config {}
+    g1:launch(); g2:launch(); g1:launch()
+    s:synchronize()
+    assert.same({ 5, 5 }, { x:download()[1], x:download()[N] })
+  end)
+
+  it("make streams of a priority", function()
+    local hi, lo = cuda.stream { priority = "highest" }, cuda.stream { priority = "lowest" }
+    assert.is_true(hi:priority() <= lo:priority())
+    assert.equals(0, cuda.stream():priority())
+    assert.equals(hi:priority(), cuda.stream({ priority = hi:priority() }):priority())
+    assert.error_matches(function() cuda.stream { priority = 99 } end,
+      "cuda%.stream: opts%.priority must be \"highest\", \"lowest\" or an integer from %-?%d+ %(highest%) to %-?%d+ %(lowest%)")
+    assert.error_matches(function() cuda.stream { prio = 1 } end, "unknown option 'prio' %(valid: priority%)")
+    local x = cuda.buffer("i32", N):fill(0)
+    m.inc_i32:launch(hi, 4, 256, x, N)
+    hi:synchronize()
+    assert.equals(1, x:download()[N])
+  end)
+
+  local grid_sync = [[
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+extern "C" __global__ void rotate(int *a, int *b, int n) {
+  cg::grid_group g = cg::this_grid();
+  int i = g.thread_rank();
+  if (i < n) a[i] = i;
+  g.sync();
+  if (i < n) b[i] = a[(i + 1) % n];
+}]]
+  if H.gpu then
+    it("synchronize a whole grid in a cooperative launch", function()
+      local k = cuda.compile(grid_sync).rotate:config { cooperative = true }
+      local a, b = cuda.buffer("i32", 512), cuda.buffer("i32", 512)
+      k:launch(s, 4, 128, a, b, 512)
+      local t = b:download()
+      assert.same({ 1, 0 }, { t[1], t[512] })
+    end)
+  elseif H.sim then
+    it("refuse grid-wide sync on the simulator when the module loads", function()
+      assert.error_matches(function() cuda.compile(grid_sync) end, "unknown name '%%envreg%d'")
+    end)
+  end
+end)

@@ -96,6 +96,8 @@ function Stream:wait(other) end
 function Stream:synchronize() end
 ---@return boolean done
 function Stream:query() end
+---@return integer priority as made (0: the default)
+function Stream:priority() end
 ---@return integer handle the CUstream
 function Stream:handle() end
 function Stream:free() end
@@ -324,8 +326,22 @@ local Kernel = {}
 ---@param block cugraph.Dims
 ---@param ... number|string|cugraph.Buffer|cugraph.Scalar
 function Kernel:launch(stream, grid, block, ...) end
----@return string
+---@return string name the C++ name of opts.names, else the base name
+---@return string entry the PTX entry (the lowered name)
 function Kernel:name() end
+--- Launch attributes of later launches; {} takes them away.
+---@param opts {cooperative?: boolean, cluster?: integer|integer[], priority?: integer, serialize?: boolean}
+---@return cugraph.Kernel self
+function Kernel:config(opts) end
+---@param block integer threads a block
+---@param shared? integer dynamic shared memory, bytes
+---@return integer per_sm blocks one SM holds
+---@return integer device blocks the device holds
+function Kernel:occupancy(block, shared) end
+---@param shared? integer
+---@return integer block the block size of the highest occupancy
+---@return integer grid the smallest grid that fills the device
+function Kernel:block_size(shared) end
 ---@return string
 function Kernel:signature() end
 ---@return integer
@@ -472,8 +488,9 @@ function cuda.info() end
 ---@param v any
 ---@return boolean
 function cuda.is_error(v) end
+---@param opts? {priority?: integer|"highest"|"lowest"}
 ---@return cugraph.Stream
-function cuda.stream() end
+function cuda.stream(opts) end
 ---@param opts? cugraph.EventOptions
 ---@return cugraph.Event
 function cuda.event(opts) end

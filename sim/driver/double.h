@@ -100,6 +100,10 @@ CUresult dbl_called(dbl_site *s, const char *func);
 struct CUctx_st { int refs, dev; unsigned char peer[MAX_DEVICES]; };
 
 extern int dbl_ndevices;
+#define DBL_SMS 132 /* multiprocessors of each device */
+/* Blocks of f with threads threads and shared dynamic bytes that one SM
+   holds: 2048 threads, 32 blocks and 228 KiB of shared memory an SM. */
+int dbl_occupancy(CUfunction f, unsigned threads, size_t shared);
 /* CUDA_DOUBLE_HANG=n: a while loop past n turns (0: never) leaves the
    device running for ever, as a GPU runs a loop that never ends: dbl_hung
    is set; queries say NOT_READY and waits never return (the lock held
@@ -353,6 +357,7 @@ typedef struct capture {
 struct CUstream_st {
   obj h;
   unsigned flags;
+  int priority;
   capture *cap;         /* the capture this stream takes part in, or NULL */
   nodeset tips;         /* while capturing: what new work depends on; has
                            room for one node from creation on */

@@ -177,3 +177,56 @@ static void run_sim(const op *o) {
   }
 }
 #endif
+
+/* -- occupancy ------------------------------------------------------------- */
+
+int dbl_occupancy(CUfunction f, unsigned threads, size_t shared) {
+  size_t stat = 0;
+#ifdef CUDA_SIM
+  if (f->sim) stat = sim_static_shared(f->sim);
+#endif
+  unsigned warps = (threads + 31) / 32, n = threads ? 64 / warps : 0;
+  if (n > 32) n = 32;
+  size_t need = shared + stat;
+  if (need) {
+    size_t fit = (228u << 10) / (need + 1024); /* 1 KiB reserved a block */
+    if (fit < n) n = (unsigned)fit;
+  }
+  return (int)n;
+}
+
+CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(
+    int *numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize) {
+  ENTRY(cuOccupancyMaxActiveBlocksPerMultiprocessor);
+  CUresult r = dbl_enter();
+  if (r) return r;
+  if (!numBlocks || blockSize <= 0 || blockSize > 1024)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (!func) return CUDA_ERROR_INVALID_HANDLE;
+  *numBlocks = dbl_occupancy(func, (unsigned)blockSize, dynamicSMemSize);
+  return CUDA_SUCCESS;
+}
+
+/* The largest block of the highest occupancy (resident threads). */
+CUresult CUDAAPI cuOccupancyMaxPotentialBlockSize(
+    int *minGridSize, int *blockSize, CUfunction func,
+    CUoccupancyB2DSize blockSizeToDynamicSMemSize, size_t dynamicSMemSize,
+    int blockSizeLimit) {
+  ENTRY(cuOccupancyMaxPotentialBlockSize);
+  CUresult r = dbl_enter();
+  if (r) return r;
+  if (!minGridSize || !blockSize || blockSizeLimit < 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (!func) return CUDA_ERROR_INVALID_HANDLE;
+  int limit = blockSizeLimit && blockSizeLimit < 1024 ? blockSizeLimit : 1024;
+  int best = 0, best_blocks = 0, best_threads = 0;
+  for (int b = limit / 32 * 32; b >= 32; b -= 32) {
+    size_t shared = blockSizeToDynamicSMemSize ? blockSizeToDynamicSMemSize(b)
+                                               : dynamicSMemSize;
+    int n = dbl_occupancy(func, (unsigned)b, shared);
+    if (n * b > best_threads) best = b, best_blocks = n, best_threads = n * b;
+  }
+  *blockSize = best;
+  *minGridSize = best_blocks * DBL_SMS;
+  return CUDA_SUCCESS;
+}

@@ -68,10 +68,36 @@ void dbl_free_event(CUevent e) {
   dbl_free_obj(e);
 }
 
+static CUresult create(CUstream *phStream, unsigned int Flags, int prio);
+
 CUresult CUDAAPI cuStreamCreate(CUstream *phStream, unsigned int Flags) {
   ENTRY(cuStreamCreate);
   CUresult r = dbl_enter();
+  return r ? r : create(phStream, Flags, 0);
+}
+
+/* Priorities from 0 (the lowest, the default) to -5, as on the H200; the
+   software driver runs every stream's work as it comes. */
+CUresult CUDAAPI cuCtxGetStreamPriorityRange(int *least, int *greatest) {
+  ENTRY(cuCtxGetStreamPriorityRange);
+  CUresult r = dbl_enter();
   if (r) return r;
+  if (least) *least = 0;
+  if (greatest) *greatest = -5;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamCreateWithPriority(CUstream *phStream,
+                                            unsigned int flags,
+                                            int priority) {
+  ENTRY(cuStreamCreateWithPriority);
+  CUresult r = dbl_enter();
+  if (r) return r;
+  return create(phStream, flags, priority < -5 ? -5 : priority > 0 ? 0
+                                                     : priority);
+}
+
+static CUresult create(CUstream *phStream, unsigned int Flags, int prio) {
   if (!phStream || (Flags & ~(unsigned)CU_STREAM_NON_BLOCKING))
     return CUDA_ERROR_INVALID_VALUE;
   CUstream s = dbl_new_obj(sizeof *s, O_STREAM);
@@ -81,6 +107,7 @@ CUresult CUDAAPI cuStreamCreate(CUstream *phStream, unsigned int Flags) {
   }
   s->tips.n = 0;
   s->flags = Flags;
+  s->priority = prio;
   *phStream = s;
   return CUDA_SUCCESS;
 }

@@ -177,15 +177,12 @@ CUresult dbl_prepare_launch(op *o, void **params, void **extra) {
 }
 
 /* A launch that fails its checks also breaks the capture it was sent to. */
-CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX,
-                                unsigned int gridDimY, unsigned int gridDimZ,
-                                unsigned int blockDimX, unsigned int blockDimY,
-                                unsigned int blockDimZ,
-                                unsigned int sharedMemBytes, CUstream hStream,
-                                void **kernelParams, void **extra) {
-  ENTRY(cuLaunchKernel);
-  CUresult r = dbl_enter();
-  if (r) return r;
+static CUresult launch(CUfunction f, const unsigned grid[3],
+                       const unsigned block[3], unsigned sharedMemBytes,
+                       CUstream hStream, void **kernelParams, void **extra) {
+  unsigned gridDimX = grid[0], gridDimY = grid[1], gridDimZ = grid[2];
+  unsigned blockDimX = block[0], blockDimY = block[1], blockDimZ = block[2];
+  CUresult r;
   CUstream s = dbl_stream_of(hStream);
   if (!f) return CUDA_ERROR_INVALID_HANDLE;
   if ((r = dbl_stream_usable(s))) return r;
@@ -198,6 +195,64 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX,
     return r;
   }
   return dbl_submit(s, &o);
+}
+
+CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX,
+                                unsigned int gridDimY, unsigned int gridDimZ,
+                                unsigned int blockDimX, unsigned int blockDimY,
+                                unsigned int blockDimZ,
+                                unsigned int sharedMemBytes, CUstream hStream,
+                                void **kernelParams, void **extra) {
+  ENTRY(cuLaunchKernel);
+  CUresult r = dbl_enter();
+  if (r) return r;
+  unsigned grid[3] = {gridDimX, gridDimY, gridDimZ};
+  unsigned block[3] = {blockDimX, blockDimY, blockDimZ};
+  return launch(f, grid, block, sharedMemBytes, hStream, kernelParams, extra);
+}
+
+/* The attributes the runtime sets: a cooperative grid must be resident at
+   once, a grid a whole number of clusters of at most 8 blocks; priority
+   and programmatic serialization change nothing here. */
+CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f,
+                                  void **kernelParams, void **extra) {
+  ENTRY(cuLaunchKernelEx);
+  CUresult r = dbl_enter();
+  if (r) return r;
+  if (!config || (config->numAttrs && !config->attrs))
+    return CUDA_ERROR_INVALID_VALUE;
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  unsigned grid[3] = {config->gridDimX, config->gridDimY, config->gridDimZ};
+  unsigned block[3] = {config->blockDimX, config->blockDimY,
+                       config->blockDimZ};
+  for (unsigned i = 0; i < config->numAttrs; i++) {
+    const CUlaunchAttribute *a = &config->attrs[i];
+    switch (a->id) {
+    case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
+      if (a->value.cooperative &&
+          (uint64_t)grid[0] * grid[1] * grid[2] >
+          (uint64_t)dbl_occupancy(f, block[0] * block[1] * block[2],
+                                  config->sharedMemBytes) * DBL_SMS)
+        return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+      break;
+    case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION: {
+      unsigned c[3] = {a->value.clusterDim.x, a->value.clusterDim.y,
+                       a->value.clusterDim.z};
+      if (!c[0] || !c[1] || !c[2] || c[0] * c[1] * c[2] > 8)
+        return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+      for (int d = 0; d < 3; d++)
+        if (grid[d] % c[d]) return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+      break;
+    }
+    case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+    case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
+      break;
+    default:
+      return CUDA_ERROR_NOT_SUPPORTED;
+    }
+  }
+  return launch(f, grid, block, config->sharedMemBytes, config->hStream,
+                kernelParams, extra);
 }
 
 /* The synchronous forms an embedding host may call itself: work of the

@@ -51,6 +51,13 @@ local function workload()
   saxpy:launch(s, 1, N, 2.0, x, y, N)
   add:launch(s, 1, N, y, a, N)
   shared:launch(s, 1, N, out, N)
+  local urgent = keep(cuda.stream { priority = "highest" }) -- cuCtxGetStreamPriorityRange,
+  local block = add:block_size()                           -- ...WithPriority; occupancy
+  assert(add:occupancy(block) >= 1)
+  add:config { cooperative = true, cluster = 1 }            -- cuLaunchKernelEx
+  add:launch(urgent, 1, N, y, a, N)
+  add:config {}
+  urgent:synchronize()
   s:synchronize()
   s:query()
   local t0, t1 = keep(cuda.event()), keep(cuda.event())

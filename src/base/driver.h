@@ -44,7 +44,10 @@
    stream-ordered and graph memory the calls from cuMemAllocAsync on; several
    devices the peer calls. */
 #define CG_DRIVER_OPTIONAL(X) X(cuFuncGetParamInfo) X(cuGraphClone) \
-  X(cuModuleGetGlobal) \
+  X(cuModuleGetGlobal) X(cuLaunchKernelEx) \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
+  X(cuOccupancyMaxPotentialBlockSize) X(cuStreamCreateWithPriority) \
+  X(cuCtxGetStreamPriorityRange) \
   X(cuGraphicsGLRegisterBuffer) X(cuGraphicsGLRegisterImage) \
   X(cuGraphicsMapResources) X(cuGraphicsUnmapResources) \
   X(cuGraphicsResourceGetMappedPointer) \

@@ -337,8 +337,9 @@ static int kernel_launch(lua_State *L) {
     }
     setarg(L, k, i + 1, idx, s->h.drv.stream); /* every other case, and the errors */
   }
-  CU(L, ctx, cuLaunchKernel, k->f, grid[0], grid[1], grid[2], block[0],
-     block[1], block[2], k->shared, s->h.drv.stream, k->argp, NULL);
+  if (k->nattrs) cg_launch_ex(L, k, s->h.drv.stream, grid, block);
+  else CU(L, ctx, cuLaunchKernel, k->f, grid[0], grid[1], grid[2], block[0],
+          block[1], block[2], k->shared, s->h.drv.stream, k->argp, NULL);
   if (ctx->capture) note(L, k, s->h.drv.stream, grid, block);
   return 0;
 }
@@ -427,7 +428,9 @@ void kernel_open(lua_State *L) {
   static const luaL_Reg methods[] = {
     {"launch", kernel_launch}, {"name", kernel_name},
     {"signature", kernel_signature}, {"params", kernel_params},
-    {"shared", kernel_shared}, {"free", kernel_free}, {"close", kernel_free},
+    {"shared", kernel_shared}, {"config", cg_kernel_config},
+    {"occupancy", cg_kernel_occupancy}, {"block_size", cg_kernel_block_size},
+    {"free", kernel_free}, {"close", kernel_free},
     {NULL, NULL}
   };
   static const luaL_Reg meta[] = {

@@ -34,12 +34,28 @@ typedef struct cg_kernel {
   cg_obj **seen;        /* launch: the same userdata needs no new check */
   cg_param *params;     /* the rest of the userdata: params, then argp, */
   void **argp;          /* then seen, then one 8-aligned slot per argument */
+  /* k:config: launch attributes of later launches (cuLaunchKernelEx);
+     none: cuLaunchKernel */
+  CUlaunchAttribute attrs[4];
+  unsigned nattrs;
+  unsigned char cooperative;
+  unsigned cluster[3];  /* 0: none */
 } cg_kernel;
 
 /* A kernel of `module` at 1 for entry `entry` with parameters ps[n],
    labelled `label` in messages: pushed. */
 cg_kernel *cg_kernel_new(lua_State *L, cg_module *m, const char *entry,
                          const char *label, const cg_param *ps, int n);
+/* -- launch attributes and occupancy (config.c) --------------------------- */
+
+int cg_kernel_config(lua_State *L);     /* k:config(opts) */
+int cg_kernel_occupancy(lua_State *L);  /* k:occupancy(block [, shared]) */
+int cg_kernel_block_size(lua_State *L); /* k:block_size([shared]) */
+/* Launches k with its attributes, checked first (cooperative: the grid
+   resident at once; clusters: the grid a whole number of them). */
+void cg_launch_ex(lua_State *L, cg_kernel *k, CUstream s,
+                  const unsigned grid[3], const unsigned block[3]);
+
 /* The values at idx.. into the slots of the kernel at kidx, checked as a
    launch checks them (count, types, ranges); no pin, no scalar flush. */
 void cg_kernel_args(lua_State *L, int kidx, int idx, int nargs);

@@ -5,13 +5,54 @@
 
 static cg_stream *check(lua_State *L) { return cg_checkobj(L, 1, CG_STREAM); }
 
-/* cuda.stream() */
+/* opts.priority of cuda.stream: an integer within the device's range or
+   "highest" / "lowest" (numerically lower is higher, as CUDA has it). */
+static int priority_of(lua_State *L, cg_ctx *ctx, int idx) {
+  int least = 0, greatest = 0, ok;
+  if (!cg_drv.cuStreamCreateWithPriority || !cg_drv.cuCtxGetStreamPriorityRange)
+    luaL_error(L, "cuda.stream: this CUDA driver has no stream priorities");
+  CU(L, ctx, cuCtxGetStreamPriorityRange, &least, &greatest);
+  const char *name = lua_type(L, idx) == LUA_TSTRING ? lua_tostring(L, idx)
+                                                     : NULL;
+  if (name && !strcmp(name, "highest")) return greatest;
+  if (name && !strcmp(name, "lowest")) return least;
+  lua_Integer p = lua_tointegerx(L, idx, &ok);
+  if (!ok || name || p < greatest || p > least)
+    luaL_error(L, "cuda.stream: opts.priority must be \"highest\", "
+               "\"lowest\" or an integer from %d (highest) to %d (lowest)",
+               greatest, least);
+  return (int)p;
+}
+
+/* cuda.stream([{priority = p}]) */
 static int stream_new(lua_State *L) {
+  static const char *const keys[] = { "priority", NULL };
+  int has_priority = 0, priority = 0;
   cg_ctx *ctx = cg_context(L);
   cg_check_outside(L, ctx, "cannot create a stream", "create streams before capture");
+  if (!lua_isnoneornil(L, 1)) {
+    luaL_checktype(L, 1, LUA_TTABLE);
+    cg_check_options(L, 1, "cuda.stream", keys);
+    if (lua_getfield(L, 1, "priority") != LUA_TNIL) {
+      priority = priority_of(L, ctx, lua_gettop(L));
+      has_priority = 1;
+    }
+  }
+  lua_settop(L, 1);
   cg_stream *s = cg_newobj(L, ctx, sizeof *s, CG_STREAM);
-  CU(L, ctx, cuStreamCreate, &s->h.drv.stream, CU_STREAM_NON_BLOCKING);
+  if (has_priority)
+    CU(L, ctx, cuStreamCreateWithPriority, &s->h.drv.stream,
+       CU_STREAM_NON_BLOCKING, priority);
+  else
+    CU(L, ctx, cuStreamCreate, &s->h.drv.stream, CU_STREAM_NON_BLOCKING);
+  s->priority = priority;
   s->h.open = 1;
+  return 1;
+}
+
+/* s:priority() -> the priority it was made with */
+static int stream_priority(lua_State *L) {
+  lua_pushinteger(L, ((cg_stream *)cg_checkself(L, CG_STREAM))->priority);
   return 1;
 }
 
@@ -110,6 +151,7 @@ static int stream_tostring(lua_State *L) {
 void stream_open(lua_State *L) {
   static const luaL_Reg methods[] = {
     {"synchronize", stream_synchronize}, {"query", stream_query},
+    {"priority", stream_priority},
     {"wait", stream_wait}, {"handle", stream_handle}, {"free", stream_free},
     {"close", stream_free},
     {NULL, NULL}

@@ -10,6 +10,7 @@
 typedef struct cg_stream {
   cg_obj h;
   CUevent join;         /* private event for s2:wait(s1), made on demand */
+  int priority;         /* as made (0: the default, the lowest) */
 } cg_stream;
 
 /* cugraph.Event: h.drv.event. */
