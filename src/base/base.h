@@ -92,6 +92,8 @@ struct cg_ctx {
   int max_threads, max_block[3], max_grid[3], max_shared, max_shared_optin;
   cg_capture *capture;  /* the capture in progress, or NULL */
   int nccl_group;       /* root: depth of cuda.nccl_group calls */
+  int mapped;           /* root: GLResource map scopes open (a capture can
+                           pin a scoped buffer only inside one) */
   unsigned graph_ids, captures;
   const void *mt[CG_NKINDS]; /* metatable identities, for fast type tests */
   int mtref[CG_NKINDS]; /* root: the metatables' registry references */

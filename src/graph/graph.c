@@ -30,6 +30,9 @@ static void collect(lua_State *L, cg_graph *gr, int idx, int n) {
   free(gr->scalars);
   gr->scalars = a;
   gr->nscalars = 0;
+  /* outside every map scope no pin can be a scoped buffer but those
+     counted before (a rebind keeps the count: a check too many at most) */
+  if (!n && !gr->h.ctx->root->mapped) return;
   gr->scoped = 0;
   lua_pushnil(L);
   while (lua_next(L, idx)) {

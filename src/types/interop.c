@@ -94,7 +94,9 @@ static int resource_map(lua_State *L) {
   b->h.open = 1;
   lua_pushvalue(L, 3);
   lua_pushvalue(L, 4);
+  ctx->root->mapped++;
   int status = lua_pcall(L, 1, 0, 0); /* its views end with it (scoped) */
+  ctx->root->mapped--;
   int pinned = b->h.uses != 0;
   e = unmap(r, b);
   if (status != LUA_OK) return lua_error(L);
