@@ -16,6 +16,7 @@ int luaopen_cugraph_core(lua_State *L) {
   stream_open(L);
   event_open(L);
   buffer_open(L);
+  managed_open(L);
   hostbuf_open(L);
   scalar_open(L);
   graphmem_open(L);

@@ -175,6 +175,16 @@ function Buffer:download_into(h, offset, stream) end
 ---@param type? cugraph.ElementType reinterpret (sizes and alignment permitting)
 ---@return cugraph.Buffer view shares this buffer's memory and keeps it alive
 function Buffer:view(first, count, type) end
+---@return boolean managed whether it is managed memory (cuda.managed)
+function Buffer:managed() end
+---@param where? "device"|"host"|integer
+---@param stream? cugraph.Stream
+---@return cugraph.Buffer self
+function Buffer:prefetch(where, stream) end
+---@param advice "read_mostly"|"unset_read_mostly"|"preferred_location"|"unset_preferred_location"|"accessed_by"|"unset_accessed_by"
+---@param where? "device"|"host"|integer
+---@return cugraph.Buffer self
+function Buffer:advise(advice, where) end
 ---@return cugraph.Buffer? parent the buffer a view was made from; nil for others
 function Buffer:parent() end
 ---@param format? "table"|"string"
@@ -516,6 +526,11 @@ function cuda.buffer(type, n_or_data, opts) end
 function cuda.memory() end
 ---@param keep? integer bytes the default pool keeps
 function cuda.trim(keep) end
+--- Managed memory: a Buffer the host and the devices reach (cuMemAllocManaged).
+---@param type cugraph.ElementType
+---@param data integer|number[]|string count, or the elements
+---@return cugraph.Buffer
+function cuda.managed(type, data) end
 ---@param type cugraph.ElementType
 ---@param n_or_data integer|number[]|string a count (zeroed elements) or the contents
 ---@return cugraph.HostBuffer

@@ -200,6 +200,55 @@ CUresult CUDAAPI cuMemAlloc(CUdeviceptr *dptr, size_t bytesize) {
   return alloc_span(dptr, bytesize, SPAN_PLAIN);
 }
 
+/* Managed memory is device memory here: the host reaches all of it. */
+CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize,
+                                   unsigned int flags) {
+  ENTRY(cuMemAllocManaged);
+  CUresult r = dbl_enter();
+  if (r) return r;
+  if (!dptr || !bytesize || (flags != CU_MEM_ATTACH_GLOBAL &&
+                             flags != CU_MEM_ATTACH_HOST))
+    return CUDA_ERROR_INVALID_VALUE;
+  if ((r = dbl_unsafe_call())) return r;
+  return alloc_span(dptr, bytesize, SPAN_PLAIN);
+}
+
+/* A range of one live allocation, and a location the device knows. */
+static CUresult check_range(CUdeviceptr p, size_t n, CUmemLocation loc) {
+  if (!n || !dbl_dev_range(p, n)) return CUDA_ERROR_INVALID_VALUE;
+  if (loc.type == CU_MEM_LOCATION_TYPE_DEVICE &&
+      (loc.id < 0 || loc.id >= dbl_ndevices))
+    return CUDA_ERROR_INVALID_DEVICE;
+  if (loc.type != CU_MEM_LOCATION_TYPE_DEVICE &&
+      loc.type != CU_MEM_LOCATION_TYPE_HOST)
+    return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
+}
+
+/* Migration changes nothing here; a capturing stream takes no prefetch. */
+CUresult CUDAAPI cuMemPrefetchAsync(CUdeviceptr devPtr, size_t count,
+                                    CUmemLocation location,
+                                    unsigned int flags, CUstream hStream) {
+  ENTRY(cuMemPrefetchAsync);
+  CUresult r = dbl_enter();
+  if (r) return r;
+  CUstream s = dbl_stream_of(hStream);
+  if (s && s->cap) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  if (flags) return CUDA_ERROR_INVALID_VALUE;
+  return check_range(devPtr, count, location);
+}
+
+CUresult CUDAAPI cuMemAdvise(CUdeviceptr devPtr, size_t count,
+                             CUmem_advise advice, CUmemLocation location) {
+  ENTRY(cuMemAdvise);
+  CUresult r = dbl_enter();
+  if (r) return r;
+  if (advice < CU_MEM_ADVISE_SET_READ_MOSTLY ||
+      advice > CU_MEM_ADVISE_UNSET_ACCESSED_BY)
+    return CUDA_ERROR_INVALID_VALUE;
+  return check_range(devPtr, count, location);
+}
+
 /* Frees any kind of device memory, graph allocations too. */
 CUresult CUDAAPI cuMemFree(CUdeviceptr dptr) {
   ENTRY(cuMemFree);

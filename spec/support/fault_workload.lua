@@ -39,6 +39,8 @@ local function workload()
   local h = keep(cuda.host_buffer("f32", N)) -- cuMemHostAlloc (cuMemFreeHost
   x:download_into(h, s)       -- at the end), copies from pinned memory
   y:upload(h)
+  local mm = keep(cuda.managed("f32", N))     -- cuMemAllocManaged
+  mm:advise("read_mostly"):prefetch()         -- cuMemAdvise, cuMemPrefetchAsync
   local gl = keep(cuda.gl_buffer(2, "f32")) -- the software driver's GL stand-in
   gl:map(s, function(b) b:view(0, N):copy(x, s) end) -- cuGraphicsMapResources, ...
   local a = keep(cuda.scalar("f32", 2))

@@ -47,7 +47,8 @@
   X(cuModuleGetGlobal) X(cuLaunchKernelEx) \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
   X(cuOccupancyMaxPotentialBlockSize) X(cuStreamCreateWithPriority) \
-  X(cuCtxGetStreamPriorityRange) \
+  X(cuCtxGetStreamPriorityRange) X(cuMemAllocManaged) X(cuMemPrefetchAsync) \
+  X(cuMemAdvise) \
   X(cuGraphicsGLRegisterBuffer) X(cuGraphicsGLRegisterImage) \
   X(cuGraphicsMapResources) X(cuGraphicsUnmapResources) \
   X(cuGraphicsResourceGetMappedPointer) \

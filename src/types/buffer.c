@@ -123,6 +123,7 @@ static int buffer_view(lua_State *L) {
   v->h.parent = &b->h;
   v->h.owned = 0;
   v->h.scoped = b->h.scoped;
+  v->managed = b->managed;
   b->h.views++;
   v->h.open = 1;
   return 1;
@@ -499,7 +500,8 @@ static int buffer_tostring(lua_State *L) {
   cg_buffer *b = cg_toobj(L, 1, CG_BUFFER);
   return cg_tostring(L, &b->h, " %s[%I] (%p%s)", cg_type_names[b->type],
                      (LUAI_UACINT)b->n, (void *)(uintptr_t)b->h.drv.mem,
-                     !b->h.parent ? (b->h.owned || b->h.graphmem ? ""
+                     b->managed && !b->h.parent ? ", managed"
+                     : !b->h.parent ? (b->h.owned || b->h.graphmem ? ""
                                                        : ", borrowed")
                      : b->h.parent->kind == CG_MODULE ? ", module global"
                      : ", view");

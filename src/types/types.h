@@ -25,6 +25,7 @@ typedef struct cg_buffer {
   cg_obj h;
   size_t n;
   cg_type type;
+  unsigned char managed; /* managed memory (cuda.managed), or a view of it */
 } cg_buffer;
 
 /* cugraph.HostBuffer: page-locked host memory, h.drv.host. */
@@ -92,6 +93,7 @@ int cg_buffer_free_async(lua_State *L, int sidx);
 void stream_open(lua_State *L);
 void event_open(lua_State *L);
 void buffer_open(lua_State *L);
+void managed_open(lua_State *L);
 void hostbuf_open(lua_State *L);
 void scalar_open(lua_State *L);
 void condition_open(lua_State *L);
