@@ -177,3 +177,84 @@ describe("managed memory", function()
     assert.has_error(function() cuda.managed("f32", 0) end)
   end)
 end)
+
+describe("pitched memory and 2-D and 3-D copies", function()
+  local function seq(n) local t = {} for i = 1, n do t[i] = i end return t end
+
+  it("allocates rows at the driver's pitch and copies rectangles in and out", function()
+    local img = cuda.pitched("f32", 5, 3)
+    local pitch = img:pitch()
+    assert.is_true(pitch >= 20 and pitch % 4 == 0)
+    assert.same({ 5, 3, 1 }, { img:shape() })
+    assert.equals(pitch // 4 * 3, #img)
+    assert.matches("pitched 5x3x1, rows of " .. pitch .. " bytes", tostring(img))
+    assert.is_nil(cuda.buffer("f32", 4):pitch())
+    assert.equals(4, cuda.buffer("f32", 4):shape())
+    local src = cuda.buffer("f32", seq(15))
+    img:fill(0):copy2d(src, 5, 3)
+    local back = cuda.buffer("f32", 15):fill(-1):copy2d(img, 5, 3)
+    assert.same(seq(15), back:download())
+    local corner = cuda.buffer("f32", 4):copy2d(src, 2, 2, { src_x = 1, src_y = 1, src_pitch = 5 })
+    assert.same({ 7, 8, 12, 13 }, corner:download())
+    local h = cuda.host_buffer("f32", 6):copy2d(img, 2, 3, { src_x = 3 })
+    assert.same({ 4, 5, 9, 10, 14, 15 }, { h[0], h[1], h[2], h[3], h[4], h[5] })
+    img:copy2d(h, 2, 3)                                   -- from pinned host memory
+    back:copy2d(img, 5, 3)
+    assert.same({ 4, 5, 3, 4, 5, 9, 10, 8, 9, 10 }, { table.unpack(back:download(), 1, 10) })
+  end)
+
+  it("copies boxes of slices", function()
+    local vol = cuda.pitched("i32", 4, 2, 3)
+    assert.same({ 4, 2, 3 }, { vol:shape() })
+    vol:copy3d(cuda.buffer("i32", seq(24)), 4, 2, 3)
+    assert.same(seq(24), cuda.buffer("i32", 24):copy3d(vol, 4, 2, 3):download())
+    local mid = cuda.buffer("i32", 2):copy3d(vol, 1, 1, 2, { src_x = 3, src_y = 1, src_z = 1 })
+    assert.same({ 16, 24 }, mid:download())
+  end)
+
+  it("records copies as memcpy nodes of a graph", function()
+    local s = cuda.stream()
+    local img, out = cuda.pitched("f32", 5, 3), cuda.buffer("f32", 15):fill(0)
+    local src = cuda.buffer("f32", seq(15))
+    local g = s:capture(function()
+      img:copy2d(src, 5, 3, { stream = s })
+      out:copy2d(img, 5, 3, { stream = s })
+    end)
+    local n, kinds = g:nodes()
+    assert.same({ 2, { "memcpy", "memcpy" } }, { n, kinds })
+    src:upload(seq(15))
+    g:launch()
+    s:synchronize()
+    assert.same(seq(15), out:download())
+    local info = g:node(1):info()
+    assert.equals(img, info.dst)
+    assert.equals(src, info.src)
+    assert.error_matches(function() s:capture(function() img:copy2d(src, 5, 3) end) end,
+      "copy2d without a stream inside a graph capture: pass the capture stream")
+  end)
+
+  it("refuses boxes that do not fit, before the driver", function()
+    local img, src = cuda.pitched("f32", 5, 3), cuda.buffer("f32", 15)
+    for _, c in ipairs {
+      { { src, 6, 3 }, "copy2d: the dst rows are 5 elements wide; 6 from x = 0 do not fit" },
+      { { src, 5, 4 }, "copy2d: the dst slices have 3 rows; 4 from y = 0 do not fit" },
+      { { cuda.buffer("f64", 15), 5, 3 }, "copy2d: elements of f32 and f64 differ in size" },
+      { { src, 5, 3, { src_z = 1 } }, "copy2d: a z offset needs copy3d" },
+      { { src, 5, 3, { dst_pitch = 8 } }, "copy2d: opts.dst_pitch: a pitched buffer has its own pitch" },
+      { { src, 5, 3, { bogus = 1 } }, "copy2d: unknown option 'bogus'" },
+      { { src, 5, 3, { src_y = -1 } }, "copy2d: opts.src_y must be a non-negative integer" },
+      { { 7, 5, 3 }, "copy2d: src must be a cugraph.Buffer or cugraph.HostBuffer, got number" },
+      { { src, 0, 3 }, "width must be 1..2^30" },
+    } do
+      assert.error_matches(function() img:copy2d(table.unpack(c[1])) end, c[2], 1, true)
+    end
+    assert.error_matches(function() cuda.buffer("f32", 6):copy2d(src, 2, 3, { src_x = 4 }) end,
+      "copy2d: the src rows are 2 elements wide; 2 from x = 4 do not fit", 1, true)
+    assert.error_matches(function() cuda.pitched("i32", 4, 2, 3):copy3d(src, 4, 2, 4) end,
+      "copy3d: the dst has 3 slices; 4 from z = 0 do not fit", 1, true)
+    assert.error_matches(function()
+      cuda.host_buffer("f32", 4):copy2d(cuda.host_buffer("f32", 4), 2, 2)
+    end, "copy2d: host to host: one side must be a Buffer", 1, true)
+    assert.error_matches(function() cuda.pitched("f32", 0, 3) end, "width must be 1..2^30")
+  end)
+end)

@@ -177,6 +177,37 @@ function Buffer:download_into(h, offset, stream) end
 function Buffer:view(first, count, type) end
 ---@return boolean managed whether it is managed memory (cuda.managed)
 function Buffer:managed() end
+---@return integer? pitch bytes a row of a pitched buffer (cuda.pitched)
+function Buffer:pitch() end
+---@return integer width or the element count of a buffer that is not pitched
+---@return integer? height
+---@return integer? depth
+function Buffer:shape() end
+---@class cugraph.BoxOpts
+---@field stream? cugraph.Stream
+---@field dst_x? integer
+---@field dst_y? integer
+---@field dst_z? integer
+---@field src_x? integer
+---@field src_y? integer
+---@field src_z? integer
+---@field dst_pitch? integer row length in elements (buffers that are not pitched)
+---@field src_pitch? integer
+---@field dst_height? integer rows a slice
+---@field src_height? integer
+---@param src cugraph.Buffer|cugraph.HostBuffer
+---@param width integer
+---@param height integer
+---@param opts? cugraph.BoxOpts
+---@return cugraph.Buffer self
+function Buffer:copy2d(src, width, height, opts) end
+---@param src cugraph.Buffer|cugraph.HostBuffer
+---@param width integer
+---@param height integer
+---@param depth integer
+---@param opts? cugraph.BoxOpts
+---@return cugraph.Buffer self
+function Buffer:copy3d(src, width, height, depth, opts) end
 ---@param where? "device"|"host"|integer
 ---@param stream? cugraph.Stream
 ---@return cugraph.Buffer self
@@ -284,6 +315,19 @@ local HostBuffer = {}
 ---@param offset? integer 0-based element offset
 ---@return cugraph.HostBuffer self
 function HostBuffer:set(data, offset) end
+---@param src cugraph.Buffer
+---@param width integer
+---@param height integer
+---@param opts? cugraph.BoxOpts
+---@return cugraph.HostBuffer self
+function HostBuffer:copy2d(src, width, height, opts) end
+---@param src cugraph.Buffer
+---@param width integer
+---@param height integer
+---@param depth integer
+---@param opts? cugraph.BoxOpts
+---@return cugraph.HostBuffer self
+function HostBuffer:copy3d(src, width, height, depth, opts) end
 ---@return number[] t h[0] at t[1]
 function HostBuffer:totable() end
 ---@return string bytes the contents
@@ -526,6 +570,13 @@ function cuda.buffer(type, n_or_data, opts) end
 function cuda.memory() end
 ---@param keep? integer bytes the default pool keeps
 function cuda.trim(keep) end
+--- Pitched memory: rows of width elements at the driver's pitch.
+---@param type cugraph.ElementType
+---@param width integer
+---@param height integer
+---@param depth? integer
+---@return cugraph.Buffer
+function cuda.pitched(type, width, height, depth) end
 --- Managed memory: a Buffer the host and the devices reach (cuMemAllocManaged).
 ---@param type cugraph.ElementType
 ---@param data integer|number[]|string count, or the elements

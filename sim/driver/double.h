@@ -257,8 +257,11 @@ typedef struct op {
   CUdeviceptr dst, src;     /* memcpy and memset: device memory, unless */
   void *hdst;               /* memcpy: ... host memory takes a side; it is */
   const void *hsrc;         /* read and written when the copy runs */
-  size_t bytes;             /* memcpy */
-  size_t pitch, width, height; /* memset: height rows of width elements */
+  size_t bytes;             /* memcpy: bytes, or bytes a row */
+  size_t pitch, width, height; /* memset: height rows of width elements;
+                                  memcpy: height rows a slice (0: 1-D) */
+  size_t depth, dpitch, spitch, dslice, sslice; /* memcpy of a box: slices,
+                                  and the sides' row and slice strides */
   unsigned value, elem;     /* memset: the element and its size in bytes */
   CUgraphConditionalNodeType ctype; /* CONDITIONAL: if, while or switch */
   CUgraphConditionalHandle handle;  /* CONDITIONAL */

@@ -200,6 +200,25 @@ CUresult CUDAAPI cuMemAlloc(CUdeviceptr *dptr, size_t bytesize) {
   return alloc_span(dptr, bytesize, SPAN_PLAIN);
 }
 
+/* Rows start at multiples of 512 bytes, as on the H200. */
+CUresult CUDAAPI cuMemAllocPitch(CUdeviceptr *dptr, size_t *pPitch,
+                                 size_t WidthInBytes, size_t Height,
+                                 unsigned int ElementSizeBytes) {
+  ENTRY(cuMemAllocPitch);
+  CUresult r = dbl_enter();
+  if (r) return r;
+  if (!dptr || !pPitch || !WidthInBytes || !Height ||
+      (ElementSizeBytes != 4 && ElementSizeBytes != 8 &&
+       ElementSizeBytes != 16) || WidthInBytes > SIZE_MAX - 512)
+    return CUDA_ERROR_INVALID_VALUE;
+  if ((r = dbl_unsafe_call())) return r;
+  size_t pitch = (WidthInBytes + 511) / 512 * 512;
+  if (Height > SIZE_MAX / pitch) return CUDA_ERROR_OUT_OF_MEMORY;
+  if ((r = alloc_span(dptr, pitch * Height, SPAN_PLAIN))) return r;
+  *pPitch = pitch;
+  return CUDA_SUCCESS;
+}
+
 /* Managed memory is device memory here: the host reaches all of it. */
 CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize,
                                    unsigned int flags) {

@@ -21,6 +21,21 @@ CUresult dbl_run_op(const op *o, int dry) {
     if (!dry) o->fn(o->data);
     return CUDA_SUCCESS;
   }
+  if (o->type == CU_GRAPH_NODE_TYPE_MEMCPY && o->height) { /* a box */
+    for (size_t z = 0; z < o->depth; z++)
+      for (size_t y = 0; y < o->height; y++) {
+        size_t doff = z * o->dslice + y * o->dpitch;
+        size_t soff = z * o->sslice + y * o->spitch;
+        unsigned char *d = o->hdst ? (unsigned char *)o->hdst + doff
+                         : dbl_dev_range(o->dst + doff, o->bytes);
+        const unsigned char *sp = o->hsrc
+                         ? (const unsigned char *)o->hsrc + soff
+                         : dbl_dev_range(o->src + soff, o->bytes);
+        if (!d || !sp) return CUDA_ERROR_INVALID_VALUE;
+        if (!dry) memmove(d, sp, o->bytes);
+      }
+    return CUDA_SUCCESS;
+  }
   if (o->type == CU_GRAPH_NODE_TYPE_MEMCPY) {
     void *d = o->hdst ? o->hdst : dbl_dev_range(o->dst, o->bytes);
     const void *s = o->hsrc ? o->hsrc : dbl_dev_range(o->src, o->bytes);
@@ -73,6 +88,38 @@ CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
                                    size_t ByteCount, CUstream hStream) {
   ENTRY(cuMemcpyDtoDAsync);
   return memcpy_op(dstDevice, NULL, srcDevice, NULL, ByteCount, hStream);
+}
+
+/* Boxes between host and device memory (no arrays); a host side is taken
+   as given, a device side must lie in one allocation row by row. */
+CUresult CUDAAPI cuMemcpy3DAsync(const CUDA_MEMCPY3D *p, CUstream hStream) {
+  ENTRY(cuMemcpy3DAsync);
+  CUresult r = dbl_enter();
+  if (r) return r;
+  if (!p || p->srcLOD || p->dstLOD || !p->WidthInBytes || !p->Height ||
+      !p->Depth || p->srcPitch < p->srcXInBytes + p->WidthInBytes ||
+      p->dstPitch < p->dstXInBytes + p->WidthInBytes ||
+      (p->Depth > 1 && (p->srcHeight < p->srcY + p->Height ||
+                        p->dstHeight < p->dstY + p->Height)))
+    return CUDA_ERROR_INVALID_VALUE;
+  int sh = p->srcMemoryType == CU_MEMORYTYPE_HOST;
+  int dh = p->dstMemoryType == CU_MEMORYTYPE_HOST;
+  if ((!sh && p->srcMemoryType != CU_MEMORYTYPE_DEVICE) ||
+      (!dh && p->dstMemoryType != CU_MEMORYTYPE_DEVICE))
+    return CUDA_ERROR_NOT_SUPPORTED;
+  size_t sstart = (p->srcZ * p->srcHeight + p->srcY) * p->srcPitch +
+                  p->srcXInBytes;
+  size_t dstart = (p->dstZ * p->dstHeight + p->dstY) * p->dstPitch +
+                  p->dstXInBytes;
+  op o = {.type = CU_GRAPH_NODE_TYPE_MEMCPY, .bytes = p->WidthInBytes,
+          .height = p->Height, .depth = p->Depth, .dpitch = p->dstPitch,
+          .spitch = p->srcPitch, .dslice = p->dstPitch * p->dstHeight,
+          .sslice = p->srcPitch * p->srcHeight};
+  if (sh) o.hsrc = (const unsigned char *)p->srcHost + sstart;
+  else o.src = p->srcDevice + sstart;
+  if (dh) o.hdst = (unsigned char *)p->dstHost + dstart;
+  else o.dst = p->dstDevice + dstart;
+  return dbl_submit(dbl_stream_of(hStream), &o);
 }
 
 /* Each pointer must lie in memory of its context's device; no peer access

@@ -39,6 +39,8 @@ local function workload()
   local h = keep(cuda.host_buffer("f32", N)) -- cuMemHostAlloc (cuMemFreeHost
   x:download_into(h, s)       -- at the end), copies from pinned memory
   y:upload(h)
+  local img = keep(cuda.pitched("f32", 16, 4)) -- cuMemAllocPitch
+  img:copy2d(x, 16, 4):copy3d(img, 8, 2, 1, { src_x = 8, src_y = 2 }) -- cuMemcpy3DAsync
   local mm = keep(cuda.managed("f32", N))     -- cuMemAllocManaged
   mm:advise("read_mostly"):prefetch()         -- cuMemAdvise, cuMemPrefetchAsync
   local gl = keep(cuda.gl_buffer(2, "f32")) -- the software driver's GL stand-in

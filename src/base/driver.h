@@ -48,7 +48,7 @@
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
   X(cuOccupancyMaxPotentialBlockSize) X(cuStreamCreateWithPriority) \
   X(cuCtxGetStreamPriorityRange) X(cuMemAllocManaged) X(cuMemPrefetchAsync) \
-  X(cuMemAdvise) \
+  X(cuMemAdvise) X(cuMemAllocPitch) X(cuMemcpy3DAsync) \
   X(cuGraphicsGLRegisterBuffer) X(cuGraphicsGLRegisterImage) \
   X(cuGraphicsMapResources) X(cuGraphicsUnmapResources) \
   X(cuGraphicsResourceGetMappedPointer) \

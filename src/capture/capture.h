@@ -71,7 +71,7 @@ CUgraphNode cg_capture_node(lua_State *L, cg_ctx *ctx, CUstream s,
 /* -- records (records.c) -------------------------------------------------- */
 
 enum { NK_KERNEL, NK_FILL, NK_COPY, NK_ALLOC, NK_FREE, NK_COND, NK_GRAPH,
-       NK_HOSTCOPY };
+       NK_HOSTCOPY, NK_COPY3D };
 extern const char *const cg_nk_names[];
 
 typedef struct cg_rec {
@@ -134,6 +134,10 @@ void cg_note_copy(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *dst,
 /* a copy between device and pinned host memory, or between devices:
    recorded so that g:rebind refuses its buffer (such copy nodes are not
    changed in place) */
+/* A 2-D or 3-D copy (b:copy2d, b:copy3d) between dst and src, each a
+   buffer or a host buffer; its node is not changed in place. */
+void cg_note_copy3d(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *dst,
+                    cg_obj *src);
 void cg_note_hostcopy(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *dev,
                       cg_obj *host);
 /* a node made with cuGraphAddNode: a child graph or conditional node */

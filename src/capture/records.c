@@ -210,6 +210,13 @@ void cg_note_copy(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *dst,
   e->soff = soff;
 }
 
+void cg_note_copy3d(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *dst,
+                    cg_obj *src) {
+  cg_rec *e = newrec(L, ctx, recs_of(L, ctx), lastnode(L, ctx, s), NK_COPY3D);
+  e->obj[0] = dst;
+  e->obj[1] = src;
+}
+
 void cg_note_hostcopy(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *dev,
                       cg_obj *host) {
   cg_rec *e = newrec(L, ctx, recs_of(L, ctx), lastnode(L, ctx, s), NK_HOSTCOPY);

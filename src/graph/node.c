@@ -240,7 +240,8 @@ static void pushrec(lua_State *L, cg_graph *gr, size_t i, int map) {
     lua_setfield(L, -2, "args");
   } else if (e->obj[0]) {
     pushobj(L, map, e->obj[0]);
-    lua_setfield(L, -2, e->kind == NK_COPY ? "dst" : "buffer");
+    lua_setfield(L, -2, e->kind == NK_COPY || e->kind == NK_COPY3D ? "dst"
+                                                                  : "buffer");
     if (e->obj[1]) {
       pushobj(L, map, e->obj[1]);
       lua_setfield(L, -2, "src");

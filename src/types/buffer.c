@@ -139,7 +139,7 @@ static int buffer_parent(lua_State *L) {
 
 /* Work named with no stream (sidx 0 or nil) runs on the default stream,
    after all device work, and is complete on return. */
-static CUstream begin(lua_State *L, cg_ctx *ctx, int sidx, const char *what) {
+CUstream cg_work_begin(lua_State *L, cg_ctx *ctx, int sidx, const char *what) {
   if (sidx && !lua_isnoneornil(L, sidx)) {
     CUstream st = cg_optstream(L, sidx, ctx);
     if (ctx->capture) cg_check_captured(L, ctx, st, what);
@@ -152,7 +152,7 @@ static CUstream begin(lua_State *L, cg_ctx *ctx, int sidx, const char *what) {
   return NULL;
 }
 
-static void finish(lua_State *L, cg_ctx *ctx, CUstream st) {
+void cg_work_finish(lua_State *L, cg_ctx *ctx, CUstream st) {
   if (!st) cg_wait_stream(L, ctx, ctx->stream, ctx->root->timeout);
 }
 
@@ -193,11 +193,11 @@ static void upload_data(lua_State *L, cg_buffer *b, int didx, int oidx,
     }
     src = dst;
   }
-  CUstream st = begin(L, ctx, sidx, "upload");
+  CUstream st = cg_work_begin(L, ctx, sidx, "upload");
   cg_check_open(L, &b->h);
   CU(L, ctx, cuMemcpyHtoDAsync, b->h.drv.mem + off * es, src, count * es,
      st ? st : ctx->stream);
-  finish(L, ctx, st);
+  cg_work_finish(L, ctx, st);
 }
 
 /* An offset may be left out before a stream: b:upload(h, s). */
@@ -225,7 +225,7 @@ static int hostcopy(lua_State *L, cg_buffer *b, int up) {
   size_t off = checkrange(L, b, 3, &count, what);
   cg_pin(L, b->h.ctx, 1); /* pins allocate: handles are read after them */
   cg_pin(L, b->h.ctx, 2);
-  CUstream st = begin(L, b->h.ctx, 4, what);
+  CUstream st = cg_work_begin(L, b->h.ctx, 4, what);
   cg_check_open(L, &h->h);
   cg_check_open(L, &b->h);
   size_t bytes = count * cg_type_size[b->type];
@@ -238,7 +238,7 @@ static int hostcopy(lua_State *L, cg_buffer *b, int up) {
        st ? st : b->h.ctx->stream);
   if (b->h.ctx->capture) /* g:rebind then refuses the buffer, not skips it */
     cg_note_hostcopy(L, b->h.ctx, st, &b->h, &h->h);
-  finish(L, b->h.ctx, st);
+  cg_work_finish(L, b->h.ctx, st);
   lua_settop(L, 1);
   return 1;
 }
@@ -286,7 +286,7 @@ static int buffer_download(lua_State *L) {
   cg_sync(L, ctx);
   CU(L, ctx, cuMemcpyDtoHAsync, dst, b->h.drv.mem + off * es, count * es,
      ctx->stream);
-  finish(L, ctx, NULL);
+  cg_work_finish(L, ctx, NULL);
   if (fmt == 1) {
     luaL_pushresultsize(&lb, count * es);
     return 1;
@@ -342,9 +342,9 @@ static int buffer_fill(lua_State *L) {
   cg_tobits(L, 2, b->type, &v, NULL);
   cg_check_allocated(L, &b->h);
   cg_pin(L, b->h.ctx, 1); /* pins allocate: handles are read after them */
-  CUstream st = begin(L, b->h.ctx, 3, "fill");
+  CUstream st = cg_work_begin(L, b->h.ctx, 3, "fill");
   fill(L, b->h.ctx, b, &v, st ? st : b->h.ctx->stream);
-  finish(L, b->h.ctx, st);
+  cg_work_finish(L, b->h.ctx, st);
   lua_settop(L, 1);
   return 1;
 }
@@ -459,7 +459,7 @@ static int buffer_copy(lua_State *L) {
                                              doff * des, soff * ses);
   cg_pin(L, d->h.ctx, 1); /* pins allocate: handles are read after them */
   cg_pin(L, d->h.ctx, 2);
-  CUstream st = begin(L, d->h.ctx, sidx, "copy");
+  CUstream st = cg_work_begin(L, d->h.ctx, sidx, "copy");
   cg_check_open(L, &s->h);
   if (bytes) {
     CU(L, d->h.ctx, cuMemcpyDtoDAsync, d->h.drv.mem + doff * des,
@@ -468,7 +468,7 @@ static int buffer_copy(lua_State *L) {
       cg_note_copy(L, d->h.ctx, st, &d->h, &s->h, bytes, doff * des,
                    soff * ses);
   }
-  finish(L, d->h.ctx, st);
+  cg_work_finish(L, d->h.ctx, st);
   lua_settop(L, 1);
   return 1;
 }
@@ -498,6 +498,12 @@ static int buffer_address(lua_State *L) {
 
 static int buffer_tostring(lua_State *L) {
   cg_buffer *b = cg_toobj(L, 1, CG_BUFFER);
+  if (b->pitch)
+    return cg_tostring(L, &b->h, " %s[%I] (%p, pitched %Ix%Ix%I, rows of %I "
+                       "bytes)", cg_type_names[b->type], (LUAI_UACINT)b->n,
+                       (void *)(uintptr_t)b->h.drv.mem,
+                       (LUAI_UACINT)b->width, (LUAI_UACINT)b->height,
+                       (LUAI_UACINT)b->depth, (LUAI_UACINT)b->pitch);
   return cg_tostring(L, &b->h, " %s[%I] (%p%s)", cg_type_names[b->type],
                      (LUAI_UACINT)b->n, (void *)(uintptr_t)b->h.drv.mem,
                      b->managed && !b->h.parent ? ", managed"

@@ -26,6 +26,8 @@ typedef struct cg_buffer {
   size_t n;
   cg_type type;
   unsigned char managed; /* managed memory (cuda.managed), or a view of it */
+  size_t pitch;         /* cuda.pitched: bytes a row, else 0 */
+  size_t width, height, depth; /* cuda.pitched: its shape in elements */
 } cg_buffer;
 
 /* cugraph.HostBuffer: page-locked host memory, h.drv.host. */
@@ -59,6 +61,11 @@ typedef struct cg_condition {
 void cg_check_no_views(lua_State *L, const cg_buffer *b);
 /* The stream at idx (nil: ctx's default stream), of device ctx. */
 CUstream cg_optstream(lua_State *L, int idx, cg_ctx *ctx);
+/* Work a Buffer method names a stream for at sidx (0 or nil: none): the
+   stream, after the capture checks; with none, NULL after all device work,
+   and cg_work_finish waits for it on the state's stream. */
+CUstream cg_work_begin(lua_State *L, cg_ctx *ctx, int sidx, const char *what);
+void cg_work_finish(lua_State *L, cg_ctx *ctx, CUstream st);
 /* Writes a pending host value on stream s (outside captures). */
 void cg_scalar_flush(lua_State *L, cg_scalar *sc, CUstream s);
 /* The Condition at idx as a kernel argument (its handle, in slot); 0 when
@@ -94,6 +101,7 @@ void stream_open(lua_State *L);
 void event_open(lua_State *L);
 void buffer_open(lua_State *L);
 void managed_open(lua_State *L);
+void pitched_open(lua_State *L);
 void hostbuf_open(lua_State *L);
 void scalar_open(lua_State *L);
 void condition_open(lua_State *L);
