@@ -340,6 +340,18 @@ describe("annotations and docs", function()
     return assert(mt and mt.methods, "no methods table for cugraph." .. t)
   end
 
+  it("load as Lua (lua-language-server reads them as code), their functions the runtime's", function()
+    local stubs = assert(loadfile("types/cugraph.lua"))()
+    for name, f in pairs(stubs) do
+      if type(f) == "function" then
+        assert.is_function(cuda[name], "a stub without a function: cuda." .. name)
+      end
+    end
+    for name, v in pairs(cuda) do
+      if type(v) == "function" then assert.is_function(stubs[name], "no stub: cuda." .. name) end
+    end
+  end)
+
   it("annotate every function and method of the runtime, and nothing it lacks", function()
     local funcs, methods = declared(read("types/cugraph.lua"))
     for name, v in pairs(cuda) do

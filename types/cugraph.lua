@@ -4,6 +4,12 @@
 -- "workspace.library" in .luarc.json. docs/api.md is the full reference;
 -- spec/51-ux_spec.lua checks that every function and method is here.
 
+---@class cugraph
+---@field version string "0.1.0"
+---@field _VERSION string "cugraph-lua 0.1.0"
+---@field types cugraph.ElementType[]
+local cuda = {}
+
 ---@alias cugraph.ElementType
 ---| "f32" | "f64" | "i8" | "u8" | "i16" | "u16" | "i32" | "u32" | "i64" | "u64"
 ---| "f16" | "bf16" | "__half" | "half" | "__nv_bfloat16" | "nv_bfloat16"
@@ -477,11 +483,6 @@ function Node:handle() end
 function Node:free() end
 function Node:close() end
 
----@class cugraph
----@field version string "0.1.0"
----@field _VERSION string "cugraph-lua 0.1.0"
----@field types cugraph.ElementType[]
-local cuda = {}
 
 ---@param ordinal? integer
 ---@return cugraph.DeviceInfo
