@@ -223,6 +223,19 @@ describe("the command line", function()
     assert.matches("^cugraph%-lua " .. cuda.version:gsub("%p", "%%%0") .. " %(Lua 5%.4[%.%d]*%)\n$", out)
   end)
 
+  it("prints the paths stock lua5.4 needs (--paths), which let it require cugraph", function()
+    local code, out = H.run("--paths")
+    assert.equals(0, code, out)
+    assert.matches("^export LUA_PATH='/[^']*/%?%.lua;[^']*/%?/init%.lua;;'\nexport LUA_CPATH='/[^']*/%?%.so;;'\n$", out)
+    if os.execute("command -v lua5.4 >/dev/null 2>&1") then
+      local p = assert(io.popen("eval \"$(" .. H.build .. "/cugraph-lua --paths)\"; " ..
+                                "lua5.4 -e 'print(require(\"cugraph\")._VERSION)' 2>&1"))
+      local v = p:read("a")
+      p:close()
+      assert.equals(cuda._VERSION .. "\n", v)
+    end
+  end)
+
   it("binds cuda in the REPL and prints tables in full", function()
     local p = assert(io.popen(H.build .. "/cugraph-lua -i 2>&1 <<'EOF'\n" ..
                               "cuda.version\n{1, 2, name = 'x', t = {a = true}}\n" ..

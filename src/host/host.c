@@ -1,8 +1,8 @@
 /* cugraph-lua: a Lua 5.4 interpreter with the CUDA binding built in. It
    takes the options of `lua` and behaves as it does (the arg table,
    LUA_INIT, a traceback with every error, the exit status), plus -h,
-   --version and --info. The interactive loop is in repl.c. */
-#define _POSIX_C_SOURCE 200809L
+   --version, --info, --sim and --paths. The interactive loop is in repl.c. */
+#define _XOPEN_SOURCE 700 /* realpath */
 
 #include <limits.h>
 #include <signal.h>
@@ -22,7 +22,7 @@
 typedef struct options {
   int script;   /* index of the script in argv; 0: none */
   int end;      /* argv[1..end-1] are options */
-  int interactive, version, execute, noenv, help, info, sim;
+  int interactive, version, execute, noenv, help, info, sim, paths;
   const char *bad; /* the offending option, when there is one */
 } options;
 
@@ -117,6 +117,8 @@ static void usage(FILE *f) {
           "  --info      show the driver, devices, NVRTC and cache, and exit\n"
           "  --sim       run on the PTX simulator (no GPU needed): as\n"
           "              CUGRAPH_LUA_LIBCUDA=sim\n"
+          "  --paths     print the LUA_PATH and LUA_CPATH that let stock\n"
+          "              lua5.4 require \"cugraph\" (eval \"$(cugraph-lua --paths)\")\n"
           "  --nproc N   (first) run the script in N processes, one per GPU\n"
           "              (%s --nproc 1 shows the launcher's options)\n"
           "  --        stop handling options\n"
@@ -204,6 +206,7 @@ static void parse(char **argv, options *o) {
     if (!strcmp(a, "--version")) { o->version = 2; continue; }
     if (!strcmp(a, "--info")) { o->info = 1; continue; }
     if (!strcmp(a, "--sim")) { o->sim = 1; continue; }
+    if (!strcmp(a, "--paths")) { o->paths = 1; continue; }
     if (a[2] != '\0' && a[1] != 'e' && a[1] != 'l') { o->bad = a; return; }
     switch (a[1]) {
     case 'E': o->noenv = 1; break;
@@ -330,6 +333,42 @@ static void find_front_end(lua_State *L, const char *argv0) {
   lua_pop(L, 3);
 }
 
+/* The first of two folders under the executable's that holds file, as a
+   canonical path in out; 0 when neither does. */
+static int first_dir(const char *bin, const char *a, const char *b,
+                     const char *file, char out[PATH_MAX]) {
+  char dir[PATH_MAX], f[PATH_MAX + 64];
+  const char *sub[2] = { a, b };
+  for (int i = 0; i < 2; i++) {
+    snprintf(dir, sizeof dir, "%s/%s", bin, sub[i]);
+    if (!realpath(dir, out)) continue;
+    snprintf(f, sizeof f, "%s/%s", out, file);
+    if (access(f, R_OK) == 0) return 1;
+  }
+  return 0;
+}
+
+/* --paths: shell lines setting the search paths of stock lua5.4 to this
+   build's or install's front end and C module. */
+static int paths(const char *argv0) {
+  char exe[PATH_MAX], lua[PATH_MAX], c[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) exe[n] = '\0';
+  else snprintf(exe, sizeof exe, "%s", argv0 ? argv0 : "");
+  char *slash = strrchr(exe, '/');
+  if (slash) *slash = '\0';
+  else snprintf(exe, sizeof exe, ".");
+  if (!first_dir(exe, "../lua", "../share/lua/5.4", "cugraph/init.lua", lua) ||
+      !first_dir(exe, ".", "../lib/lua/5.4", "cugraph/core.so", c)) {
+    fprintf(stderr, "%s: --paths: no cugraph front end or core.so beside "
+            "%s (build with make, or make install)\n", HOST_NAME, exe);
+    return 0;
+  }
+  printf("export LUA_PATH='%s/?.lua;%s/?/init.lua;;'\n", lua, lua);
+  printf("export LUA_CPATH='%s/?.so;;'\n", c);
+  return 1;
+}
+
 static int main_protected(lua_State *L) {
   int argc = (int)lua_tointeger(L, 1);
   char **argv = lua_touserdata(L, 2);
@@ -348,6 +387,10 @@ static int main_protected(lua_State *L) {
   if (o.help) {
     usage(stdout);
     lua_pushboolean(L, 1);
+    return 1;
+  }
+  if (o.paths) {
+    lua_pushboolean(L, paths(argv[0]));
     return 1;
   }
   if (o.version) version();
