@@ -180,6 +180,125 @@ __global__ void approx(const float *x, float *out, int n) {
 }
 ]]):format(FULL)
 
+-- Warp-level instructions over member masks that are not the whole warp:
+-- each lane's own mask (lanes grouped with __match_any_sync, cooperative
+-- groups' partitions), masks after divergence and exits, and the wait of a
+-- .sync instruction for lanes on an out-of-line path.
+local warp_source = [[
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+namespace cg = cooperative_groups;
+#define FULL 0xffffffffu
+extern "C" {
+
+__global__ void partitions(const int *in, int *out, unsigned *masks, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x, lane = threadIdx.x & 31;
+  int v = in[i];
+  unsigned byl = __match_any_sync(FULL, lane & 3), byv = __match_any_sync(FULL, v & 3);
+  masks[i] = byl;
+  masks[n + i] = byv;
+  out[0 * n + i] = __reduce_add_sync(byl, v);
+  out[1 * n + i] = __reduce_max_sync(byl, v);
+  out[2 * n + i] = __reduce_min_sync(byv, v);
+  out[3 * n + i] = (int)__reduce_max_sync(byv, (unsigned)v);
+  out[4 * n + i] = (int)__reduce_or_sync(byl, (unsigned)v);
+  out[5 * n + i] = (int)__reduce_xor_sync(byv, (unsigned)v);
+  out[6 * n + i] = (int)__reduce_and_sync(byl, (unsigned)v | 0x10000u);
+  out[7 * n + i] = (int)__reduce_add_sync(byv, (unsigned)v);
+}
+
+__global__ void partial_votes(const int *in, unsigned *out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x, lane = threadIdx.x & 31;
+  int v = in[i];
+  unsigned g = __match_any_sync(FULL, lane % 3);
+  out[0 * n + i] = __ballot_sync(g, v & 1);
+  out[1 * n + i] = __all_sync(g, v > 10) | __any_sync(g, v > 80) << 1 |
+                   __uni_sync(g, v & 2) << 2;
+  unsigned odd = __ballot_sync(FULL, v & 1);
+  if (v & 1) {
+    out[2 * n + i] = __ballot_sync(odd, v > 50);
+    out[3 * n + i] = __activemask();
+  } else {
+    out[2 * n + i] = __ballot_sync(~odd, v < 30);
+    out[3 * n + i] = __all_sync(~odd, v < 95) | __any_sync(~odd, v < 5) << 1;
+  }
+}
+
+__global__ void exits(const int *in, unsigned *out) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x, lane = threadIdx.x & 31;
+  int v = in[i];
+  if (lane >= 20 + (int)(blockIdx.x & 1) * 8) return;
+  out[5 * i + 0] = __ballot_sync(FULL, v & 1);
+  out[5 * i + 1] = __all_sync(FULL, v >= 3) | __any_sync(FULL, v > 90) << 1;
+  out[5 * i + 2] = __reduce_add_sync(FULL, (unsigned)v);
+  out[5 * i + 3] = __match_any_sync(FULL, v & 3);
+  out[5 * i + 4] = __activemask();
+}
+
+__global__ void sub_shfl(const int *in, int *out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x, lane = threadIdx.x & 31;
+  int v = in[i], r;
+  if (lane < 16) r = __shfl_xor_sync(0x0000ffffu, v, 5);
+  else r = __shfl_down_sync(0xffff0000u, v, 3);
+  out[0 * n + i] = r;
+  out[1 * n + i] = __shfl_sync(FULL, v, (lane + 3) & 7, 8);
+  out[2 * n + i] = __shfl_up_sync(FULL, v, 2, 8);
+  out[3 * n + i] = __shfl_down_sync(FULL, v, 3, 16);
+  unsigned g = __match_any_sync(FULL, lane & 3);
+  out[4 * n + i] = __shfl_sync(g, v, (lane + 4) & 31);
+  out[5 * n + i] = __shfl_xor_sync(g, v, 8);
+}
+
+__global__ void cg_parts(const int *in, const float *fin, int *out, float *fout, int n) {
+  cg::thread_block block = cg::this_thread_block();
+  cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  int v = in[i];
+  float f = fin[i];
+  cg::coalesced_group part = cg::labeled_partition(warp, v & 3);
+  out[0 * n + i] = cg::reduce(part, v, cg::plus<int>());
+  out[1 * n + i] = cg::reduce(part, v, cg::greater<int>());
+  out[2 * n + i] = (int)(part.thread_rank() | part.num_threads() << 8);
+  fout[0 * n + i] = cg::reduce(part, f, cg::plus<float>());
+  cg::thread_block_tile<8> tile8 = cg::tiled_partition<8>(block);
+  out[3 * n + i] = cg::reduce(tile8, v, cg::plus<int>());
+  fout[1 * n + i] = cg::reduce(warp, f, cg::plus<float>());
+  if (v & 1) {
+    cg::coalesced_group odd = cg::coalesced_threads();
+    out[4 * n + i] = cg::reduce(odd, v, cg::bit_xor<int>());
+    out[5 * n + i] = (int)(odd.thread_rank() | odd.num_threads() << 8);
+    fout[2 * n + i] = cg::reduce(odd, f, cg::plus<float>());
+  }
+}
+
+// The unlikely paths are laid out after the function's return and branch
+// back to the shuffle or __syncwarp, which waits for them.
+__global__ void cold_path(const int *in, int *out) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  int v = in[i];
+  if (__builtin_expect(v % 7 == 3, 0)) {
+    int m = (v & 7) + 1;
+    for (int k = 0; k < m; k++) v = v * 3 + in[k];
+  }
+  out[i] = __shfl_xor_sync(FULL, v, 1);
+}
+
+__global__ void cold_syncwarp(const int *in, int *out) {
+  __shared__ int s[64];
+  int t = threadIdx.x, i = blockIdx.x * blockDim.x + t;
+  int v = in[i];
+  if (__builtin_expect(v % 5 == 1, 0)) {
+    int m = (v & 3) + 2;
+    for (int k = 0; k < m; k++) v = v * 5 + in[k + 1];
+  }
+  s[t] = v;
+  __syncwarp();
+  out[i] = s[t ^ 1] + s[t ^ 6];
+}
+
+}
+]]
+
 -- Deterministic values: the xorshift of model.lua, as signed 32-bit ints.
 local function ints(n, seed, mod)
   local v, s = {}, seed
@@ -199,6 +318,31 @@ local function i32(x)
   return x >= 1 << 31 and x - (1 << 32) or x
 end
 
+-- The lanes l of a warp (0-based) for which keep(l) holds, as a mask.
+local function lanes(keep)
+  local m = 0
+  for l = 0, 31 do if keep(l) then m = m | 1 << l end end
+  return m
+end
+
+local function popcount(m)
+  local c = 0
+  while m ~= 0 do c = c + (m & 1); m = m >> 1 end
+  return c
+end
+
+-- fold(acc, x) over the lanes of mask m of warp w's values v (1-based).
+local function over(m, v, w, fold)
+  local acc
+  for l = 0, 31 do
+    if m >> l & 1 == 1 then
+      local x = v[w * 32 + l + 1]
+      acc = acc == nil and x or fold(acc, x)
+    end
+  end
+  return acc
+end
+
 describe("the PTX simulator's instructions", function()
   if not (H.gpu or H.sim) then
     it("needs kernels that run", function()
@@ -206,10 +350,11 @@ describe("the PTX simulator's instructions", function()
     end)
     return
   end
-  local m, fast, s
+  local m, fast, w, s
   setup(function()
     m = cuda.compile(source, { name = "sim_spec.cu", arch = "sm_90" })
     fast = cuda.compile(source, { name = "sim_spec.cu", arch = "sm_90", fast_math = true })
+    w = cuda.compile(warp_source, { name = "sim_warp.cu", arch = "sm_90" })
     s = cuda.stream()
   end)
 
@@ -286,6 +431,183 @@ describe("the PTX simulator's instructions", function()
     for i = 0, n - 1 do
       local nb = acc[(i // 32) * 32 + (i % 32 + 1) % 32]
       assert.equals(i32(acc[i] + 1000 * nb), got[i + 1])
+    end
+  end)
+
+  it("reduces over each lane's own member mask (redux.sync after __match_any_sync)", function()
+    local n = 64
+    local v = ints(n, 29)
+    local out, masks = cuda.buffer("i32", 8 * n), cuda.buffer("u32", 2 * n)
+    w.partitions:launch(s, 1, n, cuda.buffer("i32", v), out, masks, n)
+    local got, mk = out:download(), masks:download()
+    local add = function(a, b) return a + b end
+    local uv, uv16 = {}, {}
+    for j = 1, n do uv[j] = v[j] & 0xffffffff; uv16[j] = uv[j] | 0x10000 end
+    for i = 0, n - 1 do
+      local wi, l = i // 32, i % 32
+      local byl = lanes(function(j) return j & 3 == l & 3 end)
+      local byv = lanes(function(j) return v[wi * 32 + j + 1] & 3 == v[i + 1] & 3 end)
+      assert.equals(byl, mk[i + 1])
+      assert.equals(byv, mk[n + i + 1])
+      local function want(k) return got[k * n + i + 1] end
+      assert.equals(i32(over(byl, v, wi, add)), want(0), "add, lane " .. i)
+      assert.equals(over(byl, v, wi, math.max), want(1))
+      assert.equals(over(byv, v, wi, math.min), want(2))
+      assert.equals(i32(over(byv, uv, wi, math.max)), want(3))
+      assert.equals(i32(over(byl, uv, wi, function(a, b) return a | b end)), want(4))
+      assert.equals(i32(over(byv, uv, wi, function(a, b) return a ~ b end)), want(5))
+      assert.equals(i32(over(byl, uv16, wi, function(a, b) return a & b end)), want(6))
+      assert.equals(i32(over(byv, uv, wi, add)), want(7))
+    end
+  end)
+
+  it("votes over each lane's own member mask, and after divergence", function()
+    local n = 64
+    local v = ints(n, 31, 100)
+    local out = cuda.buffer("u32", 4 * n)
+    w.partial_votes:launch(s, 1, n, cuda.buffer("i32", v), out, n)
+    local got = out:download()
+    for i = 0, n - 1 do
+      local wi, l, x = i // 32, i % 32, v[i + 1]
+      local function val(j) return v[wi * 32 + j + 1] end
+      local function want(k) return got[k * n + i + 1] end
+      local g = lanes(function(j) return j % 3 == l % 3 end)
+      local function all(m, p) return lanes(function(j) return m >> j & 1 == 1 and p(val(j)) end) == m end
+      local function any(m, p) return lanes(function(j) return m >> j & 1 == 1 and p(val(j)) end) ~= 0 end
+      local function b(c) return c and 1 or 0 end
+      assert.equals(lanes(function(j) return g >> j & 1 == 1 and val(j) & 1 == 1 end), want(0))
+      local uni = all(g, function(y) return y & 2 == 2 end) or all(g, function(y) return y & 2 == 0 end)
+      assert.equals(b(all(g, function(y) return y > 10 end)) | b(any(g, function(y) return y > 80 end)) << 1
+                    | b(uni) << 2, want(1), "lane " .. i)
+      local odd = lanes(function(j) return val(j) & 1 == 1 end)
+      if x & 1 == 1 then
+        assert.equals(lanes(function(j) return odd >> j & 1 == 1 and val(j) > 50 end), want(2))
+        assert.equals(odd, want(3))
+      else
+        local even = ~odd & 0xffffffff
+        assert.equals(lanes(function(j) return even >> j & 1 == 1 and val(j) < 30 end), want(2))
+        assert.equals(b(all(even, function(y) return y < 95 end)) | b(any(even, function(y) return y < 5 end)) << 1,
+                      want(3))
+      end
+    end
+  end)
+
+  it("leaves out lanes that exited, and lanes a partial warp does not have", function()
+    local v = ints(96, 37, 100)
+    local out = cuda.buffer("u32", 5 * 96):fill(7)
+    w.exits:launch(s, 2, 48, cuda.buffer("i32", v), out)
+    local got = out:download()
+    for b = 0, 1 do
+      for wi = 0, 1 do
+        local size = wi == 0 and 32 or 16
+        local keep = math.min(size, 20 + b * 8)
+        local live = lanes(function(j) return j < keep end)
+        local base = b * 48 + wi * 32
+        local function val(j) return v[base + j + 1] end
+        local sum, odd, all3, any90 = 0, 0, true, false
+        for j = 0, keep - 1 do
+          sum = sum + val(j)
+          if val(j) & 1 == 1 then odd = odd | 1 << j end
+          all3 = all3 and val(j) >= 3
+          any90 = any90 or val(j) > 90
+        end
+        for l = 0, size - 1 do
+          local at = 5 * (base + l)
+          if l < keep then
+            assert.equals(odd, got[at + 1], "ballot, block " .. b .. " warp " .. wi)
+            assert.equals((all3 and 1 or 0) | (any90 and 2 or 0), got[at + 2])
+            assert.equals(sum, got[at + 3])
+            assert.equals(lanes(function(j) return live >> j & 1 == 1 and val(j) & 3 == val(l) & 3 end),
+                          got[at + 4])
+            assert.equals(live, got[at + 5])
+          else
+            for k = 1, 5 do assert.equals(7, got[at + k]) end
+          end
+        end
+      end
+    end
+  end)
+
+  it("shuffles within masks and segments that are not the whole warp", function()
+    local n = 64
+    local v = ints(n, 41)
+    local out = cuda.buffer("i32", 6 * n)
+    w.sub_shfl:launch(s, 1, n, cuda.buffer("i32", v), out, n)
+    local got = out:download()
+    for i = 0, n - 1 do
+      local base, l = i - i % 32, i % 32
+      local function val(j) return v[base + j + 1] end
+      local function want(k) return got[k * n + i + 1] end
+      if l < 16 then
+        assert.equals(val(l ~ 5), want(0))
+      else
+        assert.equals(l + 3 <= 31 and val(l + 3) or val(l), want(0), "down, lane " .. l)
+      end
+      assert.equals(val((l & ~7) + ((l + 3) & 7)), want(1))
+      assert.equals(l - 2 >= (l & ~7) and val(l - 2) or val(l), want(2))
+      assert.equals(l + 3 <= (l & 16) + 15 and val(l + 3) or val(l), want(3))
+      assert.equals(val((l + 4) & 31), want(4))
+      assert.equals(val(l ~ 8), want(5))
+    end
+  end)
+
+  it("reduces over cooperative groups' labeled partitions, tiles and coalesced groups", function()
+    local n = 64
+    local v = ints(n, 43, 1000)
+    local f = {}
+    for i = 1, n do f[i] = (v[i] % 200) * 0.25 end -- sums exact in any order
+    local out, fout = cuda.buffer("i32", 6 * n):fill(0), cuda.buffer("f32", 3 * n):fill(0)
+    w.cg_parts:launch(s, 1, n, cuda.buffer("i32", v), cuda.buffer("f32", f), out, fout, n)
+    local got, fgot = out:download(), fout:download()
+    local add = function(a, b) return a + b end
+    for i = 0, n - 1 do
+      local wi, l, x = i // 32, i % 32, v[i + 1]
+      local function want(k) return got[k * n + i + 1] end
+      local part = lanes(function(j) return v[wi * 32 + j + 1] & 3 == x & 3 end)
+      local below = part & ((1 << l) - 1)
+      assert.equals(over(part, v, wi, add), want(0))
+      assert.equals(over(part, v, wi, math.max), want(1))
+      assert.equals(popcount(below) | popcount(part) << 8, want(2))
+      assert.equals(over(part, f, wi, add), fgot[i + 1])
+      local t8 = 0xff << (l & 24)
+      assert.equals(over(t8, v, wi, add), want(3))
+      assert.equals(over(0xffffffff, f, wi, add), fgot[n + i + 1])
+      if x & 1 == 1 then
+        local odd = lanes(function(j) return v[wi * 32 + j + 1] & 1 == 1 end)
+        assert.equals(over(odd, v, wi, function(a, b) return a ~ b end), want(4))
+        assert.equals(popcount(odd & ((1 << l) - 1)) | popcount(odd) << 8, want(5))
+        assert.equals(over(odd, f, wi, add), fgot[2 * n + i + 1])
+      else
+        assert.equals(0, want(4))
+      end
+    end
+  end)
+
+  it("waits at a shuffle and at __syncwarp for lanes on a path laid out after the return", function()
+    local n = 128
+    local v = ints(n, 47, 1000)
+    local out = cuda.buffer("i32", n)
+    w.cold_path:launch(s, 2, 64, cuda.buffer("i32", v), out)
+    local got, final = out:download(), {}
+    for i = 1, n do
+      local x = v[i]
+      if x % 7 == 3 then
+        for k = 0, (x & 7) do x = i32(x * 3 + v[k + 1]) end
+      end
+      final[i - 1] = x
+    end
+    for i = 0, n - 1 do assert.equals(final[i ~ 1], got[i + 1], "lane " .. i) end
+    w.cold_syncwarp:launch(s, 2, 64, cuda.buffer("i32", v), out)
+    got = out:download()
+    for i = 1, n do
+      local x = v[i]
+      if x % 5 == 1 then
+        for k = 0, (x & 3) + 1 do x = i32(x * 5 + v[k + 2]) end
+      end
+      final[i - 1] = x
+    end
+    for i = 0, n - 1 do
+      assert.equals(i32(final[i ~ 1] + final[i ~ 6]), got[i + 1], "lane " .. i)
     end
   end)
 

@@ -39,12 +39,15 @@ static inline unsigned lanes(uint32_t x) {
 static inline float sat32(float x) { return x != x ? 0 : x < 0 ? 0 : x > 1 ? 1 : x; }
 
 /* Moves lanes of the group aside and picks the next group: the runnable
-   lanes (not waiting at a barrier) at the lowest PC. */
+   lanes (not waiting at a barrier) at the lowest PC, lanes parked there
+   joining them; parked lanes wait while others can run. */
 static void schedule(frame *f, uint32_t wait) {
   for (uint32_t m = f->mask; m; m &= m - 1) f->pcs[__builtin_ctz(m)] = f->pc;
-  uint32_t run = f->live & ~wait;
+  uint32_t run = f->live & ~wait, go = run & ~f->park;
+  f->release = run && !go;
+  if (f->release) go = run;
   int min = INT_MAX;
-  for (uint32_t m = run; m; m &= m - 1) {
+  for (uint32_t m = go; m; m &= m - 1) {
     int pc = f->pcs[__builtin_ctz(m)];
     if (pc < min) min = pc;
   }
@@ -53,8 +56,9 @@ static void schedule(frame *f, uint32_t wait) {
   for (uint32_t m = run; m; m &= m - 1) {
     int l = __builtin_ctz(m), pc = f->pcs[l];
     if (pc == min) mask |= 1u << l;
-    else if (pc < other) other = pc;
+    else if (pc < other && (go >> l & 1)) other = pc;
   }
+  f->park &= ~mask;
   f->mask = mask;
   f->pc = min;
   f->other = other;
@@ -74,6 +78,11 @@ static void cond_call(worker *w, warp *wp, int lane, const ins *in) {
     exec_fault(w, wp, lane, in, SIM_LAUNCH_FAILED, "cudaGraphSetConditional of "
                "handle 0x%llx, not one of the running graph's", (unsigned long long)h);
 }
+
+/* A .sync warp instruction's wait for its member masks (warp_wait): the
+   group parks, and the scheduler runs others. */
+#define SYNC_WAIT()                                                         \
+  (in->e >= 0 && warp_wait(wp, f, code, in, &em, depth ? 0 : wp->wait))
 
 /* Runs the group of frame f until every lane of f has left it (RUN_DONE),
    or, at depth 0, every lane left waits at a barrier (RUN_BLOCKED). */
@@ -455,7 +464,8 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
       if (ins_atom(w, wp, in, em, D, A, B)) goto fault;
       break;
     case OP_REDUX:
-      ins_redux(in, em, D, A);
+      if (SYNC_WAIT()) continue;
+      ins_redux(wp, in, em, D, A);
       break;
     case OP_EX2:
       if (isf32) F32OP(exp2f(x));
@@ -485,19 +495,23 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
       else F64OP(copysign(y, x));
       break;
     case OP_SHFL:
+      if (SYNC_WAIT()) continue;
       ins_shfl(wp, in, em, D, A, B, C);
       break;
     case OP_VOTE:
-      ins_vote(wp, in, em, D, B);
+      if (SYNC_WAIT()) continue;
+      ins_vote(wp, in, em, D);
       break;
     case OP_MATCH:
+      if (SYNC_WAIT()) continue;
       ins_match(wp, in, em, D, A);
       break;
-    case OP_ACTIVEMASK: {
-      uint32_t am = f->mask;
-      LOOP(D[l] = am);
+    case OP_WSYNC:
+      if (SYNC_WAIT()) continue;
       break;
-    }
+    case OP_ACTIVEMASK: /* predicated-off lanes are not active */
+      LOOP(D[l] = em);
+      break;
     case OP_SETCOND:
       LOOP(cond_call(w, wp, l, in); if (w->fault) goto fault);
       break;
@@ -579,6 +593,8 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
       sub.pc = g->start;
       sub.other = INT_MAX;
       sub.live = sub.mask = em;
+      sub.park = 0;
+      sub.release = 0;
       w->executed += executed;
       executed = 0;
       int r = exec_run(w, wp, &sub, depth + 1);

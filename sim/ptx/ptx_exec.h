@@ -30,9 +30,18 @@
 
 #define ALL 0xffffffffu
 
+/* A warp's lanes in one function: the group running, and the others at
+   their PCs. A lane parked at a .sync warp instruction waits there for the
+   lanes of its member mask; the scheduler runs others first, and when
+   nothing else can run it releases the lowest parked group (PTX leaves a
+   mask naming lanes that never come undefined; the simulator goes on). */
 typedef struct frame {
-  int pc, other;        /* the group's PC; the lowest PC of other lanes */
+  int pc, other;        /* the group's PC; the lowest PC of other lanes
+                           that are not parked */
   uint32_t live, mask;  /* lanes in this frame; lanes of the group */
+  uint32_t park;        /* lanes parked at a .sync warp instruction */
+  int release;          /* the group was released: it goes on without
+                           waiting at its .sync instruction */
   int pcs[32];          /* PCs of lanes outside the group */
 } frame;
 

@@ -22,7 +22,7 @@ static int ignorable(const char *s, int len) {
   static const char *const w[] = {
     "ca", "cg", "cs", "lu", "cv", "nc", "wb", "wt", "volatile", "relaxed",
     "acquire", "release", "acq_rel", "weak", "sc", "cta", "gpu", "sys",
-    "cluster", "aligned", "sync", "uni", "L2::64B", "L2::128B", "L2::256B",
+    "cluster", "aligned", "uni", "L2::64B", "L2::128B", "L2::256B",
     "L1::evict_last", "L1::evict_first", "L1::evict_normal",
     "L1::no_allocate", "L1::evict_unchanged", "L2::evict_last",
     "L2::evict_first", "L2::evict_normal", "L2::cache_hint", "noftz",
@@ -80,6 +80,10 @@ static int parse_mods(dec *d, const tok *t, mods *md) {
     static const char *const aops[] = {"add", "min", "max", "inc", "dec",
                                        "and", "or", "xor", "exch", "cas"};
     int done = 0;
+    if (modw(s, len, "sync")) { /* bar.sync, and a warp's .sync forms */
+      in->flags |= F_SYNC;
+      continue;
+    }
     if (dec_parse_type(s, len, &k, &b)) {
       if (md->nt == 3) return dec_fail(d, t->line, "too many types");
       md->tk[md->nt] = k, md->tb[md->nt++] = b;
@@ -142,9 +146,7 @@ static int parse_mods(dec *d, const tok *t, mods *md) {
       in->flags |= F_SHIFTAMT;
     else if (modw(s, len, "uni") && in->op == OP_BRA) in->flags |= F_UNI;
     else if (modw(s, len, "v2") || modw(s, len, "v4")) in->vec = (uint8_t)(s[1] - '0');
-    else if ((in->op == OP_BAR) && (modw(s, len, "sync") || modw(s, len, "warp")
-                                  || modw(s, len, "aligned") || modw(s, len, "cta")))
-      in->cmp |= modw(s, len, "warp");
+    else if (in->op == OP_BAR && modw(s, len, "warp")) in->cmp = 1;
     else if (in->op == OP_BAR && (modw(s, len, "arrive") || modw(s, len, "red")))
       return dec_fail(d, t->line, "unsupported instruction '%.*s'", t->len,
                       t->s);
@@ -429,38 +431,63 @@ int dec_instruction(dec *d, tok *t, int guard, int gneg) {
     if (b < 32 && !(in->cmp == A_CAS && b == 16)) unsupported = 1;
     break;
   }
-  case OP_REDUX:
+  /* The member mask of a warp's .sync forms goes in e; the forms without
+     .sync (vote, shfl) take the lanes running together. */
+  case OP_REDUX: /* .add .min .max of u32 and s32; .and .or .xor of b32 */
+    if (!(in->flags & F_SYNC) || n != 3 || md.nt != 1 || b != 32
+        || (k != K_U && k != K_S && k != K_B)
+        || (k == K_B) != (in->cmp == A_AND || in->cmp == A_OR
+                          || in->cmp == A_XOR)
+        || in->cmp == A_INC || in->cmp == A_DEC || in->cmp >= A_EXCH) {
+      unsupported = 1;
+      break;
+    }
     in->d[0] = DST(0);
     in->a = SRC(1, k, b);
-    in->b = n > 2 ? SRC(2, K_U, 32) : -1;
+    in->e = SRC(2, K_U, 32);
     break;
   case OP_BAR:
-    if (in->cmp & 1) { in->op = OP_NOP; break; } /* bar.warp.sync */
+    if (in->cmp == 1) { /* bar.warp.sync membermask */
+      if (!(in->flags & F_SYNC) || n != 1) { unsupported = 1; break; }
+      in->op = OP_WSYNC;
+      in->e = SRC(0, K_U, 32);
+      break;
+    }
     if (n > 0) in->a = SRC(0, K_U, 32);
     if (n > 1) in->b = SRC(1, K_U, 32);
     break;
   case OP_SHFL:
-    if (n < 4 || in->tb != 32) { unsupported = 1; break; }
+    if (n != ((in->flags & F_SYNC) ? 5 : 4) || in->tb != 32) {
+      unsupported = 1;
+      break;
+    }
     in->d[0] = DST(0);
     in->d[1] = o[0].r2;
     in->a = SRC(1, K_B, 32);
     in->b = SRC(2, K_U, 32);
     in->c = SRC(3, K_U, 32);
-    in->e = n > 4 ? SRC(4, K_U, 32) : dec_const_slot(d, 0xffffffffu);
+    if (in->flags & F_SYNC) in->e = SRC(4, K_U, 32);
     break;
   case OP_VOTE:
     if (in->cmp == V_BALLOT) in->d[0] = DST(0);
     else in->d[0] = PRED(0);
-    if (n < 2 || o[1].kind != O_PRED) { unsupported = 1; break; }
+    if (n != ((in->flags & F_SYNC) ? 3 : 2) || o[1].kind != O_PRED) {
+      unsupported = 1;
+      break;
+    }
     in->a = o[1].r;
     in->bop = (uint8_t)o[1].neg;
-    in->b = n > 2 ? SRC(2, K_U, 32) : dec_const_slot(d, 0xffffffffu);
+    if (in->flags & F_SYNC) in->e = SRC(2, K_U, 32);
     break;
-  case OP_MATCH:
+  case OP_MATCH: /* match.any.sync.b32 d, a, m; match.all.sync d[|p], a, m */
+    if (!(in->flags & F_SYNC) || n != 3 || k != K_B || (b != 32 && b != 64)) {
+      unsupported = 1;
+      break;
+    }
     in->d[0] = DST(0);
-    in->d[1] = n > 0 ? o[0].r2 : -1;
+    in->d[1] = o[0].r2;
     in->a = SRC(1, k, b);
-    in->b = SRC(2, K_U, 32);
+    in->e = SRC(2, K_U, 32);
     break;
   case OP_ACTIVEMASK:
     in->d[0] = DST(0);

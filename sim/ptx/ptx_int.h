@@ -15,7 +15,7 @@ enum {
   OP_VOTE, OP_MATCH, OP_ACTIVEMASK, OP_EX2, OP_LG2, OP_RCP, OP_RSQRT,
   OP_SQRT, OP_SIN, OP_COS, OP_TANH, OP_COPYSIGN, OP_TESTP, OP_TRAP,
   OP_SETCOND, OP_PACK, OP_UNPACK, OP_ISSPACEP, OP_MUL24, OP_MAD24, OP_SAD,
-  OP_LOP3, OP_REDUX,
+  OP_LOP3, OP_REDUX, OP_WSYNC,
 };
 
 /* Generic addresses of shared and local memory: a tag in the top bits
@@ -38,7 +38,7 @@ enum { SP_GENERIC, SP_GLOBAL, SP_SHARED, SP_LOCAL, SP_PARAM, SP_FPARAM,
 /* Flags. */
 enum {
   F_FTZ = 1, F_SAT = 2, F_HI = 4, F_WIDE = 8, F_APPROX = 16, F_TO = 32,
-  F_UNI = 64, F_SHIFTAMT = 128,
+  F_UNI = 64, F_SHIFTAMT = 128, F_SYNC = 256,
 };
 
 /* Rounding: R_N.. for floats, R_NI.. for rounding to integers. */
@@ -77,7 +77,8 @@ typedef struct ins {
   uint8_t nd;         /* destinations (vector loads) */
   int32_t d[4];       /* destination slots (pred: d[0] predicate, d[1] the
                          second of setp's p|q, or -1) */
-  int32_t a, b, c, e; /* sources; a predicate source is a predicate index */
+  int32_t a, b, c, e; /* sources; a predicate source is a predicate index;
+                         e: the member mask of a .sync warp instruction */
   int32_t base;       /* memory: slot of the address register, or -1 */
   int64_t off;        /* memory: immediate offset (symbols resolved) */
   int32_t target;     /* bra, call: instruction index */

@@ -95,6 +95,8 @@ static void start_warp(worker *w, warp *wp, unsigned index) {
   wp->top.pc = rc->k->start;
   wp->top.other = INT_MAX;
   wp->top.live = wp->top.mask = live;
+  wp->top.park = 0;
+  wp->top.release = 0;
 }
 
 static int run_block(worker *w) {
