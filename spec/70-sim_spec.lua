@@ -187,6 +187,7 @@ __global__ void approx(const float *x, float *out, int n) {
 local warp_source = [[
 #include <cooperative_groups.h>
 #include <cooperative_groups/reduce.h>
+#include <cooperative_groups/scan.h>
 namespace cg = cooperative_groups;
 #define FULL 0xffffffffu
 extern "C" {
@@ -269,6 +270,62 @@ __global__ void cg_parts(const int *in, const float *fin, int *out, float *fout,
     out[5 * n + i] = (int)(odd.thread_rank() | odd.num_threads() << 8);
     fout[2 * n + i] = cg::reduce(odd, f, cg::plus<float>());
   }
+}
+
+// Reductions and scans over tiles of several warps, up to the whole block:
+// cooperative groups keep their scratch in the block's reserved shared
+// memory (%reserved_smem_offset_1).
+__global__ void cg_block(const int *in, int *out, int n) {
+  cg::thread_block block = cg::this_thread_block();
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  int v = in[i];
+  out[0 * n + i] = cg::reduce(cg::tiled_partition<32>(block), v, cg::plus<int>());
+  out[1 * n + i] = cg::reduce(cg::tiled_partition<64>(block), v, cg::plus<int>());
+  out[2 * n + i] = cg::reduce(cg::tiled_partition<128>(block), v, cg::greater<int>());
+  out[3 * n + i] = cg::reduce(cg::tiled_partition<256>(block), v, cg::plus<int>());
+  out[4 * n + i] = cg::inclusive_scan(cg::tiled_partition<64>(block), v);
+  out[5 * n + i] = cg::exclusive_scan(cg::tiled_partition<256>(block), v);
+}
+
+// Special registers: the warp's and lane's place, clocks, shared memory
+// sizes (40 bytes static here, the launch's dynamic bytes).
+__global__ void sregs(unsigned *out, unsigned long long *t) {
+  __shared__ int st[10];
+  extern __shared__ int dyn[];
+  unsigned r[16];
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  st[threadIdx.x % 10] = i;
+  dyn[threadIdx.x] = i;
+  unsigned long long c0 = clock64(), g0;
+  unsigned k0 = clock();
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g0));
+  asm("mov.u32 %0, %%warpid;" : "=r"(r[0]));
+  asm("mov.u32 %0, %%nwarpid;" : "=r"(r[1]));
+  asm("mov.u32 %0, %%smid;" : "=r"(r[2]));
+  asm("mov.u32 %0, %%nsmid;" : "=r"(r[3]));
+  asm("mov.u32 %0, %%lanemask_eq;" : "=r"(r[4]));
+  asm("mov.u32 %0, %%lanemask_le;" : "=r"(r[5]));
+  asm("mov.u32 %0, %%lanemask_lt;" : "=r"(r[6]));
+  asm("mov.u32 %0, %%lanemask_ge;" : "=r"(r[7]));
+  asm("mov.u32 %0, %%lanemask_gt;" : "=r"(r[8]));
+  asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(r[9]));
+  asm("mov.u32 %0, %%total_smem_size;" : "=r"(r[10]));
+  asm("mov.u32 %0, %%aggr_smem_size;" : "=r"(r[11]));
+  asm("mov.u32 %0, %%reserved_smem_offset_begin;" : "=r"(r[12]));
+  asm("mov.u32 %0, %%reserved_smem_offset_end;" : "=r"(r[13]));
+  asm("mov.u32 %0, %%reserved_smem_offset_cap;" : "=r"(r[14]));
+  asm("mov.u32 %0, %%reserved_smem_offset_1;" : "=r"(r[15]));
+  __syncthreads();
+  for (int k = 0; k < 16; k++) out[17 * i + k] = r[k];
+  out[17 * i + 16] = warpSize + (st[(threadIdx.x + 1) % 10] < 0) +
+                     (dyn[(threadIdx.x + 1) % blockDim.x] < 0);
+  unsigned long long c1 = clock64(), g1;
+  unsigned k1 = clock();
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g1));
+  t[4 * i + 0] = c1 - c0;
+  t[4 * i + 1] = k1 - k0;
+  t[4 * i + 2] = g0;
+  t[4 * i + 3] = g1 - g0;
 }
 
 // The unlikely paths are laid out after the function's return and branch
@@ -608,6 +665,65 @@ describe("the PTX simulator's instructions", function()
     end
     for i = 0, n - 1 do
       assert.equals(i32(final[i ~ 1] + final[i ~ 6]), got[i + 1], "lane " .. i)
+    end
+  end)
+
+  it("reduces and scans over tiles of several warps, up to the whole block", function()
+    local n = 512
+    local v = ints(n, 53, 1000)
+    local out = cuda.buffer("i32", 6 * n)
+    w.cg_block:launch(s, 2, 256, cuda.buffer("i32", v), out, n)
+    local got = out:download()
+    local add = function(a, b) return a + b end
+    local function tile(i, size, fold)
+      local acc
+      for j = i - i % size, i - i % size + size - 1 do
+        acc = acc == nil and v[j + 1] or fold(acc, v[j + 1])
+      end
+      return acc
+    end
+    for i = 0, n - 1 do
+      local function want(k) return got[k * n + i + 1] end
+      assert.equals(tile(i, 32, add), want(0))
+      assert.equals(tile(i, 64, add), want(1), "tile of 64, thread " .. i)
+      assert.equals(tile(i, 128, math.max), want(2))
+      assert.equals(tile(i, 256, add), want(3))
+      local inc, exc = 0, 0
+      for j = i - i % 64, i do inc = inc + v[j + 1] end
+      for j = i - i % 256, i - 1 do exc = exc + v[j + 1] end
+      assert.equals(inc, want(4))
+      assert.equals(exc, want(5))
+    end
+  end)
+
+  it("reads warpSize and the special registers a kernel can read", function()
+    local n = 64
+    local out, t = cuda.buffer("u32", 17 * n), cuda.buffer("u64", 4 * n)
+    w.sregs:shared(4 * n)
+    w.sregs:launch(s, 1, n, out, t)
+    local got, tg = out:download(), t:download()
+    for i = 0, n - 1 do
+      local r = {}
+      for k = 0, 16 do r[k] = got[17 * i + k + 1] end
+      local l = i % 32
+      assert.is_true(r[0] < r[1], "warpid below nwarpid")
+      assert.is_true(r[2] < r[3], "smid below nsmid")
+      assert.equals(1 << l, r[4])
+      assert.equals((2 << l) - 1 & 0xffffffff, r[5])
+      assert.equals((1 << l) - 1, r[6])
+      assert.equals(~((1 << l) - 1) & 0xffffffff, r[7])
+      assert.equals(~((2 << l) - 1) & 0xffffffff, r[8])
+      assert.equals(4 * n, r[9])
+      assert.equals(384, r[10]) -- 40 static and 256 dynamic bytes, in units of 128
+      assert.is_true(r[11] >= r[10] + r[14], "aggr_smem_size counts the reserved region")
+      assert.is_true(r[12] <= r[15] and r[15] + 288 <= r[13] and r[13] - r[12] <= r[14],
+                     "cooperative groups' scratch in the reserved region")
+      assert.equals(32, r[16])
+      assert.is_true(tg[4 * i + 1] > 0 and tg[4 * i + 2] > 0, "clock64 and clock advance")
+      assert.is_true(tg[4 * i + 3] ~= 0, "globaltimer")
+      assert.is_true(tg[4 * i + 4] >= 0 and tg[4 * i + 4] < 10 * 1000000000, "globaltimer, in ns")
+      assert.equals(r[0], got[17 * (i - l) + 1], "one warpid a warp")
+      assert.equals(r[2], got[1], "one smid a block")
     end
   end)
 
@@ -951,6 +1067,21 @@ describe("the PTX simulator's loader and faults", function()
     local err = H.error_of(cuda.module, ptx, "brk.ptx")
     assert.equals("CUDA_ERROR_INVALID_PTX", err.name)
     assert.matches("brk.ptx: PTX line 7: unsupported instruction 'brkpt'", tostring(err), 1, true)
+  end)
+
+  it("refuses the shared memory size of a kernel when .shared variables lie outside kernels", function()
+    local ptx = ".version 8.0\n.target sm_90\n.address_size 64\n.shared .align 4 .b8 gs[16];\n" ..
+                ".visible .entry k(.param .u64 out)\n{\n\t.reg .b32 %r;\n\t.reg .b64 %p;\n" ..
+                "\tmov.u32 %r, %total_smem_size;\n\tld.param.u64 %p, [out];\n" ..
+                "\tst.global.u32 [%p], %r;\n\tret;\n}\n"
+    local err = H.error_of(cuda.module, ptx, "smem.ptx")
+    assert.matches("smem.ptx: PTX line 9: unsupported: the shared memory size of a kernel " ..
+                   "where .shared variables are declared outside kernels' bodies", tostring(err), 1, true)
+    local ok = cuda.module(ptx:gsub("%.shared[^\n]*\n", ""), "smem2.ptx")
+    local out = cuda.buffer("u32", 1)
+    ok.k:shared(200)
+    ok.k:launch(cuda.stream(), 1, 32, out)
+    assert.equals(256, out:download()[1])
   end)
 
   it("decodes every kernel of the examples and the benchmark, with and without fast math", function()

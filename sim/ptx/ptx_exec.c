@@ -509,6 +509,11 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
     case OP_WSYNC:
       if (SYNC_WAIT()) continue;
       break;
+    case OP_SREG: {
+      uint64_t v = exec_sreg(w, in->d[0], w->executed + executed);
+      LOOP(D[l] = v);
+      break;
+    }
     case OP_ACTIVEMASK: /* predicated-off lanes are not active */
       LOOP(D[l] = em);
       break;

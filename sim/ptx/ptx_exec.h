@@ -63,6 +63,7 @@ typedef struct worker {
   uint32_t *preds;
   unsigned char *shared, *local, *pf;
   unsigned nwarps;
+  unsigned id;          /* the worker's index: the block's %smid */
   unsigned bid[3];
   uint64_t lo, hi;      /* the allocation last found live */
   uint64_t executed;
@@ -176,6 +177,9 @@ int exec_run(worker *w, warp *wp, frame *f, int depth);
 int exec_late(const run_ctx *rc);
 
 /* ptx_launch.c */
+/* The value of special register s (S_READ and after) for the block w
+   runs, clock the worker's count of thread-instructions so far. */
+uint64_t exec_sreg(const worker *w, int s, uint64_t clock);
 void exec_fault(worker *w, const warp *wp, int lane, const ins *in, int code,
                 const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 

@@ -209,6 +209,14 @@ int dec_instruction(dec *d, tok *t, int guard, int gneg) {
     }
   }
   if (!dec_expect(d, ";")) return 0;
+  for (int i = 0; i < n; i++) /* special registers read as it runs */
+    if (o[i].kind == O_REG && o[i].r >= S_READ && o[i].r < NSPECIAL) {
+      ins *rd;
+      if (!dec_add_ins(d, &rd)) return 0;
+      rd->op = OP_SREG;
+      rd->d[0] = o[i].r;
+      rd->line = t->line;
+    }
   ins *in;
   if (!dec_add_ins(d, &in)) return 0;
   in->op = (uint8_t)op;

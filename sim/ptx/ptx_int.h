@@ -15,7 +15,7 @@ enum {
   OP_VOTE, OP_MATCH, OP_ACTIVEMASK, OP_EX2, OP_LG2, OP_RCP, OP_RSQRT,
   OP_SQRT, OP_SIN, OP_COS, OP_TANH, OP_COPYSIGN, OP_TESTP, OP_TRAP,
   OP_SETCOND, OP_PACK, OP_UNPACK, OP_ISSPACEP, OP_MUL24, OP_MAD24, OP_SAD,
-  OP_LOP3, OP_REDUX, OP_WSYNC,
+  OP_LOP3, OP_REDUX, OP_WSYNC, OP_SREG,
 };
 
 /* Generic addresses of shared and local memory: a tag in the top bits
@@ -56,13 +56,33 @@ enum { A_ADD, A_MIN, A_MAX, A_INC, A_DEC, A_AND, A_OR, A_XOR, A_EXCH,
 /* Boolean combination of setp (and, or, xor with a third predicate). */
 enum { B_NONE, B_AND, B_OR, B_XOR };
 
-/* Special registers, each a slot filled when a warp starts. */
+/* Special registers, each a slot: those before S_READ filled when a warp
+   starts, the others (clocks, and what few kernels read) by an OP_SREG the
+   decoder puts before each instruction that reads one. */
 enum {
   S_TID_X, S_TID_Y, S_TID_Z, S_NTID_X, S_NTID_Y, S_NTID_Z, S_CTAID_X,
   S_CTAID_Y, S_CTAID_Z, S_NCTAID_X, S_NCTAID_Y, S_NCTAID_Z, S_LANEID,
   S_WARPID, S_NWARPID, S_SMID, S_NSMID, S_GRIDID, S_LANEMASK_EQ,
-  S_LANEMASK_LE, S_LANEMASK_LT, S_LANEMASK_GE, S_LANEMASK_GT, S_CLOCK,
-  S_CLOCK64, S_GLOBALTIMER, S_DYN_SMEM, S_TOTAL_SMEM, S_ZERO, NSPECIAL
+  S_LANEMASK_LE, S_LANEMASK_LT, S_LANEMASK_GE, S_LANEMASK_GT, S_DYN_SMEM,
+  S_ZERO, S_READ,
+  S_CLOCK = S_READ, S_CLOCK_HI, S_CLOCK64, S_GLOBALTIMER, S_GLOBALTIMER_LO,
+  S_GLOBALTIMER_HI, S_TOTAL_SMEM, S_AGGR_SMEM, S_RESERVED_BEGIN,
+  S_RESERVED_END,
+  S_RESERVED_CAP, S_RESERVED_0, S_RESERVED_1, S_CLUSTERID_X,
+  S_CLUSTERID_Y, S_CLUSTERID_Z, S_NCLUSTERID_X, S_NCLUSTERID_Y,
+  S_NCLUSTERID_Z, S_CLUSTER_CTAID_X, S_CLUSTER_CTAID_Y, S_CLUSTER_CTAID_Z,
+  S_CLUSTER_NCTAID_X, S_CLUSTER_NCTAID_Y, S_CLUSTER_NCTAID_Z,
+  S_CLUSTER_CTARANK, S_CLUSTER_NCTARANK, NSPECIAL
+};
+
+/* The device: an sm_90 part of SIM_SMS multiprocessors, SIM_WARPS warps
+   each. A block's shared window starts with SMEM_RESERVED bytes reserved
+   for the system (cooperative groups' scratch from SMEM_CG_SCRATCH in it),
+   zeroed when the block starts, then the kernel's static and dynamic
+   shared memory, in units of SMEM_UNIT. */
+enum {
+  SIM_SMS = 132, SIM_WARPS = 64, SMEM_RESERVED = 1024, SMEM_CG_SCRATCH = 512,
+  SMEM_UNIT = 128,
 };
 
 /* One decoded instruction. Operands are slots of the warp's register file
@@ -100,6 +120,7 @@ struct sim_kernel {
   fparam *in, *out;          /* .func: formal and return parameters */
   size_t *koff, *ksize;      /* .entry: kernel parameter layout */
   size_t argbytes;
+  size_t smem;               /* its body's .shared variables, laid out */
   int has_bar;               /* has (or calls what has) a bar.sync */
   int calls_user;            /* calls a .func */
   struct sim_module *m;
@@ -120,7 +141,8 @@ struct sim_module {
   int nconst;                /* immediates: slots const_base .. */
   int const_base;
   uint64_t *consts;
-  size_t shared_static;      /* all .shared variables */
+  size_t shared_static;      /* all .shared variables (after the
+                                reserved region) */
   size_t local_size;         /* .local frames of all functions */
   size_t pframe;             /* .param frames of all functions */
   var *vars;

@@ -32,9 +32,16 @@ static const char *const specials[NSPECIAL] = {
   "%tid.x", "%tid.y", "%tid.z", "%ntid.x", "%ntid.y", "%ntid.z", "%ctaid.x",
   "%ctaid.y", "%ctaid.z", "%nctaid.x", "%nctaid.y", "%nctaid.z", "%laneid",
   "%warpid", "%nwarpid", "%smid", "%nsmid", "%gridid", "%lanemask_eq",
-  "%lanemask_le", "%lanemask_lt", "%lanemask_ge", "%lanemask_gt", "%clock",
-  "%clock64", "%globaltimer", "%dynamic_smem_size", "%total_smem_size",
-  "%zero_",
+  "%lanemask_le", "%lanemask_lt", "%lanemask_ge", "%lanemask_gt",
+  "%dynamic_smem_size", "%zero_", "%clock", "%clock_hi", "%clock64",
+  "%globaltimer", "%globaltimer_lo", "%globaltimer_hi", "%total_smem_size",
+  "%aggr_smem_size", "%reserved_smem_offset_begin",
+  "%reserved_smem_offset_end", "%reserved_smem_offset_cap",
+  "%reserved_smem_offset_0", "%reserved_smem_offset_1", "%clusterid.x",
+  "%clusterid.y", "%clusterid.z", "%nclusterid.x", "%nclusterid.y",
+  "%nclusterid.z", "%cluster_ctaid.x", "%cluster_ctaid.y",
+  "%cluster_ctaid.z", "%cluster_nctaid.x", "%cluster_nctaid.y",
+  "%cluster_nctaid.z", "%cluster_ctarank", "%cluster_nctarank",
 };
 
 /* Register r (slot, or predicate index with *pred set), or -1. */
@@ -185,6 +192,11 @@ int dec_operand(dec *d, opnd *o) {
     return 1;
   }
   if (dec_parse_number(t, neg, &o->imm, &o->isf)) return o->kind = O_IMM, 1;
+  if (is(t, "WARP_SZ")) { /* the predefined constant (NVRTC's warpSize) */
+    o->kind = O_IMM;
+    o->imm = neg ? (uint64_t)-32 : 32;
+    return 1;
+  }
   if (neg)
     return dec_fail(d, t->line, "unsupported operand '-%.*s'", t->len, t->s);
   if (!symbol_or_reg(d, o, t)) return 0;
