@@ -3,6 +3,7 @@
    or splits it, and the scheduler picks the next. */
 #define _GNU_SOURCE
 #include "ptx_convert.h"
+#include "ptx_half.h"
 #include "ptx_mem.h"
 #include "ptx_warp.h"
 
@@ -37,6 +38,23 @@ static inline unsigned lanes(uint32_t x) {
 }
 
 static inline float sat32(float x) { return x != x ? 0 : x < 0 ? 0 : x > 1 ? 1 : x; }
+
+/* min and max of PTX: a NaN operand gives the other, and +0 > -0. */
+static inline double minmax(int mx, double x, double y) {
+  if (x != x) return y;
+  if (y != y || (x == y ? !!signbit(x) != mx : (x < y) != mx)) return x;
+  return y;
+}
+
+/* min and max.f32 with .NaN (a NaN operand gives the canonical NaN) or
+   .xorsign.abs (of magnitudes, the sign the XOR of the operands'). */
+static float minmax_f32(const ins *in, float x, float y) {
+  int sign = signbit(x) != signbit(y);
+  if ((in->flags & F_NAN) && (x != x || y != y)) return f32(0x7fffffffu);
+  if (in->flags & F_XORSIGN) x = fabsf(x), y = fabsf(y);
+  float r = (float)minmax(in->op == OP_MAX, x, y);
+  return r != r || !(in->flags & F_XORSIGN) ? r : sign ? -r : r;
+}
 
 /* Moves lanes of the group aside and picks the next group: the runnable
    lanes (not waiting at a barrier) at the lowest PC, lanes parked there
@@ -248,13 +266,13 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
       break;
     case OP_MIN: case OP_MAX: {
       int mx = in->op == OP_MAX;
-      if (isf32) {
-        if (mx) F32OP(fmaxf(x, y));
-        else F32OP(fminf(x, y));
-      } else if (isf) {
-        if (mx) F64OP(fmax(x, y));
-        else F64OP(fmin(x, y));
-      } else if (k == K_S) {
+      if (isf32 && (in->flags & (F_NAN | F_XORSIGN)))
+        F32OP(minmax_f32(in, x, y));
+      else if (isf32)
+        F32OP(minmax(mx, x, y));
+      else if (isf)
+        F64OP(minmax(mx, x, y));
+      else if (k == K_S) {
         LOOP(int64_t x = sx(A[l], bits), y = sx(B[l], bits);
              D[l] = zx((uint64_t)(mx ? (x > y ? x : y) : (x < y ? x : y)), bits));
       } else {
@@ -384,11 +402,8 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
         LOOP(v |= (uint32_t)cmp_float(in->cmp, ftz(f32(A[l])), ftz(f32(B[l]))) << l);
       else if (isf32)
         LOOP(v |= (uint32_t)cmp_float(in->cmp, f32(A[l]), f32(B[l])) << l);
-      else if (isf && bits == 64)
-        LOOP(v |= (uint32_t)cmp_float(in->cmp, f64(A[l]), f64(B[l])) << l);
       else if (isf)
-        LOOP(v |= (uint32_t)cmp_float(in->cmp, half_to_f32((uint16_t)A[l]),
-                                      half_to_f32((uint16_t)B[l])) << l);
+        LOOP(v |= (uint32_t)cmp_float(in->cmp, f64(A[l]), f64(B[l])) << l);
       else
         LOOP(v |= (uint32_t)cmp_int(in->cmp, A[l], B[l], k, bits) << l);
       uint32_t q = ~v;
@@ -508,6 +523,12 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
       break;
     case OP_WSYNC:
       if (SYNC_WAIT()) continue;
+      break;
+    case OP_HALF:
+      ins_half(wp, in, em, D, A, B, C);
+      break;
+    case OP_SET:
+      ins_set(wp, in, em, D, A, B);
       break;
     case OP_SREG: {
       uint64_t v = exec_sreg(w, in->d[0], w->executed + executed);

@@ -119,23 +119,6 @@ static inline float ftz(float x) {
   return fabsf(x) < FLT_MIN ? copysignf(0.0f, x) : x;
 }
 
-static inline float half_to_f32(uint16_t h) {
-  uint32_t s = (uint32_t)(h >> 15) << 31, e = h >> 10 & 0x1f, m = h & 0x3ff;
-  float f;
-  if (e == 0) {
-    f = ldexpf((float)m, -24);
-    return s ? -f : f;
-  }
-  if (e == 31) {
-    uint32_t u = s | 0x7f800000u | m << 13;
-    memcpy(&f, &u, 4);
-    return f;
-  }
-  uint32_t u = s | (e + 112) << 23 | m << 13;
-  memcpy(&f, &u, 4);
-  return f;
-}
-
 static inline int fe_mode(int rnd) {
   switch (rnd) {
   case R_Z: return FE_TOWARDZERO;

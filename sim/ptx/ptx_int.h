@@ -15,7 +15,7 @@ enum {
   OP_VOTE, OP_MATCH, OP_ACTIVEMASK, OP_EX2, OP_LG2, OP_RCP, OP_RSQRT,
   OP_SQRT, OP_SIN, OP_COS, OP_TANH, OP_COPYSIGN, OP_TESTP, OP_TRAP,
   OP_SETCOND, OP_PACK, OP_UNPACK, OP_ISSPACEP, OP_MUL24, OP_MAD24, OP_SAD,
-  OP_LOP3, OP_REDUX, OP_WSYNC, OP_SREG,
+  OP_LOP3, OP_REDUX, OP_WSYNC, OP_SREG, OP_SET, OP_HALF,
 };
 
 /* Generic addresses of shared and local memory: a tag in the top bits
@@ -28,8 +28,9 @@ enum {
    register's at the end. */
 #define CONST_MARK (1 << 28)
 
-/* Type kinds; a type is a kind and a width in bits. */
-enum { K_B, K_U, K_S, K_F, K_PRED, K_BF };
+/* Type kinds; a type is a kind and a width in bits (K_H2, K_BH2: f16x2
+   and bf16x2, two halves in 32 bits). */
+enum { K_B, K_U, K_S, K_F, K_PRED, K_BF, K_H2, K_BH2 };
 
 /* State spaces of ld, st, atom, cvta. */
 enum { SP_GENERIC, SP_GLOBAL, SP_SHARED, SP_LOCAL, SP_PARAM, SP_FPARAM,
@@ -38,7 +39,8 @@ enum { SP_GENERIC, SP_GLOBAL, SP_SHARED, SP_LOCAL, SP_PARAM, SP_FPARAM,
 /* Flags. */
 enum {
   F_FTZ = 1, F_SAT = 2, F_HI = 4, F_WIDE = 8, F_APPROX = 16, F_TO = 32,
-  F_UNI = 64, F_SHIFTAMT = 128, F_SYNC = 256,
+  F_UNI = 64, F_SHIFTAMT = 128, F_SYNC = 256, F_NAN = 512, F_XORSIGN = 1024,
+  F_RELU = 2048, F_SATFINITE = 4096, F_NOFTZ = 8192,
 };
 
 /* Rounding: R_N.. for floats, R_NI.. for rounding to integers. */
@@ -89,7 +91,8 @@ enum {
    (registers, immediates and special registers all have one) or, for
    predicates, indices of its predicate masks. */
 typedef struct ins {
-  uint8_t op, tk, tb, t2k, t2b; /* operation, type, second type (cvt) */
+  uint8_t op, tk, tb, t2k, t2b; /* operation, type, second type (cvt; set:
+                                   tk the compared type, t2k the result) */
   uint8_t cmp, bop, rnd, space, vec;
   uint16_t flags;
   int16_t guard;      /* predicate of @p / @!p, or -1 */
@@ -100,6 +103,7 @@ typedef struct ins {
   int32_t a, b, c, e; /* sources; a predicate source is a predicate index;
                          e: the member mask of a .sync warp instruction */
   int32_t base;       /* memory: slot of the address register, or -1 */
+  uint8_t sub;        /* OP_HALF: the operation (OP_ADD, OP_SETP, ...) */
   int64_t off;        /* memory: immediate offset (symbols resolved) */
   int32_t target;     /* bra, call: instruction index */
   int32_t fn;         /* call: callee function index */
