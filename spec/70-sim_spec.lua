@@ -9,6 +9,7 @@ local H = require "support.helper"
 local cuda = H.cuda
 
 local FULL = "0xffffffffu"
+local N, ANY = "a NaN", "open" -- in the tables of half results below
 local source = ([[
 #define FULL %s
 extern "C" {
@@ -180,6 +181,412 @@ __global__ void approx(const float *x, float *out, int n) {
 }
 ]]):format(FULL)
 
+-- Warp-level instructions over member masks that are not the whole warp:
+-- each lane's own mask (lanes grouped with __match_any_sync, cooperative
+-- groups' partitions), masks after divergence and exits, and the wait of a
+-- .sync instruction for lanes on an out-of-line path.
+local warp_source = [[
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+#include <cooperative_groups/scan.h>
+namespace cg = cooperative_groups;
+#define FULL 0xffffffffu
+extern "C" {
+
+__global__ void partitions(const int *in, int *out, unsigned *masks, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x, lane = threadIdx.x & 31;
+  int v = in[i];
+  unsigned byl = __match_any_sync(FULL, lane & 3), byv = __match_any_sync(FULL, v & 3);
+  masks[i] = byl;
+  masks[n + i] = byv;
+  out[0 * n + i] = __reduce_add_sync(byl, v);
+  out[1 * n + i] = __reduce_max_sync(byl, v);
+  out[2 * n + i] = __reduce_min_sync(byv, v);
+  out[3 * n + i] = (int)__reduce_max_sync(byv, (unsigned)v);
+  out[4 * n + i] = (int)__reduce_or_sync(byl, (unsigned)v);
+  out[5 * n + i] = (int)__reduce_xor_sync(byv, (unsigned)v);
+  out[6 * n + i] = (int)__reduce_and_sync(byl, (unsigned)v | 0x10000u);
+  out[7 * n + i] = (int)__reduce_add_sync(byv, (unsigned)v);
+}
+
+__global__ void partial_votes(const int *in, unsigned *out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x, lane = threadIdx.x & 31;
+  int v = in[i];
+  unsigned g = __match_any_sync(FULL, lane % 3);
+  out[0 * n + i] = __ballot_sync(g, v & 1);
+  out[1 * n + i] = __all_sync(g, v > 10) | __any_sync(g, v > 80) << 1 |
+                   __uni_sync(g, v & 2) << 2;
+  unsigned odd = __ballot_sync(FULL, v & 1);
+  if (v & 1) {
+    out[2 * n + i] = __ballot_sync(odd, v > 50);
+    out[3 * n + i] = __activemask();
+  } else {
+    out[2 * n + i] = __ballot_sync(~odd, v < 30);
+    out[3 * n + i] = __all_sync(~odd, v < 95) | __any_sync(~odd, v < 5) << 1;
+  }
+}
+
+__global__ void exits(const int *in, unsigned *out) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x, lane = threadIdx.x & 31;
+  int v = in[i];
+  if (lane >= 20 + (int)(blockIdx.x & 1) * 8) return;
+  out[5 * i + 0] = __ballot_sync(FULL, v & 1);
+  out[5 * i + 1] = __all_sync(FULL, v >= 3) | __any_sync(FULL, v > 90) << 1;
+  out[5 * i + 2] = __reduce_add_sync(FULL, (unsigned)v);
+  out[5 * i + 3] = __match_any_sync(FULL, v & 3);
+  out[5 * i + 4] = __activemask();
+}
+
+__global__ void sub_shfl(const int *in, int *out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x, lane = threadIdx.x & 31;
+  int v = in[i], r;
+  if (lane < 16) r = __shfl_xor_sync(0x0000ffffu, v, 5);
+  else r = __shfl_down_sync(0xffff0000u, v, 3);
+  out[0 * n + i] = r;
+  out[1 * n + i] = __shfl_sync(FULL, v, (lane + 3) & 7, 8);
+  out[2 * n + i] = __shfl_up_sync(FULL, v, 2, 8);
+  out[3 * n + i] = __shfl_down_sync(FULL, v, 3, 16);
+  unsigned g = __match_any_sync(FULL, lane & 3);
+  out[4 * n + i] = __shfl_sync(g, v, (lane + 4) & 31);
+  out[5 * n + i] = __shfl_xor_sync(g, v, 8);
+}
+
+__global__ void cg_parts(const int *in, const float *fin, int *out, float *fout, int n) {
+  cg::thread_block block = cg::this_thread_block();
+  cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  int v = in[i];
+  float f = fin[i];
+  cg::coalesced_group part = cg::labeled_partition(warp, v & 3);
+  out[0 * n + i] = cg::reduce(part, v, cg::plus<int>());
+  out[1 * n + i] = cg::reduce(part, v, cg::greater<int>());
+  out[2 * n + i] = (int)(part.thread_rank() | part.num_threads() << 8);
+  fout[0 * n + i] = cg::reduce(part, f, cg::plus<float>());
+  cg::thread_block_tile<8> tile8 = cg::tiled_partition<8>(block);
+  out[3 * n + i] = cg::reduce(tile8, v, cg::plus<int>());
+  fout[1 * n + i] = cg::reduce(warp, f, cg::plus<float>());
+  if (v & 1) {
+    cg::coalesced_group odd = cg::coalesced_threads();
+    out[4 * n + i] = cg::reduce(odd, v, cg::bit_xor<int>());
+    out[5 * n + i] = (int)(odd.thread_rank() | odd.num_threads() << 8);
+    fout[2 * n + i] = cg::reduce(odd, f, cg::plus<float>());
+  }
+}
+
+// Reductions and scans over tiles of several warps, up to the whole block:
+// cooperative groups keep their scratch in the block's reserved shared
+// memory (%reserved_smem_offset_1).
+__global__ void cg_block(const int *in, int *out, int n) {
+  cg::thread_block block = cg::this_thread_block();
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  int v = in[i];
+  out[0 * n + i] = cg::reduce(cg::tiled_partition<32>(block), v, cg::plus<int>());
+  out[1 * n + i] = cg::reduce(cg::tiled_partition<64>(block), v, cg::plus<int>());
+  out[2 * n + i] = cg::reduce(cg::tiled_partition<128>(block), v, cg::greater<int>());
+  out[3 * n + i] = cg::reduce(cg::tiled_partition<256>(block), v, cg::plus<int>());
+  out[4 * n + i] = cg::inclusive_scan(cg::tiled_partition<64>(block), v);
+  out[5 * n + i] = cg::exclusive_scan(cg::tiled_partition<256>(block), v);
+}
+
+// Special registers: the warp's and lane's place, clocks, shared memory
+// sizes (40 bytes static here, the launch's dynamic bytes).
+__global__ void sregs(unsigned *out, unsigned long long *t) {
+  __shared__ int st[10];
+  extern __shared__ int dyn[];
+  unsigned r[16];
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  st[threadIdx.x % 10] = i;
+  dyn[threadIdx.x] = i;
+  unsigned long long c0 = clock64(), g0;
+  unsigned k0 = clock();
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g0));
+  asm("mov.u32 %0, %%warpid;" : "=r"(r[0]));
+  asm("mov.u32 %0, %%nwarpid;" : "=r"(r[1]));
+  asm("mov.u32 %0, %%smid;" : "=r"(r[2]));
+  asm("mov.u32 %0, %%nsmid;" : "=r"(r[3]));
+  asm("mov.u32 %0, %%lanemask_eq;" : "=r"(r[4]));
+  asm("mov.u32 %0, %%lanemask_le;" : "=r"(r[5]));
+  asm("mov.u32 %0, %%lanemask_lt;" : "=r"(r[6]));
+  asm("mov.u32 %0, %%lanemask_ge;" : "=r"(r[7]));
+  asm("mov.u32 %0, %%lanemask_gt;" : "=r"(r[8]));
+  asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(r[9]));
+  asm("mov.u32 %0, %%total_smem_size;" : "=r"(r[10]));
+  asm("mov.u32 %0, %%aggr_smem_size;" : "=r"(r[11]));
+  asm("mov.u32 %0, %%reserved_smem_offset_begin;" : "=r"(r[12]));
+  asm("mov.u32 %0, %%reserved_smem_offset_end;" : "=r"(r[13]));
+  asm("mov.u32 %0, %%reserved_smem_offset_cap;" : "=r"(r[14]));
+  asm("mov.u32 %0, %%reserved_smem_offset_1;" : "=r"(r[15]));
+  __syncthreads();
+  for (int k = 0; k < 16; k++) out[17 * i + k] = r[k];
+  out[17 * i + 16] = warpSize + (st[(threadIdx.x + 1) % 10] < 0) +
+                     (dyn[(threadIdx.x + 1) % blockDim.x] < 0);
+  unsigned long long c1 = clock64(), g1;
+  unsigned k1 = clock();
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g1));
+  t[4 * i + 0] = c1 - c0;
+  t[4 * i + 1] = k1 - k0;
+  t[4 * i + 2] = g0;
+  t[4 * i + 3] = g1 - g0;
+}
+
+// The unlikely paths are laid out after the function's return and branch
+// back to the shuffle or __syncwarp, which waits for them.
+__global__ void cold_path(const int *in, int *out) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  int v = in[i];
+  if (__builtin_expect(v % 7 == 3, 0)) {
+    int m = (v & 7) + 1;
+    for (int k = 0; k < m; k++) v = v * 3 + in[k];
+  }
+  out[i] = __shfl_xor_sync(FULL, v, 1);
+}
+
+__global__ void cold_syncwarp(const int *in, int *out) {
+  __shared__ int s[64];
+  int t = threadIdx.x, i = blockIdx.x * blockDim.x + t;
+  int v = in[i];
+  if (__builtin_expect(v % 5 == 1, 0)) {
+    int m = (v & 3) + 2;
+    for (int k = 0; k < m; k++) v = v * 5 + in[k + 1];
+  }
+  s[t] = v;
+  __syncwarp();
+  out[i] = s[t ^ 1] + s[t ^ 6];
+}
+
+}
+]]
+
+-- Half precision: f16 and bf16 arithmetic, comparisons, conversions and
+-- atomics, through cuda_fp16.h and cuda_bf16.h. Values go in and out as
+-- their bits; the _rn forms keep the GPU's compiler from fusing a product
+-- into a sum.
+local half_source = [[
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+typedef unsigned short u16;
+typedef __nv_bfloat16 bf16;
+typedef __nv_bfloat162 bf162;
+extern "C" {
+
+__global__ void f16_ops(const u16 *a, const u16 *b, const u16 *c, u16 *o, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  __half x = __ushort_as_half(a[i]), y = __ushort_as_half(b[i]), z = __ushort_as_half(c[i]);
+  __half r[10] = {__hadd_rn(x, y), __hsub_rn(x, y), __hmul_rn(x, y), __hfma(x, y, z),
+                  __hmax(x, y), __hmin_nan(x, y), __hneg(x), __habs(x), __hadd_sat(x, y),
+                  __hfma_relu(x, y, z)};
+  for (int k = 0; k < 10; k++) o[k * n + i] = __half_as_ushort(r[k]);
+}
+
+__global__ void bf16_ops(const u16 *a, const u16 *b, const u16 *c, u16 *o, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  bf16 x = __ushort_as_bfloat16(a[i]), y = __ushort_as_bfloat16(b[i]);
+  bf16 z = __ushort_as_bfloat16(c[i]);
+  bf16 r[9] = {__hadd_rn(x, y), __hsub_rn(x, y), __hmul_rn(x, y), __hfma(x, y, z),
+               __hmax(x, y), __hmin_nan(x, y), __hneg(x), __habs(x), __hfma_relu(x, y, z)};
+  for (int k = 0; k < 9; k++) o[k * n + i] = __bfloat16_as_ushort(r[k]);
+}
+
+__global__ void f16x2_ops(const __half2 *a, const __half2 *b, const __half2 *c, __half2 *o,
+                          int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  __half2 x = a[i], y = b[i], z = c[i];
+  __half2 r[10] = {__hadd2_rn(x, y), __hsub2_rn(x, y), __hmul2_rn(x, y), __hfma2(x, y, z),
+                   __hmax2(x, y), __hmin2_nan(x, y), __hneg2(x), __habs2(x),
+                   __hadd2_sat(x, y), __hfma2_relu(x, y, z)};
+  for (int k = 0; k < 10; k++) o[k * n + i] = r[k];
+}
+
+__global__ void bf16x2_ops(const bf162 *a, const bf162 *b, const bf162 *c, bf162 *o, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  bf162 x = a[i], y = b[i], z = c[i];
+  bf162 r[9] = {__hadd2_rn(x, y), __hsub2_rn(x, y), __hmul2_rn(x, y), __hfma2(x, y, z),
+                __hmax2(x, y), __hmin2_nan(x, y), __hneg2(x), __habs2(x),
+                __hfma2_relu(x, y, z)};
+  for (int k = 0; k < 9; k++) o[k * n + i] = r[k];
+}
+
+// Comparisons: bits of __hlt, __hgeu, __hne, __hequ of each f16 (0-3) and
+// bf16 (4-7) pair of values; of pairs, __hlt2's halves, __hgeu2_mask,
+// __hbeq2 (f16x2) and __hlt2_mask, __hbgt2 (bf16x2).
+__global__ void compares(const u16 *a, const u16 *b, unsigned *o, unsigned *o2, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  __half x = __ushort_as_half(a[i]), y = __ushort_as_half(b[i]);
+  bf16 p = __ushort_as_bfloat16(a[i]), q = __ushort_as_bfloat16(b[i]);
+  o[i] = __hlt(x, y) | __hgeu(x, y) << 1 | __hne(x, y) << 2 | __hequ(x, y) << 3 |
+         __hlt(p, q) << 4 | __hgeu(p, q) << 5 | __hne(p, q) << 6 | __hequ(p, q) << 7;
+  if (i % 2 == 0 && i + 1 < n) {
+    __half2 x2 = __halves2half2(x, __ushort_as_half(a[i + 1]));
+    __half2 y2 = __halves2half2(y, __ushort_as_half(b[i + 1]));
+    bf162 p2 = __halves2bfloat162(p, __ushort_as_bfloat16(a[i + 1]));
+    bf162 q2 = __halves2bfloat162(q, __ushort_as_bfloat16(b[i + 1]));
+    __half2 lt = __hlt2(x2, y2);
+    o2[5 * i / 2 + 0] = __half_as_ushort(__low2half(lt)) | __half_as_ushort(__high2half(lt)) << 16;
+    o2[5 * i / 2 + 1] = __hgeu2_mask(x2, y2);
+    o2[5 * i / 2 + 2] = __hbeq2(x2, y2);
+    o2[5 * i / 2 + 3] = __hlt2_mask(p2, q2);
+    o2[5 * i / 2 + 4] = __hbgt2(p2, q2);
+  }
+}
+
+// Conversions to f16 and bf16 in every rounding, from f32, f64 and s64.
+__global__ void to_halves(const float *f, const double *d, const long long *ll, u16 *o32,
+                          u16 *o64, u16 *oll, int n32, int n64, int nll) {
+  int i = threadIdx.x;
+  if (i < n32) {
+    float x = f[i];
+    u16 r[8] = {__half_as_ushort(__float2half_rn(x)), __half_as_ushort(__float2half_rz(x)),
+                __half_as_ushort(__float2half_rd(x)), __half_as_ushort(__float2half_ru(x)),
+                __bfloat16_as_ushort(__float2bfloat16_rn(x)),
+                __bfloat16_as_ushort(__float2bfloat16_rz(x)),
+                __bfloat16_as_ushort(__float2bfloat16_rd(x)),
+                __bfloat16_as_ushort(__float2bfloat16_ru(x))};
+    for (int k = 0; k < 8; k++) o32[8 * i + k] = r[k];
+  }
+  if (i < n64) {
+    o64[2 * i] = __half_as_ushort(__double2half(d[i]));
+    o64[2 * i + 1] = __bfloat16_as_ushort(__double2bfloat16(d[i]));
+  }
+  if (i < nll) {
+    long long v = ll[i];
+    u16 r[8] = {__half_as_ushort(__ll2half_rn(v)), __half_as_ushort(__ll2half_rz(v)),
+                __half_as_ushort(__ll2half_rd(v)), __half_as_ushort(__ll2half_ru(v)),
+                __bfloat16_as_ushort(__ll2bfloat16_rn(v)),
+                __bfloat16_as_ushort(__ll2bfloat16_rz(v)),
+                __bfloat16_as_ushort(__ll2bfloat16_rd(v)),
+                __bfloat16_as_ushort(__ll2bfloat16_ru(v))};
+    for (int k = 0; k < 8; k++) oll[8 * i + k] = r[k];
+  }
+}
+
+// And back: f16 to f32 and to int in every rounding, bf16 to f32 and int.
+__global__ void from_halves(const u16 *a, float *f, int *o, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  __half x = __ushort_as_half(a[i]);
+  bf16 p = __ushort_as_bfloat16(a[i]);
+  f[2 * i] = __half2float(x);
+  f[2 * i + 1] = __bfloat162float(p);
+  o[5 * i + 0] = __half2int_rn(x);
+  o[5 * i + 1] = __half2int_rz(x);
+  o[5 * i + 2] = __half2int_rd(x);
+  o[5 * i + 3] = __half2int_ru(x);
+  o[5 * i + 4] = __bfloat162int_rn(p);
+}
+
+// Atomic additions of values whose sums are exact in any order.
+__global__ void half_atomics(__half *h, __half2 *h2, bf16 *b, bf162 *b2) {
+  atomicAdd(h, __float2half(1.0f));
+  atomicAdd(h2, __floats2half2_rn(0.5f, 2.0f));
+  atomicAdd(b, __float2bfloat16(1.0f));
+  atomicAdd(b2, __floats2bfloat162_rn(0.25f, -2.0f));
+}
+
+}
+]]
+
+-- f16: a, b, c, then a+b, a-b, a*b, fma(a, b, c), max, min.NaN, -a, |a|,
+-- sat(a+b), relu(fma); N: a NaN
+local F16 = {
+  {0x3c00, 0x1000, 0x0000, 0x3c00, 0x3bff, 0x1000, 0x1000, 0x3c00, 0x1000, 0xbc00, 0x3c00, 0x3c00, 0x1000},
+  {0x3c01, 0x1000, 0x8000, 0x3c02, 0x3c00, 0x1001, 0x1001, 0x3c01, 0x1000, 0xbc01, 0x3c01, 0x3c00, 0x1001},
+  {0x3e00, 0x3956, 0x8001, 0x4056, 0x3aaa, 0x3c00, 0x3c00, 0x3e00, 0x3956, 0xbe00, 0x3e00, 0x3c00, 0x3c00},
+  {0x3e00, 0x3956, 0x0001, 0x4056, 0x3aaa, 0x3c00, 0x3c01, 0x3e00, 0x3956, 0xbe00, 0x3e00, 0x3c00, 0x3c01},
+  {0x7bff, 0x7bff, 0x7bff, 0x7c00, 0x0000, 0x7c00, 0x7c00, 0x7bff, 0x7bff, 0xfbff, 0x7bff, 0x3c00, 0x7c00},
+  {0x0001, 0x8001, 0x0000, 0x0000, 0x0002, 0x8000, 0x8000, 0x0001, 0x8001, 0x8001, 0x0001, 0x0000, ANY},
+  {0x03ff, 0x0001, 0x0400, 0x0400, 0x03fe, 0x0000, 0x0400, 0x03ff, 0x0001, 0x83ff, 0x03ff, 0x0400, 0x0400},
+  {0x8000, 0x8000, 0x8000, 0x8000, 0x0000, 0x0000, 0x0000, 0x8000, 0x8000, 0x0000, 0x0000, ANY, 0x0000},
+  {0x0000, 0x8000, 0x8000, 0x0000, 0x0000, 0x8000, 0x8000, 0x0000, 0x8000, 0x8000, 0x0000, 0x0000, ANY},
+  {0x7c00, 0xfc00, 0x3c00, N, 0x7c00, 0xfc00, 0xfc00, 0x7c00, 0xfc00, 0xfc00, 0x7c00, 0x0000, 0x0000},
+  {0x7e00, 0x3c00, 0x3c00, N, N, N, N, 0x3c00, N, N, N, 0x0000, N},
+  {0xbc00, 0x3800, 0x3c00, 0xb800, 0xbe00, 0xb800, 0x3800, 0x3800, 0xbc00, 0x3c00, 0x3c00, 0x0000, 0x3800},
+  {0x3bff, 0x3c01, 0xbc00, 0x4000, 0x9600, 0x3c00, 0x0ffe, 0x3c01, 0x3bff, 0xbbff, 0x3bff, 0x3c00, 0x0ffe},
+  {0x5bff, 0x4200, 0xd800, 0x5c0c, 0x5be7, 0x61ff, 0x60ff, 0x5bff, 0x4200, 0xdbff, 0x5bff, 0x3c00, 0x60ff},
+  {0x128e, 0xf5c9, 0xebed, 0xf5c9, 0x75c9, 0xccbd, 0xebf6, 0x128e, 0xf5c9, 0x928e, 0x128e, 0x0000, 0x0000},
+  {0x5a83, 0xb603, 0xfada, 0x5a80, 0x5a86, 0xd4e5, 0xfadc, 0x5a83, 0xb603, 0xda83, 0x5a83, 0x3c00, 0x0000},
+  {0x86f3, 0x3f60, 0x37fc, 0x3f60, 0xbf60, 0x8a68, 0x37fb, 0x3f60, 0x86f3, 0x06f3, 0x06f3, 0x3c00, 0x37fb},
+  {0x4dcb, 0x6c64, 0xdf6f, 0x6c6a, 0xec5e, 0x7c00, 0x7c00, 0x6c64, 0x4dcb, 0xcdcb, 0x4dcb, 0x3c00, 0x7c00},
+  {0xda76, 0xeb37, 0x9e5a, 0xeb9e, 0x6ad0, 0x7c00, 0x7c00, 0xda76, 0xeb37, 0x5a76, 0x5a76, 0x0000, 0x7c00},
+  {0xdfe2, 0xc7fa, 0xc844, 0xe001, 0xdfc2, 0x6bdc, 0x6bd8, 0xc7fa, 0xdfe2, 0x5fe2, 0x5fe2, 0x0000, 0x6bd8},
+}
+-- bf16: the same but sat(a+b)
+local BF16 = {
+  {0x3f80, 0x3b80, 0x0000, 0x3f80, 0x3f7f, 0x3b80, 0x3b80, 0x3f80, 0x3b80, 0xbf80, 0x3f80, 0x3b80},
+  {0x3f81, 0x3b80, 0x8000, 0x3f82, 0x3f80, 0x3b81, 0x3b81, 0x3f81, 0x3b80, 0xbf81, 0x3f81, 0x3b81},
+  {0x3fe0, 0x3f14, 0x8d80, 0x4015, 0x3f96, 0x3f82, 0x3f81, 0x3fe0, 0x3f14, 0xbfe0, 0x3fe0, 0x3f81},
+  {0x3fe0, 0x3f14, 0x0d80, 0x4015, 0x3f96, 0x3f82, 0x3f82, 0x3fe0, 0x3f14, 0xbfe0, 0x3fe0, 0x3f82},
+  {0x7f7f, 0x7f7f, 0x7f7f, 0x7f80, 0x0000, 0x7f80, 0x7f80, 0x7f7f, 0x7f7f, 0xff7f, 0x7f7f, 0x7f80},
+  {0x8000, 0x8000, 0x8000, 0x8000, 0x0000, 0x0000, 0x0000, 0x8000, 0x8000, 0x0000, 0x0000, 0x0000},
+  {0x0000, 0x8000, 0x8000, 0x0000, 0x0000, 0x8000, 0x8000, 0x0000, 0x8000, 0x8000, 0x0000, ANY},
+  {0x7f80, 0xff80, 0x3f80, N, 0x7f80, 0xff80, 0xff80, 0x7f80, 0xff80, 0xff80, 0x7f80, 0x0000},
+  {0x7fc0, 0x3f80, 0x3f80, N, N, N, N, 0x3f80, N, N, N, N},
+  {0xbf80, 0x3f00, 0x3f80, 0xbf00, 0xbfc0, 0xbf00, 0x3f00, 0x3f00, 0xbf80, 0x3f80, 0x3f80, 0x3f00},
+  {0x3f7f, 0x3f81, 0xbf80, 0x4000, 0xbc40, 0x3f80, 0x3b7e, 0x3f81, 0x3f7f, 0xbf7f, 0x3f7f, 0x3b7e},
+  {0x5b7f, 0x4240, 0xd800, 0x5b7f, 0x5b7f, 0x5e3f, 0x5e3f, 0x5b7f, 0x4240, 0xdb7f, 0x5b7f, 0x5e3f},
+  {0x3980, 0x35c9, 0xc002, 0x3981, 0x397e, 0x2fc9, 0xc002, 0x3980, 0x35c9, 0xb980, 0x3980, 0x0000},
+  {0xc993, 0xb4ca, 0xc0a4, 0xc993, 0xc993, 0x3ee8, 0xc096, 0xb4ca, 0xc993, 0x4993, 0x4993, 0x0000},
+  {0xbffd, 0xc2c2, 0x447a, 0xc2c6, 0x42be, 0x4340, 0x4495, 0xbffd, 0xc2c2, 0x3ffd, 0x3ffd, 0x4495},
+  {0x36fb, 0xb5f4, 0xc8c0, 0x36be, 0x371c, 0xad6f, 0xc8c0, 0x36fb, 0xb5f4, 0xb6fb, 0x36fb, 0x0000},
+  {0x3208, 0xc6f5, 0xbdb3, 0xc6f5, 0x46f5, 0xb982, 0xbdb4, 0x3208, 0xc6f5, 0xb208, 0x3208, 0x0000},
+  {0x3c75, 0xc042, 0xb7ec, 0xc041, 0x4043, 0xbd3a, 0xbd3a, 0x3c75, 0xc042, 0xbc75, 0x3c75, 0x0000},
+}
+-- f32 to f16 rn rz rm rp, to bf16 rn rz rm rp
+local CVT32 = {
+  {0x3dcccccd, 0x2e66, 0x2e66, 0x2e66, 0x2e67, 0x3dcd, 0x3dcc, 0x3dcc, 0x3dcd},
+  {0xbdcccccd, 0xae66, 0xae66, 0xae67, 0xae66, 0xbdcd, 0xbdcc, 0xbdcd, 0xbdcc},
+  {0x477fefff, 0x7bff, 0x7bff, 0x7bff, 0x7c00, 0x4780, 0x477f, 0x477f, 0x4780},
+  {0x477ff000, 0x7c00, 0x7bff, 0x7bff, 0x7c00, 0x4780, 0x477f, 0x477f, 0x4780},
+  {0x322bcc77, 0x0000, 0x0000, 0x0000, 0x0001, 0x322c, 0x322b, 0x322b, 0x322c},
+  {0x33800000, 0x0001, 0x0001, 0x0001, 0x0001, 0x3380, 0x3380, 0x3380, 0x3380},
+  {0x33000000, 0x0000, 0x0000, 0x0000, 0x0001, 0x3300, 0x3300, 0x3300, 0x3300},
+  {0x3300d959, 0x0001, 0x0000, 0x0000, 0x0001, 0x3301, 0x3300, 0x3300, 0x3301},
+  {0xb7d1b717, 0x81a3, 0x81a3, 0x81a4, 0x81a3, 0xb7d2, 0xb7d1, 0xb7d2, 0xb7d1},
+  {0x3eaaaaab, 0x3555, 0x3555, 0x3555, 0x3556, 0x3eab, 0x3eaa, 0x3eaa, 0x3eab},
+  {0x477fe000, 0x7bff, 0x7bff, 0x7bff, 0x7bff, 0x4780, 0x477f, 0x477f, 0x4780},
+  {0x49742400, 0x7c00, 0x7bff, 0x7bff, 0x7c00, 0x4974, 0x4974, 0x4974, 0x4975},
+  {0xc9742400, 0xfc00, 0xfbff, 0xfc00, 0xfbff, 0xc974, 0xc974, 0xc975, 0xc974},
+  {0x7f800000, 0x7c00, 0x7c00, 0x7c00, 0x7c00, 0x7f80, 0x7f80, 0x7f80, 0x7f80},
+  {0xff800000, 0xfc00, 0xfc00, 0xfc00, 0xfc00, 0xff80, 0xff80, 0xff80, 0xff80},
+  {0x7fc00000, N, N, N, N, N, N, N, N},
+  {0x3f801000, 0x3c00, 0x3c00, 0x3c00, 0x3c01, 0x3f80, 0x3f80, 0x3f80, 0x3f81},
+  {0x3f801001, 0x3c01, 0x3c00, 0x3c00, 0x3c01, 0x3f80, 0x3f80, 0x3f80, 0x3f81},
+  {0x40490fd0, 0x4248, 0x4248, 0x4248, 0x4249, 0x4049, 0x4049, 0x4049, 0x404a},
+  {0x80000000, 0x8000, 0x8000, 0x8000, 0x8000, 0x8000, 0x8000, 0x8000, 0x8000},
+  {0x3f808001, 0x3c04, 0x3c04, 0x3c04, 0x3c05, 0x3f81, 0x3f80, 0x3f80, 0x3f81},
+  {0x7f61b1e6, 0x7c00, 0x7bff, 0x7bff, 0x7c00, 0x7f62, 0x7f61, 0x7f61, 0x7f62},
+}
+-- f64 to f16 and bf16, rn (single rounding: a double one through f32 differs)
+local CVT64 = {
+  {0x3ff0020000001000, 0x3c01, 0x3f80},
+  {0x3ff0100000001000, 0x3c04, 0x3f81},
+  {0x3fb999999999999a, 0x2e66, 0x3dcd},
+  {0x7e37e43c8800759c, 0x7c00, 0x7f80},
+  {0x81a56e1fc2f8f359, 0x8000, 0x8000},
+  {0x40effdffffffff80, 0x7bff, 0x4780},
+  {0x3e60000000020000, 0x0001, 0x3300},
+}
+-- s64 to f16 rn rz rm rp, to bf16 rn rz rm rp
+local CVTLL = {
+  {2049, 0x6800, 0x6800, 0x6800, 0x6801, 0x4500, 0x4500, 0x4500, 0x4501},
+  {2051, 0x6802, 0x6801, 0x6801, 0x6802, 0x4500, 0x4500, 0x4500, 0x4501},
+  {65519, 0x7bff, 0x7bff, 0x7bff, 0x7c00, 0x4780, 0x477f, 0x477f, 0x4780},
+  {65520, 0x7c00, 0x7bff, 0x7bff, 0x7c00, 0x4780, 0x477f, 0x477f, 0x4780},
+  {-70000, 0xfc00, 0xfbff, 0xfc00, 0xfbff, 0xc789, 0xc788, 0xc789, 0xc788},
+  {9007199254740993, 0x7c00, 0x7bff, 0x7bff, 0x7c00, 0x5a00, 0x5a00, 0x5a00, 0x5a01},
+  {9223372036854775807, 0x7c00, 0x7bff, 0x7bff, 0x7c00, 0x5f00, 0x5eff, 0x5eff, 0x5f00},
+  {-9223372036854775808, 0xfc00, 0xfbff, 0xfc00, 0xfbff, 0xdf00, 0xdf00, 0xdf00, 0xdf00},
+  {257, 0x5c04, 0x5c04, 0x5c04, 0x5c04, 0x4380, 0x4380, 0x4380, 0x4381},
+  {259, 0x5c0c, 0x5c0c, 0x5c0c, 0x5c0c, 0x4382, 0x4381, 0x4381, 0x4382},
+  {36169534507319297, 0x7c00, 0x7bff, 0x7bff, 0x7c00, 0x5b01, 0x5b00, 0x5b00, 0x5b01},
+  {-36169534507319297, 0xfc00, 0xfbff, 0xfc00, 0xfbff, 0xdb01, 0xdb00, 0xdb01, 0xdb00},
+  {0, 0x0000, 0x0000, 0x0000, 0x0000, 0x0000, 0x0000, 0x0000, 0x0000},
+}
+
 -- Deterministic values: the xorshift of model.lua, as signed 32-bit ints.
 local function ints(n, seed, mod)
   local v, s = {}, seed
@@ -199,6 +606,42 @@ local function i32(x)
   return x >= 1 << 31 and x - (1 << 32) or x
 end
 
+-- The value of f16 (bf = false) or bf16 bits h.
+local function half_value(h, bf)
+  local mb, emax = bf and 7 or 10, bf and 127 or 15
+  local e, m = h >> mb & (2 * emax + 1), h & ((1 << mb) - 1)
+  local v
+  if e == 2 * emax + 1 then v = m == 0 and math.huge or 0 / 0
+  elseif e == 0 then v = m * 2.0 ^ (1 - emax - mb)
+  else v = (m + (1 << mb)) * 2.0 ^ (e - emax - mb) end
+  return h >> 15 == 1 and -v or v
+end
+
+-- The lanes l of a warp (0-based) for which keep(l) holds, as a mask.
+local function lanes(keep)
+  local m = 0
+  for l = 0, 31 do if keep(l) then m = m | 1 << l end end
+  return m
+end
+
+local function popcount(m)
+  local c = 0
+  while m ~= 0 do c = c + (m & 1); m = m >> 1 end
+  return c
+end
+
+-- fold(acc, x) over the lanes of mask m of warp w's values v (1-based).
+local function over(m, v, w, fold)
+  local acc
+  for l = 0, 31 do
+    if m >> l & 1 == 1 then
+      local x = v[w * 32 + l + 1]
+      acc = acc == nil and x or fold(acc, x)
+    end
+  end
+  return acc
+end
+
 describe("the PTX simulator's instructions", function()
   if not (H.gpu or H.sim) then
     it("needs kernels that run", function()
@@ -206,10 +649,12 @@ describe("the PTX simulator's instructions", function()
     end)
     return
   end
-  local m, fast, s
+  local m, fast, w, h, s
   setup(function()
     m = cuda.compile(source, { name = "sim_spec.cu", arch = "sm_90" })
     fast = cuda.compile(source, { name = "sim_spec.cu", arch = "sm_90", fast_math = true })
+    w = cuda.compile(warp_source, { name = "sim_warp.cu", arch = "sm_90" })
+    h = cuda.compile(half_source, { name = "sim_half.cu", arch = "sm_90" })
     s = cuda.stream()
   end)
 
@@ -286,6 +731,242 @@ describe("the PTX simulator's instructions", function()
     for i = 0, n - 1 do
       local nb = acc[(i // 32) * 32 + (i % 32 + 1) % 32]
       assert.equals(i32(acc[i] + 1000 * nb), got[i + 1])
+    end
+  end)
+
+  it("reduces over each lane's own member mask (redux.sync after __match_any_sync)", function()
+    local n = 64
+    local v = ints(n, 29)
+    local out, masks = cuda.buffer("i32", 8 * n), cuda.buffer("u32", 2 * n)
+    w.partitions:launch(s, 1, n, cuda.buffer("i32", v), out, masks, n)
+    local got, mk = out:download(), masks:download()
+    local add = function(a, b) return a + b end
+    local uv, uv16 = {}, {}
+    for j = 1, n do uv[j] = v[j] & 0xffffffff; uv16[j] = uv[j] | 0x10000 end
+    for i = 0, n - 1 do
+      local wi, l = i // 32, i % 32
+      local byl = lanes(function(j) return j & 3 == l & 3 end)
+      local byv = lanes(function(j) return v[wi * 32 + j + 1] & 3 == v[i + 1] & 3 end)
+      assert.equals(byl, mk[i + 1])
+      assert.equals(byv, mk[n + i + 1])
+      local function want(k) return got[k * n + i + 1] end
+      assert.equals(i32(over(byl, v, wi, add)), want(0), "add, lane " .. i)
+      assert.equals(over(byl, v, wi, math.max), want(1))
+      assert.equals(over(byv, v, wi, math.min), want(2))
+      assert.equals(i32(over(byv, uv, wi, math.max)), want(3))
+      assert.equals(i32(over(byl, uv, wi, function(a, b) return a | b end)), want(4))
+      assert.equals(i32(over(byv, uv, wi, function(a, b) return a ~ b end)), want(5))
+      assert.equals(i32(over(byl, uv16, wi, function(a, b) return a & b end)), want(6))
+      assert.equals(i32(over(byv, uv, wi, add)), want(7))
+    end
+  end)
+
+  it("votes over each lane's own member mask, and after divergence", function()
+    local n = 64
+    local v = ints(n, 31, 100)
+    local out = cuda.buffer("u32", 4 * n)
+    w.partial_votes:launch(s, 1, n, cuda.buffer("i32", v), out, n)
+    local got = out:download()
+    for i = 0, n - 1 do
+      local wi, l, x = i // 32, i % 32, v[i + 1]
+      local function val(j) return v[wi * 32 + j + 1] end
+      local function want(k) return got[k * n + i + 1] end
+      local g = lanes(function(j) return j % 3 == l % 3 end)
+      local function all(m, p) return lanes(function(j) return m >> j & 1 == 1 and p(val(j)) end) == m end
+      local function any(m, p) return lanes(function(j) return m >> j & 1 == 1 and p(val(j)) end) ~= 0 end
+      local function b(c) return c and 1 or 0 end
+      assert.equals(lanes(function(j) return g >> j & 1 == 1 and val(j) & 1 == 1 end), want(0))
+      local uni = all(g, function(y) return y & 2 == 2 end) or all(g, function(y) return y & 2 == 0 end)
+      assert.equals(b(all(g, function(y) return y > 10 end)) | b(any(g, function(y) return y > 80 end)) << 1
+                    | b(uni) << 2, want(1), "lane " .. i)
+      local odd = lanes(function(j) return val(j) & 1 == 1 end)
+      if x & 1 == 1 then
+        assert.equals(lanes(function(j) return odd >> j & 1 == 1 and val(j) > 50 end), want(2))
+        assert.equals(odd, want(3))
+      else
+        local even = ~odd & 0xffffffff
+        assert.equals(lanes(function(j) return even >> j & 1 == 1 and val(j) < 30 end), want(2))
+        assert.equals(b(all(even, function(y) return y < 95 end)) | b(any(even, function(y) return y < 5 end)) << 1,
+                      want(3))
+      end
+    end
+  end)
+
+  it("leaves out lanes that exited, and lanes a partial warp does not have", function()
+    local v = ints(96, 37, 100)
+    local out = cuda.buffer("u32", 5 * 96):fill(7)
+    w.exits:launch(s, 2, 48, cuda.buffer("i32", v), out)
+    local got = out:download()
+    for b = 0, 1 do
+      for wi = 0, 1 do
+        local size = wi == 0 and 32 or 16
+        local keep = math.min(size, 20 + b * 8)
+        local live = lanes(function(j) return j < keep end)
+        local base = b * 48 + wi * 32
+        local function val(j) return v[base + j + 1] end
+        local sum, odd, all3, any90 = 0, 0, true, false
+        for j = 0, keep - 1 do
+          sum = sum + val(j)
+          if val(j) & 1 == 1 then odd = odd | 1 << j end
+          all3 = all3 and val(j) >= 3
+          any90 = any90 or val(j) > 90
+        end
+        for l = 0, size - 1 do
+          local at = 5 * (base + l)
+          if l < keep then
+            assert.equals(odd, got[at + 1], "ballot, block " .. b .. " warp " .. wi)
+            assert.equals((all3 and 1 or 0) | (any90 and 2 or 0), got[at + 2])
+            assert.equals(sum, got[at + 3])
+            assert.equals(lanes(function(j) return live >> j & 1 == 1 and val(j) & 3 == val(l) & 3 end),
+                          got[at + 4])
+            assert.equals(live, got[at + 5])
+          else
+            for k = 1, 5 do assert.equals(7, got[at + k]) end
+          end
+        end
+      end
+    end
+  end)
+
+  it("shuffles within masks and segments that are not the whole warp", function()
+    local n = 64
+    local v = ints(n, 41)
+    local out = cuda.buffer("i32", 6 * n)
+    w.sub_shfl:launch(s, 1, n, cuda.buffer("i32", v), out, n)
+    local got = out:download()
+    for i = 0, n - 1 do
+      local base, l = i - i % 32, i % 32
+      local function val(j) return v[base + j + 1] end
+      local function want(k) return got[k * n + i + 1] end
+      if l < 16 then
+        assert.equals(val(l ~ 5), want(0))
+      else
+        assert.equals(l + 3 <= 31 and val(l + 3) or val(l), want(0), "down, lane " .. l)
+      end
+      assert.equals(val((l & ~7) + ((l + 3) & 7)), want(1))
+      assert.equals(l - 2 >= (l & ~7) and val(l - 2) or val(l), want(2))
+      assert.equals(l + 3 <= (l & 16) + 15 and val(l + 3) or val(l), want(3))
+      assert.equals(val((l + 4) & 31), want(4))
+      assert.equals(val(l ~ 8), want(5))
+    end
+  end)
+
+  it("reduces over cooperative groups' labeled partitions, tiles and coalesced groups", function()
+    local n = 64
+    local v = ints(n, 43, 1000)
+    local f = {}
+    for i = 1, n do f[i] = (v[i] % 200) * 0.25 end -- sums exact in any order
+    local out, fout = cuda.buffer("i32", 6 * n):fill(0), cuda.buffer("f32", 3 * n):fill(0)
+    w.cg_parts:launch(s, 1, n, cuda.buffer("i32", v), cuda.buffer("f32", f), out, fout, n)
+    local got, fgot = out:download(), fout:download()
+    local add = function(a, b) return a + b end
+    for i = 0, n - 1 do
+      local wi, l, x = i // 32, i % 32, v[i + 1]
+      local function want(k) return got[k * n + i + 1] end
+      local part = lanes(function(j) return v[wi * 32 + j + 1] & 3 == x & 3 end)
+      local below = part & ((1 << l) - 1)
+      assert.equals(over(part, v, wi, add), want(0))
+      assert.equals(over(part, v, wi, math.max), want(1))
+      assert.equals(popcount(below) | popcount(part) << 8, want(2))
+      assert.equals(over(part, f, wi, add), fgot[i + 1])
+      local t8 = 0xff << (l & 24)
+      assert.equals(over(t8, v, wi, add), want(3))
+      assert.equals(over(0xffffffff, f, wi, add), fgot[n + i + 1])
+      if x & 1 == 1 then
+        local odd = lanes(function(j) return v[wi * 32 + j + 1] & 1 == 1 end)
+        assert.equals(over(odd, v, wi, function(a, b) return a ~ b end), want(4))
+        assert.equals(popcount(odd & ((1 << l) - 1)) | popcount(odd) << 8, want(5))
+        assert.equals(over(odd, f, wi, add), fgot[2 * n + i + 1])
+      else
+        assert.equals(0, want(4))
+      end
+    end
+  end)
+
+  it("waits at a shuffle and at __syncwarp for lanes on a path laid out after the return", function()
+    local n = 128
+    local v = ints(n, 47, 1000)
+    local out = cuda.buffer("i32", n)
+    w.cold_path:launch(s, 2, 64, cuda.buffer("i32", v), out)
+    local got, final = out:download(), {}
+    for i = 1, n do
+      local x = v[i]
+      if x % 7 == 3 then
+        for k = 0, (x & 7) do x = i32(x * 3 + v[k + 1]) end
+      end
+      final[i - 1] = x
+    end
+    for i = 0, n - 1 do assert.equals(final[i ~ 1], got[i + 1], "lane " .. i) end
+    w.cold_syncwarp:launch(s, 2, 64, cuda.buffer("i32", v), out)
+    got = out:download()
+    for i = 1, n do
+      local x = v[i]
+      if x % 5 == 1 then
+        for k = 0, (x & 3) + 1 do x = i32(x * 5 + v[k + 2]) end
+      end
+      final[i - 1] = x
+    end
+    for i = 0, n - 1 do
+      assert.equals(i32(final[i ~ 1] + final[i ~ 6]), got[i + 1], "lane " .. i)
+    end
+  end)
+
+  it("reduces and scans over tiles of several warps, up to the whole block", function()
+    local n = 512
+    local v = ints(n, 53, 1000)
+    local out = cuda.buffer("i32", 6 * n)
+    w.cg_block:launch(s, 2, 256, cuda.buffer("i32", v), out, n)
+    local got = out:download()
+    local add = function(a, b) return a + b end
+    local function tile(i, size, fold)
+      local acc
+      for j = i - i % size, i - i % size + size - 1 do
+        acc = acc == nil and v[j + 1] or fold(acc, v[j + 1])
+      end
+      return acc
+    end
+    for i = 0, n - 1 do
+      local function want(k) return got[k * n + i + 1] end
+      assert.equals(tile(i, 32, add), want(0))
+      assert.equals(tile(i, 64, add), want(1), "tile of 64, thread " .. i)
+      assert.equals(tile(i, 128, math.max), want(2))
+      assert.equals(tile(i, 256, add), want(3))
+      local inc, exc = 0, 0
+      for j = i - i % 64, i do inc = inc + v[j + 1] end
+      for j = i - i % 256, i - 1 do exc = exc + v[j + 1] end
+      assert.equals(inc, want(4))
+      assert.equals(exc, want(5))
+    end
+  end)
+
+  it("reads warpSize and the special registers a kernel can read", function()
+    local n = 64
+    local out, t = cuda.buffer("u32", 17 * n), cuda.buffer("u64", 4 * n)
+    w.sregs:shared(4 * n)
+    w.sregs:launch(s, 1, n, out, t)
+    local got, tg = out:download(), t:download()
+    for i = 0, n - 1 do
+      local r = {}
+      for k = 0, 16 do r[k] = got[17 * i + k + 1] end
+      local l = i % 32
+      assert.is_true(r[0] < r[1], "warpid below nwarpid")
+      assert.is_true(r[2] < r[3], "smid below nsmid")
+      assert.equals(1 << l, r[4])
+      assert.equals((2 << l) - 1 & 0xffffffff, r[5])
+      assert.equals((1 << l) - 1, r[6])
+      assert.equals(~((1 << l) - 1) & 0xffffffff, r[7])
+      assert.equals(~((2 << l) - 1) & 0xffffffff, r[8])
+      assert.equals(4 * n, r[9])
+      assert.equals(384, r[10]) -- 40 static and 256 dynamic bytes, in units of 128
+      assert.is_true(r[11] >= r[10] + r[14], "aggr_smem_size counts the reserved region")
+      assert.is_true(r[12] <= r[15] and r[15] + 288 <= r[13] and r[13] - r[12] <= r[14],
+                     "cooperative groups' scratch in the reserved region")
+      assert.equals(32, r[16])
+      assert.is_true(tg[4 * i + 1] > 0 and tg[4 * i + 2] > 0, "clock64 and clock advance")
+      assert.is_true(tg[4 * i + 3] ~= 0, "globaltimer")
+      assert.is_true(tg[4 * i + 4] >= 0 and tg[4 * i + 4] < 10 * 1000000000, "globaltimer, in ns")
+      assert.equals(r[0], got[17 * (i - l) + 1], "one warpid a warp")
+      assert.equals(r[2], got[1], "one smid a block")
     end
   end)
 
@@ -455,6 +1136,149 @@ describe("the PTX simulator's instructions", function()
         assert.equals(string.unpack("<i4", string.pack("<f", d)), want(8, i))
       end
     end
+  end)
+
+  -- got, the bits of a result, is want's: N a NaN (PTX: unspecified), ANY
+  -- what PTX leaves open (.sat and .relu of -0).
+  local function same_half(want, got, bf, what)
+    if want == ANY then return end
+    if want == N then
+      assert.is_true((got & 0x7fff) > (bf and 0x7f80 or 0x7c00), what .. ": a NaN")
+    else
+      assert.equals(("0x%04x"):format(want), ("0x%04x"):format(got), what)
+    end
+  end
+
+  it("computes f16 and bf16 arithmetic bit for bit, halves and pairs", function()
+    for _, t in ipairs { { h.f16_ops, h.f16x2_ops, F16, false }, { h.bf16_ops, h.bf16x2_ops, BF16, true } } do
+      local scalar, pair, rows, bf = t[1], t[2], t[3], t[4]
+      local n, cols = #rows, #rows[1] - 3
+      local col = {}
+      for j = 1, 3 do
+        col[j] = {}
+        for i = 1, n do col[j][i] = rows[i][j] end
+      end
+      local out = cuda.buffer("u16", cols * n)
+      scalar:launch(s, 1, n, cuda.buffer("u16", col[1]), cuda.buffer("u16", col[2]),
+                    cuda.buffer("u16", col[3]), out, n)
+      local got = out:download()
+      for i = 1, n do
+        for k = 1, cols do
+          same_half(rows[i][3 + k], got[(k - 1) * n + i], bf,
+                    ("%s column %d of row %d"):format(bf and "bf16" or "f16", k, i))
+        end
+      end
+      -- the same rows two by two, as the halves of pairs
+      local ty = bf and "bf16" or "f16"
+      local ins = {}
+      for j = 1, 3 do ins[j] = cuda.buffer(ty, n) end
+      for j = 1, 3 do ins[j]:view(0, nil, "u16"):upload(col[j]) end
+      local pout = cuda.buffer(ty, cols * n)
+      pair:launch(s, 1, n // 2, ins[1], ins[2], ins[3], pout, n // 2)
+      got = pout:view(0, nil, "u16"):download()
+      for i = 1, n // 2 * 2 do
+        for k = 1, cols do
+          local at = (k - 1) * n + i -- pair (i + 1) // 2 of column k, half (i - 1) % 2
+          same_half(rows[i][3 + k], got[at], bf,
+                    ("%sx2 column %d of row %d"):format(ty, k, i))
+        end
+      end
+    end
+  end)
+
+  it("compares f16, bf16 and their pairs", function()
+    local a, b = {}, {}
+    for i, r in ipairs(F16) do a[i], b[i] = r[1], r[2] end
+    for i, r in ipairs(BF16) do a[#F16 + i], b[#F16 + i] = r[1], r[2] end
+    local n = #a
+    local out, out2 = cuda.buffer("u32", n), cuda.buffer("u32", 5 * (n // 2))
+    h.compares:launch(s, 1, n, cuda.buffer("u16", a), cuda.buffer("u16", b), out, out2, n)
+    local got, got2 = out:download(), out2:download()
+    local function cmp(x, y)
+      local un = x ~= x or y ~= y
+      return { lt = not un and x < y, geu = un or x >= y, ne = not un and x ~= y,
+               equ = un or x == y, gt = not un and x > y, eq = not un and x == y }
+    end
+    local function bit(c) return c and 1 or 0 end
+    for i = 1, n do
+      local f, g = cmp(half_value(a[i]), half_value(b[i])), cmp(half_value(a[i], true), half_value(b[i], true))
+      assert.equals(bit(f.lt) | bit(f.geu) << 1 | bit(f.ne) << 2 | bit(f.equ) << 3 |
+                    bit(g.lt) << 4 | bit(g.geu) << 5 | bit(g.ne) << 6 | bit(g.equ) << 7, got[i],
+                    "comparisons of row " .. i)
+    end
+    for j = 0, n // 2 - 1 do
+      local lo, hi = j * 2 + 1, j * 2 + 2
+      local f0, f1 = cmp(half_value(a[lo]), half_value(b[lo])), cmp(half_value(a[hi]), half_value(b[hi]))
+      local g0, g1 = cmp(half_value(a[lo], true), half_value(b[lo], true)),
+                     cmp(half_value(a[hi], true), half_value(b[hi], true))
+      local r = { got2[5 * j + 1], got2[5 * j + 2], got2[5 * j + 3], got2[5 * j + 4], got2[5 * j + 5] }
+      assert.equals((f0.lt and 0x3c00 or 0) | (f1.lt and 0x3c00 or 0) << 16, r[1], "__hlt2 " .. j)
+      assert.equals((f0.geu and 0xffff or 0) | (f1.geu and 0xffff or 0) << 16, r[2], "__hgeu2_mask " .. j)
+      assert.equals(bit(f0.eq and f1.eq), r[3], "__hbeq2 " .. j)
+      assert.equals((g0.lt and 0xffff or 0) | (g1.lt and 0xffff or 0) << 16, r[4], "__hlt2_mask " .. j)
+      assert.equals(bit(g0.gt and g1.gt), r[5], "__hbgt2 " .. j)
+    end
+  end)
+
+  it("converts to f16 and bf16 in every rounding, once, and back", function()
+    local f, d, ll = {}, {}, {}
+    for i, r in ipairs(CVT32) do f[i] = r[1] end
+    for i, r in ipairs(CVT64) do d[i] = r[1] end
+    for i, r in ipairs(CVTLL) do ll[i] = r[1] end
+    local fb, db = cuda.buffer("f32", #f), cuda.buffer("f64", #d)
+    fb:view(0, nil, "u32"):upload(f)
+    db:view(0, nil, "u64"):upload(d)
+    local o32, o64, oll = cuda.buffer("u16", 8 * #f), cuda.buffer("u16", 2 * #d), cuda.buffer("u16", 8 * #ll)
+    h.to_halves:launch(s, 1, 32, fb, db, cuda.buffer("i64", ll), o32, o64, oll, #f, #d, #ll)
+    local g32, g64, gll = o32:download(), o64:download(), oll:download()
+    local names = { "f16 rn", "f16 rz", "f16 rd", "f16 ru", "bf16 rn", "bf16 rz", "bf16 rd", "bf16 ru" }
+    for i, r in ipairs(CVT32) do
+      for k = 1, 8 do
+        same_half(r[1 + k], g32[8 * (i - 1) + k], k > 4, ("%s of f32 0x%08x"):format(names[k], r[1]))
+      end
+    end
+    for i, r in ipairs(CVT64) do
+      same_half(r[2], g64[2 * i - 1], false, ("f16 of f64 0x%016x"):format(r[1]))
+      same_half(r[3], g64[2 * i], true, ("bf16 of f64 0x%016x"):format(r[1]))
+    end
+    for i, r in ipairs(CVTLL) do
+      for k = 1, 8 do same_half(r[1 + k], gll[8 * (i - 1) + k], k > 4, ("%s of %d"):format(names[k], r[1])) end
+    end
+    -- back, from every f16 and bf16 input above
+    local a = {}
+    for _, r in ipairs(F16) do a[#a + 1] = r[1] end
+    for _, r in ipairs(BF16) do a[#a + 1] = r[1] end
+    local n = #a
+    local fo, io_ = cuda.buffer("f32", 2 * n), cuda.buffer("i32", 5 * n)
+    h.from_halves:launch(s, 1, n, cuda.buffer("u16", a), fo, io_, n)
+    local fg, ig = fo:download(), io_:download()
+    local function toint(x, how)
+      if x ~= x then return 0 end
+      local r = how == "rn" and math.floor(x + 0.5) or how == "rz" and (x < 0 and math.ceil(x) or math.floor(x))
+                or how == "rd" and math.floor(x) or math.ceil(x)
+      if how == "rn" and r - x == 0.5 and r % 2 ~= 0 then r = r - 1 end
+      return math.max(-(1 << 31), math.min((1 << 31) - 1, r))
+    end
+    for i = 1, n do
+      local x, y = half_value(a[i]), half_value(a[i], true)
+      local fx, fy = fg[2 * i - 1], fg[2 * i]
+      assert.is_true(x ~= x and fx ~= fx or x == fx, "f32 of f16 " .. a[i])
+      assert.is_true(y ~= y and fy ~= fy or y == fy, "f32 of bf16 " .. a[i])
+      for k, how in ipairs { "rn", "rz", "rd", "ru" } do
+        assert.equals(toint(x, how), ig[5 * (i - 1) + k], ("int %s of f16 0x%04x"):format(how, a[i]))
+      end
+      assert.equals(toint(y, "rn"), ig[5 * i], ("int of bf16 0x%04x"):format(a[i]))
+    end
+  end)
+
+  it("adds f16, bf16 and their pairs atomically", function()
+    local hh, h2 = cuda.buffer("f16", 1):fill(0), cuda.buffer("f16", 2):fill(0)
+    local bb, b2 = cuda.buffer("bf16", 1):fill(0), cuda.buffer("bf16", 2):fill(0)
+    h.half_atomics:launch(s, 2, 64, hh, h2, bb, b2)
+    assert.same({ 128 }, hh:download())
+    assert.same({ 64, 256 }, h2:download())
+    assert.same({ 128 }, bb:download())
+    assert.same({ 32, -256 }, b2:download())
   end)
 
   it("calls a .func with parameters and a result", function()
@@ -629,6 +1453,21 @@ describe("the PTX simulator's loader and faults", function()
     local err = H.error_of(cuda.module, ptx, "brk.ptx")
     assert.equals("CUDA_ERROR_INVALID_PTX", err.name)
     assert.matches("brk.ptx: PTX line 7: unsupported instruction 'brkpt'", tostring(err), 1, true)
+  end)
+
+  it("refuses the shared memory size of a kernel when .shared variables lie outside kernels", function()
+    local ptx = ".version 8.0\n.target sm_90\n.address_size 64\n.shared .align 4 .b8 gs[16];\n" ..
+                ".visible .entry k(.param .u64 out)\n{\n\t.reg .b32 %r;\n\t.reg .b64 %p;\n" ..
+                "\tmov.u32 %r, %total_smem_size;\n\tld.param.u64 %p, [out];\n" ..
+                "\tst.global.u32 [%p], %r;\n\tret;\n}\n"
+    local err = H.error_of(cuda.module, ptx, "smem.ptx")
+    assert.matches("smem.ptx: PTX line 9: unsupported: the shared memory size of a kernel " ..
+                   "where .shared variables are declared outside kernels' bodies", tostring(err), 1, true)
+    local ok = cuda.module(ptx:gsub("%.shared[^\n]*\n", ""), "smem2.ptx")
+    local out = cuda.buffer("u32", 1)
+    ok.k:shared(200)
+    ok.k:launch(cuda.stream(), 1, 32, out)
+    assert.equals(256, out:download()[1])
   end)
 
   it("decodes every kernel of the examples and the benchmark, with and without fast math", function()

@@ -1,7 +1,8 @@
 /* Comparisons and conversions of values of PTX types: setp's comparisons,
-   cvt with its roundings and saturation, and the f16 and bf16 forms. Part
-   of the loop's translation unit (ptx_exec.c, the only file to include
-   it). */
+   f16 and bf16 values and the one rounding to them that cvt and the half
+   precision instructions share, cvt with its roundings and saturation.
+   Part of the loop's translation unit (ptx_exec.c, the only file to
+   include it). */
 #ifndef PTX_CONVERT_H
 #define PTX_CONVERT_H
 
@@ -39,40 +40,81 @@ static inline int cmp_float(int c, double x, double y) {
   return 0;
 }
 
-/* f32 (or an f64, through rounding to f32 once: exact for f32 inputs) to
-   f16, rounding to nearest even. */
-static uint16_t f32_to_half(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  uint32_t s = u >> 16 & 0x8000;
-  float a = fabsf(f);
-  if (a != a) return (uint16_t)(s | 0x7e00);
-  if (a >= 65520.0f) return (uint16_t)(s | 0x7c00);
-  if (a < 6.103515625e-05f) { /* subnormal: units of 2^-24 */
-    float q = nearbyintf(a * 16777216.0f);
-    return (uint16_t)(s | (uint32_t)q);
+/* -- f16 and bf16 ---------------------------------------------------------- */
+
+/* The narrow formats: f16 (11 significant bits, exponents -14..15) and
+   bf16 (8 bits, -126..127), indexed by "is bf16". */
+static const struct { int p, emin, emax; } NARROW[2] = {{11, -14, 15},
+                                                       {8, -126, 127}};
+
+/* An f16 or bf16 value, exactly. */
+static double narrow_value(uint16_t h, int bf) {
+  int mb = NARROW[bf].p - 1, bias = NARROW[bf].emax;
+  int e = h >> mb & (2 * bias + 1), m = h & ((1 << mb) - 1);
+  double a = e == 2 * bias + 1 ? (m ? NAN : INFINITY)
+           : e ? ldexp(m + (1 << mb), e - bias - mb)
+               : ldexp(m, NARROW[bf].emin - mb);
+  return h >> 15 ? -a : a;
+}
+
+static int narrow_nan(uint16_t h, int bf) {
+  return (h & 0x7fff) > (bf ? 0x7f80 : 0x7c00);
+}
+
+/* s rounded once to f16 or bf16 in rounding mode rnd (R_N, R_Z, R_M,
+   R_P), t the sign of what s leaves off the exact value (an error term
+   below all of s's bits: an exact sum's, or an integer's beyond 2^53).
+   NaN becomes the canonical 0x7fff, as the GPU's conversions give. */
+static uint16_t narrow(double s, int t, int bf, int rnd) {
+  if (s != s) return 0x7fff;
+  int mb = NARROW[bf].p - 1, emin = NARROW[bf].emin;
+  uint16_t sign = signbit(s) ? 0x8000 : 0;
+  uint16_t inf = (uint16_t)((2 * NARROW[bf].emax + 1) << mb);
+  double a = fabs(s);
+  if (isinf(a)) return sign | inf;
+  if (a == 0) return sign;
+  int up = sign ? t < 0 : t > 0; /* the exact magnitude is above a */
+  int down = sign ? t > 0 : t < 0;
+  int e = ilogb(a);
+  if (down && a == ldexp(1.0, e)) e--; /* just below a power of two */
+  int q = (e < emin ? emin : e) - mb;  /* the last place's exponent */
+  double k = ldexp(a, -q), r = k - floor(k);
+  uint64_t K = (uint64_t)floor(k);
+  int away = (rnd == R_P && !sign) || (rnd == R_M && sign);
+  int zero = rnd == R_Z || (rnd == R_P && sign) || (rnd == R_M && !sign);
+  if (r == 0 && down) {
+    if (zero) K--;
+  } else if (r == 0) {
+    if (up && away) K++;
+  } else if (away) {
+    K++;
+  } else if (!zero && (r > 0.5 || (r == 0.5 && (up || (!down && (K & 1)))))) {
+    K++;
   }
-  int e;
-  float m = frexpf(a, &e);           /* a = m 2^e, m in [0.5, 1) */
-  float q = nearbyintf(m * 2048.0f); /* 11 bits */
-  if (q >= 2048.0f) q = 1024.0f, e++;
-  return (uint16_t)(s | (uint32_t)(e + 14) << 10 | ((uint32_t)q & 0x3ff));
+  if (K == 0) return sign;
+  double v = ldexp((double)K, q);
+  if (v > ldexp((double)((2 << mb) - 1), NARROW[bf].emax - mb))
+    return sign | (zero ? inf - 1 : inf);
+  if (v < ldexp(1.0, emin)) return sign | (uint16_t)K;
+  int ev = ilogb(v);
+  uint64_t m = (uint64_t)ldexp(v, mb - ev) - (1u << mb);
+  return sign | (uint16_t)((ev + NARROW[bf].emax) << mb) | (uint16_t)m;
 }
 
-static float bf16_to_f32(uint16_t h) {
-  uint32_t u = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
+/* The error of s = x + y rounded to nearest (TwoSum): s + error is exact. */
+static double sum_error(double x, double y, double s) {
+  if (!isfinite(s)) return 0;
+  double yy = s - x;
+  return (x - (s - yy)) + (y - yy);
 }
 
-static uint16_t f32_to_bf16(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  if ((u & 0x7fffffff) > 0x7f800000) return (uint16_t)(u >> 16 | 0x40);
-  u += 0x7fff + (u >> 16 & 1);
-  return (uint16_t)(u >> 16);
+/* x + y of two f16 (bf = 0) or bf16 values rounded once to nearest. */
+static uint16_t narrow_add(double x, double y, int bf) {
+  double s = x + y, e = sum_error(x, y, s);
+  return narrow(s, (e > 0) - (e < 0), bf, R_N);
 }
+
+/* -- cvt -------------------------------------------------------------------- */
 
 static double round_int(double x, int rnd) {
   switch (rnd) {
@@ -84,9 +126,10 @@ static double round_int(double x, int rnd) {
   }
 }
 
-/* A float rounded to an integer of (k, bits), saturating; NaN is 0. */
-static uint64_t float_to_int(double x, int k, int bits) {
-  if (x != x) return 0;
+/* A float rounded to an integer of (k, bits), saturating. NaN is 0, or
+   1 << (bits - 1) from an f64 or to a 64-bit integer (wide). */
+static uint64_t float_to_int(double x, int k, int bits, int wide) {
+  if (x != x) return wide ? 1ull << (bits - 1) : 0;
   if (k == K_S) {
     double lo = -ldexp(1.0, bits - 1), hi = ldexp(1.0, bits - 1);
     if (x <= lo) return zx((uint64_t)(INT64_MIN >> (64 - bits)), bits);
@@ -96,6 +139,46 @@ static uint64_t float_to_int(double x, int k, int bits) {
   if (x <= 0) return 0;
   if (x >= ldexp(1.0, bits)) return zx(~0ull, bits);
   return (uint64_t)x;
+}
+
+/* cvt's source as a double: exact for floats (f32 flushed under .ftz)
+   and integers below 2^53; *t the sign of what the double leaves off a
+   wider integer. */
+static double cvt_source(const ins *in, uint64_t v, int *t) {
+  int sk = in->t2k, sb = in->t2b;
+  *t = 0;
+  if (sk == K_BF) return narrow_value((uint16_t)v, 1);
+  if (sk == K_F && sb == 16) return narrow_value((uint16_t)v, 0);
+  if (sk == K_F && sb == 32)
+    return in->flags & F_FTZ ? ftz(f32(v)) : f32(v);
+  if (sk == K_F) return f64(v);
+  if (sk == K_S) {
+    int64_t i = sx(v, sb);
+    double d = (double)i;
+    if (d >= 0x1p63) *t = -1;
+    else *t = (i > (int64_t)d) - (i < (int64_t)d);
+    return d;
+  }
+  uint64_t i = zx(v, sb);
+  double d = (double)i;
+  if (d >= 0x1p64) *t = -1;
+  else *t = (i > (uint64_t)d) - (i < (uint64_t)d);
+  return d;
+}
+
+/* cvt to f16 (bf = 0) or bf16 of the source v: .sat, then the rounding,
+   then .relu (negative results to +0) and .satfinite (infinities to the
+   largest finite value). */
+static uint16_t cvt_narrow(const ins *in, uint64_t v, int bf) {
+  int t;
+  double x = cvt_source(in, v, &t);
+  if (in->rnd >= R_NI) x = round_int(x, in->rnd), t = 0;
+  if (in->flags & F_SAT) x = x != x ? 0 : x < 0 ? 0 : x > 1 ? 1 : x;
+  uint16_t h = narrow(x, t, bf, in->rnd >= R_NI ? R_N : in->rnd);
+  if ((in->flags & F_RELU) && (h & 0x8000) && !narrow_nan(h, bf)) h = 0;
+  if ((in->flags & F_SATFINITE) && (h & 0x7fff) == (bf ? 0x7f80 : 0x7c00))
+    h--;
+  return h;
 }
 
 static uint64_t cvt(const ins *in, uint64_t v) {
@@ -117,52 +200,37 @@ static uint64_t cvt(const ins *in, uint64_t v) {
     }
     return zx((uint64_t)x, db);
   }
-  double x; /* the source value, exactly */
-  if (!sfl) {
-    x = 0;
-  } else if (sk == K_BF) {
-    x = bf16_to_f32((uint16_t)v);
-  } else if (sb == 16) {
-    x = half_to_f32((uint16_t)v);
-  } else if (sb == 32) {
-    float f = f32(v);
-    if (in->flags & F_FTZ) f = ftz(f);
-    x = f;
-  } else {
-    x = f64(v);
-  }
-  if (!dfl) /* float to integer */
-    return float_to_int(round_int(x, in->rnd), dk, db);
-  if (!sfl) { /* integer to float */
+  if (dk == K_BF || (dk == K_F && db == 16)) return cvt_narrow(in, v, dk == K_BF);
+  if (!sfl) { /* integer to f32 or f64, in cvt's rounding mode */
     int mode = fe_mode(in->rnd), old = fegetround();
     if (mode != old) fesetround(mode);
     uint64_t r;
     if (sk == K_S) {
       int64_t i = sx(v, sb);
-      r = db == 64 ? bd((double)i) : db == 32 ? bf((float)i)
-        : dk == K_BF ? f32_to_bf16((float)i) : f32_to_half((float)i);
+      r = db == 64 ? bd((double)i) : bf((float)i);
     } else {
       uint64_t i = zx(v, sb);
-      r = db == 64 ? bd((double)i) : db == 32 ? bf((float)i)
-        : dk == K_BF ? f32_to_bf16((float)i) : f32_to_half((float)i);
+      r = db == 64 ? bd((double)i) : bf((float)i);
     }
     if (mode != old) fesetround(old);
     return r;
   }
-  /* float to float */
+  int t;
+  double x = cvt_source(in, v, &t); /* exact */
+  if (!dfl) /* float to integer */
+    return float_to_int(round_int(x, in->rnd), dk, db,
+                        (sk == K_F && sb == 64) || db == 64);
+  /* float to f32 or f64 */
   if (in->rnd >= R_NI) x = round_int(x, in->rnd);
   if (in->flags & F_SAT) x = x != x ? 0 : x < 0 ? 0 : x > 1 ? 1 : x;
   if (db == 64) return bd(x);
-  if (db == 32) {
-    int mode = fe_mode(in->rnd >= R_NI ? R_N : in->rnd), old = fegetround();
-    if (mode != old) fesetround(mode);
-    volatile double vx = x;
-    float f = (float)vx;
-    if (mode != old) fesetround(old);
-    if (in->flags & F_FTZ) f = ftz(f);
-    return bf(f);
-  }
-  return dk == K_BF ? f32_to_bf16((float)x) : f32_to_half((float)x);
+  int mode = fe_mode(in->rnd >= R_NI ? R_N : in->rnd), old = fegetround();
+  if (mode != old) fesetround(mode);
+  volatile double vx = x;
+  float f = (float)vx;
+  if (mode != old) fesetround(old);
+  if (in->flags & F_FTZ) f = ftz(f);
+  return bf(f);
 }
 
 #endif

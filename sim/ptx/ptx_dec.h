@@ -42,6 +42,8 @@ typedef struct dec {
   int failed;
   sym *gsyms;                 /* module: shared and global variables */
   size_t ngsyms, cgsyms;
+  int outer_shared;           /* static .shared variables outside the
+                                 bodies of .entry functions */
   /* the function being decoded */
   regdecl *regs;
   size_t nregs, cregs;

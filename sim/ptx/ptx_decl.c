@@ -151,8 +151,8 @@ int dec_add_sym(dec *d, int local, const tok *name, int space,
   return 1;
 }
 
-/* Every .shared variable of the text, in one layout; extern (dynamic)
-   ones after all static ones. */
+/* Every .shared variable of the text, in one layout after the reserved
+   region; extern (dynamic) ones after all static ones. */
 int dec_layout_shared(dec *d) {
   size_t at = 0, extern_align = 16;
   for (int pass = 0; pass < 2 && !d->failed; pass++) {
@@ -171,7 +171,9 @@ int dec_layout_shared(dec *d) {
         continue;
       }
       at = align_up(at, align);
-      if (!dec_add_sym(d, 0, name, SP_SHARED, (int64_t)at, (int)size)) return 0;
+      if (!dec_add_sym(d, 0, name, SP_SHARED, SMEM_RESERVED + (int64_t)at,
+                       (int)size))
+        return 0;
       at += size;
     }
     if (pass == 0) {
@@ -189,7 +191,8 @@ int dec_layout_shared(dec *d) {
     if (!dec_decl_var(d, &size, &align, &name, &init)) return 0;
     free(init);
     if (!dec_find_sym(d->gsyms, d->ngsyms, name)
-        && !dec_add_sym(d, 0, name, SP_SHARED, (int64_t)d->m->shared_static, 0))
+        && !dec_add_sym(d, 0, name, SP_SHARED,
+                        SMEM_RESERVED + (int64_t)d->m->shared_static, 0))
       return 0;
   }
   return !d->failed;

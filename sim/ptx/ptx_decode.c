@@ -39,12 +39,15 @@ static int body(dec *d, func *f) {
     if (is(t, ".reg")) { if (!dec_decl_reg(d)) return 0; continue; }
     if (is(t, ".loc") || is(t, ".file")) { skip_line(d, t->line); continue; }
     if (is(t, ".pragma")) { skip_statement(d); continue; }
-    if (is(t, ".shared")) { /* laid out already */
+    if (is(t, ".shared")) { /* laid out already; measured for the
+                               function's %total_smem_size */
       size_t size, align;
       tok *name;
       unsigned char *init;
       if (!dec_decl_var(d, &size, &align, &name, &init)) return 0;
       free(init);
+      f->smem = align_up(f->smem, align) + size;
+      if (!f->entry) d->outer_shared = 1;
       continue;
     }
     if (is(t, ".local") || is(t, ".param")) {
@@ -217,6 +220,26 @@ void sim_unload(sim_module *m) {
   free(m);
 }
 
+/* %total_smem_size and %aggr_smem_size count the static shared memory of
+   the kernel reading them: the .shared variables of its body, when the
+   module has no others (a GPU counts those of other functions only if the
+   kernel uses them). */
+static int check_smem_sizes(dec *d) {
+  for (size_t i = 0; i < d->m->nfuncs; i++) {
+    func *f = d->m->funcs[i];
+    for (int pc = f->start; f->start >= 0 && pc < f->end; pc++) {
+      ins *in = &d->m->code[pc];
+      if (in->op == OP_SREG && (in->d[0] == S_TOTAL_SMEM
+                                || in->d[0] == S_AGGR_SMEM)
+          && (!f->entry || d->outer_shared))
+        return dec_fail(d, in->line, "unsupported: the shared memory size "
+                        "of a kernel where .shared variables are declared "
+                        "outside kernels' bodies");
+    }
+  }
+  return 1;
+}
+
 /* Whether f reaches itself through calls (the simulator gives every
    function one frame), and propagates bar.sync to callers. Past the
    deepest nesting a launch runs the chain is not followed (its host stack
@@ -276,6 +299,7 @@ sim_module *sim_load(const char *ptx, char *err, size_t nerr) {
       size_t size, align;
       tok *name;
       unsigned char *init;
+      if (!ext) d.outer_shared = 1;
       if (dec_decl_var(&d, &size, &align, &name, &init)) free(init);
     } else if (is(t, ".file") || is(t, ".loc")) {
       skip_line(&d, t->line);
@@ -296,6 +320,7 @@ sim_module *sim_load(const char *ptx, char *err, size_t nerr) {
       free(state);
     }
   }
+  if (!d.failed) check_smem_sizes(&d);
   if (!d.failed && m->nslots > (1 << 20)) dec_fail(&d, 0, "too many registers");
   if (!d.failed) { /* the immediates' slots follow the registers' */
     m->const_base = m->nslots;

@@ -3,6 +3,7 @@
    or splits it, and the scheduler picks the next. */
 #define _GNU_SOURCE
 #include "ptx_convert.h"
+#include "ptx_half.h"
 #include "ptx_mem.h"
 #include "ptx_warp.h"
 
@@ -38,13 +39,33 @@ static inline unsigned lanes(uint32_t x) {
 
 static inline float sat32(float x) { return x != x ? 0 : x < 0 ? 0 : x > 1 ? 1 : x; }
 
+/* min and max of PTX: a NaN operand gives the other, and +0 > -0. */
+static inline double minmax(int mx, double x, double y) {
+  if (x != x) return y;
+  if (y != y || (x == y ? !!signbit(x) != mx : (x < y) != mx)) return x;
+  return y;
+}
+
+/* min and max.f32 with .NaN (a NaN operand gives the canonical NaN) or
+   .xorsign.abs (of magnitudes, the sign the XOR of the operands'). */
+static float minmax_f32(const ins *in, float x, float y) {
+  int sign = signbit(x) != signbit(y);
+  if ((in->flags & F_NAN) && (x != x || y != y)) return f32(0x7fffffffu);
+  if (in->flags & F_XORSIGN) x = fabsf(x), y = fabsf(y);
+  float r = (float)minmax(in->op == OP_MAX, x, y);
+  return r != r || !(in->flags & F_XORSIGN) ? r : sign ? -r : r;
+}
+
 /* Moves lanes of the group aside and picks the next group: the runnable
-   lanes (not waiting at a barrier) at the lowest PC. */
+   lanes (not waiting at a barrier) at the lowest PC, lanes parked there
+   joining them; parked lanes wait while others can run. */
 static void schedule(frame *f, uint32_t wait) {
   for (uint32_t m = f->mask; m; m &= m - 1) f->pcs[__builtin_ctz(m)] = f->pc;
-  uint32_t run = f->live & ~wait;
+  uint32_t run = f->live & ~wait, go = run & ~f->park;
+  f->release = run && !go;
+  if (f->release) go = run;
   int min = INT_MAX;
-  for (uint32_t m = run; m; m &= m - 1) {
+  for (uint32_t m = go; m; m &= m - 1) {
     int pc = f->pcs[__builtin_ctz(m)];
     if (pc < min) min = pc;
   }
@@ -53,8 +74,9 @@ static void schedule(frame *f, uint32_t wait) {
   for (uint32_t m = run; m; m &= m - 1) {
     int l = __builtin_ctz(m), pc = f->pcs[l];
     if (pc == min) mask |= 1u << l;
-    else if (pc < other) other = pc;
+    else if (pc < other && (go >> l & 1)) other = pc;
   }
+  f->park &= ~mask;
   f->mask = mask;
   f->pc = min;
   f->other = other;
@@ -74,6 +96,11 @@ static void cond_call(worker *w, warp *wp, int lane, const ins *in) {
     exec_fault(w, wp, lane, in, SIM_LAUNCH_FAILED, "cudaGraphSetConditional of "
                "handle 0x%llx, not one of the running graph's", (unsigned long long)h);
 }
+
+/* A .sync warp instruction's wait for its member masks (warp_wait): the
+   group parks, and the scheduler runs others. */
+#define SYNC_WAIT()                                                         \
+  (in->e >= 0 && warp_wait(wp, f, code, in, &em, depth ? 0 : wp->wait))
 
 /* Runs the group of frame f until every lane of f has left it (RUN_DONE),
    or, at depth 0, every lane left waits at a barrier (RUN_BLOCKED). */
@@ -239,13 +266,13 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
       break;
     case OP_MIN: case OP_MAX: {
       int mx = in->op == OP_MAX;
-      if (isf32) {
-        if (mx) F32OP(fmaxf(x, y));
-        else F32OP(fminf(x, y));
-      } else if (isf) {
-        if (mx) F64OP(fmax(x, y));
-        else F64OP(fmin(x, y));
-      } else if (k == K_S) {
+      if (isf32 && (in->flags & (F_NAN | F_XORSIGN)))
+        F32OP(minmax_f32(in, x, y));
+      else if (isf32)
+        F32OP(minmax(mx, x, y));
+      else if (isf)
+        F64OP(minmax(mx, x, y));
+      else if (k == K_S) {
         LOOP(int64_t x = sx(A[l], bits), y = sx(B[l], bits);
              D[l] = zx((uint64_t)(mx ? (x > y ? x : y) : (x < y ? x : y)), bits));
       } else {
@@ -375,11 +402,8 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
         LOOP(v |= (uint32_t)cmp_float(in->cmp, ftz(f32(A[l])), ftz(f32(B[l]))) << l);
       else if (isf32)
         LOOP(v |= (uint32_t)cmp_float(in->cmp, f32(A[l]), f32(B[l])) << l);
-      else if (isf && bits == 64)
-        LOOP(v |= (uint32_t)cmp_float(in->cmp, f64(A[l]), f64(B[l])) << l);
       else if (isf)
-        LOOP(v |= (uint32_t)cmp_float(in->cmp, half_to_f32((uint16_t)A[l]),
-                                      half_to_f32((uint16_t)B[l])) << l);
+        LOOP(v |= (uint32_t)cmp_float(in->cmp, f64(A[l]), f64(B[l])) << l);
       else
         LOOP(v |= (uint32_t)cmp_int(in->cmp, A[l], B[l], k, bits) << l);
       uint32_t q = ~v;
@@ -455,7 +479,8 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
       if (ins_atom(w, wp, in, em, D, A, B)) goto fault;
       break;
     case OP_REDUX:
-      ins_redux(in, em, D, A);
+      if (SYNC_WAIT()) continue;
+      ins_redux(wp, in, em, D, A);
       break;
     case OP_EX2:
       if (isf32) F32OP(exp2f(x));
@@ -485,19 +510,34 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
       else F64OP(copysign(y, x));
       break;
     case OP_SHFL:
+      if (SYNC_WAIT()) continue;
       ins_shfl(wp, in, em, D, A, B, C);
       break;
     case OP_VOTE:
-      ins_vote(wp, in, em, D, B);
+      if (SYNC_WAIT()) continue;
+      ins_vote(wp, in, em, D);
       break;
     case OP_MATCH:
+      if (SYNC_WAIT()) continue;
       ins_match(wp, in, em, D, A);
       break;
-    case OP_ACTIVEMASK: {
-      uint32_t am = f->mask;
-      LOOP(D[l] = am);
+    case OP_WSYNC:
+      if (SYNC_WAIT()) continue;
+      break;
+    case OP_HALF:
+      ins_half(wp, in, em, D, A, B, C);
+      break;
+    case OP_SET:
+      ins_set(wp, in, em, D, A, B);
+      break;
+    case OP_SREG: {
+      uint64_t v = exec_sreg(w, in->d[0], w->executed + executed);
+      LOOP(D[l] = v);
       break;
     }
+    case OP_ACTIVEMASK: /* predicated-off lanes are not active */
+      LOOP(D[l] = em);
+      break;
     case OP_SETCOND:
       LOOP(cond_call(w, wp, l, in); if (w->fault) goto fault);
       break;
@@ -579,6 +619,8 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
       sub.pc = g->start;
       sub.other = INT_MAX;
       sub.live = sub.mask = em;
+      sub.park = 0;
+      sub.release = 0;
       w->executed += executed;
       executed = 0;
       int r = exec_run(w, wp, &sub, depth + 1);

@@ -30,9 +30,18 @@
 
 #define ALL 0xffffffffu
 
+/* A warp's lanes in one function: the group running, and the others at
+   their PCs. A lane parked at a .sync warp instruction waits there for the
+   lanes of its member mask; the scheduler runs others first, and when
+   nothing else can run it releases the lowest parked group (PTX leaves a
+   mask naming lanes that never come undefined; the simulator goes on). */
 typedef struct frame {
-  int pc, other;        /* the group's PC; the lowest PC of other lanes */
+  int pc, other;        /* the group's PC; the lowest PC of other lanes
+                           that are not parked */
   uint32_t live, mask;  /* lanes in this frame; lanes of the group */
+  uint32_t park;        /* lanes parked at a .sync warp instruction */
+  int release;          /* the group was released: it goes on without
+                           waiting at its .sync instruction */
   int pcs[32];          /* PCs of lanes outside the group */
 } frame;
 
@@ -54,6 +63,7 @@ typedef struct worker {
   uint32_t *preds;
   unsigned char *shared, *local, *pf;
   unsigned nwarps;
+  unsigned id;          /* the worker's index: the block's %smid */
   unsigned bid[3];
   uint64_t lo, hi;      /* the allocation last found live */
   uint64_t executed;
@@ -109,23 +119,6 @@ static inline float ftz(float x) {
   return fabsf(x) < FLT_MIN ? copysignf(0.0f, x) : x;
 }
 
-static inline float half_to_f32(uint16_t h) {
-  uint32_t s = (uint32_t)(h >> 15) << 31, e = h >> 10 & 0x1f, m = h & 0x3ff;
-  float f;
-  if (e == 0) {
-    f = ldexpf((float)m, -24);
-    return s ? -f : f;
-  }
-  if (e == 31) {
-    uint32_t u = s | 0x7f800000u | m << 13;
-    memcpy(&f, &u, 4);
-    return f;
-  }
-  uint32_t u = s | (e + 112) << 23 | m << 13;
-  memcpy(&f, &u, 4);
-  return f;
-}
-
 static inline int fe_mode(int rnd) {
   switch (rnd) {
   case R_Z: return FE_TOWARDZERO;
@@ -167,6 +160,9 @@ int exec_run(worker *w, warp *wp, frame *f, int depth);
 int exec_late(const run_ctx *rc);
 
 /* ptx_launch.c */
+/* The value of special register s (S_READ and after) for the block w
+   runs, clock the worker's count of thread-instructions so far. */
+uint64_t exec_sreg(const worker *w, int s, uint64_t clock);
 void exec_fault(worker *w, const warp *wp, int lane, const ins *in, int code,
                 const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 

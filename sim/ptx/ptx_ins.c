@@ -22,10 +22,10 @@ static int ignorable(const char *s, int len) {
   static const char *const w[] = {
     "ca", "cg", "cs", "lu", "cv", "nc", "wb", "wt", "volatile", "relaxed",
     "acquire", "release", "acq_rel", "weak", "sc", "cta", "gpu", "sys",
-    "cluster", "aligned", "sync", "uni", "L2::64B", "L2::128B", "L2::256B",
+    "cluster", "aligned", "uni", "L2::64B", "L2::128B", "L2::256B",
     "L1::evict_last", "L1::evict_first", "L1::evict_normal",
     "L1::no_allocate", "L1::evict_unchanged", "L2::evict_last",
-    "L2::evict_first", "L2::evict_normal", "L2::cache_hint", "noftz",
+    "L2::evict_first", "L2::evict_normal", "L2::cache_hint",
   };
   for (size_t i = 0; i < sizeof w / sizeof *w; i++)
     if (modw(s, len, w[i])) return 1;
@@ -54,6 +54,7 @@ static int op_of(const char *s, int len) {
     {"mul24", OP_MUL24}, {"mad24", OP_MAD24}, {"sad", OP_SAD},
     {"lop3", OP_LOP3}, {"nanosleep", OP_NOP}, {"prefetch", OP_NOP},
     {"prefetchu", OP_NOP}, {"pmevent", OP_NOP}, {"redux", OP_REDUX},
+    {"set", OP_SET},
   };
   for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
     if (modw(s, len, ops[i].n)) return ops[i].op;
@@ -64,7 +65,7 @@ static int op_of(const char *s, int len) {
 static int parse_mods(dec *d, const tok *t, mods *md) {
   ins *in = md->in;
   const char *p = t->s + md->baselen, *end = t->s + t->len;
-  int is_red = modw(t->s, md->baselen, "red");
+  int xorsign = 0, abs = 0, minmax = in->op == OP_MIN || in->op == OP_MAX;
   while (p < end) {
     const char *s = ++p; /* after '.' */
     while (p < end && *p != '.') p++;
@@ -80,15 +81,19 @@ static int parse_mods(dec *d, const tok *t, mods *md) {
     static const char *const aops[] = {"add", "min", "max", "inc", "dec",
                                        "and", "or", "xor", "exch", "cas"};
     int done = 0;
+    if (modw(s, len, "sync")) { /* bar.sync, and a warp's .sync forms */
+      in->flags |= F_SYNC;
+      continue;
+    }
     if (dec_parse_type(s, len, &k, &b)) {
       if (md->nt == 3) return dec_fail(d, t->line, "too many types");
       md->tk[md->nt] = k, md->tb[md->nt++] = b;
       continue;
     }
-    if (in->op == OP_SETP || in->op == OP_SLCT)
+    if (in->op == OP_SETP || in->op == OP_SET || in->op == OP_SLCT)
       for (int i = 0; i < 18 && !done; i++)
         if (modw(s, len, cmps[i])) in->cmp = (uint8_t)i, done = 1;
-    if (in->op == OP_SETP && !done) {
+    if ((in->op == OP_SETP || in->op == OP_SET) && !done) {
       if (modw(s, len, "and")) in->bop = B_AND, done = 1;
       else if (modw(s, len, "or")) in->bop = B_OR, done = 1;
       else if (modw(s, len, "xor")) in->bop = B_XOR, done = 1;
@@ -141,10 +146,14 @@ static int parse_mods(dec *d, const tok *t, mods *md) {
     else if (modw(s, len, "shiftamt") && in->op == OP_BFIND)
       in->flags |= F_SHIFTAMT;
     else if (modw(s, len, "uni") && in->op == OP_BRA) in->flags |= F_UNI;
+    else if (modw(s, len, "NaN") && minmax) in->flags |= F_NAN;
+    else if (modw(s, len, "xorsign") && minmax) xorsign = 1;
+    else if (modw(s, len, "abs") && minmax) abs = 1;
+    else if (modw(s, len, "relu")) in->flags |= F_RELU;
+    else if (modw(s, len, "satfinite")) in->flags |= F_SATFINITE;
+    else if (modw(s, len, "noftz")) in->flags |= F_NOFTZ;
     else if (modw(s, len, "v2") || modw(s, len, "v4")) in->vec = (uint8_t)(s[1] - '0');
-    else if ((in->op == OP_BAR) && (modw(s, len, "sync") || modw(s, len, "warp")
-                                  || modw(s, len, "aligned") || modw(s, len, "cta")))
-      in->cmp |= modw(s, len, "warp");
+    else if (in->op == OP_BAR && modw(s, len, "warp")) in->cmp = 1;
     else if (in->op == OP_BAR && (modw(s, len, "arrive") || modw(s, len, "red")))
       return dec_fail(d, t->line, "unsupported instruction '%.*s'", t->len,
                       t->s);
@@ -155,7 +164,9 @@ static int parse_mods(dec *d, const tok *t, mods *md) {
       return dec_fail(d, t->line, "unsupported instruction '%.*s'", t->len,
                       t->s);
   }
-  (void)is_red;
+  if (xorsign != abs) /* .xorsign.abs go together */
+    return dec_fail(d, t->line, "unsupported instruction '%.*s'", t->len, t->s);
+  if (xorsign) in->flags |= F_XORSIGN;
   return 1;
 }
 
@@ -171,6 +182,65 @@ int dec_add_ins(dec *d, ins **out) {
   (*out)->d[0] = (*out)->d[1] = (*out)->d[2] = (*out)->d[3] = -1;
   (*out)->target = (*out)->fn = -1;
   return 1;
+}
+
+/* f16, bf16 and their pairs. */
+static int is_half(int k, int b) {
+  return (k == K_F && b == 16) || k == K_BF || k == K_H2 || k == K_BH2;
+}
+
+/* Whether in is a half precision instruction OP_HALF runs, with the
+   modifiers PTX gives it (.ftz and .sat only for f16, .relu only for
+   fma, .rn the one rounding, registers as sources); it becomes one. */
+static int half_form(ins *in, const opnd *o, int n) {
+  int op = in->op, f16 = in->tk == K_F || in->tk == K_H2;
+  unsigned allowed = f16 ? F_FTZ : 0;
+  if (op == OP_ADD || op == OP_SUB || op == OP_MUL || op == OP_FMA)
+    allowed |= f16 ? F_SAT : 0;
+  if (op == OP_FMA) allowed |= F_RELU;
+  if (op == OP_MIN || op == OP_MAX) allowed |= F_NAN | F_XORSIGN;
+  if (in->flags & ~allowed) return 0;
+  if ((in->flags & F_SAT) && (in->flags & F_RELU)) return 0;
+  int rn_ok = op == OP_ADD || op == OP_SUB || op == OP_MUL;
+  if (op == OP_FMA ? in->rnd != R_N
+      : in->rnd != R_NONE && !(in->rnd == R_N && rn_ok))
+    return 0;
+  if (op == OP_SETP && in->tk != K_H2 && in->tk != K_BH2 && in->d[1] >= 0)
+    return 0; /* p|q: the pairs' */
+  for (int i = 1; i < n; i++)
+    if (o[i].kind == O_IMM) return 0;
+  in->op = OP_HALF;
+  in->sub = (uint8_t)op;
+  return 1;
+}
+
+/* cvt: .relu and .satfinite only to halves from f32 rounding .rn or .rz,
+   a pair only from two f32. */
+static int cvt_form(const ins *in, int n) {
+  int to_pair = in->op == OP_HALF;
+  int from_f32 = in->t2k == K_F && in->t2b == 32;
+  if (to_pair && (!from_f32 || n != 3 || (in->rnd != R_N && in->rnd != R_Z)))
+    return 0;
+  if (!to_pair && n != 2) return 0;
+  if (in->t2k == K_H2 || in->t2k == K_BH2) return 0;
+  if (in->flags & (F_RELU | F_SATFINITE))
+    return is_half(in->tk, in->tb) && from_f32
+           && (in->rnd == R_N || in->rnd == R_Z);
+  return 1;
+}
+
+/* set: the result's type u32, s32, f32, f16 or bf16 (u16 and s16 too for
+   a half), a pair's u32, s32 or the pair; .ftz only for f32 and f16. */
+static int set_form(const ins *in, int n) {
+  int k = in->tk, b = in->tb, dk = in->t2k, db = in->t2b;
+  int i32 = (dk == K_U || dk == K_S) && db == 32;
+  if (k == K_PRED || n != (in->bop ? 4 : 3)) return 0;
+  if ((in->flags & ~F_FTZ) || in->rnd != R_NONE) return 0;
+  if ((in->flags & F_FTZ) && !(k == K_F && b != 64) && k != K_H2) return 0;
+  if (k == K_H2 || k == K_BH2) return i32 || dk == k;
+  if (dk == K_H2 || dk == K_BH2) return 0;
+  return i32 || (dk == K_F && db == 32) || is_half(dk, db)
+         || ((dk == K_U || dk == K_S) && db == 16 && is_half(k, b));
 }
 
 /* Decodes one instruction whose opcode word is t; guard already parsed. */
@@ -207,6 +277,14 @@ int dec_instruction(dec *d, tok *t, int guard, int gneg) {
     }
   }
   if (!dec_expect(d, ";")) return 0;
+  for (int i = 0; i < n; i++) /* special registers read as it runs */
+    if (o[i].kind == O_REG && o[i].r >= S_READ && o[i].r < NSPECIAL) {
+      ins *rd;
+      if (!dec_add_ins(d, &rd)) return 0;
+      rd->op = OP_SREG;
+      rd->d[0] = o[i].r;
+      rd->line = t->line;
+    }
   ins *in;
   if (!dec_add_ins(d, &in)) return 0;
   in->op = (uint8_t)op;
@@ -332,6 +410,17 @@ int dec_instruction(dec *d, tok *t, int guard, int gneg) {
       in->e = n > 3 && o[3].neg;
     }
     break;
+  case OP_SET: /* set.CmpOp[.BoolOp].dtype.stype d, a, b[, {!}c] */
+    if (md.nt != 2) { unsupported = 1; break; }
+    in->tk = md.tk[1], in->tb = md.tb[1], in->t2k = md.tk[0], in->t2b = md.tb[0];
+    in->d[0] = DST(0);
+    in->a = SRC(1, in->tk, in->tb);
+    in->b = SRC(2, in->tk, in->tb);
+    if (in->bop) {
+      in->c = PRED(3);
+      in->e = n > 3 && o[3].neg;
+    }
+    break;
   case OP_SELP:
     in->d[0] = DST(0);
     in->a = SRC(1, k, b);
@@ -349,10 +438,15 @@ int dec_instruction(dec *d, tok *t, int guard, int gneg) {
     in->d[0] = PRED(0);
     in->a = SRC(1, k, b);
     break;
-  case OP_CVT:
+  case OP_CVT: /* to a pair, cvt d, a, b: a to the high half */
     if (md.nt != 2) { unsupported = 1; break; }
     in->d[0] = DST(0);
     in->a = SRC(1, in->t2k, in->t2b);
+    if (k == K_H2 || k == K_BH2) {
+      in->b = SRC(2, in->t2k, in->t2b);
+      in->op = OP_HALF;
+      in->sub = OP_CVT;
+    }
     break;
   case OP_CVTA:
     if (in->space != SP_GLOBAL && in->space != SP_SHARED
@@ -426,41 +520,67 @@ int dec_instruction(dec *d, tok *t, int guard, int gneg) {
     if (k == K_F && in->cmp != A_ADD && in->cmp != A_EXCH && in->cmp != A_MIN
         && in->cmp != A_MAX)
       unsupported = 1;
-    if (b < 32 && !(in->cmp == A_CAS && b == 16)) unsupported = 1;
+    if (b < 32 && !(in->cmp == A_CAS && b == 16) && !is_half(k, b))
+      unsupported = 1;
     break;
   }
-  case OP_REDUX:
+  /* The member mask of a warp's .sync forms goes in e; the forms without
+     .sync (vote, shfl) take the lanes running together. */
+  case OP_REDUX: /* .add .min .max of u32 and s32; .and .or .xor of b32 */
+    if (!(in->flags & F_SYNC) || n != 3 || md.nt != 1 || b != 32
+        || (k != K_U && k != K_S && k != K_B)
+        || (k == K_B) != (in->cmp == A_AND || in->cmp == A_OR
+                          || in->cmp == A_XOR)
+        || in->cmp == A_INC || in->cmp == A_DEC || in->cmp >= A_EXCH) {
+      unsupported = 1;
+      break;
+    }
     in->d[0] = DST(0);
     in->a = SRC(1, k, b);
-    in->b = n > 2 ? SRC(2, K_U, 32) : -1;
+    in->e = SRC(2, K_U, 32);
     break;
   case OP_BAR:
-    if (in->cmp & 1) { in->op = OP_NOP; break; } /* bar.warp.sync */
+    if (in->cmp == 1) { /* bar.warp.sync membermask */
+      if (!(in->flags & F_SYNC) || n != 1) { unsupported = 1; break; }
+      in->op = OP_WSYNC;
+      in->e = SRC(0, K_U, 32);
+      break;
+    }
     if (n > 0) in->a = SRC(0, K_U, 32);
     if (n > 1) in->b = SRC(1, K_U, 32);
     break;
   case OP_SHFL:
-    if (n < 4 || in->tb != 32) { unsupported = 1; break; }
+    if (n != ((in->flags & F_SYNC) ? 5 : 4) || in->tb != 32) {
+      unsupported = 1;
+      break;
+    }
     in->d[0] = DST(0);
     in->d[1] = o[0].r2;
     in->a = SRC(1, K_B, 32);
     in->b = SRC(2, K_U, 32);
     in->c = SRC(3, K_U, 32);
-    in->e = n > 4 ? SRC(4, K_U, 32) : dec_const_slot(d, 0xffffffffu);
+    if (in->flags & F_SYNC) in->e = SRC(4, K_U, 32);
     break;
   case OP_VOTE:
     if (in->cmp == V_BALLOT) in->d[0] = DST(0);
     else in->d[0] = PRED(0);
-    if (n < 2 || o[1].kind != O_PRED) { unsupported = 1; break; }
+    if (n != ((in->flags & F_SYNC) ? 3 : 2) || o[1].kind != O_PRED) {
+      unsupported = 1;
+      break;
+    }
     in->a = o[1].r;
     in->bop = (uint8_t)o[1].neg;
-    in->b = n > 2 ? SRC(2, K_U, 32) : dec_const_slot(d, 0xffffffffu);
+    if (in->flags & F_SYNC) in->e = SRC(2, K_U, 32);
     break;
-  case OP_MATCH:
+  case OP_MATCH: /* match.any.sync.b32 d, a, m; match.all.sync d[|p], a, m */
+    if (!(in->flags & F_SYNC) || n != 3 || k != K_B || (b != 32 && b != 64)) {
+      unsupported = 1;
+      break;
+    }
     in->d[0] = DST(0);
-    in->d[1] = n > 0 ? o[0].r2 : -1;
+    in->d[1] = o[0].r2;
     in->a = SRC(1, k, b);
-    in->b = SRC(2, K_U, 32);
+    in->e = SRC(2, K_U, 32);
     break;
   case OP_ACTIVEMASK:
     in->d[0] = DST(0);
@@ -470,26 +590,42 @@ int dec_instruction(dec *d, tok *t, int guard, int gneg) {
   default:
     unsupported = 1;
   }
-  /* forms whose operations the interpreter would get wrong: f16 and bf16
-     arithmetic, mul24.hi, cvt to f16 or bf16 with a directed rounding */
-  int half = (k == K_F && b == 16) || k == K_BF || b == 128;
+  /* forms whose operations the interpreter would get wrong: the
+     arithmetic of f16, bf16 and their pairs outside the forms OP_HALF
+     runs, b128 values, mul24.hi */
+  k = in->tk, b = in->tb;
+  int half = is_half(k, b);
   switch (op) {
-  case OP_MOV: case OP_LD: case OP_ST: case OP_SETP: case OP_SELP:
-  case OP_PACK: case OP_UNPACK: case OP_CVT: case OP_NOP: case OP_RET:
-  case OP_EXIT: case OP_TRAP: case OP_BAR: case OP_CALL:
+  case OP_MOV: case OP_LD: case OP_ST: case OP_SELP: case OP_PACK:
+  case OP_UNPACK: case OP_NOP: case OP_RET: case OP_EXIT: case OP_TRAP:
+  case OP_BAR: case OP_CALL:
     break;
-  case OP_ATOM:
-    unsupported |= half && !(in->cmp == A_CAS && k == K_B);
+  case OP_ADD: case OP_SUB: case OP_MUL: case OP_FMA: case OP_NEG:
+  case OP_ABS: case OP_MIN: case OP_MAX: case OP_SETP:
+    if (half) unsupported |= !half_form(in, o, n);
+    break;
+  case OP_CVT:
+    unsupported |= !cvt_form(in, n);
+    break;
+  case OP_SET:
+    unsupported |= !set_form(in, n);
+    break;
+  case OP_ATOM: /* atom.add.noftz of halves, atom.cas.b16 */
+    unsupported |= half ? in->cmp != A_ADD || !(in->flags & F_NOFTZ)
+                        : (in->flags & F_NOFTZ) != 0;
     break;
   default:
     unsupported |= half;
   }
-  if ((op == OP_MUL24 || op == OP_MAD24) && (in->flags & F_HI)) unsupported = 1;
-  if (op == OP_CVT && ((k == K_F && b == 16) || k == K_BF)
-      && in->rnd != R_NONE && in->rnd != R_N)
+  if (b == 128 || in->t2b == 128) unsupported = 1;
+  if ((in->flags & (F_RELU | F_SATFINITE)) && op != OP_CVT && in->op != OP_HALF)
     unsupported = 1;
-  if (op == OP_CVT && (b == 128 || in->t2b == 128)) unsupported = 1;
-  if (op == OP_SETP && (k == K_BF || b == 128)) unsupported = 1;
+  if ((in->flags & (F_NAN | F_XORSIGN)) && (op != OP_MIN && op != OP_MAX))
+    unsupported = 1;
+  if ((op == OP_MIN || op == OP_MAX) && (in->flags & (F_NAN | F_XORSIGN))
+      && !half && !(k == K_F && b == 32))
+    unsupported = 1;
+  if ((op == OP_MUL24 || op == OP_MAD24) && (in->flags & F_HI)) unsupported = 1;
   if ((op == OP_MAD || op == OP_MUL) && k != K_F && (in->flags & F_SAT))
     unsupported = 1;
   if (d->failed) return 0;

@@ -15,7 +15,7 @@ enum {
   OP_VOTE, OP_MATCH, OP_ACTIVEMASK, OP_EX2, OP_LG2, OP_RCP, OP_RSQRT,
   OP_SQRT, OP_SIN, OP_COS, OP_TANH, OP_COPYSIGN, OP_TESTP, OP_TRAP,
   OP_SETCOND, OP_PACK, OP_UNPACK, OP_ISSPACEP, OP_MUL24, OP_MAD24, OP_SAD,
-  OP_LOP3, OP_REDUX,
+  OP_LOP3, OP_REDUX, OP_WSYNC, OP_SREG, OP_SET, OP_HALF,
 };
 
 /* Generic addresses of shared and local memory: a tag in the top bits
@@ -28,8 +28,9 @@ enum {
    register's at the end. */
 #define CONST_MARK (1 << 28)
 
-/* Type kinds; a type is a kind and a width in bits. */
-enum { K_B, K_U, K_S, K_F, K_PRED, K_BF };
+/* Type kinds; a type is a kind and a width in bits (K_H2, K_BH2: f16x2
+   and bf16x2, two halves in 32 bits). */
+enum { K_B, K_U, K_S, K_F, K_PRED, K_BF, K_H2, K_BH2 };
 
 /* State spaces of ld, st, atom, cvta. */
 enum { SP_GENERIC, SP_GLOBAL, SP_SHARED, SP_LOCAL, SP_PARAM, SP_FPARAM,
@@ -38,7 +39,8 @@ enum { SP_GENERIC, SP_GLOBAL, SP_SHARED, SP_LOCAL, SP_PARAM, SP_FPARAM,
 /* Flags. */
 enum {
   F_FTZ = 1, F_SAT = 2, F_HI = 4, F_WIDE = 8, F_APPROX = 16, F_TO = 32,
-  F_UNI = 64, F_SHIFTAMT = 128,
+  F_UNI = 64, F_SHIFTAMT = 128, F_SYNC = 256, F_NAN = 512, F_XORSIGN = 1024,
+  F_RELU = 2048, F_SATFINITE = 4096, F_NOFTZ = 8192,
 };
 
 /* Rounding: R_N.. for floats, R_NI.. for rounding to integers. */
@@ -56,20 +58,41 @@ enum { A_ADD, A_MIN, A_MAX, A_INC, A_DEC, A_AND, A_OR, A_XOR, A_EXCH,
 /* Boolean combination of setp (and, or, xor with a third predicate). */
 enum { B_NONE, B_AND, B_OR, B_XOR };
 
-/* Special registers, each a slot filled when a warp starts. */
+/* Special registers, each a slot: those before S_READ filled when a warp
+   starts, the others (clocks, and what few kernels read) by an OP_SREG the
+   decoder puts before each instruction that reads one. */
 enum {
   S_TID_X, S_TID_Y, S_TID_Z, S_NTID_X, S_NTID_Y, S_NTID_Z, S_CTAID_X,
   S_CTAID_Y, S_CTAID_Z, S_NCTAID_X, S_NCTAID_Y, S_NCTAID_Z, S_LANEID,
   S_WARPID, S_NWARPID, S_SMID, S_NSMID, S_GRIDID, S_LANEMASK_EQ,
-  S_LANEMASK_LE, S_LANEMASK_LT, S_LANEMASK_GE, S_LANEMASK_GT, S_CLOCK,
-  S_CLOCK64, S_GLOBALTIMER, S_DYN_SMEM, S_TOTAL_SMEM, S_ZERO, NSPECIAL
+  S_LANEMASK_LE, S_LANEMASK_LT, S_LANEMASK_GE, S_LANEMASK_GT, S_DYN_SMEM,
+  S_ZERO, S_READ,
+  S_CLOCK = S_READ, S_CLOCK_HI, S_CLOCK64, S_GLOBALTIMER, S_GLOBALTIMER_LO,
+  S_GLOBALTIMER_HI, S_TOTAL_SMEM, S_AGGR_SMEM, S_RESERVED_BEGIN,
+  S_RESERVED_END,
+  S_RESERVED_CAP, S_RESERVED_0, S_RESERVED_1, S_CLUSTERID_X,
+  S_CLUSTERID_Y, S_CLUSTERID_Z, S_NCLUSTERID_X, S_NCLUSTERID_Y,
+  S_NCLUSTERID_Z, S_CLUSTER_CTAID_X, S_CLUSTER_CTAID_Y, S_CLUSTER_CTAID_Z,
+  S_CLUSTER_NCTAID_X, S_CLUSTER_NCTAID_Y, S_CLUSTER_NCTAID_Z,
+  S_CLUSTER_CTARANK, S_CLUSTER_NCTARANK, NSPECIAL
+};
+
+/* The device: an sm_90 part of SIM_SMS multiprocessors, SIM_WARPS warps
+   each. A block's shared window starts with SMEM_RESERVED bytes reserved
+   for the system (cooperative groups' scratch from SMEM_CG_SCRATCH in it),
+   zeroed when the block starts, then the kernel's static and dynamic
+   shared memory, in units of SMEM_UNIT. */
+enum {
+  SIM_SMS = 132, SIM_WARPS = 64, SMEM_RESERVED = 1024, SMEM_CG_SCRATCH = 512,
+  SMEM_UNIT = 128,
 };
 
 /* One decoded instruction. Operands are slots of the warp's register file
    (registers, immediates and special registers all have one) or, for
    predicates, indices of its predicate masks. */
 typedef struct ins {
-  uint8_t op, tk, tb, t2k, t2b; /* operation, type, second type (cvt) */
+  uint8_t op, tk, tb, t2k, t2b; /* operation, type, second type (cvt; set:
+                                   tk the compared type, t2k the result) */
   uint8_t cmp, bop, rnd, space, vec;
   uint16_t flags;
   int16_t guard;      /* predicate of @p / @!p, or -1 */
@@ -77,8 +100,10 @@ typedef struct ins {
   uint8_t nd;         /* destinations (vector loads) */
   int32_t d[4];       /* destination slots (pred: d[0] predicate, d[1] the
                          second of setp's p|q, or -1) */
-  int32_t a, b, c, e; /* sources; a predicate source is a predicate index */
+  int32_t a, b, c, e; /* sources; a predicate source is a predicate index;
+                         e: the member mask of a .sync warp instruction */
   int32_t base;       /* memory: slot of the address register, or -1 */
+  uint8_t sub;        /* OP_HALF: the operation (OP_ADD, OP_SETP, ...) */
   int64_t off;        /* memory: immediate offset (symbols resolved) */
   int32_t target;     /* bra, call: instruction index */
   int32_t fn;         /* call: callee function index */
@@ -99,6 +124,7 @@ struct sim_kernel {
   fparam *in, *out;          /* .func: formal and return parameters */
   size_t *koff, *ksize;      /* .entry: kernel parameter layout */
   size_t argbytes;
+  size_t smem;               /* its body's .shared variables, laid out */
   int has_bar;               /* has (or calls what has) a bar.sync */
   int calls_user;            /* calls a .func */
   struct sim_module *m;
@@ -119,7 +145,8 @@ struct sim_module {
   int nconst;                /* immediates: slots const_base .. */
   int const_base;
   uint64_t *consts;
-  size_t shared_static;      /* all .shared variables */
+  size_t shared_static;      /* all .shared variables (after the
+                                reserved region) */
   size_t local_size;         /* .local frames of all functions */
   size_t pframe;             /* .param frames of all functions */
   var *vars;

@@ -44,6 +44,49 @@ void exec_fault(worker *w, const warp *wp, int lane, const ins *in,
 
 /* -- blocks and launches -------------------------------------------------- */
 
+/* The kernel's user shared memory as %total_smem_size counts it, in
+   allocation units. */
+static uint64_t total_smem(const run_ctx *rc) {
+  size_t n = rc->k->smem + rc->l->dynamic_shared;
+  return (n + SMEM_UNIT - 1) / SMEM_UNIT * SMEM_UNIT;
+}
+
+/* %globaltimer: nanoseconds of the host's real-time clock. */
+static uint64_t global_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* A block runs as a cluster of one (a launch without clusters), on the
+   multiprocessor its worker stands for; %clock counts the worker's
+   thread-instructions. */
+uint64_t exec_sreg(const worker *w, int s, uint64_t clock) {
+  const unsigned *grid = w->rc->l->grid;
+  switch (s) {
+  case S_CLOCK: return (uint32_t)clock;
+  case S_CLOCK_HI: return clock >> 32;
+  case S_CLOCK64: return clock;
+  case S_GLOBALTIMER: return global_ns();
+  case S_GLOBALTIMER_LO: return (uint32_t)global_ns();
+  case S_GLOBALTIMER_HI: return global_ns() >> 32;
+  case S_TOTAL_SMEM: return total_smem(w->rc);
+  case S_AGGR_SMEM: return total_smem(w->rc) + SMEM_RESERVED;
+  case S_RESERVED_END: case S_RESERVED_CAP: return SMEM_RESERVED;
+  case S_RESERVED_1: return SMEM_CG_SCRATCH;
+  case S_CLUSTERID_X: case S_CLUSTERID_Y: case S_CLUSTERID_Z:
+    return w->bid[s - S_CLUSTERID_X];
+  case S_NCLUSTERID_X: case S_NCLUSTERID_Y: case S_NCLUSTERID_Z:
+    return grid[s - S_NCLUSTERID_X];
+  case S_CLUSTER_NCTAID_X: case S_CLUSTER_NCTAID_Y: case S_CLUSTER_NCTAID_Z:
+  case S_CLUSTER_NCTARANK:
+    return 1;
+  default: /* the reserved region's start and first offset, a cluster's
+              first CTA */
+    return 0;
+  }
+}
+
 static void start_warp(worker *w, warp *wp, unsigned index) {
   run_ctx *rc = w->rc;
   const sim_launch *l = rc->l;
@@ -72,20 +115,16 @@ static void start_warp(worker *w, warp *wp, unsigned index) {
     r[S_NCTAID_Z * 32 + j] = l->grid[2];
     r[S_LANEID * 32 + j] = (unsigned)j;
     r[S_WARPID * 32 + j] = index;
-    r[S_NWARPID * 32 + j] = 64;
-    r[S_SMID * 32 + j] = 0;
-    r[S_NSMID * 32 + j] = 132;
+    r[S_NWARPID * 32 + j] = SIM_WARPS;
+    r[S_SMID * 32 + j] = w->id % SIM_SMS;
+    r[S_NSMID * 32 + j] = SIM_SMS;
     r[S_GRIDID * 32 + j] = 1;
     r[S_LANEMASK_EQ * 32 + j] = 1u << j;
     r[S_LANEMASK_LE * 32 + j] = (uint32_t)((2ull << j) - 1);
     r[S_LANEMASK_LT * 32 + j] = (1u << j) - 1;
     r[S_LANEMASK_GE * 32 + j] = ~((1u << j) - 1);
     r[S_LANEMASK_GT * 32 + j] = (uint32_t)~((2ull << j) - 1);
-    r[S_CLOCK * 32 + j] = (uint32_t)w->executed;
-    r[S_CLOCK64 * 32 + j] = w->executed;
-    r[S_GLOBALTIMER * 32 + j] = 0;
     r[S_DYN_SMEM * 32 + j] = l->dynamic_shared;
-    r[S_TOTAL_SMEM * 32 + j] = rc->nshared;
     r[S_ZERO * 32 + j] = 0;
   }
   wp->index = (int)index;
@@ -95,6 +134,8 @@ static void start_warp(worker *w, warp *wp, unsigned index) {
   wp->top.pc = rc->k->start;
   wp->top.other = INT_MAX;
   wp->top.live = wp->top.mask = live;
+  wp->top.park = 0;
+  wp->top.release = 0;
 }
 
 static int run_block(worker *w) {
@@ -212,7 +253,7 @@ int sim_run(const sim_kernel *k, sim_launch *l, char *diag, size_t ndiag) {
   rc.k = k;
   rc.m = k->m;
   rc.l = l;
-  rc.nshared = k->m->shared_static + l->dynamic_shared;
+  rc.nshared = SMEM_RESERVED + k->m->shared_static + l->dynamic_shared;
   rc.nblocks = (uint64_t)l->grid[0] * l->grid[1] * l->grid[2];
   rc.diag = diag;
   rc.ndiag = ndiag;
@@ -227,7 +268,7 @@ int sim_run(const sim_kernel *k, sim_launch *l, char *diag, size_t ndiag) {
   if (!ws || !th) code = SIM_OUT_OF_MEMORY;
   for (unsigned i = 0; !code && i < n; i++) {
     if (!init_worker(&ws[i], &rc)) code = SIM_OUT_OF_MEMORY;
-    else made++;
+    else ws[i].id = made++;
   }
   unsigned char *joined = calloc(n, 1);
   if (!code && !joined) code = SIM_OUT_OF_MEMORY;

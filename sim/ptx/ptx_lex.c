@@ -88,7 +88,8 @@ int dec_parse_type(const char *s, int len, uint8_t *k, uint8_t *b) {
     {"u8", K_U, 8}, {"u16", K_U, 16}, {"u32", K_U, 32}, {"u64", K_U, 64},
     {"s8", K_S, 8}, {"s16", K_S, 16}, {"s32", K_S, 32}, {"s64", K_S, 64},
     {"f16", K_F, 16}, {"f32", K_F, 32}, {"f64", K_F, 64}, {"pred", K_PRED, 1},
-    {"bf16", K_BF, 16}, {"b128", K_B, 128},
+    {"bf16", K_BF, 16}, {"b128", K_B, 128}, {"f16x2", K_H2, 32},
+    {"bf16x2", K_BH2, 32},
   };
   for (size_t i = 0; i < sizeof types / sizeof *types; i++)
     if ((size_t)len == strlen(types[i].n) && !memcmp(types[i].n, s, (size_t)len)) {

@@ -6,7 +6,7 @@
 #ifndef PTX_MEM_H
 #define PTX_MEM_H
 
-#include "ptx_exec.h"
+#include "ptx_convert.h"
 
 /* -- memory --------------------------------------------------------------- */
 
@@ -112,9 +112,33 @@ static inline void store(unsigned char *h, unsigned n, uint64_t v) {
 
 /* -- atomics -------------------------------------------------------------- */
 
+/* atom.add.noftz of f16, bf16 (16 bits at h) or their pairs (32): each
+   half added, rounded to nearest; the old value. */
+static uint64_t atomic_add_half(const ins *in, unsigned char *h, uint64_t a) {
+  int bf = in->tk == K_BF || in->tk == K_BH2;
+  if (in->tb == 16) {
+    uint16_t *p = (uint16_t *)(void *)h, old = __atomic_load_n(p, __ATOMIC_SEQ_CST), nw;
+    do nw = narrow_add(narrow_value(old, bf), narrow_value((uint16_t)a, bf), bf);
+    while (!__atomic_compare_exchange_n(p, &old, nw, 0, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_SEQ_CST));
+    return old;
+  }
+  uint32_t *p = (uint32_t *)(void *)h, old = __atomic_load_n(p, __ATOMIC_SEQ_CST), nw;
+  do {
+    nw = 0;
+    for (int i = 0; i < 32; i += 16)
+      nw |= (uint32_t)narrow_add(narrow_value((uint16_t)(old >> i), bf),
+                                 narrow_value((uint16_t)(a >> i), bf), bf) << i;
+  } while (!__atomic_compare_exchange_n(p, &old, nw, 0, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_SEQ_CST));
+  return old;
+}
+
 static uint64_t atomic_op(const ins *in, unsigned char *h, uint64_t a,
                           uint64_t b) {
   int bits = in->tb, k = in->tk;
+  if ((k == K_F && bits == 16) || k == K_BF || k == K_H2 || k == K_BH2)
+    return atomic_add_half(in, h, a);
   if (bits == 16) { /* atom.cas.b16 */
     uint16_t *p = (uint16_t *)(void *)h, exp = (uint16_t)a;
     __atomic_compare_exchange_n(p, &exp, (uint16_t)b, 0, __ATOMIC_SEQ_CST,

@@ -32,9 +32,16 @@ static const char *const specials[NSPECIAL] = {
   "%tid.x", "%tid.y", "%tid.z", "%ntid.x", "%ntid.y", "%ntid.z", "%ctaid.x",
   "%ctaid.y", "%ctaid.z", "%nctaid.x", "%nctaid.y", "%nctaid.z", "%laneid",
   "%warpid", "%nwarpid", "%smid", "%nsmid", "%gridid", "%lanemask_eq",
-  "%lanemask_le", "%lanemask_lt", "%lanemask_ge", "%lanemask_gt", "%clock",
-  "%clock64", "%globaltimer", "%dynamic_smem_size", "%total_smem_size",
-  "%zero_",
+  "%lanemask_le", "%lanemask_lt", "%lanemask_ge", "%lanemask_gt",
+  "%dynamic_smem_size", "%zero_", "%clock", "%clock_hi", "%clock64",
+  "%globaltimer", "%globaltimer_lo", "%globaltimer_hi", "%total_smem_size",
+  "%aggr_smem_size", "%reserved_smem_offset_begin",
+  "%reserved_smem_offset_end", "%reserved_smem_offset_cap",
+  "%reserved_smem_offset_0", "%reserved_smem_offset_1", "%clusterid.x",
+  "%clusterid.y", "%clusterid.z", "%nclusterid.x", "%nclusterid.y",
+  "%nclusterid.z", "%cluster_ctaid.x", "%cluster_ctaid.y",
+  "%cluster_ctaid.z", "%cluster_nctaid.x", "%cluster_nctaid.y",
+  "%cluster_nctaid.z", "%cluster_ctarank", "%cluster_nctarank",
 };
 
 /* Register r (slot, or predicate index with *pred set), or -1. */
@@ -185,6 +192,11 @@ int dec_operand(dec *d, opnd *o) {
     return 1;
   }
   if (dec_parse_number(t, neg, &o->imm, &o->isf)) return o->kind = O_IMM, 1;
+  if (is(t, "WARP_SZ")) { /* the predefined constant (NVRTC's warpSize) */
+    o->kind = O_IMM;
+    o->imm = neg ? (uint64_t)-32 : 32;
+    return 1;
+  }
   if (neg)
     return dec_fail(d, t->line, "unsupported operand '-%.*s'", t->len, t->s);
   if (!symbol_or_reg(d, o, t)) return 0;
@@ -215,7 +227,10 @@ int dec_src_slot(dec *d, const opnd *o, int k, int bits, const char *what) {
   if (o->kind == O_REG) return o->r;
   if (o->kind == O_IMM) {
     uint64_t v = o->imm;
-    if (k == K_F && !o->isf) { /* an integer literal where a float goes */
+    if ((k == K_F && bits == 16) || k == K_BF || k == K_H2 || k == K_BH2) {
+      if (o->isf) /* the bits of a half are the one literal taken */
+        return dec_fail(d, o->line, "unsupported immediate of a half type"), -1;
+    } else if (k == K_F && !o->isf) { /* an integer literal where a float goes */
       double f = (double)(int64_t)v;
       if (bits == 32) {
         float g = (float)f;
@@ -239,8 +254,8 @@ int dec_src_slot(dec *d, const opnd *o, int k, int bits, const char *what) {
       double f = g;
       memcpy(&v, &f, 8);
     }
-    if (k != K_F && k != K_BF && bits < 64) /* registers hold zero-extended */
-      v &= (1ull << bits) - 1;               /* integers below 64 bits */
+    if ((k != K_F || bits == 16) && bits < 64) /* registers hold values */
+      v &= (1ull << bits) - 1;                  /* below 64 bits zero-extended */
     int s = dec_const_slot(d, v);
     return s < 0 ? dec_fail(d, o->line, "out of memory"), -1 : s;
   }
