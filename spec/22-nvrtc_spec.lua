@@ -153,3 +153,103 @@ namespace ns { __global__ void kern(unsigned *x) { x[0] = 7; } }
       "opts.names: expected an array of strings, got string")
   end)
 end)
+
+-- The toolkit's header families compile with NVRTC as found (CUDA 13 keeps
+-- CCCL under include/cccl), and run where kernels run.
+describe("the toolkit's headers", function()
+  local families = {
+    { "cooperative groups", [[
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+namespace cg = cooperative_groups;
+extern "C" __global__ void k(const int *in, int *out) {
+  auto t = cg::tiled_partition<32>(cg::this_thread_block());
+  int v = cg::reduce(t, in[threadIdx.x], cg::plus<int>());
+  if (t.thread_rank() == 0) out[threadIdx.x / 32] = v;
+}]], function(m, s)
+        local out = cuda.buffer("i32", 2)
+        local t = {}
+        for i = 1, 64 do t[i] = i end
+        m.k:launch(s, 1, 64, cuda.buffer("i32", t), out)
+        assert.same({ 528, 1552 }, out:download())
+      end },
+    { "libcu++ (cuda/std)", [[
+#include <cuda/std/limits>
+#include <cuda/std/type_traits>
+#include <cuda/std/utility>
+extern "C" __global__ void k(const int *in, int *out) {
+  static_assert(cuda::std::is_same<int, cuda::std::remove_const_t<const int>>::value, "");
+  cuda::std::pair<int, int> p{in[0], cuda::std::numeric_limits<int>::max()};
+  out[0] = p.first; out[1] = p.second;
+}]], function(m, s)
+        local out = cuda.buffer("i32", 2)
+        m.k:launch(s, 1, 1, cuda.buffer("i32", { 7 }), out)
+        assert.same({ 7, 2147483647 }, out:download())
+      end },
+    { "CUB block and warp primitives", [[
+#include <cub/block/block_reduce.cuh>
+#include <cub/warp/warp_reduce.cuh>
+extern "C" __global__ void k(const int *in, int *out) {
+  using BR = cub::BlockReduce<int, 64>;
+  using WR = cub::WarpReduce<int>;
+  __shared__ typename BR::TempStorage bt;
+  __shared__ typename WR::TempStorage wt[2];
+  int v = in[threadIdx.x];
+  int b = BR(bt).Sum(v);
+  int w = WR(wt[threadIdx.x / 32]).Sum(v);
+  if (threadIdx.x == 0) out[0] = b;
+  if (threadIdx.x % 32 == 0) out[1 + threadIdx.x / 32] = w;
+}]], function(m, s)
+        local out = cuda.buffer("i32", 3)
+        local t = {}
+        for i = 1, 64 do t[i] = i end
+        m.k:launch(s, 1, 64, cuda.buffer("i32", t), out)
+        assert.same({ 2080, 528, 1552 }, out:download())
+      end },
+    { "half and bfloat16", [[
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+extern "C" __global__ void k(const float *in, float *out) {
+  __half h = __float2half(in[0]);
+  __nv_bfloat16 b = __float2bfloat16(in[1]);
+  out[0] = __half2float(__hadd(h, h));
+  out[1] = __bfloat162float(__hmul(b, b));
+}]], function(m, s)
+        local out = cuda.buffer("f32", 2)
+        m.k:launch(s, 1, 1, cuda.buffer("f32", { 1.5, 3 }), out)
+        assert.same({ 3, 9 }, out:download())
+      end },
+    { "cuRAND's device API", [[
+#include <curand_kernel.h>
+extern "C" __global__ void k(unsigned *out) {
+  curandStatePhilox4_32_10_t st;
+  curand_init(1234, threadIdx.x, 0, &st);
+  out[threadIdx.x] = curand(&st);
+}]], function(m, s)
+        local out = cuda.buffer("u32", 4):fill(0)
+        m.k:launch(s, 1, 4, out)
+        local t = out:download()
+        assert.is_true(t[1] ~= t[2] and t[2] ~= t[3], "four streams of one seed differ")
+      end },
+  }
+  for _, f in ipairs(families) do
+    it("compile: " .. f[1], function()
+      local ptx = cuda.ptx(f[2], { arch = "sm_90" })
+      assert.matches("%.entry k", ptx)
+      if H.gpu or H.sim then f[3](cuda.compile(f[2], { arch = H.gpu and nil or "sm_90" }), cuda.stream()) end
+    end)
+  end
+
+  it("take the user's include folders (opts.include)", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir -p " .. H.quote(dir)))
+    local f = assert(io.open(dir .. "/mine.h", "w"))
+    f:write("#define MINE 42\n")
+    f:close()
+    local ptx = cuda.ptx('#include "mine.h"\nextern "C" __global__ void k(int *x) { *x = MINE; }',
+                         { arch = "sm_90", include = { dir }, cache = false })
+    assert.matches("42", ptx)
+    os.execute("rm -rf " .. H.quote(dir))
+  end)
+end)
