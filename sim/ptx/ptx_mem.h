@@ -134,8 +134,12 @@ static uint64_t atomic_add_half(const ins *in, unsigned char *h, uint64_t a) {
   return old;
 }
 
+/* The atomic operation of in at h with operands a and b; the old value.
+   global: h is in global memory, where atom.add.f32 flushes subnormal
+   operands and results to zero (as PTX says the GPU does; in shared
+   memory it keeps them). */
 static uint64_t atomic_op(const ins *in, unsigned char *h, uint64_t a,
-                          uint64_t b) {
+                          uint64_t b, int global) {
   int bits = in->tb, k = in->tk;
   if ((k == K_F && bits == 16) || k == K_BF || k == K_H2 || k == K_BH2)
     return atomic_add_half(in, h, a);
@@ -166,7 +170,10 @@ static uint64_t atomic_op(const ins *in, unsigned char *h, uint64_t a,
     uint32_t old = __atomic_load_n(p, __ATOMIC_SEQ_CST), nw;
     do {
       switch (in->cmp) {
-      case A_ADD: nw = (uint32_t)bf(f32(old) + f32(x)); break;
+      case A_ADD:
+        nw = (uint32_t)bf(global ? ftz(ftz(f32(old)) + ftz(f32(x)))
+                                 : f32(old) + f32(x));
+        break;
       case A_MIN:
         nw = k == K_F ? (uint32_t)bf(fminf(f32(old), f32(x)))
            : k == K_S ? ((int32_t)old < (int32_t)x ? old : x)
@@ -313,7 +320,9 @@ static ALWAYS_INLINE int ins_atom(worker *w, warp *wp, const ins *in,
   LOOP(uint64_t a = Bs[l] + (uint64_t)in->off;
        unsigned char *h = addr_of(w, wp, l, in, in->space, a, n);
        if (!h) return 1;
-       D[l] = atomic_op(in, h, A[l], B[l]));
+       int global = in->space == SP_GLOBAL
+                    || (in->space == SP_GENERIC && a < GEN_LOCAL);
+       D[l] = atomic_op(in, h, A[l], B[l], global));
   return 0;
 }
 
