@@ -46,7 +46,8 @@ static __attribute__((noinline)) void ins_carry(warp *wp, const ins *in,
          flag = a < b + cin;
        } else {
          if (in->sub == OP_MAD) {
-           u128 p = sgn ? (u128)((s128)sx(A[l], bits) * (s128)sx(B[l], bits)) : a * b;
+           u128 p = sgn ? (u128)((s128)sx(A[l], bits) * (s128)sx(B[l], bits))
+                        : a * b;
            a = in->flags & F_HI ? p >> bits & top : p & top;
            b = c;
          }

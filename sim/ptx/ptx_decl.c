@@ -132,9 +132,16 @@ int dec_decl_var(dec *d, size_t *size, size_t *align, tok **name,
       }
       if (k == K_F) { /* the literal's value in the variable's width */
         double f;
-        if (!isf) f = (double)(int64_t)x;
-        else if (isf == 32) { uint32_t u = (uint32_t)x; float g; memcpy(&g, &u, 4); f = g; }
-        else memcpy(&f, &x, 8);
+        if (!isf) {
+          f = (double)(int64_t)x;
+        } else if (isf == 32) {
+          uint32_t u = (uint32_t)x;
+          float g;
+          memcpy(&g, &u, 4);
+          f = g;
+        } else {
+          memcpy(&f, &x, 8);
+        }
         if (elem == 4) { float g = (float)f; uint32_t u; memcpy(&u, &g, 4); x = u; }
         else memcpy(&x, &f, 8);
       }

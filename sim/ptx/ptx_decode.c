@@ -39,7 +39,8 @@ static int body(dec *d, func *f) {
     if (!t)
       return dec_fail(d, line_now(d), "unterminated body of '%s'", f->name);
     if (is(t, "{")) {
-      if (depth == MAX_DEPTH) return dec_fail(d, t->line, "blocks nested too deep");
+      if (depth == MAX_DEPTH)
+        return dec_fail(d, t->line, "blocks nested too deep");
       scope[depth++] = d->nregs;
       continue;
     }
@@ -240,7 +241,8 @@ static int link_calls(dec *d) {
     if (in->op != OP_CALL || m->funcs[in->fn]->start >= 0) continue;
     const char *name = m->funcs[in->fn]->name;
     size_t i = 0;
-    while (i < m->nfuncs && (m->funcs[i]->start < 0 || strcmp(m->funcs[i]->name, name)))
+    while (i < m->nfuncs
+           && (m->funcs[i]->start < 0 || strcmp(m->funcs[i]->name, name)))
       i++;
     if (i == m->nfuncs)
       return dec_fail(d, in->line, "call of '%s', which has no body", name);

@@ -469,14 +469,8 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
       if (SYNC_WAIT()) continue;
       ins_redux(wp, in, em, D, A);
       break;
-    case OP_EX2:
-      if (isf32) F32OP(exp2f(x));
-      else F64OP(exp2(x));
-      break;
-    case OP_LG2:
-      if (isf32) F32OP(log2f(x));
-      else F64OP(log2(x));
-      break;
+    case OP_EX2: F32OP(exp2f(x)); break;
+    case OP_LG2: F32OP(log2f(x)); break;
     case OP_RCP: /* f64 .ftz: rcp.approx.ftz.f64 */
       if (isf32) F32OP(1.0f / x);
       else if (in->flags & F_FTZ) F64OP(ftz64(1.0 / ftz64(x)));

@@ -73,7 +73,8 @@ static int set_form(const ins *in, int n) {
    taken only where they apply, .ftz and .sat only where the interpreter
    applies them (vectors only on ld and st: refused before). */
 int dec_form(ins *in, int op, int n, const opnd *o) {
-  int k = in->tk, b = in->tb, f32 = k == K_F && b == 32, f64 = k == K_F && b == 64;
+  int k = in->tk, b = in->tb;
+  int f32 = k == K_F && b == 32, f64 = k == K_F && b == 64;
   int integer = k == K_B || k == K_U || k == K_S;
   unsigned f = in->flags & ~(F_SYNC | F_UNI);
   int rnd = in->rnd, frnd = rnd >= R_N && rnd <= R_P, plain = !f && !rnd;
@@ -135,7 +136,8 @@ int dec_form(ins *in, int op, int n, const opnd *o) {
   case OP_EX2: case OP_LG2: case OP_SIN: case OP_COS: case OP_TANH:
     return f32 && (f & F_APPROX) && !(f & ~(F_APPROX | F_FTZ)) && !rnd;
   case OP_RCP: case OP_SQRT:
-    if (f32) return !(f & ~(F_APPROX | F_FTZ)) && ((f & F_APPROX) ? !rnd : frnd);
+    if (f32)
+      return !(f & ~(F_APPROX | F_FTZ)) && ((f & F_APPROX) ? !rnd : frnd);
     if (f64) return f ? f == (F_APPROX | F_FTZ) && op == OP_RCP && !rnd : frnd;
     return 0;
   case OP_RSQRT:
@@ -165,8 +167,8 @@ int dec_form(ins *in, int op, int n, const opnd *o) {
   case OP_SAD:
     return integer && plain;
   case OP_SHF: case OP_PRMT: case OP_LOP3: case OP_BMSK: case OP_SZEXT:
-    return b == 32 && n == 3 + (op == OP_SHF || op == OP_PRMT) + 2 * (op == OP_LOP3)
-           && plain;
+    return b == 32 && plain
+           && n == 3 + (op == OP_SHF || op == OP_PRMT) + 2 * (op == OP_LOP3);
   case OP_BFIND:
     return !(f & ~F_SHIFTAMT) && !rnd;
   case OP_BAR: /* bar.sync id and bar.red: the whole block; a thread count

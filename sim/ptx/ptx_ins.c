@@ -126,7 +126,8 @@ static int parse_mods(dec *d, const tok *t, mods *md) {
       if (modw(s, len, "l")) in->cmp = 0, done = 1;
       else if (modw(s, len, "r")) in->cmp = 1, done = 1;
     }
-    if ((in->op == OP_SHF || in->op == OP_BMSK || in->op == OP_SZEXT) && !done) {
+    if ((in->op == OP_SHF || in->op == OP_BMSK || in->op == OP_SZEXT)
+        && !done) {
       if (modw(s, len, "wrap")) in->bop = 1, done = 1;
       else if (modw(s, len, "clamp")) in->bop = 0, done = 1;
     }
@@ -368,7 +369,8 @@ int dec_instruction(dec *d, tok *t, int guard, int gneg) {
     break;
   case OP_SET: /* set.CmpOp[.BoolOp].dtype.stype d, a, b[, {!}c] */
     if (md.nt != 2) { unsupported = 1; break; }
-    in->tk = md.tk[1], in->tb = md.tb[1], in->t2k = md.tk[0], in->t2b = md.tb[0];
+    in->tk = md.tk[1], in->tb = md.tb[1]; /* compared */
+    in->t2k = md.tk[0], in->t2b = md.tb[0]; /* the result's */
     in->d[0] = DST(0);
     in->a = SRC(1, in->tk, in->tb);
     in->b = SRC(2, in->tk, in->tb);

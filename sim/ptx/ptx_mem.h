@@ -117,13 +117,16 @@ static inline void store(unsigned char *h, unsigned n, uint64_t v) {
 static uint64_t atomic_add_half(const ins *in, unsigned char *h, uint64_t a) {
   int bf = in->tk == K_BF || in->tk == K_BH2;
   if (in->tb == 16) {
-    uint16_t *p = (uint16_t *)(void *)h, old = __atomic_load_n(p, __ATOMIC_SEQ_CST), nw;
-    do nw = narrow_add(narrow_value(old, bf), narrow_value((uint16_t)a, bf), bf);
+    uint16_t *p = (uint16_t *)(void *)h, nw;
+    uint16_t old = __atomic_load_n(p, __ATOMIC_SEQ_CST);
+    double x = narrow_value((uint16_t)a, bf);
+    do nw = narrow_add(narrow_value(old, bf), x, bf);
     while (!__atomic_compare_exchange_n(p, &old, nw, 0, __ATOMIC_SEQ_CST,
                                         __ATOMIC_SEQ_CST));
     return old;
   }
-  uint32_t *p = (uint32_t *)(void *)h, old = __atomic_load_n(p, __ATOMIC_SEQ_CST), nw;
+  uint32_t *p = (uint32_t *)(void *)h, nw;
+  uint32_t old = __atomic_load_n(p, __ATOMIC_SEQ_CST);
   do {
     nw = 0;
     for (int i = 0; i < 32; i += 16)
@@ -175,13 +178,11 @@ static uint64_t atomic_op(const ins *in, unsigned char *h, uint64_t a,
                                  : f32(old) + f32(x));
         break;
       case A_MIN:
-        nw = k == K_F ? (uint32_t)bf(fminf(f32(old), f32(x)))
-           : k == K_S ? ((int32_t)old < (int32_t)x ? old : x)
+        nw = k == K_S ? ((int32_t)old < (int32_t)x ? old : x)
                       : (old < x ? old : x);
         break;
       case A_MAX:
-        nw = k == K_F ? (uint32_t)bf(fmaxf(f32(old), f32(x)))
-           : k == K_S ? ((int32_t)old > (int32_t)x ? old : x)
+        nw = k == K_S ? ((int32_t)old > (int32_t)x ? old : x)
                       : (old > x ? old : x);
         break;
       case A_INC: nw = old >= x ? 0 : old + 1; break;
@@ -214,13 +215,11 @@ static uint64_t atomic_op(const ins *in, unsigned char *h, uint64_t a,
     switch (in->cmp) {
     case A_ADD: nw = bd(f64(old) + f64(a)); break;
     case A_MIN:
-      nw = k == K_F ? bd(fmin(f64(old), f64(a)))
-         : k == K_S ? ((int64_t)old < (int64_t)a ? old : a)
+      nw = k == K_S ? ((int64_t)old < (int64_t)a ? old : a)
                     : (old < a ? old : a);
       break;
     case A_MAX:
-      nw = k == K_F ? bd(fmax(f64(old), f64(a)))
-         : k == K_S ? ((int64_t)old > (int64_t)a ? old : a)
+      nw = k == K_S ? ((int64_t)old > (int64_t)a ? old : a)
                     : (old > a ? old : a);
       break;
     case A_INC: nw = old >= a ? 0 : old + 1; break;
