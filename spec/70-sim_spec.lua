@@ -1,10 +1,11 @@
 -- The PTX simulator (build/libcuda-sim.so), one class of instruction at a
--- time: warp-synchronous shuffles and votes, divergence and reconvergence,
--- bar.sync, atomics, integer and conversion instructions, calls, local
--- memory, approximate math. These kernels run on the GPU too (make
--- test-gpu), with the same expectations; the test double, which runs only
--- host twins of the spec kernels, skips them. Faults and refused PTX are
--- the simulator's own.
+-- time: warp-synchronous shuffles and votes, warp instructions over member
+-- masks and cooperative groups, divergence and reconvergence, bar.sync,
+-- atomics, integer, extended precision and conversion instructions, half
+-- precision, special registers, calls, local memory, approximate math.
+-- These kernels run on the GPU too (make test-gpu), with the same
+-- expectations; the test double, which runs only host twins of the spec
+-- kernels, skips them. Faults and refused PTX are the simulator's own.
 local H = require "support.helper"
 local cuda = H.cuda
 
@@ -459,10 +460,10 @@ __global__ void f16_ops(const u16 *a, const u16 *b, const u16 *c, u16 *o, int n)
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   __half x = __ushort_as_half(a[i]), y = __ushort_as_half(b[i]), z = __ushort_as_half(c[i]);
-  __half r[10] = {__hadd_rn(x, y), __hsub_rn(x, y), __hmul_rn(x, y), __hfma(x, y, z),
+  __half r[13] = {__hadd_rn(x, y), __hsub_rn(x, y), __hmul_rn(x, y), __hfma(x, y, z),
                   __hmax(x, y), __hmin_nan(x, y), __hneg(x), __habs(x), __hadd_sat(x, y),
-                  __hfma_relu(x, y, z)};
-  for (int k = 0; k < 10; k++) o[k * n + i] = __half_as_ushort(r[k]);
+                  __hfma_relu(x, y, z), x + y, x - y, x * y}; // the operators last
+  for (int k = 0; k < 13; k++) o[k * n + i] = __half_as_ushort(r[k]);
 }
 
 __global__ void bf16_ops(const u16 *a, const u16 *b, const u16 *c, u16 *o, int n) {
@@ -480,10 +481,11 @@ __global__ void f16x2_ops(const __half2 *a, const __half2 *b, const __half2 *c, 
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   __half2 x = a[i], y = b[i], z = c[i];
-  __half2 r[10] = {__hadd2_rn(x, y), __hsub2_rn(x, y), __hmul2_rn(x, y), __hfma2(x, y, z),
+  __half2 r[13] = {__hadd2_rn(x, y), __hsub2_rn(x, y), __hmul2_rn(x, y), __hfma2(x, y, z),
                    __hmax2(x, y), __hmin2_nan(x, y), __hneg2(x), __habs2(x),
-                   __hadd2_sat(x, y), __hfma2_relu(x, y, z)};
-  for (int k = 0; k < 10; k++) o[k * n + i] = r[k];
+                   __hadd2_sat(x, y), __hfma2_relu(x, y, z), __hadd2(x, y), __hsub2(x, y),
+                   __hmul2(x, y)};
+  for (int k = 0; k < 13; k++) o[k * n + i] = r[k];
 }
 
 __global__ void bf16x2_ops(const bf162 *a, const bf162 *b, const bf162 *c, bf162 *o, int n) {
@@ -1237,9 +1239,15 @@ describe("the PTX simulator's instructions", function()
   end
 
   it("computes f16 and bf16 arithmetic bit for bit, halves and pairs", function()
-    for _, t in ipairs { { halves.f16_ops, halves.f16x2_ops, F16, false }, { halves.bf16_ops, halves.bf16x2_ops, BF16, true } } do
+    for _, t in ipairs { { halves.f16_ops, halves.f16x2_ops, F16, false },
+                         { halves.bf16_ops, halves.bf16x2_ops, BF16, true } } do
       local scalar, pair, rows, bf = t[1], t[2], t[3], t[4]
-      local n, cols = #rows, #rows[1] - 3
+      local n, base = #rows, #rows[1] - 3
+      -- f16 also through the operators and __hadd2, __hsub2, __hmul2: the
+      -- columns a+b, a-b, a*b again
+      local extra = bf and {} or { 1, 2, 3 }
+      local cols = base + #extra
+      local function expect(i, k) return rows[i][3 + (k <= base and k or extra[k - base])] end
       local col = {}
       for j = 1, 3 do
         col[j] = {}
@@ -1251,7 +1259,7 @@ describe("the PTX simulator's instructions", function()
       local got = out:download()
       for i = 1, n do
         for k = 1, cols do
-          same_half(rows[i][3 + k], got[(k - 1) * n + i], bf,
+          same_half(expect(i, k), got[(k - 1) * n + i], bf,
                     ("%s column %d of row %d"):format(bf and "bf16" or "f16", k, i))
         end
       end
@@ -1266,7 +1274,7 @@ describe("the PTX simulator's instructions", function()
       for i = 1, n // 2 * 2 do
         for k = 1, cols do
           local at = (k - 1) * n + i -- pair (i + 1) // 2 of column k, half (i - 1) % 2
-          same_half(rows[i][3 + k], got[at], bf,
+          same_half(expect(i, k), got[at], bf,
                     ("%sx2 column %d of row %d"):format(ty, k, i))
         end
       end
