@@ -537,6 +537,7 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
       if (depth) break; /* refused at load */
       if (in->cmp == BAR_RED) { /* the predicate counts as the lanes arrive */
         uint32_t pv = (in->e ? ~wp->p[in->c] : wp->p[in->c]) & em;
+        w->red = 1;
         w->red_count += lanes(pv);
         w->red_none &= !pv;
         w->red_all &= pv == em;

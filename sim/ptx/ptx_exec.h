@@ -71,8 +71,9 @@ typedef struct worker {
   uint64_t lo, hi;      /* the allocation last found live */
   uint64_t executed;
   unsigned backs;       /* backward branches taken */
-  unsigned red_count;   /* bar.red at the barrier: threads whose predicate */
-  int red_none, red_all; /* holds, and whether none or all of them */
+  int red;              /* a bar.red at the barrier: the threads whose */
+  unsigned red_count;   /* predicate holds, and whether none or all */
+  int red_none, red_all;
   int fault;
 } worker;
 

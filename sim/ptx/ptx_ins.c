@@ -231,6 +231,8 @@ int dec_instruction(dec *d, tok *t, int guard, int gneg) {
       rd->op = OP_SREG;
       rd->d[0] = o[i].r;
       rd->line = t->line;
+      if (o[i].r >= S_RESERVED_BEGIN && o[i].r <= S_RESERVED_1)
+        d->m->reserved_smem = 1;
     }
   ins *in;
   if (!dec_add_ins(d, &in)) return 0;

@@ -85,8 +85,8 @@ enum {
 /* The device: an sm_90 part of SIM_SMS multiprocessors, SIM_WARPS warps
    each. A block's shared window starts with SMEM_RESERVED bytes reserved
    for the system (cooperative groups' scratch from SMEM_CG_SCRATCH in it),
-   zeroed when the block starts, then the kernel's static and dynamic
-   shared memory, in units of SMEM_UNIT. */
+   zeroed when the block starts if its kernel reads where they are, then
+   the kernel's static and dynamic shared memory, in units of SMEM_UNIT. */
 enum {
   SIM_SMS = 132, SIM_WARPS = 64, SMEM_RESERVED = 1024, SMEM_CG_SCRATCH = 512,
   SMEM_UNIT = 128,
@@ -152,6 +152,7 @@ struct sim_module {
   uint64_t *consts;
   size_t shared_static;      /* all .shared variables (after the
                                 reserved region) */
+  int reserved_smem;         /* reads where the reserved region is */
   size_t local_size;         /* .local frames of all functions */
   size_t pframe;             /* .param frames of all functions */
   var *vars;

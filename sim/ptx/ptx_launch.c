@@ -144,7 +144,7 @@ static void open_barrier(worker *w) {
   const ins *code = w->rc->m->code;
   for (unsigned i = 0; i < w->nwarps; i++) {
     warp *wp = &w->warps[i];
-    for (uint32_t q = wp->wait; q; q &= q - 1) {
+    for (uint32_t q = w->red ? wp->wait : 0; q; q &= q - 1) {
       int l = __builtin_ctz(q);
       const ins *in = &code[wp->top.pcs[l] - 1];
       if (in->op != OP_BAR || in->cmp != BAR_RED) continue;
@@ -158,12 +158,14 @@ static void open_barrier(worker *w) {
     wp->wait = 0;
     wp->top.mask = 0;
   }
+  w->red = 0;
   w->red_count = 0;
   w->red_none = w->red_all = 1;
 }
 
 static int run_block(worker *w) {
   for (unsigned i = 0; i < w->nwarps; i++) start_warp(w, &w->warps[i], i);
+  w->red = 0;
   w->red_count = 0;
   w->red_none = w->red_all = 1;
   for (;;) {
@@ -195,7 +197,10 @@ static void *work(void *arg) {
     w->bid[0] = (unsigned)(b % g[0]);
     w->bid[1] = (unsigned)(b / g[0] % g[1]);
     w->bid[2] = (unsigned)(b / ((uint64_t)g[0] * g[1]));
-    memset(w->shared, 0, rc->nshared);
+    /* the reserved region too where a kernel reads where it is (no other
+       can reach it) */
+    size_t from = rc->m->reserved_smem ? 0 : SMEM_RESERVED;
+    memset(w->shared + from, 0, rc->nshared - from);
     if (run_block(w)) break;
   }
   return NULL;
