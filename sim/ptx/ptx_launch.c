@@ -139,6 +139,13 @@ static void start_warp(worker *w, warp *wp, unsigned index) {
   wp->top.release = 0;
 }
 
+/* No bar.red has arrived at the barrier. */
+static void no_red(worker *w) {
+  w->red = 0;
+  w->red_count = 0;
+  w->red_none = w->red_all = 1;
+}
+
 /* The barrier opens: lanes that waited at a bar.red get its result. */
 static void open_barrier(worker *w) {
   const ins *code = w->rc->m->code;
@@ -158,16 +165,12 @@ static void open_barrier(worker *w) {
     wp->wait = 0;
     wp->top.mask = 0;
   }
-  w->red = 0;
-  w->red_count = 0;
-  w->red_none = w->red_all = 1;
+  no_red(w);
 }
 
 static int run_block(worker *w) {
   for (unsigned i = 0; i < w->nwarps; i++) start_warp(w, &w->warps[i], i);
-  w->red = 0;
-  w->red_count = 0;
-  w->red_none = w->red_all = 1;
+  no_red(w);
   for (;;) {
     int waiting = 0, yielded = 0;
     for (unsigned i = 0; i < w->nwarps; i++) {
