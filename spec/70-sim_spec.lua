@@ -1,10 +1,11 @@
 -- The PTX simulator (build/libcuda-sim.so), one class of instruction at a
--- time: warp-synchronous shuffles and votes, divergence and reconvergence,
--- bar.sync, atomics, integer and conversion instructions, calls, local
--- memory, approximate math. These kernels run on the GPU too (make
--- test-gpu), with the same expectations; the test double, which runs only
--- host twins of the spec kernels, skips them. Faults and refused PTX are
--- the simulator's own.
+-- time: warp-synchronous shuffles and votes, warp instructions over member
+-- masks and cooperative groups, divergence and reconvergence, bar.sync,
+-- atomics, integer, extended precision and conversion instructions, half
+-- precision, special registers, calls, local memory, approximate math.
+-- These kernels run on the GPU too (make test-gpu), with the same
+-- expectations; the test double, which runs only host twins of the spec
+-- kernels, skips them. Faults and refused PTX are the simulator's own.
 local H = require "support.helper"
 local cuda = H.cuda
 
@@ -357,6 +358,92 @@ __global__ void cold_syncwarp(const int *in, int *out) {
 }
 ]]
 
+-- Integer and float corners: extended precision (the carry flag), bit
+-- field masks, block-wide reductions at a barrier, PTX's order of zeros in
+-- min and max, NaN converted to integers, atomicAdd's subnormals, and the
+-- double math library's slow paths (block-scoped registers, a function
+-- called before its body).
+local corner_source = [[
+extern "C" {
+
+__global__ void carries(const unsigned long long *a, unsigned long long *o) {
+  int i = threadIdx.x;
+  unsigned long long p = a[i], q = a[i + 1], lo, hi;
+  asm("add.cc.u64 %0, %2, %3; addc.u64 %1, %3, %2;" : "=l"(lo), "=l"(hi) : "l"(p), "l"(q));
+  o[8 * i] = lo;
+  o[8 * i + 1] = hi;
+  asm("sub.cc.u64 %0, %2, %3; subc.u64 %1, %3, %2;" : "=l"(lo), "=l"(hi) : "l"(p), "l"(q));
+  o[8 * i + 2] = lo;
+  o[8 * i + 3] = hi;
+  unsigned a0 = (unsigned)p, a1 = (unsigned)(p >> 32), b0 = (unsigned)q, b1 = (unsigned)(q >> 32);
+  unsigned r0, r1, r2, r3;
+  asm("{\n\t"
+      "mul.lo.u32 %0, %4, %6;\n\t"
+      "mul.hi.u32 %1, %4, %6;\n\t"
+      "mad.lo.cc.u32 %1, %5, %6, %1;\n\t"
+      "madc.hi.u32 %2, %5, %6, 0;\n\t"
+      "mad.lo.cc.u32 %1, %4, %7, %1;\n\t"
+      "madc.hi.cc.u32 %2, %4, %7, %2;\n\t"
+      "addc.u32 %3, 0, 0;\n\t"
+      "mad.lo.cc.u32 %2, %5, %7, %2;\n\t"
+      "madc.hi.u32 %3, %5, %7, %3;\n\t"
+      "}" : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(a0), "r"(a1), "r"(b0), "r"(b1));
+  o[8 * i + 4] = (unsigned long long)r1 << 32 | r0;
+  o[8 * i + 5] = (unsigned long long)r3 << 32 | r2;
+  asm("{ sub.cc.u32 %0, %2, %3; subc.cc.u32 %1, 0, 0; }" : "=r"(r0), "=r"(r1) : "r"(a0), "r"(b0));
+  o[8 * i + 6] = r0;
+  o[8 * i + 7] = r1;
+}
+
+__global__ void masks(const unsigned *a, const unsigned *b, unsigned *o, int n) {
+  int i = threadIdx.x;
+  if (i >= n) return;
+  unsigned r[4];
+  asm("bmsk.clamp.b32 %0, %1, %2;" : "=r"(r[0]) : "r"(a[i]), "r"(b[i]));
+  asm("bmsk.wrap.b32 %0, %1, %2;" : "=r"(r[1]) : "r"(a[i]), "r"(b[i]));
+  asm("szext.clamp.s32 %0, %1, %2;" : "=r"(r[2]) : "r"(a[i] * 0x9e3779b9u), "r"(b[i]));
+  asm("szext.wrap.u32 %0, %1, %2;" : "=r"(r[3]) : "r"(a[i] * 0x9e3779b9u), "r"(b[i]));
+  for (int k = 0; k < 4; k++) o[4 * i + k] = r[k];
+}
+
+__global__ void block_votes(const int *in, int *out) {
+  int t = threadIdx.x, v = in[blockIdx.x * blockDim.x + t];
+  int count = __syncthreads_count(v > 50);
+  int all = __syncthreads_and(v >= 0), any = __syncthreads_or(v > 98);
+  out[blockIdx.x * blockDim.x + t] = count | all << 16 | any << 17;
+}
+
+__global__ void zeros_nans(const float *f, const double *d, float *of, double *od,
+                           long long *oi) {
+  float pz = f[0], nz = f[1], nan = f[2];
+  double dpz = d[0], dnz = d[1], dnan = d[2];
+  of[0] = fminf(pz, nz); of[1] = fminf(nz, pz); of[2] = fmaxf(pz, nz); of[3] = fmaxf(nz, pz);
+  od[0] = fmin(dpz, dnz); od[1] = fmax(dnz, dpz);
+  oi[0] = __float2ll_rn(nan); oi[1] = __double2int_rn(dnan); oi[2] = __double2uint_rz(dnan);
+  oi[3] = __float2int_rn(nan); oi[4] = __double2ll_rz(dnan); oi[5] = __float2uint_rn(nan);
+}
+
+__global__ void subnormal_adds(float *g, float *out) {
+  __shared__ float s;
+  if (threadIdx.x == 0) s = 0;
+  __syncthreads();
+  atomicAdd(g, 1e-40f);
+  atomicAdd(&s, 1e-40f);
+  __syncthreads();
+  if (threadIdx.x == 0) out[0] = s;
+}
+
+__global__ void trig(const double *x, double *y, int n) {
+  int i = threadIdx.x;
+  if (i >= n) return;
+  y[3 * i] = sin(x[i]);
+  y[3 * i + 1] = cos(x[i]);
+  y[3 * i + 2] = tan(x[i]);
+}
+
+}
+]]
+
 -- Half precision: f16 and bf16 arithmetic, comparisons, conversions and
 -- atomics, through cuda_fp16.h and cuda_bf16.h. Values go in and out as
 -- their bits; the _rn forms keep the GPU's compiler from fusing a product
@@ -373,10 +460,10 @@ __global__ void f16_ops(const u16 *a, const u16 *b, const u16 *c, u16 *o, int n)
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   __half x = __ushort_as_half(a[i]), y = __ushort_as_half(b[i]), z = __ushort_as_half(c[i]);
-  __half r[10] = {__hadd_rn(x, y), __hsub_rn(x, y), __hmul_rn(x, y), __hfma(x, y, z),
+  __half r[13] = {__hadd_rn(x, y), __hsub_rn(x, y), __hmul_rn(x, y), __hfma(x, y, z),
                   __hmax(x, y), __hmin_nan(x, y), __hneg(x), __habs(x), __hadd_sat(x, y),
-                  __hfma_relu(x, y, z)};
-  for (int k = 0; k < 10; k++) o[k * n + i] = __half_as_ushort(r[k]);
+                  __hfma_relu(x, y, z), x + y, x - y, x * y}; // the operators last
+  for (int k = 0; k < 13; k++) o[k * n + i] = __half_as_ushort(r[k]);
 }
 
 __global__ void bf16_ops(const u16 *a, const u16 *b, const u16 *c, u16 *o, int n) {
@@ -394,10 +481,11 @@ __global__ void f16x2_ops(const __half2 *a, const __half2 *b, const __half2 *c, 
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   __half2 x = a[i], y = b[i], z = c[i];
-  __half2 r[10] = {__hadd2_rn(x, y), __hsub2_rn(x, y), __hmul2_rn(x, y), __hfma2(x, y, z),
+  __half2 r[13] = {__hadd2_rn(x, y), __hsub2_rn(x, y), __hmul2_rn(x, y), __hfma2(x, y, z),
                    __hmax2(x, y), __hmin2_nan(x, y), __hneg2(x), __habs2(x),
-                   __hadd2_sat(x, y), __hfma2_relu(x, y, z)};
-  for (int k = 0; k < 10; k++) o[k * n + i] = r[k];
+                   __hadd2_sat(x, y), __hfma2_relu(x, y, z), __hadd2(x, y), __hsub2(x, y),
+                   __hmul2(x, y)};
+  for (int k = 0; k < 13; k++) o[k * n + i] = r[k];
 }
 
 __global__ void bf16x2_ops(const bf162 *a, const bf162 *b, const bf162 *c, bf162 *o, int n) {
@@ -649,12 +737,13 @@ describe("the PTX simulator's instructions", function()
     end)
     return
   end
-  local m, fast, w, h, s
+  local m, fast, warps, halves, corners, s
   setup(function()
     m = cuda.compile(source, { name = "sim_spec.cu", arch = "sm_90" })
     fast = cuda.compile(source, { name = "sim_spec.cu", arch = "sm_90", fast_math = true })
-    w = cuda.compile(warp_source, { name = "sim_warp.cu", arch = "sm_90" })
-    h = cuda.compile(half_source, { name = "sim_half.cu", arch = "sm_90" })
+    warps = cuda.compile(warp_source, { name = "sim_warp.cu", arch = "sm_90" })
+    halves = cuda.compile(half_source, { name = "sim_half.cu", arch = "sm_90" })
+    corners = cuda.compile(corner_source, { name = "sim_corner.cu", arch = "sm_90" })
     s = cuda.stream()
   end)
 
@@ -738,7 +827,7 @@ describe("the PTX simulator's instructions", function()
     local n = 64
     local v = ints(n, 29)
     local out, masks = cuda.buffer("i32", 8 * n), cuda.buffer("u32", 2 * n)
-    w.partitions:launch(s, 1, n, cuda.buffer("i32", v), out, masks, n)
+    warps.partitions:launch(s, 1, n, cuda.buffer("i32", v), out, masks, n)
     local got, mk = out:download(), masks:download()
     local add = function(a, b) return a + b end
     local uv, uv16 = {}, {}
@@ -765,15 +854,15 @@ describe("the PTX simulator's instructions", function()
     local n = 64
     local v = ints(n, 31, 100)
     local out = cuda.buffer("u32", 4 * n)
-    w.partial_votes:launch(s, 1, n, cuda.buffer("i32", v), out, n)
+    warps.partial_votes:launch(s, 1, n, cuda.buffer("i32", v), out, n)
     local got = out:download()
     for i = 0, n - 1 do
       local wi, l, x = i // 32, i % 32, v[i + 1]
       local function val(j) return v[wi * 32 + j + 1] end
       local function want(k) return got[k * n + i + 1] end
       local g = lanes(function(j) return j % 3 == l % 3 end)
-      local function all(m, p) return lanes(function(j) return m >> j & 1 == 1 and p(val(j)) end) == m end
-      local function any(m, p) return lanes(function(j) return m >> j & 1 == 1 and p(val(j)) end) ~= 0 end
+      local function all(mk, p) return lanes(function(j) return mk >> j & 1 == 1 and p(val(j)) end) == mk end
+      local function any(mk, p) return lanes(function(j) return mk >> j & 1 == 1 and p(val(j)) end) ~= 0 end
       local function b(c) return c and 1 or 0 end
       assert.equals(lanes(function(j) return g >> j & 1 == 1 and val(j) & 1 == 1 end), want(0))
       local uni = all(g, function(y) return y & 2 == 2 end) or all(g, function(y) return y & 2 == 0 end)
@@ -795,7 +884,7 @@ describe("the PTX simulator's instructions", function()
   it("leaves out lanes that exited, and lanes a partial warp does not have", function()
     local v = ints(96, 37, 100)
     local out = cuda.buffer("u32", 5 * 96):fill(7)
-    w.exits:launch(s, 2, 48, cuda.buffer("i32", v), out)
+    warps.exits:launch(s, 2, 48, cuda.buffer("i32", v), out)
     local got = out:download()
     for b = 0, 1 do
       for wi = 0, 1 do
@@ -832,7 +921,7 @@ describe("the PTX simulator's instructions", function()
     local n = 64
     local v = ints(n, 41)
     local out = cuda.buffer("i32", 6 * n)
-    w.sub_shfl:launch(s, 1, n, cuda.buffer("i32", v), out, n)
+    warps.sub_shfl:launch(s, 1, n, cuda.buffer("i32", v), out, n)
     local got = out:download()
     for i = 0, n - 1 do
       local base, l = i - i % 32, i % 32
@@ -857,7 +946,7 @@ describe("the PTX simulator's instructions", function()
     local f = {}
     for i = 1, n do f[i] = (v[i] % 200) * 0.25 end -- sums exact in any order
     local out, fout = cuda.buffer("i32", 6 * n):fill(0), cuda.buffer("f32", 3 * n):fill(0)
-    w.cg_parts:launch(s, 1, n, cuda.buffer("i32", v), cuda.buffer("f32", f), out, fout, n)
+    warps.cg_parts:launch(s, 1, n, cuda.buffer("i32", v), cuda.buffer("f32", f), out, fout, n)
     local got, fgot = out:download(), fout:download()
     local add = function(a, b) return a + b end
     for i = 0, n - 1 do
@@ -887,7 +976,7 @@ describe("the PTX simulator's instructions", function()
     local n = 128
     local v = ints(n, 47, 1000)
     local out = cuda.buffer("i32", n)
-    w.cold_path:launch(s, 2, 64, cuda.buffer("i32", v), out)
+    warps.cold_path:launch(s, 2, 64, cuda.buffer("i32", v), out)
     local got, final = out:download(), {}
     for i = 1, n do
       local x = v[i]
@@ -897,7 +986,7 @@ describe("the PTX simulator's instructions", function()
       final[i - 1] = x
     end
     for i = 0, n - 1 do assert.equals(final[i ~ 1], got[i + 1], "lane " .. i) end
-    w.cold_syncwarp:launch(s, 2, 64, cuda.buffer("i32", v), out)
+    warps.cold_syncwarp:launch(s, 2, 64, cuda.buffer("i32", v), out)
     got = out:download()
     for i = 1, n do
       local x = v[i]
@@ -915,7 +1004,7 @@ describe("the PTX simulator's instructions", function()
     local n = 512
     local v = ints(n, 53, 1000)
     local out = cuda.buffer("i32", 6 * n)
-    w.cg_block:launch(s, 2, 256, cuda.buffer("i32", v), out, n)
+    warps.cg_block:launch(s, 2, 256, cuda.buffer("i32", v), out, n)
     local got = out:download()
     local add = function(a, b) return a + b end
     local function tile(i, size, fold)
@@ -942,8 +1031,8 @@ describe("the PTX simulator's instructions", function()
   it("reads warpSize and the special registers a kernel can read", function()
     local n = 64
     local out, t = cuda.buffer("u32", 17 * n), cuda.buffer("u64", 4 * n)
-    w.sregs:shared(4 * n)
-    w.sregs:launch(s, 1, n, out, t)
+    warps.sregs:shared(4 * n)
+    warps.sregs:launch(s, 1, n, out, t)
     local got, tg = out:download(), t:download()
     for i = 0, n - 1 do
       local r = {}
@@ -1156,9 +1245,15 @@ describe("the PTX simulator's instructions", function()
   end
 
   it("computes f16 and bf16 arithmetic bit for bit, halves and pairs", function()
-    for _, t in ipairs { { h.f16_ops, h.f16x2_ops, F16, false }, { h.bf16_ops, h.bf16x2_ops, BF16, true } } do
+    for _, t in ipairs { { halves.f16_ops, halves.f16x2_ops, F16, false },
+                         { halves.bf16_ops, halves.bf16x2_ops, BF16, true } } do
       local scalar, pair, rows, bf = t[1], t[2], t[3], t[4]
-      local n, cols = #rows, #rows[1] - 3
+      local n, base = #rows, #rows[1] - 3
+      -- f16 also through the operators and __hadd2, __hsub2, __hmul2: the
+      -- columns a+b, a-b, a*b again
+      local extra = bf and {} or { 1, 2, 3 }
+      local cols = base + #extra
+      local function expect(i, k) return rows[i][3 + (k <= base and k or extra[k - base])] end
       local col = {}
       for j = 1, 3 do
         col[j] = {}
@@ -1170,7 +1265,7 @@ describe("the PTX simulator's instructions", function()
       local got = out:download()
       for i = 1, n do
         for k = 1, cols do
-          same_half(rows[i][3 + k], got[(k - 1) * n + i], bf,
+          same_half(expect(i, k), got[(k - 1) * n + i], bf,
                     ("%s column %d of row %d"):format(bf and "bf16" or "f16", k, i))
         end
       end
@@ -1185,7 +1280,7 @@ describe("the PTX simulator's instructions", function()
       for i = 1, n // 2 * 2 do
         for k = 1, cols do
           local at = (k - 1) * n + i -- pair (i + 1) // 2 of column k, half (i - 1) % 2
-          same_half(rows[i][3 + k], got[at], bf,
+          same_half(expect(i, k), got[at], bf,
                     ("%sx2 column %d of row %d"):format(ty, k, i))
         end
       end
@@ -1198,7 +1293,7 @@ describe("the PTX simulator's instructions", function()
     for i, r in ipairs(BF16) do a[#F16 + i], b[#F16 + i] = r[1], r[2] end
     local n = #a
     local out, out2 = cuda.buffer("u32", n), cuda.buffer("u32", 5 * (n // 2))
-    h.compares:launch(s, 1, n, cuda.buffer("u16", a), cuda.buffer("u16", b), out, out2, n)
+    halves.compares:launch(s, 1, n, cuda.buffer("u16", a), cuda.buffer("u16", b), out, out2, n)
     local got, got2 = out:download(), out2:download()
     local function cmp(x, y)
       local un = x ~= x or y ~= y
@@ -1235,7 +1330,7 @@ describe("the PTX simulator's instructions", function()
     fb:view(0, nil, "u32"):upload(f)
     db:view(0, nil, "u64"):upload(d)
     local o32, o64, oll = cuda.buffer("u16", 8 * #f), cuda.buffer("u16", 2 * #d), cuda.buffer("u16", 8 * #ll)
-    h.to_halves:launch(s, 1, 32, fb, db, cuda.buffer("i64", ll), o32, o64, oll, #f, #d, #ll)
+    halves.to_halves:launch(s, 1, 32, fb, db, cuda.buffer("i64", ll), o32, o64, oll, #f, #d, #ll)
     local g32, g64, gll = o32:download(), o64:download(), oll:download()
     local names = { "f16 rn", "f16 rz", "f16 rd", "f16 ru", "bf16 rn", "bf16 rz", "bf16 rd", "bf16 ru" }
     for i, r in ipairs(CVT32) do
@@ -1256,7 +1351,7 @@ describe("the PTX simulator's instructions", function()
     for _, r in ipairs(BF16) do a[#a + 1] = r[1] end
     local n = #a
     local fo, io_ = cuda.buffer("f32", 2 * n), cuda.buffer("i32", 5 * n)
-    h.from_halves:launch(s, 1, n, cuda.buffer("u16", a), fo, io_, n)
+    halves.from_halves:launch(s, 1, n, cuda.buffer("u16", a), fo, io_, n)
     local fg, ig = fo:download(), io_:download()
     local function toint(x, how)
       if x ~= x then return 0 end
@@ -1280,11 +1375,121 @@ describe("the PTX simulator's instructions", function()
   it("adds f16, bf16 and their pairs atomically", function()
     local hh, h2 = cuda.buffer("f16", 1):fill(0), cuda.buffer("f16", 2):fill(0)
     local bb, b2 = cuda.buffer("bf16", 1):fill(0), cuda.buffer("bf16", 2):fill(0)
-    h.half_atomics:launch(s, 2, 64, hh, h2, bb, b2)
+    halves.half_atomics:launch(s, 2, 64, hh, h2, bb, b2)
     assert.same({ 128 }, hh:download())
     assert.same({ 64, 256 }, h2:download())
     assert.same({ 128 }, bb:download())
     assert.same({ 32, -256 }, b2:download())
+  end)
+
+  it("carries through add.cc, addc, sub.cc, subc, mad.cc and madc", function()
+    local a, seed = {}, 1
+    for i = 1, 33 do
+      seed = seed * 6364136223846793005 + 1442695040888963407
+      a[i] = seed
+    end
+    a[2], a[3] = -1, 1 -- carries out of all ones
+    local o = cuda.buffer("u64", 8 * 32)
+    corners.carries:launch(s, 1, 32, cuda.buffer("u64", a), o)
+    local got = o:download()
+    local function mul128(x, y) -- x * y as two 64-bit halves
+      local xl, xh, yl, yh = x & 0xffffffff, x >> 32, y & 0xffffffff, y >> 32
+      local ll, lh, hl, hh = xl * yl, xl * yh, xh * yl, xh * yh
+      local mid = (ll >> 32) + (lh & 0xffffffff) + (hl & 0xffffffff)
+      return (ll & 0xffffffff) | (mid << 32), hh + (lh >> 32) + (hl >> 32) + (mid >> 32)
+    end
+    for i = 0, 31 do
+      local p, q = a[i + 1], a[i + 2]
+      local function want(k) return got[8 * i + k + 1] end
+      local carry = math.ult(p + q, p) and 1 or 0
+      assert.same({ p + q, q + p + carry }, { want(0), want(1) }, "add, thread " .. i)
+      local borrow = math.ult(p, q) and 1 or 0
+      assert.same({ p - q, q - p - borrow }, { want(2), want(3) }, "sub, thread " .. i)
+      assert.same({ mul128(p, q) }, { want(4), want(5) }, "mul, thread " .. i)
+      local a0, b0 = p & 0xffffffff, q & 0xffffffff
+      assert.same({ (a0 - b0) & 0xffffffff, a0 < b0 and 0xffffffff or 0 }, { want(6), want(7) })
+    end
+  end)
+
+  it("makes bit field masks and extensions (bmsk, szext)", function()
+    local a, b = {}, {}
+    for i = 0, 63 do a[i + 1], b[i + 1] = i % 40, (i * 7) % 41 end
+    local o = cuda.buffer("u32", 4 * 64)
+    corners.masks:launch(s, 1, 64, cuda.buffer("u32", a), cuda.buffer("u32", b), o, 64)
+    local got = o:download()
+    local function bmsk(x, y, clamp) -- the PTX ISA's semantics
+      local a1, b1 = x & 31, y & 31
+      local m0, past = 0xffffffff << a1 & 0xffffffff, a1 + b1 >= 32
+      if clamp and x >= 32 then m0, past = 0, true end
+      if clamp and y >= 32 then past = true end
+      local m1 = past and 0 or b1 == 0 and 0xffffffff or 0xffffffff << (a1 + b1) & 0xffffffff
+      return m0 & ~m1 & 0xffffffff
+    end
+    local function szext(x, y, clamp, signed)
+      local b1, large = y & 31, clamp and y >= 32
+      local msk = large and 0 or 0xffffffff << b1 & 0xffffffff
+      local sign = not (b1 == 0 or large or not signed) and x >> ((b1 - 1) & 31) & 1 == 1
+      return (x & ~msk & 0xffffffff) | (sign and msk or 0)
+    end
+    for i = 1, 64 do
+      local x = a[i] * 0x9e3779b9 & 0xffffffff
+      assert.equals(bmsk(a[i], b[i], true), got[4 * i - 3], ("bmsk.clamp %d %d"):format(a[i], b[i]))
+      assert.equals(bmsk(a[i], b[i], false), got[4 * i - 2], ("bmsk.wrap %d %d"):format(a[i], b[i]))
+      assert.equals(szext(x, b[i], true, true), got[4 * i - 1], ("szext.clamp.s32 %d"):format(b[i]))
+      assert.equals(szext(x, b[i], false, false), got[4 * i], ("szext.wrap.u32 %d"):format(b[i]))
+    end
+  end)
+
+  it("counts, ands and ors a predicate over the block at a barrier", function()
+    local v = ints(3 * 96, 59, 100)
+    v[200] = -1 -- one value below 0 in the third block
+    local out = cuda.buffer("i32", 3 * 96)
+    corners.block_votes:launch(s, 3, 96, cuda.buffer("i32", v), out)
+    local got = out:download()
+    for b = 0, 2 do
+      local count, all, any = 0, 1, 0
+      for t = 1, 96 do
+        local x = v[b * 96 + t]
+        if x > 50 then count = count + 1 end
+        if x < 0 then all = 0 end
+        if x > 98 then any = 1 end
+      end
+      for t = 1, 96 do assert.equals(count | all << 16 | any << 17, got[b * 96 + t], "block " .. b) end
+    end
+  end)
+
+  it("orders +0 above -0 in min and max, and converts NaN to integers as PTX says", function()
+    local of, od, oi = cuda.buffer("f32", 4), cuda.buffer("f64", 2), cuda.buffer("i64", 6)
+    corners.zeros_nans:launch(s, 1, 1, cuda.buffer("f32", { 0.0, -0.0, 0 / 0 }),
+                        cuda.buffer("f64", { 0.0, -0.0, 0 / 0 }), of, od, oi)
+    local signs = {}
+    for _, x in ipairs(of:download()) do signs[#signs + 1] = 1 / x end
+    for _, x in ipairs(od:download()) do signs[#signs + 1] = 1 / x end
+    assert.same({ -math.huge, -math.huge, math.huge, math.huge, -math.huge, math.huge }, signs)
+    -- from f64 or to a 64-bit integer 1 << (bits - 1), else 0
+    assert.same({ math.mininteger, -(1 << 31), 1 << 31, 0, math.mininteger, 0 }, oi:download())
+  end)
+
+  it("flushes subnormals in atomicAdd of f32 to global memory, not to shared", function()
+    local g, out = cuda.buffer("f32", 1):fill(0), cuda.buffer("f32", 1)
+    corners.subnormal_adds:launch(s, 1, 32, g, out)
+    assert.equals(0, g:download()[1])
+    local want = string.unpack("<f", string.pack("<f", 1e-40)) * 32
+    assert.is_true(math.abs(out:download()[1] - want) <= 2 ^ -149 * 32, tostring(out:download()[1]))
+  end)
+
+  it("computes sin, cos and tan of doubles far from zero (the library's slow path)", function()
+    local x = { 1e22, 3e300, 0.5, -1e6 - 0.25, 12345678.9, 2 ^ 60, -2 ^ 1000, 1e-300 }
+    local out = cuda.buffer("f64", 3 * #x)
+    corners.trig:launch(s, 1, 32, cuda.buffer("f64", x), out, #x)
+    local got = out:download()
+    for i, v in ipairs(x) do
+      for k, fn in ipairs { math.sin, math.cos, math.tan } do
+        local want, have = fn(v), got[3 * (i - 1) + k]
+        assert.is_true(math.abs(have - want) <= 4 * 2 ^ -52 * math.max(math.abs(want), 2 ^ -1000),
+                       ("function %d of %g: %.17g, want %.17g"):format(k, v, have, want))
+      end
+    end
   end)
 
   it("calls a .func with parameters and a result", function()
@@ -1474,6 +1679,31 @@ describe("the PTX simulator's loader and faults", function()
     ok.k:shared(200)
     ok.k:launch(cuda.stream(), 1, 32, out)
     assert.equals(256, out:download()[1])
+  end)
+
+  it("refuses the forms it does not run exactly, naming them and their line", function()
+    local head = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n" ..
+                 "\t.reg .b32 %r<5>;\n\t.reg .b64 %rd<3>;\n\t.reg .f32 %f<5>;\n\t.reg .b16 %h<5>;\n" ..
+                 "\t.reg .pred %p<2>;\n\t.reg .b128 %q<2>;\n"
+    for _, form in ipairs {
+      "atom.global.v2.f32.add {%f1, %f2}, [%rd1], {%f3, %f4};", -- vector atomics
+      "bar.sync 1, 64;", "bar.arrive 1, 64;",                   -- named barriers' counts
+      "min.f32 %f1, %f2, %f3, %f4;",                            -- three operands
+      "isspacep.const %p1, %rd1;", "cvta.shared.u32 %r1, %r2;",
+      "mad.hi.sat.s32 %r1, %r2, %r3, %r4;", "prmt.b32.f4e %r1, %r2, %r3, %r4;",
+      "ex2.approx.f16 %h1, %h2;", "fma.rn.oob.f16 %h1, %h2, %h3, %h4;",
+      "redux.sync.min.f32 %f1, %f2, -1;", "cvt.rna.tf32.f32 %r1, %f1;",
+      "cvt.rs.f16x2.f32 %r1, %f1, %f2, %r2;", "vabsdiff4.u32.u32.u32 %r1, %r2, %r3, %r4;",
+      "dp4a.u32.u32 %r1, %r2, %r3, %r4;", "ld.global.b128 %q1, [%rd1];",
+      "atom.global.cas.b128 %q1, [%rd1], %q0, %q1;", "elect.sync %r1|%p1, -1;",
+    } do
+      local err = H.error_of(cuda.module, head .. "\t" .. form .. "\n\tret;\n}\n", "form.ptx")
+      assert.equals("CUDA_ERROR_INVALID_PTX", err.name)
+      assert.matches("form.ptx: PTX line 12: unsupported instruction '" .. form:match("^%S+") .. "'",
+                     tostring(err), 1, true)
+    end
+    local err = H.error_of(cuda.module, head .. "\tmov.u32 %r1, %envreg0;\n\tret;\n}\n", "env.ptx")
+    assert.matches("env.ptx: PTX line 12: unknown name '%envreg0'", tostring(err), 1, true)
   end)
 
   it("decodes every kernel of the examples and the benchmark, with and without fast math", function()

@@ -114,7 +114,7 @@ static uint16_t narrow_add(double x, double y, int bf) {
   return narrow(s, (e > 0) - (e < 0), bf, R_N);
 }
 
-/* -- cvt -------------------------------------------------------------------- */
+/* -- cvt ------------------------------------------------------------------- */
 
 static double round_int(double x, int rnd) {
   switch (rnd) {
@@ -200,7 +200,8 @@ static uint64_t cvt(const ins *in, uint64_t v) {
     }
     return zx((uint64_t)x, db);
   }
-  if (dk == K_BF || (dk == K_F && db == 16)) return cvt_narrow(in, v, dk == K_BF);
+  if (dk == K_BF || (dk == K_F && db == 16))
+    return cvt_narrow(in, v, dk == K_BF);
   if (!sfl) { /* integer to f32 or f64, in cvt's rounding mode */
     int mode = fe_mode(in->rnd), old = fegetround();
     if (mode != old) fesetround(mode);

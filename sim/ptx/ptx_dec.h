@@ -2,7 +2,8 @@
    scope of the function being decoded, operands. The decoder reads PTX
    text into the simulator's decoded form (ptx_int.h): ptx_lex.c splits and
    reads words, ptx_operand.c resolves names and operands, ptx_decl.c reads
-   declarations, ptx_ins.c instructions, ptx_decode.c functions and the
+   declarations, ptx_ins.c instructions, ptx_forms.c decides which of
+   their forms the interpreter runs, ptx_decode.c reads functions and the
    module. */
 #ifndef PTX_DEC_H
 #define PTX_DEC_H
@@ -116,7 +117,7 @@ int dec_operand(dec *d, opnd *o);
 int dec_src_slot(dec *d, const opnd *o, int k, int bits, const char *what);
 
 /* ptx_decl.c */
-int dec_decl_reg(dec *d);
+int dec_decl_reg(dec *d, const tok *dir);
 int dec_decl_var(dec *d, size_t *size, size_t *align, tok **name,
                  unsigned char **init);
 int dec_add_sym(dec *d, int local, const tok *name, int space, int64_t addr,
@@ -125,6 +126,10 @@ int dec_layout_shared(dec *d);
 int dec_decl_global(dec *d);
 int dec_param_list(dec *d, func *f, int out, size_t **psize, size_t **palign,
                    int *pn);
+
+/* ptx_forms.c */
+int dec_is_half(int k, int b);
+int dec_form(ins *in, int op, int n, const opnd *o);
 
 /* ptx_ins.c */
 int dec_add_ins(dec *d, ins **out);

@@ -8,9 +8,11 @@
 
 /* -- declarations --------------------------------------------------------- */
 
-/* ".reg .b32 %r<20>, %x;" after ".reg". */
-int dec_decl_reg(dec *d) {
-  tok *t = next(d);
+/* ".reg .b32 %r<20>, %x;" after ".reg" (dir), or after ".reg.b32" (the
+   type joined to the directive, as cuda_fp16.h writes it). */
+int dec_decl_reg(dec *d, const tok *dir) {
+  tok joined = {dir->s + 4, dir->len - 4, dir->line};
+  tok *t = dir->len > 4 ? &joined : next(d);
   uint8_t k, b;
   int vec = 1;
   if (t && (is(t, ".v2") || is(t, ".v4"))) {
@@ -121,8 +123,25 @@ int dec_decl_var(dec *d, size_t *size, size_t *align, tok **name,
         return dec_fail(d, v->line, "unsupported initializer '%.*s'", v->len,
                         v->s);
       }
-      if (k == K_F && !isf) {
-        double f = (double)(int64_t)x;
+      if ((k == K_F && elem == 2) || k == K_BF || k == K_H2 || k == K_BH2
+          || (k != K_F && isf && !(k == K_B && isf == 8 * (int)elem))) {
+        /* halves, and floats for integers (a bit type takes their bits) */
+        free(data);
+        return dec_fail(d, v->line, "unsupported initializer '%.*s'", v->len,
+                        v->s);
+      }
+      if (k == K_F) { /* the literal's value in the variable's width */
+        double f;
+        if (!isf) {
+          f = (double)(int64_t)x;
+        } else if (isf == 32) {
+          uint32_t u = (uint32_t)x;
+          float g;
+          memcpy(&g, &u, 4);
+          f = g;
+        } else {
+          memcpy(&f, &x, 8);
+        }
         if (elem == 4) { float g = (float)f; uint32_t u; memcpy(&u, &g, 4); x = u; }
         else memcpy(&x, &f, 8);
       }

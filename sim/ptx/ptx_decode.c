@@ -25,18 +25,31 @@ static int64_t place_fparam(dec *d, size_t size, size_t align) {
   return (int64_t)at;
 }
 
-/* The body of f, from after '{' to its matching '}'. */
+/* The body of f, from after '{' to its matching '}'. Registers declared
+   in a nested block are its own: at its '}' the names mean the outer
+   ones again (cuda's math library reuses %r0.. in inline blocks). */
 static int body(dec *d, func *f) {
   f->start = (int)d->m->ncode;
+  enum { MAX_DEPTH = 64 };
+  size_t scope[MAX_DEPTH]; /* the register declarations at each '{' */
   int depth = 1;
+  scope[0] = d->nregs;
   while (depth > 0 && !d->failed) {
     tok *t = next(d);
     if (!t)
       return dec_fail(d, line_now(d), "unterminated body of '%s'", f->name);
-    if (is(t, "{")) { depth++; continue; }
-    if (is(t, "}")) { depth--; continue; }
+    if (is(t, "{")) {
+      if (depth == MAX_DEPTH)
+        return dec_fail(d, t->line, "blocks nested too deep");
+      scope[depth++] = d->nregs;
+      continue;
+    }
+    if (is(t, "}")) { d->nregs = scope[--depth]; continue; }
     if (is(t, ";")) continue;
-    if (is(t, ".reg")) { if (!dec_decl_reg(d)) return 0; continue; }
+    if (is(t, ".reg") || (t->len > 5 && !memcmp(t->s, ".reg.", 5))) {
+      if (!dec_decl_reg(d, t)) return 0;
+      continue;
+    }
     if (is(t, ".loc") || is(t, ".file")) { skip_line(d, t->line); continue; }
     if (is(t, ".pragma")) { skip_statement(d); continue; }
     if (is(t, ".shared")) { /* laid out already; measured for the
@@ -220,6 +233,24 @@ void sim_unload(sim_module *m) {
   free(m);
 }
 
+/* Calls of a function declared before its body go to the body. */
+static int link_calls(dec *d) {
+  sim_module *m = d->m;
+  for (size_t pc = 0; pc < m->ncode; pc++) {
+    ins *in = &m->code[pc];
+    if (in->op != OP_CALL || m->funcs[in->fn]->start >= 0) continue;
+    const char *name = m->funcs[in->fn]->name;
+    size_t i = 0;
+    while (i < m->nfuncs
+           && (m->funcs[i]->start < 0 || strcmp(m->funcs[i]->name, name)))
+      i++;
+    if (i == m->nfuncs)
+      return dec_fail(d, in->line, "call of '%s', which has no body", name);
+    in->fn = (int32_t)i;
+  }
+  return 1;
+}
+
 /* %total_smem_size and %aggr_smem_size count the static shared memory of
    the kernel reading them: the .shared variables of its body, when the
    module has no others (a GPU counts those of other functions only if the
@@ -310,6 +341,7 @@ sim_module *sim_load(const char *ptx, char *err, size_t nerr) {
       dec_fail(&d, t->line, "unsupported directive '%.*s'", t->len, t->s);
     }
   }
+  if (!d.failed) link_calls(&d);
   if (!d.failed) {
     unsigned char *state = calloc(m->nfuncs + 1, 1);
     if (!state) {

@@ -2,15 +2,13 @@
    instruction, each over the group's lanes; control flow moves the group
    or splits it, and the scheduler picks the next. */
 #define _GNU_SOURCE
+#include "ptx_arith.h"
 #include "ptx_convert.h"
 #include "ptx_half.h"
 #include "ptx_mem.h"
 #include "ptx_warp.h"
 
 #include <limits.h>
-
-__extension__ typedef __int128 s128;
-__extension__ typedef unsigned __int128 u128;
 
 /* -- the interpreter ------------------------------------------------------ */
 
@@ -38,23 +36,6 @@ static inline unsigned lanes(uint32_t x) {
 }
 
 static inline float sat32(float x) { return x != x ? 0 : x < 0 ? 0 : x > 1 ? 1 : x; }
-
-/* min and max of PTX: a NaN operand gives the other, and +0 > -0. */
-static inline double minmax(int mx, double x, double y) {
-  if (x != x) return y;
-  if (y != y || (x == y ? !!signbit(x) != mx : (x < y) != mx)) return x;
-  return y;
-}
-
-/* min and max.f32 with .NaN (a NaN operand gives the canonical NaN) or
-   .xorsign.abs (of magnitudes, the sign the XOR of the operands'). */
-static float minmax_f32(const ins *in, float x, float y) {
-  int sign = signbit(x) != signbit(y);
-  if ((in->flags & F_NAN) && (x != x || y != y)) return f32(0x7fffffffu);
-  if (in->flags & F_XORSIGN) x = fabsf(x), y = fabsf(y);
-  float r = (float)minmax(in->op == OP_MAX, x, y);
-  return r != r || !(in->flags & F_XORSIGN) ? r : sign ? -r : r;
-}
 
 /* Moves lanes of the group aside and picks the next group: the runnable
    lanes (not waiting at a barrier) at the lowest PC, lanes parked there
@@ -386,6 +367,12 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
            }
            D[l] = r);
       break;
+    case OP_BMSK:
+      LOOP(D[l] = bmsk((uint32_t)A[l], (uint32_t)B[l], !in->bop));
+      break;
+    case OP_SZEXT:
+      LOOP(D[l] = szext((uint32_t)A[l], (uint32_t)B[l], !in->bop, k == K_S));
+      break;
     case OP_LOP3: {
       const uint64_t *E = R(in->e);
       LOOP(uint32_t a = (uint32_t)A[l], b = (uint32_t)B[l], c = (uint32_t)C[l];
@@ -482,20 +469,16 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
       if (SYNC_WAIT()) continue;
       ins_redux(wp, in, em, D, A);
       break;
-    case OP_EX2:
-      if (isf32) F32OP(exp2f(x));
-      else F64OP(exp2(x));
-      break;
-    case OP_LG2:
-      if (isf32) F32OP(log2f(x));
-      else F64OP(log2(x));
-      break;
-    case OP_RCP:
+    case OP_EX2: F32OP(exp2f(x)); break;
+    case OP_LG2: F32OP(log2f(x)); break;
+    case OP_RCP: /* f64 .ftz: rcp.approx.ftz.f64 */
       if (isf32) F32OP(1.0f / x);
+      else if (in->flags & F_FTZ) F64OP(ftz64(1.0 / ftz64(x)));
       else F64OP(1.0 / x);
       break;
     case OP_RSQRT:
       if (isf32) F32OP(1.0f / sqrtf(x));
+      else if (in->flags & F_FTZ) F64OP(ftz64(1.0 / sqrt(ftz64(x))));
       else F64OP(1.0 / sqrt(x));
       break;
     case OP_SQRT:
@@ -527,6 +510,9 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
     case OP_HALF:
       ins_half(wp, in, em, D, A, B, C);
       break;
+    case OP_CARRY:
+      ins_carry(wp, in, em, D, A, B, C);
+      break;
     case OP_SET:
       ins_set(wp, in, em, D, A, B);
       break;
@@ -549,6 +535,13 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
       break;
     case OP_BAR:
       if (depth) break; /* refused at load */
+      if (in->cmp == BAR_RED) { /* the predicate counts as the lanes arrive */
+        uint32_t pv = (in->e ? ~wp->p[in->c] : wp->p[in->c]) & em;
+        w->red = 1;
+        w->red_count += lanes(pv);
+        w->red_none &= !pv;
+        w->red_all &= pv == em;
+      }
       wp->wait |= em;
       f->pc++;
       if (em == f->mask) {

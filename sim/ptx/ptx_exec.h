@@ -12,8 +12,10 @@
    that those calls stay local and cheap: ptx_exec.c runs a warp's group of
    lanes instruction by instruction, with the memory accesses and
    instructions of ptx_mem.h, the comparisons and conversions of
-   ptx_convert.h and the warp-level instructions of ptx_warp.h. ptx_launch.c
-   runs blocks on host threads and records a launch's first fault. */
+   ptx_convert.h, the half precision instructions of ptx_half.h, the
+   arithmetic of ptx_arith.h and the warp-level instructions of
+   ptx_warp.h. ptx_launch.c runs blocks on host threads, fills special
+   registers and records a launch's first fault. */
 #ifndef PTX_EXEC_H
 #define PTX_EXEC_H
 
@@ -51,6 +53,7 @@ typedef struct warp {
   unsigned char *local, *pf; /* per lane: local memory, parameter frames */
   frame top;
   uint32_t wait, exited;
+  uint32_t carry;       /* each lane's carry flag (add.cc, addc, ...) */
   int done, index;
 } warp;
 
@@ -68,6 +71,9 @@ typedef struct worker {
   uint64_t lo, hi;      /* the allocation last found live */
   uint64_t executed;
   unsigned backs;       /* backward branches taken */
+  int red;              /* a bar.red at the barrier: the threads whose */
+  unsigned red_count;   /* predicate holds, and whether none or all */
+  int red_none, red_all;
   int fault;
 } worker;
 
@@ -117,6 +123,9 @@ static inline uint64_t zx(uint64_t v, int bits) {
 }
 static inline float ftz(float x) {
   return fabsf(x) < FLT_MIN ? copysignf(0.0f, x) : x;
+}
+static inline double ftz64(double x) {
+  return fabs(x) < DBL_MIN ? copysign(0.0, x) : x;
 }
 
 static inline int fe_mode(int rnd) {

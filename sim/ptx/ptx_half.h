@@ -76,6 +76,9 @@ static int bool_op(int bop, int t, int c) {
   return bop == B_AND ? t & c : bop == B_OR ? t | c : bop == B_XOR ? t ^ c : t;
 }
 
+/* Half i (0 the low, 1 the high) of v. */
+#define HALF(v, i) ((uint16_t)((v) >> 16 * (i)))
+
 /* OP_HALF across the lanes of em. A pair's setp gives the low half's
    result in p and the high half's in q; cvt to a pair converts a to the
    high half and b to the low. Apart from the loop, which the others need
@@ -85,15 +88,15 @@ static __attribute__((noinline)) void ins_half(warp *wp, const ins *in,
                                                const uint64_t *A,
                                                const uint64_t *B,
                                                const uint64_t *C) {
-  int k = in->tk, bf = k == K_BF || k == K_BH2, n = k == K_H2 || k == K_BH2 ? 2 : 1;
+  int k = in->tk, bf = k == K_BF || k == K_BH2;
+  int n = k == K_H2 || k == K_BH2 ? 2 : 1;
   uint32_t c = in->bop ? (in->e ? ~wp->p[in->c] : wp->p[in->c]) : 0;
   switch (in->sub) {
   case OP_SETP: {
     uint32_t p = 0, q = 0;
     LOOP(for (int i = 0; i < n; i++) {
-           uint32_t r = (uint32_t)bool_op(in->bop, half_cmp(in, bf, (uint16_t)(A[l] >> 16 * i),
-                                                            (uint16_t)(B[l] >> 16 * i)),
-                                          (int)(c >> l & 1));
+           int t = half_cmp(in, bf, HALF(A[l], i), HALF(B[l], i));
+           uint32_t r = (uint32_t)bool_op(in->bop, t, (int)(c >> l & 1));
            if (i) q |= r << l; else p |= r << l;
          });
     wp->p[in->d[0]] = (wp->p[in->d[0]] & ~em) | p;
@@ -101,13 +104,14 @@ static __attribute__((noinline)) void ins_half(warp *wp, const ins *in,
     return;
   }
   case OP_CVT:
-    LOOP(D[l] = (uint64_t)cvt_narrow(in, A[l], bf) << 16 | cvt_narrow(in, B[l], bf));
+    LOOP(D[l] = (uint64_t)cvt_narrow(in, A[l], bf) << 16
+                | cvt_narrow(in, B[l], bf));
     return;
   default:
     LOOP(uint64_t r = 0;
          for (int i = 0; i < n; i++)
-           r |= (uint64_t)half_arith(in, bf, (uint16_t)(A[l] >> 16 * i), (uint16_t)(B[l] >> 16 * i),
-                                     (uint16_t)(C[l] >> 16 * i)) << 16 * i;
+           r |= (uint64_t)half_arith(in, bf, HALF(A[l], i), HALF(B[l], i),
+                                     HALF(C[l], i)) << 16 * i;
          D[l] = r);
   }
 }
@@ -131,7 +135,7 @@ static __attribute__((noinline)) void ins_set(warp *wp, const ins *in,
        for (int i = 0; i < n; i++) {
          int t;
          if (narrow_src)
-           t = half_cmp(in, bf, (uint16_t)(A[l] >> 16 * i), (uint16_t)(B[l] >> 16 * i));
+           t = half_cmp(in, bf, HALF(A[l], i), HALF(B[l], i));
          else if (k == K_F && bits == 32 && (in->flags & F_FTZ))
            t = cmp_float(in->cmp, ftz(f32(A[l])), ftz(f32(B[l])));
          else if (k == K_F)

@@ -54,7 +54,8 @@ static int op_of(const char *s, int len) {
     {"mul24", OP_MUL24}, {"mad24", OP_MAD24}, {"sad", OP_SAD},
     {"lop3", OP_LOP3}, {"nanosleep", OP_NOP}, {"prefetch", OP_NOP},
     {"prefetchu", OP_NOP}, {"pmevent", OP_NOP}, {"redux", OP_REDUX},
-    {"set", OP_SET},
+    {"set", OP_SET}, {"bmsk", OP_BMSK}, {"szext", OP_SZEXT},
+    {"addc", OP_ADD}, {"subc", OP_SUB}, {"madc", OP_MAD},
   };
   for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
     if (modw(s, len, ops[i].n)) return ops[i].op;
@@ -124,7 +125,10 @@ static int parse_mods(dec *d, const tok *t, mods *md) {
     if (in->op == OP_SHF && !done) {
       if (modw(s, len, "l")) in->cmp = 0, done = 1;
       else if (modw(s, len, "r")) in->cmp = 1, done = 1;
-      else if (modw(s, len, "wrap")) in->bop = 1, done = 1;
+    }
+    if ((in->op == OP_SHF || in->op == OP_BMSK || in->op == OP_SZEXT)
+        && !done) {
+      if (modw(s, len, "wrap")) in->bop = 1, done = 1;
       else if (modw(s, len, "clamp")) in->bop = 0, done = 1;
     }
     if (in->op == OP_PRMT && !done && len > 0)
@@ -152,11 +156,13 @@ static int parse_mods(dec *d, const tok *t, mods *md) {
     else if (modw(s, len, "relu")) in->flags |= F_RELU;
     else if (modw(s, len, "satfinite")) in->flags |= F_SATFINITE;
     else if (modw(s, len, "noftz")) in->flags |= F_NOFTZ;
+    else if (modw(s, len, "cc")) in->flags |= F_CC;
     else if (modw(s, len, "v2") || modw(s, len, "v4")) in->vec = (uint8_t)(s[1] - '0');
-    else if (in->op == OP_BAR && modw(s, len, "warp")) in->cmp = 1;
-    else if (in->op == OP_BAR && (modw(s, len, "arrive") || modw(s, len, "red")))
-      return dec_fail(d, t->line, "unsupported instruction '%.*s'", t->len,
-                      t->s);
+    else if (in->op == OP_BAR && modw(s, len, "warp")) in->cmp = BAR_WARP;
+    else if (in->op == OP_BAR && modw(s, len, "red")) in->cmp = BAR_RED;
+    else if (in->op == OP_BAR && modw(s, len, "popc")) in->bop = BR_POPC;
+    else if (in->op == OP_BAR && modw(s, len, "and")) in->bop = BR_AND;
+    else if (in->op == OP_BAR && modw(s, len, "or")) in->bop = BR_OR;
     else if (in->op == OP_NOP && (modw(s, len, "gl") || modw(s, len, "sc")
                                   || modw(s, len, "acq_rel")))
       {}
@@ -182,65 +188,6 @@ int dec_add_ins(dec *d, ins **out) {
   (*out)->d[0] = (*out)->d[1] = (*out)->d[2] = (*out)->d[3] = -1;
   (*out)->target = (*out)->fn = -1;
   return 1;
-}
-
-/* f16, bf16 and their pairs. */
-static int is_half(int k, int b) {
-  return (k == K_F && b == 16) || k == K_BF || k == K_H2 || k == K_BH2;
-}
-
-/* Whether in is a half precision instruction OP_HALF runs, with the
-   modifiers PTX gives it (.ftz and .sat only for f16, .relu only for
-   fma, .rn the one rounding, registers as sources); it becomes one. */
-static int half_form(ins *in, const opnd *o, int n) {
-  int op = in->op, f16 = in->tk == K_F || in->tk == K_H2;
-  unsigned allowed = f16 ? F_FTZ : 0;
-  if (op == OP_ADD || op == OP_SUB || op == OP_MUL || op == OP_FMA)
-    allowed |= f16 ? F_SAT : 0;
-  if (op == OP_FMA) allowed |= F_RELU;
-  if (op == OP_MIN || op == OP_MAX) allowed |= F_NAN | F_XORSIGN;
-  if (in->flags & ~allowed) return 0;
-  if ((in->flags & F_SAT) && (in->flags & F_RELU)) return 0;
-  int rn_ok = op == OP_ADD || op == OP_SUB || op == OP_MUL;
-  if (op == OP_FMA ? in->rnd != R_N
-      : in->rnd != R_NONE && !(in->rnd == R_N && rn_ok))
-    return 0;
-  if (op == OP_SETP && in->tk != K_H2 && in->tk != K_BH2 && in->d[1] >= 0)
-    return 0; /* p|q: the pairs' */
-  for (int i = 1; i < n; i++)
-    if (o[i].kind == O_IMM) return 0;
-  in->op = OP_HALF;
-  in->sub = (uint8_t)op;
-  return 1;
-}
-
-/* cvt: .relu and .satfinite only to halves from f32 rounding .rn or .rz,
-   a pair only from two f32. */
-static int cvt_form(const ins *in, int n) {
-  int to_pair = in->op == OP_HALF;
-  int from_f32 = in->t2k == K_F && in->t2b == 32;
-  if (to_pair && (!from_f32 || n != 3 || (in->rnd != R_N && in->rnd != R_Z)))
-    return 0;
-  if (!to_pair && n != 2) return 0;
-  if (in->t2k == K_H2 || in->t2k == K_BH2) return 0;
-  if (in->flags & (F_RELU | F_SATFINITE))
-    return is_half(in->tk, in->tb) && from_f32
-           && (in->rnd == R_N || in->rnd == R_Z);
-  return 1;
-}
-
-/* set: the result's type u32, s32, f32, f16 or bf16 (u16 and s16 too for
-   a half), a pair's u32, s32 or the pair; .ftz only for f32 and f16. */
-static int set_form(const ins *in, int n) {
-  int k = in->tk, b = in->tb, dk = in->t2k, db = in->t2b;
-  int i32 = (dk == K_U || dk == K_S) && db == 32;
-  if (k == K_PRED || n != (in->bop ? 4 : 3)) return 0;
-  if ((in->flags & ~F_FTZ) || in->rnd != R_NONE) return 0;
-  if ((in->flags & F_FTZ) && !(k == K_F && b != 64) && k != K_H2) return 0;
-  if (k == K_H2 || k == K_BH2) return i32 || dk == k;
-  if (dk == K_H2 || dk == K_BH2) return 0;
-  return i32 || (dk == K_F && db == 32) || is_half(dk, db)
-         || ((dk == K_U || dk == K_S) && db == 16 && is_half(k, b));
 }
 
 /* Decodes one instruction whose opcode word is t; guard already parsed. */
@@ -284,6 +231,8 @@ int dec_instruction(dec *d, tok *t, int guard, int gneg) {
       rd->op = OP_SREG;
       rd->d[0] = o[i].r;
       rd->line = t->line;
+      if (o[i].r >= S_RESERVED_BEGIN && o[i].r <= S_RESERVED_1)
+        d->m->reserved_smem = 1;
     }
   ins *in;
   if (!dec_add_ins(d, &in)) return 0;
@@ -293,6 +242,11 @@ int dec_instruction(dec *d, tok *t, int guard, int gneg) {
   in->gneg = (uint8_t)gneg;
   mods md = {{0}, {0}, 0, in, t->s, baselen};
   if (!parse_mods(d, t, &md)) return 0;
+  if (modw(t->s, baselen, "addc") || modw(t->s, baselen, "subc")
+      || modw(t->s, baselen, "madc"))
+    in->flags |= F_CIN;
+  if (in->vec && op != OP_LD && op != OP_ST) /* vector atomics among them */
+    return dec_fail(d, t->line, "unsupported instruction '%.*s'", t->len, t->s);
   in->tk = md.tk[0], in->tb = md.tb[0];
   in->t2k = md.nt > 1 ? md.tk[1] : md.tk[0];
   in->t2b = md.nt > 1 ? md.tb[1] : md.tb[0];
@@ -393,6 +347,11 @@ int dec_instruction(dec *d, tok *t, int guard, int gneg) {
     if (op == OP_BFI) in->e = SRC(4, K_U, 32);
     if (op == OP_LOP3) in->e = SRC(4, K_U, 32);
     break;
+  case OP_BMSK: case OP_SZEXT: /* bmsk.mode.b32, szext.mode.{u32,s32} */
+    in->d[0] = DST(0);
+    in->a = SRC(1, K_U, 32);
+    in->b = SRC(2, K_U, 32);
+    break;
   case OP_BFE:
     in->d[0] = DST(0);
     in->a = SRC(1, k, b);
@@ -412,7 +371,8 @@ int dec_instruction(dec *d, tok *t, int guard, int gneg) {
     break;
   case OP_SET: /* set.CmpOp[.BoolOp].dtype.stype d, a, b[, {!}c] */
     if (md.nt != 2) { unsupported = 1; break; }
-    in->tk = md.tk[1], in->tb = md.tb[1], in->t2k = md.tk[0], in->t2b = md.tb[0];
+    in->tk = md.tk[1], in->tb = md.tb[1]; /* compared */
+    in->t2k = md.tk[0], in->t2b = md.tb[0]; /* the result's */
     in->d[0] = DST(0);
     in->a = SRC(1, in->tk, in->tb);
     in->b = SRC(2, in->tk, in->tb);
@@ -449,11 +409,6 @@ int dec_instruction(dec *d, tok *t, int guard, int gneg) {
     }
     break;
   case OP_CVTA:
-    if (in->space != SP_GLOBAL && in->space != SP_SHARED
-        && in->space != SP_LOCAL && in->space != SP_CONST) {
-      unsupported = 1;
-      break;
-    }
     in->d[0] = DST(0);
     in->a = SRC(1, K_U, 64);
     break;
@@ -506,22 +461,21 @@ int dec_instruction(dec *d, tok *t, int guard, int gneg) {
   case OP_ATOM: {
     int red = t->s[0] == 'r';
     int mem = red ? 0 : 1;
-    if (md.nt != 1 || n < mem + 2 || o[mem].kind != O_MEM || o[mem].space >= 0) {
+    int named = o[mem].space; /* of an address [symbol+offset] */
+    if (md.nt != 1 || n < mem + 2 || o[mem].kind != O_MEM
+        || (named >= 0 && named != SP_SHARED && named != SP_GLOBAL)) {
       unsupported = 1;
       break;
     }
     if (in->space != SP_GENERIC && in->space != SP_GLOBAL
         && in->space != SP_SHARED) { unsupported = 1; break; }
+    if (in->space == SP_GENERIC && named == SP_SHARED)
+      o[mem].off += (int64_t)GEN_SHARED;
     in->d[0] = red ? dec_new_slots(d, 1) : DST(0);
     in->base = o[mem].base >= 0 ? o[mem].base : S_ZERO;
     in->off = o[mem].off;
     in->a = SRC(mem + 1, k, b);
     if (in->cmp == A_CAS) in->b = SRC(mem + 2, k, b);
-    if (k == K_F && in->cmp != A_ADD && in->cmp != A_EXCH && in->cmp != A_MIN
-        && in->cmp != A_MAX)
-      unsupported = 1;
-    if (b < 32 && !(in->cmp == A_CAS && b == 16) && !is_half(k, b))
-      unsupported = 1;
     break;
   }
   /* The member mask of a warp's .sync forms goes in e; the forms without
@@ -540,10 +494,22 @@ int dec_instruction(dec *d, tok *t, int guard, int gneg) {
     in->e = SRC(2, K_U, 32);
     break;
   case OP_BAR:
-    if (in->cmp == 1) { /* bar.warp.sync membermask */
+    if (in->cmp == BAR_WARP) { /* bar.warp.sync membermask */
       if (!(in->flags & F_SYNC) || n != 1) { unsupported = 1; break; }
       in->op = OP_WSYNC;
       in->e = SRC(0, K_U, 32);
+      break;
+    }
+    if (in->cmp == BAR_RED) { /* bar.red.popc.u32 d, a, {!}c; .and/.or.pred */
+      if (n != 3 || o[2].kind != O_PRED || !in->bop
+          || (in->bop == BR_POPC ? k != K_U || b != 32 : k != K_PRED)) {
+        unsupported = 1;
+        break;
+      }
+      in->d[0] = in->bop == BR_POPC ? DST(0) : PRED(0);
+      in->a = SRC(1, K_U, 32);
+      in->c = o[2].r;
+      in->e = o[2].neg;
       break;
     }
     if (n > 0) in->a = SRC(0, K_U, 32);
@@ -590,44 +556,7 @@ int dec_instruction(dec *d, tok *t, int guard, int gneg) {
   default:
     unsupported = 1;
   }
-  /* forms whose operations the interpreter would get wrong: the
-     arithmetic of f16, bf16 and their pairs outside the forms OP_HALF
-     runs, b128 values, mul24.hi */
-  k = in->tk, b = in->tb;
-  int half = is_half(k, b);
-  switch (op) {
-  case OP_MOV: case OP_LD: case OP_ST: case OP_SELP: case OP_PACK:
-  case OP_UNPACK: case OP_NOP: case OP_RET: case OP_EXIT: case OP_TRAP:
-  case OP_BAR: case OP_CALL:
-    break;
-  case OP_ADD: case OP_SUB: case OP_MUL: case OP_FMA: case OP_NEG:
-  case OP_ABS: case OP_MIN: case OP_MAX: case OP_SETP:
-    if (half) unsupported |= !half_form(in, o, n);
-    break;
-  case OP_CVT:
-    unsupported |= !cvt_form(in, n);
-    break;
-  case OP_SET:
-    unsupported |= !set_form(in, n);
-    break;
-  case OP_ATOM: /* atom.add.noftz of halves, atom.cas.b16 */
-    unsupported |= half ? in->cmp != A_ADD || !(in->flags & F_NOFTZ)
-                        : (in->flags & F_NOFTZ) != 0;
-    break;
-  default:
-    unsupported |= half;
-  }
-  if (b == 128 || in->t2b == 128) unsupported = 1;
-  if ((in->flags & (F_RELU | F_SATFINITE)) && op != OP_CVT && in->op != OP_HALF)
-    unsupported = 1;
-  if ((in->flags & (F_NAN | F_XORSIGN)) && (op != OP_MIN && op != OP_MAX))
-    unsupported = 1;
-  if ((op == OP_MIN || op == OP_MAX) && (in->flags & (F_NAN | F_XORSIGN))
-      && !half && !(k == K_F && b == 32))
-    unsupported = 1;
-  if ((op == OP_MUL24 || op == OP_MAD24) && (in->flags & F_HI)) unsupported = 1;
-  if ((op == OP_MAD || op == OP_MUL) && k != K_F && (in->flags & F_SAT))
-    unsupported = 1;
+  if (!d->failed && !unsupported) unsupported = !dec_form(in, op, n, o);
   if (d->failed) return 0;
   if (unsupported)
     return dec_fail(d, t->line, "unsupported instruction '%.*s'", t->len, t->s);
@@ -663,9 +592,6 @@ int dec_call(dec *d, tok *t, int guard, int gneg) {
     in->b = (int32_t)args->ps[1]->addr;
     return 1;
   }
-  if (callee->start < 0 && callee->end < 0)
-    return dec_fail(d, t->line, "call of '%s', which has no body",
-                    callee->name);
   if ((args ? args->nv : 0) != callee->nin || (ret ? ret->nv : 0) != callee->nout)
     return dec_fail(d, t->line,
                     "call of '%s' with the wrong number of parameters",

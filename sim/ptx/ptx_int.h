@@ -15,7 +15,8 @@ enum {
   OP_VOTE, OP_MATCH, OP_ACTIVEMASK, OP_EX2, OP_LG2, OP_RCP, OP_RSQRT,
   OP_SQRT, OP_SIN, OP_COS, OP_TANH, OP_COPYSIGN, OP_TESTP, OP_TRAP,
   OP_SETCOND, OP_PACK, OP_UNPACK, OP_ISSPACEP, OP_MUL24, OP_MAD24, OP_SAD,
-  OP_LOP3, OP_REDUX, OP_WSYNC, OP_SREG, OP_SET, OP_HALF,
+  OP_LOP3, OP_REDUX, OP_WSYNC, OP_SREG, OP_SET, OP_HALF, OP_BMSK, OP_SZEXT,
+  OP_CARRY,
 };
 
 /* Generic addresses of shared and local memory: a tag in the top bits
@@ -40,7 +41,8 @@ enum { SP_GENERIC, SP_GLOBAL, SP_SHARED, SP_LOCAL, SP_PARAM, SP_FPARAM,
 enum {
   F_FTZ = 1, F_SAT = 2, F_HI = 4, F_WIDE = 8, F_APPROX = 16, F_TO = 32,
   F_UNI = 64, F_SHIFTAMT = 128, F_SYNC = 256, F_NAN = 512, F_XORSIGN = 1024,
-  F_RELU = 2048, F_SATFINITE = 4096, F_NOFTZ = 8192,
+  F_RELU = 2048, F_SATFINITE = 4096, F_NOFTZ = 8192, F_CC = 16384,
+  F_CIN = 32768, /* .cc: sets the carry flag; addc, subc, madc: add it */
 };
 
 /* Rounding: R_N.. for floats, R_NI.. for rounding to integers. */
@@ -53,6 +55,9 @@ enum {
 };
 enum { SH_UP, SH_DOWN, SH_BFLY, SH_IDX };
 enum { V_ALL, V_ANY, V_UNI, V_BALLOT };
+/* bar: cmp the form, bop bar.red's reduction */
+enum { BAR_SYNC, BAR_WARP, BAR_RED };
+enum { BR_NONE, BR_POPC, BR_AND, BR_OR };
 enum { A_ADD, A_MIN, A_MAX, A_INC, A_DEC, A_AND, A_OR, A_XOR, A_EXCH,
        A_CAS };
 /* Boolean combination of setp (and, or, xor with a third predicate). */
@@ -80,8 +85,8 @@ enum {
 /* The device: an sm_90 part of SIM_SMS multiprocessors, SIM_WARPS warps
    each. A block's shared window starts with SMEM_RESERVED bytes reserved
    for the system (cooperative groups' scratch from SMEM_CG_SCRATCH in it),
-   zeroed when the block starts, then the kernel's static and dynamic
-   shared memory, in units of SMEM_UNIT. */
+   zeroed when the block starts if its kernel reads where they are, then
+   the kernel's static and dynamic shared memory, in units of SMEM_UNIT. */
 enum {
   SIM_SMS = 132, SIM_WARPS = 64, SMEM_RESERVED = 1024, SMEM_CG_SCRATCH = 512,
   SMEM_UNIT = 128,
@@ -103,7 +108,7 @@ typedef struct ins {
   int32_t a, b, c, e; /* sources; a predicate source is a predicate index;
                          e: the member mask of a .sync warp instruction */
   int32_t base;       /* memory: slot of the address register, or -1 */
-  uint8_t sub;        /* OP_HALF: the operation (OP_ADD, OP_SETP, ...) */
+  uint8_t sub;        /* OP_HALF, OP_CARRY: the operation (OP_ADD, ...) */
   int64_t off;        /* memory: immediate offset (symbols resolved) */
   int32_t target;     /* bra, call: instruction index */
   int32_t fn;         /* call: callee function index */
@@ -147,6 +152,7 @@ struct sim_module {
   uint64_t *consts;
   size_t shared_static;      /* all .shared variables (after the
                                 reserved region) */
+  int reserved_smem;         /* reads where the reserved region is */
   size_t local_size;         /* .local frames of all functions */
   size_t pframe;             /* .param frames of all functions */
   var *vars;

@@ -129,6 +129,7 @@ static void start_warp(worker *w, warp *wp, unsigned index) {
   }
   wp->index = (int)index;
   wp->wait = 0;
+  wp->carry = 0;
   wp->exited = ~live;
   wp->done = !live;
   wp->top.pc = rc->k->start;
@@ -138,8 +139,38 @@ static void start_warp(worker *w, warp *wp, unsigned index) {
   wp->top.release = 0;
 }
 
+/* No bar.red has arrived at the barrier. */
+static void no_red(worker *w) {
+  w->red = 0;
+  w->red_count = 0;
+  w->red_none = w->red_all = 1;
+}
+
+/* The barrier opens: lanes that waited at a bar.red get its result. */
+static void open_barrier(worker *w) {
+  const ins *code = w->rc->m->code;
+  for (unsigned i = 0; i < w->nwarps; i++) {
+    warp *wp = &w->warps[i];
+    for (uint32_t q = w->red ? wp->wait : 0; q; q &= q - 1) {
+      int l = __builtin_ctz(q);
+      const ins *in = &code[wp->top.pcs[l] - 1];
+      if (in->op != OP_BAR || in->cmp != BAR_RED) continue;
+      if (in->bop == BR_POPC) {
+        wp->r[(size_t)in->d[0] * 32 + l] = w->red_count;
+      } else {
+        int v = in->bop == BR_AND ? w->red_all : !w->red_none;
+        wp->p[in->d[0]] = (wp->p[in->d[0]] & ~(1u << l)) | (uint32_t)v << l;
+      }
+    }
+    wp->wait = 0;
+    wp->top.mask = 0;
+  }
+  no_red(w);
+}
+
 static int run_block(worker *w) {
   for (unsigned i = 0; i < w->nwarps; i++) start_warp(w, &w->warps[i], i);
+  no_red(w);
   for (;;) {
     int waiting = 0, yielded = 0;
     for (unsigned i = 0; i < w->nwarps; i++) {
@@ -154,10 +185,7 @@ static int run_block(worker *w) {
     }
     if (yielded) continue; /* a barrier opens once no warp is running */
     if (!waiting) return 0;
-    for (unsigned i = 0; i < w->nwarps; i++) { /* every lane left waits */
-      w->warps[i].wait = 0;
-      w->warps[i].top.mask = 0;
-    }
+    open_barrier(w); /* every lane left waits */
   }
 }
 
@@ -172,7 +200,10 @@ static void *work(void *arg) {
     w->bid[0] = (unsigned)(b % g[0]);
     w->bid[1] = (unsigned)(b / g[0] % g[1]);
     w->bid[2] = (unsigned)(b / ((uint64_t)g[0] * g[1]));
-    memset(w->shared, 0, rc->nshared);
+    /* the reserved region too where a kernel reads where it is (no other
+       can reach it) */
+    size_t from = rc->m->reserved_smem ? 0 : SMEM_RESERVED;
+    memset(w->shared + from, 0, rc->nshared - from);
     if (run_block(w)) break;
   }
   return NULL;

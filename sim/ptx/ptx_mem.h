@@ -117,13 +117,16 @@ static inline void store(unsigned char *h, unsigned n, uint64_t v) {
 static uint64_t atomic_add_half(const ins *in, unsigned char *h, uint64_t a) {
   int bf = in->tk == K_BF || in->tk == K_BH2;
   if (in->tb == 16) {
-    uint16_t *p = (uint16_t *)(void *)h, old = __atomic_load_n(p, __ATOMIC_SEQ_CST), nw;
-    do nw = narrow_add(narrow_value(old, bf), narrow_value((uint16_t)a, bf), bf);
+    uint16_t *p = (uint16_t *)(void *)h, nw;
+    uint16_t old = __atomic_load_n(p, __ATOMIC_SEQ_CST);
+    double x = narrow_value((uint16_t)a, bf);
+    do nw = narrow_add(narrow_value(old, bf), x, bf);
     while (!__atomic_compare_exchange_n(p, &old, nw, 0, __ATOMIC_SEQ_CST,
                                         __ATOMIC_SEQ_CST));
     return old;
   }
-  uint32_t *p = (uint32_t *)(void *)h, old = __atomic_load_n(p, __ATOMIC_SEQ_CST), nw;
+  uint32_t *p = (uint32_t *)(void *)h, nw;
+  uint32_t old = __atomic_load_n(p, __ATOMIC_SEQ_CST);
   do {
     nw = 0;
     for (int i = 0; i < 32; i += 16)
@@ -134,8 +137,12 @@ static uint64_t atomic_add_half(const ins *in, unsigned char *h, uint64_t a) {
   return old;
 }
 
+/* The atomic operation of in at h with operands a and b; the old value.
+   global: h is in global memory, where atom.add.f32 flushes subnormal
+   operands and results to zero (as PTX says the GPU does; in shared
+   memory it keeps them). */
 static uint64_t atomic_op(const ins *in, unsigned char *h, uint64_t a,
-                          uint64_t b) {
+                          uint64_t b, int global) {
   int bits = in->tb, k = in->tk;
   if ((k == K_F && bits == 16) || k == K_BF || k == K_H2 || k == K_BH2)
     return atomic_add_half(in, h, a);
@@ -166,15 +173,16 @@ static uint64_t atomic_op(const ins *in, unsigned char *h, uint64_t a,
     uint32_t old = __atomic_load_n(p, __ATOMIC_SEQ_CST), nw;
     do {
       switch (in->cmp) {
-      case A_ADD: nw = (uint32_t)bf(f32(old) + f32(x)); break;
+      case A_ADD:
+        nw = (uint32_t)bf(global ? ftz(ftz(f32(old)) + ftz(f32(x)))
+                                 : f32(old) + f32(x));
+        break;
       case A_MIN:
-        nw = k == K_F ? (uint32_t)bf(fminf(f32(old), f32(x)))
-           : k == K_S ? ((int32_t)old < (int32_t)x ? old : x)
+        nw = k == K_S ? ((int32_t)old < (int32_t)x ? old : x)
                       : (old < x ? old : x);
         break;
       case A_MAX:
-        nw = k == K_F ? (uint32_t)bf(fmaxf(f32(old), f32(x)))
-           : k == K_S ? ((int32_t)old > (int32_t)x ? old : x)
+        nw = k == K_S ? ((int32_t)old > (int32_t)x ? old : x)
                       : (old > x ? old : x);
         break;
       case A_INC: nw = old >= x ? 0 : old + 1; break;
@@ -207,13 +215,11 @@ static uint64_t atomic_op(const ins *in, unsigned char *h, uint64_t a,
     switch (in->cmp) {
     case A_ADD: nw = bd(f64(old) + f64(a)); break;
     case A_MIN:
-      nw = k == K_F ? bd(fmin(f64(old), f64(a)))
-         : k == K_S ? ((int64_t)old < (int64_t)a ? old : a)
+      nw = k == K_S ? ((int64_t)old < (int64_t)a ? old : a)
                     : (old < a ? old : a);
       break;
     case A_MAX:
-      nw = k == K_F ? bd(fmax(f64(old), f64(a)))
-         : k == K_S ? ((int64_t)old > (int64_t)a ? old : a)
+      nw = k == K_S ? ((int64_t)old > (int64_t)a ? old : a)
                     : (old > a ? old : a);
       break;
     case A_INC: nw = old >= a ? 0 : old + 1; break;
@@ -313,7 +319,9 @@ static ALWAYS_INLINE int ins_atom(worker *w, warp *wp, const ins *in,
   LOOP(uint64_t a = Bs[l] + (uint64_t)in->off;
        unsigned char *h = addr_of(w, wp, l, in, in->space, a, n);
        if (!h) return 1;
-       D[l] = atomic_op(in, h, A[l], B[l]));
+       int global = in->space == SP_GLOBAL
+                    || (in->space == SP_GENERIC && a < GEN_LOCAL);
+       D[l] = atomic_op(in, h, A[l], B[l], global));
   return 0;
 }
 

@@ -230,7 +230,7 @@ int dec_src_slot(dec *d, const opnd *o, int k, int bits, const char *what) {
     if ((k == K_F && bits == 16) || k == K_BF || k == K_H2 || k == K_BH2) {
       if (o->isf) /* the bits of a half are the one literal taken */
         return dec_fail(d, o->line, "unsupported immediate of a half type"), -1;
-    } else if (k == K_F && !o->isf) { /* an integer literal where a float goes */
+    } else if (k == K_F && !o->isf) { /* an integer where a float goes */
       double f = (double)(int64_t)v;
       if (bits == 32) {
         float g = (float)f;
@@ -254,8 +254,8 @@ int dec_src_slot(dec *d, const opnd *o, int k, int bits, const char *what) {
       double f = g;
       memcpy(&v, &f, 8);
     }
-    if ((k != K_F || bits == 16) && bits < 64) /* registers hold values */
-      v &= (1ull << bits) - 1;                  /* below 64 bits zero-extended */
+    if ((k != K_F || bits == 16) && bits < 64) /* registers hold values of */
+      v &= (1ull << bits) - 1;                  /* fewer bits zero-extended */
     int s = dec_const_slot(d, v);
     return s < 0 ? dec_fail(d, o->line, "out of memory"), -1 : s;
   }

@@ -40,10 +40,12 @@ static int warp_wait(warp *wp, frame *f, const ins *code, const ins *in,
     f->release = 0;
     return 0;
   }
+  uint32_t others = f->live & ~f->mask & ~wp->exited & ~wait;
+  if (!others) return 0; /* every lane that could come is here */
   const uint64_t *M = R(in->e);
   uint32_t need = 0;
   for (uint32_t q = *em; q; q &= q - 1) need |= (uint32_t)M[__builtin_ctz(q)];
-  uint32_t absent = need & f->live & ~f->mask & ~wp->exited & ~wait;
+  uint32_t absent = need & others;
   if (in->op == OP_WSYNC && absent) {
     uint32_t there = parked_wsync(f, code) & absent;
     absent &= ~there;
