@@ -21,10 +21,6 @@ local cuda = H.cuda
 -- Kernels the simulator refuses when their module loads, with the message
 -- it gives (a plain substring) and why.
 local SIM_REFUSES = {
-  block_vote = {
-    message = "unsupported instruction 'bar.red.",
-    why = "__syncthreads_count/_and/_or compile to bar.red.popc.u32 and bar.red.and/or.pred, which it does not run",
-  },
   grid_sync = {
     message = "unknown name '%envreg",
     why = "cg::this_grid().sync() reads %envreg1/%envreg2, the grid barrier the simulator does not model",
