@@ -1,6 +1,7 @@
 # cugraph-lua. `make` builds build/cugraph-lua, build/cugraph/core.so and
-# build/libcugraph.a; `make test` runs the specs on the test double of the
-# driver, `make test-gpu` on the real one; `make run` runs the model example.
+# the embedding library build/libcugraph-lua.a and .so; `make test` runs the
+# specs on the test double of the driver, `make test-gpu` on the real one;
+# `make run` runs the model example.
 
 CUDA_HOME ?= /usr/local/cuda
 NVCC ?= $(CUDA_HOME)/bin/nvcc
@@ -56,7 +57,14 @@ DEPFLAGS = -MMD -MP
 SIM_BUILD_CFLAGS = -std=c11 $(CFLAGS) $(WARN) $(WERROR) -fPIC $(DEPFLAGS) \
   -Isim -Isrc -I$(CUDA_HOME)/include
 
-all: $(BUILD)/cugraph-lua $(BUILD)/cugraph/core.so $(BUILD)/libcugraph.a $(SIM)
+# The embedding library is named libcugraph-lua, its header installed under
+# include/cugraph-lua/: NVIDIA RAPIDS cuGraph owns libcugraph and
+# include/cugraph/ on machines that have it.
+LIB_A = $(BUILD)/libcugraph-lua.a
+LIB_SO = $(BUILD)/libcugraph-lua.so
+SONAME = libcugraph-lua.so.$(firstword $(subst ., ,$(VERSION)))
+
+all: $(BUILD)/cugraph-lua $(BUILD)/cugraph/core.so $(LIB_A) $(LIB_SO) $(SIM)
 
 $(BUILD)/obj/%.o: src/%.c VERSION | deps
 	@mkdir -p $(@D)
@@ -74,9 +82,12 @@ $(BUILD)/cugraph/core.so: $(OBJS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -pthread -shared -o $@ $^ -ldl -lm
 
-$(BUILD)/libcugraph.a: $(OBJS)
+$(LIB_A): $(OBJS)
 	rm -f $@
 	ar rcs $@ $^
+
+$(LIB_SO): $(OBJS)
+	$(CC) $(CFLAGS) -pthread -shared -Wl,-soname,$(SONAME) -o $@ $^ $(LUA_LIBS) -ldl -lm
 
 $(BUILD)/double/%.o: %.c
 	@mkdir -p $(@D)
@@ -154,8 +165,8 @@ deps:
 # (late_close).
 SPEC_HOSTS = late_close capi threads handles
 SPEC_BINS = $(SPEC_HOSTS:%=$(BUILD)/%)
-$(SPEC_BINS): $(BUILD)/%: spec/hosts/%.c $(BUILD)/libcugraph.a
-	$(CC) $(ALL_CFLAGS) -pthread -o $@ $< $(BUILD)/libcugraph.a $(LUA_LIBS) -ldl -lm
+$(SPEC_BINS): $(BUILD)/%: spec/hosts/%.c $(LIB_A)
+	$(CC) $(ALL_CFLAGS) -pthread -o $@ $< $(LIB_A) $(LUA_LIBS) -ldl -lm
 
 # Everything the specs need, for make test and its kin, and for plain
 # `busted` in a checkout (spec/support/busted-lua makes spec-needs).
@@ -292,12 +303,14 @@ clean:
 LUA_LDIR ?= $(PREFIX)/share/lua/5.4
 LUA_CDIR ?= $(PREFIX)/lib/lua/5.4
 BINDIR ?= $(PREFIX)/bin
+LIBDIR ?= $(PREFIX)/lib
+INCDIR ?= $(PREFIX)/include/cugraph-lua
 TYPES_DIR ?= $(PREFIX)/share/cugraph-lua/types
 
 install: all $(NCCL_DOUBLE)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LUA_CDIR)/cugraph \
-	  $(DESTDIR)$(LUA_LDIR)/cugraph $(DESTDIR)$(PREFIX)/include \
-	  $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(TYPES_DIR) \
+	  $(DESTDIR)$(LUA_LDIR)/cugraph $(DESTDIR)$(INCDIR) \
+	  $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(TYPES_DIR) \
 	  $(DESTDIR)$(SIM_DIR)
 	install -m 755 $(SIM) $(NCCL_DOUBLE) $(DESTDIR)$(SIM_DIR)/
 	install -m 755 $(BUILD)/cugraph-lua $(DESTDIR)$(BINDIR)/
@@ -305,20 +318,30 @@ install: all $(NCCL_DOUBLE)
 	install -m 644 lua/cugraph/*.lua $(DESTDIR)$(LUA_LDIR)/cugraph/
 	install -m 644 types/cugraph.lua $(DESTDIR)$(TYPES_DIR)/
 	sed -e 's|^#define CUGRAPH_VERSION ".*"|#define CUGRAPH_VERSION "$(VERSION)"|' \
-	  src/cugraph.h > $(DESTDIR)$(PREFIX)/include/cugraph.h
-	install -m 644 $(BUILD)/libcugraph.a $(DESTDIR)$(PREFIX)/lib/
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@CUDA_HOME@|$(CUDA_HOME)|' \
+	  src/cugraph.h > $(DESTDIR)$(INCDIR)/cugraph.h
+	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
+ifeq ($(SO_LINKS),no) # the rock: LuaRocks copies files, not links
+	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/libcugraph-lua.so
+else
+	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/libcugraph-lua.so.$(VERSION)
+	ln -sf libcugraph-lua.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libcugraph-lua.so
+endif
+	sed -e 's|@INCDIR@|$(INCDIR)|' -e 's|@CUDA_HOME@|$(CUDA_HOME)|' \
 	  -e 's|@VERSION@|$(VERSION)|' \
-	  cugraph-lua.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/cugraph-lua.pc
+	  cugraph-lua.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/cugraph-lua.pc
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/cugraph-lua $(DESTDIR)$(LUA_CDIR)/cugraph/core.so \
-	  $(DESTDIR)$(LUA_LDIR)/cugraph/init.lua $(DESTDIR)$(LUA_LDIR)/cugraph/npy.lua \
-	  $(DESTDIR)$(TYPES_DIR)/cugraph.lua $(DESTDIR)$(PREFIX)/include/cugraph.h \
-	  $(DESTDIR)$(PREFIX)/lib/libcugraph.a $(DESTDIR)$(PREFIX)/lib/pkgconfig/cugraph-lua.pc \
+	  $(DESTDIR)$(LUA_LDIR)/cugraph/*.lua \
+	  $(DESTDIR)$(TYPES_DIR)/cugraph.lua $(DESTDIR)$(INCDIR)/cugraph.h \
+	  $(DESTDIR)$(LIBDIR)/libcugraph-lua.a $(DESTDIR)$(LIBDIR)/libcugraph-lua.so \
+	  $(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libcugraph-lua.so.$(VERSION) \
+	  $(DESTDIR)$(LIBDIR)/pkgconfig/cugraph-lua.pc \
 	  $(DESTDIR)$(SIM_DIR)/libcuda-sim.so $(DESTDIR)$(SIM_DIR)/libnccl-double.so
 	-rmdir $(DESTDIR)$(LUA_CDIR)/cugraph $(DESTDIR)$(LUA_LDIR)/cugraph $(DESTDIR)$(SIM_DIR) \
-	  $(DESTDIR)$(TYPES_DIR) $(DESTDIR)$(PREFIX)/share/cugraph-lua 2>/dev/null
+	  $(DESTDIR)$(TYPES_DIR) $(DESTDIR)$(PREFIX)/share/cugraph-lua $(DESTDIR)$(INCDIR) 2>/dev/null
 
 .PHONY: install uninstall
 include bench/bench.mk

@@ -68,6 +68,7 @@ build = {
       LUA_CDIR = "$(LIBDIR)",
       CUDA_HOME = "$(CUDA_DIR)",
       NO_DEPS = "1",
+      SO_LINKS = "no",
    },
    copy_directories = { "docs" },
 }

@@ -1,7 +1,8 @@
 # The examples' native parts; included at the end of the top Makefile, whose
 # variables (CC, ALL_CFLAGS, LUA_LIBS, PKG_CONFIG) it uses.
 #
-#   make examples      $(BUILD)/examples/engine (the embedding demo),
+#   make examples      $(BUILD)/examples/hello (the smallest embedding host),
+#                      $(BUILD)/examples/engine (the embedding demo),
 #                      $(BUILD)/examples/render (the engine with C-owned graphs,
 #                      kernel reload and OpenGL through EGL; GPU only) and
 #                      $(BUILD)/examples/png.so (the png module of particles.lua)
@@ -13,26 +14,30 @@
 PNG_CFLAGS ?= $(shell $(PKG_CONFIG) --cflags libpng 2>/dev/null)
 PNG_LIBS ?= $(shell $(PKG_CONFIG) --libs libpng 2>/dev/null || echo -lpng16)
 
-examples: $(BUILD)/examples/engine $(BUILD)/examples/render $(BUILD)/examples/png.so
+examples: $(BUILD)/examples/hello $(BUILD)/examples/engine $(BUILD)/examples/render $(BUILD)/examples/png.so
 
 $(BUILD)/examples/png.so: examples/png.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(PNG_CFLAGS) -shared -o $@ $< $(PNG_LIBS)
 
-$(BUILD)/examples/engine: examples/embed/engine.c $(BUILD)/libcugraph.a src/cugraph.h
+$(BUILD)/examples/hello: examples/embed/hello.c $(LIB_A) src/cugraph.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIB_A) $(LUA_LIBS) -pthread -ldl -lm
+
+$(BUILD)/examples/engine: examples/embed/engine.c $(LIB_A) src/cugraph.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -DCUGRAPH_LUA_DIR='"$(CURDIR)/lua"' \
 	  -DENGINE_SCRIPT='"$(CURDIR)/examples/embed/frame.lua"' -o $@ $< \
-	  $(BUILD)/libcugraph.a $(LUA_LIBS) -pthread -ldl -lm
+	  $(LIB_A) $(LUA_LIBS) -pthread -ldl -lm
 
 # EGL and GL are opened with dlopen at run time: no GL headers or libraries
 # to build.
-$(BUILD)/examples/render: examples/embed/render.c $(BUILD)/libcugraph.a src/cugraph.h
+$(BUILD)/examples/render: examples/embed/render.c $(LIB_A) src/cugraph.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -DCUGRAPH_LUA_DIR='"$(CURDIR)/lua"' \
 	  -DRENDER_SCRIPT='"$(CURDIR)/examples/embed/render.lua"' \
 	  -DPNG_DIR='"$(CURDIR)/$(BUILD)/examples"' -o $@ $< \
-	  $(BUILD)/libcugraph.a $(LUA_LIBS) -pthread -ldl -lm
+	  $(LIB_A) $(LUA_LIBS) -pthread -ldl -lm
 
 run-examples: all examples
 	CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) examples/run-all.sh $(BUILD)/examples/out

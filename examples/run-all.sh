@@ -18,7 +18,8 @@ b=${CUGRAPH_LUA_BUILD:-build}
 out=${1:-$b/examples/out}
 lua=${CUGRAPH_LUA:-$b/cugraph-lua}
 engine=$b/examples/engine
-if [ ! -x "$lua" ] || [ ! -x "$engine" ] || [ ! -x "$b/examples/render" ] ||
+if [ ! -x "$lua" ] || [ ! -x "$engine" ] || [ ! -x "$b/examples/hello" ] ||
+   [ ! -x "$b/examples/render" ] ||
    [ ! -f "$b/examples/png.so" ]; then
   make -s all examples || exit 1
 fi
@@ -82,6 +83,7 @@ if head -c 7 "$out/graph.dot" 2>/dev/null | grep -q digraph; then
 else
   record graph-dot 1 "$out/graph.dot is not a Graphviz file"
 fi
+check hello "$b/examples/hello" lua
 check engine "$engine"
 # C-owned graph, kernel reload, particles drawn by OpenGL through EGL
 if [ -n "$sim" ]; then

@@ -1,7 +1,8 @@
 /* cugraph-lua: the embedding API, for engines that run their own lua_State.
 
-   Link the engine with build/libcugraph.a (or the installed libcugraph.a,
-   pkg-config cugraph-lua) and Lua 5.4. Then:
+   Link the engine with build/libcugraph-lua.a (installed: libcugraph-lua.a
+   and .so, this header as cugraph-lua/cugraph.h; pkg-config cugraph-lua)
+   and Lua 5.4. Then:
 
      lua_State *L = luaL_newstate();
      luaL_openlibs(L);

@@ -30,10 +30,13 @@ static const char *start(char *msg, size_t n) {
 
 int cg_simulator_paths(char paths[][CG_PATHLEN], int max) {
   static const char *const beside[] = {
-    "%s/libcuda-sim.so",                      /* build/cugraph-lua */
+    "%s/libcuda-sim.so",                      /* build/cugraph-lua, build/lib* */
     "%s/../libcuda-sim.so",                   /* build/cugraph/core.so */
+    "%s/cugraph-lua/libcuda-sim.so",          /* PREFIX/lib/libcugraph-lua.so */
     "%s/../lib/cugraph-lua/libcuda-sim.so",   /* PREFIX/bin/cugraph-lua */
     "%s/../../../cugraph-lua/libcuda-sim.so", /* PREFIX/lib/lua/5.4/cugraph */
+    "%s/../cugraph-lua/libcuda-sim.so",       /* a rock's lib/lua/5.4/cugraph */
+    "%s/../lib/lua/5.4/cugraph-lua/libcuda-sim.so", /* a rock's bin */
   };
   Dl_info info;
   char dir[CG_PATHLEN / 2];
@@ -56,9 +59,15 @@ int cg_simulator_paths(char paths[][CG_PATHLEN], int max) {
 
 /* CUGRAPH_LUA_LIBCUDA names the library; "sim" names the PTX simulator
    wherever it is installed or built; unset, the system's libcuda. */
+static cg_library libcuda;
+
 static int candidates(char paths[][CG_PATHLEN], int max) {
   const char *env = getenv("CUGRAPH_LUA_LIBCUDA");
-  if (env && !strcmp(env, "sim")) return cg_simulator_paths(paths, max);
+  if (env && !strcmp(env, "sim")) {
+    libcuda.hint = "; the simulator is libcuda-sim.so: make builds it in "
+                   "build/, make install and the rock install it";
+    return cg_simulator_paths(paths, max);
+  }
   snprintf(paths[0], CG_PATHLEN, "%s", env && *env ? env : "libcuda.so.1");
   return max > 0;
 }

@@ -18,9 +18,13 @@ static void load(cg_library *lib) {
     h = dlopen(paths[i], RTLD_NOW | RTLD_LOCAL);
     if (!h && !first[0]) snprintf(first, sizeof first, "%s", dlerror());
   }
-  if (!h) {
+  if (!h) { /* name every place tried, the first one's reason */
+    char tried[sizeof lib->message / 2] = "";
+    for (int i = 0, len = 0; i < n && len < (int)sizeof tried; i++)
+      len += snprintf(tried + len, sizeof tried - len, "%s%s", i ? ", " : "",
+                      paths[i]);
     snprintf(lib->message, sizeof lib->message, "no %s found (%s): %s%s",
-             lib->what, n ? paths[0] : "", first, lib->hint);
+             lib->what, tried, first, lib->hint);
     lib->error = lib->message;
     return;
   }
