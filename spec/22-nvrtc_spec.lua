@@ -240,6 +240,16 @@ extern "C" __global__ void k(unsigned *out) {
     end)
   end
 
+  it("compile the documented conditional include without a warning", function()
+    local ptx, log = cuda.ptx([[
+#include <cuda_device_runtime_api.h>
+extern "C" __global__ void k(unsigned *x, cudaGraphConditionalHandle h) {
+  cudaGraphSetConditional(h, ++x[0] < 4);
+}]], { arch = "sm_90", cache = false })
+    assert.matches("%.entry k", ptx)
+    assert.equals("", log)
+  end)
+
   it("take the user's include folders (opts.include)", function()
     local dir = os.tmpname()
     os.remove(dir)

@@ -568,3 +568,77 @@ describe(".npy files", function()
     os.execute("rm -rf " .. H.quote(dir))
   end)
 end)
+
+describe("messages name what was wrong", function()
+
+  it("cuda.buffer names itself and the element, and allocates nothing first", function()
+    local before = collectgarbage("count")
+    local err = H.error_of(cuda.buffer, "f32", { 1, 2, "x" })
+    assert.matches("^cugraph.buffer: element 3: expected number, got string", tostring(err))
+    assert.matches("^cugraph.buffer: element 2: 300 is out of range for u8",
+                   tostring(H.error_of(cuda.buffer, "u8", { 1, 300 })))
+    assert.matches("^cugraph.buffer: element 2 is nil",
+                   tostring(H.error_of(cuda.buffer, "f32", { 1, nil, 3 })))
+    assert.is_true(collectgarbage("count") - before < 64)
+    -- b:upload keeps its own name
+    local b = cuda.buffer("f32", 2)
+    assert.matches("^upload: element 2: expected number",
+                   tostring(H.error_of(b.upload, b, { 1, {} })))
+  end)
+
+  it("a launch dimension out of range gives the value", function()
+    local m = H.kernels()
+    local s, b = cuda.stream(), cuda.buffer("i32", 4)
+    local e = tostring(H.error_of(m.inc_i32.launch, m.inc_i32, s, 0, 32, b, 4))
+    assert.matches("grid.x must be an integer in 1..%d+ %(the device's limit%), got 0", e)
+    e = tostring(H.error_of(m.inc_i32.launch, m.inc_i32, s, { 1, 70000 }, 32, b, 4))
+    assert.matches("grid.y must be an integer in 1..65535 %(the device's limit%), got 70000", e)
+    e = tostring(H.error_of(m.inc_i32.launch, m.inc_i32, s, 1, { 32, 1.5 }, b, 4))
+    assert.matches("block.y must be an integer .*, got 1.5", e)
+  end)
+
+  it("c:set_when lists its operators", function()
+    local s, b, c = cuda.stream(), cuda.buffer("f32", 1):fill(0), cuda.condition(1)
+    local e = H.error_of(s.capture, s, function(st) c:set_when(st, b, "=<", 1) end)
+    assert.matches("invalid option '=<' (expected <, <=, >, >=, ==, ~= or !=)", tostring(e), 1, true)
+    local b2 = cuda.buffer("f32", 1)
+    assert.matches("invalid option 'json' (expected table or string)",
+                   tostring(H.error_of(b2.download, b2, "json")), 1, true)
+  end)
+
+  it("a front-end error's traceback starts at the script's line", function()
+    local code, out = H.script([[
+local cuda = require "cugraph"
+cuda.load("/nonexistent/k.ptx")
+]])
+    assert.equals(1, code, out)
+    assert.matches("stack traceback:\n\t[^\n]*:2: in main chunk", out)
+    assert.is_nil(out:find("cugraph/init.lua", 1, true), out)
+  end)
+
+  it("warns at capture when a condition without a default is read before anything set it", function()
+    local path = os.tmpname()
+    local f = assert(io.open(path, "w"))
+    f:write([[
+local cuda = require "cugraph"
+local s, b = cuda.stream(), cuda.buffer("f32", 1):fill(0)
+local c, d = cuda.condition(), cuda.condition()
+s:capture(function(st)
+  st:loop_while(c, function(t) b:fill(1, t); c:set(t, 0) end)
+end)
+s:capture(function(st)
+  d:set(st, 1)
+  st:loop_while(d, function(t) b:fill(1, t); d:set(t, 0) end)
+end)
+print("done")
+]])
+    f:close()
+    local code, out = H.run("-W " .. H.quote(path))
+    os.remove(path)
+    assert.equals(0, code, out)
+    local _, n = out:gsub("has no default and nothing in this capture set it", "")
+    assert.equals(1, n, out)
+    assert.matches(":5: s:loop_while%(%): the condition has no default", out)
+    assert.matches("done", out)
+  end)
+end)

@@ -318,6 +318,10 @@ void cg_share_drop(cg_share *sh);
 /* -- values (value.c) ----------------------------------------------------- */
 
 cg_type cg_checktype(lua_State *L, int idx);
+/* luaL_checkoption whose error lists the options: "invalid option 'x'
+   (expected a, b or c)". */
+int cg_checkoption(lua_State *L, int idx, const char *def,
+                   const char *const list[]);
 /* Converts the number at idx to element type t into out; NULL, or the
    reason it cannot (pushed). */
 const char *cg_bits(lua_State *L, int idx, cg_type t, void *out);

@@ -9,6 +9,24 @@
 
 /* An element type: a short name ("f32") or a C name for one ("float",
    "unsigned int", "uint8_t"); an error lists them. */
+int cg_checkoption(lua_State *L, int idx, const char *def,
+                   const char *const list[]) {
+  const char *name = def ? luaL_optstring(L, idx, def)
+                         : luaL_checkstring(L, idx);
+  int i = 0, n = 0;
+  for (; list[i]; i++)
+    if (!strcmp(list[i], name)) return i;
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  for (; list[n]; n++) {
+    if (n) luaL_addstring(&b, list[n + 1] ? ", " : " or ");
+    luaL_addstring(&b, list[n]);
+  }
+  luaL_pushresult(&b);
+  return luaL_argerror(L, idx, lua_pushfstring(L, "invalid option '%s' "
+                       "(expected %s)", name, lua_tostring(L, -1)));
+}
+
 cg_type cg_checktype(lua_State *L, int idx) {
   const char *s = luaL_checkstring(L, idx);
   cg_param p;

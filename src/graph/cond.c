@@ -53,6 +53,19 @@ static int node(lua_State *L, CUgraphConditionalNodeType type,
     luaL_error(L, "%s: this cugraph.Condition already drives a conditional "
                "node in this graph; make one condition per node", what);
   cg_pinobj(L, ctx, &s->h, 1);
+  if (!(c->flags & CU_GRAPH_COND_ASSIGN_DEFAULT) && c->bound != top->serial) {
+    /* nothing of this graph set it before the node reads it */
+    luaL_where(L, 1);
+    lua_warning(L, "cugraph: ", 1);
+    lua_warning(L, lua_tostring(L, -1), 1);
+    lua_warning(L, what, 1);
+    lua_warning(L, ": the condition has no default and nothing in this "
+                "capture set it before the node, which reads a value never "
+                "set (the node does nothing when it is 0): give "
+                "cuda.condition a default or set it first (c:set, "
+                "c:set_when or a kernel)", 0);
+    lua_pop(L, 1);
+  }
   cg_condition_handle(L, ctx, c, 2);
   cg_check_captured(L, ctx, s->h.drv.stream, what);
   lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->capture->pins);

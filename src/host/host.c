@@ -52,6 +52,27 @@ static void interrupt(int sig) {
               LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE | LUA_MASKCOUNT, 1);
 }
 
+/* Whether a function's source is the Lua front end (cugraph/init.lua, ...). */
+static int front_end(const lua_Debug *ar) {
+  const char *slash = strrchr(ar->source, '/');
+  return ar->source[0] == '@' && slash && slash - ar->source >= 8 &&
+         !strncmp(slash - 8, "/cugraph/", 9);
+}
+
+/* The level a traceback starts at: past the front end's frames (and the C
+   functions they called, error among them) above the user's own line, so
+   that an error raised by cuda.compile starts at the script's call. */
+static int user_level(lua_State *L) {
+  lua_Debug ar;
+  int level = 1, seen = 0;
+  while (lua_getstack(L, level, &ar) && lua_getinfo(L, "S", &ar)) {
+    if (front_end(&ar)) seen = level + 1;
+    else if (strcmp(ar.what, "C")) break;
+    level++;
+  }
+  return seen ? seen : 1;
+}
+
 /* The message handler: every error gets a traceback, error objects (the
    runtime's, or any with __tostring) too. */
 static int traceback(lua_State *L) {
@@ -63,7 +84,7 @@ static int traceback(lua_State *L) {
       msg = lua_pushfstring(L, "(error object is a %s value)",
                             luaL_typename(L, 1));
   }
-  luaL_traceback(L, L, msg, 1);
+  luaL_traceback(L, L, msg, user_level(L));
   return 1;
 }
 

@@ -233,9 +233,13 @@ static void dims(lua_State *L, cg_kernel *k, int idx, const char *what,
       if ((vt != LUA_TNIL || i == 0) && vt != LUA_TNUMBER) isnum = 0;
       lua_pop(L, 1);
     }
-    if (!isnum || v < 1 || v > lim[i])
+    if (!isnum || v < 1 || v > lim[i]) {
+      if (t == LUA_TTABLE) lua_rawgeti(L, idx, i + 1);
+      else lua_pushvalue(L, idx);
       luaL_error(L, "%s: %s.%c must be an integer in 1..%d (the device's "
-                 "limit)", k->name, what, xyz[i], lim[i]);
+                 "limit), got %s", k->name, what, xyz[i], lim[i],
+                 luaL_tolstring(L, -1, NULL));
+    }
     out[i] = (unsigned)v;
   }
 }

@@ -299,7 +299,11 @@ int cg_nvrtc_options(lua_State *L, int *n) {
 /* Appends -I for the toolkit's headers: the first of $CUDA_HOME and
    /usr/local/cuda that has include/, and the folders beside it that the
    toolkit keeps headers in (CUDA 13 moved CCCL, whose <cuda/std/...> the
-   cooperative groups headers include, to include/cccl). */
+   cooperative groups headers include, to include/cccl). NVRTC compiles
+   without cuda_runtime.h, so a header meant to be included on its own
+   (<cuda_device_runtime_api.h>, for cudaGraphSetConditional) reaches
+   crt/host_defines.h unannounced and warns that it is misused; the macro
+   cuda_runtime.h sets for it says that it is not. */
 void cg_nvrtc_toolkit_include(lua_State *L, int *n) {
   static const char *const subdirs[] = { "include", "include/cccl" };
   const char *home = getenv("CUDA_HOME");
@@ -318,6 +322,10 @@ void cg_nvrtc_toolkit_include(lua_State *L, int *n) {
       lua_rawseti(L, LIST, ++*n);
       found = 1;
     }
-    if (found) return;
+    if (found) {
+      lua_pushliteral(L, "-D__CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__");
+      lua_rawseti(L, LIST, ++*n);
+      return;
+    }
   }
 }

@@ -24,8 +24,8 @@ static size_t checkrange(lua_State *L, cg_buffer *b, int oidx, size_t *count,
   return (size_t)off;
 }
 
-static void upload_data(lua_State *L, cg_buffer *b, int didx, int oidx,
-                        int sidx);
+static const char *host_data(lua_State *L, cg_type t, int didx,
+                             size_t *count, const char *fn);
 
 /* cuda.buffer(type, n | table | string [, {stream = s}]): with a stream,
    a stream-ordered allocation (node.c) */
@@ -37,6 +37,8 @@ static int buffer_new(lua_State *L) {
   int init;
   size_t n = cg_checkinit(L, 2, t, &init, "no elements to upload");
   lua_settop(L, 2);
+  /* the elements are converted (3) before any driver call */
+  const char *src = init ? host_data(L, t, 2, &n, "cugraph.buffer") : NULL;
   cg_ctx *ctx = cg_context(L);
   cg_check_outside(L, ctx, "cannot allocate a buffer", "allocate buffers before capture");
   cg_buffer *b = cg_newobj(L, ctx, sizeof *b, CG_BUFFER);
@@ -45,8 +47,9 @@ static int buffer_new(lua_State *L) {
   CU(L, ctx, cuMemAlloc, &b->h.drv.mem, n * cg_type_size[t]);
   b->h.open = 1;
   if (init) {
-    upload_data(L, b, 2, 0, 0);
-    lua_settop(L, 3);
+    CU(L, ctx, cuMemcpyHtoDAsync, b->h.drv.mem, src, n * cg_type_size[t],
+       ctx->stream);
+    cg_work_finish(L, ctx, NULL);
   }
   return 1;
 }
@@ -156,43 +159,53 @@ void cg_work_finish(lua_State *L, cg_ctx *ctx, CUstream st) {
   if (!st) cg_wait_stream(L, ctx, ctx->stream, ctx->root->timeout);
 }
 
-/* Copies a table (a sequence of numbers) or a binary string to the buffer
-   at element offset (index oidx, 0 = none), on the stream at sidx or
-   synchronously (0). The stream is looked up after the conversion, whose
-   allocations may run finalizers. */
+/* The bytes of a table (a sequence of numbers, converted into a string
+   pushed on the stack) or of a binary string at didx, as elements of t;
+   *count is set to their number. Errors name fn and the element. */
+static const char *host_data(lua_State *L, cg_type t, int didx,
+                             size_t *count, const char *fn) {
+  size_t es = cg_type_size[t], bytes;
+  if (lua_type(L, didx) == LUA_TSTRING) {
+    const char *src = lua_tolstring(L, didx, &bytes);
+    if (bytes % es)
+      luaL_error(L, "%s: string of %I bytes is not a whole number of %s", fn,
+                 (LUAI_UACINT)bytes, cg_type_names[t]);
+    *count = bytes / es;
+    return src;
+  }
+  luaL_checktype(L, didx, LUA_TTABLE);
+  size_t n = lua_rawlen(L, didx);
+  luaL_Buffer lb;
+  char *dst = luaL_buffinitsize(L, &lb, n * es), what[64];
+  for (size_t i = 0; i < n; i++) {
+    if (lua_rawgeti(L, didx, (lua_Integer)i + 1) == LUA_TNIL)
+      luaL_error(L, "%s: element %I is nil (a table must be a sequence)", fn,
+                 (LUAI_UACINT)i + 1);
+    snprintf(what, sizeof what, "%s: element %llu", fn,
+             (unsigned long long)i + 1);
+    cg_tobits(L, -1, t, dst + i * es, what);
+    lua_pop(L, 1);
+  }
+  luaL_pushresultsize(&lb, n * es);
+  *count = n;
+  return lua_tostring(L, -1);
+}
+
+/* Copies a table or a binary string (host_data) to the buffer at element
+   offset (index oidx, 0 = none), on the stream at sidx or synchronously
+   (0). The stream is looked up after the conversion, whose allocations may
+   run finalizers. */
 static void upload_data(lua_State *L, cg_buffer *b, int didx, int oidx,
                         int sidx) {
   cg_ctx *ctx = b->h.ctx;
-  size_t es = cg_type_size[b->type], count, bytes;
-  const char *src = NULL;
-  luaL_Buffer lb;
-  if (lua_type(L, didx) == LUA_TSTRING) {
-    src = lua_tolstring(L, didx, &bytes);
-    if (bytes % es)
-      luaL_error(L, "upload: string of %I bytes is not a whole number of %s",
-                 (LUAI_UACINT)bytes, cg_type_names[b->type]);
-    count = bytes / es;
-  } else {
-    luaL_checktype(L, didx, LUA_TTABLE);
+  size_t es = cg_type_size[b->type], count;
+  if (lua_istable(L, didx)) { /* the range is checked before converting */
     count = lua_rawlen(L, didx);
-    bytes = count * es;
+    checkrange(L, b, oidx, &count, "upload");
   }
+  const char *src = host_data(L, b->type, didx, &count, "upload");
   size_t off = checkrange(L, b, oidx, &count, "upload");
   if (count == 0) return;
-  if (lua_istable(L, didx)) {
-    char *dst = luaL_buffinitsize(L, &lb, bytes);
-    char what[64];
-    for (size_t i = 0; i < count; i++) {
-      if (lua_rawgeti(L, didx, (lua_Integer)i + 1) == LUA_TNIL)
-        luaL_error(L, "upload: element %I is nil (a table must be a sequence)",
-                   (LUAI_UACINT)i + 1);
-      snprintf(what, sizeof what, "upload: element %llu",
-               (unsigned long long)i + 1);
-      cg_tobits(L, -1, b->type, dst + i * es, what);
-      lua_pop(L, 1);
-    }
-    src = dst;
-  }
   CUstream st = cg_work_begin(L, ctx, sidx, "upload");
   cg_check_open(L, &b->h);
   CU(L, ctx, cuMemcpyHtoDAsync, b->h.drv.mem + off * es, src, count * es,
@@ -272,7 +285,7 @@ static int buffer_download(lua_State *L) {
   static const char *const fmts[] = { "table", "string", NULL };
   cg_buffer *b = check(L);
   cg_ctx *ctx = b->h.ctx;
-  int fmt = luaL_checkoption(L, 2, "table", fmts);
+  int fmt = cg_checkoption(L, 2, "table", fmts);
   cg_check_allocated(L, &b->h);
   lua_Integer c = luaL_optinteger(L, 4, -1);
   luaL_argcheck(L, c >= -1, 4, "count must not be negative");

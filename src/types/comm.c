@@ -180,7 +180,7 @@ static int nccl_type(lua_State *L, cg_type t) {
 /* A reduction at idx: "sum" (absent), "prod", "max", "min" or "avg". */
 static int redop(lua_State *L, int idx) {
   static const char *const ops[] = {"sum", "prod", "max", "min", "avg", NULL};
-  return luaL_checkoption(L, idx, "sum", ops);
+  return cg_checkoption(L, idx, "sum", ops);
 }
 
 /* The buffer at idx, on the communicator's device. */

@@ -170,7 +170,7 @@ static int condition_set_when(lua_State *L) {
   cg_buffer *b = cg_checkobj(L, 3, CG_BUFFER);
   luaL_argcheck(L, b->type < CG_F16, 3, "a buffer of f16 or bf16 cannot be "
                 "compared; compare a f32 copy");
-  int op = luaL_checkoption(L, 4, NULL, ops);
+  int op = cg_checkoption(L, 4, NULL, ops);
   lua_Integer i = luaL_optinteger(L, 6, 0);
   luaL_argcheck(L, i >= 0 && (size_t)i < b->n, 6, "index out of range");
   uint64_t bits;

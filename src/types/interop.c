@@ -37,7 +37,7 @@ static int gl_buffer(lua_State *L) {
   lua_Integer id = luaL_checkinteger(L, 1);
   luaL_argcheck(L, id > 0 && id <= 0xffffffff, 1, "not a GL buffer name");
   cg_type t = cg_checktype(L, 2);
-  int a = luaL_checkoption(L, 3, "read_write", access);
+  int a = cg_checkoption(L, 3, "read_write", access);
   cg_ctx *ctx = cg_context(L);
   cg_check_outside(L, ctx, "cannot register a GL buffer", "register before capture");
   if (!cg_drv.cuGraphicsGLRegisterBuffer || !cg_drv.cuGraphicsMapResources ||

@@ -124,7 +124,7 @@ static int managed_advise(lua_State *L) {
     CU_MEM_ADVISE_UNSET_ACCESSED_BY
   };
   cg_buffer *b = checkmanaged(L, "b:advise");
-  int a = luaL_checkoption(L, 2, NULL, names);
+  int a = cg_checkoption(L, 2, NULL, names);
   CUmemLocation loc = location(L, 3, b, "b:advise");
   if (!cg_drv.cuMemAdvise)
     return luaL_error(L, "b:advise: this CUDA driver has no memory advice");
