@@ -168,9 +168,15 @@ SPEC_BINS = $(SPEC_HOSTS:%=$(BUILD)/%)
 $(SPEC_BINS): $(BUILD)/%: spec/hosts/%.c $(LIB_A)
 	$(CC) $(ALL_CFLAGS) -pthread -o $@ $< $(LIB_A) $(LUA_LIBS) -ldl -lm
 
+# A pseudo-terminal that types into the REPL (spec/50's line editing).
+PTY = $(BUILD)/pty
+$(PTY): spec/support/pty.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(WERROR) -o $@ $<
+
 # Everything the specs need, for make test and its kin, and for plain
 # `busted` in a checkout (spec/support/busted-lua makes spec-needs).
-SPEC_NEEDS = all $(DOUBLE) $(NCCL_DOUBLE) $(NVRTC_FAULT) $(KERNELS) $(SPEC_BINS)
+SPEC_NEEDS = all $(DOUBLE) $(NCCL_DOUBLE) $(NVRTC_FAULT) $(KERNELS) $(SPEC_BINS) $(PTY)
 spec-needs: $(SPEC_NEEDS)
 
 # $(call specs,DRIVER,PREFIX,ARGS): the suite with build/cugraph-lua as

@@ -77,3 +77,69 @@ describe("require 'cugraph' from stock lua5.4", function()
     assert.matches("1,2,3", out)
   end)
 end)
+
+describe("the REPL on a terminal", function()
+  local readline = select(2, H.run("--info")):match("readline%s+yes") ~= nil
+
+  -- Types input into cugraph-lua on a pseudo-terminal (spec/support/pty.c)
+  -- with its own history folder; returns the exit status and what the
+  -- terminal showed, carriage returns removed.
+  local function session(input, state)
+    local path = os.tmpname()
+    local f = assert(io.open(path, "wb"))
+    f:write(input)
+    f:close()
+    local p = assert(io.popen("cd " .. H.quote(H.build .. "/..") .. " && TERM=dumb XDG_STATE_HOME="
+                              .. H.quote(state) .. " " .. H.quote(H.build .. "/pty") .. " "
+                              .. H.quote(path) .. " " .. H.quote(H.build .. "/cugraph-lua") .. " 2>&1"))
+    local out = p:read("a"):gsub("\r", "")
+    local _, _, code = p:close()
+    os.remove(path)
+    return code, out
+  end
+
+  local state
+  before_each(function()
+    state = os.tmpname()
+    os.remove(state)
+  end)
+  after_each(function() os.execute("rm -rf " .. H.quote(state)) end)
+
+  it("names the device in its banner and shows a buffer's first and last elements", function()
+    local code, out = session(table.concat({
+      'b = cuda.buffer("f32", {1, 2, 3})', "b",
+      'c = cuda.buffer("i32", 1000):fill(0)', "c:upload({5}, 999)", "c",
+      "os.exit(0)", "",
+    }, "\n"), state)
+    assert.equals(0, code, out)
+    local d = H.cuda.device()
+    assert.matches("\ncuda: " .. d.name:gsub("%p", "%%%0") .. " %(sm_%d+, %d+ GiB%), device 0 of %d+\n", out)
+    assert.matches("cugraph.Buffer f32%[3%] %(0x%x+%) {1.0, 2.0, 3.0}\n", out)
+    assert.matches("cugraph.Buffer i32%[1000%] %(0x%x+%) {0, 0, 0, ..., 0, 0, 5}\n", out)
+  end)
+
+  it("completes a module's kernels, methods and fields with Tab", function()
+    if not readline then pending("built without readline (make deps installs libreadline-dev)") return end
+    local code, out = session(table.concat({
+      'm = cuda.load_module("' .. H.build .. '/kernels.ptx")', "m.inc_i3\t", "type(m.glob\t)", "cuda.device_c\t()",
+      "os.exi\t(0)", "",
+    }, "\n"), state)
+    assert.equals(0, code, out)
+    assert.matches("> m.inc_i32\ncugraph.Kernel inc_i32%(", out)
+    assert.matches("> type%(m.global%)\nfunction\n", out)
+    assert.matches("> cuda.device_count%(%)\n%d+\n", out)
+  end)
+
+  it("keeps a history between sessions", function()
+    if not readline then pending("built without readline (make deps installs libreadline-dev)") return end
+    local code, out = session("x = 6 * 7\nos.exit(0)\n", state)
+    assert.equals(0, code, out)
+    local f = assert(io.open(state .. "/cugraph-lua/history"))
+    assert.matches("x = 6 %* 7\nos.exit%(0%)", f:read("a"))
+    f:close()
+    -- Up twice recalls "x = 6 * 7"
+    code, out = session("\027[A\027[A\nx\nos.exit(0)\n", state)
+    assert.equals(0, code, out)
+    assert.matches("\n42\n", out)
+  end)
+end)

@@ -1,8 +1,9 @@
 /* The interactive loop of cugraph-lua: as lua's (expressions print their
    values, "=expr", continuation lines, _PROMPT and _PROMPT2), with the
-   module bound to 'cuda', tables printed in full, and, on a terminal with
-   readline, Tab completion of globals, fields and methods and a history
-   file in the XDG state folder. */
+   module bound to 'cuda', tables printed in full, buffers with their first
+   and last elements, and, on a terminal, a line naming the device and,
+   with readline, Tab completion of globals, fields, methods and a module's
+   kernels, and a history file in the XDG state folder. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <stdio.h>
@@ -33,6 +34,10 @@ static const char helpers[] =
   "  local t = type(v) == 'table' and v or nil\n"
   "  if t then for k in next, t do out[#out + 1] = k end end\n"
   "  local mt = dgm(v)\n"
+  "  if type(mt) == 'table' and mt.__name == 'cugraph.Module' then\n"
+  "    local ok, ks = pcall(v.kernels, v)\n"
+  "    if ok then for _, k in ipairs(ks) do out[#out + 1] = k end end\n"
+  "  end\n"
   "  if type(mt) == 'table' then\n"
   "    for _, f in ipairs{'methods', '__index'} do\n"
   "      local m = rawget(mt, f)\n"
@@ -91,15 +96,41 @@ static const char helpers[] =
   "  return '{\\n' .. indent .. '  ' .. table.concat(parts, ',\\n' .. indent .. '  ')\n"
   "      .. '\\n' .. indent .. '}'\n"
   "end\n"
+  "local function elements(v)\n"
+  "  local mt = dgm(v)\n"
+  "  if type(mt) ~= 'table' or mt.__name ~= 'cugraph.Buffer' then return '' end\n"
+  "  local ok, n = pcall(function() return #v end)\n"
+  "  if not ok or math.type(n) ~= 'integer' or n == 0 then return '' end\n"
+  "  local function get(at, k)\n"
+  "    local ok2, t = pcall(v.download, v, 'table', at, k)\n"
+  "    if not ok2 then return nil end\n"
+  "    for i = 1, #t do t[i] = tostring(t[i]) end\n"
+  "    return table.concat(t, ', ')\n"
+  "  end\n"
+  "  local s = n <= 6 and get(0, n) or get(0, 3) and (get(0, 3) .. ', ..., ' .. get(n - 3, 3))\n"
+  "  return s and ' {' .. s .. '}' or ''\n"
+  "end\n"
   "local function show(...)\n"
   "  local out = {}\n"
   "  for i = 1, select('#', ...) do\n"
   "    local v = select(i, ...)\n"
-  "    out[i] = type(v) == 'table' and pretty(v, '', {}) or tostring(v)\n"
+  "    out[i] = type(v) == 'table' and pretty(v, '', {}) or tostring(v) .. elements(v)\n"
   "  end\n"
   "  print(table.concat(out, '\\t'))\n"
   "end\n"
-  "return { complete = complete, show = show }\n";
+  "local function banner()\n"
+  "  local cuda = package.loaded.cugraph\n"
+  "  if not cuda then return end\n"
+  "  local ok, why = cuda.available()\n"
+  "  if not ok then\n"
+  "    print('cuda: no device (' .. tostring(why):gsub(';.*', '') .. '); cugraph-lua --sim runs on the PTX simulator')\n"
+  "    return\n"
+  "  end\n"
+  "  local d = cuda.device()\n"
+  "  print(('cuda: %s (sm_%d%d, %.0f GiB), device %d of %d'):format(d.name, d.major or 0,\n"
+  "        d.minor or 0, (d.memory or 0) / 2^30, d.ordinal or 0, cuda.device_count()))\n"
+  "end\n"
+  "return { complete = complete, show = show, banner = banner }\n";
 
 static const char helpers_key = 'h'; /* registry: the helpers table */
 
@@ -347,6 +378,8 @@ static void setup(lua_State *L) {
 void host_repl(lua_State *L) {
   int status;
   setup(L);
+  if (isatty(0) && get_helper(L, "banner") && lua_pcall(L, 0, 0, 0) != LUA_OK)
+    lua_pop(L, 1); /* on a terminal: the device, or why there is none */
   input_begin(L);
   while ((status = read_input(L)) != -1) {
     if (status == LUA_OK) status = host_call(L, 0, LUA_MULTRET);
