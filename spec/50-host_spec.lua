@@ -143,3 +143,75 @@ describe("the REPL on a terminal", function()
     assert.matches("\n42\n", out)
   end)
 end)
+
+describe("cugraph-lua behaves as lua5.4", function()
+  local lua = io.popen("command -v lua5.4"):read("l")
+  local cgl = H.build .. "/cugraph-lua"
+
+  -- Runs a shell command line; returns its exit status and output (stdout
+  -- and stderr together).
+  local function sh(cmd)
+    local p = assert(io.popen(cmd .. " 2>&1"))
+    local out = p:read("a")
+    local _, _, code = p:close()
+    return code, out
+  end
+
+  -- The same command line with each interpreter in the place of %s; the
+  -- outputs are compared line by line after the first n lines.
+  local function both(fmt)
+    local a = { sh(fmt:format(H.quote(cgl))) }
+    if not lua then return a end
+    local b = { sh(fmt:format(H.quote(lua))) }
+    return a, b
+  end
+
+  it("leaves package.path as LUA_PATH and -E make it, and still finds its module", function()
+    local a, b = both("env LUA_PATH='x/?.lua' %s -e 'print(package.path)'")
+    assert.equals("x/?.lua\n", a[2])
+    if b then assert.equals(b[2], a[2]) end
+    local code, out = sh("env LUA_PATH='x/?.lua' " .. H.quote(cgl) .. " -E -e 'print(package.path == "
+                         .. "\"x/?.lua\", require(\"cugraph\").version)'")
+    assert.equals(0, code, out)
+    assert.matches("^false\t%d+%.%d+%.%d+\n$", out)   -- -E: Lua's default path, not LUA_PATH
+  end)
+
+  it("starts its messages with the name it was run as", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir -p " .. H.quote(dir)))
+    local here = io.popen("pwd"):read("l")
+    local target = cgl:sub(1, 1) == "/" and cgl or here .. "/" .. cgl
+    os.execute("ln -s " .. H.quote(target) .. " " .. H.quote(dir .. "/other"))
+    local code, out = sh(H.quote(dir .. "/other") .. " -e 'error(\"boom\")'")
+    assert.equals(1, code)
+    assert.matches("^" .. (dir .. "/other"):gsub("%p", "%%%0") .. ": %(command line%):1: boom\n", out)
+    if lua then
+      os.execute("ln -s " .. H.quote(lua) .. " " .. H.quote(dir .. "/other-lua"))
+      local _, ref = sh(H.quote(dir .. "/other-lua") .. " -e 'error(\"boom\")'")
+      assert.equals(ref:match("^[^\n]*"):gsub("other%-lua", "other"), out:match("^[^\n]*"))
+    end
+    os.execute("rm -rf " .. H.quote(dir))
+  end)
+
+  it("-i off a terminal echoes the lines it reads, and says when print fails", function()
+    local a, b = both("printf '1 + 1\\nx = 3\\nx\\n' | %s -i")
+    assert.equals(0, a[1])
+    local body = a[2]:gsub("^[^\n]*\n", "")   -- the banner differs
+    assert.equals("> 1 + 1\n2\n> x = 3\n> x\n3\n> \n", body)
+    if b then assert.equals(b[2]:gsub("^[^\n]*\n", ""), body) end
+    a, b = both("printf '1 + 1\\n' | %s -i -e 'print = nil'")
+    assert.matches("error calling 'print' %(attempt to call a nil value%)", a[2])
+    if b then assert.equals(b[2]:gsub("^[^\n]*\n", ""), a[2]:gsub("^[^\n]*\n", "")) end
+  end)
+
+  it("prints an error object through __tostring, with a traceback where lua gives none", function()
+    local a, b = both("%s -e 'error(setmetatable({}, {__tostring = function() return \"obj!\" end}))'")
+    assert.equals(1, a[1])
+    assert.matches("^[^\n]*: obj!\nstack traceback:\n", a[2])
+    if b then
+      assert.equals(1, b[1])
+      assert.equals(b[2]:match(": (obj!)\n"), a[2]:match(": (obj!)\n"))
+    end
+  end)
+end)

@@ -100,11 +100,13 @@ int host_call(lua_State *L, int narg, int nres) {
   return status;
 }
 
+const char *host_progname = HOST_NAME;
+
 int host_report(lua_State *L, int status, int named) {
   if (status == LUA_OK) return status;
   const char *msg = lua_tostring(L, -1);
   if (msg == NULL) msg = "(error object is not a string)";
-  if (named) fprintf(stderr, "%s: ", HOST_NAME);
+  if (named) fprintf(stderr, "%s: ", host_progname);
   fprintf(stderr, "%s\n", msg);
   fflush(stderr);
   lua_pop(L, 1);
@@ -155,8 +157,10 @@ static void usage(FILE *f) {
           "  CUGRAPH_LUA_CACHE_DIR    compile cache folder\n"
           "  CUGRAPH_LUA_CACHE_SIZE   compile cache cap (default 256M)\n"
           "Without a script, on a terminal: an interactive session with the\n"
-          "module bound to 'cuda'.\n",
-          HOST_NAME, HOST_NAME);
+          "module bound to 'cuda'.\n"
+          "Unlike lua: errors that are objects print with a traceback too;\n"
+          "the runtime's modules are found whatever LUA_PATH says.\n",
+          host_progname, host_progname);
   fflush(f);
 }
 
@@ -330,8 +334,35 @@ static int run_script(lua_State *L, char **argv) {
 
 /* -- the state ------------------------------------------------------------- */
 
-/* package.path gets the front end's folders relative to the executable:
-   the build tree (<bin>/../lua) and an install (<bin>/../share/lua/5.4). */
+/* A searcher, second in package.searchers (after the preloads), finds the
+   module "cugraph" and its submodules in the front end beside the
+   executable: the build tree (<bin>/../lua) or an install
+   (<bin>/../share/lua/5.4). So the front end always matches the core built
+   in, and package.path stays the user's (LUA_PATH, -E). Upvalue: the
+   template for package.searchpath. */
+static int search_front_end(lua_State *L) {
+  const char *name = luaL_checkstring(L, 1);
+  if (strcmp(name, "cugraph") && strncmp(name, "cugraph.", 8)) {
+    lua_pushfstring(L, "no front-end module '%s'", name);
+    return 1;
+  }
+  lua_getglobal(L, "package");
+  lua_getfield(L, -1, "searchpath");
+  lua_pushvalue(L, 1);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_call(L, 2, 2);
+  if (lua_isnil(L, -2)) {
+    lua_pushfstring(L, "no front-end file for '%s'", name);
+    return 1;
+  }
+  const char *file = lua_tostring(L, -2);
+  if (luaL_loadfilex(L, file, "t") != LUA_OK)
+    return luaL_error(L, "error loading module '%s' from file '%s':\n\t%s",
+                      name, file, lua_tostring(L, -1));
+  lua_pushstring(L, file);
+  return 2;
+}
+
 static void find_front_end(lua_State *L, const char *argv0) {
   char buf[PATH_MAX];
   const char *path = buf, *slash;
@@ -346,11 +377,16 @@ static void find_front_end(lua_State *L, const char *argv0) {
   lua_pushlstring(L, path, (size_t)(slash - path));
   const char *dir = lua_tostring(L, -1);
   lua_getglobal(L, "package");
-  lua_getfield(L, -1, "path");
+  lua_getfield(L, -1, "searchers");
   lua_pushfstring(L, "%s/../lua/?.lua;%s/../lua/?/init.lua;"
-                  "%s/../share/lua/5.4/?.lua;%s/../share/lua/5.4/?/init.lua;%s",
-                  dir, dir, dir, dir, lua_tostring(L, -1));
-  lua_setfield(L, -3, "path");
+                  "%s/../share/lua/5.4/?.lua;%s/../share/lua/5.4/?/init.lua",
+                  dir, dir, dir, dir);
+  lua_pushcclosure(L, search_front_end, 1);
+  for (lua_Integer i = (lua_Integer)luaL_len(L, -2) + 1; i > 2; i--) {
+    lua_rawgeti(L, -2, i - 1);
+    lua_rawseti(L, -3, i);
+  }
+  lua_rawseti(L, -2, 2);
   lua_pop(L, 3);
 }
 
@@ -397,7 +433,7 @@ static int main_protected(lua_State *L) {
   luaL_checkversion(L);
   parse(argv, &o);
   if (o.bad) {
-    fprintf(stderr, "%s: ", HOST_NAME);
+    fprintf(stderr, "%s: ", host_progname);
     if ((o.bad[1] == 'e' || o.bad[1] == 'l') && o.bad[2] == '\0')
       fprintf(stderr, "'%s' needs argument\n", o.bad);
     else
@@ -458,9 +494,11 @@ int main(int argc, char **argv) {
     return host_launch(argc - 1, argv + 1);
   }
   if (argc > 1 && !strncmp(argv[1], "--nproc", 7)) return host_launch(argc, argv);
+  if (argv[0] && argv[0][0]) host_progname = argv[0];
   lua_State *L = luaL_newstate();
   if (L == NULL) {
-    fprintf(stderr, "%s: cannot create state: not enough memory\n", HOST_NAME);
+    fprintf(stderr, "%s: cannot create state: not enough memory\n",
+            host_progname);
     return EXIT_FAILURE;
   }
   lua_gc(L, LUA_GCSTOP); /* no collection while the state is built */

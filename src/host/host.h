@@ -7,6 +7,9 @@
 
 #define HOST_NAME "cugraph-lua"
 
+/* The name messages start with: argv[0], as lua's (host.c). */
+extern const char *host_progname;
+
 /* Calls the function below narg arguments with the message handler (a
    traceback for every error, error objects through __tostring) and ^C
    stopping the running code. Returns the status; the error stays on top. */

@@ -110,13 +110,13 @@ static const char helpers[] =
   "  local s = n <= 6 and get(0, n) or get(0, 3) and (get(0, 3) .. ', ..., ' .. get(n - 3, 3))\n"
   "  return s and ' {' .. s .. '}' or ''\n"
   "end\n"
-  "local function show(...)\n"
+  "local function format(...)\n"
   "  local out = {}\n"
   "  for i = 1, select('#', ...) do\n"
   "    local v = select(i, ...)\n"
   "    out[i] = type(v) == 'table' and pretty(v, '', {}) or tostring(v) .. elements(v)\n"
   "  end\n"
-  "  print(table.concat(out, '\\t'))\n"
+  "  return table.concat(out, '\\t')\n"
   "end\n"
   "local function banner()\n"
   "  local cuda = package.loaded.cugraph\n"
@@ -130,7 +130,7 @@ static const char helpers[] =
   "  print(('cuda: %s (sm_%d%d, %.0f GiB), device %d of %d'):format(d.name, d.major or 0,\n"
   "        d.minor or 0, (d.memory or 0) / 2^30, d.ordinal or 0, cuda.device_count()))\n"
   "end\n"
-  "return { complete = complete, show = show, banner = banner }\n";
+  "return { complete = complete, format = format, banner = banner }\n";
 
 static const char helpers_key = 'h'; /* registry: the helpers table */
 
@@ -241,7 +241,14 @@ static int read_line(char *buffer, char **line, const char *prompt) {
   fputs(prompt, stdout);
   fflush(stdout);
   *line = buffer;
-  return fgets(buffer, MAXINPUT, stdin) != NULL;
+  if (fgets(buffer, MAXINPUT, stdin) == NULL) return 0;
+  if (!isatty(0)) { /* echoed, as lua5.4 with readline does off a terminal */
+    size_t n = strlen(buffer);
+    fputs(buffer, stdout);
+    if (n == 0 || buffer[n - 1] != '\n') fputc('\n', stdout);
+    fflush(stdout);
+  }
+  return 1;
 }
 
 static void remember(const char *line) {
@@ -342,15 +349,25 @@ static int read_input(lua_State *L) {
   return status;
 }
 
-/* Prints the values on the stack: tables in full, the rest by tostring. */
+/* Prints the values on the stack through the global print, as lua does:
+   tables in full, buffers with elements, the rest by tostring. */
 static void show(lua_State *L) {
   int n = lua_gettop(L);
   if (n == 0) return;
   luaL_checkstack(L, LUA_MINSTACK, "too many results to print");
-  if (!get_helper(L, "show")) lua_getglobal(L, "print");
+  if (get_helper(L, "format")) { /* the values become one string */
+    for (int i = 1; i <= n; i++) lua_pushvalue(L, i);
+    if (lua_pcall(L, n, 1, 0) == LUA_OK) {
+      lua_replace(L, 1);
+      lua_settop(L, n = 1);
+    } else {
+      lua_pop(L, 1); /* printed as they are */
+    }
+  }
+  lua_getglobal(L, "print");
   lua_insert(L, 1);
   if (lua_pcall(L, n, 0, 0) != LUA_OK)
-    fprintf(stderr, "error printing the result: %s\n",
+    fprintf(stderr, "error calling 'print' (%s)\n",
             lua_tostring(L, -1) ? lua_tostring(L, -1) : "?");
 }
 
