@@ -227,6 +227,7 @@ describe("pitched memory and 2-D and 3-D copies", function()
     s:synchronize()
     assert.same(seq(15), out:download())
     local info = g:node(1):info()
+    assert.equals("copy 3d", info.kind)
     assert.equals(img, info.dst)
     assert.equals(src, info.src)
     assert.error_matches(function() s:capture(function() img:copy2d(src, 5, 3) end) end,

@@ -13,8 +13,10 @@
 
 const char *const cg_nk_names[] = {
   "kernel", "fill", "copy", "alloc", "free", "conditional", "graph",
-  "host copy"
+  "host copy", "copy 3d"
 };
+_Static_assert(sizeof cg_nk_names / sizeof *cg_nk_names == NK_COPY3D + 1,
+               "a name for every kind of record");
 
 void cg_recs_free(cg_recs *r) {
   if (!r) return;
