@@ -215,3 +215,92 @@ describe("cugraph-lua behaves as lua5.4", function()
     end
   end)
 end)
+
+-- The stand-alone interpreter's behaviours Lua 5.4's own tests check, run
+-- with cugraph-lua and with the system's lua5.4, outputs compared (the
+-- interpreter's name replaced by LUA). Left out on purpose: the banner
+-- (-v), -h (an option here) and the traceback after an error object.
+describe("cugraph-lua against lua5.4, case by case", function()
+  local lua = io.popen("command -v lua5.4"):read("l")
+  local here = io.popen("pwd"):read("l")
+  local cgl = here .. "/" .. H.build .. "/cugraph-lua"
+  if H.build:sub(1, 1) == "/" then cgl = H.build .. "/cugraph-lua" end
+  local dir
+  setup(function()
+    dir = os.tmpname()
+    os.remove(dir)
+    os.execute("mkdir -p " .. H.quote(dir))
+    local files = {
+      ["p.lua"] = "print(package.path)\n",
+      ["m1.lua"] = "print(1); a=2; return {x=15}\n",
+      ["i.lua"] = "(6*2-6) -- ===\na =\n10\nprint(a)\na",
+      ["j.lua"] = " --\na = 2\n",
+      ["k.lua"] = "a = [[b\nc\nd\ne]]\n=a",
+      ["e.lua"] = "error{}\n",
+      ["w.lua"] = 'warn("@allow")\nwarn("@off", "XXX", "@off")\nwarn("@off")\nwarn("@on", "Y", "@on")\n' ..
+                  'warn("@off")\nwarn("@on")\nwarn("", "@on")\nwarn("Z", "Z")\n',
+      ["g.lua"] = 'u1 = setmetatable({}, {__gc = function () error("XYZ") end})\n' ..
+                  'u2 = setmetatable({}, {__gc = function () error("ZYX") end})\n',
+      ["f.lua"] = 'print("one")\nsetmetatable({}, {__gc = function () print(1) end})\n' ..
+                  'setmetatable({}, {__gc = function ()\n  print(2)\n' ..
+                  '  setmetatable({}, {__gc = function () print(3) end})\n' ..
+                  '  print(collectgarbage())\n  os.exit(0, true)\nend})\n',
+      ["c.lua"] = 'local x <close> = setmetatable({}, {__close = function (_, err) ' ..
+                  'assert(err == nil) print("Ok") end})\n' ..
+                  'local y <close> = setmetatable({}, {__close = function () print(120) end})\n' ..
+                  'os.exit(true, true)\n',
+      ["n.lua"] = "#comment\nprint(debug.getinfo(1).currentline)\n",
+    }
+    for name, text in pairs(files) do
+      local f = assert(io.open(dir .. "/" .. name, "w"))
+      f:write(text)
+      f:close()
+    end
+  end)
+  teardown(function() os.execute("rm -rf " .. H.quote(dir)) end)
+
+  local cases = {
+    "echo 'print(arg[1])' | LUA - -h",
+    "printf 'print(10)\\nprint(2)\\n' | LUA",
+    "env LUA_INIT= LUA_PATH=x LUA p.lua",
+    "env LUA_INIT= LUA_PATH_5_4=y LUA_PATH=x LUA p.lua",
+    "env LUA_INIT= LUA_CPATH_5_4=yacc LUA_CPATH=x LUA -e 'print(package.cpath)'",
+    "env LUA_INIT_5_4='X=10' LUA_INIT='X=3' LUA -e 'print(X)'",
+    "env LUA_INIT=\"error('msg')\" LUA < /dev/null",
+    "env LUA_INIT='error(10)' LUA_PATH=xxx LUA -E -e 'print(package.path == \"xxx\")'",
+    "env LUA_PATH='a;;b' LUA p.lua",
+    "env LUA_PATH='?.lua;;' LUA -l m1 -lstring -e 'print(a, m1.x)'",
+    "LUA -l 'str=string' '-lm=math' -e 'print(m.sin(0), str.upper\"alo\")'",
+    "echo '' | LUA -e 'arg = 1' -",
+    "echo 'print(...)' | LUA -e 'arg[1] = 100' -",
+    "printf 'io.stderr:write(1000)\\ncont\\n' | LUA -e \"require'debug'.debug()\"",
+    "echo 'io.stderr:write(1); warn[[XXX]]' | LUA",
+    "LUA -W w.lua", "LUA -W g.lua", "LUA -W f.lua", "LUA c.lua", "LUA n.lua", "LUA e.lua",
+    "LUA \"-eprint(1)\" -ea=3 -e 'print(a)'",
+    "LUA -e \"_PROMPT='' _PROMPT2=''\" -i < i.lua | tail -n +2",
+    "LUA -e \"_PROMPT='' _PROMPT2=''\" -i < k.lua | tail -n +2",
+    "LUA -e \"local C = 0; _PROMPT = setmetatable({}, {__tostring = function () C = C + 1; " ..
+      "return C end})\" -i < j.lua | tail -n +2",
+    "echo 10 | LUA -e 'print = nil' -i | tail -n +2",
+    -- a bad option: the message, then a usage (longer here: its first line)
+    "LUA --- | head -n 2", "LUA -Ex | head -n 2", "LUA -vv | head -n 2", "LUA -iv | head -n 2",
+    "LUA -e | head -n 2", "LUA -l | head -n 2", "LUA -e a",
+    "LUA -e 'os.exit(false, true)'", "LUA -e 'os.exit(1, true)'",
+  }
+  for _, case in ipairs(cases) do
+    it(case, function()
+      if not lua then pending("no lua5.4 on this machine") return end
+      local function run(interp)
+        local cmd = "cd " .. H.quote(dir) .. " && " .. case:gsub("LUA", (H.quote(interp):gsub("%%", "%%%%"))) .. " 2>&1"
+        local p = assert(io.popen(cmd))
+        local out = p:read("a")
+        local _, _, code = p:close()
+        return code, (out:gsub(interp:gsub("%p", "%%%0"), "LUA"))
+      end
+      local want_code, want = run(lua)
+      local code, out = run(cgl)
+      assert.equals(want, out)
+      assert.equals(want_code, code)
+    end)
+  end
+end)
