@@ -188,7 +188,9 @@ static void cache_evict(const char *dir, uint64_t cap) {
     }
     v[n].used = st.st_mtim;
     v[n].size = (uint64_t)st.st_size;
-    snprintf(v[n].name, sizeof v[n].name, "%s", de->d_name);
+    size_t len = strnlen(de->d_name, sizeof v[n].name); /* entry_name: short */
+    if (len == sizeof v[n].name) continue;
+    memcpy(v[n].name, de->d_name, len + 1);
     total += v[n++].size;
   }
   closedir(d);
