@@ -170,11 +170,13 @@ local Buffer = {}
 ---@param offset? integer 0-based element offset; may be left out before a stream
 ---@param stream? cugraph.Stream
 ---@return cugraph.Buffer self
+---@overload fun(self: cugraph.Buffer, data: number[]|string|cugraph.HostBuffer, stream: cugraph.Stream): cugraph.Buffer
 function Buffer:upload(data, offset, stream) end
 ---@param h cugraph.HostBuffer receives #h elements; its type must be the buffer's
 ---@param offset? integer 0-based element offset into the buffer; may be left out before a stream
 ---@param stream? cugraph.Stream asynchronous (capturable); none: synchronous
 ---@return cugraph.Buffer self
+---@overload fun(self: cugraph.Buffer, h: cugraph.HostBuffer, stream: cugraph.Stream): cugraph.Buffer
 function Buffer:download_into(h, offset, stream) end
 ---@param first integer 0-based element offset into this buffer
 ---@param count? integer elements of the view's type; nil: to the end
@@ -384,7 +386,7 @@ local Kernel = {}
 ---@param stream cugraph.Stream
 ---@param grid cugraph.Dims
 ---@param block cugraph.Dims
----@param ... number|string|cugraph.Buffer|cugraph.Scalar
+---@param ... number|string|cugraph.Buffer|cugraph.Scalar|cugraph.Condition a Condition inside a capture
 function Kernel:launch(stream, grid, block, ...) end
 ---@return string name the C++ name of opts.names, else the base name
 ---@return string entry the PTX entry (the lowered name)

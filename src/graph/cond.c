@@ -96,7 +96,8 @@ static int node(lua_State *L, CUgraphConditionalNodeType type,
     lua_pop(L, 1);
     cg_capture_body(L, ctx, 1, first + i, body);
   }
-  return 0;
+  lua_settop(L, 1);
+  return 1; /* the stream, as methods that record work return it */
 }
 
 static int stream_loop_while(lua_State *L) {

@@ -225,9 +225,11 @@ static int module_reload(lua_State *L) {
   cg_reload_commit(L, 1, 4, 5);
   cg_sync(L, ctx); /* no launch of the old code is in flight */
   lua_settop(L, 4);
+  lua_pushvalue(L, 1); /* the result: the module, with its new code */
+  lua_pushvalue(L, 4);
   lua_replace(L, 1);
   cg_close(L, CG_MODULE, 0); /* unloads the old code, now nm's */
-  return 0;
+  return 1;
 }
 
 /* -- cuda.watch ------------------------------------------------------------ */
