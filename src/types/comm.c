@@ -15,6 +15,8 @@
 #include "types/types.h"
 #include "base/hash.h"
 #include "base/nccl.h"
+#include "base/rdzv.h"
+#include "base/world.h"
 
 static void need_nccl(lua_State *L) {
   const char *why = cg_nccl_load();
@@ -490,6 +492,92 @@ static int nccl_rendezvous(lua_State *L) {
   }
 }
 
+/* -- rendezvous through TCP, and the job's world --------------------------- */
+
+/* cuda.nccl_rendezvous_tcp(addr, rank, size [, timeout_s [, job]]) -> id:
+   the unique id of a run of size ranks, made by rank 0, which listens at
+   addr ("host:port", "[v6]:port") and sends it to every other rank once
+   all have come; the others connect there, retrying until rank 0 listens.
+   Each waits up to timeout_s (600); job (else CUGRAPH_JOB_ID, else none)
+   must be the same on every rank. */
+static int nccl_rendezvous_tcp(lua_State *L) {
+  size_t len;
+  const char *addr = luaL_checklstring(L, 1, &len);
+  lua_Integer rank = luaL_checkinteger(L, 2), size = luaL_checkinteger(L, 3);
+  lua_Number timeout = luaL_optnumber(L, 4, 600);
+  const char *env = getenv("CUGRAPH_JOB_ID");
+  const char *job = luaL_optstring(L, 5, env ? env : "");
+  luaL_argcheck(L, strlen(addr) == len, 1, "the address contains a NUL byte");
+  luaL_argcheck(L, size >= 1 && size <= 1 << 24, 3, "size out of range");
+  luaL_argcheck(L, rank >= 0 && rank < size, 2, "rank must be in 0 .. size-1");
+  luaL_argcheck(L, timeout > 0 && timeout < 1e9, 4, "the timeout must be a "
+                "positive number of seconds");
+  luaL_argcheck(L, strlen(job) < CG_JOBLEN && !strpbrk(job, "\n"), 5,
+                "a job id is one line of fewer than 64 bytes");
+  char host[256], port[8], err[1024];
+  if (cg_rdzv_parse(addr, host, sizeof host, port, sizeof port, err, sizeof err))
+    return luaL_argerror(L, 1, err);
+  need_nccl(L);
+  char id[CG_RDZV_BLOB];
+  memset(id, 0, sizeof id);
+  if (rank == 0) {
+    nccl_id(L);
+    memcpy(id, lua_tostring(L, -1), sizeof id);
+  }
+  if (cg_rdzv_tcp(addr, job, (int)rank, (int)size, timeout, id, err, sizeof err))
+    return luaL_error(L, "cuda.nccl_rendezvous_tcp: %s", err);
+  lua_pushlstring(L, id, sizeof id);
+  return 1;
+}
+
+static void world_error(lua_State *L, const char *fn, const char *err) {
+  luaL_error(L, "cuda.%s: %s", fn, err);
+}
+
+/* cuda.world() -> {rank, size, local_rank, local_size, job, starter}: this
+   process in its job, from its starter's variables (base/world.h);
+   local_rank and local_size absent when unknown, starter when there is
+   none (one process). */
+static int world(lua_State *L) {
+  cg_world w;
+  char err[512];
+  if (cg_world_read(&w, 1, err, sizeof err)) world_error(L, "world", err);
+  lua_createtable(L, 0, 6);
+  lua_pushinteger(L, w.rank);
+  lua_setfield(L, -2, "rank");
+  lua_pushinteger(L, w.size);
+  lua_setfield(L, -2, "size");
+  if (w.local_rank >= 0) {
+    lua_pushinteger(L, w.local_rank);
+    lua_setfield(L, -2, "local_rank");
+  }
+  if (w.local_size > 0) {
+    lua_pushinteger(L, w.local_size);
+    lua_setfield(L, -2, "local_size");
+  }
+  lua_pushstring(L, w.job);
+  lua_setfield(L, -2, "job");
+  if (w.starter) {
+    lua_pushstring(L, w.starter);
+    lua_setfield(L, -2, "starter");
+  }
+  return 1;
+}
+
+/* core.world_rendezvous() -> "tcp"|"file", where; nothing for one rank
+   (internal: cuda.comm_world's) */
+static int world_rendezvous(lua_State *L) {
+  cg_world w;
+  char err[1024], where[CG_WHERELEN];
+  if (cg_world_read(&w, 1, err, sizeof err)) world_error(L, "comm_world", err);
+  int kind = cg_world_rendezvous(&w, where, sizeof where, err, sizeof err);
+  if (kind < 0) world_error(L, "comm_world", err);
+  if (!kind) return 0;
+  lua_pushstring(L, kind == 't' ? "tcp" : "file");
+  lua_pushstring(L, where);
+  return 2;
+}
+
 /* -- the rest of the object ------------------------------------------------ */
 
 static int comm_rank(lua_State *L) {
@@ -523,7 +611,9 @@ void comm_open(lua_State *L) {
   static const luaL_Reg funcs[] = {
     {"nccl_version", nccl_version}, {"nccl_id", nccl_id},
     {"comm", comm_new}, {"comms", comms_new}, {"nccl_group", nccl_group},
-    {"nccl_rendezvous", nccl_rendezvous}, {NULL, NULL}
+    {"nccl_rendezvous", nccl_rendezvous},
+    {"nccl_rendezvous_tcp", nccl_rendezvous_tcp}, {"world", world},
+    {"world_rendezvous", world_rendezvous}, {NULL, NULL}
   };
   cg_newtype(L, CG_COMM, methods, meta, NULL);
   luaL_setfuncs(L, funcs, 0);
