@@ -483,8 +483,11 @@ static int join(const char *host, const char *port, const char *addr,
   int rc = -1;
   for (;;) {
     for (const struct addrinfo *a = ai; a; a = a->ai_next) {
-      int fd = connect_to(a, deadline, &why);
-      if (fd < 0) continue;
+      int e = 0, fd = connect_to(a, deadline, &e);
+      if (fd < 0) { /* the last reason that is not the deadline's */
+        if (e != ETIMEDOUT || !why) why = e;
+        continue;
+      }
       rc = exchange(fd, addr, job, rank, size, timeout, deadline, blob, err,
                     en);
       close(fd);
