@@ -206,11 +206,11 @@ function cuda.comm_world()
               .. "number of seconds", 2)
       end
     end
-    local kind, where = call(core.world_rendezvous)
+    local kind, at = call(core.world_rendezvous)
     if kind == "tcp" then
-      id = call(core.nccl_rendezvous_tcp, where, w.rank, w.size, timeout, w.job)
+      id = call(core.nccl_rendezvous_tcp, at, w.rank, w.size, timeout, w.job)
     else
-      id = call(core.nccl_rendezvous, where, w.rank, timeout, w.job)
+      id = call(core.nccl_rendezvous, at, w.rank, timeout, w.job)
     end
   end
   return (call(core.comm, id, w.size, w.rank))
