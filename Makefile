@@ -162,8 +162,8 @@ deps:
 # finalizers on another thread (threads LUA_DIR PTX [N]); graphs replayed by
 # C from other threads, before and after lua_close (handles LUA_DIR PTX); a
 # host that closes its lua_State at exit, after the driver's teardown
-# (late_close).
-SPEC_HOSTS = late_close capi threads handles
+# (late_close); free and taken TCP ports for the rendezvous specs (port).
+SPEC_HOSTS = late_close capi threads handles port
 SPEC_BINS = $(SPEC_HOSTS:%=$(BUILD)/%)
 $(SPEC_BINS): $(BUILD)/%: spec/hosts/%.c $(LIB_A)
 	$(CC) $(ALL_CFLAGS) -pthread -o $@ $< $(LIB_A) $(LUA_LIBS) -ldl -lm

@@ -522,8 +522,26 @@ function cuda.nccl_id() end
 ---@param path string a fresh file every rank sees
 ---@param rank integer 0 writes the id, the others wait for it
 ---@param timeout_s? number default 600
+---@param job? string default CUGRAPH_JOB_ID, else none
 ---@return string id
-function cuda.nccl_rendezvous(path, rank, timeout_s) end
+function cuda.nccl_rendezvous(path, rank, timeout_s, job) end
+---@param addr string rank 0's "host:port" or "[v6 address]:port"
+---@param rank integer 0 listens and sends the id, the others connect
+---@param size integer the number of ranks
+---@param timeout_s? number default 600
+---@param job? string default CUGRAPH_JOB_ID, else none
+---@return string id
+function cuda.nccl_rendezvous_tcp(addr, rank, size, timeout_s, job) end
+---@class cugraph.World
+---@field rank integer
+---@field size integer
+---@field local_rank? integer absent when the starter does not say
+---@field local_size? integer absent when the starter does not say
+---@field job string the job id ("" when none)
+---@field starter? string "cugraph-lua", "Slurm", "Open MPI" or "PMI"; absent: one process
+
+---@return cugraph.World
+function cuda.world() end
 ---@param id string from cuda.nccl_id(), the same on every rank
 ---@param nranks integer
 ---@param rank integer

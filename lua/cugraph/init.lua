@@ -10,7 +10,7 @@ for k, v in pairs(core) do cuda[k] = v end
 -- Internal parts of the core, not part of the API.
 local readfile, add_method, compile = core.readfile, core.add_method, core.compile
 cuda.readfile, cuda.add_method, cuda.nvrtc_version = nil, nil, nil
-cuda.simulator_path = nil
+cuda.simulator_path, cuda.world_rendezvous = nil, nil
 local nvrtc_version = core.nvrtc_version
 
 cuda._VERSION = "cugraph-lua " .. core.version
@@ -186,25 +186,34 @@ add_method("cugraph.Buffer", "save", function(b, path, shape)
 end)
 
 --- cuda.comm_world() -> Comm: this process's communicator among all the
--- processes the launcher (cugraph-lua --nproc N) started, on the device it
--- gave this one; rank and size come from CUGRAPH_RANK and
--- CUGRAPH_WORLD_SIZE, the unique id through CUGRAPH_RENDEZVOUS. Without
--- the launcher: a communicator of one rank.
+-- processes of its job, on its device. Rank and size come from its
+-- starter (cuda.world(): the launcher, srun, mpirun, a PMI starter); the
+-- unique id through the job's rendezvous: CUGRAPH_RDZV (TCP host:port),
+-- CUGRAPH_RENDEZVOUS (a file), or one derived from the job. Ranks wait up
+-- to CUGRAPH_RDZV_TIMEOUT seconds (600). Without a starter: one rank.
 function cuda.comm_world()
-  local size = math.tointeger(tonumber(os.getenv("CUGRAPH_WORLD_SIZE") or "1"))
-  local rank = math.tointeger(tonumber(os.getenv("CUGRAPH_RANK") or "0"))
-  if not size or size < 1 or not rank or rank < 0 or rank >= size then
-    error("cuda.comm_world: CUGRAPH_RANK and CUGRAPH_WORLD_SIZE are not a rank "
-          .. "and a world size", 2)
+  local w = call(core.world)
+  local id
+  if w.size == 1 then
+    id = call(core.nccl_id)
+  else
+    local t = os.getenv("CUGRAPH_RDZV_TIMEOUT")
+    local timeout = 600
+    if t and t ~= "" then
+      timeout = tonumber(t)
+      if not timeout or timeout <= 0 or timeout ~= timeout or timeout >= 1e9 then
+        error("cuda.comm_world: CUGRAPH_RDZV_TIMEOUT is '" .. t .. "', not a positive "
+              .. "number of seconds", 2)
+      end
+    end
+    local kind, at = call(core.world_rendezvous)
+    if kind == "tcp" then
+      id = call(core.nccl_rendezvous_tcp, at, w.rank, w.size, timeout, w.job)
+    else
+      id = call(core.nccl_rendezvous, at, w.rank, timeout, w.job)
+    end
   end
-  local path = os.getenv("CUGRAPH_RENDEZVOUS")
-  if size > 1 and not path then
-    error("cuda.comm_world: CUGRAPH_WORLD_SIZE is " .. size .. " but "
-          .. "CUGRAPH_RENDEZVOUS is unset; start the script with cugraph-lua "
-          .. "--nproc N", 2)
-  end
-  local id = size == 1 and call(core.nccl_id) or call(core.nccl_rendezvous, path, rank)
-  return (call(core.comm, id, size, rank))
+  return (call(core.comm, id, w.size, w.rank))
 end
 
 return cuda

@@ -46,6 +46,57 @@ function H.script(src, env)
   return code, out
 end
 
+--- Runs the Lua chunk src in one cugraph-lua process per entry of envs (its
+-- variables, "A=1 B=2"), all at once, as srun or mpirun start a job's
+-- ranks, each after env (variables for all) and with args (cugraph-lua's
+-- options) before the chunk; waits for every one. Returns per process, in
+-- order, {code = exit status, out = its output}.
+function H.ranks(src, envs, env, args)
+  local path = os.tmpname()
+  local f = assert(io.open(path, "w"))
+  f:write(src)
+  f:close()
+  local parts, outs = {}, {}
+  for i, e in ipairs(envs) do
+    outs[i] = os.tmpname()
+    parts[i] = ("(%s %s %s%s/cugraph-lua %s %s > %s 2>&1; echo $? > %s) &"):format(
+      env or "", e, H.valgrind and H.valgrind .. " " or "", H.build, args or "", shell_quote(path),
+      shell_quote(outs[i]), shell_quote(outs[i] .. ".rc"))
+  end
+  os.execute(table.concat(parts, " ") .. " wait")
+  os.remove(path)
+  local res = {}
+  for i, out in ipairs(outs) do
+    local o, r = assert(io.open(out)), assert(io.open(out .. ".rc"))
+    res[i] = { out = o:read("a"), code = r:read("n") }
+    o:close()
+    r:close()
+    os.remove(out)
+    os.remove(out .. ".rc")
+  end
+  return res
+end
+
+--- A TCP port free on 127.0.0.1 now (on ::1 with v6; nil when this
+-- machine has no IPv6 loopback), from build/port.
+function H.free_port(v6)
+  local p = assert(io.popen(H.build .. "/port" .. (v6 and " -6" or "") .. " 2>/dev/null"))
+  local port = p:read("n")
+  p:close()
+  return port
+end
+
+--- A port of 127.0.0.1 held by another program for up to seconds: the
+-- port and a function that gives it back.
+function H.taken_port(seconds)
+  local p = assert(io.popen("exec " .. H.build .. "/port hold " .. (seconds or 20)))
+  local port, pid = p:read("n", "n")
+  return assert(port), function()
+    os.execute("kill " .. math.tointeger(pid) .. " 2>/dev/null")
+    p:close()
+  end
+end
+
 --- A fault sweep's count of calls: runs script with trace_var naming a
 -- file the double writes "name count" lines to. Returns name -> count,
 -- the exit status and the output.

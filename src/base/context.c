@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 #include "base/base.h"
+#include "base/world.h"
 
 static const char sentinel_key = 'k';
 static const char devices_key = 'd'; /* table: the other devices' records */
@@ -498,8 +499,7 @@ cg_ctx *cg_sentinel_new(lua_State *L) {
   ctx = lua_newuserdatauv(L, sizeof *ctx, 0);
   memset(ctx, 0, sizeof *ctx);
   ctx->root = ctx;
-  const char *dev = getenv("CUGRAPH_LUA_DEVICE");
-  ctx->ordinal = dev && *dev ? atoi(dev) : 0;
+  ctx->ordinal = cg_world_device(); /* CUGRAPH_LUA_DEVICE, else the local rank */
   const char *t = getenv("CUGRAPH_LUA_TIMEOUT"); /* seconds; malformed: none */
   char *end;
   double v = t ? strtod(t, &end) : 0;

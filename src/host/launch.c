@@ -2,20 +2,23 @@
    copies of cugraph-lua running the script, one per GPU of this machine,
    and waits for them. Each gets in its environment CUGRAPH_RANK,
    CUGRAPH_WORLD_SIZE, CUGRAPH_LOCAL_RANK, CUGRAPH_LOCAL_WORLD_SIZE,
-   CUGRAPH_LUA_DEVICE (its GPU: the local rank) and CUGRAPH_RENDEZVOUS, the
-   file through which rank 0 hands the others the NCCL unique id
-   (cuda.comm_world), and CUGRAPH_JOB_ID, which the rendezvous record
-   carries (--job-id, else SLURM_JOB_ID, else a fresh one). Each rank runs
-   in a process group of its own: signals the launcher gets are passed on
-   to every rank's group; when a rank fails, the others are stopped
-   (SIGTERM to their groups, then SIGKILL after 5 s), and the launcher
-   exits with the failed rank's status once no process of any group is
-   left.
+   CUGRAPH_LUA_DEVICE (its GPU: the local rank), CUGRAPH_JOB_ID (--job-id,
+   else the starter's job, else a fresh one) and one rendezvous, through
+   which rank 0 hands the others the NCCL unique id (cuda.comm_world):
+   CUGRAPH_RENDEZVOUS, a file, or CUGRAPH_RDZV, rank 0's TCP host:port.
+   Each rank runs in a process group of its own: signals the launcher gets
+   are passed on to every rank's group; when a rank fails, the others are
+   stopped (SIGTERM to their groups, then SIGKILL after 5 s), and the
+   launcher exits with the failed rank's status once no process of any
+   group is left.
 
    Several machines: the same command on each, with --nnodes M,
-   --node-rank K, the same --job-id (or under Slurm its job), and
-   --rendezvous PATH naming a file on storage all of them share; NCCL's own
-   transports carry the collectives. */
+   --node-rank K, the same --job-id, and --rendezvous PATH naming a file on
+   storage all of them share or --rdzv HOST:PORT on machine 0. Started on
+   each machine by srun, mpirun or a PMI starter (one task per machine),
+   M and K are the starter's size and rank, the job its job, and under
+   Slurm the rendezvous defaults to the first node of the step (base/world.h);
+   NCCL's own transports carry the collectives. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <signal.h>
@@ -27,6 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/rdzv.h"
+#include "base/world.h"
 #include "host/host.h"
 
 enum { MAX_PROCS = 1024 };
@@ -48,14 +53,39 @@ static int number(const char *opt, const char *s, int lo, int hi) {
 
 static void launch_usage(void) {
   fprintf(stderr,
-          "usage: %s --nproc N [--nnodes M --node-rank K] [--rendezvous PATH]\n"
-          "          [--job-id ID] [--] [lua options] script [args]\n"
+          "usage: %s --nproc N [--nnodes M --node-rank K]\n"
+          "          [--rendezvous PATH | --rdzv HOST:PORT] [--job-id ID]\n"
+          "          [--] [lua options] script [args]\n"
           "Starts N processes running the script, one per GPU (the local\n"
           "rank), with CUGRAPH_RANK, CUGRAPH_WORLD_SIZE, CUGRAPH_LOCAL_RANK,\n"
-          "CUGRAPH_LOCAL_WORLD_SIZE, CUGRAPH_LUA_DEVICE and CUGRAPH_RENDEZVOUS\n"
-          "set. On several machines run it on each, with the same M, its own\n"
-          "K, and a PATH every machine sees (a fresh file for each run).\n",
+          "CUGRAPH_LOCAL_WORLD_SIZE, CUGRAPH_LUA_DEVICE, CUGRAPH_JOB_ID and\n"
+          "CUGRAPH_RENDEZVOUS (a file) or CUGRAPH_RDZV (TCP) set. On several\n"
+          "machines run it on each, with the same M, its own K, and a PATH\n"
+          "every machine sees (a fresh file for each run) or machine 0's\n"
+          "HOST:PORT; under srun or mpirun (one task per machine) M, K and\n"
+          "the job come from the starter. Without the launcher, srun and\n"
+          "mpirun start the ranks themselves: cuda.comm_world() reads their\n"
+          "variables (CUGRAPH_RDZV=HOST:PORT names a rendezvous).\n",
           HOST_NAME);
+}
+
+/* M, K and the job from the starter that ran the launcher, once per
+   machine (srun --ntasks-per-node=1, mpirun --map-by ppr:1:node): 0, or
+   -1 after saying what is wrong. */
+static int from_starter(cg_world *w) {
+  char err[512];
+  if (cg_world_read(w, 0, err, sizeof err)) {
+    fprintf(stderr, "%s: %s\n", HOST_NAME, err);
+    return -1;
+  }
+  if (w->starter && w->local_rank > 0) {
+    fprintf(stderr, "%s: %s started more than one launcher on this machine "
+            "(local rank %d): start one per machine (srun --ntasks-per-node=1,"
+            " mpirun --map-by ppr:1:node), or let it start the ranks without "
+            "--nproc\n", HOST_NAME, w->starter, w->local_rank);
+    return -1;
+  }
+  return 0;
 }
 
 static void setenv_int(const char *name, int v) {
@@ -90,8 +120,8 @@ static int status_of(int st) {
 }
 
 int host_launch(int argc, char **argv) {
-  int nproc = 0, nnodes = 1, node = 0, i = 1;
-  const char *rdv = NULL, *job = NULL;
+  int nproc = 0, nnodes = 0, node = -1, i = 1;
+  const char *rdv = NULL, *tcp = NULL, *job = NULL;
   for (; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--nproc")) nproc = number(a, argv[++i], 1, MAX_PROCS);
@@ -99,11 +129,16 @@ int host_launch(int argc, char **argv) {
       nproc = number("--nproc", a + 8, 1, MAX_PROCS);
     else if (!strcmp(a, "--nnodes")) nnodes = number(a, argv[++i], 1, 1 << 16);
     else if (!strcmp(a, "--node-rank")) node = number(a, argv[++i], 0, 1 << 16);
-    else if (!strcmp(a, "--rendezvous")) {
-      if (!(rdv = argv[++i])) {
+    else if (!strcmp(a, "--rendezvous") || !strcmp(a, "--rdzv")) {
+      const char *v = argv[++i];
+      if (!v) {
         launch_usage();
         return EXIT_FAILURE;
       }
+      if (!strcmp(a, "--rdzv")) tcp = v;
+      else rdv = v;
+    } else if (!strncmp(a, "--rdzv=", 7)) {
+      tcp = a + 7;
     } else if (!strcmp(a, "--job-id")) {
       if (!(job = argv[++i]) || !*job || strlen(job) > 63 || strchr(job, '\n')) {
         fprintf(stderr, "%s: --job-id needs one line of 1 to 63 bytes\n",
@@ -121,16 +156,47 @@ int host_launch(int argc, char **argv) {
     launch_usage();
     return EXIT_FAILURE;
   }
+  if (rdv && tcp) {
+    fprintf(stderr, "%s: give --rendezvous PATH or --rdzv HOST:PORT, not "
+            "both\n", HOST_NAME);
+    return EXIT_FAILURE;
+  }
+  char host[256], port[8], err[512];
+  if (tcp && cg_rdzv_parse(tcp, host, sizeof host, port, sizeof port, err,
+                           sizeof err)) {
+    fprintf(stderr, "%s: --rdzv %s\n", HOST_NAME, err);
+    return EXIT_FAILURE;
+  }
+  cg_world w;
+  if (from_starter(&w)) return EXIT_FAILURE;
+  if (nnodes == 0) nnodes = w.starter && node < 0 ? w.size : 1;
+  if (node < 0) node = w.starter && nnodes == w.size ? w.rank : 0;
   if (node >= nnodes) {
     fprintf(stderr, "%s: --node-rank %d is not below --nnodes %d\n",
             HOST_NAME, node, nnodes);
     return EXIT_FAILURE;
   }
-  if (nnodes > 1 && !rdv) {
-    fprintf(stderr, "%s: --nnodes %d needs --rendezvous PATH, a file every "
-            "machine sees\n", HOST_NAME, nnodes);
-    return EXIT_FAILURE;
+  char where[CG_WHERELEN];
+  if (nnodes > 1 && !rdv && !tcp) { /* CUGRAPH_RDZV, ..., a default */
+    int kind = w.starter ? cg_world_rendezvous(&w, where, sizeof where, err,
+                                               sizeof err) : 0;
+    if (kind < 0) {
+      fprintf(stderr, "%s: %s\n", HOST_NAME, err);
+      return EXIT_FAILURE;
+    }
+    if (kind == 't') tcp = where;
+    else if (kind == 'f') rdv = where;
+    else if (getenv("CUGRAPH_RDZV") && *getenv("CUGRAPH_RDZV")) tcp = getenv("CUGRAPH_RDZV");
+    else if (getenv("CUGRAPH_RENDEZVOUS") && *getenv("CUGRAPH_RENDEZVOUS"))
+      rdv = getenv("CUGRAPH_RENDEZVOUS");
+    else {
+      fprintf(stderr, "%s: --nnodes %d needs --rendezvous PATH, a file every "
+              "machine sees, or --rdzv HOST:PORT, machine 0's\n", HOST_NAME,
+              nnodes);
+      return EXIT_FAILURE;
+    }
   }
+  if (!job && w.starter) job = w.job;
   if (!job) job = getenv("SLURM_JOB_ID");
   if (job && !*job) job = NULL;
   if (!job && nnodes > 1) {
@@ -148,7 +214,7 @@ int host_launch(int argc, char **argv) {
   }
   setenv("CUGRAPH_JOB_ID", job, 1);
   char dir[] = "/tmp/cugraph-run-XXXXXX", file[64] = "";
-  if (!rdv) { /* one machine: a fresh file of our own */
+  if (!rdv && !tcp) { /* one machine: a fresh file of our own */
     if (!mkdtemp(dir)) {
       fprintf(stderr, "%s: cannot make a rendezvous folder: %s\n", HOST_NAME,
               strerror(errno));
@@ -156,6 +222,14 @@ int host_launch(int argc, char **argv) {
     }
     snprintf(file, sizeof file, "%s/nccl-id", dir);
     rdv = file;
+  }
+  /* exactly one rendezvous reaches the ranks */
+  if (tcp) {
+    setenv("CUGRAPH_RDZV", tcp, 1);
+    unsetenv("CUGRAPH_RENDEZVOUS");
+  } else {
+    setenv("CUGRAPH_RENDEZVOUS", rdv, 1);
+    unsetenv("CUGRAPH_RDZV");
   }
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
@@ -174,7 +248,6 @@ int host_launch(int argc, char **argv) {
   int live = 0, code = 0, failed = -1;
   setenv_int("CUGRAPH_WORLD_SIZE", nproc * nnodes);
   setenv_int("CUGRAPH_LOCAL_WORLD_SIZE", nproc);
-  setenv("CUGRAPH_RENDEZVOUS", rdv, 1);
   for (int r = 0; r < nproc; r++) {
     setenv_int("CUGRAPH_RANK", node * nproc + r);
     setenv_int("CUGRAPH_LOCAL_RANK", r);
@@ -246,7 +319,7 @@ int host_launch(int argc, char **argv) {
   if (file[0]) {
     unlink(file);
     rmdir(dir);
-  } else if (node == 0) {
+  } else if (node == 0 && rdv) {
     unlink(rdv);
   }
   return code;

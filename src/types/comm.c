@@ -3,20 +3,12 @@
    device, eager or recorded by a capture of that stream (NCCL 2.9 and
    later); the graph then pins the communicator. */
 #define _POSIX_C_SOURCE 200809L
-#include <dlfcn.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 #include "types/types.h"
-#include "base/hash.h"
 #include "base/nccl.h"
 
-static void need_nccl(lua_State *L) {
+void cg_need_nccl(lua_State *L) {
   const char *why = cg_nccl_load();
   if (why) luaL_error(L, "%s", why);
 }
@@ -69,7 +61,7 @@ static void *fastobj(lua_State *L, int idx, cg_kind kind, cg_ctx *ctx) {
 
 /* cuda.nccl_version() -> NCCL's version code (22809 for 2.28.9) */
 static int nccl_version(lua_State *L) {
-  need_nccl(L);
+  cg_need_nccl(L);
   int v = 0;
   NCCL(L, NULL, ncclGetVersion, &v);
   lua_pushinteger(L, v);
@@ -78,8 +70,8 @@ static int nccl_version(lua_State *L) {
 
 /* cuda.nccl_id() -> a new unique id (a string of 128 bytes): made by one
    rank, given to all before cuda.comm */
-static int nccl_id(lua_State *L) {
-  need_nccl(L);
+int cg_nccl_id(lua_State *L) {
+  cg_need_nccl(L);
   ncclUniqueId id;
   NCCL(L, NULL, ncclGetUniqueId, &id);
   lua_pushlstring(L, id.internal, sizeof id.internal);
@@ -106,7 +98,7 @@ static int comm_new(lua_State *L) {
   lua_Integer n = luaL_checkinteger(L, 2), r = luaL_checkinteger(L, 3);
   luaL_argcheck(L, n >= 1 && n <= 1 << 20, 2, "nranks out of range");
   luaL_argcheck(L, r >= 0 && r < n, 3, "rank must be in 0 .. nranks-1");
-  need_nccl(L);
+  cg_need_nccl(L);
   cg_ctx *ctx = cg_context(L);
   cg_check_outside(L, ctx, "cannot make a communicator",
            "make communicators before capture");
@@ -126,7 +118,7 @@ static int comms_new(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_Integer n = luaL_len(L, 1);
   luaL_argcheck(L, n >= 1 && n <= 1024, 1, "a list of 1 to 1024 devices");
-  need_nccl(L);
+  cg_need_nccl(L);
   int *devs = lua_newuserdatauv(L, (size_t)n * sizeof *devs, 0);
   ncclComm_t *h = lua_newuserdatauv(L, (size_t)n * sizeof *h, 0);
   int top = lua_gettop(L);
@@ -355,7 +347,7 @@ static int comm_recv(lua_State *L) { return point(L, 0); }
    receives that pair up. The group ends however fn ends. */
 static int nccl_group(lua_State *L) {
   luaL_checktype(L, 1, LUA_TFUNCTION);
-  need_nccl(L);
+  cg_need_nccl(L);
   cg_ctx *root = cg_sentinel(L);
   check(L, NULL, "ncclGroupStart", cg_nccl.ncclGroupStart());
   root->nccl_group++;
@@ -372,122 +364,6 @@ static int nccl_group(lua_State *L) {
       }
   cg_context(L);
   return lua_gettop(L);
-}
-
-/* -- rendezvous through a file -------------------------------------------- */
-
-/* A record: a magic line, "job <id>\n", the 128 bytes of the NCCL unique
-   id, then the checksum of all before it as 16 hex digits and "\n". */
-#define RDV_MAGIC "cugraph-lua rendezvous 1\n"
-enum { JOBLEN = 64, RECORD = 32 + JOBLEN + 128 + 18 };
-
-static size_t record(char *out, const char *job, const char *id) {
-  int n = snprintf(out, RECORD, RDV_MAGIC "job %s\n", job);
-  memcpy(out + n, id, sizeof(ncclUniqueId));
-  n += (int)sizeof(ncclUniqueId);
-  cg_hash h = CG_HASH_INIT;
-  cg_hash_bytes(&h, out, (size_t)n);
-  n += snprintf(out + n, (size_t)(RECORD - n), "\n%016llx\n",
-                (unsigned long long)(h.a ^ h.b));
-  return (size_t)n;
-}
-
-/* Reads the record at path into id: 1 when it is whole and of this job; 0
-   when absent; else -1 with why in *why (a record of another job, or one
-   that is short or does not check: tampered, or still being replaced). */
-static int read_record(const char *path, const char *job, char *id,
-                       const char **why) {
-  char buf[RECORD + 1], want[RECORD];
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  ssize_t n = read(fd, buf, sizeof buf);
-  close(fd);
-  size_t head = strlen(RDV_MAGIC) + 4;
-  const char *nl = n > (ssize_t)head ? memchr(buf + head, '\n',
-                                              (size_t)n - head) : NULL;
-  if (n <= (ssize_t)head || memcmp(buf, RDV_MAGIC "job ", head) || !nl) {
-    *why = "not a whole rendezvous record (short, tampered, or not one)";
-    return -1;
-  }
-  size_t joblen = (size_t)(nl - buf - (ptrdiff_t)head);
-  if (joblen != strlen(job) || memcmp(buf + head, job, joblen)) {
-    *why = "a rendezvous record of another job (a stale file, or one that "
-           "another run shares)";
-    return -1;
-  }
-  size_t at = head + joblen + 1;
-  if ((size_t)n < at + sizeof(ncclUniqueId) ||
-      (size_t)n != record(want, job, buf + at) ||
-      memcmp(want, buf, (size_t)n)) {
-    *why = "not a whole rendezvous record (short, tampered, or not one)";
-    return -1;
-  }
-  memcpy(id, buf + at, sizeof(ncclUniqueId));
-  return 1;
-}
-
-/* Rank 0 makes the id and writes its record whole (a rename). */
-static int write_id(lua_State *L, const char *path, const char *job) {
-  nccl_id(L);
-  const char *id = lua_tostring(L, -1);
-  char rec[RECORD];
-  size_t n = record(rec, job, id);
-  const char *tmp = lua_pushfstring(L, "%s.%d.tmp", path, (int)getpid());
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return luaL_error(L, "cuda.nccl_rendezvous: %s: %s", tmp,
-                                strerror(errno));
-  ssize_t w = write(fd, rec, n);
-  int failed = w != (ssize_t)n || fsync(fd) != 0;
-  close(fd);
-  if (failed || rename(tmp, path) != 0) {
-    unlink(tmp);
-    return luaL_error(L, "cuda.nccl_rendezvous: cannot write %s: %s", path,
-                      strerror(errno));
-  }
-  lua_pop(L, 1);
-  return 1;
-}
-
-/* cuda.nccl_rendezvous(path, rank [, timeout_s [, job]]) -> id: the unique
-   id of a run, made by rank 0 and written to path (a file on storage every
-   rank sees) with the run's job id (job, else CUGRAPH_JOB_ID, else none),
-   read there by the others, who wait up to timeout_s (600) for a whole
-   record of their job. */
-static int nccl_rendezvous(lua_State *L) {
-  size_t len;
-  const char *path = luaL_checklstring(L, 1, &len);
-  lua_Integer rank = luaL_checkinteger(L, 2);
-  lua_Number timeout = luaL_optnumber(L, 3, 600);
-  const char *env = getenv("CUGRAPH_JOB_ID");
-  const char *job = luaL_optstring(L, 4, env ? env : "");
-  luaL_argcheck(L, strlen(path) == len, 1, "the path contains a NUL byte");
-  luaL_argcheck(L, rank >= 0, 2, "rank must not be negative");
-  luaL_argcheck(L, timeout > 0, 3, "the timeout must be a positive number of "
-                "seconds");
-  luaL_argcheck(L, strlen(job) < JOBLEN && !strpbrk(job, "\n"), 4,
-                "a job id is one line of fewer than 64 bytes");
-  need_nccl(L);
-  lua_settop(L, 4);
-  if (rank == 0) return write_id(L, path, job);
-  struct timespec t0, now, nap = {0, 10000000};
-  const char *why = NULL;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  for (;;) {
-    char id[sizeof(ncclUniqueId)];
-    int got = read_record(path, job, id, &why);
-    if (got > 0) {
-      lua_pushlstring(L, id, sizeof id);
-      return 1;
-    }
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    if ((double)(now.tv_sec - t0.tv_sec) +
-        (double)(now.tv_nsec - t0.tv_nsec) * 1e-9 > timeout)
-      return luaL_error(L, "cuda.nccl_rendezvous: rank %d waited %f s for "
-                        "rank 0 to write the NCCL id to %s (job '%s')%s%s",
-                        (int)rank, (double)timeout, path, job,
-                        got < 0 ? "; it holds " : "", got < 0 ? why : "");
-    nanosleep(&nap, NULL);
-  }
 }
 
 /* -- the rest of the object ------------------------------------------------ */
@@ -521,9 +397,9 @@ void comm_open(lua_State *L) {
     {"__tostring", comm_tostring}, {NULL, NULL}
   };
   static const luaL_Reg funcs[] = {
-    {"nccl_version", nccl_version}, {"nccl_id", nccl_id},
+    {"nccl_version", nccl_version}, {"nccl_id", cg_nccl_id},
     {"comm", comm_new}, {"comms", comms_new}, {"nccl_group", nccl_group},
-    {"nccl_rendezvous", nccl_rendezvous}, {NULL, NULL}
+    {NULL, NULL}
   };
   cg_newtype(L, CG_COMM, methods, meta, NULL);
   luaL_setfuncs(L, funcs, 0);
