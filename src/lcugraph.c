@@ -23,6 +23,7 @@ int luaopen_cugraph_core(lua_State *L) {
   graphmem_open(L);
   interop_open(L);
   comm_open(L);
+  dlpack_open(L);
   module_open(L);
   kernel_open(L);
   nvrtc_open(L);
