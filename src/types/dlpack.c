@@ -288,6 +288,7 @@ static int read_shape(lua_State *L, int idx, int64_t *dims, size_t n,
     luaL_error(L, "%s: a shape has 1 to %d dimensions, got %I", what,
                MAXDIMS, (LUAI_UACINT)len);
   uint64_t count = 1;
+  int over = 0;         /* the product passes 2^63 */
   for (int i = 0; i < (int)len; i++) {
     lua_rawgeti(L, idx, i + 1);
     int ok;
@@ -296,13 +297,14 @@ static int read_shape(lua_State *L, int idx, int64_t *dims, size_t n,
     if (!ok || d <= 0)
       luaL_error(L, "%s: shape[%d] must be a positive integer", what, i + 1);
     dims[i] = d;
-    count = (uint64_t)d > n || count > n / (uint64_t)d ? n + 1
-                                                       : count * (uint64_t)d;
+    if (count > (uint64_t)INT64_MAX / (uint64_t)d) over = 1;
+    else count *= (uint64_t)d;
   }
-  if (count != n)
+  if (over || count != n)
     luaL_error(L, "%s: the shape %s holds %s elements, the buffer %I", what,
                shape_text(L, (int)len, dims),
-               count > n ? "more" : lua_pushfstring(L, "%I", (LUAI_UACINT)count),
+               over ? "more than 2^63"
+                    : lua_pushfstring(L, "%I", (LUAI_UACINT)count),
                (LUAI_UACINT)n);
   return (int)len;
 }
