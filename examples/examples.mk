@@ -3,6 +3,7 @@
 #
 #   make examples      $(BUILD)/examples/hello (the smallest embedding host),
 #                      $(BUILD)/examples/engine (the embedding demo),
+#                      $(BUILD)/examples/dlpack (tensors traded with a script),
 #                      $(BUILD)/examples/render (the engine with C-owned graphs,
 #                      kernel reload and OpenGL through EGL; GPU only) and
 #                      $(BUILD)/examples/png.so (the png module of particles.lua)
@@ -14,7 +15,8 @@
 PNG_CFLAGS ?= $(shell $(PKG_CONFIG) --cflags libpng 2>/dev/null)
 PNG_LIBS ?= $(shell $(PKG_CONFIG) --libs libpng 2>/dev/null || echo -lpng16)
 
-examples: $(BUILD)/examples/hello $(BUILD)/examples/engine $(BUILD)/examples/render $(BUILD)/examples/png.so
+examples: $(BUILD)/examples/hello $(BUILD)/examples/engine $(BUILD)/examples/dlpack \
+  $(BUILD)/examples/render $(BUILD)/examples/png.so
 
 $(BUILD)/examples/png.so: examples/png.c
 	@mkdir -p $(@D)
@@ -28,6 +30,12 @@ $(BUILD)/examples/engine: examples/embed/engine.c $(LIB_A) src/cugraph.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -DCUGRAPH_LUA_DIR='"$(CURDIR)/lua"' \
 	  -DENGINE_SCRIPT='"$(CURDIR)/examples/embed/frame.lua"' -o $@ $< \
+	  $(LIB_A) $(LUA_LIBS) -pthread -ldl -lm
+
+$(BUILD)/examples/dlpack: examples/embed/dlpack.c $(LIB_A) src/cugraph.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -DCUGRAPH_LUA_DIR='"$(CURDIR)/lua"' \
+	  -DTRADE_SCRIPT='"$(CURDIR)/examples/embed/trade.lua"' -o $@ $< \
 	  $(LIB_A) $(LUA_LIBS) -pthread -ldl -lm
 
 # EGL and GL are opened with dlopen at run time: no GL headers or libraries

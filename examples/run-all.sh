@@ -19,6 +19,7 @@ out=${1:-$b/examples/out}
 lua=${CUGRAPH_LUA:-$b/cugraph-lua}
 engine=$b/examples/engine
 if [ ! -x "$lua" ] || [ ! -x "$engine" ] || [ ! -x "$b/examples/hello" ] ||
+   [ ! -x "$b/examples/dlpack" ] ||
    [ ! -x "$b/examples/render" ] ||
    [ ! -f "$b/examples/png.so" ]; then
   make -s all examples || exit 1
@@ -85,6 +86,7 @@ else
 fi
 check hello "$b/examples/hello" lua
 check engine "$engine"
+check dlpack "$b/examples/dlpack"
 # C-owned graph, kernel reload, particles drawn by OpenGL through EGL
 if [ -n "$sim" ]; then
   summary+=("SKIP  render (draws through EGL on a GPU; not on the simulator)")

@@ -19,6 +19,7 @@ describe("every object kind", function()
       local x = cuda.buffer("i32", N):fill(0)
       return s:capture(function() H.kernels().inc_i32:launch(s, 4, 256, x, N) end):node(1)
     end }
+    list[#list + 1] = { "DLPack tensor", function() return cuda.buffer("i32", N):dlpack() end }
     if not H.gpu then -- the software driver's GL stand-in (spec/40)
       list[#list + 1] = { "GL resource", function() return cuda.gl_buffer(3, "i32") end }
     end

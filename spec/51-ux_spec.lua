@@ -335,6 +335,7 @@ local api_types = {
   Condition = { section = "Conditional nodes and child graphs", as = { "c", "cond" } },
   Comm = { section = "Collectives (NCCL)", as = { "c", "comm" } },
   GLResource = { section = "OpenGL interop", as = { "r" } },
+  DLTensor = { section = "DLPack tensors", as = { "t" } },
 }
 
 describe("annotations and docs", function()
@@ -345,7 +346,7 @@ describe("annotations and docs", function()
   local objects = { Stream = s, Event = cuda.event(), Buffer = b, Scalar = cuda.scalar("u32"),
                     Module = m, Kernel = m.saxpy, Graph = g, Node = g:node(1),
                     Condition = cuda.condition(1), HostBuffer = cuda.host_buffer("f32", 4),
-                    Comm = cuda.comm_world() }
+                    Comm = cuda.comm_world(), DLTensor = b:dlpack() }
   local api = read("docs/api.md")
   -- the methods of each type, from its metatable (a GL resource needs a GL
   -- context to exist: its metatable is the registry's)

@@ -46,6 +46,77 @@
 #define CUGRAPH_VERSION "0.1.0"
 #endif
 
+/* -- DLPack ---------------------------------------------------------------
+
+   The tensor exchange format of PyTorch, CuPy, JAX and others
+   (github.com/dmlc/dlpack): the structs of its ABI, versions 0.8 and 1.x,
+   that the functions below take and give. A host that includes the real
+   dlpack.h before this header uses its definitions instead (the same
+   include guard; the layouts are the ABI's). */
+#ifndef DLPACK_DLPACK_H_
+#define DLPACK_DLPACK_H_
+#include <stdint.h>
+
+#define DLPACK_MAJOR_VERSION 1
+#define DLPACK_MINOR_VERSION 0
+
+typedef enum {
+  kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLOpenCL = 4, kDLVulkan = 7,
+  kDLMetal = 8, kDLVPI = 9, kDLROCM = 10, kDLROCMHost = 11, kDLExtDev = 12,
+  kDLCUDAManaged = 13, kDLOneAPI = 14, kDLWebGPU = 15, kDLHexagon = 16,
+  kDLMAIA = 17
+} DLDeviceType;
+
+typedef struct {
+  DLDeviceType device_type;
+  int32_t device_id;    /* the CUDA device ordinal for kDLCUDA */
+} DLDevice;
+
+typedef enum {
+  kDLInt = 0U, kDLUInt = 1U, kDLFloat = 2U, kDLOpaqueHandle = 3U,
+  kDLBfloat = 4U, kDLComplex = 5U, kDLBool = 6U
+} DLDataTypeCode;
+
+typedef struct {
+  uint8_t code;         /* DLDataTypeCode */
+  uint8_t bits;
+  uint16_t lanes;
+} DLDataType;
+
+typedef struct {
+  void *data;           /* device address; the first element is at
+                           data + byte_offset */
+  DLDevice device;
+  int32_t ndim;
+  DLDataType dtype;
+  int64_t *shape;       /* ndim sizes, outermost first */
+  int64_t *strides;     /* ndim strides in elements, or NULL: row-major */
+  uint64_t byte_offset;
+} DLTensor;
+
+typedef struct DLManagedTensor {
+  DLTensor dl_tensor;
+  void *manager_ctx;
+  void (*deleter)(struct DLManagedTensor *self);
+} DLManagedTensor;
+
+typedef struct {
+  uint32_t major;
+  uint32_t minor;
+} DLPackVersion;
+
+#define DLPACK_FLAG_BITMASK_READ_ONLY (1UL << 0UL)
+#define DLPACK_FLAG_BITMASK_IS_COPIED (1UL << 1UL)
+
+typedef struct DLManagedTensorVersioned {
+  DLPackVersion version;
+  void *manager_ctx;
+  void (*deleter)(struct DLManagedTensorVersioned *self);
+  uint64_t flags;
+  DLTensor dl_tensor;
+} DLManagedTensorVersioned;
+#endif
+
 /* The module's C part, as require "cugraph.core" opens it. */
 int luaopen_cugraph_core(lua_State *L);
 
@@ -77,6 +148,43 @@ CUdeviceptr cugraph_checkbuffer(lua_State *L, int idx, const char **type,
 /* The CUstream of the Stream at idx (raises unless it is an open Stream);
    valid while the Lua object is open. */
 CUstream cugraph_checkstream(lua_State *L, int idx);
+
+/* -- DLPack tensors ---------------------------------------------------------
+
+   Accepted: contiguous (row-major) tensors of kDLCUDA or kDLCUDAManaged
+   memory of the state's current device (cuda.on), one lane of an element
+   type the runtime has (float 16/32/64, bfloat 16, int and uint 8..64), at
+   least one element, the first aligned for its type; a versioned tensor
+   also of major version 1 and not read-only. Anything else raises a Lua
+   error that names what is wrong, before any driver call; the tensor then
+   stays the caller's (its deleter is not called), as when pushing fails
+   for want of memory.
+
+   Pushes a Buffer over tensor t that owns it: #b is the product of the
+   shape, b:shape() returns the shape. The deleter is called exactly once,
+   on the state's thread, when the Buffer is freed or collected (or at
+   lua_close), or later: not while a live graph that captured it lives,
+   nor while a C graph or a tensor from cugraph_todlpack holds its memory
+   (then by the last to let go, on its thread). Like a free by the
+   producer's allocator, the call does not wait for device work: the
+   script frees the Buffer after the work that reads it. */
+void cugraph_pushdlpack(lua_State *L, DLManagedTensor *t);
+void cugraph_pushdlpack_versioned(lua_State *L, DLManagedTensorVersioned *t);
+
+/* A new tensor over the memory of the Buffer at idx (raises unless it is an
+   open Buffer whose memory can be lent: not memory a graph allocates, a
+   GL map scope's or a module global), or the tensor a cugraph.DLTensor at
+   idx holds (b:dlpack(), then taken: the Lua object reads as freed). The
+   caller owns it and calls its deleter once, from any thread, before or
+   after lua_close; until then the memory stays allocated, whatever becomes
+   of the Buffer. The memory of a borrowed buffer (cugraph_pushbuffer)
+   stays the engine's to keep alive. Shape: the Buffer's (its tensor's,
+   a pitched buffer's rows with their stride), else one dimension of #b;
+   device kDLCUDAManaged for managed memory. The versioned tensor is of
+   version 1.0 with no flags; a cugraph.DLTensor holds an unversioned one
+   and is refused there. */
+DLManagedTensor *cugraph_todlpack(lua_State *L, int idx);
+DLManagedTensorVersioned *cugraph_todlpack_versioned(lua_State *L, int idx);
 
 /* -- Graphs owned by C ------------------------------------------------------
 

@@ -187,7 +187,7 @@ function Buffer:view(first, count, type) end
 function Buffer:managed() end
 ---@return integer? pitch bytes a row of a pitched buffer (cuda.pitched)
 function Buffer:pitch() end
----@return integer width or the element count of a buffer that is not pitched
+---@return integer width or the element count of a buffer that is not pitched, or a DLPack buffer's first size (its shape, outermost first)
 ---@return integer? height
 ---@return integer? depth
 function Buffer:shape() end
@@ -270,6 +270,24 @@ function Buffer:save(path, shape) end
 ---@param stream? cugraph.Stream a stream-ordered free (a free node in a capture)
 function Buffer:free(stream) end
 function Buffer:close() end
+---@param shape? integer[] sizes, outermost first, whose product is #b; default: the buffer's own (b:shape())
+---@return cugraph.DLTensor t lends this buffer's memory: it stays allocated while t (or what consumes it) lives
+function Buffer:dlpack(shape) end
+
+---A DLPack tensor (b:dlpack()): consumed once by cuda.from_dlpack or taken by C (cugraph_todlpack).
+---@class cugraph.DLTensor
+local DLTensor = {}
+---@return integer ... sizes, outermost first
+function DLTensor:shape() end
+---@return cugraph.ElementType? type nil for an element type a Buffer cannot have
+function DLTensor:type() end
+---Calls the tensor's deleter; refused while a Buffer made from it is open.
+function DLTensor:free() end
+function DLTensor:close() end
+
+---@param t cugraph.DLTensor|cugraph.Buffer a Buffer stands for b:dlpack()
+---@return cugraph.Buffer b over the tensor's memory, which it owns (freed with it); b:shape() is the tensor's shape
+function cuda.from_dlpack(t) end
 
 ---@alias cugraph.ReduceOp "sum"|"prod"|"max"|"min"|"avg"
 

@@ -17,6 +17,26 @@
                            after what a library keeps for the process (NCCL
                            keeps 192 MiB on an H200 after its first
                            communicator is destroyed).
+                           DLPack: capi.tensor(opts) -> t, a tensor of the
+                           host's device memory (opts: code, bits, lanes,
+                           device, device_id, shape, strides, offset,
+                           versioned, major, flags, null, value: an f32 or
+                           i32 to fill it with), capi.push(t) -> Buffer
+                           (cugraph_pushdlpack[_versioned]), capi.deleted(t)
+                           -> how often its deleter ran, capi.delete(t) (the
+                           host's own, for one the state refused);
+                           capi.take(b_or_dltensor [, versioned]) -> slot,
+                           info (cugraph_todlpack[_versioned]: the tensor's
+                           fields), capi.read(slot, n) -> its first n
+                           elements, as f32 (or i32 when its code says
+                           int), capi.give(slot) calls its deleter,
+                           capi.pushslot(slot) hands it back to the state
+                           (cugraph_pushdlpack[_versioned]) -> Buffer,
+                           capi.keep(slot, n, value): after lua_close the
+                           host reads n elements, checks each equals value
+                           and then calls the deleter. At the end every
+                           tensor the host made must have been deleted
+                           exactly once, and every slot once.
 
    Prints one line per failed check and "capi: all passed" (or "capi:
    FAILED"); exits 0 only if all passed. */
@@ -66,7 +86,8 @@ static int checks(const char *lua_dir) {
 #define HOST_FUNCS(X) \
   X(cuInit) X(cuDeviceGet) X(cuDevicePrimaryCtxRetain) \
   X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuCtxSynchronize) \
-  X(cuMemGetInfo) X(cuMemcpyDtoH) X(cuGetErrorName)
+  X(cuMemGetInfo) X(cuMemcpyDtoH) X(cuGetErrorName) X(cuMemAlloc) \
+  X(cuMemFree) X(cuMemsetD32)
 
 #define FIELD(f) __typeof__(f) *f;
 static struct { HOST_FUNCS(FIELD) } cu;
@@ -179,6 +200,291 @@ static void check_after(struct after *a) {
   free(host);
 }
 
+/* -- DLPack --------------------------------------------------------------- */
+
+enum { MAXTENSORS = 128, MAXDIMS = 8 };
+
+/* Tensors the host makes over its own device memory, as a producer would:
+   the deleter frees the memory and counts its calls. */
+static struct ext {
+  DLManagedTensor m;
+  DLManagedTensorVersioned v;
+  int versioned, deleted;
+  CUdeviceptr mem;
+  int64_t shape[MAXDIMS], strides[MAXDIMS];
+} exts[MAXTENSORS];
+static int nexts;
+
+static void ext_deleted(struct ext *e) {
+  if (e->deleted++ == 0 && e->mem) cu.cuMemFree(e->mem);
+}
+static void ext_delete0(DLManagedTensor *t) { ext_deleted(t->manager_ctx); }
+static void ext_delete1(DLManagedTensorVersioned *t) {
+  ext_deleted(t->manager_ctx);
+}
+
+static lua_Integer optfield(lua_State *L, const char *key, lua_Integer dflt) {
+  lua_getfield(L, 1, key);
+  lua_Integer v = lua_isnil(L, -1) ? dflt : luaL_checkinteger(L, -1);
+  lua_pop(L, 1);
+  return v;
+}
+
+/* Reads the integer list opts[key] into out; its length, or -1 if absent. */
+static int optlist(lua_State *L, const char *key, int64_t *out) {
+  int n = -1;
+  if (lua_getfield(L, 1, key) == LUA_TTABLE) {
+    n = (int)lua_rawlen(L, -1);
+    luaL_argcheck(L, n <= MAXDIMS, 1, "too many dimensions");
+    for (int i = 0; i < n; i++) {
+      lua_rawgeti(L, -1, i + 1);
+      out[i] = luaL_checkinteger(L, -1);
+      lua_pop(L, 1);
+    }
+  }
+  lua_pop(L, 1);
+  return n;
+}
+
+static struct ext *ext_at(lua_State *L, int idx) {
+  struct ext *e = lua_touserdata(L, idx);
+  luaL_argcheck(L, e >= exts && e < exts + nexts, idx, "not a host tensor");
+  return e;
+}
+
+static int l_tensor(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  if (nexts == MAXTENSORS) return luaL_error(L, "too many tensors");
+  struct ext *e = &exts[nexts];
+  memset(e, 0, sizeof *e);
+  DLTensor t;
+  memset(&t, 0, sizeof t);
+  t.dtype.code = (uint8_t)optfield(L, "code", kDLFloat);
+  t.dtype.bits = (uint8_t)optfield(L, "bits", 32);
+  t.dtype.lanes = (uint16_t)optfield(L, "lanes", 1);
+  t.device.device_type = (DLDeviceType)optfield(L, "device", kDLCUDA);
+  t.device.device_id = (int32_t)optfield(L, "device_id", 0);
+  t.byte_offset = (uint64_t)optfield(L, "offset", 0);
+  int ndim = optlist(L, "shape", e->shape);
+  if (ndim < 0) e->shape[0] = 4, ndim = 1;
+  t.ndim = (int32_t)optfield(L, "ndim", ndim);
+  t.shape = e->shape;
+  if (optlist(L, "strides", e->strides) >= 0) t.strides = e->strides;
+  size_t count = 1;
+  for (int i = 0; i < ndim; i++) count *= e->shape[i] > 0 ? (size_t)e->shape[i] : 1;
+  size_t bytes = (count * t.dtype.bits * t.dtype.lanes / 8 + t.byte_offset + 3) & ~(size_t)3;
+  if (t.strides) bytes *= 4; /* room for strided layouts */
+  if (bytes < 4 || bytes > (64u << 20) || count > (1u << 24))
+    bytes = 256; /* for a tensor to be refused */
+  if (cu.cuMemAlloc(&e->mem, bytes)) return luaL_error(L, "cuMemAlloc");
+  lua_getfield(L, 1, "value");
+  if (!lua_isnil(L, -1)) {
+    uint32_t bits;
+    if (lua_isinteger(L, -1)) {
+      int32_t k = (int32_t)lua_tointeger(L, -1);
+      memcpy(&bits, &k, 4);
+    } else {
+      float f = (float)luaL_checknumber(L, -1);
+      memcpy(&bits, &f, 4);
+    }
+    if (cu.cuMemsetD32(e->mem, bits, bytes / 4) || cu.cuCtxSynchronize())
+      return luaL_error(L, "cuMemsetD32");
+  }
+  lua_pop(L, 1);
+  lua_getfield(L, 1, "null");
+  t.data = lua_toboolean(L, -1) ? NULL : (void *)(uintptr_t)e->mem;
+  lua_pop(L, 1);
+  lua_getfield(L, 1, "versioned");
+  e->versioned = lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  if (e->versioned) {
+    e->v.dl_tensor = t;
+    e->v.version.major = (uint32_t)optfield(L, "major", 1);
+    e->v.version.minor = 0;
+    e->v.flags = (uint64_t)optfield(L, "flags", 0);
+    e->v.manager_ctx = e;
+    e->v.deleter = ext_delete1;
+  } else {
+    e->m.dl_tensor = t;
+    e->m.manager_ctx = e;
+    e->m.deleter = ext_delete0;
+  }
+  nexts++;
+  lua_pushlightuserdata(L, e);
+  return 1;
+}
+
+static int l_push(lua_State *L) {
+  struct ext *e = ext_at(L, 1);
+  if (e->versioned) cugraph_pushdlpack_versioned(L, &e->v);
+  else cugraph_pushdlpack(L, &e->m);
+  return 1;
+}
+
+static int l_deleted(lua_State *L) {
+  lua_pushinteger(L, ext_at(L, 1)->deleted);
+  return 1;
+}
+
+static int l_delete(lua_State *L) {
+  struct ext *e = ext_at(L, 1);
+  if (e->versioned) e->v.deleter(&e->v);
+  else e->m.deleter(&e->m);
+  return 0;
+}
+
+/* Tensors taken from the script, as a consumer holds them. */
+static struct slot {
+  DLManagedTensor *m;
+  DLManagedTensorVersioned *v;
+  int given, keep;
+  size_t n;
+  double value;
+} slots[MAXTENSORS];
+static int nslots;
+
+static const DLTensor *slot_tensor(const struct slot *s) {
+  return s->m ? &s->m->dl_tensor : &s->v->dl_tensor;
+}
+
+static struct slot *slot_at(lua_State *L, int idx) {
+  struct slot *s = lua_touserdata(L, idx);
+  luaL_argcheck(L, s >= slots && s < slots + nslots && !s->given, idx,
+                "not a slot the host holds");
+  return s;
+}
+
+static void setint(lua_State *L, const char *key, lua_Integer v) {
+  lua_pushinteger(L, v);
+  lua_setfield(L, -2, key);
+}
+
+static void pushlist(lua_State *L, const char *key, const int64_t *v, int n) {
+  if (!v) return;
+  lua_createtable(L, n, 0);
+  for (int i = 0; i < n; i++) {
+    lua_pushinteger(L, v[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_setfield(L, -2, key);
+}
+
+static int l_take(lua_State *L) {
+  if (nslots == MAXTENSORS) return luaL_error(L, "too many slots");
+  struct slot *s = &slots[nslots];
+  memset(s, 0, sizeof *s);
+  if (lua_toboolean(L, 2)) s->v = cugraph_todlpack_versioned(L, 1);
+  else s->m = cugraph_todlpack(L, 1);
+  nslots++;
+  const DLTensor *t = slot_tensor(s);
+  lua_pushlightuserdata(L, s);
+  lua_createtable(L, 0, 12);
+  setint(L, "ndim", t->ndim);
+  pushlist(L, "shape", t->shape, t->ndim);
+  pushlist(L, "strides", t->strides, t->ndim);
+  setint(L, "code", t->dtype.code);
+  setint(L, "bits", t->dtype.bits);
+  setint(L, "lanes", t->dtype.lanes);
+  setint(L, "device", t->device.device_type);
+  setint(L, "device_id", t->device.device_id);
+  setint(L, "offset", (lua_Integer)t->byte_offset);
+  setint(L, "address", (lua_Integer)(uintptr_t)t->data);
+  if (s->v) {
+    setint(L, "major", s->v->version.major);
+    setint(L, "minor", s->v->version.minor);
+    setint(L, "flags", (lua_Integer)s->v->flags);
+  }
+  return 2;
+}
+
+static void give(struct slot *s) {
+  s->given = 1;
+  if (s->m) s->m->deleter(s->m);
+  else s->v->deleter(s->v);
+}
+
+static int l_give(lua_State *L) {
+  give(slot_at(L, 1));
+  return 0;
+}
+
+/* The first n elements of the slot's tensor, as numbers; 0 when the
+   memory cannot be read. */
+static int read_slot(const struct slot *s, size_t n, double *out) {
+  const DLTensor *t = slot_tensor(s);
+  unsigned char *host = malloc(n * 4);
+  int ok = host && !cu.cuCtxSynchronize() &&
+           !cu.cuMemcpyDtoH(host, (CUdeviceptr)(uintptr_t)t->data + t->byte_offset, n * 4);
+  for (size_t i = 0; ok && i < n; i++) {
+    if (t->dtype.code == kDLFloat) { float f; memcpy(&f, host + 4 * i, 4); out[i] = f; }
+    else { int32_t k; memcpy(&k, host + 4 * i, 4); out[i] = k; }
+  }
+  free(host);
+  return ok;
+}
+
+static int l_pushslot(lua_State *L) {
+  struct slot *s = slot_at(L, 1);
+  if (s->m) cugraph_pushdlpack(L, s->m);
+  else cugraph_pushdlpack_versioned(L, s->v);
+  s->given = 1; /* the state's now */
+  return 1;
+}
+
+static int l_read(lua_State *L) {
+  struct slot *s = slot_at(L, 1);
+  size_t n = (size_t)luaL_checkinteger(L, 2);
+  double *v = malloc((n ? n : 1) * sizeof *v);
+  if (!v || !read_slot(s, n, v)) {
+    free(v);
+    return luaL_error(L, "capi.read: cannot read the tensor's memory");
+  }
+  lua_createtable(L, (int)n, 0);
+  for (size_t i = 0; i < n; i++) {
+    lua_pushnumber(L, v[i]);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  free(v);
+  return 1;
+}
+
+static int l_keep(lua_State *L) {
+  struct slot *s = slot_at(L, 1);
+  s->n = (size_t)luaL_checkinteger(L, 2);
+  s->value = luaL_checknumber(L, 3);
+  s->keep = 1;
+  return 0;
+}
+
+/* After lua_close: the kept slots' memory still holds their values; every
+   slot is let go; every host tensor was deleted exactly once. */
+static void check_tensors(void) {
+  char msg[128];
+  for (int i = 0; i < nslots; i++) {
+    struct slot *s = &slots[i];
+    if (s->given) continue;
+    if (s->keep) {
+      double *v = malloc((s->n ? s->n : 1) * sizeof *v);
+      if (!v || !read_slot(s, s->n, v)) fail("keep", "reading a tensor after lua_close");
+      for (size_t j = 0; v && j < s->n; j++)
+        if (v[j] != s->value) {
+          snprintf(msg, sizeof msg, "slot %d, element %zu is %g after lua_close, "
+                   "expected %g", i, j, v[j], s->value);
+          fail("keep", msg);
+          break;
+        }
+      free(v);
+    }
+    give(s);
+  }
+  for (int i = 0; i < nexts; i++)
+    if (exts[i].deleted != 1) {
+      snprintf(msg, sizeof msg, "host tensor %d: its deleter ran %d times", i,
+               exts[i].deleted);
+      fail("deleter", msg);
+    }
+}
+
 static size_t free0; /* device memory free at the start, or at baseline() */
 
 static int l_baseline(lua_State *L) {
@@ -203,7 +509,11 @@ static int script(const char *lua_dir, const char *path) {
   cugraph_openlibs(L, lua_dir);
   static const luaL_Reg funcs[] = {
     {"tograph", l_tograph}, {"launch", l_launch}, {"release", l_release},
-    {"after", l_after}, {"baseline", l_baseline}, {NULL, NULL}
+    {"after", l_after}, {"baseline", l_baseline}, {"tensor", l_tensor},
+    {"push", l_push}, {"deleted", l_deleted}, {"delete", l_delete},
+    {"take", l_take}, {"give", l_give}, {"read", l_read}, {"keep", l_keep},
+    {"pushslot", l_pushslot},
+    {NULL, NULL}
   };
   luaL_newlib(L, funcs);
   lua_setglobal(L, "capi");
@@ -214,6 +524,7 @@ static int script(const char *lua_dir, const char *path) {
   for (int i = 0; i < nhandles; i++)
     if (handles[i].g && handles[i].check) check_after(&handles[i]);
   for (int i = 0; i < nhandles; i++) cugraph_graph_release(handles[i].g);
+  check_tensors();
   size_t slack = getenv("CUGRAPH_LUA_LIBCUDA") ? 0 : 4 << 20;
   cu.cuCtxSynchronize();
   if (cu.cuMemGetInfo(&free1, &total) || free1 + slack < free0) {

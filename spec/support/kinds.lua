@@ -12,6 +12,9 @@ return function(cuda, H)
     { "buffer", function() return cuda.buffer("i32", N):fill(0) end, through },
     { "view", function() return cuda.buffer("i32", 2 * N):fill(0):view(N, N) end,
       through },
+    { "DLPack buffer", function()
+        return cuda.from_dlpack(cuda.buffer("i32", N):fill(0):dlpack())
+      end, through },
     { "host buffer", function() return cuda.host_buffer("i32", N) end,
       function(o, s, y) y:download_into(o, s); y:upload(o, s); inc(s, y) end },
     { "scalar", function() return cuda.scalar("f32", 1) end,

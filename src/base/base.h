@@ -18,7 +18,8 @@
 /* The Lua types; cg_obj.kind. */
 typedef enum cg_kind {
   CG_STREAM, CG_BUFFER, CG_SCALAR, CG_EVENT, CG_MODULE, CG_KERNEL, CG_GRAPH,
-  CG_GLRESOURCE, CG_CONDITION, CG_HOSTBUF, CG_NODE, CG_COMM, CG_NKINDS
+  CG_GLRESOURCE, CG_CONDITION, CG_HOSTBUF, CG_NODE, CG_COMM, CG_DLTENSOR,
+  CG_NKINDS
 } cg_kind;
 extern const char *const cg_kind_names[]; /* "cugraph.Buffer", ... */
 
@@ -26,7 +27,7 @@ extern const char *const cg_kind_names[]; /* "cugraph.Buffer", ... */
    (release.c): each object kind holds one kind of handle in cg_obj.drv. */
 typedef enum cg_hkind {
   CG_H_NONE, CG_H_MEM, CG_H_HOST, CG_H_MODULE, CG_H_STREAM, CG_H_EVENT,
-  CG_H_GRAPH, CG_H_EXEC, CG_H_GLRES, CG_H_COMM, CG_H_NKINDS
+  CG_H_GRAPH, CG_H_EXEC, CG_H_GLRES, CG_H_COMM, CG_H_DLPACK, CG_H_NKINDS
 } cg_hkind;
 
 typedef union cg_handle {
@@ -39,6 +40,9 @@ typedef union cg_handle {
   CUgraphExec exec;
   CUgraphicsResource res;   /* CG_H_GLRES: cuGraphicsGLRegisterBuffer */
   void *comm;               /* CG_H_COMM: an ncclComm_t */
+  uintptr_t dlpack;         /* CG_H_DLPACK: a DLManagedTensor, or with bit
+                               0 set a DLManagedTensorVersioned: destroyed
+                               by calling its deleter */
   void *p;                  /* any pointer handle, as release.c sees it */
 } cg_handle;
 
@@ -262,6 +266,9 @@ void cg_newtype(lua_State *L, cg_kind kind, const luaL_Reg *methods,
    refused, or when collected kept until the last graph lets it go. */
 int cg_close(lua_State *L, cg_kind kind, int collected);
 void cg_unpinned(lua_State *L, cg_obj *o); /* uses fell to 0 */
+/* Closes o now, or when the last live graph that uses it lets go: for an
+   object whose life ends with another's (a DLPack tensor with its Buffer). */
+void cg_close_later(lua_State *L, cg_obj *o);
 /* Raises unless the option table at idx has only the keys of the
    NULL-ended list: "what: unknown option 'k' (valid: a, b, c)". */
 void cg_check_options(lua_State *L, int idx, const char *what,
@@ -277,6 +284,10 @@ cg_hkind cg_hkind_of(cg_kind k);
 void cg_release(lua_State *L, cg_ctx *ctx, cg_hkind hk, cg_handle h);
 /* Frees the deferred handles of every device (after a capture ends). */
 void cg_flush_deferred(lua_State *L, cg_ctx *ctx);
+/* Forgets the deferred handles of a device that closes without freeing
+   them (a poisoned context, work still running): DLPack tensors' deleters
+   run all the same, unless that work still runs. No driver call. */
+void cg_drop_deferred(cg_ctx *ctx);
 /* An error of a finalizer or :free(), "api: name": counted in cuda.status()
    and given as a warning, never raised. */
 void cg_record(lua_State *L, cg_ctx *ctx, const char *api, const char *name);

@@ -481,6 +481,7 @@ static void close_device(lua_State *L, cg_ctx *ctx) {
     cg_drv.cuDevicePrimaryCtxRelease(ctx->dev);
   if (ctx->hung_wait && !hung) drop_wait(ctx->hung_wait);
   ctx->closed = 1;
+  cg_drop_deferred(ctx);
   free(ctx->deferred);
   ctx->deferred = NULL;
 }

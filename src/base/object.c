@@ -9,7 +9,8 @@
 const char *const cg_kind_names[] = {
   "cugraph.Stream", "cugraph.Buffer", "cugraph.Scalar", "cugraph.Event",
   "cugraph.Module", "cugraph.Kernel", "cugraph.Graph", "cugraph.GLResource",
-  "cugraph.Condition", "cugraph.HostBuffer", "cugraph.Node", "cugraph.Comm"
+  "cugraph.Condition", "cugraph.HostBuffer", "cugraph.Node", "cugraph.Comm",
+  "cugraph.DLTensor"
 };
 
 void *cg_newobj(lua_State *L, cg_ctx *ctx, size_t size, cg_kind kind) {
@@ -152,6 +153,12 @@ int cg_close(lua_State *L, cg_kind kind, int collected) {
   }
   release(L, o);
   return 0;
+}
+
+void cg_close_later(lua_State *L, cg_obj *o) {
+  if (!o->open) return;
+  if (o->uses) o->zombie = 1;
+  else release(L, o);
 }
 
 void cg_unpinned(lua_State *L, cg_obj *o) {

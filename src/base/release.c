@@ -11,6 +11,7 @@
 #include <string.h>
 #include "base/base.h"
 #include "base/nccl.h"
+#include "cugraph.h"
 
 /* What each object kind holds in cg_obj.drv, and whether a C graph made
    from a graph that pins such an object holds the handle too: what a
@@ -18,7 +19,8 @@
    communicator's resources). A stream's nodes do not refer to it; a graph
    is copied whole; a kernel's code is its module's, a node's records its
    graph's; a GL resource's memory is mapped only inside its map scope, out
-   of which a graph that captured it cannot live. */
+   of which a graph that captured it cannot live. A DLPack tensor holds the
+   memory of the Buffer made from it: it is shared like memory. */
 static const struct {
   unsigned char hk;     /* cg_hkind */
   unsigned char shared;
@@ -29,15 +31,28 @@ static const struct {
   [CG_GRAPH] = { CG_H_EXEC, 0 },      [CG_GLRESOURCE] = { CG_H_GLRES, 0 },
   [CG_CONDITION] = { CG_H_MEM, 1 },   [CG_HOSTBUF] = { CG_H_HOST, 1 },
   [CG_NODE] = { CG_H_NONE, 0 },       [CG_COMM] = { CG_H_COMM, 1 },
+  [CG_DLTENSOR] = { CG_H_DLPACK, 1 },
 };
 
 static const char *const destroy_api[CG_H_NKINDS] = {
   "", "cuMemFree", "cuMemFreeHost", "cuModuleUnload", "cuStreamDestroy",
   "cuEventDestroy", "cuGraphDestroy", "cuGraphExecDestroy",
-  "cuGraphicsUnregisterResource", "ncclCommDestroy"
+  "cuGraphicsUnregisterResource", "ncclCommDestroy", "DLPack deleter"
 };
 
 cg_hkind cg_hkind_of(cg_kind k) { return (cg_hkind)kinds[k].hk; }
+
+/* Calls a DLPack tensor's deleter, when it has one: the producer's code,
+   which frees the memory or lets go of its references to it. */
+static void dlpack_delete(uintptr_t t) {
+  if (t & 1) {
+    DLManagedTensorVersioned *v = (DLManagedTensorVersioned *)(t - 1);
+    if (v->deleter) v->deleter(v);
+  } else {
+    DLManagedTensor *m = (DLManagedTensor *)t;
+    if (m->deleter) m->deleter(m);
+  }
+}
 
 /* Destroys h, with its context current. A communicator of a context that
    met a sticky error is aborted instead (its work can never finish). NCCL's
@@ -53,6 +68,7 @@ static int destroy(cg_hkind hk, cg_handle h, int poisoned, const char **api) {
   case CG_H_GRAPH: return cg_drv.cuGraphDestroy(h.graph);
   case CG_H_EXEC: return cg_drv.cuGraphExecDestroy(h.exec);
   case CG_H_GLRES: return cg_drv.cuGraphicsUnregisterResource(h.res);
+  case CG_H_DLPACK: dlpack_delete(h.dlpack); return 0;
   case CG_H_COMM:
     if (cg_nccl_load()) return 0; /* none was made without NCCL */
     if (poisoned) *api = "ncclCommAbort";
@@ -86,8 +102,11 @@ static void destroy_now(lua_State *L, cg_ctx *ctx, cg_hkind hk, cg_handle h) {
 }
 
 /* A communicator is aborted after a sticky error; every other handle of a
-   poisoned or closed context is left to the process's end. */
+   poisoned or closed context is left to the process's end, but for DLPack
+   tensors: their deleters run exactly once whatever the context's state
+   (the producer owns the memory and what else it made for the tensor). */
 static int may_destroy(cg_ctx *ctx, cg_hkind hk) {
+  if (hk == CG_H_DLPACK) return 1;
   if (!ctx->ready || ctx->root->closed || ctx->closed) return 0;
   return !ctx->poison || hk == CG_H_COMM;
 }
@@ -112,10 +131,19 @@ void cg_release(lua_State *L, cg_ctx *ctx, cg_hkind hk, cg_handle h) {
   if (r != CUDA_SUCCESS) {
     char buf[CG_ERRNAME];
     cg_record(L, ctx, "cuCtxSetCurrent", cg_driver_errname(r, buf));
+    if (hk == CG_H_DLPACK) dlpack_delete(h.dlpack);
     return;
   }
   if (ctx->ndeferred) cg_flush_deferred(L, ctx); /* held back before */
   destroy_now(L, ctx, hk, h);
+}
+
+void cg_drop_deferred(cg_ctx *ctx) {
+  if (!cg_still_hung(ctx))
+    for (size_t i = 0; i < ctx->ndeferred; i++)
+      if (ctx->deferred[i].hk == CG_H_DLPACK)
+        dlpack_delete(ctx->deferred[i].h.dlpack);
+  ctx->ndeferred = 0;
 }
 
 /* Called with ctx's context current on this thread, and left so; the
@@ -141,7 +169,8 @@ int cg_shareable(const cg_obj *o) {
 /* Frees the share and its handle (if still there). */
 static void share_free(cg_share *sh) {
   const char *api;
-  if (sh->h.p && cg_make_current(sh->cu) == CUDA_SUCCESS)
+  if (sh->h.p && (cg_make_current(sh->cu) == CUDA_SUCCESS ||
+                  sh->hk == CG_H_DLPACK))
     destroy((cg_hkind)sh->hk, sh->h, 0, &api);
   cg_drv.cuDevicePrimaryCtxRelease(sh->dev);
   pthread_mutex_destroy(&sh->lock);

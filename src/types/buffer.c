@@ -54,9 +54,12 @@ static int buffer_new(lua_State *L) {
   return 1;
 }
 
-/* A view's parent (its user value 1) counts one open view fewer. */
+/* A view's parent (its user value 1) counts one open view fewer; a DLPack
+   tensor closes with the Buffer made from it. */
 static void buffer_release(lua_State *L, cg_obj *o) {
-  if (o->parent) o->parent->views--;
+  if (!o->parent) return;
+  o->parent->views--;
+  if (o->parent->kind == CG_DLTENSOR) cg_close_later(L, o->parent);
 }
 
 void cg_check_no_views(lua_State *L, const cg_buffer *b) {
@@ -523,6 +526,7 @@ static int buffer_tostring(lua_State *L) {
                      : !b->h.parent ? (b->h.owned || b->h.graphmem ? ""
                                                        : ", borrowed")
                      : b->h.parent->kind == CG_MODULE ? ", module global"
+                     : b->h.parent->kind == CG_DLTENSOR ? ", DLPack"
                      : ", view");
 }
 

@@ -50,9 +50,15 @@ static int buffer_pitch(lua_State *L) {
   return 1;
 }
 
-/* b:shape() -> width, height, depth (pitched), or the element count */
+/* b:shape() -> width, height, depth (pitched), a DLPack tensor's shape
+   (outermost first), or the element count */
 static int buffer_shape(lua_State *L) {
   cg_buffer *b = cg_checkobj(L, 1, CG_BUFFER);
+  if (b->shaped) {
+    luaL_checkstack(L, b->ndim, "too many dimensions");
+    for (int i = 0; i < b->ndim; i++) lua_pushinteger(L, b->shape[i]);
+    return b->ndim;
+  }
   if (!b->pitch) {
     lua_pushinteger(L, (lua_Integer)b->n);
     return 1;

@@ -20,15 +20,29 @@ typedef struct cg_event {
 } cg_event;
 
 /* cugraph.Buffer: h.drv.mem. A view (b:view) borrows its parent's memory
-   (h.parent, its user value 1); the parent counts its open views. */
+   (h.parent, its user value 1); the parent counts its open views. A Buffer
+   over a DLPack tensor (dlpack.c) is a view of the cugraph.DLTensor that
+   holds the tensor, and closes it when it closes. */
 typedef struct cg_buffer {
   cg_obj h;
   size_t n;
   cg_type type;
   unsigned char managed; /* managed memory (cuda.managed), or a view of it */
+  unsigned char shaped; /* over a DLPack tensor: ndim and shape are its */
+  int ndim;
+  const int64_t *shape; /* the tensor's own array, which lives with it */
   size_t pitch;         /* cuda.pitched: bytes a row, else 0 */
   size_t width, height, depth; /* cuda.pitched: its shape in elements */
 } cg_buffer;
+
+/* cugraph.DLTensor: a DLPack tensor, h.drv.dlpack (base.h). One from
+   b:dlpack() lends a Buffer's memory until it is consumed, taken by C or
+   closed; one a Buffer was made from is that Buffer's parent (h.views
+   counts it: a tensor is consumed once). */
+typedef struct cg_dltensor {
+  cg_obj h;
+  int taken;            /* given to C (cugraph_todlpack): no longer ours */
+} cg_dltensor;
 
 /* cugraph.HostBuffer: page-locked host memory, h.drv.host. */
 typedef struct cg_hostbuf {
@@ -113,5 +127,6 @@ void comm_open(lua_State *L);
 void cg_need_nccl(lua_State *L);
 int cg_nccl_id(lua_State *L);
 void rendezvous_open(lua_State *L); /* cuda.world, cuda.nccl_rendezvous* */
+void dlpack_open(lua_State *L);
 
 #endif
