@@ -65,6 +65,7 @@ local ALIASES = aliases("types/cugraph.lua")
 local OBJECTS = {
   Stream = true, Event = true, Buffer = true, Scalar = true, Module = true, Kernel = true,
   Graph = true, Node = true, Condition = true, HostBuffer = true, Comm = true, GLResource = true,
+  DLTensor = true,
 }
 
 -- Whether v is of the annotated type t (a LuaCATS type, as the stubs write them).
@@ -244,7 +245,15 @@ local recipes = {
   ["cuda.can_access_peer"] = function() return 0, 0 end,
   ["cuda.nccl_version"] = function() end,
   ["cuda.nccl_id"] = function() end,
-  ["cuda.nccl_rendezvous"] = function(F) return F.tmp, 0, 5 end,
+  ["cuda.nccl_rendezvous"] = function(F) return F.tmp, 0, 5, "job" end,
+  ["cuda.nccl_rendezvous_tcp"] = function() return "127.0.0.1:" .. H.free_port(), 0, 1, 5, "job" end,
+  ["cuda.world"] = function() end,
+  ["cuda.from_dlpack"] = function(F) return F.buf():dlpack() end,
+  ["Buffer:dlpack"] = function(F) return F.buf(4), { 2, 2 } end,
+  ["DLTensor:shape"] = function(F) return F.buf(4):dlpack({ 2, 2 }) end,
+  ["DLTensor:type"] = function(F) return F.buf(4):dlpack() end,
+  ["DLTensor:free"] = function(F) return F.buf(4):dlpack() end,
+  ["DLTensor:close"] = function(F) return F.buf(4):dlpack() end,
   ["cuda.comm"] = function() return cuda.nccl_id(), 1, 0 end,
   ["cuda.comms"] = function() return { 0 } end,
   ["cuda.comm_world"] = function() end,
