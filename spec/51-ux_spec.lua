@@ -229,7 +229,9 @@ describe("the command line", function()
     assert.equals(0, code, out)
     assert.matches("^export LUA_PATH='/[^']*/%?%.lua;[^']*/%?/init%.lua;;'\nexport LUA_CPATH='/[^']*/%?%.so;;'\n$", out)
     if os.execute("command -v lua5.4 >/dev/null 2>&1") then
+      local preload = os.getenv("CUGRAPH_LUA_PRELOAD") -- a sanitizer's runtime
       local p = assert(io.popen("eval \"$(" .. H.build .. "/cugraph-lua --paths)\"; " ..
+                                (preload and "LD_PRELOAD=" .. H.quote(preload) .. " " or "") ..
                                 "lua5.4 -e 'print(require(\"cugraph\")._VERSION)' 2>&1"))
       local v = p:read("a")
       p:close()
