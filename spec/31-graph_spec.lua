@@ -298,3 +298,45 @@ describe("cugraph.Graph", function()
     s:synchronize()
   end)
 end)
+
+describe("g:memory()", function()
+  it("counts the graph's allocations and what its nodes keep alive, each object once", function()
+    local s = cuda.stream()
+    local x = cuda.buffer("f32", 1024):fill(0)
+    local v = x:view(16, 32)
+    local h = cuda.host_buffer("f32", 64)
+    local c = cuda.scalar("f32", 0)
+    local m = H.kernels()
+    local g = s:capture(function()
+      local t = cuda.buffer("f32", 256, { stream = s })
+      t:fill(1, s)
+      x:copy(t, { count = 256 }, s)
+      v:fill(2, s)                 -- a view: its buffer counts, once
+      x:upload(h, s)
+      m.add_scalar_f32:launch(s, 1, 32, x, c, 32)   -- x again: not counted twice
+      t:free(s)
+    end)
+    local mem = g:memory()
+    assert.equals(1024, mem.allocations)
+    assert.same({ device = 4096 + 8, host = 256, buffers = 1, host_buffers = 1, scalars = 1,
+                  conditions = 0, others = 0 }, mem.keeps)
+    assert.is_nil(mem.instance)
+    local err = H.error_of(g.memory, g, true)
+    assert.matches("a graph with allocation nodes cannot be instantiated a second time", tostring(err))
+    local g2 = s:capture(function() x:fill(0, s) end)
+    local m2 = g2:memory(true)
+    assert.is_true(math.type(m2.instance) == "integer" and m2.instance >= 0)
+    assert.same({ allocations = 0, keeps = m2.keeps, instance = m2.instance }, m2)
+    local list = cuda.memory().graphs
+    assert.equals(g:id(), list[1].id)   -- the largest first
+    assert.equals(1024, list[1].allocations)
+    assert.equals(4096 + 8, list[1].keeps)
+    local ids = {}
+    for _, e in ipairs(list) do ids[e.id] = true end
+    assert.is_true(ids[g2:id()])
+    g:free()
+    for _, e in ipairs(cuda.memory().graphs) do assert.is_true(e.id ~= g:id()) end
+    assert.error_matches(function() s:capture(function() g2:memory() end) end,
+                         "g:memory%(%) .*capture")
+  end)
+end)

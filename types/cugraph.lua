@@ -475,6 +475,9 @@ function Graph:rebind(old, new, ...) end
 ---@param verbose? boolean
 ---@return cugraph.Graph self
 function Graph:dot(path, verbose) end
+---@param measure? boolean instantiate and upload a copy to measure what an instance takes
+---@return cugraph.GraphMemory
+function Graph:memory(measure) end
 ---@return integer
 function Graph:launches() end
 ---@return integer
@@ -604,6 +607,21 @@ function cuda.buffer(type, n_or_data, opts) end
 ---@field used integer
 ---@field graph cugraph.MemoryUse? graph allocations (cuDeviceGetGraphMemAttribute)
 ---@field pool cugraph.MemoryUse? the default pool (cuMemPoolGetAttribute)
+---@field graphs {id: integer, allocations: integer, keeps: integer, keeps_host: integer}[] open graphs, largest first
+
+---@class cugraph.GraphKeeps
+---@field device integer bytes of device memory its nodes refer to (buffers, scalars, conditions)
+---@field host integer bytes of host buffers its nodes copy from or to
+---@field buffers integer
+---@field host_buffers integer
+---@field scalars integer
+---@field conditions integer
+---@field others integer
+
+---@class cugraph.GraphMemory
+---@field allocations integer bytes its allocation nodes allocate
+---@field keeps cugraph.GraphKeeps what it keeps alive
+---@field instance integer? bytes an instantiation takes on the device (g:memory(true))
 
 ---@return cugraph.Memory
 function cuda.memory() end

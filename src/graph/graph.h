@@ -113,6 +113,7 @@ void cond_open(lua_State *L);
 void node_open(lua_State *L);
 void rebind_open(lua_State *L);
 void dot_open(lua_State *L);
+void memory_open(lua_State *L); /* g:memory, cuda.memory().graphs */
 void reload_open(lua_State *L);
 
 #endif

@@ -1,0 +1,181 @@
+/* What graphs cost in memory: g:memory() and the graphs of cuda.memory().
+   A graph owns the memory its allocation nodes allocate (from its
+   records) and what an instantiation takes on the device, which the
+   driver does not report per graph: g:memory(true) measures it by
+   instantiating and uploading a copy between two cuMemGetInfo calls. It
+   keeps alive what its nodes refer to (its records). */
+#include <stdint.h>
+#include <string.h>
+#include "graph/graph.h"
+
+typedef struct tally {
+  size_t allocs, device, host;   /* bytes */
+  unsigned buffers, host_buffers, scalars, conditions, others;
+} tally;
+
+static size_t buffer_bytes(const cg_buffer *b) {
+  if (b->pitch) return b->pitch * b->height * (b->depth ? b->depth : 1);
+  return b->n * cg_type_size[b->type];
+}
+
+/* One object a node of the graph refers to, counted once (seen: a table
+   at the top of the stack, keyed by the object's address). */
+static void add(lua_State *L, const cg_obj *o, int alloc, tally *t) {
+  while (o && o->parent) o = o->parent; /* a view: its buffer's memory */
+  if (!o) return;
+  void *key = (void *)(uintptr_t)o;
+  lua_pushlightuserdata(L, key);
+  if (lua_rawget(L, -2) != LUA_TNIL) {
+    lua_pop(L, 1);
+    return;
+  }
+  lua_pop(L, 1);
+  lua_pushlightuserdata(L, key);
+  lua_pushboolean(L, 1);
+  lua_rawset(L, -3);
+  switch (o->kind) {
+  case CG_BUFFER:
+    if (alloc) { /* the graph's own: made by its allocation node */
+      t->allocs += buffer_bytes((const cg_buffer *)o);
+      break;
+    }
+    t->buffers++;
+    t->device += buffer_bytes((const cg_buffer *)o);
+    break;
+  case CG_HOSTBUF:
+    t->host_buffers++;
+    t->host += ((const cg_hostbuf *)o)->n *
+               cg_type_size[((const cg_hostbuf *)o)->type];
+    break;
+  case CG_SCALAR: t->scalars++; t->device += 8; break;
+  case CG_CONDITION: t->conditions++; t->device += 4; break;
+  default: t->others++;
+  }
+}
+
+/* The objects the graph's nodes refer to (its records, any depth). */
+static void count(lua_State *L, const cg_graph *gr, tally *t) {
+  memset(t, 0, sizeof *t);
+  const cg_recs *r = gr->recs;
+  if (!r) return;
+  lua_createtable(L, 0, 16);
+  for (size_t i = 0; i < r->n; i++) /* the graph's own memory first */
+    if (r->v[i].kind == NK_ALLOC) add(L, r->v[i].obj[0], 1, t);
+  for (size_t i = 0; i < r->n; i++)
+    for (int k = 0; k < 2; k++) add(L, r->v[i].obj[k], 0, t);
+  for (size_t i = 0; i < r->nobjs; i++) add(L, r->objs[i], 0, t);
+  lua_pop(L, 1);
+}
+
+static void setint(lua_State *L, const char *k, size_t v) {
+  lua_pushinteger(L, (lua_Integer)v);
+  lua_setfield(L, -2, k);
+}
+
+static void push_tally(lua_State *L, const tally *t) {
+  lua_createtable(L, 0, 4);
+  setint(L, "allocations", t->allocs);
+  lua_createtable(L, 0, 8);
+  setint(L, "device", t->device);
+  setint(L, "host", t->host);
+  setint(L, "buffers", t->buffers);
+  setint(L, "host_buffers", t->host_buffers);
+  setint(L, "scalars", t->scalars);
+  setint(L, "conditions", t->conditions);
+  setint(L, "others", t->others);
+  lua_setfield(L, -2, "keeps");
+}
+
+/* Device bytes an instantiation of gr's graph takes, uploaded: a copy is
+   made and destroyed between two readings of the device's free memory
+   (other work on the device at that moment counts too). */
+static size_t measure(lua_State *L, cg_graph *gr) {
+  cg_ctx *ctx = gr->h.ctx;
+  size_t before = 0, after = 0, total = 0;
+  CUgraphExec x = NULL;
+  cg_sync(L, ctx);
+  CU(L, ctx, cuMemGetInfo, &before, &total);
+  CU(L, ctx, cuGraphInstantiate, &x, gr->g, 0);
+  CUresult r = cg_drv.cuGraphUpload(x, gr->stream);
+  if (r == CUDA_SUCCESS) r = cg_drv.cuStreamSynchronize(gr->stream);
+  if (r == CUDA_SUCCESS) r = cg_drv.cuMemGetInfo(&after, &total);
+  CUresult d = cg_drv.cuGraphExecDestroy(x);
+  cg_check(L, ctx, "cuGraphUpload", r);
+  cg_check(L, ctx, "cuGraphExecDestroy", d);
+  return before > after ? before - after : 0;
+}
+
+/* g:memory([measure]) -> {allocations =, keeps = {...}[, instance =]} */
+static int graph_memory(lua_State *L) {
+  cg_graph *gr = cg_checkobj(L, 1, CG_GRAPH);
+  int want = lua_toboolean(L, 2);
+  cg_check_open(L, &gr->h);
+  cg_check_outside(L, gr->h.ctx, "g:memory()", "ask after the capture ends");
+  int allocating = 0;
+  for (size_t i = 0; gr->recs && i < gr->recs->n; i++)
+    allocating |= gr->recs->v[i].kind == NK_ALLOC;
+  if (want && (allocating || gr->conds))
+    luaL_error(L, "g:memory(true): a graph with %s cannot be instantiated a "
+               "second time to be measured; g:memory() gives the rest",
+               gr->conds ? "conditional nodes" : "allocation nodes");
+  size_t inst = want ? measure(L, gr) : 0;
+  tally t;
+  count(L, gr, &t);
+  push_tally(L, &t);
+  if (want) setint(L, "instance", inst);
+  return 1;
+}
+
+/* cuda.memory() with graphs = {{id =, allocations =, keeps = bytes}, ...}
+   from the largest; upvalue 1: the memory function below this layer. */
+static int memory(lua_State *L) {
+  lua_settop(L, 0);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_call(L, 0, 1);
+  cg_ctx *ctx = cg_context(L);
+  cg_graphstate *gs = cg_graphstate_of(L, ctx);
+  lua_newtable(L);
+  int n = 0;
+  for (cg_graph *gr = gs->graphs; gr; gr = gr->next) {
+    tally t;
+    count(L, gr, &t);
+    lua_createtable(L, 0, 4);
+    setint(L, "id", gr->id);
+    setint(L, "allocations", t.allocs);
+    setint(L, "keeps", t.device);
+    setint(L, "keeps_host", t.host);
+    lua_rawseti(L, -2, ++n);
+  }
+  /* largest first: allocations plus what it keeps, insertion sort */
+  for (int i = 2; i <= n; i++)
+    for (int j = i; j > 1; j--) {
+      lua_rawgeti(L, -1, j - 1);
+      lua_rawgeti(L, -2, j);
+      lua_getfield(L, -2, "allocations");
+      lua_getfield(L, -3, "keeps");
+      lua_Integer a = lua_tointeger(L, -2) + lua_tointeger(L, -1);
+      lua_getfield(L, -3, "allocations");
+      lua_getfield(L, -4, "keeps");
+      lua_Integer b = lua_tointeger(L, -2) + lua_tointeger(L, -1);
+      lua_pop(L, 4);
+      if (a >= b) {
+        lua_pop(L, 2);
+        break;
+      }
+      lua_rawseti(L, -3, j - 1);
+      lua_rawseti(L, -2, j);
+    }
+  lua_setfield(L, -2, "graphs");
+  return 1;
+}
+
+void memory_open(lua_State *L) {
+  luaL_getmetatable(L, cg_kind_names[CG_GRAPH]);
+  lua_getfield(L, -1, "methods");
+  lua_pushcfunction(L, graph_memory);
+  lua_setfield(L, -2, "memory");
+  lua_pop(L, 2);
+  lua_getfield(L, -1, "memory"); /* the module table's, from graphmem.c */
+  lua_pushcclosure(L, memory, 1);
+  lua_setfield(L, -2, "memory");
+}
