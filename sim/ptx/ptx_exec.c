@@ -321,7 +321,9 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
                unsigned top = pos + len - 1 >= (unsigned)bits ? (unsigned)bits - 1
                                                               : pos + len - 1;
                int sgn = (int)(x >> top & 1);
-               if (sgn && len < 64) v |= ~0ull << len;
+               /* positions past the top bit take the sign too */
+               unsigned got = len < (unsigned)bits - pos ? len : (unsigned)bits - pos;
+               if (sgn && got < 64) v |= ~0ull << got;
              }
            }
            D[l] = zx(v, bits));
