@@ -338,6 +338,9 @@ local api_types = {
   Comm = { section = "Collectives (NCCL)", as = { "c", "comm" } },
   GLResource = { section = "OpenGL interop", as = { "r" } },
   DLTensor = { section = "DLPack tensors", as = { "t" } },
+  Rng = { section = "Random numbers", as = { "r" } },
+  Elementwise = { section = "Elementwise kernels", as = { "ew" } },
+  Reduction = { section = "Reductions", as = { "red" } },
 }
 
 describe("annotations and docs", function()
@@ -348,7 +351,9 @@ describe("annotations and docs", function()
   local objects = { Stream = s, Event = cuda.event(), Buffer = b, Scalar = cuda.scalar("u32"),
                     Module = m, Kernel = m.saxpy, Graph = g, Node = g:node(1),
                     Condition = cuda.condition(1), HostBuffer = cuda.host_buffer("f32", 4),
-                    Comm = cuda.comm_world(), DLTensor = b:dlpack() }
+                    Comm = cuda.comm_world(), DLTensor = b:dlpack(), Rng = cuda.rng(1),
+                    Elementwise = cuda.elementwise("f32 x -> f32 y", "y = x"),
+                    Reduction = cuda.reduction { input = "f32 x", reduce = "a + b", identity = 0 } }
   local api = read("docs/api.md")
   -- the methods of each type, from its metatable (a GL resource needs a GL
   -- context to exist: its metatable is the registry's)

@@ -378,6 +378,72 @@ function Scalar:address() end
 function Scalar:free() end
 function Scalar:close() end
 
+---@class cugraph.Rng
+local Rng = {}
+--- Fills buf with uniform values in [lo, hi) from the counter on the device, then advances it.
+---@param buf cugraph.Buffer f32 or f64
+---@param lo? number 0 by default
+---@param hi? number 1 by default
+---@param stream? cugraph.Stream none: after all device work, complete on return
+---@return cugraph.Rng self
+---@overload fun(self: cugraph.Rng, buf: cugraph.Buffer, stream?: cugraph.Stream): cugraph.Rng
+function Rng:uniform(buf, lo, hi, stream) end
+--- Fills buf with normal values (Box-Muller), then advances the counter.
+---@param buf cugraph.Buffer f32 or f64
+---@param mean? number 0 by default
+---@param std? number 1 by default
+---@param stream? cugraph.Stream
+---@return cugraph.Rng self
+---@overload fun(self: cugraph.Rng, buf: cugraph.Buffer, stream?: cugraph.Stream): cugraph.Rng
+function Rng:normal(buf, mean, std, stream) end
+--- Fills a u32 buffer with the raw Philox words.
+---@param buf cugraph.Buffer u32
+---@param stream? cugraph.Stream
+---@return cugraph.Rng self
+function Rng:bits(buf, stream) end
+--- A new key; the offset goes back to 0.
+---@param seed integer
+---@param subsequence? integer the generator's own by default
+---@return cugraph.Rng self
+function Rng:seed(seed, subsequence) end
+---@return integer offset the counter, in Philox blocks of four 32-bit words
+function Rng:offset() end
+---@param n integer
+---@return cugraph.Rng self
+function Rng:set_offset(n) end
+function Rng:free() end
+function Rng:close() end
+
+--- A kernel from a signature and a body; call it with its arguments (inputs, then outputs) and an optional stream.
+---@class cugraph.Elementwise
+---@overload fun(...: number|cugraph.Buffer|cugraph.Scalar|cugraph.Stream)
+local Elementwise = {}
+---@return string source the CUDA C it compiled
+function Elementwise:source() end
+---@return cugraph.Kernel
+function Elementwise:kernel() end
+
+--- A reduction; call it with its inputs, then the result (a Buffer's element 0 or a Scalar), and an optional stream.
+---@class cugraph.Reduction
+---@overload fun(...: number|cugraph.Buffer|cugraph.Scalar|cugraph.Stream)
+local Reduction = {}
+---@return string source
+function Reduction:source() end
+---@return cugraph.Kernel part the per-block pass
+---@return cugraph.Kernel final the pass over the partial results
+function Reduction:kernels() end
+
+---@class cugraph.ReductionSpec
+---@field input string "f32 x, f32 y": parameters as for cuda.elementwise's inputs
+---@field map? string C expression of the inputs and i, n; the sole input by default
+---@field reduce string C expression of a and b
+---@field identity number|string the value reduce starts from
+---@field post? string C expression of r and n; "r" by default
+---@field output? cugraph.ElementType the result's type; the accumulator's by default
+---@field accumulate? cugraph.ElementType the accumulator's type; output's, else the first input's
+---@field name? string a C identifier, the kernels' name
+---@field preamble? string CUDA C before the kernels
+
 ---@class cugraph.Module
 ---@field [string] cugraph.Kernel? a kernel by name; nil when there is none
 local Module = {}
@@ -674,5 +740,18 @@ function cuda.entries(ptx) end
 ---@return cugraph.Buffer
 ---@return integer[] shape
 function cuda.load(path) end
+
+---@param seed integer its 64 bits are the Philox key
+---@param opts? {subsequence?: integer}
+---@return cugraph.Rng
+function cuda.rng(seed, opts) end
+---@param signature string "f32 x, f32 a -> f32 y"
+---@param body string CUDA C with the parameters by name, i and n
+---@param opts? {name?: string, preamble?: string, block?: integer}
+---@return cugraph.Elementwise
+function cuda.elementwise(signature, body, opts) end
+---@param spec cugraph.ReductionSpec
+---@return cugraph.Reduction
+function cuda.reduction(spec) end
 
 return cuda

@@ -216,4 +216,9 @@ function cuda.comm_world()
   return (call(core.comm, id, w.size, w.rank))
 end
 
+local gen = require "cugraph.gen"
+gen.init(cuda, raise)
+require "cugraph.rng" (cuda)
+require "cugraph.elementwise" (cuda)
+
 return cuda
