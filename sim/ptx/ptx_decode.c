@@ -364,6 +364,7 @@ sim_module *sim_load(const char *ptx, char *err, size_t nerr) {
       for (size_t j = 0; j < sizeof f / sizeof *f; j++)
         if (*f[j] >= CONST_MARK) *f[j] = *f[j] - CONST_MARK + m->const_base;
     }
+    dec_fast_forms(m);
   }
 out:
   if (!d.failed && !d.t) d.failed = 0;

@@ -104,6 +104,105 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
     uint32_t em = f->mask;
     if (in->guard >= 0) em &= in->gneg ? ~wp->p[in->guard] : wp->p[in->guard];
     executed += lanes(f->mask);
+    switch (in->x) { /* the fast forms; a break runs the general code */
+    case X_NONE:
+      break;
+    case X_LD_SH4: case X_LD_SH4S: case X_LD_SH8: {
+      const uint64_t *Bs = R(in->base);
+      uint64_t off = (uint64_t)in->off, *D = R(in->d[0]);
+      unsigned n = in->x == X_LD_SH8 ? 8 : 4;
+      if (!span_ok(em, Bs, off, n, 0, w->rc->nshared)) break;
+      unsigned char *sh = w->shared;
+      if (in->x == X_LD_SH4) LD_LANES(sh + (Bs[l] + off), 4, 0);
+      else if (in->x == X_LD_SH4S) LD_LANES(sh + (Bs[l] + off), 4, 1);
+      else LD_LANES(sh + (Bs[l] + off), 8, 0);
+      f->pc++;
+      continue;
+    }
+    case X_ST_SH4: case X_ST_SH8: {
+      const uint64_t *Bs = R(in->base), *V = R(in->d[0]);
+      uint64_t off = (uint64_t)in->off;
+      unsigned n = in->x == X_ST_SH8 ? 8 : 4;
+      if (!span_ok(em, Bs, off, n, 0, w->rc->nshared)) break;
+      unsigned char *sh = w->shared;
+      if (n == 4) ST_LANES(sh + (Bs[l] + off), 4);
+      else ST_LANES(sh + (Bs[l] + off), 8);
+      f->pc++;
+      continue;
+    }
+    case X_LD_GL4: case X_LD_GL4S: case X_LD_GL8: {
+      const uint64_t *Bs = R(in->base);
+      uint64_t off = (uint64_t)in->off, *D = R(in->d[0]);
+      unsigned n = in->x == X_LD_GL8 ? 8 : 4;
+      if (!span_ok(em, Bs, off, n, w->lo, w->hi)) break;
+#define GADDR ((unsigned char *)(uintptr_t)(Bs[l] + off))
+      if (in->x == X_LD_GL4) LD_LANES(GADDR, 4, 0);
+      else if (in->x == X_LD_GL4S) LD_LANES(GADDR, 4, 1);
+      else LD_LANES(GADDR, 8, 0);
+      f->pc++;
+      continue;
+    }
+    case X_ST_GL4: case X_ST_GL8: {
+      const uint64_t *Bs = R(in->base), *V = R(in->d[0]);
+      uint64_t off = (uint64_t)in->off;
+      unsigned n = in->x == X_ST_GL8 ? 8 : 4;
+      if (!span_ok(em, Bs, off, n, w->lo, w->hi)) break;
+      if (n == 4) ST_LANES(GADDR, 4);
+      else ST_LANES(GADDR, 8);
+#undef GADDR
+      f->pc++;
+      continue;
+    }
+    default: {
+      uint64_t *D = R(in->d[0]);
+      const uint64_t *A = R(in->a), *B = R(in->b < 0 ? in->a : in->b);
+      switch (in->x) {
+      case X_FMA_F32: {
+        const uint64_t *C = R(in->c);
+        LOOP(D[l] = bf(fmaf(f32(A[l]), f32(B[l]), f32(C[l]))));
+        break;
+      }
+      case X_ADD_F32: LOOP(D[l] = bf(f32(A[l]) + f32(B[l]))); break;
+      case X_SUB_F32: LOOP(D[l] = bf(f32(A[l]) - f32(B[l]))); break;
+      case X_MUL_F32: LOOP(D[l] = bf(f32(A[l]) * f32(B[l]))); break;
+      case X_ADD_I: {
+        uint64_t mk = zx(~0ull, in->tb);
+        LOOP(D[l] = (A[l] + B[l]) & mk);
+        break;
+      }
+      case X_SUB_I: {
+        uint64_t mk = zx(~0ull, in->tb);
+        LOOP(D[l] = (A[l] - B[l]) & mk);
+        break;
+      }
+      case X_MUL_LO: {
+        uint64_t mk = zx(~0ull, in->tb);
+        LOOP(D[l] = (A[l] * B[l]) & mk);
+        break;
+      }
+      case X_MUL_WIDE_S32:
+        LOOP(D[l] = (uint64_t)((int64_t)(int32_t)A[l] * (int32_t)B[l]));
+        break;
+      case X_MUL_WIDE_U32:
+        LOOP(D[l] = (uint64_t)(uint32_t)A[l] * (uint32_t)B[l]);
+        break;
+      case X_SHL_I: {
+        unsigned bits = in->tb;
+        uint64_t mk = zx(~0ull, in->tb);
+        LOOP(uint32_t s_ = (uint32_t)B[l];
+             D[l] = s_ >= bits ? 0 : (A[l] << s_) & mk);
+        break;
+      }
+      case X_AND_I: LOOP(D[l] = A[l] & B[l]); break;
+      case X_OR_I: LOOP(D[l] = A[l] | B[l]); break;
+      case X_MOV: LOOP(D[l] = A[l]); break;
+      case X_CVT_S64_S32: LOOP(D[l] = (uint64_t)(int64_t)(int32_t)A[l]); break;
+      case X_CVT_U64_U32: case X_CVT_TO32: LOOP(D[l] = (uint32_t)A[l]); break;
+      }
+      f->pc++;
+      continue;
+    }
+    }
     uint64_t *D = in->d[0] >= 0 ? R(in->d[0]) : NULL;
     const uint64_t *A = in->a >= 0 ? R(in->a) : NULL;
     const uint64_t *B = in->b >= 0 ? R(in->b) : NULL;

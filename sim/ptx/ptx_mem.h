@@ -46,7 +46,7 @@ static unsigned char *global_slow(worker *w, warp *wp, int lane,
 
 static inline unsigned char *global_at(worker *w, warp *wp, int lane,
                                        const ins *in, uint64_t p, unsigned n) {
-  if (p >= w->lo && p + n <= w->hi && !(p & (n - 1)))
+  if (p >= w->lo && p < w->hi && w->hi - p >= n && !(p & (n - 1)))
     return (unsigned char *)(uintptr_t)p;
   return global_slow(w, wp, lane, in, p, n);
 }
@@ -230,6 +230,31 @@ static uint64_t atomic_op(const ins *in, unsigned char *h, uint64_t a,
                                         __ATOMIC_SEQ_CST));
   return old;
 }
+
+/* Whether the n-byte accesses at Bs[l] + off of the lanes of em all lie
+   in [lo, hi), aligned to n: the fast forms' one check for the whole
+   group (the general code finds the lane that faults). */
+static ALWAYS_INLINE int span_ok(uint32_t em, const uint64_t *Bs, uint64_t off,
+                                 unsigned n, uint64_t lo, uint64_t hi) {
+  uint64_t mn = UINT64_MAX, mx = 0, any = 0;
+  LOOP(uint64_t a = Bs[l] + off;
+       mn = a < mn ? a : mn;
+       mx = a > mx ? a : mx;
+       any |= a);
+  return !em || (hi >= n && mn >= lo && mx <= hi - n && !(any & (n - 1)));
+}
+
+/* The fast forms' loads and stores of n bytes at host address H (an
+   expression of lane l, checked); a signed load of 4 sign-extends. */
+#define LD_LANES(H, n, sgn)                                                 \
+  LOOP(const unsigned char *h_ = (H);                                      \
+       if (n == 8) { memcpy(&D[l], h_, 8); }                               \
+       else { uint32_t v_; memcpy(&v_, h_, 4);                             \
+              D[l] = sgn ? (uint64_t)(int64_t)(int32_t)v_ : v_; })
+#define ST_LANES(H, n)                                                      \
+  LOOP(unsigned char *h_ = (H);                                            \
+       if (n == 8) { memcpy(h_, &V[l], 8); }                               \
+       else { uint32_t v_ = (uint32_t)V[l]; memcpy(h_, &v_, 4); })
 
 /* ld: each lane of em loads from in's space; 1 after a fault. */
 static ALWAYS_INLINE int ins_ld(worker *w, warp *wp, const ins *in, uint32_t em,
