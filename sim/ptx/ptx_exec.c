@@ -78,6 +78,49 @@ static void cond_call(worker *w, warp *wp, int lane, const ins *in) {
                "handle 0x%llx, not one of the running graph's", (unsigned long long)h);
 }
 
+/* setp's results, v the comparisons of the lanes of em: p, and q where
+   the instruction has one, each combined with its third predicate. */
+static inline void setp_write(warp *wp, const ins *in, uint32_t em,
+                              uint32_t v) {
+  uint32_t q = ~v;
+  if (in->bop) {
+    uint32_t c = in->e ? ~wp->p[in->c] : wp->p[in->c];
+    switch (in->bop) {
+    case B_AND: v &= c, q &= c; break;
+    case B_OR: v |= c, q |= c; break;
+    default: v ^= c, q ^= c;
+    }
+  }
+  wp->p[in->d[0]] = (wp->p[in->d[0]] & ~em) | (v & em);
+  if (in->d[1] >= 0)
+    wp->p[in->d[1]] = (wp->p[in->d[1]] & ~em) | (q & em);
+}
+
+/* setp of integers of type T, each comparison its own loop (a whole
+   group's bits shifted in from lane 31 down). */
+#define SETP_LANES(T, OP)                                                   \
+  do {                                                                      \
+    if (em == ALL)                                                          \
+      for (int l = 31; l >= 0; l--)                                         \
+        v = v << 1 | (uint32_t)((T)A[l] OP (T)B[l]);                        \
+    else                                                                    \
+      for (uint32_t m_ = em; m_; m_ &= m_ - 1) {                            \
+        int l = __builtin_ctz(m_);                                          \
+        v |= (uint32_t)((T)A[l] OP (T)B[l]) << l;                           \
+      }                                                                     \
+  } while (0)
+#define SETP_INT(T)                                                         \
+  do {                                                                      \
+    switch (in->cmp) {                                                      \
+    case C_EQ: SETP_LANES(T, ==); break;                                    \
+    case C_NE: SETP_LANES(T, !=); break;                                    \
+    case C_LT: case C_LO: SETP_LANES(T, <); break;                          \
+    case C_LE: case C_LS: SETP_LANES(T, <=); break;                         \
+    case C_GT: case C_HI: SETP_LANES(T, >); break;                          \
+    default: SETP_LANES(T, >=);                                             \
+    }                                                                       \
+  } while (0)
+
 /* A .sync warp instruction's wait for its member masks (warp_wait): the
    group parks, and the scheduler runs others. */
 #define SYNC_WAIT()                                                         \
@@ -90,6 +133,8 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
   const ins *code = m->code;
   uint64_t executed = 0;
   int result = RUN_DONE;
+  if (f->mask & (depth ? 0 : wp->wait)) return RUN_BLOCKED; /* held at a
+                                                               barrier */
   for (;;) {
     if (f->pc >= f->other || !f->mask) {
       f->live &= ~wp->exited;
@@ -107,49 +152,44 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
     switch (in->x) { /* the fast forms; a break runs the general code */
     case X_NONE:
       break;
-    case X_LD_SH4: case X_LD_SH4S: case X_LD_SH8: {
-      const uint64_t *Bs = R(in->base);
-      uint64_t off = (uint64_t)in->off, *D = R(in->d[0]);
-      unsigned n = in->x == X_LD_SH8 ? 8 : 4;
-      if (!span_ok(em, Bs, off, n, 0, w->rc->nshared)) break;
-      unsigned char *sh = w->shared;
-      if (in->x == X_LD_SH4) LD_LANES(sh + (Bs[l] + off), 4, 0);
-      else if (in->x == X_LD_SH4S) LD_LANES(sh + (Bs[l] + off), 4, 1);
-      else LD_LANES(sh + (Bs[l] + off), 8, 0);
-      f->pc++;
-      continue;
-    }
-    case X_ST_SH4: case X_ST_SH8: {
-      const uint64_t *Bs = R(in->base), *V = R(in->d[0]);
-      uint64_t off = (uint64_t)in->off;
-      unsigned n = in->x == X_ST_SH8 ? 8 : 4;
-      if (!span_ok(em, Bs, off, n, 0, w->rc->nshared)) break;
-      unsigned char *sh = w->shared;
-      if (n == 4) ST_LANES(sh + (Bs[l] + off), 4);
-      else ST_LANES(sh + (Bs[l] + off), 8);
-      f->pc++;
-      continue;
-    }
+    case X_LD_SH4: case X_LD_SH4S: case X_LD_SH8:
     case X_LD_GL4: case X_LD_GL4S: case X_LD_GL8: {
       const uint64_t *Bs = R(in->base);
       uint64_t off = (uint64_t)in->off, *D = R(in->d[0]);
-      unsigned n = in->x == X_LD_GL8 ? 8 : 4;
-      if (!span_ok(em, Bs, off, n, w->lo, w->hi)) break;
-#define GADDR ((unsigned char *)(uintptr_t)(Bs[l] + off))
-      if (in->x == X_LD_GL4) LD_LANES(GADDR, 4, 0);
-      else if (in->x == X_LD_GL4S) LD_LANES(GADDR, 4, 1);
-      else LD_LANES(GADDR, 8, 0);
+      int x = in->x, sh = x <= X_LD_SH8;
+      unsigned n = x == X_LD_SH8 || x == X_LD_GL8 ? 8 : 4;
+      if (sh ? !span_ok(em, Bs, off, n, 0, w->rc->nshared)
+             : !global_span_ok(w, em, Bs, off, n))
+        break;
+      uintptr_t h = (sh ? (uintptr_t)w->shared : 0) + (uintptr_t)off;
+      if (x == X_LD_SH4 || x == X_LD_GL4) LD_LANES(h, 4, 0);
+      else if (x == X_LD_SH4S || x == X_LD_GL4S) LD_LANES(h, 4, 1);
+      else LD_LANES(h, 8, 0);
       f->pc++;
       continue;
     }
-    case X_ST_GL4: case X_ST_GL8: {
+    case X_ST_SH4: case X_ST_SH8: case X_ST_GL4: case X_ST_GL8: {
       const uint64_t *Bs = R(in->base), *V = R(in->d[0]);
       uint64_t off = (uint64_t)in->off;
-      unsigned n = in->x == X_ST_GL8 ? 8 : 4;
-      if (!span_ok(em, Bs, off, n, w->lo, w->hi)) break;
-      if (n == 4) ST_LANES(GADDR, 4);
-      else ST_LANES(GADDR, 8);
-#undef GADDR
+      int x = in->x, sh = x <= X_ST_SH8;
+      unsigned n = x == X_ST_SH8 || x == X_ST_GL8 ? 8 : 4;
+      if (sh ? !span_ok(em, Bs, off, n, 0, w->rc->nshared)
+             : !global_span_ok(w, em, Bs, off, n))
+        break;
+      uintptr_t h = (sh ? (uintptr_t)w->shared : 0) + (uintptr_t)off;
+      if (n == 4) ST_LANES(h, 4);
+      else ST_LANES(h, 8);
+      f->pc++;
+      continue;
+    }
+    case X_SETP_S32: case X_SETP_U32: case X_SETP_S64: case X_SETP_U64: {
+      const uint64_t *A = R(in->a), *B = R(in->b);
+      uint32_t v = 0;
+      if (in->x == X_SETP_S32) SETP_INT(int32_t);
+      else if (in->x == X_SETP_U32) SETP_INT(uint32_t);
+      else if (in->x == X_SETP_S64) SETP_INT(int64_t);
+      else SETP_INT(uint64_t);
+      setp_write(wp, in, em, v);
       f->pc++;
       continue;
     }
@@ -492,18 +532,7 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
         LOOP(v |= (uint32_t)cmp_float(in->cmp, f64(A[l]), f64(B[l])) << l);
       else
         LOOP(v |= (uint32_t)cmp_int(in->cmp, A[l], B[l], k, bits) << l);
-      uint32_t q = ~v;
-      if (in->bop) {
-        uint32_t c = in->e ? ~wp->p[in->c] : wp->p[in->c];
-        switch (in->bop) {
-        case B_AND: v &= c, q &= c; break;
-        case B_OR: v |= c, q |= c; break;
-        default: v ^= c, q ^= c;
-        }
-      }
-      wp->p[in->d[0]] = (wp->p[in->d[0]] & ~em) | (v & em);
-      if (in->d[1] >= 0)
-        wp->p[in->d[1]] = (wp->p[in->d[1]] & ~em) | (q & em);
+      setp_write(wp, in, em, v);
       break;
     }
     case OP_SELP: {
@@ -643,6 +672,10 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
       }
       wp->wait |= em;
       f->pc++;
+      if (em == f->live) { /* the whole frame waits, as one group */
+        w->executed += executed;
+        return RUN_BLOCKED;
+      }
       if (em == f->mask) {
         f->mask = 0; /* schedule afresh */
         for (uint32_t q = em; q; q &= q - 1) f->pcs[__builtin_ctz(q)] = f->pc;

@@ -59,6 +59,10 @@ typedef struct warp {
 
 typedef struct run_ctx run_ctx;
 
+/* Allocations a worker keeps as found live (a kernel reads and writes
+   several in turn). */
+enum { SIM_RANGES = 4 };
+
 typedef struct worker {
   run_ctx *rc;
   warp *warps;
@@ -68,7 +72,9 @@ typedef struct worker {
   unsigned nwarps;
   unsigned id;          /* the worker's index: the block's %smid */
   unsigned bid[3];
-  uint64_t lo, hi;      /* the allocation last found live */
+  uint64_t lo[SIM_RANGES], hi[SIM_RANGES]; /* the allocations last found
+                           live, the next replaced at lo[nextr] */
+  unsigned nextr;
   uint64_t executed;
   unsigned backs;       /* backward branches taken */
   int red;              /* a bar.red at the barrier: the threads whose */

@@ -214,6 +214,11 @@ static int fast_form(const ins *in) {
     return k == K_PRED ? X_NONE : op == OP_AND ? X_AND_I : X_OR_I;
   case OP_MOV:
     return k == K_PRED ? X_NONE : X_MOV;
+  case OP_SETP: /* signed: the signed comparisons only */
+    if (!integer || (b != 32 && b != 64) || in->flags) return X_NONE;
+    if (k == K_S ? in->cmp > C_GE : in->cmp > C_HS) return X_NONE;
+    return k == K_S ? (b == 32 ? X_SETP_S32 : X_SETP_S64)
+                    : (b == 32 ? X_SETP_U32 : X_SETP_U64);
   case OP_CVTA:
     return sp == SP_GLOBAL || sp == SP_CONST ? X_MOV : X_NONE;
   case OP_CVT: {

@@ -34,6 +34,8 @@ enum {
   X_SHL_I, X_AND_I, X_OR_I,
   X_MOV,                          /* mov, cvta.to, cvt of one 64-bit value */
   X_CVT_S64_S32, X_CVT_U64_U32, X_CVT_TO32,
+  X_SETP_S32, X_SETP_U32, X_SETP_S64, X_SETP_U64, /* eq ne lt le gt ge,
+                                    lo ls hi hs of integers of 32, 64 bits */
 };
 
 /* Generic addresses of shared and local memory: a tag in the top bits

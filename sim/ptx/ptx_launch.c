@@ -151,9 +151,11 @@ static void open_barrier(worker *w) {
   const ins *code = w->rc->m->code;
   for (unsigned i = 0; i < w->nwarps; i++) {
     warp *wp = &w->warps[i];
+    /* a warp whose lanes all came as one group goes on as that group */
+    int held = (wp->top.mask & wp->wait) != 0;
     for (uint32_t q = w->red ? wp->wait : 0; q; q &= q - 1) {
       int l = __builtin_ctz(q);
-      const ins *in = &code[wp->top.pcs[l] - 1];
+      const ins *in = &code[(held ? wp->top.pc : wp->top.pcs[l]) - 1];
       if (in->op != OP_BAR || in->cmp != BAR_RED) continue;
       if (in->bop == BR_POPC) {
         wp->r[(size_t)in->d[0] * 32 + l] = w->red_count;
@@ -163,7 +165,7 @@ static void open_barrier(worker *w) {
       }
     }
     wp->wait = 0;
-    wp->top.mask = 0;
+    if (!held) wp->top.mask = 0;
   }
   no_red(w);
 }
