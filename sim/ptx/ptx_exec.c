@@ -149,6 +149,7 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
     uint32_t em = f->mask;
     if (in->guard >= 0) em &= in->gneg ? ~wp->p[in->guard] : wp->p[in->guard];
     executed += lanes(f->mask);
+    if (in->inval) span_forget(wp, in);
     switch (in->x) { /* the fast forms; a break runs the general code */
     case X_NONE:
       break;
@@ -158,8 +159,8 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
       uint64_t off = (uint64_t)in->off, *D = R(in->d[0]);
       int x = in->x, sh = x <= X_LD_SH8;
       unsigned n = x == X_LD_SH8 || x == X_LD_GL8 ? 8 : 4;
-      if (sh ? !span_ok(em, Bs, off, n, 0, w->rc->nshared)
-             : !global_span_ok(w, em, Bs, off, n))
+      if (sh ? !span_ok(wp, in, em, Bs, off, n, 0, w->rc->nshared)
+             : !global_span_ok(w, wp, in, em, Bs, off, n))
         break;
       uintptr_t h = (sh ? (uintptr_t)w->shared : 0) + (uintptr_t)off;
       if (x == X_LD_SH4 || x == X_LD_GL4) LD_LANES(h, 4, 0);
@@ -173,8 +174,8 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
       uint64_t off = (uint64_t)in->off;
       int x = in->x, sh = x <= X_ST_SH8;
       unsigned n = x == X_ST_SH8 || x == X_ST_GL8 ? 8 : 4;
-      if (sh ? !span_ok(em, Bs, off, n, 0, w->rc->nshared)
-             : !global_span_ok(w, em, Bs, off, n))
+      if (sh ? !span_ok(wp, in, em, Bs, off, n, 0, w->rc->nshared)
+             : !global_span_ok(w, wp, in, em, Bs, off, n))
         break;
       uintptr_t h = (sh ? (uintptr_t)w->shared : 0) + (uintptr_t)off;
       if (n == 4) ST_LANES(h, 4);

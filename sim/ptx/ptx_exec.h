@@ -47,6 +47,18 @@ typedef struct frame {
   int pcs[32];          /* PCs of lanes outside the group */
 } frame;
 
+/* What a fast load or store found of the addresses in a register (slot;
+   -1: none): over the lanes of mask, Bs[l] + from lies in [mn, mx] above
+   lo (the allocation's start, 0 for shared memory), bits any ORed. Kept
+   until an instruction writes the register (ins.inval). */
+typedef struct span {
+  int32_t slot;
+  uint32_t mask;
+  uint64_t lo, from, any;
+  int64_t mn, mx;
+} span;
+enum { SIM_SPANS = 4 }; /* a register's span is spans[slot % SIM_SPANS] */
+
 typedef struct warp {
   uint64_t *r;          /* slot s of lane l: r[s * 32 + l] */
   uint32_t *p;          /* predicate masks */
@@ -54,6 +66,7 @@ typedef struct warp {
   frame top;
   uint32_t wait, exited;
   uint32_t carry;       /* each lane's carry flag (add.cc, addc, ...) */
+  span spans[SIM_SPANS];
   int done, index;
 } warp;
 

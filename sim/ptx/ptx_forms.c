@@ -5,6 +5,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "ptx_dec.h"
 
+#include <stdlib.h>
+
 /* f16, bf16 and their pairs. */
 int dec_is_half(int k, int b) {
   return (k == K_F && b == 16) || k == K_BF || k == K_H2 || k == K_BH2;
@@ -236,7 +238,22 @@ static int fast_form(const ins *in) {
   }
 }
 
-void dec_fast_forms(sim_module *m) {
-  for (size_t i = 0; i < m->ncode; i++)
-    m->code[i].x = (uint8_t)fast_form(&m->code[i]);
+/* 0 when out of memory. */
+int dec_fast_forms(sim_module *m) {
+  unsigned char *base = calloc((size_t)m->nslots + 1, 1);
+  if (!base) return 0;
+  for (size_t i = 0; i < m->ncode; i++) {
+    ins *in = &m->code[i];
+    in->x = (uint8_t)fast_form(in);
+    if (in->x >= X_LD_SH4 && in->x <= X_ST_GL8) base[in->base] = 1;
+  }
+  for (size_t i = 0; i < m->ncode; i++) { /* d[]: slots written (a
+                                             predicate's index too) */
+    ins *in = &m->code[i];
+    for (int j = 0; j < 4 && in->op != OP_CALL; j++)
+      if (in->d[j] >= 0 && in->d[j] < m->nslots && base[in->d[j]])
+        in->inval = 1;
+  }
+  free(base);
+  return 1;
 }

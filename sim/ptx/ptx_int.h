@@ -129,6 +129,8 @@ typedef struct ins {
   int32_t base;       /* memory: slot of the address register, or -1 */
   uint8_t sub;        /* OP_HALF, OP_CARRY: the operation (OP_ADD, ...) */
   uint8_t x;          /* the fast form (X_...), or X_NONE */
+  uint8_t inval;      /* writes a register that a fast load or store
+                         takes its address from */
   int64_t off;        /* memory: immediate offset (symbols resolved) */
   int32_t target;     /* bra, call: instruction index */
   int32_t fn;         /* call: callee function index */

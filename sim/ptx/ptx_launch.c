@@ -130,6 +130,7 @@ static void start_warp(worker *w, warp *wp, unsigned index) {
   wp->index = (int)index;
   wp->wait = 0;
   wp->carry = 0;
+  for (int i = 0; i < SIM_SPANS; i++) wp->spans[i].slot = -1;
   wp->exited = ~live;
   wp->done = !live;
   wp->top.pc = rc->k->start;

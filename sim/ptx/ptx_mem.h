@@ -233,21 +233,48 @@ static uint64_t atomic_op(const ins *in, unsigned char *h, uint64_t a,
   return old;
 }
 
-/* Whether the n-byte accesses at Bs[l] + off of the lanes of em all lie
-   in [lo, hi), aligned to n: the fast forms' one check for the whole
-   group, in a loop the compiler vectorizes. It answers 0 (the general
-   code runs, and finds the lane that faults) also for a group whose
-   offsets from lo do not all fit in 31 bits. */
-static ALWAYS_INLINE int span_ok(uint32_t em, const uint64_t *Bs, uint64_t off,
-                                 unsigned n, uint64_t lo, uint64_t hi) {
+/* Whether the n-byte accesses at Bs[l] + off of the lanes of em (Bs the
+   register of slot in->base) all lie in [lo, hi), aligned to n: the fast
+   forms' one check for the whole group, from the register's span where
+   it has one, else from a loop the compiler vectorizes, which records the
+   span. It answers 0 (the general code runs, and finds the lane that
+   faults) also for a group whose offsets from lo do not all fit in 31
+   bits. */
+static ALWAYS_INLINE int span_ok(warp *wp, const ins *in, uint32_t em,
+                                 const uint64_t *Bs, uint64_t off, unsigned n,
+                                 uint64_t lo, uint64_t hi) {
+  if (!em) return 1;
   if (hi < lo || hi - lo < n || (lo & (n - 1))) return 0;
   uint64_t last = hi - lo - n, from = off - lo, any = 0;
-  int32_t mx = 0;
+  span *s = &wp->spans[in->base % SIM_SPANS];
+  if (s->slot == in->base && !(em & ~s->mask) && s->lo == lo) {
+    int64_t delta = (int64_t)(from - s->from);
+    return last < INT64_MAX && delta >= -s->mn
+           && delta <= (int64_t)last - s->mx
+           && !((s->any | (uint64_t)delta) & (n - 1));
+  }
+  int32_t mn = INT32_MAX, mx = 0;
   LOOP(uint64_t d = Bs[l] + from;
        int32_t t = (int32_t)(uint32_t)d;
        any |= d;
+       mn = t < mn ? t : mn;
        mx = t > mx ? t : mx);
-  return any < 0x80000000u && (uint64_t)mx <= last && !(any & (n - 1));
+  if (any >= 0x80000000u) return 0;
+  if (!in->inval) { /* (it would change the register it has read) */
+    s->slot = in->base;
+    s->mask = em;
+    s->lo = lo, s->from = from, s->any = any;
+    s->mn = mn, s->mx = mx;
+  }
+  return (uint64_t)mx <= last && !(any & (n - 1));
+}
+
+/* Forgets the spans of the registers in writes. */
+static inline void span_forget(warp *wp, const ins *in) {
+  for (int j = 0; j < 4; j++) {
+    span *s = &wp->spans[(uint32_t)in->d[j] % SIM_SPANS];
+    if (in->d[j] >= 0 && s->slot == in->d[j]) s->slot = -1;
+  }
 }
 
 /* The allocation found live that holds address p, or -1. */
@@ -259,12 +286,13 @@ static inline int range_of(const worker *w, uint64_t p) {
 
 /* span_ok for a global access: in the allocation found live that holds
    the first lane's address. */
-static ALWAYS_INLINE int global_span_ok(const worker *w, uint32_t em,
+static ALWAYS_INLINE int global_span_ok(const worker *w, warp *wp,
+                                        const ins *in, uint32_t em,
                                         const uint64_t *Bs, uint64_t off,
                                         unsigned n) {
   if (!em) return 1;
   int i = range_of(w, Bs[__builtin_ctz(em)] + off);
-  return i >= 0 && span_ok(em, Bs, off, n, w->lo[i], w->hi[i]);
+  return i >= 0 && span_ok(wp, in, em, Bs, off, n, w->lo[i], w->hi[i]);
 }
 
 /* The fast forms' loads and stores of n bytes at host address H + Bs[l]
