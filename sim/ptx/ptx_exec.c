@@ -27,6 +27,18 @@
   LOOP(double x = f64(A[l]); double y = f64(B[l]); double z = f64(C[l]);    \
        (void)y; (void)z; D[l] = bd(__VA_ARGS__))
 
+#ifdef SIM_X86_FMA
+/* fma.rn.f32 of the lanes of em with the host's FMA instruction (where
+   rc->fma says it has one): rounded once, as fmaf; the product's operands
+   in the order that gives, of several NaN operands, the one glibc's fmaf
+   gives. */
+__attribute__((target("fma"))) static void fma_f32_host(
+    uint32_t em, uint64_t *D, const uint64_t *A, const uint64_t *B,
+    const uint64_t *C) {
+  LOOP(D[l] = bf(__builtin_fmaf(f32(B[l]), f32(A[l]), f32(C[l]))));
+}
+#endif
+
 /* Set bits of a lane mask (no popcnt instruction assumed). */
 static inline unsigned lanes(uint32_t x) {
   if (x == ALL) return 32;
@@ -200,6 +212,12 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
       switch (in->x) {
       case X_FMA_F32: {
         const uint64_t *C = R(in->c);
+#ifdef SIM_X86_FMA
+        if (w->rc->fma) {
+          fma_f32_host(em, D, A, B, C);
+          break;
+        }
+#endif
         LOOP(D[l] = bf(fmaf(f32(A[l]), f32(B[l]), f32(C[l]))));
         break;
       }

@@ -104,6 +104,7 @@ struct run_ctx {
   unsigned nthreads;
   uint64_t nblocks, next;
   int fault;            /* set once, by the first fault */
+  int fma;              /* the host has FMA instructions (x86-64) */
   double timeout;       /* CUDA_SIM_TIMEOUT, seconds; 0: none */
   double deadline;      /* CLOCK_MONOTONIC seconds when it times out */
   pthread_mutex_t mu;
@@ -171,6 +172,12 @@ static inline int fe_mode(int rnd) {
       }                                                                     \
     }                                                                       \
   } while (0)
+
+/* x86-64 has FMA instructions only from Haswell on: the simulator looks
+   at run time (sim_run), where GCC or clang give it the means. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define SIM_X86_FMA 1
+#endif
 
 /* Instructions written apart from the loop of exec_run, and inlined there
    whatever the loop's size. */

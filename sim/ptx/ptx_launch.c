@@ -282,6 +282,10 @@ static double launch_timeout(void) {
 int sim_run(const sim_kernel *k, sim_launch *l, char *diag, size_t ndiag) {
   run_ctx rc;
   memset(&rc, 0, sizeof rc);
+#ifdef SIM_X86_FMA
+  __builtin_cpu_init();
+  rc.fma = __builtin_cpu_supports("fma");
+#endif
   rc.timeout = launch_timeout();
   rc.deadline = now() + rc.timeout;
   rc.k = k;
