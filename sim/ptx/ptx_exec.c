@@ -144,6 +144,8 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
   const sim_module *m = w->rc->m;
   const ins *code = m->code;
   uint64_t executed = 0;
+  uint32_t counted = ALL; /* the group's lanes: lanes(counted) */
+  unsigned nlanes = 32;
   int result = RUN_DONE;
   if (f->mask & (depth ? 0 : wp->wait)) return RUN_BLOCKED; /* held at a
                                                                barrier */
@@ -160,7 +162,8 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
     const ins *in = &code[f->pc];
     uint32_t em = f->mask;
     if (in->guard >= 0) em &= in->gneg ? ~wp->p[in->guard] : wp->p[in->guard];
-    executed += lanes(f->mask);
+    if (f->mask != counted) counted = f->mask, nlanes = lanes(counted);
+    executed += nlanes;
     if (in->inval) span_forget(wp, in);
     switch (in->x) { /* the fast forms; a break runs the general code */
     case X_NONE:
@@ -250,6 +253,32 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
         uint64_t mk = zx(~0ull, in->tb);
         LOOP(uint32_t s_ = (uint32_t)B[l];
              D[l] = s_ >= bits ? 0 : (A[l] << s_) & mk);
+        break;
+      }
+      case X_MAD_LO: {
+        const uint64_t *C = R(in->c);
+        uint64_t mk = zx(~0ull, in->tb);
+        LOOP(D[l] = (A[l] * B[l] + C[l]) & mk);
+        break;
+      }
+      case X_SHR_U: {
+        unsigned bits = in->tb;
+        uint64_t mk = zx(~0ull, in->tb);
+        LOOP(uint32_t s_ = (uint32_t)B[l];
+             D[l] = s_ >= bits ? 0 : (A[l] & mk) >> s_);
+        break;
+      }
+      case X_SHR_S: {
+        int bits = in->tb;
+        uint64_t mk = zx(~0ull, in->tb);
+        LOOP(uint32_t s_ = (uint32_t)B[l];
+             D[l] = (uint64_t)(sx(A[l], bits)
+                               >> (s_ >= (unsigned)bits ? bits - 1 : (int)s_)) & mk);
+        break;
+      }
+      case X_SELP: {
+        uint32_t c = in->e ? ~wp->p[in->c] : wp->p[in->c];
+        LOOP(D[l] = (c >> l & 1) ? A[l] : B[l]);
         break;
       }
       case X_AND_I: LOOP(D[l] = A[l] & B[l]); break;

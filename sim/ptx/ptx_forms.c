@@ -204,6 +204,7 @@ static int fast_form(const ins *in) {
       return op == OP_FMA || op == OP_MAD ? X_FMA_F32 : op == OP_ADD ? X_ADD_F32
              : op == OP_SUB ? X_SUB_F32 : X_MUL_F32;
     }
+    if (op == OP_MAD && integer && !in->flags) return X_MAD_LO;
     if (!integer || in->flags & ~F_WIDE || op == OP_FMA || op == OP_MAD)
       return X_NONE;
     if (in->flags & F_WIDE)
@@ -212,6 +213,10 @@ static int fast_form(const ins *in) {
     return op == OP_ADD ? X_ADD_I : op == OP_SUB ? X_SUB_I : X_MUL_LO;
   case OP_SHL:
     return X_SHL_I;
+  case OP_SHR:
+    return k == K_S ? X_SHR_S : X_SHR_U;
+  case OP_SELP:
+    return X_SELP;
   case OP_AND: case OP_OR:
     return k == K_PRED ? X_NONE : op == OP_AND ? X_AND_I : X_OR_I;
   case OP_MOV:

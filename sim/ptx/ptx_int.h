@@ -30,8 +30,8 @@ enum {
   X_ST_GL4, X_ST_GL8,             /* st.global */
   X_FMA_F32, X_ADD_F32, X_SUB_F32, X_MUL_F32, /* .rn (or none), no .ftz */
   X_ADD_I, X_SUB_I,               /* integers of 32 or 64 bits */
-  X_MUL_LO, X_MUL_WIDE_S32, X_MUL_WIDE_U32,
-  X_SHL_I, X_AND_I, X_OR_I,
+  X_MUL_LO, X_MUL_WIDE_S32, X_MUL_WIDE_U32, X_MAD_LO,
+  X_SHL_I, X_SHR_U, X_SHR_S, X_AND_I, X_OR_I, X_SELP,
   X_MOV,                          /* mov, cvta.to, cvt of one 64-bit value */
   X_CVT_S64_S32, X_CVT_U64_U32, X_CVT_TO32,
   X_SETP_S32, X_SETP_U32, X_SETP_S64, X_SETP_U64, /* eq ne lt le gt ge,
