@@ -100,10 +100,13 @@ $(NVRTC_FAULT): spec/support/nvrtc_fault.c
 # The PTX simulator: the software driver with kernels run from their PTX
 # (sim/ptx), built with -frounding-math for the rounding modes PTX names
 # (SIM_CFLAGS: -funroll-loops unrolls the interpreter's loops over a warp's
-# 32 lanes).
+# 32 lanes). ptx_fma.c runs only in the default rounding mode: without it,
+# GCC vectorizes its fmaf.
+SIM_ROUNDING = -frounding-math
+$(BUILD)/sim/sim/ptx/ptx_fma.o: SIM_ROUNDING =
 $(BUILD)/sim/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(SIM_BUILD_CFLAGS) $(SIM_CFLAGS) -frounding-math -DCUDA_SIM -c $< -o $@
+	$(CC) $(SIM_BUILD_CFLAGS) $(SIM_CFLAGS) $(SIM_ROUNDING) -DCUDA_SIM -c $< -o $@
 
 $(SIM): $(SIM_OBJS)
 	$(CC) $(CFLAGS) -shared -o $@ $^ -pthread -lm

@@ -168,36 +168,43 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
     switch (in->x) { /* the fast forms; a break runs the general code */
     case X_NONE:
       break;
-    case X_LD_SH4: case X_LD_SH4S: case X_LD_SH8:
-    case X_LD_GL4: case X_LD_GL4S: case X_LD_GL8: {
-      const uint64_t *Bs = R(in->base);
-      uint64_t off = (uint64_t)in->off, *D = R(in->d[0]);
-      int x = in->x, sh = x <= X_LD_SH8;
-      unsigned n = x == X_LD_SH8 || x == X_LD_GL8 ? 8 : 4;
-      if (sh ? !span_ok(wp, in, em, Bs, off, n, 0, w->rc->nshared)
-             : !global_span_ok(w, wp, in, em, Bs, off, n))
-        break;
-      uintptr_t h = (sh ? (uintptr_t)w->shared : 0) + (uintptr_t)off;
-      if (x == X_LD_SH4 || x == X_LD_GL4) LD_LANES(h, 4, 0);
-      else if (x == X_LD_SH4S || x == X_LD_GL4S) LD_LANES(h, 4, 1);
-      else LD_LANES(h, 8, 0);
-      f->pc++;
-      continue;
+    /* each form its own case, for the width and space known in it */
+#define FAST_LD(X, SH, N, SGN)                                              \
+    case X: {                                                               \
+      const uint64_t *Bs = R(in->base);                                     \
+      uint64_t off = (uint64_t)in->off, *D = R(in->d[0]);                   \
+      if (SH ? !span_ok(wp, in, em, Bs, off, N, 0, w->rc->nshared)          \
+             : !global_span_ok(w, wp, in, em, Bs, off, N))                  \
+        break;                                                              \
+      uintptr_t h = (SH ? (uintptr_t)w->shared : 0) + (uintptr_t)off;      \
+      LD_LANES(h, N, SGN);                                                  \
+      f->pc++;                                                              \
+      continue;                                                             \
     }
-    case X_ST_SH4: case X_ST_SH8: case X_ST_GL4: case X_ST_GL8: {
-      const uint64_t *Bs = R(in->base), *V = R(in->d[0]);
-      uint64_t off = (uint64_t)in->off;
-      int x = in->x, sh = x <= X_ST_SH8;
-      unsigned n = x == X_ST_SH8 || x == X_ST_GL8 ? 8 : 4;
-      if (sh ? !span_ok(wp, in, em, Bs, off, n, 0, w->rc->nshared)
-             : !global_span_ok(w, wp, in, em, Bs, off, n))
-        break;
-      uintptr_t h = (sh ? (uintptr_t)w->shared : 0) + (uintptr_t)off;
-      if (n == 4) ST_LANES(h, 4);
-      else ST_LANES(h, 8);
-      f->pc++;
-      continue;
+#define FAST_ST(X, SH, N)                                                   \
+    case X: {                                                               \
+      const uint64_t *Bs = R(in->base), *V = R(in->d[0]);                   \
+      uint64_t off = (uint64_t)in->off;                                     \
+      if (SH ? !span_ok(wp, in, em, Bs, off, N, 0, w->rc->nshared)          \
+             : !global_span_ok(w, wp, in, em, Bs, off, N))                  \
+        break;                                                              \
+      uintptr_t h = (SH ? (uintptr_t)w->shared : 0) + (uintptr_t)off;      \
+      ST_LANES(h, N);                                                       \
+      f->pc++;                                                              \
+      continue;                                                             \
     }
+    FAST_LD(X_LD_SH4, 1, 4, 0)
+    FAST_LD(X_LD_SH4S, 1, 4, 1)
+    FAST_LD(X_LD_SH8, 1, 8, 0)
+    FAST_LD(X_LD_GL4, 0, 4, 0)
+    FAST_LD(X_LD_GL4S, 0, 4, 1)
+    FAST_LD(X_LD_GL8, 0, 8, 0)
+    FAST_ST(X_ST_SH4, 1, 4)
+    FAST_ST(X_ST_SH8, 1, 8)
+    FAST_ST(X_ST_GL4, 0, 4)
+    FAST_ST(X_ST_GL8, 0, 8)
+#undef FAST_LD
+#undef FAST_ST
     case X_SETP_S32: case X_SETP_U32: case X_SETP_S64: case X_SETP_U64: {
       const uint64_t *A = R(in->a), *B = R(in->b);
       uint32_t v = 0;
@@ -217,7 +224,8 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
         const uint64_t *C = R(in->c);
 #ifdef SIM_X86_FMA
         if (w->rc->fma) {
-          fma_f32_host(em, D, A, B, C);
+          if (em != ALL || !exec_fma_f32_x86(D, A, B, C))
+            fma_f32_host(em, D, A, B, C);
           break;
         }
 #endif

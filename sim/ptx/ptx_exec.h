@@ -104,7 +104,7 @@ struct run_ctx {
   unsigned nthreads;
   uint64_t nblocks, next;
   int fault;            /* set once, by the first fault */
-  int fma;              /* the host has FMA instructions (x86-64) */
+  int fma;              /* the host has FMA and AVX2 (x86-64) */
   double timeout;       /* CUDA_SIM_TIMEOUT, seconds; 0: none */
   double deadline;      /* CLOCK_MONOTONIC seconds when it times out */
   pthread_mutex_t mu;
@@ -193,6 +193,13 @@ enum { SIM_BACKS = 4096 };
 int exec_run(worker *w, warp *wp, frame *f, int depth);
 /* Whether the launch has run past its deadline. */
 int exec_late(const run_ctx *rc);
+
+#ifdef SIM_X86_FMA
+/* ptx_fma.c: fma.rn.f32 of a whole group (D = A * B + C), where
+   run_ctx.fma; 0 (nothing done) when an operand is a NaN. */
+int exec_fma_f32_x86(uint64_t *D, const uint64_t *A, const uint64_t *B,
+                     const uint64_t *C);
+#endif
 
 /* ptx_launch.c */
 /* The value of special register s (S_READ and after) for the block w

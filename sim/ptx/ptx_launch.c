@@ -284,7 +284,7 @@ int sim_run(const sim_kernel *k, sim_launch *l, char *diag, size_t ndiag) {
   memset(&rc, 0, sizeof rc);
 #ifdef SIM_X86_FMA
   __builtin_cpu_init();
-  rc.fma = __builtin_cpu_supports("fma");
+  rc.fma = __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2");
 #endif
   rc.timeout = launch_timeout();
   rc.deadline = now() + rc.timeout;

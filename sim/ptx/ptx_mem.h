@@ -246,7 +246,7 @@ static ALWAYS_INLINE int span_ok(warp *wp, const ins *in, uint32_t em,
   if (!em) return 1;
   if (hi < lo || hi - lo < n || (lo & (n - 1))) return 0;
   uint64_t last = hi - lo - n, from = off - lo, any = 0;
-  span *s = &wp->spans[in->base % SIM_SPANS];
+  span *s = &wp->spans[(uint32_t)in->base % SIM_SPANS];
   if (s->slot == in->base && !(em & ~s->mask) && s->lo == lo) {
     int64_t delta = (int64_t)(from - s->from);
     return last < INT64_MAX && delta >= -s->mn
