@@ -14,8 +14,10 @@
    instructions of ptx_mem.h, the comparisons and conversions of
    ptx_convert.h, the half precision instructions of ptx_half.h, the
    arithmetic of ptx_arith.h and the warp-level instructions of
-   ptx_warp.h. ptx_launch.c runs blocks on host threads, fills special
-   registers and records a launch's first fault. */
+   ptx_warp.h; the commonest instructions run first in their fast forms
+   (ins.x). ptx_fma.c, built apart, has the vector f32 fma. ptx_launch.c
+   runs blocks on host threads, fills special registers and records a
+   launch's first fault. */
 #ifndef PTX_EXEC_H
 #define PTX_EXEC_H
 
@@ -173,8 +175,8 @@ static inline int fe_mode(int rnd) {
     }                                                                       \
   } while (0)
 
-/* x86-64 has FMA instructions only from Haswell on: the simulator looks
-   at run time (sim_run), where GCC or clang give it the means. */
+/* Not every x86-64 CPU has FMA instructions and AVX2: the simulator
+   looks at run time (sim_run), where GCC or clang give it the means. */
 #if defined(__x86_64__) && defined(__GNUC__)
 #define SIM_X86_FMA 1
 #endif
