@@ -161,10 +161,13 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
     }
     const ins *in = &code[f->pc];
     uint32_t em = f->mask;
-    if (in->guard >= 0) em &= in->gneg ? ~wp->p[in->guard] : wp->p[in->guard];
     if (f->mask != counted) counted = f->mask, nlanes = lanes(counted);
     executed += nlanes;
-    if (in->inval) span_forget(wp, in);
+    if (in->pre) {
+      if (in->guard >= 0)
+        em &= in->gneg ? ~wp->p[in->guard] : wp->p[in->guard];
+      if (in->inval) span_forget(wp, in);
+    }
     switch (in->x) { /* the fast forms; a break runs the general code */
     case X_NONE:
       break;

@@ -258,6 +258,7 @@ int dec_fast_forms(sim_module *m) {
     for (int j = 0; j < 4 && in->op != OP_CALL; j++)
       if (in->d[j] >= 0 && in->d[j] < m->nslots && base[in->d[j]])
         in->inval = 1;
+    in->pre = in->inval || in->guard >= 0;
   }
   free(base);
   return 1;

@@ -131,6 +131,7 @@ typedef struct ins {
   uint8_t x;          /* the fast form (X_...), or X_NONE */
   uint8_t inval;      /* writes a register that a fast load or store
                          takes its address from */
+  uint8_t pre;        /* has a guard or inval: work before it runs */
   int64_t off;        /* memory: immediate offset (symbols resolved) */
   int32_t target;     /* bra, call: instruction index */
   int32_t fn;         /* call: callee function index */
