@@ -49,7 +49,7 @@ DOUBLE_OBJS = $(DRIVER_SRC:%.c=$(BUILD)/double/%.o) $(TWINS_SRC:%.c=$(BUILD)/dou
 SIM_OBJS = $(DRIVER_SRC:%.c=$(BUILD)/sim/%.o) $(PTX_SRC:%.c=$(BUILD)/sim/%.o)
 DOUBLE = $(BUILD)/libcuda-double.so
 SIM = $(BUILD)/libcuda-sim.so
-SIM_CFLAGS ?= -O3
+SIM_CFLAGS ?= -O3 -funroll-loops
 NCCL_DOUBLE = $(BUILD)/libnccl-double.so
 KERNELS = $(BUILD)/kernels.ptx $(BUILD)/kernels.cubin $(BUILD)/kernels.fatbin
 SPEC_ENV = CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) XDG_CACHE_HOME=$(CURDIR)/$(BUILD)/cache
@@ -109,10 +109,15 @@ $(NVRTC_FAULT): spec/support/nvrtc_fault.c
 	$(CC) $(SIM_BUILD_CFLAGS) -shared -o $@ $^ -pthread -ldl
 
 # The PTX simulator: the software driver with kernels run from their PTX
-# (sim/ptx), built with -frounding-math for the rounding modes PTX names.
+# (sim/ptx), built with -frounding-math for the rounding modes PTX names
+# (SIM_CFLAGS: -funroll-loops unrolls the interpreter's loops over a warp's
+# 32 lanes). ptx_fma.c runs only in the default rounding mode: without it,
+# GCC vectorizes its fmaf.
+SIM_ROUNDING = -frounding-math
+$(BUILD)/sim/sim/ptx/ptx_fma.o: SIM_ROUNDING =
 $(BUILD)/sim/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(SIM_BUILD_CFLAGS) $(SIM_CFLAGS) -frounding-math -DCUDA_SIM -c $< -o $@
+	$(CC) $(SIM_BUILD_CFLAGS) $(SIM_CFLAGS) $(SIM_ROUNDING) -DCUDA_SIM -c $< -o $@
 
 $(SIM): $(SIM_OBJS)
 	$(CC) $(CFLAGS) -shared -o $@ $^ -pthread -lm

@@ -1,5 +1,6 @@
 -- bench/sim.lua: the PTX simulator's speed on the MLP kernels of
--- examples/model.lua, on one host thread, and Numba's CUDA simulator on the
+-- examples/model.lua, on one host thread and on all, on a block reduction
+-- and on a divergent kernel (one thread), and Numba's CUDA simulator on the
 -- same dense GELU layer (bench/sim_numba.py) where python3 has Numba
 -- (Debian's python3-numba; NUMBA_PYTHON names another interpreter).
 --
@@ -15,8 +16,101 @@ local sim_lib = build .. "/libcuda-sim.so"
 
 local function quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 
+-- The reduction and divergence rows' kernels: a block's tree reduction in
+-- shared memory then shuffles, and lanes on different paths (by lane id,
+-- then by a data-dependent loop count).
+local WARP_SOURCE = [[
+extern "C" __global__ void block_sum(const float *x, float *out, int n) {
+  __shared__ float s[256];
+  int tid = threadIdx.x;
+  float v = 0.0f;
+  for (int i = blockIdx.x * blockDim.x + tid; i < n; i += blockDim.x * gridDim.x)
+    v += x[i];
+  s[tid] = v;
+  __syncthreads();
+  for (int k = blockDim.x / 2; k >= 32; k >>= 1) {
+    if (tid < k) s[tid] += s[tid + k];
+    __syncthreads();
+  }
+  if (tid < 32) {
+    v = s[tid];
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    if (tid == 0) out[blockIdx.x] = v;
+  }
+}
+
+extern "C" __global__ void diverge(const unsigned *x, unsigned *y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  unsigned v = x[i], acc = 0;
+  switch (threadIdx.x & 3) {
+  case 0: for (unsigned k = 0; k < 8; k++) acc += v * k; break;
+  case 1: acc = v ^ (v >> 3); break;
+  case 2: acc = v < 0x80000000u ? v + 7 : v - 7; break;
+  default: acc = __popc(v);
+  }
+  unsigned steps = 0;
+  for (unsigned t = v % 97 + 1; t != 1 && steps < 64; steps++)
+    t = (t & 1) ? 3 * t + 1 : t >> 1;
+  y[i] = acc + steps;
+}
+]]
+
+-- The diverge kernel's result for one value, on the host.
+local function diverge_ref(v, lane)
+  local acc
+  if lane % 4 == 0 then acc = v * 28
+  elseif lane % 4 == 1 then acc = v ~ (v >> 3)
+  elseif lane % 4 == 2 then acc = v < 0x80000000 and v + 7 or v - 7
+  else
+    acc = 0
+    for b = 0, 31 do acc = acc + (v >> b & 1) end
+  end
+  local t, steps = v % 97 + 1, 0
+  while t ~= 1 and steps < 64 do
+    t = (t & 1 == 1) and 3 * t + 1 or t >> 1
+    steps = steps + 1
+  end
+  return (acc + steps) & 0xffffffff
+end
+
 -- Child: the forward pass of model.lua's layers, or one dense GELU layer,
--- reps times. Sizes: rows k n (layer) or the model's own (model).
+-- reps times (sizes: rows k n (layer) or the model's own (model)); or the
+-- reduction or divergence kernel, reps times, its result checked.
+if arg[1] == "--child" and (arg[2] == "reduce" or arg[2] == "diverge") then
+  local cuda = require "cugraph"
+  local m = cuda.compile(WARP_SOURCE, { name = "warp.cu" })
+  local reps, s = tonumber(arg[3]), cuda.stream()
+  local t, seed = {}, 7
+  if arg[2] == "reduce" then
+    local n, blocks, sum = 1 << 20, 256, 0
+    for i = 1, n do
+      seed = (seed * 1103515245 + 12345) % 2147483648
+      t[i] = (seed >> 8) / 8388608 - 0.5
+      sum = sum + t[i]
+    end
+    local x, out = cuda.buffer("f32", t), cuda.buffer("f32", blocks)
+    for _ = 1, reps do m.block_sum:launch(s, blocks, 256, x, out, n) end
+    local got = 0
+    for _, v in ipairs(out:download()) do got = got + v end
+    assert(math.abs(got - sum) < 1e-2, ("block_sum: %g, expected %g"):format(got, sum))
+  else
+    local n = 1 << 16
+    for i = 1, n do
+      seed = (seed * 1103515245 + 12345) % 2147483648
+      t[i] = seed * 2 + i % 2
+    end
+    local x, y = cuda.buffer("u32", t), cuda.buffer("u32", n)
+    for _ = 1, reps do m.diverge:launch(s, n // 256, 256, x, y, n) end
+    local got = y:download()
+    for i = 1, n, 97 do
+      assert(got[i] == diverge_ref(t[i], (i - 1) % 256), ("diverge: element %d"):format(i))
+    end
+  end
+  s:synchronize()
+  os.exit(0)
+end
+
 if arg[1] == "--child" then
   local cuda = require "cugraph"
   local STOP = {}
@@ -112,6 +206,14 @@ if cores > 1 then
   row(("MLP forward pass, simulator, %d threads"):format(cores),
       ("%.0f M/s"):format(c2 / s2 / 1e6), ("%.0f ms a pass"):format(s2 / 3 * 1000))
 end
+
+-- The reduction and the divergent kernel, one thread.
+local rc, rs = sim_run("reduce", 10, nil, nil, nil, 1)
+row("block sum of 2^20 f32 (shared tree, shuffles), 1 thread", ("%.0f M/s"):format(rc / rs / 1e6),
+    ("%.3g thread-instructions in %.2f s; %.1f ms a launch"):format(rc, rs, rs / 10 * 1000))
+local dc, ds = sim_run("diverge", 10, nil, nil, nil, 1)
+row("divergent paths, 2^16 threads, 1 thread", ("%.0f M/s"):format(dc / ds / 1e6),
+    ("%.3g thread-instructions in %.2f s; %.1f ms a launch"):format(dc, ds, ds / 10 * 1000))
 
 -- One small dense GELU layer on both simulators: Numba runs a Python
 -- thread per CUDA thread.

@@ -130,6 +130,8 @@ int dec_param_list(dec *d, func *f, int out, size_t **psize, size_t **palign,
 /* ptx_forms.c */
 int dec_is_half(int k, int b);
 int dec_form(ins *in, int op, int n, const opnd *o);
+/* Picks the fast form of each instruction of m; 0 when out of memory. */
+int dec_fast_forms(sim_module *m);
 
 /* ptx_ins.c */
 int dec_add_ins(dec *d, ins **out);

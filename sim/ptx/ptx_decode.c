@@ -364,6 +364,7 @@ sim_module *sim_load(const char *ptx, char *err, size_t nerr) {
       for (size_t j = 0; j < sizeof f / sizeof *f; j++)
         if (*f[j] >= CONST_MARK) *f[j] = *f[j] - CONST_MARK + m->const_base;
     }
+    if (!dec_fast_forms(m)) dec_fail(&d, 0, "out of memory");
   }
 out:
   if (!d.failed && !d.t) d.failed = 0;

@@ -27,6 +27,18 @@
   LOOP(double x = f64(A[l]); double y = f64(B[l]); double z = f64(C[l]);    \
        (void)y; (void)z; D[l] = bd(__VA_ARGS__))
 
+#ifdef SIM_X86_FMA
+/* fma.rn.f32 of the lanes of em with the host's FMA instruction (where
+   rc->fma says it has one): rounded once, as fmaf; the product's operands
+   in the order that gives, of several NaN operands, the one glibc's fmaf
+   gives. */
+__attribute__((target("fma"))) static void fma_f32_host(
+    uint32_t em, uint64_t *D, const uint64_t *A, const uint64_t *B,
+    const uint64_t *C) {
+  LOOP(D[l] = bf(__builtin_fmaf(f32(B[l]), f32(A[l]), f32(C[l]))));
+}
+#endif
+
 /* Set bits of a lane mask (no popcnt instruction assumed). */
 static inline unsigned lanes(uint32_t x) {
   if (x == ALL) return 32;
@@ -78,6 +90,49 @@ static void cond_call(worker *w, warp *wp, int lane, const ins *in) {
                "handle 0x%llx, not one of the running graph's", (unsigned long long)h);
 }
 
+/* setp's results, v the comparisons of the lanes of em: p, and q where
+   the instruction has one, each combined with its third predicate. */
+static inline void setp_write(warp *wp, const ins *in, uint32_t em,
+                              uint32_t v) {
+  uint32_t q = ~v;
+  if (in->bop) {
+    uint32_t c = in->e ? ~wp->p[in->c] : wp->p[in->c];
+    switch (in->bop) {
+    case B_AND: v &= c, q &= c; break;
+    case B_OR: v |= c, q |= c; break;
+    default: v ^= c, q ^= c;
+    }
+  }
+  wp->p[in->d[0]] = (wp->p[in->d[0]] & ~em) | (v & em);
+  if (in->d[1] >= 0)
+    wp->p[in->d[1]] = (wp->p[in->d[1]] & ~em) | (q & em);
+}
+
+/* setp of integers of type T, each comparison its own loop (a whole
+   group's bits shifted in from lane 31 down). */
+#define SETP_LANES(T, OP)                                                   \
+  do {                                                                      \
+    if (em == ALL)                                                          \
+      for (int l = 31; l >= 0; l--)                                         \
+        v = v << 1 | (uint32_t)((T)A[l] OP (T)B[l]);                        \
+    else                                                                    \
+      for (uint32_t m_ = em; m_; m_ &= m_ - 1) {                            \
+        int l = __builtin_ctz(m_);                                          \
+        v |= (uint32_t)((T)A[l] OP (T)B[l]) << l;                           \
+      }                                                                     \
+  } while (0)
+#define SETP_INT(T)                                                         \
+  do {                                                                      \
+    switch (in->cmp) {                                                      \
+    case C_EQ: SETP_LANES(T, ==); break;                                    \
+    case C_NE: SETP_LANES(T, !=); break;                                    \
+    case C_LT: case C_LO: SETP_LANES(T, <); break;                          \
+    case C_LE: case C_LS: SETP_LANES(T, <=); break;                         \
+    case C_GT: case C_HI: SETP_LANES(T, >); break;                          \
+    default: SETP_LANES(T, >=);                                             \
+    }                                                                       \
+  } while (0)
+
 /* A .sync warp instruction's wait for its member masks (warp_wait): the
    group parks, and the scheduler runs others. */
 #define SYNC_WAIT()                                                         \
@@ -89,7 +144,11 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
   const sim_module *m = w->rc->m;
   const ins *code = m->code;
   uint64_t executed = 0;
+  uint32_t counted = ALL; /* the group's lanes: lanes(counted) */
+  unsigned nlanes = 32;
   int result = RUN_DONE;
+  if (f->mask & (depth ? 0 : wp->wait)) return RUN_BLOCKED; /* held at a
+                                                               barrier */
   for (;;) {
     if (f->pc >= f->other || !f->mask) {
       f->live &= ~wp->exited;
@@ -102,8 +161,147 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
     }
     const ins *in = &code[f->pc];
     uint32_t em = f->mask;
-    if (in->guard >= 0) em &= in->gneg ? ~wp->p[in->guard] : wp->p[in->guard];
-    executed += lanes(f->mask);
+    if (f->mask != counted) counted = f->mask, nlanes = lanes(counted);
+    executed += nlanes;
+    if (in->pre) {
+      if (in->guard >= 0)
+        em &= in->gneg ? ~wp->p[in->guard] : wp->p[in->guard];
+      if (in->inval) span_forget(wp, in);
+    }
+    switch (in->x) { /* the fast forms; a break runs the general code */
+    case X_NONE:
+      break;
+    /* each form its own case, for the width and space known in it */
+#define FAST_LD(X, SH, N, SGN)                                              \
+    case X: {                                                               \
+      const uint64_t *Bs = R(in->base);                                     \
+      uint64_t off = (uint64_t)in->off, *D = R(in->d[0]);                   \
+      if (SH ? !span_ok(wp, in, em, Bs, off, N, 0, w->rc->nshared)          \
+             : !global_span_ok(w, wp, in, em, Bs, off, N))                  \
+        break;                                                              \
+      uintptr_t h = (SH ? (uintptr_t)w->shared : 0) + (uintptr_t)off;      \
+      LD_LANES(h, N, SGN);                                                  \
+      f->pc++;                                                              \
+      continue;                                                             \
+    }
+#define FAST_ST(X, SH, N)                                                   \
+    case X: {                                                               \
+      const uint64_t *Bs = R(in->base), *V = R(in->d[0]);                   \
+      uint64_t off = (uint64_t)in->off;                                     \
+      if (SH ? !span_ok(wp, in, em, Bs, off, N, 0, w->rc->nshared)          \
+             : !global_span_ok(w, wp, in, em, Bs, off, N))                  \
+        break;                                                              \
+      uintptr_t h = (SH ? (uintptr_t)w->shared : 0) + (uintptr_t)off;      \
+      ST_LANES(h, N);                                                       \
+      f->pc++;                                                              \
+      continue;                                                             \
+    }
+    FAST_LD(X_LD_SH4, 1, 4, 0)
+    FAST_LD(X_LD_SH4S, 1, 4, 1)
+    FAST_LD(X_LD_SH8, 1, 8, 0)
+    FAST_LD(X_LD_GL4, 0, 4, 0)
+    FAST_LD(X_LD_GL4S, 0, 4, 1)
+    FAST_LD(X_LD_GL8, 0, 8, 0)
+    FAST_ST(X_ST_SH4, 1, 4)
+    FAST_ST(X_ST_SH8, 1, 8)
+    FAST_ST(X_ST_GL4, 0, 4)
+    FAST_ST(X_ST_GL8, 0, 8)
+#undef FAST_LD
+#undef FAST_ST
+    case X_SETP_S32: case X_SETP_U32: case X_SETP_S64: case X_SETP_U64: {
+      const uint64_t *A = R(in->a), *B = R(in->b);
+      uint32_t v = 0;
+      if (in->x == X_SETP_S32) SETP_INT(int32_t);
+      else if (in->x == X_SETP_U32) SETP_INT(uint32_t);
+      else if (in->x == X_SETP_S64) SETP_INT(int64_t);
+      else SETP_INT(uint64_t);
+      setp_write(wp, in, em, v);
+      f->pc++;
+      continue;
+    }
+    default: {
+      uint64_t *D = R(in->d[0]);
+      const uint64_t *A = R(in->a), *B = R(in->b < 0 ? in->a : in->b);
+      switch (in->x) {
+      case X_FMA_F32: {
+        const uint64_t *C = R(in->c);
+#ifdef SIM_X86_FMA
+        if (w->rc->fma) {
+          if (em != ALL || !exec_fma_f32_x86(D, A, B, C))
+            fma_f32_host(em, D, A, B, C);
+          break;
+        }
+#endif
+        LOOP(D[l] = bf(fmaf(f32(A[l]), f32(B[l]), f32(C[l]))));
+        break;
+      }
+      case X_ADD_F32: LOOP(D[l] = bf(f32(A[l]) + f32(B[l]))); break;
+      case X_SUB_F32: LOOP(D[l] = bf(f32(A[l]) - f32(B[l]))); break;
+      case X_MUL_F32: LOOP(D[l] = bf(f32(A[l]) * f32(B[l]))); break;
+      case X_ADD_I: {
+        uint64_t mk = zx(~0ull, in->tb);
+        LOOP(D[l] = (A[l] + B[l]) & mk);
+        break;
+      }
+      case X_SUB_I: {
+        uint64_t mk = zx(~0ull, in->tb);
+        LOOP(D[l] = (A[l] - B[l]) & mk);
+        break;
+      }
+      case X_MUL_LO: {
+        uint64_t mk = zx(~0ull, in->tb);
+        LOOP(D[l] = (A[l] * B[l]) & mk);
+        break;
+      }
+      case X_MUL_WIDE_S32:
+        LOOP(D[l] = (uint64_t)((int64_t)(int32_t)A[l] * (int32_t)B[l]));
+        break;
+      case X_MUL_WIDE_U32:
+        LOOP(D[l] = (uint64_t)(uint32_t)A[l] * (uint32_t)B[l]);
+        break;
+      case X_SHL_I: {
+        unsigned bits = in->tb;
+        uint64_t mk = zx(~0ull, in->tb);
+        LOOP(uint32_t s_ = (uint32_t)B[l];
+             D[l] = s_ >= bits ? 0 : (A[l] << s_) & mk);
+        break;
+      }
+      case X_MAD_LO: {
+        const uint64_t *C = R(in->c);
+        uint64_t mk = zx(~0ull, in->tb);
+        LOOP(D[l] = (A[l] * B[l] + C[l]) & mk);
+        break;
+      }
+      case X_SHR_U: {
+        unsigned bits = in->tb;
+        uint64_t mk = zx(~0ull, in->tb);
+        LOOP(uint32_t s_ = (uint32_t)B[l];
+             D[l] = s_ >= bits ? 0 : (A[l] & mk) >> s_);
+        break;
+      }
+      case X_SHR_S: {
+        int bits = in->tb;
+        uint64_t mk = zx(~0ull, in->tb);
+        LOOP(uint32_t s_ = (uint32_t)B[l];
+             D[l] = (uint64_t)(sx(A[l], bits)
+                               >> (s_ >= (unsigned)bits ? bits - 1 : (int)s_)) & mk);
+        break;
+      }
+      case X_SELP: {
+        uint32_t c = in->e ? ~wp->p[in->c] : wp->p[in->c];
+        LOOP(D[l] = (c >> l & 1) ? A[l] : B[l]);
+        break;
+      }
+      case X_AND_I: LOOP(D[l] = A[l] & B[l]); break;
+      case X_OR_I: LOOP(D[l] = A[l] | B[l]); break;
+      case X_MOV: LOOP(D[l] = A[l]); break;
+      case X_CVT_S64_S32: LOOP(D[l] = (uint64_t)(int64_t)(int32_t)A[l]); break;
+      case X_CVT_U64_U32: case X_CVT_TO32: LOOP(D[l] = (uint32_t)A[l]); break;
+      }
+      f->pc++;
+      continue;
+    }
+    }
     uint64_t *D = in->d[0] >= 0 ? R(in->d[0]) : NULL;
     const uint64_t *A = in->a >= 0 ? R(in->a) : NULL;
     const uint64_t *B = in->b >= 0 ? R(in->b) : NULL;
@@ -395,18 +593,7 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
         LOOP(v |= (uint32_t)cmp_float(in->cmp, f64(A[l]), f64(B[l])) << l);
       else
         LOOP(v |= (uint32_t)cmp_int(in->cmp, A[l], B[l], k, bits) << l);
-      uint32_t q = ~v;
-      if (in->bop) {
-        uint32_t c = in->e ? ~wp->p[in->c] : wp->p[in->c];
-        switch (in->bop) {
-        case B_AND: v &= c, q &= c; break;
-        case B_OR: v |= c, q |= c; break;
-        default: v ^= c, q ^= c;
-        }
-      }
-      wp->p[in->d[0]] = (wp->p[in->d[0]] & ~em) | (v & em);
-      if (in->d[1] >= 0)
-        wp->p[in->d[1]] = (wp->p[in->d[1]] & ~em) | (q & em);
+      setp_write(wp, in, em, v);
       break;
     }
     case OP_SELP: {
@@ -546,6 +733,10 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
       }
       wp->wait |= em;
       f->pc++;
+      if (em == f->live) { /* the whole frame waits, as one group */
+        w->executed += executed;
+        return RUN_BLOCKED;
+      }
       if (em == f->mask) {
         f->mask = 0; /* schedule afresh */
         for (uint32_t q = em; q; q &= q - 1) f->pcs[__builtin_ctz(q)] = f->pc;

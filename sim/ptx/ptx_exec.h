@@ -14,8 +14,10 @@
    instructions of ptx_mem.h, the comparisons and conversions of
    ptx_convert.h, the half precision instructions of ptx_half.h, the
    arithmetic of ptx_arith.h and the warp-level instructions of
-   ptx_warp.h. ptx_launch.c runs blocks on host threads, fills special
-   registers and records a launch's first fault. */
+   ptx_warp.h; the commonest instructions run first in their fast forms
+   (ins.x). ptx_fma.c, built apart, has the vector f32 fma. ptx_launch.c
+   runs blocks on host threads, fills special registers and records a
+   launch's first fault. */
 #ifndef PTX_EXEC_H
 #define PTX_EXEC_H
 
@@ -47,6 +49,18 @@ typedef struct frame {
   int pcs[32];          /* PCs of lanes outside the group */
 } frame;
 
+/* What a fast load or store found of the addresses in a register (slot;
+   -1: none): over the lanes of mask, Bs[l] + from lies in [mn, mx] above
+   lo (the allocation's start, 0 for shared memory), bits any ORed. Kept
+   until an instruction writes the register (ins.inval). */
+typedef struct span {
+  int32_t slot;
+  uint32_t mask;
+  uint64_t lo, from, any;
+  int64_t mn, mx;
+} span;
+enum { SIM_SPANS = 4 }; /* a register's span is spans[slot % SIM_SPANS] */
+
 typedef struct warp {
   uint64_t *r;          /* slot s of lane l: r[s * 32 + l] */
   uint32_t *p;          /* predicate masks */
@@ -54,10 +68,15 @@ typedef struct warp {
   frame top;
   uint32_t wait, exited;
   uint32_t carry;       /* each lane's carry flag (add.cc, addc, ...) */
+  span spans[SIM_SPANS];
   int done, index;
 } warp;
 
 typedef struct run_ctx run_ctx;
+
+/* Allocations a worker keeps as found live (a kernel reads and writes
+   several in turn). */
+enum { SIM_RANGES = 4 };
 
 typedef struct worker {
   run_ctx *rc;
@@ -68,7 +87,9 @@ typedef struct worker {
   unsigned nwarps;
   unsigned id;          /* the worker's index: the block's %smid */
   unsigned bid[3];
-  uint64_t lo, hi;      /* the allocation last found live */
+  uint64_t lo[SIM_RANGES], hi[SIM_RANGES]; /* the allocations last found
+                           live, the next replaced at lo[nextr] */
+  unsigned nextr;
   uint64_t executed;
   unsigned backs;       /* backward branches taken */
   int red;              /* a bar.red at the barrier: the threads whose */
@@ -85,6 +106,7 @@ struct run_ctx {
   unsigned nthreads;
   uint64_t nblocks, next;
   int fault;            /* set once, by the first fault */
+  int fma;              /* the host has FMA and AVX2 (x86-64) */
   double timeout;       /* CUDA_SIM_TIMEOUT, seconds; 0: none */
   double deadline;      /* CLOCK_MONOTONIC seconds when it times out */
   pthread_mutex_t mu;
@@ -153,6 +175,12 @@ static inline int fe_mode(int rnd) {
     }                                                                       \
   } while (0)
 
+/* Not every x86-64 CPU has FMA instructions and AVX2: the simulator
+   looks at run time (sim_run), where GCC or clang give it the means. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define SIM_X86_FMA 1
+#endif
+
 /* Instructions written apart from the loop of exec_run, and inlined there
    whatever the loop's size. */
 #define ALWAYS_INLINE inline __attribute__((always_inline))
@@ -167,6 +195,13 @@ enum { SIM_BACKS = 4096 };
 int exec_run(worker *w, warp *wp, frame *f, int depth);
 /* Whether the launch has run past its deadline. */
 int exec_late(const run_ctx *rc);
+
+#ifdef SIM_X86_FMA
+/* ptx_fma.c: fma.rn.f32 of a whole group (D = A * B + C), where
+   run_ctx.fma; 0 (nothing done) when an operand is a NaN. */
+int exec_fma_f32_x86(uint64_t *D, const uint64_t *A, const uint64_t *B,
+                     const uint64_t *C);
+#endif
 
 /* ptx_launch.c */
 /* The value of special register s (S_READ and after) for the block w

@@ -5,6 +5,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "ptx_dec.h"
 
+#include <stdlib.h>
+
 /* f16, bf16 and their pairs. */
 int dec_is_half(int k, int b) {
   return (k == K_F && b == 16) || k == K_BF || k == K_H2 || k == K_BH2;
@@ -177,4 +179,87 @@ int dec_form(ins *in, int op, int n, const opnd *o) {
   default:
     return plain;
   }
+}
+
+/* The fast form of in (ptx_int.h), or X_NONE: only where the fast form
+   gives exactly what the general code gives for in. */
+static int fast_form(const ins *in) {
+  int k = in->tk, b = in->tb, op = in->op, sp = in->space;
+  int integer = k == K_B || k == K_U || k == K_S;
+  int f32 = k == K_F && b == 32;
+  int rn = in->rnd == R_NONE || in->rnd == R_N;
+  switch (op) {
+  case OP_LD: case OP_ST:
+    if (in->vec != 1 || in->base < 0 || (b != 32 && b != 64)) return X_NONE;
+    if (sp == SP_SHARED)
+      return op == OP_ST ? (b == 32 ? X_ST_SH4 : X_ST_SH8)
+             : b == 64 ? X_LD_SH8 : k == K_S ? X_LD_SH4S : X_LD_SH4;
+    if (sp == SP_GLOBAL)
+      return op == OP_ST ? (b == 32 ? X_ST_GL4 : X_ST_GL8)
+             : b == 64 ? X_LD_GL8 : k == K_S ? X_LD_GL4S : X_LD_GL4;
+    return X_NONE;
+  case OP_FMA: case OP_MAD: case OP_ADD: case OP_SUB: case OP_MUL:
+    if (f32) {
+      if ((in->flags & (F_FTZ | F_SAT)) || !rn) return X_NONE;
+      return op == OP_FMA || op == OP_MAD ? X_FMA_F32 : op == OP_ADD ? X_ADD_F32
+             : op == OP_SUB ? X_SUB_F32 : X_MUL_F32;
+    }
+    if (op == OP_MAD && integer && !in->flags) return X_MAD_LO;
+    if (!integer || in->flags & ~F_WIDE || op == OP_FMA || op == OP_MAD)
+      return X_NONE;
+    if (in->flags & F_WIDE)
+      return op == OP_MUL && b == 32 ? (k == K_S ? X_MUL_WIDE_S32
+                                                 : X_MUL_WIDE_U32) : X_NONE;
+    return op == OP_ADD ? X_ADD_I : op == OP_SUB ? X_SUB_I : X_MUL_LO;
+  case OP_SHL:
+    return X_SHL_I;
+  case OP_SHR:
+    return k == K_S ? X_SHR_S : X_SHR_U;
+  case OP_SELP:
+    return X_SELP;
+  case OP_AND: case OP_OR:
+    return k == K_PRED ? X_NONE : op == OP_AND ? X_AND_I : X_OR_I;
+  case OP_MOV:
+    return k == K_PRED ? X_NONE : X_MOV;
+  case OP_SETP: /* signed: the signed comparisons only */
+    if (!integer || (b != 32 && b != 64) || in->flags) return X_NONE;
+    if (k == K_S ? in->cmp > C_GE : in->cmp > C_HS) return X_NONE;
+    return k == K_S ? (b == 32 ? X_SETP_S32 : X_SETP_S64)
+                    : (b == 32 ? X_SETP_U32 : X_SETP_U64);
+  case OP_CVTA:
+    return sp == SP_GLOBAL || sp == SP_CONST ? X_MOV : X_NONE;
+  case OP_CVT: {
+    int sk = in->t2k, sb = in->t2b;
+    if (k == K_S && sk == K_S && b == 64 && sb == 32) return X_CVT_S64_S32;
+    if ((k == K_U || k == K_B) && b == 64 && sb == 32 && (sk == K_U || sk == K_B))
+      return X_CVT_U64_U32;
+    if (integer && (sk == K_B || sk == K_U || sk == K_S) && b == 32
+        && (sb == 32 || sb == 64) && !(in->flags & F_SAT))
+      return X_CVT_TO32;
+    return X_NONE;
+  }
+  default:
+    return X_NONE;
+  }
+}
+
+/* 0 when out of memory. */
+int dec_fast_forms(sim_module *m) {
+  unsigned char *base = calloc((size_t)m->nslots + 1, 1);
+  if (!base) return 0;
+  for (size_t i = 0; i < m->ncode; i++) {
+    ins *in = &m->code[i];
+    in->x = (uint8_t)fast_form(in);
+    if (in->x >= X_LD_SH4 && in->x <= X_ST_GL8) base[in->base] = 1;
+  }
+  for (size_t i = 0; i < m->ncode; i++) { /* d[]: slots written (a
+                                             predicate's index too) */
+    ins *in = &m->code[i];
+    for (int j = 0; j < 4 && in->op != OP_CALL; j++)
+      if (in->d[j] >= 0 && in->d[j] < m->nslots && base[in->d[j]])
+        in->inval = 1;
+    in->pre = in->inval || in->guard >= 0;
+  }
+  free(base);
+  return 1;
 }

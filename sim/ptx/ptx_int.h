@@ -19,6 +19,25 @@ enum {
   OP_CARRY,
 };
 
+/* Fast forms: the commonest instructions in one form each, run by the
+   interpreter ahead of the general cases (X_NONE: the general code). The
+   decoder picks one where the instruction's form is exactly that. */
+enum {
+  X_NONE,
+  X_LD_SH4, X_LD_SH4S, X_LD_SH8,  /* ld.shared of 4 (unsigned, signed), 8 */
+  X_ST_SH4, X_ST_SH8,             /* st.shared */
+  X_LD_GL4, X_LD_GL4S, X_LD_GL8,  /* ld.global */
+  X_ST_GL4, X_ST_GL8,             /* st.global */
+  X_FMA_F32, X_ADD_F32, X_SUB_F32, X_MUL_F32, /* .rn (or none), no .ftz */
+  X_ADD_I, X_SUB_I,               /* integers of 32 or 64 bits */
+  X_MUL_LO, X_MUL_WIDE_S32, X_MUL_WIDE_U32, X_MAD_LO,
+  X_SHL_I, X_SHR_U, X_SHR_S, X_AND_I, X_OR_I, X_SELP,
+  X_MOV,                          /* mov, cvta.to, cvt of one 64-bit value */
+  X_CVT_S64_S32, X_CVT_U64_U32, X_CVT_TO32,
+  X_SETP_S32, X_SETP_U32, X_SETP_S64, X_SETP_U64, /* eq ne lt le gt ge,
+                                    lo ls hi hs of integers of 32, 64 bits */
+};
+
 /* Generic addresses of shared and local memory: a tag in the top bits
    above the offset in the space (host addresses are below both). */
 #define GEN_SHARED 0xFFFF000000000000ull
@@ -109,6 +128,10 @@ typedef struct ins {
                          e: the member mask of a .sync warp instruction */
   int32_t base;       /* memory: slot of the address register, or -1 */
   uint8_t sub;        /* OP_HALF, OP_CARRY: the operation (OP_ADD, ...) */
+  uint8_t x;          /* the fast form (X_...), or X_NONE */
+  uint8_t inval;      /* writes a register that a fast load or store
+                         takes its address from */
+  uint8_t pre;        /* has a guard or inval: work before it runs */
   int64_t off;        /* memory: immediate offset (symbols resolved) */
   int32_t target;     /* bra, call: instruction index */
   int32_t fn;         /* call: callee function index */

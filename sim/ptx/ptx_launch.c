@@ -130,6 +130,7 @@ static void start_warp(worker *w, warp *wp, unsigned index) {
   wp->index = (int)index;
   wp->wait = 0;
   wp->carry = 0;
+  for (int i = 0; i < SIM_SPANS; i++) wp->spans[i].slot = -1;
   wp->exited = ~live;
   wp->done = !live;
   wp->top.pc = rc->k->start;
@@ -151,9 +152,11 @@ static void open_barrier(worker *w) {
   const ins *code = w->rc->m->code;
   for (unsigned i = 0; i < w->nwarps; i++) {
     warp *wp = &w->warps[i];
+    /* a warp whose lanes all came as one group goes on as that group */
+    int held = (wp->top.mask & wp->wait) != 0;
     for (uint32_t q = w->red ? wp->wait : 0; q; q &= q - 1) {
       int l = __builtin_ctz(q);
-      const ins *in = &code[wp->top.pcs[l] - 1];
+      const ins *in = &code[(held ? wp->top.pc : wp->top.pcs[l]) - 1];
       if (in->op != OP_BAR || in->cmp != BAR_RED) continue;
       if (in->bop == BR_POPC) {
         wp->r[(size_t)in->d[0] * 32 + l] = w->red_count;
@@ -163,7 +166,7 @@ static void open_barrier(worker *w) {
       }
     }
     wp->wait = 0;
-    wp->top.mask = 0;
+    if (!held) wp->top.mask = 0;
   }
   no_red(w);
 }
@@ -279,6 +282,10 @@ static double launch_timeout(void) {
 int sim_run(const sim_kernel *k, sim_launch *l, char *diag, size_t ndiag) {
   run_ctx rc;
   memset(&rc, 0, sizeof rc);
+#ifdef SIM_X86_FMA
+  __builtin_cpu_init();
+  rc.fma = __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2");
+#endif
   rc.timeout = launch_timeout();
   rc.deadline = now() + rc.timeout;
   rc.k = k;

@@ -35,7 +35,8 @@ static unsigned char *global_slow(worker *w, warp *wp, int lane,
   sim_launch *l = w->rc->l;
   uint64_t lo, hi;
   if (l->live && l->live(l->ud, p, n, &lo, &hi)) {
-    w->lo = lo, w->hi = hi;
+    unsigned i = w->nextr++ % SIM_RANGES;
+    w->lo[i] = lo, w->hi[i] = hi;
     return (unsigned char *)(uintptr_t)p;
   }
   exec_fault(w, wp, lane, in, SIM_ILLEGAL_ADDRESS, "out-of-bounds %s access of "
@@ -46,8 +47,9 @@ static unsigned char *global_slow(worker *w, warp *wp, int lane,
 
 static inline unsigned char *global_at(worker *w, warp *wp, int lane,
                                        const ins *in, uint64_t p, unsigned n) {
-  if (p >= w->lo && p + n <= w->hi && !(p & (n - 1)))
-    return (unsigned char *)(uintptr_t)p;
+  for (int i = 0; i < SIM_RANGES; i++)
+    if (p >= w->lo[i] && p < w->hi[i] && w->hi[i] - p >= n && !(p & (n - 1)))
+      return (unsigned char *)(uintptr_t)p;
   return global_slow(w, wp, lane, in, p, n);
 }
 
@@ -230,6 +232,80 @@ static uint64_t atomic_op(const ins *in, unsigned char *h, uint64_t a,
                                         __ATOMIC_SEQ_CST));
   return old;
 }
+
+/* Whether the n-byte accesses at Bs[l] + off of the lanes of em (Bs the
+   register of slot in->base) all lie in [lo, hi), aligned to n: the fast
+   forms' one check for the whole group, from the register's span where
+   it has one, else from a loop the compiler vectorizes, which records the
+   span. It answers 0 (the general code runs, and finds the lane that
+   faults) also for a group whose offsets from lo do not all fit in 31
+   bits. */
+static ALWAYS_INLINE int span_ok(warp *wp, const ins *in, uint32_t em,
+                                 const uint64_t *Bs, uint64_t off, unsigned n,
+                                 uint64_t lo, uint64_t hi) {
+  if (!em) return 1;
+  if (hi < lo || hi - lo < n || (lo & (n - 1))) return 0;
+  uint64_t last = hi - lo - n, from = off - lo, any = 0;
+  span *s = &wp->spans[(uint32_t)in->base % SIM_SPANS];
+  if (s->slot == in->base && !(em & ~s->mask) && s->lo == lo) {
+    int64_t delta = (int64_t)(from - s->from);
+    return last < INT64_MAX && delta >= -s->mn
+           && delta <= (int64_t)last - s->mx
+           && !((s->any | (uint64_t)delta) & (n - 1));
+  }
+  int32_t mn = INT32_MAX, mx = 0;
+  LOOP(uint64_t d = Bs[l] + from;
+       int32_t t = (int32_t)(uint32_t)d;
+       any |= d;
+       mn = t < mn ? t : mn;
+       mx = t > mx ? t : mx);
+  if (any >= 0x80000000u) return 0;
+  if (!in->inval) { /* (it would change the register it has read) */
+    s->slot = in->base;
+    s->mask = em;
+    s->lo = lo, s->from = from, s->any = any;
+    s->mn = mn, s->mx = mx;
+  }
+  return (uint64_t)mx <= last && !(any & (n - 1));
+}
+
+/* Forgets the spans of the registers in writes. */
+static inline void span_forget(warp *wp, const ins *in) {
+  for (int j = 0; j < 4; j++) {
+    span *s = &wp->spans[(uint32_t)in->d[j] % SIM_SPANS];
+    if (in->d[j] >= 0 && s->slot == in->d[j]) s->slot = -1;
+  }
+}
+
+/* The allocation found live that holds address p, or -1. */
+static inline int range_of(const worker *w, uint64_t p) {
+  for (int i = 0; i < SIM_RANGES; i++)
+    if (p >= w->lo[i] && p < w->hi[i]) return i;
+  return -1;
+}
+
+/* span_ok for a global access: in the allocation found live that holds
+   the first lane's address. */
+static ALWAYS_INLINE int global_span_ok(const worker *w, warp *wp,
+                                        const ins *in, uint32_t em,
+                                        const uint64_t *Bs, uint64_t off,
+                                        unsigned n) {
+  if (!em) return 1;
+  int i = range_of(w, Bs[__builtin_ctz(em)] + off);
+  return i >= 0 && span_ok(wp, in, em, Bs, off, n, w->lo[i], w->hi[i]);
+}
+
+/* The fast forms' loads and stores of n bytes at host address H + Bs[l]
+   (H an integer, checked by span_ok); a signed load of 4 sign-extends. */
+#define LD_LANES(H, n, sgn)                                                 \
+  LOOP(const unsigned char *h_ = (const unsigned char *)(H + Bs[l]);      \
+       if (n == 8) { memcpy(&D[l], h_, 8); }                               \
+       else { uint32_t v_; memcpy(&v_, h_, 4);                             \
+              D[l] = sgn ? (uint64_t)(int64_t)(int32_t)v_ : v_; })
+#define ST_LANES(H, n)                                                      \
+  LOOP(unsigned char *h_ = (unsigned char *)(H + Bs[l]);                  \
+       if (n == 8) { memcpy(h_, &V[l], 8); }                               \
+       else { uint32_t v_ = (uint32_t)V[l]; memcpy(h_, &v_, 4); })
 
 /* ld: each lane of em loads from in's space; 1 after a fault. */
 static ALWAYS_INLINE int ins_ld(worker *w, warp *wp, const ins *in, uint32_t em,
