@@ -16,17 +16,11 @@
 #include <unistd.h>
 
 #include "base/rdzv.h"
+#include "base/world.h"
 
 #define MAGIC "cugraph-lua rendezvous 1\n"
 enum { HELLO = 256, REPLY = 512, STRAYS = 64 };
 
-static int fail(char *err, size_t n, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, n, fmt, ap);
-  va_end(ap);
-  return -1;
-}
 
 static double now(void) {
   struct timespec t;
@@ -112,26 +106,26 @@ int cg_rdzv_parse(const char *addr, char *host, size_t hn, char *port,
   if (*addr == '[') { /* [v6]:port */
     const char *close = strchr(addr, ']');
     if (!close || close[1] != ':')
-      return fail(err, en, "'%s' is not [address]:port", addr);
+      return cg_failf(err, en, "'%s' is not [address]:port", addr);
     h = addr + 1;
     hl = (size_t)(close - h);
     colon = close + 1;
   } else {
     colon = strrchr(addr, ':');
-    if (!colon) return fail(err, en, "'%s' is not host:port", addr);
+    if (!colon) return cg_failf(err, en, "'%s' is not host:port", addr);
     hl = (size_t)(colon - addr);
     if (memchr(addr, ':', hl))
-      return fail(err, en, "'%s': write an IPv6 address in brackets, as "
+      return cg_failf(err, en, "'%s': write an IPv6 address in brackets, as "
                   "[::1]:29500", addr);
   }
   char *end;
   long p = strtol(colon + 1, &end, 10);
   if (!colon[1] || *end || p < 1 || p > 65535 || colon[1] == '+' ||
       colon[1] == '-')
-    return fail(err, en, "'%s': the port must be a number from 1 to 65535",
+    return cg_failf(err, en, "'%s': the port must be a number from 1 to 65535",
                 addr);
-  if (!hl) return fail(err, en, "'%s' names no host", addr);
-  if (hl >= hn) return fail(err, en, "'%s': the host name is too long", addr);
+  if (!hl) return cg_failf(err, en, "'%s' names no host", addr);
+  if (hl >= hn) return cg_failf(err, en, "'%s': the host name is too long", addr);
   memcpy(host, h, hl);
   host[hl] = '\0';
   snprintf(port, pn, "%ld", p);
@@ -165,7 +159,7 @@ static int listen_on(const char *host, const char *port, const char *addr,
   hints.ai_socktype = SOCK_STREAM;
   int g = getaddrinfo(host, port, &hints, &ai);
   if (g)
-    return fail(err, en, "rank 0 cannot listen at %s: %s", addr,
+    return cg_failf(err, en, "rank 0 cannot listen at %s: %s", addr,
                 g == EAI_SYSTEM ? strerror(errno) : gai_strerror(g));
   int fd = -1, why = 0, taken = 0;
   for (a = ai; a && fd < 0; a = a->ai_next) {
@@ -188,10 +182,10 @@ static int listen_on(const char *host, const char *port, const char *addr,
   freeaddrinfo(ai);
   if (fd >= 0) return fd;
   if (taken)
-    return fail(err, en, "rank 0 cannot listen at %s: the port is taken "
+    return cg_failf(err, en, "rank 0 cannot listen at %s: the port is taken "
                 "(another run or program uses it: give the job a port of its "
                 "own)", addr);
-  return fail(err, en, "rank 0 cannot listen at %s: %s%s", addr,
+  return cg_failf(err, en, "rank 0 cannot listen at %s: %s%s", addr,
               strerror(why), why == EADDRNOTAVAIL ? " (rank 0 listens at the "
               "host named: it must be rank 0's machine)" : "");
 }
@@ -317,7 +311,7 @@ static void missing(const server *s, char *out, size_t n) {
 static int serve(server *s, int lfd, double timeout, const char *blob,
                  char *err, size_t en) {
   struct pollfd *pf = malloc(((size_t)s->cap + 1) * sizeof *pf);
-  if (!pf) return fail(err, en, "rank 0: out of memory");
+  if (!pf) return cg_failf(err, en, "rank 0: out of memory");
   double deadline = now() + timeout;
   int rc = -1;
   for (;;) {
@@ -345,7 +339,7 @@ static int serve(server *s, int lfd, double timeout, const char *blob,
                s->arrived, s->size, s->job, miss);
       for (int i = 0; i < s->nc; i++)
         if (s->c[i].rank) reply(s->c[i].fd, what, NULL, now() + 1);
-      fail(err, en, "rank 0 waited %g s at %s for the ranks of job '%s': %d "
+      cg_failf(err, en, "rank 0 waited %g s at %s for the ranks of job '%s': %d "
            "of %d arrived (missing: %s)%s", timeout, s->addr, s->job,
            s->arrived, s->size, miss, extra);
       break;
@@ -359,7 +353,7 @@ static int serve(server *s, int lfd, double timeout, const char *blob,
     int n = s->nc, r = poll(pf, (nfds_t)n + 1, left);
     if (r < 0) {
       if (errno == EINTR) continue;
-      fail(err, en, "rank 0 at %s: poll: %s", s->addr, strerror(errno));
+      cg_failf(err, en, "rank 0 at %s: poll: %s", s->addr, strerror(errno));
       break;
     }
     /* from the last: drop() moves the last connection into a seen slot */
@@ -387,7 +381,7 @@ static int serve_at(const char *host, const char *port, const char *addr,
   s.in = calloc((size_t)size, 1);
   s.c = calloc((size_t)s.cap, sizeof *s.c);
   int rc = s.in && s.c ? serve(&s, lfd, timeout, blob, err, en)
-                       : fail(err, en, "rank 0: out of memory");
+                       : cg_failf(err, en, "rank 0: out of memory");
   for (int i = 0; i < s.nc; i++) close(s.c[i].fd);
   free(s.c);
   free(s.in);
@@ -428,39 +422,39 @@ static int exchange(int fd, const char *addr, const char *job, int rank,
   memset(buf, 0, HELLO);
   snprintf(buf, HELLO, MAGIC "rank %d size %d\njob %s\n", rank, size, job);
   if (send_all(fd, buf, HELLO, deadline) != 0)
-    return fail(err, en, "rank %d cannot say hello to rank 0 at %s: %s", rank,
+    return cg_failf(err, en, "rank %d cannot say hello to rank 0 at %s: %s", rank,
                 addr, strerror(errno));
   /* rank 0 answers when all have come, or when it gives up at about this
      deadline: a little longer, for its word on who is missing */
   ssize_t n = recv_all(fd, buf, REPLY, deadline + 2);
   if (n < 0 && errno == ETIMEDOUT)
-    return fail(err, en, "rank %d waited %g s at %s for rank 0 to send the "
+    return cg_failf(err, en, "rank %d waited %g s at %s for rank 0 to send the "
                 "NCCL id (it sends it once all %d ranks have come)", rank,
                 timeout, addr, size);
   if (n < 0 && errno != ECONNRESET)
-    return fail(err, en, "rank %d, waiting for rank 0 at %s: %s", rank, addr,
+    return cg_failf(err, en, "rank %d, waiting for rank 0 at %s: %s", rank, addr,
                 strerror(errno));
   if (n < REPLY)
-    return fail(err, en, "rank %d: rank 0 at %s closed the connection before "
+    return cg_failf(err, en, "rank %d: rank 0 at %s closed the connection before "
                 "it sent the NCCL id (it failed, or was stopped)", rank, addr);
   size_t head = strlen(MAGIC);
   char *nl = memchr(buf + head, '\n', REPLY - head);
   if (memcmp(buf, MAGIC, head) || !nl)
-    return fail(err, en, "rank %d: what listens at %s is not a cugraph-lua "
+    return cg_failf(err, en, "rank %d: what listens at %s is not a cugraph-lua "
                 "rank 0", rank, addr);
   *nl = '\0';
   if (!strncmp(buf + head, "no ", 3))
-    return fail(err, en, "rank %d: %s", rank, buf + head + 3);
+    return cg_failf(err, en, "rank %d: %s", rank, buf + head + 3);
   if (strncmp(buf + head, "ok job ", 7))
-    return fail(err, en, "rank %d: what listens at %s is not a cugraph-lua "
+    return cg_failf(err, en, "rank %d: what listens at %s is not a cugraph-lua "
                 "rank 0", rank, addr);
   if (strcmp(buf + head + 7, job))
-    return fail(err, en, "rank %d: rank 0 at %s is of job '%s', this rank of "
+    return cg_failf(err, en, "rank %d: rank 0 at %s is of job '%s', this rank of "
                 "job '%s': a rank of another run", rank, addr, buf + head + 7,
                 job);
   n = recv_all(fd, blob, CG_RDZV_BLOB, deadline + 2);
   if (n != CG_RDZV_BLOB)
-    return fail(err, en, "rank %d: rank 0 at %s closed the connection before "
+    return cg_failf(err, en, "rank %d: rank 0 at %s closed the connection before "
                 "it sent the NCCL id (it failed, or was stopped)", rank, addr);
   return 0;
 }
@@ -478,7 +472,7 @@ static int join(const char *host, const char *port, const char *addr,
          now() < deadline)
     nap(0.1);
   if (g)
-    return fail(err, en, "rank %d cannot find rank 0's host %s: %s", rank,
+    return cg_failf(err, en, "rank %d cannot find rank 0's host %s: %s", rank,
                 host, g == EAI_SYSTEM ? strerror(errno) : gai_strerror(g));
   int rc = -1;
   for (;;) {
@@ -494,7 +488,7 @@ static int join(const char *host, const char *port, const char *addr,
       goto done;
     }
     if (now() >= deadline) {
-      fail(err, en, "rank %d could not reach rank 0 at %s within %g s (%s): "
+      cg_failf(err, en, "rank %d could not reach rank 0 at %s within %g s (%s): "
            "it has not started, or failed before it listened", rank, addr,
            timeout, strerror(why));
       break;

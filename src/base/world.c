@@ -13,7 +13,7 @@
 
 enum { MAX_RANKS = 1 << 24 };
 
-static int fail(char *err, size_t n, const char *fmt, ...) {
+int cg_failf(char *err, size_t n, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(err, n, fmt, ap);
@@ -36,7 +36,7 @@ static int number_long(const char *name, long lo, long hi, long *out,
   errno = 0;
   long v = strtol(s, &end, 10);
   if (errno || *end || v < lo || v > hi)
-    return fail(err, n, "%s is '%s', not a whole number from %ld to %ld",
+    return cg_failf(err, n, "%s is '%s', not a whole number from %ld to %ld",
                 name, s, lo, hi);
   *out = v;
   return 1;
@@ -55,7 +55,7 @@ static int needed(const char *by, const char *name, long lo, long hi,
                   int *out, char *err, size_t n) {
   int got = number(name, lo, hi, out, err, n);
   if (got == 0)
-    return fail(err, n, "%s is set but %s is not", by, name);
+    return cg_failf(err, n, "%s is set but %s is not", by, name);
   return got;
 }
 
@@ -76,16 +76,16 @@ static int consistent(const cg_world *w, const char *size_var,
                       const char *local_var, const char *lsize_var, char *err,
                       size_t n) {
   if (w->rank >= w->size)
-    return fail(err, n, "%s is %d, not below %s (%d)", w->rank_var, w->rank,
+    return cg_failf(err, n, "%s is %d, not below %s (%d)", w->rank_var, w->rank,
                 size_var, w->size);
   if (w->local_rank >= w->size)
-    return fail(err, n, "%s is %d, not below %s (%d)", local_var,
+    return cg_failf(err, n, "%s is %d, not below %s (%d)", local_var,
                 w->local_rank, size_var, w->size);
   if (w->local_size > w->size)
-    return fail(err, n, "%s is %d, more than %s (%d)", lsize_var,
+    return cg_failf(err, n, "%s is %d, more than %s (%d)", lsize_var,
                 w->local_size, size_var, w->size);
   if (w->local_size > 0 && w->local_rank >= w->local_size)
-    return fail(err, n, "%s is %d, not below %s (%d)", local_var,
+    return cg_failf(err, n, "%s is %d, not below %s (%d)", local_var,
                 w->local_rank, lsize_var, w->local_size);
   return 1;
 }
@@ -97,8 +97,8 @@ static int from_launcher(cg_world *w, char *err, size_t n) {
   int s = number("CUGRAPH_WORLD_SIZE", 1, MAX_RANKS, &w->size, err, n);
   if (r < 0 || s < 0) return -1;
   if (!r && !s) return 0;
-  if (!r) return fail(err, n, "CUGRAPH_WORLD_SIZE is set but CUGRAPH_RANK is not");
-  if (!s) return fail(err, n, "CUGRAPH_RANK is set but CUGRAPH_WORLD_SIZE is not");
+  if (!r) return cg_failf(err, n, "CUGRAPH_WORLD_SIZE is set but CUGRAPH_RANK is not");
+  if (!s) return cg_failf(err, n, "CUGRAPH_RANK is set but CUGRAPH_WORLD_SIZE is not");
   w->starter = "cugraph-lua";
   w->rank_var = "CUGRAPH_RANK";
   if (number("CUGRAPH_LOCAL_RANK", 0, MAX_RANKS - 1, &w->local_rank, err, n) < 0 ||
@@ -121,7 +121,7 @@ static int from_slurm(cg_world *w, char *err, size_t n) {
       needed(by, "SLURM_LOCALID", 0, MAX_RANKS - 1, &w->local_rank, err, n) < 0)
     return -1;
   const char *job = env("SLURM_JOB_ID");
-  if (!job) return fail(err, n, "%s is set but SLURM_JOB_ID is not", by);
+  if (!job) return cg_failf(err, n, "%s is set but SLURM_JOB_ID is not", by);
   int nodes = 0;
   if (number("SLURM_STEP_NUM_NODES", 1, MAX_RANKS, &nodes, err, n) < 0) return -1;
   if (nodes == 1) w->local_size = w->size;
@@ -163,18 +163,18 @@ static int from_pmi(cg_world *w, char *err, size_t n) {
                    : env("PMIX_RANK") ? "PMIX_RANK" : NULL;
   const char *by = rank ? rank : env("PMI_SIZE") ? "PMI_SIZE" : NULL;
   if (!by) return 0;
-  if (!rank) return fail(err, n, "PMI_SIZE is set but PMI_RANK is not");
+  if (!rank) return cg_failf(err, n, "PMI_SIZE is set but PMI_RANK is not");
   if (needed(by, rank, 0, MAX_RANKS - 1, &w->rank, err, n) < 0) return -1;
   int s = number("PMI_SIZE", 1, MAX_RANKS, &w->size, err, n);
   if (s < 0) return -1;
   if (!s)
-    return fail(err, n, "%s is set but PMI_SIZE is not%s", rank,
+    return cg_failf(err, n, "%s is set but PMI_SIZE is not%s", rank,
                 rank[3] == 'X' ? " (PMIx does not export the world size: set "
                 "PMI_SIZE, or CUGRAPH_RANK and CUGRAPH_WORLD_SIZE)" : "");
   const char *local = env("MPI_LOCALRANKID") ? "MPI_LOCALRANKID"
                     : env("PMI_LOCAL_RANK") ? "PMI_LOCAL_RANK" : NULL;
   if (!local)
-    return fail(err, n, "%s is set but neither MPI_LOCALRANKID nor "
+    return cg_failf(err, n, "%s is set but neither MPI_LOCALRANKID nor "
                 "PMI_LOCAL_RANK is (the local rank, which picks the device)",
                 rank);
   const char *lsize = local[0] == 'M' ? "MPI_LOCALNRANKS" : "PMI_LOCAL_SIZE";
@@ -245,7 +245,7 @@ int cg_world_rendezvous(const cg_world *w, char *where, size_t n, char *err,
   const char *tcp = env("CUGRAPH_RDZV"), *file = env("CUGRAPH_RENDEZVOUS");
   if (tcp || file) {
     if (strlen(tcp ? tcp : file) >= n)
-      return fail(err, en, "%s is longer than %d bytes",
+      return cg_failf(err, en, "%s is longer than %d bytes",
                   tcp ? "CUGRAPH_RDZV" : "CUGRAPH_RENDEZVOUS", (int)n - 1);
     snprintf(where, n, "%s", tcp ? tcp : file);
     return tcp ? 't' : 'f';
@@ -261,12 +261,12 @@ int cg_world_rendezvous(const cg_world *w, char *where, size_t n, char *err,
     for (int i = 0; i < 3; i++)
       if (env(lists[i])) {
         if (!first_host(env(lists[i]), host, sizeof host))
-          return fail(err, en, "%s is '%s', not a Slurm node list", lists[i],
+          return cg_failf(err, en, "%s is '%s', not a Slurm node list", lists[i],
                       env(lists[i]));
         snprintf(where, n, "%s:%d", host, cg_world_port(w->job));
         return 't';
       }
-    return fail(err, en, "SLURM_NTASKS is %d but neither SLURM_STEP_NODELIST "
+    return cg_failf(err, en, "SLURM_NTASKS is %d but neither SLURM_STEP_NODELIST "
                 "nor SLURM_JOB_NODELIST is set, which name rank 0's node: set "
                 "CUGRAPH_RDZV=host:port (rank 0's machine and a free port)",
                 w->size);
@@ -276,10 +276,10 @@ int cg_world_rendezvous(const cg_world *w, char *where, size_t n, char *err,
     return 't';
   }
   if (!strcmp(w->starter, "cugraph-lua"))
-    return fail(err, en, "CUGRAPH_WORLD_SIZE is %d but neither CUGRAPH_RDZV "
+    return cg_failf(err, en, "CUGRAPH_WORLD_SIZE is %d but neither CUGRAPH_RDZV "
                 "nor CUGRAPH_RENDEZVOUS is set; start the script with "
                 "cugraph-lua --nproc N, or set one of them", w->size);
-  return fail(err, en, "%s is %d but no rendezvous is set%s: set "
+  return cg_failf(err, en, "%s is %d but no rendezvous is set%s: set "
               "CUGRAPH_RDZV=host:port (rank 0's machine and a free port) or "
               "CUGRAPH_RENDEZVOUS=PATH (a file every rank sees)", size_var,
               w->size, w->local_size == w->size

@@ -39,4 +39,7 @@ int cg_world_port(const char *job);
    0. Never fails. */
 int cg_world_device(void);
 
+/* Writes the message into err (n bytes, printf's format); returns -1. */
+int cg_failf(char *err, size_t n, const char *fmt, ...);
+
 #endif
