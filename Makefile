@@ -263,19 +263,36 @@ test-threads-helgrind: $(SPEC_NEEDS)
 
 # compute-sanitizer memcheck (with leak check) over the GPU suite and the
 # examples. Driver errors the specs provoke on purpose are not reported;
-# any invalid access or leaked allocation fails.
+# any invalid access or leaked allocation fails. Each spec file and each
+# example runs under its own sanitizer, SANITIZE_JOBS at once (the tool's
+# cost is on the host's cores); the logs go to $(BUILD)/sanitize and
+# spec/support/sanitize-summary.sh sums them up.
 SANITIZER = $(CUDA_HOME)/bin/compute-sanitizer --tool memcheck \
   --leak-check full --report-api-errors no --error-exitcode 99
+SANITIZE_JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$((n > 12 ? 12 : n)))
 # The devices spec (NCCL's ranks and the launcher's processes) and the
-# simulator comparison (a CPU-bound child) run without the sanitizer, and
+# simulator comparisons (CPU-bound children) run without the sanitizer, and
 # so do communicators elsewhere (CUGRAPH_LUA_SANITIZER: NCCL's start-up
 # under the sanitizer takes minutes).
+SANITIZE_SKIP = 02 71 72
 sanitize-gpu: all examples $(KERNELS) $(SPEC_BINS)
-	$(call specs,,CUGRAPH_LUA_SANITIZER=1 $(SANITIZER),--exclude-pattern='^(02|71)%-')
-	$(SANITIZER) $(BUILD)/cugraph-lua examples/model.lua
-	$(SANITIZER) $(BUILD)/cugraph-lua examples/graph.lua $(BUILD)/examples/graph.dot
-	$(SANITIZER) $(BUILD)/cugraph-lua examples/particles.lua $(BUILD)/examples/frames 40 65536
-	$(SANITIZER) $(BUILD)/examples/engine
+	@rm -rf $(BUILD)/sanitize && mkdir -p $(BUILD)/sanitize
+	@{ for f in spec/[0-9][0-9]-*_spec.lua; do n=$$(basename $$f); \
+	     case " $(SANITIZE_SKIP) " in *" $${n%%-*} "*) continue ;; esac; \
+	     echo "spec $$f"; done; \
+	   echo "run examples/model.lua"; \
+	   echo "run examples/graph.lua $(BUILD)/examples/graph.dot"; \
+	   echo "run examples/particles.lua $(BUILD)/examples/frames 40 65536"; \
+	   echo "bin $(BUILD)/examples/engine"; } | \
+	 xargs -P $(SANITIZE_JOBS) -L 1 sh -c 'kind=$$0 f=$$1; \
+	   log=$(BUILD)/sanitize/$$(basename $$f .lua).log; \
+	   case $$kind in \
+	     spec) $(SPEC_ENV) CUGRAPH_LUA_SANITIZER=1 $(SANITIZER) \
+	             $(BUILD)/cugraph-lua "$$(command -v busted)" --ignore-lua -o TAP "$$f" ;; \
+	     run) $(SANITIZER) $(BUILD)/cugraph-lua "$$@" ;; \
+	     bin) $(SANITIZER) "$$f" ;; \
+	   esac > $$log 2>&1; echo "exit $$?" >> $$log' || true
+	@sh spec/support/sanitize-summary.sh $(BUILD)/sanitize
 
 # libFuzzer (Debian's clang), FUZZ_TIME seconds each: the PTX signature
 # parser, then the image checker, seeded with small hand-made images

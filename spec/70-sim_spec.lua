@@ -1061,7 +1061,7 @@ describe("the PTX simulator's instructions", function()
       assert.is_true(tg[4 * i + 3] ~= 0, "globaltimer")
       assert.is_true(tg[4 * i + 4] >= 0 and tg[4 * i + 4] < 10 * 1000000000, "globaltimer, in ns")
       assert.equals(r[0], got[17 * (i - l) + 1], "one warpid a warp")
-      assert.equals(r[2], got[1], "one smid a block")
+      assert.equals(got[3], r[2], "one smid a block")
     end
   end)
 

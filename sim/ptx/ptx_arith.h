@@ -7,6 +7,36 @@
 
 #include "ptx_exec.h"
 
+/* The GPU's NaN results. f32 arithmetic gives one NaN, 0x7fffffff, for
+   every NaN it makes or is given. f64 arithmetic gives one of its NaN
+   operands, quieted (b before a; div a before b; fma and mad b, c, a),
+   or the default NaN where none is (the host's, the same). */
+static inline uint64_t gpu_f32(float r) { return r != r ? 0x7fffffffu : bf(r); }
+static inline uint64_t quiet64(uint64_t v) { return v | 0x0008000000000000ull; }
+static inline int nan64(uint64_t v) { return (v & ~(1ull << 63)) > 0x7ff0000000000000ull; }
+static inline uint64_t gpu_f64(const ins *in, double r, uint64_t a, uint64_t b,
+                               uint64_t c) {
+  if (r == r) return bd(r);
+  int three = in->c >= 0 && (in->op == OP_FMA || in->op == OP_MAD);
+  uint64_t o[3] = { b, three ? c : a, a };
+  if (in->op == OP_DIV) o[0] = a, o[1] = b;
+  for (int i = 0; i < 3; i++)
+    if (nan64(o[i])) return quiet64(o[i]);
+  return bd(r);
+}
+
+/* r, or a zero of its sign where the exact result e is tiny (below 2^-126):
+   .ftz on the GPU flushes before rounding. */
+static inline float tiny0(float r, double e) {
+  return e != 0 && fabs(e) < 0x1p-126 ? (signbit(e) ? -0.0f : 0.0f) : r;
+}
+
+/* rcp and rsqrt.approx.ftz.f64 read the upper half of their operand. */
+static inline double hi64(uint64_t v) { return f64(v & 0xffffffff00000000ull); }
+
+/* .sat of f32 and f16 results: [+0, 1], NaN and -0 to +0. */
+static inline float sat32(float x) { return x != x || x <= 0 ? 0 : x > 1 ? 1 : x; }
+
 __extension__ typedef __int128 s128;
 __extension__ typedef unsigned __int128 u128;
 

@@ -6,7 +6,7 @@
 #ifndef PTX_CONVERT_H
 #define PTX_CONVERT_H
 
-#include "ptx_exec.h"
+#include "ptx_arith.h"
 
 static inline int cmp_int(int c, uint64_t a, uint64_t b, int k, int bits) {
   if (k == K_S) {
@@ -149,8 +149,9 @@ static double cvt_source(const ins *in, uint64_t v, int *t) {
   *t = 0;
   if (sk == K_BF) return narrow_value((uint16_t)v, 1);
   if (sk == K_F && sb == 16) return narrow_value((uint16_t)v, 0);
-  if (sk == K_F && sb == 32)
-    return in->flags & F_FTZ ? ftz(f32(v)) : f32(v);
+  if (sk == K_F && sb == 32) /* .ftz flushes it, except to f16 */
+    return (in->flags & F_FTZ) && !(in->tk == K_F && in->tb == 16)
+           ? ftz(f32(v)) : f32(v);
   if (sk == K_F) return f64(v);
   if (sk == K_S) {
     int64_t i = sx(v, sb);
@@ -173,12 +174,40 @@ static uint16_t cvt_narrow(const ins *in, uint64_t v, int bf) {
   int t;
   double x = cvt_source(in, v, &t);
   if (in->rnd >= R_NI) x = round_int(x, in->rnd), t = 0;
-  if (in->flags & F_SAT) x = x != x ? 0 : x < 0 ? 0 : x > 1 ? 1 : x;
+  if (in->flags & F_SAT) x = x != x || x <= 0 ? 0 : x > 1 ? 1 : x;
+  if (x != x && in->t2k == K_F && in->t2b == 64) /* the GPU keeps the sign */
+    return (uint16_t)((v >> 48 & 0x8000) | (bf ? 0x7fc0 : 0x7e00));
   uint16_t h = narrow(x, t, bf, in->rnd >= R_NI ? R_N : in->rnd);
   if ((in->flags & F_RELU) && (h & 0x8000) && !narrow_nan(h, bf)) h = 0;
   if ((in->flags & F_SATFINITE) && (h & 0x7fff) == (bf ? 0x7f80 : 0x7c00))
     h--;
   return h;
+}
+
+/* An s8 result in its register (16 bits at least): sign-extended. */
+static inline uint64_t s8reg(int dk, int db, uint64_t v) {
+  return dk == K_S && db == 8 ? zx((uint64_t)sx(v, 8), 16) : v;
+}
+
+/* cvt of a NaN v between floats, as the GPU gives it: f32 results and
+   .ftz give the canonical NaN, except bf16 to f32 without .ftz (its
+   bits) and f64 to f32 (the default NaN of its sign); to f64 the payload
+   stays, quieted. */
+static uint64_t nan_cvt(const ins *in, uint64_t v) {
+  int sk = in->t2k, sb = in->t2b, db = in->tb;
+  if (in->flags & F_SAT) return 0;
+  if (sk == K_BF && db == 32 && !(in->flags & F_FTZ))
+    return (uint64_t)(uint16_t)v << 16;
+  if (sk == K_F && sb == 64 && db == 32)
+    return (v >> 32 & 0x80000000u) | 0x7fc00000u;
+  if (db == 32) return 0x7fffffffu;
+  if (in->flags & F_FTZ) return 0x7fffffffe0000000ull;
+  if (sk == K_F && sb == 64) return quiet64(v);
+  if (sk == K_F && sb == 32)
+    return quiet64((v >> 31 & 1) << 63 | 0x7ff0000000000000ull | (v & 0x7fffffu) << 29);
+  int mb = sk == K_BF ? 7 : 10;
+  return quiet64((v >> 15 & 1) << 63 | 0x7ff0000000000000ull
+                 | (v & ((1u << mb) - 1)) << (52 - mb));
 }
 
 static uint64_t cvt(const ins *in, uint64_t v) {
@@ -198,7 +227,7 @@ static uint64_t cvt(const ins *in, uint64_t v) {
         else if ((uint64_t)x > hi) x = (int64_t)hi;
       }
     }
-    return zx((uint64_t)x, db);
+    return s8reg(dk, db, zx((uint64_t)x, db));
   }
   if (dk == K_BF || (dk == K_F && db == 16))
     return cvt_narrow(in, v, dk == K_BF);
@@ -214,16 +243,19 @@ static uint64_t cvt(const ins *in, uint64_t v) {
       r = db == 64 ? bd((double)i) : bf((float)i);
     }
     if (mode != old) fesetround(old);
+    if (in->flags & F_SAT) /* [0, 1] */
+      r = db == 64 ? bd(f64(r) > 1 ? 1 : f64(r) < 0 ? 0 : f64(r)) : bf(sat32(f32(r)));
     return r;
   }
   int t;
   double x = cvt_source(in, v, &t); /* exact */
   if (!dfl) /* float to integer */
-    return float_to_int(round_int(x, in->rnd), dk, db,
-                        (sk == K_F && sb == 64) || db == 64);
+    return s8reg(dk, db, float_to_int(round_int(x, in->rnd), dk, db,
+                                      (sk == K_F && sb == 64) || db == 64));
   /* float to f32 or f64 */
+  if (x != x) return nan_cvt(in, v);
   if (in->rnd >= R_NI) x = round_int(x, in->rnd);
-  if (in->flags & F_SAT) x = x != x ? 0 : x < 0 ? 0 : x > 1 ? 1 : x;
+  if (in->flags & F_SAT) x = x <= 0 ? 0 : x > 1 ? 1 : x;
   if (db == 64) return bd(x);
   int mode = fe_mode(in->rnd >= R_NI ? R_N : in->rnd), old = fegetround();
   if (mode != old) fesetround(mode);

@@ -12,30 +12,43 @@
 
 /* -- the interpreter ------------------------------------------------------ */
 
-/* f32 operations with x, y, z the operands (flushed under .ftz). */
+/* f32 operations with x, y, z the operands (flushed under .ftz); a NaN
+   result is the GPU's canonical NaN (gpu_f32). */
 #define F32OP(...)                                                          \
   do {                                                                      \
     if (in->flags & F_FTZ)                                                  \
       LOOP(float x = ftz(f32(A[l])); float y = ftz(f32(B[l]));              \
            float z = ftz(f32(C[l])); (void)y; (void)z;                      \
-           D[l] = bf(ftz(__VA_ARGS__)));                                           \
+           D[l] = gpu_f32(ftz(__VA_ARGS__)));                               \
     else                                                                    \
       LOOP(float x = f32(A[l]); float y = f32(B[l]); float z = f32(C[l]);   \
-           (void)y; (void)z; D[l] = bf(__VA_ARGS__));                              \
+           (void)y; (void)z; D[l] = gpu_f32(__VA_ARGS__));                  \
   } while (0)
+/* F32OP with E the exact result (or one rounded to double): under .ftz a
+   result that is tiny before rounding is a zero, as on the GPU. */
+#define F32OPE(E, ...)                                                      \
+  do {                                                                      \
+    if (in->flags & F_FTZ)                                                  \
+      LOOP(float x = ftz(f32(A[l])); float y = ftz(f32(B[l]));              \
+           float z = ftz(f32(C[l])); (void)y; (void)z;                      \
+           D[l] = gpu_f32(ftz(tiny0(__VA_ARGS__, E))));                     \
+    else                                                                    \
+      LOOP(float x = f32(A[l]); float y = f32(B[l]); float z = f32(C[l]);   \
+           (void)y; (void)z; D[l] = gpu_f32(__VA_ARGS__));                  \
+  } while (0)
+/* f64 operations: a NaN result is the last NaN operand, quieted (gpu_f64). */
 #define F64OP(...)                                                          \
   LOOP(double x = f64(A[l]); double y = f64(B[l]); double z = f64(C[l]);    \
-       (void)y; (void)z; D[l] = bd(__VA_ARGS__))
+       (void)x; (void)y; (void)z;                                           \
+       D[l] = gpu_f64(in, __VA_ARGS__, A[l], B[l], C[l]))
 
 #ifdef SIM_X86_FMA
 /* fma.rn.f32 of the lanes of em with the host's FMA instruction (where
-   rc->fma says it has one): rounded once, as fmaf; the product's operands
-   in the order that gives, of several NaN operands, the one glibc's fmaf
-   gives. */
+   rc->fma says it has one): rounded once, as fmaf. */
 __attribute__((target("fma"))) static void fma_f32_host(
     uint32_t em, uint64_t *D, const uint64_t *A, const uint64_t *B,
     const uint64_t *C) {
-  LOOP(D[l] = bf(__builtin_fmaf(f32(B[l]), f32(A[l]), f32(C[l]))));
+  LOOP(D[l] = gpu_f32(__builtin_fmaf(f32(A[l]), f32(B[l]), f32(C[l]))));
 }
 #endif
 
@@ -46,8 +59,6 @@ static inline unsigned lanes(uint32_t x) {
   x = (x & 0x33333333u) + (x >> 2 & 0x33333333u);
   return (((x + (x >> 4)) & 0x0f0f0f0fu) * 0x01010101u) >> 24;
 }
-
-static inline float sat32(float x) { return x != x ? 0 : x < 0 ? 0 : x > 1 ? 1 : x; }
 
 /* Moves lanes of the group aside and picks the next group: the runnable
    lanes (not waiting at a barrier) at the lowest PC, lanes parked there
@@ -232,12 +243,12 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
           break;
         }
 #endif
-        LOOP(D[l] = bf(fmaf(f32(A[l]), f32(B[l]), f32(C[l]))));
+        LOOP(D[l] = gpu_f32(fmaf(f32(A[l]), f32(B[l]), f32(C[l]))));
         break;
       }
-      case X_ADD_F32: LOOP(D[l] = bf(f32(A[l]) + f32(B[l]))); break;
-      case X_SUB_F32: LOOP(D[l] = bf(f32(A[l]) - f32(B[l]))); break;
-      case X_MUL_F32: LOOP(D[l] = bf(f32(A[l]) * f32(B[l]))); break;
+      case X_ADD_F32: LOOP(D[l] = gpu_f32(f32(A[l]) + f32(B[l]))); break;
+      case X_SUB_F32: LOOP(D[l] = gpu_f32(f32(A[l]) - f32(B[l]))); break;
+      case X_MUL_F32: LOOP(D[l] = gpu_f32(f32(A[l]) * f32(B[l]))); break;
       case X_ADD_I: {
         uint64_t mk = zx(~0ull, in->tb);
         LOOP(D[l] = (A[l] + B[l]) & mk);
@@ -341,7 +352,7 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
       break;
     }
     case OP_ADD:
-      if (isf32) F32OP(x + y);
+      if (isf32) F32OPE((double)x + y, x + y);
       else if (isf) F64OP(x + y);
       else if ((in->flags & F_SAT) && k == K_S)
         LOOP(int64_t v = sx(A[l], 32) + sx(B[l], 32);
@@ -350,7 +361,7 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
       else LOOP(D[l] = zx(A[l] + B[l], bits));
       break;
     case OP_SUB:
-      if (isf32) F32OP(x - y);
+      if (isf32) F32OPE((double)x - y, x - y);
       else if (isf) F64OP(x - y);
       else if ((in->flags & F_SAT) && k == K_S)
         LOOP(int64_t v = sx(A[l], 32) - sx(B[l], 32);
@@ -361,8 +372,8 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
     case OP_MUL: case OP_MAD: {
       int mad = in->op == OP_MAD;
       if (isf32) {
-        if (mad) F32OP(fmaf(x, y, z));
-        else F32OP(x * y);
+        if (mad) F32OPE(fma(x, y, z), fmaf(x, y, z));
+        else F32OPE((double)x * y, x * y);
       } else if (isf) {
         if (mad) F64OP(fma(x, y, z));
         else F64OP(x * y);
@@ -408,11 +419,11 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
              D[l] = zx((x > y ? x - y : y - x) + C[l], bits));
       break;
     case OP_FMA:
-      if (isf32) F32OP(fmaf(x, y, z));
+      if (isf32) F32OPE(fma(x, y, z), fmaf(x, y, z));
       else F64OP(fma(x, y, z));
       break;
     case OP_DIV:
-      if (isf32) F32OP(x / y);
+      if (isf32) F32OPE((double)x / y, x / y);
       else if (isf) F64OP(x / y);
       else if (k == K_S)
         LOOP(int64_t x = sx(A[l], bits), y = sx(B[l], bits);
@@ -507,8 +518,9 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
            D[l] = left ? (uint32_t)((v << n) >> 32) : (uint32_t)(v >> n));
       break;
     }
-    case OP_BFE:
-      LOOP(uint32_t pos = (uint32_t)B[l] & 0xff, len = (uint32_t)C[l] & 0xff;
+    case OP_BFE: {
+      uint32_t fm = bits == 64 ? ~0u : 0xff; /* the GPU's 64-bit forms */
+      LOOP(uint32_t pos = (uint32_t)B[l] & fm, len = (uint32_t)C[l] & fm;
            uint64_t x = zx(A[l], bits), v;
            if (len == 0) { v = 0; }
            else {
@@ -516,8 +528,8 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
              v = pos >= (unsigned)bits ? 0 : x >> pos;
              if (len < 64) v &= (1ull << len) - 1;
              if (k == K_S) {
-               unsigned top = pos + len - 1 >= (unsigned)bits ? (unsigned)bits - 1
-                                                              : pos + len - 1;
+               unsigned top = (uint64_t)pos + len - 1 >= (unsigned)bits ? (unsigned)bits - 1
+                                                                   : pos + len - 1;
                int sgn = (int)(x >> top & 1);
                /* positions past the top bit take the sign too */
                unsigned got = len < (unsigned)bits - pos ? len : (unsigned)bits - pos;
@@ -526,9 +538,11 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
            }
            D[l] = zx(v, bits));
       break;
+    }
     case OP_BFI: {
       const uint64_t *E = R(in->e);
-      LOOP(uint32_t pos = (uint32_t)C[l] & 0xff, len = (uint32_t)E[l] & 0xff;
+      uint32_t fm = bits == 64 ? ~0u : 0xff;
+      LOOP(uint32_t pos = (uint32_t)C[l] & fm, len = (uint32_t)E[l] & fm;
            uint64_t v = zx(B[l], bits);
            if (len && pos < (unsigned)bits) {
              uint64_t msk = (len >= 64 ? ~0ull : (1ull << len) - 1) << pos;
@@ -614,7 +628,8 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
            int c = bits == 32 ? fpclassify(f32(A[l])) : fpclassify(x);
            int r = in->cmp == 0 ? isfinite(x) : in->cmp == 1 ? isinf(x) != 0
                  : in->cmp == 2 ? x == x : in->cmp == 3 ? x != x
-                 : in->cmp == 4 ? c == FP_NORMAL : c == FP_SUBNORMAL;
+                 : in->cmp == 4 ? c == FP_NORMAL || c == FP_ZERO /* as the GPU */
+                 : c == FP_SUBNORMAL;
            v |= (uint32_t)(r != 0) << l);
       wp->p[in->d[0]] = (wp->p[in->d[0]] & ~em) | (v & em);
       break;
@@ -661,13 +676,13 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
     case OP_EX2: F32OP(exp2f(x)); break;
     case OP_LG2: F32OP(log2f(x)); break;
     case OP_RCP: /* f64 .ftz: rcp.approx.ftz.f64 */
-      if (isf32) F32OP(1.0f / x);
-      else if (in->flags & F_FTZ) F64OP(ftz64(1.0 / ftz64(x)));
+      if (isf32) F32OPE(1.0 / x, 1.0f / x);
+      else if (in->flags & F_FTZ) F64OP(ftz64(1.0 / ftz64(hi64(A[l]))));
       else F64OP(1.0 / x);
       break;
     case OP_RSQRT:
       if (isf32) F32OP(1.0f / sqrtf(x));
-      else if (in->flags & F_FTZ) F64OP(ftz64(1.0 / sqrt(ftz64(x))));
+      else if (in->flags & F_FTZ) F64OP(ftz64(1.0 / sqrt(ftz64(hi64(A[l])))));
       else F64OP(1.0 / sqrt(x));
       break;
     case OP_SQRT:
@@ -678,8 +693,8 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
     case OP_COS: F32OP(cosf(x)); break;
     case OP_TANH: F32OP(tanhf(x)); break;
     case OP_COPYSIGN:
-      if (isf32) F32OP(copysignf(y, x));
-      else F64OP(copysign(y, x));
+      if (isf32) LOOP(D[l] = (A[l] & 0x80000000u) | (B[l] & 0x7fffffffu));
+      else LOOP(D[l] = (A[l] & 1ull << 63) | (B[l] & ~(1ull << 63)));
       break;
     case OP_SHFL:
       if (SYNC_WAIT()) continue;

@@ -7,8 +7,8 @@
 
 #ifdef SIM_X86_FMA
 /* D = A * B + C for each of the 32 lanes, rounded once (as fmaf): 1, or
-   0 with D untouched when an operand is a NaN (which NaN fmaf gives of
-   several is left to the caller). The results go through t, so that D
+   0 with D untouched when an operand or a result is a NaN (the caller
+   gives the GPU's NaN). The results go through t, so that D
    may be one of A, B and C. */
 __attribute__((target("avx2,fma"))) int exec_fma_f32_x86(
     uint64_t *D, const uint64_t *A, const uint64_t *B, const uint64_t *C) {
@@ -22,6 +22,7 @@ __attribute__((target("avx2,fma"))) int exec_fma_f32_x86(
     memcpy(&z, &c, 4);
     nan |= (x != x) | (y != y) | (z != z);
     r = __builtin_fmaf(x, y, z);
+    nan |= r != r;
     memcpy(&t[l], &r, 4);
   }
   if (nan) return 0;

@@ -53,7 +53,17 @@ static int cvt_form(const ins *in, int n) {
   if (in->flags & (F_RELU | F_SATFINITE))
     return dec_is_half(in->tk, in->tb) && from_f32
            && (in->rnd == R_N || in->rnd == R_Z);
-  return 1;
+  /* what ptxas refuses (sm_90): .sat of a bf16 conversion or of one that
+     cannot overflow, and bf16 from and to 8-bit integers */
+  int dk = in->tk, db = in->tb, sk = in->t2k, sb = in->t2b;
+  int dint = dk == K_U || dk == K_S || dk == K_B;
+  int sint = sk == K_U || sk == K_S || sk == K_B;
+  if ((dk == K_BF && sint && sb == 8) || (sk == K_BF && dint && db == 8))
+    return 0;
+  if (!(in->flags & F_SAT)) return 1;
+  if (dk == K_BF || sk == K_BF) return 0;
+  return !(dint && sint && (dk == K_S ? (sk == K_S ? sb <= db : sb < db)
+                                      : sk != K_S && sb <= db));
 }
 
 /* set: the result's type u32, s32, f32, f16 or bf16 (u16 and s16 too for
@@ -66,7 +76,7 @@ static int set_form(const ins *in, int n) {
   if ((in->flags & F_FTZ) && !(k == K_F && b != 64) && k != K_H2) return 0;
   if (k == K_H2 || k == K_BH2) return i32 || dk == k;
   if (dk == K_H2 || dk == K_BH2) return 0;
-  return i32 || (dk == K_F && db == 32) || dec_is_half(dk, db)
+  return i32 || (dk == K_F && db == 32 && !dec_is_half(k, b)) || dec_is_half(dk, db)
          || ((dk == K_U || dk == K_S) && db == 16 && dec_is_half(k, b));
 }
 
@@ -112,9 +122,9 @@ int dec_form(ins *in, int op, int n, const opnd *o) {
     if (f32) return !(f & ~(F_FTZ | F_SAT)) && rnd <= R_P;
     if (f64) return !f && rnd <= R_P;
     return integer && !rnd && (!f || (f == F_SAT && k == K_S && b == 32));
-  case OP_MUL: case OP_MAD:
-    if (f32) return !(f & ~(F_FTZ | F_SAT)) && rnd <= R_P;
-    if (f64) return !f && rnd <= R_P;
+  case OP_MUL: case OP_MAD: /* mad of floats only with a rounding */
+    if (f32) return !(f & ~(F_FTZ | F_SAT)) && (op == OP_MAD ? frnd : rnd <= R_P);
+    if (f64) return !f && (op == OP_MAD ? frnd : rnd <= R_P);
     if (!integer || rnd || (f & ~(F_HI | F_WIDE)) || f == (F_HI | F_WIDE))
       return 0;
     return !(f & F_WIDE) || b <= 32;
@@ -136,7 +146,8 @@ int dec_form(ins *in, int op, int n, const opnd *o) {
     if (f32) return !(f & ~(F_FTZ | F_NAN | F_XORSIGN));
     return (f64 || integer) && !f;
   case OP_EX2: case OP_LG2: case OP_SIN: case OP_COS: case OP_TANH:
-    return f32 && (f & F_APPROX) && !(f & ~(F_APPROX | F_FTZ)) && !rnd;
+    return f32 && (f & F_APPROX) && !(f & ~(F_APPROX | F_FTZ)) && !rnd
+           && !(op == OP_TANH && (f & F_FTZ)); /* tanh has no .ftz */
   case OP_RCP: case OP_SQRT:
     if (f32)
       return !(f & ~(F_APPROX | F_FTZ)) && ((f & F_APPROX) ? !rnd : frnd);

@@ -19,9 +19,13 @@ static uint16_t half_flush(const ins *in, uint16_t h) {
    result is +0) and .sat ([0, 1], NaN to +0) of the result. */
 static uint16_t half_round(const ins *in, int bf, double s, double e) {
   uint16_t h = half_flush(in, narrow(s, (e > 0) - (e < 0), bf, R_N));
+  /* .ftz flushes what is tiny before rounding, as the GPU does */
+  if ((in->flags & F_FTZ) && (fabs(s) < 0x1p-14 || (fabs(s) == 0x1p-14 &&
+                                                    (s > 0 ? e < 0 : e > 0))))
+    h = signbit(s) ? 0x8000 : 0;
   if (narrow_nan(h, bf)) return (in->flags & F_SAT) ? 0 : 0x7fff;
   if ((in->flags & F_RELU) && (h & 0x8000)) return 0;
-  if ((in->flags & F_SAT) && h != 0x8000) {
+  if (in->flags & F_SAT) { /* -0 too */
     if (h & 0x8000) return 0;
     if (narrow_value(h, bf) > 1) return bf ? 0x3f80 : 0x3c00;
   }

@@ -1,0 +1,31 @@
+#!/bin/sh
+# sanitize-summary.sh DIR: sums up make sanitize-gpu's logs (one a spec
+# file or an example, each ending "exit N"): a line for each, then the
+# totals; exits 1 when any spec failed, the sanitizer found an error or a
+# leak, or a run did not end with status 0.
+dir=${1:?usage: sanitize-summary.sh DIR}
+bad=0 files=0 oks=0 fails=0 errs=0
+for log in "$dir"/*.log; do
+  [ -f "$log" ] || continue
+  files=$((files + 1))
+  ok=$(grep -c '^ok ' "$log")
+  nok=$(grep -c '^not ok ' "$log")
+  err=$(sed -n 's/^========= ERROR SUMMARY: \([0-9]*\) error.*/\1/p' "$log" | awk '{s += $1} END {print s + 0}')
+  code=$(sed -n 's/^exit \([0-9]*\)$/\1/p' "$log" | tail -n 1)
+  # a spec whose GPU work is all in child processes (each sanitized): the
+  # tool exits 255 for the parent, which made no CUDA call
+  if [ "$code" = 255 ] && grep -q 'terminated before first instrumented API call' "$log"; then
+    code=0
+  fi
+  oks=$((oks + ok)) fails=$((fails + nok)) errs=$((errs + err))
+  state=ok
+  plan=$(sed -n 's/^1\.\.\([0-9]*\)$/\1/p' "$log" | tail -n 1)
+  if [ "$nok" -gt 0 ] || [ "$err" -gt 0 ] || [ "${code:-1}" != 0 ] ||
+     { [ -n "$plan" ] && [ "$plan" != "$ok" ]; }; then
+    state=FAILED bad=1
+  fi
+  printf '%-28s %4d ok %3d not ok %3d sanitizer errors, exit %s  %s\n' \
+    "$(basename "$log" .log)" "$ok" "$nok" "$err" "${code:-?}" "$state"
+done
+echo "sanitize-gpu: $files runs, $oks ok, $fails not ok, $errs sanitizer errors (logs in $dir)"
+exit $bad
