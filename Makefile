@@ -268,7 +268,8 @@ test-threads-helgrind: $(SPEC_NEEDS)
 # cost is on the host's cores); the logs go to $(BUILD)/sanitize and
 # spec/support/sanitize-summary.sh sums them up.
 SANITIZER = $(CUDA_HOME)/bin/compute-sanitizer --tool memcheck \
-  --leak-check full --report-api-errors no --error-exitcode 99
+  --leak-check full --report-api-errors no --error-exitcode 99 \
+  --require-cuda-init no
 SANITIZE_JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$((n > 12 ? 12 : n)))
 # The devices spec (NCCL's ranks and the launcher's processes) and the
 # simulator comparisons (CPU-bound children) run without the sanitizer, and

@@ -106,6 +106,53 @@ describe("every object kind", function()
     assert.equals(0, cuda.status().finalizer_errors)
   end)
 
+  it("frees graph memory after the launch that allocated it, from any stream or a finalizer", function()
+    -- work queued ahead of the launch, so that the launch has not run when
+    -- the buffer is freed: a free that does not wait for it would come
+    -- before the allocation, which would then outlive everything
+    local s, big = cuda.stream(), cuda.buffer("i32", 1 << 22):fill(0)
+    local function busy() for _ = 1, (H.gpu and 200 or 2) do H.kernels().inc_i32:launch(s, 4096, 1024, big, 1 << 22) end end
+    local function graph()
+      local b
+      local g = s:capture(function()
+        b = cuda.buffer("i32", N, { stream = s })
+        b:fill(1, s)
+      end)
+      return g, b
+    end
+    local function used() s:synchronize(); return cuda.memory().graph.used end
+    local g, b = graph()
+    busy(); g:launch(s); g:free()
+    do local c <close> = b end -- luacheck: ignore
+    assert.equals(0, used(), "closed")
+    g, b = graph()
+    busy(); g:launch(s); g:free()
+    b:free()
+    assert.equals(0, used(), "b:free()")
+    local weak = setmetatable({}, { __mode = "v" })
+    g, weak[1] = graph()
+    busy(); g:launch(s); g:free()
+    collectgarbage(); collectgarbage()
+    assert.is_nil(weak[1])
+    assert.equals(0, used(), "collected")
+    if H.double then -- the driver calls: each free waits for the launch
+      local path = os.tmpname()
+      local f = assert(io.open(path, "w"))
+      f:write([[
+        local cuda = require "cugraph"
+        local s, b = cuda.stream()
+        local g = s:capture(function() b = cuda.buffer("i32", 16, { stream = s }); b:fill(1, s) end)
+        g:launch(s); g:free(); b:free()
+      ]])
+      f:close()
+      local counts, code, out = H.trace(path, "CUDA_DOUBLE_TRACE")
+      os.remove(path)
+      assert.equals(0, code, out)
+      assert.equals(1, counts.cuMemFreeAsync)
+      assert.equals(1, counts.cuStreamWaitEvent)
+    end
+  end)
+
   it("is kept by a C graph after the Lua graph is freed, and released at lua_close", function()
     local path = os.tmpname()
     local f = assert(io.open(path, "w"))

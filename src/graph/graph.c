@@ -198,15 +198,16 @@ static CUstream launchstream(lua_State *L, cg_graph *gr, int idx,
    nodes: the memory they allocate is live from the launch on; a launch
    while the last one's is still allocated is refused (unless the graph
    frees it itself on launch). */
-static void allocs(lua_State *L, cg_graph *gr, int after) {
+static void allocs(lua_State *L, cg_graph *gr, int after, CUstream st) {
   const cg_recs *r = gr->recs;
   for (size_t i = 0; i < r->n; i++) {
     const cg_rec *e = &r->v[i];
     if (e->kind != NK_ALLOC || e->freed) continue;
     cg_obj *b = e->obj[0];
-    if (after && b->graphmem == CG_GRAPHMEM_GONE) {
+    if (after && b->graphmem) { /* allocated by this launch: */
       b->graphmem = CG_GRAPHMEM_LIVE;
-      b->owned = 1; /* freed by its free, or by its collection */
+      b->owned = 1; /* freed by its free, or by its collection, after it */
+      cg_graphmem_allocated(L, (cg_buffer *)b, st);
     } else if (!after && !gr->auto_free && b->graphmem == CG_GRAPHMEM_LIVE) {
       luaL_error(L, "cugraph.Graph #%d allocates a cugraph.Buffer that its "
                  "last launch left allocated: free it (b:free([stream])) "
@@ -219,9 +220,9 @@ static void allocs(lua_State *L, cg_graph *gr, int after) {
 static void launch(lua_State *L, cg_graph *gr, CUstream st) {
   for (int i = 0; i < gr->nscalars; i++)
     cg_scalar_flush(L, gr->scalars[i], st);
-  if (gr->allocs) allocs(L, gr, 0);
+  if (gr->allocs) allocs(L, gr, 0, st);
   CU(L, gr->h.ctx, cuGraphLaunch, gr->h.drv.exec, st);
-  if (gr->allocs) allocs(L, gr, 1);
+  if (gr->allocs) allocs(L, gr, 1, st);
   gr->launches++;
   gr->last_stream = st;
   gr->last_launch = ++gr->h.ctx->root->graphstate->launches;

@@ -57,6 +57,8 @@ static int buffer_new(lua_State *L) {
 /* A view's parent (its user value 1) counts one open view fewer; a DLPack
    tensor closes with the Buffer made from it. */
 static void buffer_release(lua_State *L, cg_obj *o) {
+  /* graph memory a launch allocated: freed after that launch */
+  if (o->graphmem && cg_graphmem_release((cg_buffer *)o)) o->owned = 0;
   if (!o->parent) return;
   o->parent->views--;
   if (o->parent->kind == CG_DLTENSOR) cg_close_later(L, o->parent);

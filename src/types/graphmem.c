@@ -59,6 +59,34 @@ void cg_check_allocated(lua_State *L, const cg_obj *o) {
     luaL_error(L, "%s", cg_graphmem_why(L, o));
 }
 
+void cg_graphmem_allocated(lua_State *L, cg_buffer *b, CUstream st) {
+  cg_ctx *ctx = b->h.ctx;
+  if (!b->allocated)
+    CU(L, ctx, cuEventCreate, &b->allocated, CU_EVENT_DISABLE_TIMING);
+  CU(L, ctx, cuEventRecord, b->allocated, st);
+}
+
+/* st waits for the launch that allocated b's memory. */
+static void after_allocation(lua_State *L, cg_buffer *b, CUstream st) {
+  if (b->allocated) CU(L, b->h.ctx, cuStreamWaitEvent, st, b->allocated, 0);
+}
+
+int cg_graphmem_release(cg_buffer *b) {
+  cg_ctx *ctx = b->h.ctx;
+  CUevent ev = b->allocated;
+  int done = 0;
+  b->allocated = NULL;
+  if (!ev) return 0;
+  /* a capture holds frees back (release.c): then a plain free, later */
+  if (b->h.graphmem == CG_GRAPHMEM_LIVE && b->h.owned && !b->h.share &&
+      !ctx->capture && ctx->ready && !ctx->poison && cg_drv.cuMemFreeAsync &&
+      cg_make_current(ctx->cu) == CUDA_SUCCESS)
+    done = cg_drv.cuStreamWaitEvent(ctx->stream, ev, 0) == CUDA_SUCCESS &&
+           cg_drv.cuMemFreeAsync(b->h.drv.mem, ctx->stream) == CUDA_SUCCESS;
+  if (ctx->ready && !ctx->root->closed) cg_drv.cuEventDestroy(ev);
+  return done;
+}
+
 int cg_buffer_free_async(lua_State *L, int sidx) {
   cg_buffer *b = cg_checkobj(L, 1, CG_BUFFER);
   cg_ctx *ctx = b->h.ctx;
@@ -93,6 +121,7 @@ int cg_buffer_free_async(lua_State *L, int sidx) {
                "freed)");
   if (!b->h.graphmem) cg_check_unused(L, &b->h);
   CUstream st = s ? s->h.drv.stream : ctx->stream;
+  after_allocation(L, b, st);
   CU(L, ctx, cuMemFreeAsync, b->h.drv.mem, st);
   if (!s) cg_wait_stream(L, ctx, st, ctx->root->timeout);
   b->h.owned = 0;

@@ -33,6 +33,8 @@ typedef struct cg_buffer {
   const int64_t *shape; /* the tensor's own array, which lives with it */
   size_t pitch;         /* cuda.pitched: bytes a row, else 0 */
   size_t width, height, depth; /* cuda.pitched: its shape in elements */
+  CUevent allocated; /* graph memory: recorded after the launch that last
+                        allocated it, which every free of it waits for */
 } cg_buffer;
 
 /* cugraph.DLTensor: a DLPack tensor, h.drv.dlpack (base.h). One from
@@ -110,6 +112,12 @@ void cg_check_allocated(lua_State *L, const cg_obj *o);
    they name no stream) and free (b:free(stream)), graphmem.c. */
 int cg_buffer_async(lua_State *L, cg_type t, size_t n, int optidx);
 int cg_buffer_free_async(lua_State *L, int sidx);
+/* After a launch on st of a graph whose allocation node made b: its free,
+   from any stream or a finalizer, comes after that launch. */
+void cg_graphmem_allocated(lua_State *L, cg_buffer *b, CUstream st);
+/* Frees the memory of a graph-memory buffer that a launch allocated,
+   stream-ordered after that launch (buffer.c's releaser): 1 when done. */
+int cg_graphmem_release(cg_buffer *b);
 
 void stream_open(lua_State *L);
 void event_open(lua_State *L);
