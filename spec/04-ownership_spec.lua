@@ -11,6 +11,17 @@ local cuda = H.cuda
 local kinds = function() return require("support.kinds")(cuda, H) end
 local _, N = kinds()
 
+-- A graph that allocates a buffer of N i32 on s (an allocation node) and
+-- fills it, and the buffer.
+local function allocating(s)
+  local b
+  local g = s:capture(function()
+    b = cuda.buffer("i32", N, { stream = s })
+    b:fill(1, s)
+  end)
+  return g, b
+end
+
 describe("every object kind", function()
   it("closes three ways: free, __close and collection", function()
     local list = kinds()
@@ -68,14 +79,7 @@ describe("every object kind", function()
 
   it("a graph-memory buffer lives with the graph that allocates it, and closes three ways after it", function()
     local s = cuda.stream()
-    local function make()
-      local b
-      local g = s:capture(function()
-        b = cuda.buffer("i32", N, { stream = s })
-        b:fill(1, s)
-      end)
-      return g, b
-    end
+    local function make() return allocating(s) end
     local g, b = make()
     local gone = "is memory that cugraph%.Graph #" .. g:id() .. " allocates, and is not allocated now"
     assert.error_matches(function() b:download() end, gone) -- before the first launch
@@ -112,14 +116,7 @@ describe("every object kind", function()
     -- before the allocation, which would then outlive everything
     local s, big = cuda.stream(), cuda.buffer("i32", 1 << 22):fill(0)
     local function busy() for _ = 1, (H.gpu and 200 or 2) do H.kernels().inc_i32:launch(s, 4096, 1024, big, 1 << 22) end end
-    local function graph()
-      local b
-      local g = s:capture(function()
-        b = cuda.buffer("i32", N, { stream = s })
-        b:fill(1, s)
-      end)
-      return g, b
-    end
+    local function graph() return allocating(s) end
     local function used() s:synchronize(); return cuda.memory().graph.used end
     local g, b = graph()
     busy(); g:launch(s); g:free()
