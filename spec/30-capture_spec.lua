@@ -120,15 +120,54 @@ describe("s:capture", function()
   it("surfaces an unjoined fork as the driver's error, both streams free", function()
     local side = cuda.stream()
     local y = cuda.buffer("i32", 256):fill(0)
+    local line
     local err = H.error_of(s.capture, s, function()
       m.inc_i32:launch(s, 1, 256, x, 256)
+      line = debug.getinfo(1, "l").currentline + 1
       side:wait(s)
       m.inc_i32:launch(side, 1, 256, y, 256)
     end)
     assert.equals("cuStreamEndCapture", err.api)
     assert.equals("CUDA_ERROR_STREAM_CAPTURE_UNJOINED", err.name)
+    -- the fork left unjoined, by its line
+    assert.equals(("the stream that joined at %s:%d"):format(debug.getinfo(1, "S").short_src, line),
+                  err.unjoined)
+    assert.matches(err.unjoined, tostring(err), 1, true)
+    -- the rule it broke and the fix, in the object and in its text
+    assert.matches("must be joined back", err.rule)
+    assert.matches("s:wait%(s2%)", err.fix)
+    assert.matches(err.rule, tostring(err), 1, true)
+    assert.matches(err.fix, tostring(err), 1, true)
     usable(s)
     usable(side)
+  end)
+
+  it("names the call that broke a capture, and its line, in the errors after it", function()
+    local side = cuda.stream()
+    local outside = cuda.event()
+    outside:record(side) -- work outside the capture
+    local line, first
+    local err = H.error_of(s.capture, s, function()
+      m.inc_i32:launch(s, 1, 256, x, 256)
+      line = debug.getinfo(1, "l").currentline + 1
+      local ok, e = pcall(s.wait, s, outside)
+      first = not ok and e or nil
+      m.inc_i32:launch(s, 1, 256, x, 256)
+    end)
+    if not first then
+      -- the driver took the wait: nothing broke (the double refuses it,
+      -- as the Driver API documents for an event recorded outside)
+      assert.is_nil(err)
+      return
+    end
+    assert.is_true(first.code >= 900 and first.code <= 908, tostring(first))
+    assert.is_string(first.rule)
+    assert.is_string(first.fix)
+    assert.equals("CUDA_ERROR_STREAM_CAPTURE_INVALIDATED", err.name)
+    assert.equals(("%s (%s) at %s:%d"):format(first.api, first.name,
+                                              debug.getinfo(1, "S").short_src, line), err.first)
+    assert.matches("broken first by " .. first.api, tostring(err), 1, true)
+    usable(s)
   end)
 
   it("captures fork and join across streams as graph edges", function()

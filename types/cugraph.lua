@@ -85,6 +85,10 @@ local cuda = {}
 ---@field message string
 ---@field where string? "script.lua:12", the Lua line that made the call
 ---@field log string? JIT or NVRTC log
+---@field rule string? a stream-capture error: the Driver API rule the call broke
+---@field fix string? with rule: what to do instead
+---@field first string? after a broken capture: "api (name) at script.lua:12", the call that broke it
+---@field unjoined string? an unjoined fork: "the stream that joined at script.lua:12"
 
 ---@class cugraph.Stream
 local Stream = {}

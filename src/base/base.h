@@ -95,6 +95,9 @@ struct cg_ctx {
   CUstream stream;      /* default stream for calls that name none */
   int max_threads, max_block[3], max_grid[3], max_shared, max_shared_optin;
   cg_capture *capture;  /* the capture in progress, or NULL */
+  /* root: the first call of the capture in progress that the driver
+     refused with a capture error (cg_fail), for the errors after it */
+  struct cg_broke { const char *api; CUresult code; char where[120]; } broke;
   int nccl_group;       /* root: depth of cuda.nccl_group calls */
   int mapped;           /* root: GLResource map scopes open (a capture can
                            pin a scoped buffer only inside one) */

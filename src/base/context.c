@@ -3,6 +3,7 @@
    whole-device waits. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -37,7 +38,36 @@ void cg_poison(cg_ctx *ctx, const char *api, CUresult r) {
 
 void cg_fail(lua_State *L, cg_ctx *ctx, const char *api, CUresult r) {
   cg_poison(ctx, api, r);
-  cg_driver_error(L, api, r);
+  /* a capture error: which call broke the capture first, when another */
+  struct cg_broke *b = &ctx->root->broke;
+  const char *fix;
+  int capture = cg_capture_rule(r, &fix) &&
+                (ctx->capture || !strcmp(api, "cuStreamEndCapture"));
+  int first = capture && !b->api;
+  if (first) { /* the call, and the line of Lua code nearest to it */
+    lua_Debug ar;
+    b->api = api;
+    b->code = r;
+    b->where[0] = 0;
+    for (int lv = 1; lua_getstack(L, lv, &ar); lv++)
+      if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0) {
+        snprintf(b->where, sizeof b->where, "%s:%d", ar.short_src,
+                 ar.currentline);
+        break;
+      }
+  }
+  cg_driver_pusherror(L, api, r);
+  if (first && r == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) {
+    lua_pushliteral(L, "work the runtime did not issue (C code, or another "
+                    "thread, on a stream of this context)");
+    lua_setfield(L, -2, "first");
+  } else if (capture && !first) {
+    char buf[CG_ERRNAME];
+    lua_pushfstring(L, "%s (%s)%s%s", b->api, cg_driver_errname(b->code, buf),
+                    b->where[0] ? " at " : "", b->where);
+    lua_setfield(L, -2, "first");
+  }
+  lua_error(L);
 }
 
 /* The context this core last made current on the calling thread. A state

@@ -128,9 +128,11 @@ const char *cg_driver_errname(CUresult r, char buf[CG_ERRNAME]) {
 }
 
 /* "where: api: name: message"; where (the caller's "chunk:line") only
-   when known. */
+   when known; then, for a capture error, "(first: the call that broke the
+   capture)", the rule and the fix. */
 static int error_tostring(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
+  lua_settop(L, 1);
   lua_getfield(L, 1, "where");
   lua_getfield(L, 1, "api");
   lua_getfield(L, 1, "name");
@@ -138,6 +140,19 @@ static int error_tostring(lua_State *L) {
   lua_pushfstring(L, "%s%s%s: %s: %s", luaL_optstring(L, 2, ""),
                   lua_isstring(L, 2) ? ": " : "", luaL_optstring(L, 3, "?"),
                   luaL_optstring(L, 4, "?"), luaL_optstring(L, 5, "?"));
+  if (lua_getfield(L, 1, "unjoined") == LUA_TSTRING)
+    lua_pushfstring(L, "%s (%s)", lua_tostring(L, 6), lua_tostring(L, 7)),
+        lua_replace(L, 6);
+  lua_settop(L, 6);
+  if (lua_getfield(L, 1, "first") == LUA_TSTRING)
+    lua_pushfstring(L, "%s (broken first by %s)", lua_tostring(L, 6),
+                    lua_tostring(L, 7)), lua_replace(L, 6);
+  lua_settop(L, 6);
+  if (lua_getfield(L, 1, "rule") == LUA_TSTRING &&
+      lua_getfield(L, 1, "fix") == LUA_TSTRING)
+    lua_pushfstring(L, "%s: %s; %s", lua_tostring(L, 6), lua_tostring(L, 7),
+                    lua_tostring(L, 8)), lua_replace(L, 6);
+  lua_settop(L, 6);
   return 1;
 }
 
@@ -174,13 +189,54 @@ static int is_error(lua_State *L) {
   return 1;
 }
 
+const char *cg_capture_rule(CUresult r, const char **fix) {
+  static const char *const rules[][2] = {
+    { "a call that waits for the device, or works outside stream order, "
+      "is not allowed while a stream of the context captures "
+      "(synchronizations, queries, memory calls without Async)",
+      "make it after the capture ends, or use the stream-ordered form on "
+      "the capture stream" },
+    { "a capture fails at every call once one call has broken it",
+      "look for the first call that failed in this capture" },
+    { "one stream cannot join two captures", "wait only on streams and "
+      "events of this capture" },
+    { "a capture ends on the stream that began it", "end it there" },
+    { "every stream that joined the capture (s2:wait(s), or an event "
+      "recorded in it) must be joined back before it ends",
+      "end the forked work with s:wait(s2) before the closure returns" },
+    { "captured work cannot depend on work outside the capture (an event "
+      "recorded outside it, a stream that is not capturing)",
+      "record the event inside the capture, or wait before it begins" },
+    { "the legacy default stream synchronizes with every stream, so it "
+      "cannot be used while one captures", "use a stream of cuda.stream()" },
+    { "an event recorded in a capture belongs to the graph: it cannot be "
+      "queried, waited for on the host or by a stream outside the capture",
+      "use it only inside the capture, or record another after it" },
+    { "in global or thread-local capture mode, only the thread that began "
+      "the capture may use its streams, and other threads may not make "
+      "unsafe calls meanwhile", "capture with mode = \"relaxed\", or make "
+      "the call from the capturing thread" },
+  };
+  if (r < CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED ||
+      r > CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD)
+    return NULL;
+  *fix = rules[r - CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED][1];
+  return rules[r - CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED][0];
+}
+
 void cg_driver_pusherror(lua_State *L, const char *api, CUresult r) {
   char buf[CG_ERRNAME];
-  const char *s = NULL;
+  const char *s = NULL, *fix = NULL, *rule = cg_capture_rule(r, &fix);
   if (!cg_drv.cuGetErrorString || cg_drv.cuGetErrorString(r, &s) != CUDA_SUCCESS
       || !s)
     s = "unknown error";
   cg_pusherror(L, api, (int)r, cg_driver_errname(r, buf), s);
+  if (rule) {
+    lua_pushstring(L, rule);
+    lua_setfield(L, -2, "rule");
+    lua_pushstring(L, fix);
+    lua_setfield(L, -2, "fix");
+  }
 }
 
 int cg_driver_error(lua_State *L, const char *api, CUresult r) {

@@ -107,6 +107,11 @@ void cg_driver_pusherror(lua_State *L, const char *api, CUresult r);
 void cg_pusherror(lua_State *L, const char *api, int code, const char *name,
                   const char *message);
 
+/* For the driver's stream-capture errors (CUDA_ERROR_STREAM_CAPTURE_*,
+   CUDA_ERROR_CAPTURED_EVENT): the rule of the Driver API the call broke,
+   in a sentence, and *fix what to do; NULL for other codes. */
+const char *cg_capture_rule(CUresult r, const char **fix);
+
 /* "CUDA_ERROR_OUT_OF_MEMORY" (the driver's constant string), or
    "CUDA_ERROR_<code>" written into the caller's buf when the driver has no
    name for r. */

@@ -3,6 +3,7 @@
    live graphs that use it, so the collector never frees what a graph reads
    and an explicit free is refused. An object's parents are pinned with it
    (a view's buffer, a kernel's module). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "capture/capture.h"
@@ -135,4 +136,47 @@ int cg_traceback(lua_State *L) {
   else
     lua_settop(L, 1);
   return 1;
+}
+
+void cg_capture_wait(lua_State *L, cg_ctx *ctx, CUstream waiter,
+                     CUstream waited) {
+  cg_capture *cap = ctx->capture ? ctx->capture->top : NULL;
+  if (!cap || ctx->capture->depth) return;
+  int known = waiter == cap->origin;
+  for (int i = 0; i < cap->nforks; i++) {
+    if (cap->forks[i].s == waited) cap->forks[i].back = 1;
+    if (cap->forks[i].s == waiter) known = 1;
+  }
+  if (known || cap->nforks == CG_MAXFORKS) return;
+  struct cg_fork *f = &cap->forks[cap->nforks++];
+  lua_Debug ar;
+  f->s = waiter;
+  f->back = 0;
+  f->where[0] = 0;
+  for (int lv = 1; lua_getstack(L, lv, &ar); lv++)
+    if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0) {
+      snprintf(f->where, sizeof f->where, "%s:%d", ar.short_src,
+               ar.currentline);
+      break;
+    }
+}
+
+void cg_capture_pushforks(lua_State *L, const cg_capture *cap) {
+  luaL_Buffer b;
+  int n = 0;
+  luaL_buffinit(L, &b);
+  for (int i = 0; i < cap->nforks; i++) {
+    if (cap->forks[i].back) continue;
+    luaL_addstring(&b, n++ ? ", " : "");
+    luaL_addstring(&b, cap->forks[i].where[0] ? cap->forks[i].where : "?");
+  }
+  luaL_pushresult(&b);
+  if (!n) {
+    lua_pop(L, 1);
+    lua_pushnil(L);
+  } else {
+    lua_pushfstring(L, "the stream%s that joined at %s", n > 1 ? "s" : "",
+                    lua_tostring(L, -1));
+    lua_remove(L, -2);
+  }
 }

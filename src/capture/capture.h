@@ -27,7 +27,21 @@ struct cg_capture {
   unsigned conds;       /* top: conditional nodes made in it */
   cg_recs *recs;        /* top: its nodes so far, made on demand */
   const void *fn;       /* top: the closure captured */
+  /* top: streams that joined it by a wait (s2:wait(s)), where, and
+     whether a wait joined them back: named when the end finds work
+     unjoined (the first CG_MAXFORKS) */
+  struct cg_fork { CUstream s; unsigned char back; char where[94]; }
+      forks[8];
+  int nforks;
 };
+enum { CG_MAXFORKS = 8 };
+/* s2 (waiter) waited on stream s (waited) inside the capture in progress:
+   records a fork, or a join back (stream.c). */
+void cg_capture_wait(lua_State *L, cg_ctx *ctx, CUstream waiter,
+                     CUstream waited);
+/* Pushes "the streams that joined at chunk:line, chunk:line" of the forks
+   not joined back, or nil. */
+void cg_capture_pushforks(lua_State *L, const cg_capture *cap);
 
 /* What the capture layer keeps per state (the root context's capstate). */
 struct cg_capstate {

@@ -73,6 +73,7 @@ CUgraph cg_capture_graph(lua_State *L, cg_ctx *ctx, cg_stream *s, int sidx,
   lua_pushcfunction(L, cg_traceback);
   lua_pushvalue(L, fnidx);
   lua_pushvalue(L, sidx);
+  ctx->root->broke.api = NULL; /* no call of this capture broke it yet */
   cg_gate_enter(ctx); /* whole-device waits of other threads hold back */
   CUresult r = cg_drv.cuStreamBeginCapture(cap.origin, mode);
   int status = LUA_OK;
@@ -112,6 +113,12 @@ CUgraph cg_capture_graph(lua_State *L, cg_ctx *ctx, cg_stream *s, int sidx,
   if (restamp && *alive) cg_stamp_set(L, ctx, restamp, id);
   cg_release(L, ctx, CG_H_GRAPH, (cg_handle){ .graph = g });
   if (status != LUA_OK) lua_error(L); /* the closure's error, on top */
+  if (end == CUDA_ERROR_STREAM_CAPTURE_UNJOINED) { /* name the forks */
+    cg_driver_pusherror(L, api, end);
+    cg_capture_pushforks(L, &cap);
+    lua_setfield(L, -2, "unjoined");
+    lua_error(L);
+  }
   cg_check(L, ctx, api, end);
   if (n > 0)
     luaL_error(L, "a cugraph.Condition was set or passed to a kernel in this "

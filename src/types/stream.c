@@ -117,6 +117,7 @@ static int stream_wait(lua_State *L) {
          CU_EVENT_DISABLE_TIMING);
     CU(L, other->h.ctx, cuEventRecord, other->join, other->h.drv.stream);
     e = other->join;
+    if (ctx->capture) cg_capture_wait(L, ctx, s->h.drv.stream, other->h.drv.stream);
   } else {
     if (!cg_testobj(L, 2, CG_EVENT))
       luaL_typeerror(L, 2, "cugraph.Event or cugraph.Stream");
