@@ -155,6 +155,8 @@ enum { CG_GRAPHMEM_LIVE = 1, CG_GRAPHMEM_GONE };
 /* Checked driver call that keeps the API's name for the error object. */
 #define CU(L, ctx, fn, ...) cg_check((L), (ctx), #fn, cg_drv.fn(__VA_ARGS__))
 void cg_fail(lua_State *L, cg_ctx *ctx, const char *api, CUresult r);
+/* "chunk:line" of the Lua code nearest the top of the stack, or "". */
+void cg_lua_line(lua_State *L, char *buf, size_t size);
 static inline void cg_check(lua_State *L, cg_ctx *ctx, const char *api,
                             CUresult r) {
   if (r != CUDA_SUCCESS) cg_fail(L, ctx, api, r);

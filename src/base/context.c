@@ -36,6 +36,16 @@ void cg_poison(cg_ctx *ctx, const char *api, CUresult r) {
   }
 }
 
+void cg_lua_line(lua_State *L, char *buf, size_t size) {
+  lua_Debug ar;
+  buf[0] = 0;
+  for (int lv = 1; lua_getstack(L, lv, &ar); lv++)
+    if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0) {
+      snprintf(buf, size, "%s:%d", ar.short_src, ar.currentline);
+      return;
+    }
+}
+
 void cg_fail(lua_State *L, cg_ctx *ctx, const char *api, CUresult r) {
   cg_poison(ctx, api, r);
   /* a capture error: which call broke the capture first, when another */
@@ -45,16 +55,9 @@ void cg_fail(lua_State *L, cg_ctx *ctx, const char *api, CUresult r) {
                 (ctx->capture || !strcmp(api, "cuStreamEndCapture"));
   int first = capture && !b->api;
   if (first) { /* the call, and the line of Lua code nearest to it */
-    lua_Debug ar;
     b->api = api;
     b->code = r;
-    b->where[0] = 0;
-    for (int lv = 1; lua_getstack(L, lv, &ar); lv++)
-      if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0) {
-        snprintf(b->where, sizeof b->where, "%s:%d", ar.short_src,
-                 ar.currentline);
-        break;
-      }
+    cg_lua_line(L, b->where, sizeof b->where);
   }
   cg_driver_pusherror(L, api, r);
   if (first && r == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) {

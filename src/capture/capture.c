@@ -149,16 +149,9 @@ void cg_capture_wait(lua_State *L, cg_ctx *ctx, CUstream waiter,
   }
   if (known || cap->nforks == CG_MAXFORKS) return;
   struct cg_fork *f = &cap->forks[cap->nforks++];
-  lua_Debug ar;
   f->s = waiter;
   f->back = 0;
-  f->where[0] = 0;
-  for (int lv = 1; lua_getstack(L, lv, &ar); lv++)
-    if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0) {
-      snprintf(f->where, sizeof f->where, "%s:%d", ar.short_src,
-               ar.currentline);
-      break;
-    }
+  cg_lua_line(L, f->where, sizeof f->where);
 }
 
 void cg_capture_pushforks(lua_State *L, const cg_capture *cap) {
