@@ -339,4 +339,40 @@ describe("g:memory()", function()
     assert.error_matches(function() s:capture(function() g2:memory() end) end,
                          "g:memory%(%) .*capture")
   end)
+
+  it("refuses, under cuda.graph_memory_cap, a graph that takes the open graphs past it", function()
+    local s = cuda.stream()
+    local line -- of the capture
+    local function allocating(n)
+      line = debug.getinfo(1, "l").currentline + 1
+      return s:capture(function()
+        local b = cuda.buffer("i32", n, { stream = s })
+        b:fill(1, s)
+        b:free(s)
+      end)
+    end
+    assert.is_nil(cuda.graph_memory_cap(10000))
+    local a, b = allocating(1024), allocating(512)          -- 4096 + 2048 bytes
+    local before = #cuda.memory().graphs
+    local ok, err = pcall(allocating, 1024)
+    assert.is_false(ok)
+    assert.matches(("%%d+ allocates 4096 bytes, and with the 6144 bytes the open graphs allocate that " ..
+                    "passes the cap of 10000; the most: #%d %%(4096 bytes%%), #%d %%(2048 bytes%%)")
+                   :format(a:id(), b:id()), err)
+    assert.matches(":" .. line .. ":", err, 1, true)
+    assert.equals(before, #cuda.memory().graphs) -- the refused graph is gone
+    local y = cuda.buffer("i32", 8)
+    local plain = s:capture(function() y:fill(0, s) end) -- allocates nothing
+    assert.is_truthy(plain)
+    a:free()
+    local c = allocating(1024)                             -- fits now
+    assert.equals(10000, cuda.graph_memory_cap(false))
+    assert.is_nil(cuda.graph_memory_cap())
+    local d = allocating(4096)                             -- no cap
+    for _, k in ipairs { 0, -1, 1.5, "x" } do
+      assert.has_error(function() cuda.graph_memory_cap(k) end)
+    end
+    assert.error_matches(function() cuda.graph_memory_cap(0) end, "a positive number of bytes, or false")
+    b:free(); c:free(); d:free(); plain:free()
+  end)
 end)

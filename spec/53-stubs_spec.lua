@@ -267,6 +267,7 @@ local recipes = {
   ["cuda.buffer"] = function(F) return "f32", 4, { stream = F.s } end,
   ["cuda.memory"] = function() end,
   ["cuda.trim"] = function() return 0 end,
+  ["cuda.graph_memory_cap"] = function() return false end,
   ["cuda.pitched"] = function() return "f32", 5, 3, 2 end,
   ["cuda.managed"] = function() return "f32", { 1, 2 } end,
   ["cuda.host_buffer"] = function() return "f32", { 1, 2 } end,

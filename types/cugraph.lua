@@ -695,6 +695,11 @@ function cuda.buffer(type, n_or_data, opts) end
 
 ---@return cugraph.Memory
 function cuda.memory() end
+
+--- The cap on the bytes the open graphs' allocation nodes allocate; false removes it.
+---@param bytes? integer|boolean a positive number of bytes, or false for none
+---@return integer? before the cap before the call, nil for none
+function cuda.graph_memory_cap(bytes) end
 ---@param keep? integer bytes the default pool keeps
 function cuda.trim(keep) end
 --- Pitched memory: rows of width elements at the driver's pitch.

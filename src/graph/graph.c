@@ -131,6 +131,10 @@ static int stream_capture(lua_State *L) {
   lua_pushvalue(L, 1);
   lua_setiuservalue(L, 3, 2);
   collect(L, gr, 4, scalars);
+  if (cg_graph_over_cap(L, gr)) { /* before the driver */
+    close_graph(L, gr, 3);
+    lua_error(L);
+  }
   const char *api = "cuGraphInstantiate";
   CUresult r = cg_drv.cuGraphInstantiate(&gr->h.drv.exec, g, auto_free
       ? CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH : 0);

@@ -35,7 +35,13 @@ struct cg_graph {
 struct cg_graphstate {
   cg_graph *graphs;     /* the open graphs */
   unsigned long launches; /* launches of graphs so far */
+  size_t cap;           /* cuda.graph_memory_cap: the bytes the open graphs'
+                           allocation nodes may allocate together (0: any) */
 };
+/* Under a cap, when gr (open, tracked) takes the open graphs' allocations
+   past it: pushes the message naming the graphs that hold the most and
+   returns 1; else 0 (memory.c). */
+int cg_graph_over_cap(lua_State *L, cg_graph *gr);
 cg_graphstate *cg_graphstate_of(lua_State *L, cg_ctx *ctx);
 
 /* -- capture (stream_capture.c) ------------------------------------------- */

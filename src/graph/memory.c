@@ -169,6 +169,69 @@ static int memory(lua_State *L) {
   return 1;
 }
 
+int cg_graph_over_cap(lua_State *L, cg_graph *gr) {
+  cg_graphstate *gs = cg_graphstate_of(L, gr->h.ctx);
+  if (!gs->cap) return 0;
+  enum { TOP = 3 };
+  cg_graph *top[TOP] = { NULL };
+  size_t most[TOP] = { 0 }, sum = 0, mine;
+  tally t;
+  count(L, gr, &t); /* its allocation nodes, those it frees itself too */
+  if (!(mine = t.allocs)) return 0;
+  for (cg_graph *o = gs->graphs; o; o = o->next) {
+    if (o == gr) continue;
+    count(L, o, &t);
+    sum += t.allocs;
+    for (int i = 0; i < TOP; i++) /* the largest others, in order */
+      if (t.allocs > most[i]) {
+        memmove(top + i + 1, top + i, (TOP - 1 - i) * sizeof *top);
+        memmove(most + i + 1, most + i, (TOP - 1 - i) * sizeof *most);
+        top[i] = o, most[i] = t.allocs;
+        break;
+      }
+  }
+  sum += mine;
+  if (sum <= gs->cap) return 0;
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  luaL_where(L, 1); /* the line that captured it */
+  luaL_addvalue(&b);
+  lua_pushfstring(L, "cuda.graph_memory_cap: cugraph.Graph #%d allocates %I "
+                  "bytes, and with the %I bytes the open graphs allocate "
+                  "that passes the cap of %I", (int)gr->id, (lua_Integer)mine,
+                  (lua_Integer)(sum - mine), (lua_Integer)gs->cap);
+  luaL_addvalue(&b);
+  for (int i = 0; i < TOP && top[i]; i++) {
+    lua_pushfstring(L, "%s #%d (%I bytes)", i ? "," : "; the most:",
+                    (int)top[i]->id, (lua_Integer)most[i]);
+    luaL_addvalue(&b);
+  }
+  luaL_addstring(&b, "; free graphs (g:free()) or raise the cap");
+  luaL_pushresult(&b);
+  return 1;
+}
+
+/* cuda.graph_memory_cap([bytes | false]) -> the cap before (nil: none):
+   the bytes the open graphs' allocation nodes may allocate together,
+   checked when a capture instantiates a graph that allocates. */
+static int graph_memory_cap(lua_State *L) {
+  cg_graphstate *gs = cg_graphstate_of(L, cg_sentinel(L));
+  size_t was = gs->cap;
+  if (lua_gettop(L) > 0) {
+    if (lua_isboolean(L, 1) && !lua_toboolean(L, 1)) {
+      gs->cap = 0;
+    } else {
+      lua_Integer n = luaL_checkinteger(L, 1);
+      luaL_argcheck(L, n > 0, 1, "the cap must be a positive number of "
+                    "bytes, or false for none");
+      gs->cap = (size_t)n;
+    }
+  }
+  if (was) lua_pushinteger(L, (lua_Integer)was);
+  else lua_pushnil(L);
+  return 1;
+}
+
 void memory_open(lua_State *L) {
   luaL_getmetatable(L, cg_kind_names[CG_GRAPH]);
   lua_getfield(L, -1, "methods");
@@ -178,4 +241,6 @@ void memory_open(lua_State *L) {
   lua_getfield(L, -1, "memory"); /* the module table's, from graphmem.c */
   lua_pushcclosure(L, memory, 1);
   lua_setfield(L, -2, "memory");
+  lua_pushcfunction(L, graph_memory_cap);
+  lua_setfield(L, -2, "graph_memory_cap");
 }
