@@ -170,7 +170,7 @@ deps:
 # (late_close); free and taken TCP ports for the rendezvous specs (port).
 SPEC_HOSTS = late_close capi threads handles port
 SPEC_BINS = $(SPEC_HOSTS:%=$(BUILD)/%)
-$(SPEC_BINS): $(BUILD)/%: spec/hosts/%.c $(LIB_A)
+$(SPEC_BINS): $(BUILD)/%: spec/hosts/%.c spec/hosts/devmem.h $(LIB_A)
 	$(CC) $(ALL_CFLAGS) -pthread -o $@ $< $(LIB_A) $(LUA_LIBS) -ldl -lm
 
 # A pseudo-terminal that types into the REPL (spec/50's line editing).
