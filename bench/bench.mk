@@ -64,7 +64,11 @@ bench-nccl: all $(BUILD)/bench/clock.so $(BUILD)/bench/nccl_ref.so
 soak: all $(BUILD)/kernels.ptx
 	CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) $(BUILD)/cugraph-lua bench/soak.lua $(SOAK_ARGS)
 
-.PHONY: bench bench-nccl soak
+# The cost of g:profile's event nodes (bench/profile.lua).
+bench-profile: all
+	CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) $(BUILD)/cugraph-lua bench/profile.lua $(PROFILE_ARGS)
+
+.PHONY: bench bench-nccl soak bench-profile
 
 # The PTX simulator's speed on model.lua's MLP kernels (one host thread, and
 # all), beside Numba's CUDA simulator on the same layer (bench/sim.lua).

@@ -6,9 +6,11 @@
 -- before each launch. The loop makes no Lua garbage (measured with the
 -- collector stopped). Every EVERY frames the image is written as a PNG.
 --
---   cugraph-lua examples/particles.lua [out_dir [frames [particles]]]
+--   cugraph-lua examples/particles.lua [out_dir [frames [particles [trace]]]]
 --
--- Defaults: frames/, 120 frames, 1048576 particles. Needs the png module
+-- Defaults: frames/, 120 frames, 1048576 particles. With a trace path, the
+-- frame graph is profiled afterwards (g:profile, 20 replays): a line per
+-- node and the replay as a Chrome trace at that path. Needs the png module
 -- (build/examples/png.so, from `make examples`).
 local cuda = require "cugraph"
 
@@ -186,4 +188,15 @@ print(("Lua garbage: %g bytes/frame"):format(bytes))
 print(("wrote %d PNGs: %s"):format(#written, table.concat(written, " ")))
 print(("particles in the image: %d of %d"):format(counted, N))
 if bytes ~= 0 or counted ~= N then os.exit(1) end
+
+if arg[4] then -- where a frame's time goes, node by node
+  local p = graph:profile { n = 20, trace = arg[4] }
+  print(("profile: %.1f us a frame, %.1f with the event nodes (%.3fx)")
+        :format(p.us, p.profiled_us, p.overhead))
+  for _, nd in ipairs(p.nodes) do
+    print(("  %-8s %-8s line %3d  %8.1f us  (%.1f-%.1f)"):format(nd.kind,
+          nd.name or "", nd.line or 0, nd.us, nd.min_us, nd.max_us))
+  end
+  print("trace: " .. p.trace)
+end
 print("ok")

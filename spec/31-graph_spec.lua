@@ -376,3 +376,119 @@ describe("g:memory()", function()
     b:free(); c:free(); d:free(); plain:free()
   end)
 end)
+
+describe("g:profile()", function()
+  local m, s
+  before_each(function()
+    m = H.kernels()
+    s = cuda.stream()
+  end)
+
+  it("times each node of a copy, names its kind, kernel, label and line, and sums the lines", function()
+    local x, y = cuda.buffer("i32", 1024):fill(0), cuda.buffer("f32", 256):fill(0)
+    local k = cuda.scalar("f32", 2)
+    local here = debug.getinfo(1, "S").source:gsub("^@", "")
+    local lineA
+    local g = s:capture(function()
+      for _ = 1, 3 do m.inc_i32:launch(s, 4, 256, x, 1024) end lineA = debug.getinfo(1, "l").currentline
+      s:label("add", function() m.add_scalar_f32:launch(s, 1, 256, y, k, 256) end)
+      x:view(0, 1):fill(7, s)
+    end)
+    local p = g:profile(4)
+    assert.equals(4, p.replays)
+    assert.is_true(p.us > 0 and p.profiled_us > 0 and p.overhead > 0)
+    assert.equals(5, #p.nodes)
+    local kinds, starts = {}, {}
+    for i, nd in ipairs(p.nodes) do
+      assert.equals(i, nd.index)
+      assert.equals(here, nd.source)
+      kinds[i] = nd.kind .. (nd.name and ":" .. nd.name or "") .. (nd.label and "[" .. nd.label .. "]" or "")
+      assert.is_true(nd.us >= 0 and nd.min_us <= nd.us and nd.us <= nd.max_us, nd.kind)
+      starts[i] = nd.start_us
+    end
+    assert.same({ "kernel:inc_i32", "kernel:inc_i32", "kernel:inc_i32",
+                  "kernel:add_scalar_f32[add]", "memset" }, kinds)
+    assert.equals(lineA, p.nodes[1].line)
+    assert.equals(lineA, p.nodes[3].line)
+    assert.equals(lineA + 1, p.nodes[4].line)
+    for i = 2, 5 do -- a chain: each starts when the one before has ended
+      assert.is_true(starts[i] >= starts[i - 1], "node " .. i .. " starts before node " .. i - 1)
+    end
+    -- the lines: the three launches of line A as one, the most time first
+    local sums = {}
+    for i, l in ipairs(p.lines) do
+      sums[l.line] = l
+      if i > 1 then assert.is_true(l.us <= p.lines[i - 1].us) end
+    end
+    assert.equals(3, sums[lineA].nodes)
+    assert.near(p.nodes[1].us + p.nodes[2].us + p.nodes[3].us, sums[lineA].us, 1e-3)
+    -- the work ran 3n + 2 times, the scalar's value in every replay
+    assert.equals(3 * 3 * 4 + 3 * 2, x:download()[2])
+    assert.equals(7, x:download()[1])
+    assert.equals(2 * (3 * 4 + 2), y:download()[256])
+  end)
+
+  it("writes the last replay as a Chrome trace", function()
+    local x = cuda.buffer("i32", 64):fill(0)
+    local g = s:capture(function()
+      s:label('say "hi"', function() m.inc_i32:launch(s, 1, 64, x, 64) end)
+      m.inc_i32:launch(s, 1, 64, x, 64)
+    end)
+    local path = os.tmpname()
+    local p = g:profile { n = 2, trace = path }
+    assert.equals(path, p.trace)
+    local f = assert(io.open(path))
+    local text = f:read("a")
+    f:close()
+    os.remove(path)
+    assert.matches('^{"displayTimeUnit": "ns", "traceEvents": %[', text)
+    local _, events = text:gsub('"ph": "X"', "")
+    assert.equals(2, events)
+    assert.matches('"label": "say \\"hi\\""', text, 1, true)
+    assert.matches('"name": "inc_i32", "cat": "kernel"', text, 1, true)
+    assert.matches("%]}\n$", text)
+    assert.error_matches(function() g:profile { trace = "/nonexistent/dir/t.json" } end,
+      "g:profile: cannot open /nonexistent/dir/t.json")
+  end)
+
+  it("times a child graph as one node, and a graph with conditional nodes as a whole", function()
+    local x = cuda.buffer("i32", 64):fill(0)
+    local inner = s:capture(function() m.inc_i32:launch(s, 1, 64, x, 64) end)
+    local g = s:capture(function() inner:launch(s); m.inc_i32:launch(s, 1, 64, x, 64) end)
+    local p = g:profile(2)
+    assert.equals("graph", p.nodes[1].kind)
+    assert.equals(inner:id(), p.nodes[1].graph)
+    assert.is_true(p.nodes[1].us >= 0)
+    local c = cuda.condition(1)
+    H.settle()
+    local cg = s:capture(function()
+      s:branch(c, function() m.inc_i32:launch(s, 1, 64, x, 64) end)
+    end)
+    local q = cg:profile(3)
+    assert.matches("cannot be copied", q.note)
+    assert.is_true(q.us > 0)
+    assert.equals("conditional", q.nodes[1].kind)
+    assert.is_nil(q.nodes[1].us)
+    assert.is_nil(q.lines)
+  end)
+
+  it("refuses what it cannot profile, naming why", function()
+    local g = s:capture(function()
+      local b = cuda.buffer("i32", 16, { stream = s })
+      b:fill(0, s)
+      b:free(s)
+    end)
+    assert.error_matches(function() g:profile() end,
+      "g:profile: cugraph.Graph #" .. g:id() .. " allocates or frees memory in its nodes")
+    local x = cuda.buffer("i32", 16):fill(0)
+    local h = s:capture(function() m.inc_i32:launch(s, 1, 16, x, 16) end)
+    assert.error_matches(function() h:profile(0) end, "the number of replays must be 1 to 100000")
+    assert.error_matches(function() h:profile { m = 2 } end, "unknown option 'm'")
+    assert.error_matches(function() h:profile { stream = 3 } end, "cugraph.Stream expected")
+    assert.error_matches(function() s:capture(function() h:profile() end) end,
+      "g:profile%(%) inside a graph capture")
+    h:free()
+    assert.error_matches(function() h:profile() end, "freed")
+    assert.equals(0, x:download()[1])
+  end)
+end)

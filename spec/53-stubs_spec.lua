@@ -211,6 +211,7 @@ local recipes = {
   ["Graph:dot"] = function(F) return (F.graph()), F.tmp, true end,
   ["Graph:launches"] = function(F) return (F.graph()) end,
   ["Graph:memory"] = function(F) return (F.graph()), true end,
+  ["Graph:profile"] = function(F) return (F.graph()), 2 end,
   ["Graph:id"] = function(F) return (F.graph()) end,
   ["Graph:handle"] = function(F) return (F.graph()) end,
   ["Graph:free"] = function(F) return (F.graph()) end,

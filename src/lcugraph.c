@@ -34,6 +34,7 @@ int luaopen_cugraph_core(lua_State *L) {
   node_open(L);
   rebind_open(L);
   dot_open(L);
+  profile_open(L);
   memory_open(L);
   reload_open(L);
   devices_open(L);

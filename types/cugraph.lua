@@ -548,6 +548,9 @@ function Graph:dot(path, verbose) end
 ---@param measure? boolean instantiate and upload a copy to measure what an instance takes
 ---@return cugraph.GraphMemory
 function Graph:memory(measure) end
+---@param n_or_opts? integer|cugraph.ProfileOptions replays (default 10), or options
+---@return cugraph.Profile
+function Graph:profile(n_or_opts) end
 ---@return integer
 function Graph:launches() end
 ---@return integer
@@ -687,6 +690,40 @@ function cuda.buffer(type, n_or_data, opts) end
 ---@field scalars integer
 ---@field conditions integer
 ---@field others integer
+
+---@class cugraph.ProfileOptions
+---@field n? integer replays, 1 to 100000 (default 10)
+---@field trace? string a path for the last replay as a Chrome trace
+---@field stream? cugraph.Stream default: the capture stream
+
+---@class cugraph.ProfileNode
+---@field index integer in capture order
+---@field kind string "kernel", "memcpy", "memset", "graph", ...
+---@field name? string the kernel's
+---@field label? string its s:label name
+---@field source? string the Lua chunk that made it
+---@field line? integer
+---@field graph? integer a child graph's id
+---@field us? number median time, µs (nil for a graph with conditional nodes)
+---@field min_us? number
+---@field max_us? number
+---@field start_us? number median start after the first node's
+
+---@class cugraph.ProfileLine
+---@field source string
+---@field line integer
+---@field us number the sum of its nodes' medians
+---@field nodes integer
+
+---@class cugraph.Profile
+---@field replays integer
+---@field us number µs a replay of the graph itself, back to back
+---@field profiled_us? number the same for the copy with its event nodes
+---@field overhead? number profiled_us / us
+---@field nodes cugraph.ProfileNode[]
+---@field lines? cugraph.ProfileLine[] the most time first
+---@field trace? string the path written
+---@field note? string why there are no node times
 
 ---@class cugraph.GraphMemory
 ---@field allocations integer bytes its allocation nodes allocate

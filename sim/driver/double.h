@@ -271,6 +271,7 @@ typedef struct op {
   int disabled;             /* an instantiated node's: cuGraphNodeSetEnabled */
   CUhostFn fn;              /* HOST: cuLaunchHostFunc's function and data */
   void *data;
+  struct CUevent_st *event; /* EVENT_RECORD: the event it records */
 } op;
 
 CUresult dbl_run_op(const op *o, int dry);
@@ -320,6 +321,7 @@ struct CUgraph_st {
   obj h;
   nodeset nodes;
   struct CUgraph_st *parent;
+  struct CUgraph_st *origin; /* cuGraphClone's copy: the graph copied */
   cond *conds;              /* handles made in this graph */
   size_t nconds;
 };
@@ -379,6 +381,8 @@ CUresult dbl_stream_usable(CUstream s);
 CUresult dbl_submit(CUstream s, op *o);
 void dbl_free_stream(CUstream s);
 void dbl_free_event(CUevent e);
+/* e records now: a stream's cuEventRecord, or an event record node. */
+void dbl_event_now(CUevent e);
 
 #pragma GCC visibility pop
 

@@ -223,8 +223,8 @@ static CUgraph clone_graph(CUgraph g, CUgraph parent) {
 }
 
 /* Adds a conditional node (with new, empty body graphs, given back in
-   phGraph_out) or a child graph node (a copy of the graph); the other
-   types are not modelled. */
+   phGraph_out), a child graph node (a copy of the graph) or an event
+   record node; the other types are not modelled. */
 CUresult CUDAAPI cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph,
                                 const CUgraphNode *dependencies,
                                 const CUgraphEdgeData *dependencyData,
@@ -266,12 +266,16 @@ CUresult CUDAAPI cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph,
       return CUDA_ERROR_NOT_SUPPORTED;
     if (!(o.bodies = calloc(1, sizeof *o.bodies))) return CUDA_ERROR_OUT_OF_MEMORY;
     if ((o.bodies[0] = clone_graph(child, hGraph))) o.nbodies = 1;
+  } else if (o.type == CU_GRAPH_NODE_TYPE_EVENT_RECORD) {
+    if (!(o.event = nodeParams->eventRecord.event))
+      return CUDA_ERROR_INVALID_HANDLE;
   } else {
     return CUDA_ERROR_NOT_SUPPORTED;
   }
   nodeset deps = {NULL, 0, 0};
-  int bad = o.nbodies != (o.type == CU_GRAPH_NODE_TYPE_GRAPH
-                          ? 1 : nodeParams->conditional.size);
+  int bad = o.nbodies != (o.type == CU_GRAPH_NODE_TYPE_GRAPH ? 1
+                          : o.type == CU_GRAPH_NODE_TYPE_CONDITIONAL
+                          ? nodeParams->conditional.size : 0);
   for (size_t i = 0; !bad && i < numDependencies; i++)
     bad = dbl_set_push(&deps, dependencies[i], 1);
   CUgraphNode n = bad ? NULL : dbl_add_node(hGraph, &o, &deps);
@@ -316,7 +320,6 @@ CUresult CUDAAPI cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type) {
   return CUDA_SUCCESS;
 }
 
-/* A copy of hGraph, node for node and edge for edge. */
 /* The graph a child graph node owns. */
 CUresult CUDAAPI cuGraphChildGraphNodeGetGraph(CUgraphNode hNode,
                                                CUgraph *phGraph) {
@@ -330,6 +333,7 @@ CUresult CUDAAPI cuGraphChildGraphNodeGetGraph(CUgraphNode hNode,
   return CUDA_SUCCESS;
 }
 
+/* A copy of hGraph, node for node and edge for edge. */
 CUresult CUDAAPI cuGraphClone(CUgraph *phGraphClone, CUgraph hGraph) {
   ENTRY(cuGraphClone);
   CUresult r = dbl_enter_graph();
@@ -341,7 +345,25 @@ CUresult CUDAAPI cuGraphClone(CUgraph *phGraphClone, CUgraph hGraph) {
     return CUDA_ERROR_NOT_SUPPORTED;
   CUgraph g = clone_graph(hGraph, NULL);
   if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
+  g->origin = hGraph;
   *phGraphClone = g;
+  return CUDA_SUCCESS;
+}
+
+/* The node of a copy made by cuGraphClone that stands for hOriginalNode,
+   a node of the graph copied: the one at its position (nodes added to
+   either since come after). */
+CUresult CUDAAPI cuGraphNodeFindInClone(CUgraphNode *phNode,
+                                        CUgraphNode hOriginalNode,
+                                        CUgraph hClonedGraph) {
+  ENTRY(cuGraphNodeFindInClone);
+  CUresult r = dbl_enter_graph();
+  if (r) return r;
+  if (!phNode || !hOriginalNode || !hClonedGraph
+      || hClonedGraph->origin != hOriginalNode->graph
+      || hOriginalNode->idx >= hClonedGraph->nodes.n)
+    return CUDA_ERROR_INVALID_VALUE;
+  *phNode = hClonedGraph->nodes.v[hOriginalNode->idx];
   return CUDA_SUCCESS;
 }
 

@@ -11,6 +11,7 @@ typedef struct plan {
   size_t n;
   op *ops;        /* in topological order */
   edges e;
+  size_t *order;  /* with event record nodes: the order the ops run in */
 } plan;
 
 static void free_plan(plan *p) {
@@ -25,7 +26,43 @@ static void free_plan(plan *p) {
   free(p->ops);
   free(p->e.start);
   free(p->e.dep);
+  free(p->order);
   memset(p, 0, sizeof *p);
+}
+
+/* A plan with event record nodes runs each as soon as its dependencies
+   have: the recorded times then bracket the nodes beside and before them,
+   as a GPU's would. Other ops keep their order. Nonzero when out of
+   memory. */
+static int order_events(plan *p) {
+  size_t n = p->n, events = 0;
+  for (size_t i = 0; i < n; i++)
+    events += p->ops[i].type == CU_GRAPH_NODE_TYPE_EVENT_RECORD;
+  if (!events) return 0;
+  unsigned char *done = calloc(n, 1);
+  if (!done || !(p->order = malloc(n * sizeof *p->order))) {
+    free(done);
+    return 1;
+  }
+  for (size_t k = 0; k < n; k++) {
+    size_t pick = n;
+    for (size_t i = 0; i < n; i++) { /* the first ready: events first */
+      if (done[i]) continue;
+      int ready = 1;
+      for (size_t d = p->e.start[i]; ready && d < p->e.start[i + 1]; d++)
+        ready = done[p->e.dep[d]];
+      if (!ready) continue;
+      if (p->ops[i].type == CU_GRAPH_NODE_TYPE_EVENT_RECORD) {
+        pick = i;
+        break;
+      }
+      if (pick == n) pick = i;
+    }
+    done[pick] = 1; /* deps come before a node: one is always ready */
+    p->order[k] = pick;
+  }
+  free(done);
+  return 0;
 }
 
 /* Copies g's nodes into p, bodies too. Nonzero when out of memory. */
@@ -56,7 +93,7 @@ static int build_plan(plan *p, CUgraph g) {
         return free_plan(p), 1;
       }
   }
-  return 0;
+  return order_events(p) ? (free_plan(p), 1) : 0;
 }
 
 /* An instantiated graph owns its plan and the values of its handles. */
@@ -175,8 +212,8 @@ static unsigned cond_value(CUgraphConditionalHandle h) {
    fault stops the rest, as it stops a GPU. */
 static CUresult run_plan(const plan *p) {
   CUresult r = CUDA_SUCCESS;
-  for (size_t i = 0; i < p->n && !dbl_sticky && !dbl_hung && !r; i++) {
-    const op *o = &p->ops[i];
+  for (size_t k = 0; k < p->n && !dbl_sticky && !dbl_hung && !r; k++) {
+    const op *o = &p->ops[p->order ? p->order[k] : k];
     unsigned long turns = 0;
     unsigned v;
     if (o->disabled) {

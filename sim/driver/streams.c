@@ -230,10 +230,14 @@ CUresult CUDAAPI cuEventRecord(CUevent hEvent, CUstream hStream) {
     hEvent->recorded = 0;
     return CUDA_SUCCESS;
   }
-  clock_gettime(CLOCK_MONOTONIC, &hEvent->t);
-  hEvent->recorded = 1;
-  hEvent->cap_id = 0;
+  dbl_event_now(hEvent);
   return CUDA_SUCCESS;
+}
+
+void dbl_event_now(CUevent e) {
+  clock_gettime(CLOCK_MONOTONIC, &e->t);
+  e->recorded = 1;
+  e->cap_id = 0;
 }
 
 /* Waiting on or querying an event: an unsafe call, and one that conflicts

@@ -21,6 +21,10 @@ CUresult dbl_run_op(const op *o, int dry) {
     if (!dry) o->fn(o->data);
     return CUDA_SUCCESS;
   }
+  if (o->type == CU_GRAPH_NODE_TYPE_EVENT_RECORD) {
+    if (!dry) dbl_event_now(o->event);
+    return CUDA_SUCCESS;
+  }
   if (o->type == CU_GRAPH_NODE_TYPE_MEMCPY && o->height) { /* a box */
     for (size_t z = 0; z < o->depth; z++)
       for (size_t y = 0; y < o->height; y++) {

@@ -104,6 +104,8 @@ local function workload()
   local dot = os.tmpname()
   g:dot(dot)           -- labelled from the capture's records
   g:dot(dot, true)     -- the driver's own
+  local p = g:profile { n = 1, trace = dot } -- a copy with event nodes
+  assert(#p.nodes == 5 and p.lines[1])
   os.remove(dot)
   local g2 = keep(s:capture(function() b16:fill(3, s) end,
                             { mode = "global", upload = true }))

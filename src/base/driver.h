@@ -63,7 +63,7 @@
   X(cuMemPoolGetAttribute) X(cuMemPoolTrimTo) \
   X(cuDeviceGetGraphMemAttribute) X(cuDeviceGraphMemTrim) \
   X(cuDeviceCanAccessPeer) X(cuCtxEnablePeerAccess) X(cuMemcpyPeerAsync) \
-  X(cuGraphChildGraphNodeGetGraph)
+  X(cuGraphChildGraphNodeGetGraph) X(cuGraphNodeFindInClone)
 
 #define CG_FIELD(f) __typeof__(f) *f;
 typedef struct cg_driver {

@@ -31,11 +31,14 @@ static void addlabel(dotbuf *d, const char *s) {
   lua_pop(d->L, 1);
 }
 
-static const char *const types[] = {
-  "kernel", "memcpy", "memset", "host", "graph", "empty", "wait_event",
-  "event_record", "ext_semas_signal", "ext_semas_wait", "mem_alloc",
-  "mem_free", "batch_mem_op", "conditional"
-};
+const char *cg_node_type_name(CUgraphNodeType t) {
+  static const char *const types[] = {
+    "kernel", "memcpy", "memset", "host", "graph", "empty", "wait_event",
+    "event_record", "ext_semas_signal", "ext_semas_wait", "mem_alloc",
+    "mem_free", "batch_mem_op", "conditional"
+  };
+  return (size_t)t < sizeof types / sizeof *types ? types[t] : "node";
+}
 
 /* Adds the nodes and edges of g, numbered from *id on, labelled from the
    records; the bodies of conditional nodes as clusters, from what the
@@ -62,8 +65,7 @@ static void dotgraph(dotbuf *d, cg_graph *gr, CUgraph g, int pidx,
     CUgraphNodeType t;
     CU(L, ctx, cuGraphNodeGetType, v[i], &t);
     lua_pushfstring(L, "  n%I [label=\"%s", (LUAI_UACINT)(base + i),
-                    (size_t)t < sizeof types / sizeof *types ? types[t]
-                                                           : "node");
+                    cg_node_type_name(t));
     lua_rawseti(L, d->t, ++d->n);
     if (e && e->kind == NK_KERNEL) {
       const cg_kernel *k = (const cg_kernel *)e->kernel;

@@ -1,7 +1,7 @@
 /* The graph layer: graphs captured from Lua closures (graph.c, the capture
    itself in stream_capture.c), conditional nodes (cond.c), node handles
-   (node.c), in-place changes (rebind.c), Graphviz output (dot.c), kernel
-   reload (reload.c) and graphs owned by C (cgraph.c). */
+   (node.c), in-place changes (rebind.c), Graphviz output (dot.c), profiles
+   (profile.c), kernel reload (reload.c) and graphs owned by C (cgraph.c). */
 #ifndef CUGRAPH_GRAPH_H
 #define CUGRAPH_GRAPH_H
 
@@ -119,6 +119,9 @@ void cond_open(lua_State *L);
 void node_open(lua_State *L);
 void rebind_open(lua_State *L);
 void dot_open(lua_State *L);
+void profile_open(lua_State *L);
+/* "kernel", "memcpy", ...: a node type as g:dot and g:profile name it */
+const char *cg_node_type_name(CUgraphNodeType t);
 void memory_open(lua_State *L); /* g:memory, cuda.memory().graphs */
 void reload_open(lua_State *L);
 

@@ -1,0 +1,505 @@
+/* g:profile([n | {n =, trace =}]): where a replay's time goes, node by
+   node, with each node's kind, kernel, label and Lua line, and the sums
+   per line.
+
+   A copy of the graph (cuGraphClone) gets two event record nodes for each
+   of its nodes: one after the node's dependencies, beside the node, and
+   one after the node. Each node's time is then from when it could start to
+   when it ended, the median over n replays of the copy (after one more
+   that is not counted). The graph itself and the copy also replay n times
+   back to back, between two events on the stream, for the cost of a
+   replay with and without the event nodes. The graph's work runs 3n + 2
+   times in all. A graph with conditional nodes, which the driver does not
+   copy, gives the time of its replays only; one whose nodes allocate
+   memory is refused. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "graph/graph.h"
+
+#define SCRATCH "cugraph.profile"
+
+/* What a profile makes on the driver, released by its __close whatever
+   happens: the copy and its instantiation, and the events. */
+typedef struct scratch {
+  cg_ctx *ctx;
+  CUgraph copy;
+  CUgraphExec exec;
+  CUevent *ev;   /* node i: ev[2i] beside it, ev[2i + 1] after it; then
+                    the stream's two: ev[2n], ev[2n + 1] */
+  size_t nev;
+  CUgraphNode *nodes; /* the graph's, then the copy's: n each */
+} scratch;
+
+static void release(lua_State *L, cg_ctx *ctx, cg_hkind hk, void *p) {
+  cg_handle h;
+  h.p = p;
+  cg_release(L, ctx, hk, h);
+}
+
+static int scratch_close(lua_State *L) {
+  scratch *s = luaL_checkudata(L, 1, SCRATCH);
+  cg_ctx *ctx = s->ctx;
+  if (ctx) { /* through the owner of driver handles: errors recorded */
+    release(L, ctx, CG_H_EXEC, s->exec);
+    release(L, ctx, CG_H_GRAPH, s->copy);
+    for (size_t i = 0; i < s->nev; i++) release(L, ctx, CG_H_EVENT, s->ev[i]);
+  }
+  free(s->ev);
+  free(s->nodes);
+  memset(s, 0, sizeof *s);
+  return 0;
+}
+
+static void *alloc(lua_State *L, size_t n, size_t size) {
+  void *p = calloc(n ? n : 1, size);
+  if (!p) luaL_error(L, "g:profile: out of host memory");
+  return p;
+}
+
+/* Room that the collector frees, left on the stack */
+static void *temp(lua_State *L, size_t n, size_t size) {
+  void *p = lua_newuserdatauv(L, (n ? n : 1) * size, 0);
+  memset(p, 0, (n ? n : 1) * size);
+  return p;
+}
+
+static void setnum(lua_State *L, const char *k, double v) {
+  lua_pushnumber(L, v);
+  lua_setfield(L, -2, k);
+}
+
+static int cmp_float(const void *a, const void *b) {
+  float x = *(const float *)a, y = *(const float *)b;
+  return (x > y) - (x < y);
+}
+
+/* The median of v[0], v[stride], ... (n of them), in ms; tmp: room for n */
+static float median(const float *v, size_t n, size_t stride, float *tmp) {
+  for (size_t i = 0; i < n; i++) tmp[i] = v[i * stride];
+  qsort(tmp, n, sizeof *tmp, cmp_float);
+  return n % 2 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
+}
+
+/* ms per replay of k replays back to back on st: the graph's own
+   (g:replay, which flushes its scalars), or the exec x */
+static double back_to_back(lua_State *L, scratch *s, cg_graph *gr,
+                           CUgraphExec x, CUstream st, lua_Integer k) {
+  cg_ctx *ctx = gr->h.ctx;
+  CUevent b = s->ev[s->nev - 2], e = s->ev[s->nev - 1];
+  CU(L, ctx, cuEventRecord, b, st);
+  if (x) {
+    for (lua_Integer i = 0; i < k; i++) CU(L, ctx, cuGraphLaunch, x, st);
+  } else {
+    lua_getfield(L, 1, "replay");
+    lua_pushvalue(L, 1);
+    lua_pushinteger(L, k);
+    lua_pushvalue(L, 3); /* the stream object */
+    lua_call(L, 3, 0);
+  }
+  CU(L, ctx, cuEventRecord, e, st);
+  cg_wait_stream(L, ctx, st, ctx->root->timeout);
+  float ms = 0;
+  CU(L, ctx, cuEventElapsedTime, &ms, b, e);
+  return (double)ms / (double)k;
+}
+
+/* The copy with its event nodes, instantiated; the graph's nodes in
+   s->nodes[0 .. n), the copy's beside them. */
+static void instrument(lua_State *L, scratch *s, cg_graph *gr, size_t n) {
+  cg_ctx *ctx = gr->h.ctx;
+  if (!cg_drv.cuGraphClone || !cg_drv.cuGraphNodeFindInClone ||
+      !cg_drv.cuGraphAddNode || !cg_drv.cuGraphGetEdges)
+    luaL_error(L, "g:profile: the driver cannot copy graphs and add event "
+               "nodes (CUDA 12.3 or later)");
+  CUgraphNode *v = s->nodes, *c = s->nodes + n;
+  CU(L, ctx, cuGraphClone, &s->copy, gr->g);
+  for (size_t i = 0; i < n; i++)
+    CU(L, ctx, cuGraphNodeFindInClone, &c[i], v[i], s->copy);
+  size_t ne = 0;
+  CU(L, ctx, cuGraphGetEdges, s->copy, NULL, NULL, NULL, &ne);
+  CUgraphNode *from = temp(L, 2 * ne + n, sizeof *from);
+  CUgraphNode *to = from + ne, *deps = to + ne;
+  if (ne) CU(L, ctx, cuGraphGetEdges, s->copy, from, to, NULL, &ne);
+  CUresult r = CUDA_SUCCESS;
+  for (size_t i = 0; r == CUDA_SUCCESS && i < n; i++) {
+    size_t nd = 0;
+    for (size_t j = 0; j < ne; j++)
+      if (to[j] == c[i]) deps[nd++] = from[j];
+    CUgraphNodeParams p;
+    CUgraphNode en;
+    memset(&p, 0, sizeof p);
+    p.type = CU_GRAPH_NODE_TYPE_EVENT_RECORD;
+    p.eventRecord.event = s->ev[2 * i];
+    r = cg_drv.cuGraphAddNode(&en, s->copy, deps, NULL, nd, &p);
+    p.eventRecord.event = s->ev[2 * i + 1];
+    if (r == CUDA_SUCCESS)
+      r = cg_drv.cuGraphAddNode(&en, s->copy, &c[i], NULL, 1, &p);
+  }
+  lua_pop(L, 1);
+  cg_check(L, ctx, "cuGraphAddNode", r);
+  CU(L, ctx, cuGraphInstantiate, &s->exec, s->copy, 0);
+}
+
+/* The record of node v at the top of gr, or NULL */
+static const cg_rec *record_of(const cg_recs *r, CUgraphNode v, size_t *at) {
+  for (size_t j = 0; r && j < r->n; j++)
+    if (r->v[j].node == v && !r->v[j].depth) {
+      *at = j;
+      return &r->v[j];
+    }
+  *at = (size_t)-1;
+  return NULL;
+}
+
+/* One node's table: kind, name, label, source, line, and its times */
+static void push_node(lua_State *L, const cg_recs *r, const cg_rec *e,
+                      CUgraphNode v, CUgraphNodeType t, size_t i,
+                      const float *us) {
+  lua_createtable(L, 0, 8);
+  lua_pushinteger(L, (lua_Integer)i + 1);
+  lua_setfield(L, -2, "index");
+  lua_pushstring(L, cg_node_type_name(t));
+  lua_setfield(L, -2, "kind");
+  if (e && e->kind == NK_KERNEL) {
+    lua_pushstring(L, ((const cg_kernel *)e->kernel)->name);
+    lua_setfield(L, -2, "name");
+  }
+  if (t == CU_GRAPH_NODE_TYPE_GRAPH) { /* the pins name its graph */
+    lua_getiuservalue(L, 1, 1);
+    lua_rawgetp(L, -1, v);
+    const cg_graph *child = lua_touserdata(L, -1);
+    if (child && lua_getmetatable(L, -1)) {
+      luaL_getmetatable(L, cg_kind_names[CG_GRAPH]);
+      if (lua_rawequal(L, -1, -2)) {
+        lua_pushinteger(L, (lua_Integer)child->id);
+        lua_setfield(L, -6, "graph");
+      }
+      lua_pop(L, 2);
+    }
+    lua_pop(L, 2);
+  }
+  if (e && e->label) {
+    lua_pushstring(L, cg_recs_text(r, e->label));
+    lua_setfield(L, -2, "label");
+  }
+  if (e && e->src) {
+    lua_pushstring(L, cg_recs_text(r, e->src));
+    lua_setfield(L, -2, "source");
+    lua_pushinteger(L, e->line);
+    lua_setfield(L, -2, "line");
+  }
+  if (us) {
+    setnum(L, "us", us[0]);
+    setnum(L, "min_us", us[1]);
+    setnum(L, "max_us", us[2]);
+    setnum(L, "start_us", us[3]);
+  }
+}
+
+/* The lines array from the nodes array at idx: {source, line, us, nodes},
+   the most time first; nodes with no line count under source "?". */
+static void push_lines(lua_State *L, int nodes) {
+  lua_newtable(L); /* by "source:line" */
+  int by = lua_gettop(L);
+  lua_newtable(L); /* the array */
+  int arr = by + 1, n = 0;
+  for (lua_Integer i = 1; lua_rawgeti(L, nodes, i) == LUA_TTABLE; i++) {
+    lua_getfield(L, -1, "source");
+    lua_getfield(L, -2, "line");
+    lua_getfield(L, -3, "us");
+    double us = lua_tonumber(L, -1);
+    const char *src = lua_isstring(L, -3) ? lua_tostring(L, -3) : "?";
+    lua_Integer line = lua_tointeger(L, -2);
+    lua_pushfstring(L, "%s:%I", src, (LUAI_UACINT)line);
+    if (lua_rawget(L, by) != LUA_TTABLE) {
+      lua_pop(L, 1);
+      lua_createtable(L, 0, 4);
+      lua_pushstring(L, src);
+      lua_setfield(L, -2, "source");
+      lua_pushinteger(L, line);
+      lua_setfield(L, -2, "line");
+      setnum(L, "us", 0);
+      lua_pushinteger(L, 0);
+      lua_setfield(L, -2, "nodes");
+      lua_pushfstring(L, "%s:%I", src, (LUAI_UACINT)line);
+      lua_pushvalue(L, -2);
+      lua_rawset(L, by);
+      lua_pushvalue(L, -1);
+      lua_rawseti(L, arr, ++n);
+    }
+    lua_getfield(L, -1, "us");
+    double sum = lua_tonumber(L, -1) + us;
+    lua_pop(L, 1);
+    setnum(L, "us", sum);
+    lua_getfield(L, -1, "nodes");
+    lua_Integer count = lua_tointeger(L, -1) + 1;
+    lua_pop(L, 1);
+    lua_pushinteger(L, count);
+    lua_setfield(L, -2, "nodes");
+    lua_pop(L, 5); /* entry, us, line, source, node */
+  }
+  lua_pop(L, 1); /* the nil that ended the loop */
+  /* the most time first: insertion sort, a few lines */
+  for (int i = 2; i <= n; i++)
+    for (int j = i; j > 1; j--) {
+      lua_rawgeti(L, arr, j - 1);
+      lua_rawgeti(L, arr, j);
+      lua_getfield(L, -2, "us");
+      lua_getfield(L, -2, "us");
+      int swap = lua_tonumber(L, -1) > lua_tonumber(L, -2);
+      lua_pop(L, 2);
+      if (!swap) {
+        lua_pop(L, 2);
+        break;
+      }
+      lua_rawseti(L, arr, j - 1);
+      lua_rawseti(L, arr, j);
+    }
+  lua_remove(L, by);
+}
+
+/* A JSON string: quotes, backslashes and control characters escaped */
+static void json_string(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    unsigned char ch = (unsigned char)*s;
+    if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
+    else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
+    else fputc(ch, f);
+  }
+  fputc('"', f);
+}
+
+/* The last replay of the copy as a Chrome trace (the Trace Event Format,
+   which Perfetto and chrome://tracing read): one complete event per node,
+   on the first row free at its start. */
+static void write_trace(lua_State *L, int nodes, size_t n, const float *start,
+                        const float *dur, const char *path, unsigned id) {
+  FILE *f = fopen(path, "w");
+  if (!f)
+    luaL_error(L, "g:profile: cannot open %s: %s", path, strerror(errno));
+  double *row_end = temp(L, n, sizeof *row_end);
+  unsigned char *placed = temp(L, n, 1);
+  float t0 = 0;
+  for (size_t i = 0; i < n; i++)
+    if (i == 0 || start[i] < t0) t0 = start[i];
+  fprintf(f, "{\"displayTimeUnit\": \"ns\", \"traceEvents\": [\n");
+  fprintf(f, "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, "
+             "\"args\": {\"name\": \"cugraph.Graph #%u\"}}", id);
+  size_t rows = 0;
+  for (size_t k = 0; k < n; k++) {
+    size_t i = n; /* the earliest start not placed yet */
+    for (size_t j = 0; j < n; j++)
+      if (!placed[j] && (i == n || start[j] < start[i])) i = j;
+    placed[i] = 1;
+    double ts = 1e3 * (double)(start[i] - t0), d = 1e3 * (double)dur[i];
+    size_t row = 0;
+    while (row < rows && row_end[row] > ts) row++;
+    if (row == rows) rows++;
+    row_end[row] = ts + d;
+    lua_rawgeti(L, nodes, (lua_Integer)i + 1);
+    lua_getfield(L, -1, "name");
+    lua_getfield(L, -2, "kind");
+    lua_getfield(L, -3, "source");
+    lua_getfield(L, -4, "line");
+    lua_getfield(L, -5, "label");
+    fprintf(f, ",\n{\"name\": ");
+    json_string(f, lua_isstring(L, -5) ? lua_tostring(L, -5)
+                                       : lua_tostring(L, -4));
+    fprintf(f, ", \"cat\": ");
+    json_string(f, lua_tostring(L, -4));
+    fprintf(f, ", \"ph\": \"X\", \"pid\": 1, \"tid\": %zu, \"ts\": %.3f, "
+               "\"dur\": %.3f, \"args\": {\"node\": %zu", row + 1, ts, d,
+            i + 1);
+    if (lua_isstring(L, -3)) {
+      fprintf(f, ", \"line\": ");
+      lua_pushfstring(L, "%s:%d", lua_tostring(L, -3),
+                      (int)lua_tointeger(L, -2));
+      json_string(f, lua_tostring(L, -1));
+      lua_pop(L, 1);
+    }
+    if (lua_isstring(L, -1)) {
+      fprintf(f, ", \"label\": ");
+      json_string(f, lua_tostring(L, -1));
+    }
+    fprintf(f, "}}");
+    lua_pop(L, 6);
+  }
+  fprintf(f, "\n]}\n");
+  lua_pop(L, 2);
+  if (fclose(f) != 0) luaL_error(L, "g:profile: cannot write %s", path);
+}
+
+static int graph_profile(lua_State *L) {
+  static const char *const keys[] = { "n", "trace", "stream", NULL };
+  cg_graph *gr = cg_checkobj(L, 1, CG_GRAPH);
+  luaL_checkstack(L, 40, "g:profile");
+  lua_Integer reps = 10;
+  const char *trace = NULL;
+  lua_settop(L, 2);
+  lua_pushnil(L); /* 3: the stream */
+  if (lua_istable(L, 2)) {
+    cg_check_options(L, 2, "g:profile", keys);
+    lua_getfield(L, 2, "n");
+    reps = luaL_opt(L, luaL_checkinteger, -1, reps);
+    lua_getfield(L, 2, "trace");
+    trace = luaL_optstring(L, -1, NULL);
+    lua_getfield(L, 2, "stream");
+    lua_replace(L, 3);
+    lua_pop(L, 2);
+  } else if (!lua_isnoneornil(L, 2)) {
+    reps = luaL_checkinteger(L, 2);
+  }
+  luaL_argcheck(L, reps >= 1 && reps <= 100000, 2,
+                "the number of replays must be 1 to 100000");
+  cg_check_open(L, &gr->h);
+  cg_ctx *ctx = gr->h.ctx;
+  cg_check_outside(L, ctx, "g:profile()", "profile after the capture ends");
+  if (lua_isnil(L, 3)) {
+    lua_getiuservalue(L, 1, 2); /* the capture stream */
+    lua_replace(L, 3);
+  }
+  cg_stream *so = cg_checkobj(L, 3, CG_STREAM);
+  if (so->h.ctx != ctx) cg_error_devices(L, ctx, so->h.ctx, "g:profile");
+  CUstream st = so->h.drv.stream;
+  const cg_recs *r = gr->recs;
+  for (size_t i = 0; r && i < r->n; i++)
+    if (r->v[i].kind == NK_ALLOC || r->v[i].kind == NK_FREE)
+      luaL_error(L, "g:profile: cugraph.Graph #%d allocates or frees memory "
+                 "in its nodes, which the driver cannot copy (cuGraphClone) "
+                 "to profile; allocate its buffers before the capture",
+                 (int)gr->id);
+  cg_graph_sync(L, gr);
+  size_t n = 0;
+  CU(L, ctx, cuGraphGetNodes, gr->g, NULL, &n);
+  int copyable = !gr->conds;
+  scratch *s = lua_newuserdatauv(L, sizeof *s, 0); /* 4 */
+  memset(s, 0, sizeof *s);
+  luaL_setmetatable(L, SCRATCH);
+  lua_toclose(L, 4);
+  s->ctx = ctx;
+  s->nev = (copyable ? 2 * n : 0) + 2;
+  s->ev = alloc(L, s->nev, sizeof *s->ev);
+  s->nodes = alloc(L, 2 * n, sizeof *s->nodes);
+  size_t cells = (size_t)reps * n;
+  float *dur = temp(L, 2 * cells, sizeof *dur), *start = dur + cells; /* 5 */
+  float *work = temp(L, (size_t)reps, sizeof *work);                 /* 6 */
+  size_t *order = temp(L, 2 * n, sizeof *order), *at = order + n;   /* 7 */
+  if (n) CU(L, ctx, cuGraphGetNodes, gr->g, s->nodes, &n);
+  for (size_t i = 0; i < s->nev; i++)
+    CU(L, ctx, cuEventCreate, &s->ev[i], CU_EVENT_DEFAULT);
+
+  /* the graph itself, back to back: one replay to warm up, then reps */
+  back_to_back(L, s, gr, NULL, st, 1);
+  double plain = back_to_back(L, s, gr, NULL, st, reps);
+  double with = 0;
+  int timed = copyable && n;
+  if (timed) {
+    instrument(L, s, gr, n);
+    CU(L, ctx, cuGraphUpload, s->exec, st);
+    back_to_back(L, s, gr, s->exec, st, 1);
+    with = back_to_back(L, s, gr, s->exec, st, reps);
+    CUevent b = s->ev[s->nev - 2];
+    for (lua_Integer k = 0; k < reps; k++) { /* replay by replay */
+      CU(L, ctx, cuEventRecord, b, st);
+      CU(L, ctx, cuGraphLaunch, s->exec, st);
+      cg_wait_stream(L, ctx, st, ctx->root->timeout);
+      for (size_t i = 0; i < n; i++) {
+        CU(L, ctx, cuEventElapsedTime, &dur[k * n + i], s->ev[2 * i],
+           s->ev[2 * i + 1]);
+        CU(L, ctx, cuEventElapsedTime, &start[k * n + i], b, s->ev[2 * i]);
+      }
+    }
+  }
+
+  /* the nodes in capture order (by record; unrecorded ones last) */
+  for (size_t i = 0; i < n; i++) {
+    record_of(r, s->nodes[i], &at[i]);
+    order[i] = i;
+  }
+  for (size_t i = 1; i < n; i++)
+    for (size_t j = i; j > 0 && at[order[j - 1]] > at[order[j]]; j--) {
+      size_t t = order[j];
+      order[j] = order[j - 1];
+      order[j - 1] = t;
+    }
+  float t0 = 0; /* the earliest median start */
+  for (size_t i = 0; timed && i < n; i++) {
+    float m = median(start + i, (size_t)reps, n, work);
+    if (i == 0 || m < t0) t0 = m;
+  }
+  lua_createtable(L, (int)n, 0); /* 8: the nodes */
+  int nodes = lua_gettop(L);
+  for (size_t k = 0; k < n; k++) {
+    size_t i = order[k];
+    CUgraphNodeType t;
+    CU(L, ctx, cuGraphNodeGetType, s->nodes[i], &t);
+    float us[4];
+    if (timed) {
+      const float *d = dur + i;
+      us[0] = 1e3f * median(d, (size_t)reps, n, work);
+      us[1] = us[2] = d[0];
+      for (size_t q = 1; q < (size_t)reps; q++) {
+        if (d[q * n] < us[1]) us[1] = d[q * n];
+        if (d[q * n] > us[2]) us[2] = d[q * n];
+      }
+      us[1] *= 1e3f, us[2] *= 1e3f;
+      us[3] = 1e3f * (median(start + i, (size_t)reps, n, work) - t0);
+    }
+    push_node(L, r, at[i] == (size_t)-1 ? NULL : &r->v[at[i]], s->nodes[i],
+              t, k, timed ? us : NULL);
+    lua_rawseti(L, nodes, (lua_Integer)k + 1);
+  }
+  if (trace && timed) { /* the last replay, the nodes in their order */
+    float *ts = temp(L, 2 * n, sizeof *ts);
+    size_t last = cells - n;
+    for (size_t k = 0; k < n; k++) {
+      ts[k] = start[last + order[k]];
+      ts[n + k] = dur[last + order[k]];
+    }
+    write_trace(L, nodes, n, ts, ts + n, trace, gr->id);
+    lua_pop(L, 1);
+  }
+
+  lua_createtable(L, 0, 8); /* the result */
+  lua_pushinteger(L, reps);
+  lua_setfield(L, -2, "replays");
+  setnum(L, "us", 1e3 * plain);
+  if (timed) {
+    setnum(L, "profiled_us", 1e3 * with);
+    setnum(L, "overhead", plain > 0 ? with / plain : 0);
+  } else if (!copyable) {
+    lua_pushliteral(L, "a graph with conditional nodes cannot be copied "
+                    "(cuGraphClone): its nodes come without times, and us "
+                    "is the whole replay's");
+    lua_setfield(L, -2, "note");
+  }
+  lua_pushvalue(L, nodes);
+  lua_setfield(L, -2, "nodes");
+  if (timed) {
+    push_lines(L, nodes);
+    lua_setfield(L, -2, "lines");
+  }
+  if (trace && timed) {
+    lua_pushstring(L, trace);
+    lua_setfield(L, -2, "trace");
+  }
+  return 1;
+}
+
+void profile_open(lua_State *L) {
+  luaL_newmetatable(L, SCRATCH);
+  lua_pushcfunction(L, scratch_close);
+  lua_setfield(L, -2, "__close");
+  lua_pushcfunction(L, scratch_close);
+  lua_setfield(L, -2, "__gc");
+  lua_pop(L, 1);
+  luaL_getmetatable(L, cg_kind_names[CG_GRAPH]);
+  lua_getfield(L, -1, "methods");
+  lua_pushcfunction(L, graph_profile);
+  lua_setfield(L, -2, "profile");
+  lua_pop(L, 2);
+}
