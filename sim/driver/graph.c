@@ -367,6 +367,73 @@ CUresult CUDAAPI cuGraphNodeFindInClone(CUgraphNode *phNode,
   return CUDA_SUCCESS;
 }
 
+/* Puts g's nodes back in an order where each comes after its
+   dependencies (stable: the earliest ready first), renumbering them; 1
+   when the edges make a cycle or memory runs out. */
+static int resort(CUgraph g) {
+  size_t n = g->nodes.n;
+  CUgraphNode *v = malloc((n ? n : 1) * sizeof *v);
+  unsigned char *done = calloc(n ? n : 1, 1);
+  if (!v || !done) {
+    free(v);
+    free(done);
+    return 1;
+  }
+  size_t k = 0;
+  for (; k < n; k++) {
+    size_t pick = n;
+    for (size_t i = 0; i < n && pick == n; i++) {
+      const CUgraphNode x = g->nodes.v[i];
+      int ready = !done[i];
+      for (size_t j = 0; ready && j < x->deps.n; j++)
+        ready = done[x->deps.v[j]->idx];
+      if (ready) pick = i;
+    }
+    if (pick == n) break; /* a cycle */
+    done[pick] = 1;
+    v[k] = g->nodes.v[pick];
+  }
+  int bad = k < n;
+  if (!bad)
+    for (size_t i = 0; i < n; i++) (g->nodes.v[i] = v[i])->idx = i;
+  free(v);
+  free(done);
+  return bad;
+}
+
+/* Edges from[i] -> to[i]: the nodes are renumbered to keep each after its
+   dependencies; an edge that would close a cycle is refused, with none of
+   them added. */
+CUresult CUDAAPI cuGraphAddDependencies(CUgraph hGraph, const CUgraphNode *from,
+                                        const CUgraphNode *to,
+                                        const CUgraphEdgeData *edgeData,
+                                        size_t numDependencies) {
+  ENTRY(cuGraphAddDependencies);
+  CUresult r = dbl_enter_graph();
+  if (r) return r;
+  if (!hGraph) return CUDA_ERROR_INVALID_HANDLE;
+  if (numDependencies && (!from || !to)) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t k = 0; k < numDependencies; k++)
+    if (!set_has(&hGraph->nodes, from[k]) || !set_has(&hGraph->nodes, to[k]))
+      return CUDA_ERROR_INVALID_VALUE;
+  if (!dbl_default_edges(edgeData, numDependencies))
+    return CUDA_ERROR_NOT_SUPPORTED;
+  size_t *had = malloc((numDependencies ? numDependencies : 1) * sizeof *had);
+  if (!had) return CUDA_ERROR_OUT_OF_MEMORY;
+  size_t i = 0;
+  for (; i < numDependencies; i++) {
+    if (from[i] == to[i]) break;
+    had[i] = to[i]->deps.n;
+    if (dbl_set_push(&to[i]->deps, from[i], 0)) break;
+  }
+  int bad = i < numDependencies;
+  if (!bad && resort(hGraph)) bad = 1;
+  if (bad) /* take back what was added, last first */
+    while (i-- > 0) to[i]->deps.n = had[i];
+  free(had);
+  return bad ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+
 /* Every edge (dependency -> node), in node order. The double keeps no
    edge data: it reads as default edges. */
 CUresult CUDAAPI cuGraphGetEdges(CUgraph hGraph, CUgraphNode *from,

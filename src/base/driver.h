@@ -63,7 +63,8 @@
   X(cuMemPoolGetAttribute) X(cuMemPoolTrimTo) \
   X(cuDeviceGetGraphMemAttribute) X(cuDeviceGraphMemTrim) \
   X(cuDeviceCanAccessPeer) X(cuCtxEnablePeerAccess) X(cuMemcpyPeerAsync) \
-  X(cuGraphChildGraphNodeGetGraph) X(cuGraphNodeFindInClone)
+  X(cuGraphChildGraphNodeGetGraph) X(cuGraphNodeFindInClone) \
+  X(cuGraphAddDependencies)
 
 #define CG_FIELD(f) __typeof__(f) *f;
 typedef struct cg_driver {

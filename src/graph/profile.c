@@ -3,9 +3,9 @@
    per line.
 
    A copy of the graph (cuGraphClone) gets two event record nodes for each
-   of its nodes: one after the node's dependencies, beside the node, and
-   one after the node. Each node's time is then from when it could start to
-   when it ended, the median over n replays of the copy (after one more
+   of its nodes: one between the node and its dependencies, and one after
+   the node. Each node's time is then from when it could start to when it
+   ended, the median over n replays of the copy (after one more
    that is not counted). The graph itself and the copy also replay n times
    back to back, between two events on the stream, for the cost of a
    replay with and without the event nodes. The graph's work runs 3n + 2
@@ -107,11 +107,15 @@ static double back_to_back(lua_State *L, scratch *s, cg_graph *gr,
 }
 
 /* The copy with its event nodes, instantiated; the graph's nodes in
-   s->nodes[0 .. n), the copy's beside them. */
+   s->nodes[0 .. n), the copy's beside them. Node i gets E_s, which it
+   depends on and which depends on the E_e of each of its dependencies,
+   and E_e, which depends on it: its E_s records after every node before
+   it and its E_e, and before it starts. */
 static void instrument(lua_State *L, scratch *s, cg_graph *gr, size_t n) {
   cg_ctx *ctx = gr->h.ctx;
   if (!cg_drv.cuGraphClone || !cg_drv.cuGraphNodeFindInClone ||
-      !cg_drv.cuGraphAddNode || !cg_drv.cuGraphGetEdges)
+      !cg_drv.cuGraphAddNode || !cg_drv.cuGraphGetEdges ||
+      !cg_drv.cuGraphAddDependencies)
     luaL_error(L, "g:profile: the driver cannot copy graphs and add event "
                "nodes (CUDA 12.3 or later)");
   CUgraphNode *v = s->nodes, *c = s->nodes + n;
@@ -122,24 +126,49 @@ static void instrument(lua_State *L, scratch *s, cg_graph *gr, size_t n) {
   CU(L, ctx, cuGraphGetEdges, s->copy, NULL, NULL, NULL, &ne);
   CUgraphNode *from = temp(L, 2 * ne + n, sizeof *from);
   CUgraphNode *to = from + ne, *deps = to + ne;
+  size_t *at = temp(L, 2 * ne + 2 * n, sizeof *at);
+  size_t *efrom = at, *eto = at + ne, *order = at + 2 * ne, *left = order + n;
   if (ne) CU(L, ctx, cuGraphGetEdges, s->copy, from, to, NULL, &ne);
+  for (size_t e = 0; e < ne; e++) /* the edges as positions */
+    for (size_t i = 0; i < n; i++) {
+      if (c[i] == from[e]) efrom[e] = i;
+      if (c[i] == to[e]) eto[e] = i;
+    }
+  for (size_t e = 0; e < ne; e++) left[eto[e]]++;
+  for (size_t k = 0; k < n; k++) { /* a topological order */
+    size_t i = 0;
+    while (i < n && left[i] != 0) i++;
+    if (i == n) luaL_error(L, "g:profile: the graph's edges make a cycle");
+    left[i] = (size_t)-1;
+    order[k] = i;
+    for (size_t e = 0; e < ne; e++)
+      if (efrom[e] == i) left[eto[e]]--;
+  }
+  CUgraphNode *es = temp(L, n, sizeof *es);
   CUresult r = CUDA_SUCCESS;
-  for (size_t i = 0; r == CUDA_SUCCESS && i < n; i++) {
-    size_t nd = 0;
-    for (size_t j = 0; j < ne; j++)
-      if (to[j] == c[i]) deps[nd++] = from[j];
+  const char *api = "cuGraphAddNode";
+  for (size_t k = 0; r == CUDA_SUCCESS && k < n; k++) {
+    size_t i = order[k], nd = 0;
+    for (size_t e = 0; e < ne; e++)
+      if (eto[e] == i) deps[nd++] = es[efrom[e]]; /* their E_e */
     CUgraphNodeParams p;
-    CUgraphNode en;
+    CUgraphNode start;
     memset(&p, 0, sizeof p);
     p.type = CU_GRAPH_NODE_TYPE_EVENT_RECORD;
     p.eventRecord.event = s->ev[2 * i];
-    r = cg_drv.cuGraphAddNode(&en, s->copy, deps, NULL, nd, &p);
-    p.eventRecord.event = s->ev[2 * i + 1];
-    if (r == CUDA_SUCCESS)
-      r = cg_drv.cuGraphAddNode(&en, s->copy, &c[i], NULL, 1, &p);
+    r = cg_drv.cuGraphAddNode(&start, s->copy, deps, NULL, nd, &p);
+    if (r == CUDA_SUCCESS) {
+      api = "cuGraphAddDependencies";
+      r = cg_drv.cuGraphAddDependencies(s->copy, &start, &c[i], NULL, 1);
+    }
+    if (r == CUDA_SUCCESS) {
+      api = "cuGraphAddNode";
+      p.eventRecord.event = s->ev[2 * i + 1];
+      r = cg_drv.cuGraphAddNode(&es[i], s->copy, &c[i], NULL, 1, &p);
+    }
   }
-  lua_pop(L, 1);
-  cg_check(L, ctx, "cuGraphAddNode", r);
+  lua_pop(L, 3);
+  cg_check(L, ctx, api, r);
   CU(L, ctx, cuGraphInstantiate, &s->exec, s->copy, 0);
 }
 
