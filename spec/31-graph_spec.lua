@@ -473,6 +473,50 @@ describe("g:profile()", function()
     assert.is_nil(q.lines)
   end)
 
+  it("shades g:dot's nodes by a profile's times, and renders PNG and SVG with Graphviz", function()
+    local x = cuda.buffer("i32", 1024):fill(0)
+    local g = s:capture(function()
+      m.inc_i32:launch(s, 4, 256, x, 1024)
+      s:label("two", function() m.inc_i32:launch(s, 4, 256, x, 1024) end)
+    end)
+    local p = g:profile(2)
+    local path = os.tmpname()
+    g:dot(path, { profile = p })
+    local f = assert(io.open(path))
+    local text = f:read("a")
+    f:close()
+    local _, shaded = text:gsub('%d+%.%d us", style=filled, fillcolor="#ff%x%x%x%x"', "")
+    assert.equals(2, shaded)
+    assert.error_matches(function() g:dot(path, { prof = p }) end, "unknown option 'prof'")
+    assert.error_matches(function() g:dot(path, { profile = 1 }) end, "table expected")
+    assert.error_matches(function() g:dot(path, { profile = {} }) end,
+      "opts.profile must be what g:profile returned")
+    os.remove(path)
+    -- images: by Graphviz's dot; without it, a message that says so
+    local code, out = H.script(([[
+      local cuda = require "cugraph"
+      local s = cuda.stream()
+      local b = cuda.buffer("i32", 4)
+      local g = s:capture(function() b:fill(0, s) end)
+      print(select(2, pcall(g.dot, g, %q)))
+    ]]):format(path .. ".png"), "PATH=/nonexistent")
+    assert.equals(0, code, out)
+    assert.matches("writing " .. path:gsub("%p", "%%%0") .. "%.png needs Graphviz's dot, which is not installed", out)
+    if not os.execute("command -v dot >/dev/null 2>&1") then
+      pending("Graphviz's dot is not installed")
+      return
+    end
+    for _, ext in ipairs { ".png", ".svg" } do
+      g:dot(path .. ext, { profile = p })
+      f = assert(io.open(path .. ext, "rb"))
+      local head = f:read(8)
+      f:close()
+      os.remove(path .. ext)
+      assert.equals(ext == ".png" and "\137PNG\r\n\26\n" or "<?xml ve", head)
+    end
+    assert.error_matches(function() g:dot("/no/such/dir/g.png") end, "g:dot: dot could not render /no/such/dir/g.png")
+  end)
+
   it("refuses what it cannot profile, naming why", function()
     local g = s:capture(function()
       local b = cuda.buffer("i32", 16, { stream = s })

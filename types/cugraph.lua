@@ -541,10 +541,10 @@ function Graph:node(index_or_label) end
 ---@param ... cugraph.Buffer|cugraph.Scalar more old, new pairs, applied at once
 ---@return cugraph.Graph self
 function Graph:rebind(old, new, ...) end
----@param path string
----@param verbose? boolean
+---@param path string a .dot file; .png or .svg are rendered by Graphviz's dot
+---@param verbose_or_opts? boolean|cugraph.DotOptions
 ---@return cugraph.Graph self
-function Graph:dot(path, verbose) end
+function Graph:dot(path, verbose_or_opts) end
 ---@param measure? boolean instantiate and upload a copy to measure what an instance takes
 ---@return cugraph.GraphMemory
 function Graph:memory(measure) end
@@ -691,6 +691,10 @@ function cuda.buffer(type, n_or_data, opts) end
 ---@field conditions integer
 ---@field others integer
 
+---@class cugraph.DotOptions
+---@field verbose? boolean the driver's own description
+---@field profile? cugraph.Profile what g:profile returned: times label and shade the nodes
+
 ---@class cugraph.ProfileOptions
 ---@field n? integer replays, 1 to 100000 (default 10)
 ---@field trace? string a path for the last replay as a Chrome trace
@@ -698,6 +702,7 @@ function cuda.buffer(type, n_or_data, opts) end
 
 ---@class cugraph.ProfileNode
 ---@field index integer in capture order
+---@field node integer position in the driver's node list (g:dot reads it)
 ---@field kind string "kernel", "memcpy", "memset", "graph", ...
 ---@field name? string the kernel's
 ---@field label? string its s:label name

@@ -1,11 +1,15 @@
-/* g:dot(path [, verbose]): the graph in Graphviz's language, its nodes
-   labelled from the capture's records (kernel names, labels, Lua lines)
-   and the bodies of conditional nodes as clusters; verbose: the driver's
-   own output. */
+/* g:dot(path [, verbose | {verbose =, profile =}]): the graph in
+   Graphviz's language, its nodes labelled from the capture's records
+   (kernel names, labels, Lua lines) and the bodies of conditional nodes as
+   clusters; verbose: the driver's own output; profile: a g:profile result
+   whose times label and shade the nodes. A path ending in .png or .svg is
+   rendered by Graphviz's dot. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "graph/graph.h"
 
 /* Text gathered as strings in a table (at t), joined at the end: the stack
@@ -42,9 +46,10 @@ const char *cg_node_type_name(CUgraphNodeType t) {
 
 /* Adds the nodes and edges of g, numbered from *id on, labelled from the
    records; the bodies of conditional nodes as clusters, from what the
-   capture noted in the pins (at pidx). */
+   capture noted in the pins (at pidx). us: the times of g's nodes in µs
+   (by position, negative: none), top the largest, or NULL. */
 static void dotgraph(dotbuf *d, cg_graph *gr, CUgraph g, int pidx,
-                     size_t *id) {
+                     size_t *id, const double *us, double top) {
   lua_State *L = d->L;
   cg_ctx *ctx = gr->h.ctx;
   size_t n = 0, ne = 0;
@@ -82,6 +87,14 @@ static void dotgraph(dotbuf *d, cg_graph *gr, CUgraph g, int pidx,
       addlabel(d, cg_recs_text(r, e->src));
       addf(d, ":%zu", (size_t)e->line, 0);
     }
+    if (us && us[i] >= 0) { /* white to red by its share of the most */
+      double f = top > 0 ? us[i] / top : 0;
+      unsigned gb = 255 - (unsigned)(191 * (f > 1 ? 1 : f) + 0.5);
+      char shade[96];
+      snprintf(shade, sizeof shade, "\\n%.1f us\", style=filled, "
+               "fillcolor=\"#ff%02x%02x", us[i], gb, gb);
+      add(d, shade);
+    }
     add(d, "\"];\n");
     if (t != CU_GRAPH_NODE_TYPE_CONDITIONAL) continue;
     if (lua_rawgetp(L, pidx, v[i]) == LUA_TTABLE) {
@@ -91,7 +104,7 @@ static void dotgraph(dotbuf *d, cg_graph *gr, CUgraph g, int pidx,
         size_t first = *id;
         addf(d, "  subgraph cluster_%zu_%zu {\n", base + i, (size_t)j);
         addf(d, "  label=\"body %zu\";\n", (size_t)j, 0);
-        dotgraph(d, gr, body, pidx, id);
+        dotgraph(d, gr, body, pidx, id, NULL, 0);
         add(d, "  }\n");
         if (*id > first)
           addf(d, "  n%zu -> n%zu [style=dashed];\n", base + i, first);
@@ -112,53 +125,170 @@ static void dotgraph(dotbuf *d, cg_graph *gr, CUgraph g, int pidx,
   lua_pop(L, 1); /* the node arrays */
 }
 
-static int dot(lua_State *L, cg_graph *gr) {
+/* The times of a g:profile result (at pidx) by node position, for the n
+   nodes of the top graph: a userdata left on the stack. */
+static double *profile_times(lua_State *L, int pidx, size_t n, double *top) {
+  double *us = lua_newuserdatauv(L, (n ? n : 1) * sizeof *us, 0);
+  for (size_t i = 0; i < n; i++) us[i] = -1;
+  *top = 0;
+  if (lua_getfield(L, pidx, "nodes") != LUA_TTABLE)
+    luaL_error(L, "g:dot: opts.profile must be what g:profile returned");
+  for (lua_Integer k = 1; lua_rawgeti(L, -1, k) == LUA_TTABLE; k++) {
+    lua_getfield(L, -1, "node");
+    lua_getfield(L, -2, "us");
+    lua_Integer at = lua_tointeger(L, -2);
+    if (at >= 1 && (size_t)at <= n && lua_isnumber(L, -1)) {
+      us[at - 1] = lua_tonumber(L, -1);
+      if (us[at - 1] > *top) *top = us[at - 1];
+    }
+    lua_pop(L, 3);
+  }
+  lua_pop(L, 2);
+  return us;
+}
+
+/* Writes the graph's description to file; 0 when the driver lacks what
+   it needs (the caller then asks the driver for its own). */
+static int dot(lua_State *L, cg_graph *gr, const char *file, int pidx) {
   if (!gr->recs || !cg_drv.cuGraphGetEdges) return 0;
-  const char *path = luaL_checkstring(L, 2);
-  lua_settop(L, 2);
-  lua_getiuservalue(L, 1, 1); /* 3: the pins */
-  lua_newtable(L);            /* 4: the text */
-  dotbuf d = { L, 4, 0 };
-  size_t id = 0;
-  add(&d, "digraph cugraph {\n  node [shape=box];\n");
+  int base = lua_gettop(L);
+  lua_getiuservalue(L, 1, 1); /* base + 1: the pins */
+  lua_newtable(L);            /* base + 2: the text */
+  dotbuf d = { L, base + 2, 0 };
+  size_t id = 0, n = 0;
+  double top = 0, *us = NULL;
   cg_check_open(L, &gr->h);
+  if (pidx) {
+    CU(L, gr->h.ctx, cuGraphGetNodes, gr->g, NULL, &n);
+    us = profile_times(L, pidx, n, &top); /* base + 3 */
+  }
+  add(&d, "digraph cugraph {\n  node [shape=box];\n");
   cg_recs *r = gr->recs; /* held by dotgraph across allocations */
   if (r) r->busy++;
-  dotgraph(&d, gr, gr->g, 3, &id);
+  dotgraph(&d, gr, gr->g, base + 1, &id, us, top);
   if (r) r->busy--;
   add(&d, "}\n");
   luaL_Buffer b;
   luaL_buffinit(L, &b);
   for (lua_Integer i = 1; i <= d.n; i++) {
-    lua_rawgeti(L, 4, i);
+    lua_rawgeti(L, base + 2, i);
     luaL_addvalue(&b);
   }
   luaL_pushresult(&b);
   size_t len;
   const char *s = lua_tolstring(L, -1, &len);
-  FILE *f = fopen(path, "w");
+  FILE *f = fopen(file, "w");
   if (!f)
-    return luaL_error(L, "g:dot: cannot open %s: %s", path, strerror(errno));
+    return luaL_error(L, "g:dot: cannot open %s: %s", file, strerror(errno));
   int bad = fwrite(s, 1, len, f) != len;
   bad |= fclose(f) != 0;
-  if (bad) return luaL_error(L, "g:dot: cannot write %s", path);
-  lua_settop(L, 1);
+  if (bad) return luaL_error(L, "g:dot: cannot write %s", file);
+  lua_settop(L, base);
   return 1;
 }
 
-/* g:dot(path [, verbose]): Graphviz description of the graph */
+/* "png" or "svg" when path ends with .png or .svg, else NULL */
+static const char *image_format(const char *path) {
+  size_t n = strlen(path);
+  if (n > 4 && !strcmp(path + n - 4, ".png")) return "png";
+  if (n > 4 && !strcmp(path + n - 4, ".svg")) return "svg";
+  return NULL;
+}
+
+/* A shell word: the text in single quotes */
+static void add_quoted(luaL_Buffer *b, const char *s) {
+  luaL_addchar(b, '\'');
+  for (; *s; s++)
+    if (*s == '\'') luaL_addstring(b, "'\\''");
+    else luaL_addchar(b, *s);
+  luaL_addchar(b, '\'');
+}
+
+/* Renders the description in file to path with Graphviz's dot */
+static void render(lua_State *L, const char *file, const char *path,
+                   const char *fmt) {
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  luaL_addstring(&b, "dot -T");
+  luaL_addstring(&b, fmt);
+  luaL_addstring(&b, " -o ");
+  add_quoted(&b, path);
+  luaL_addchar(&b, ' ');
+  add_quoted(&b, file);
+  luaL_addstring(&b, " 2>&1");
+  luaL_pushresult(&b);
+  FILE *p = popen(lua_tostring(L, -1), "r");
+  char out[256] = "";
+  size_t got = p ? fread(out, 1, sizeof out - 1, p) : 0;
+  out[got] = '\0';
+  int st = p ? pclose(p) : -1;
+  lua_pop(L, 1);
+  if (st == 0) return;
+  if (!p || (st > 0 && st >> 8 == 127))
+    luaL_error(L, "g:dot: writing %s needs Graphviz's dot, which is not "
+               "installed (a path ending in .dot needs nothing)", path);
+  out[strcspn(out, "\n")] = '\0';
+  luaL_error(L, "g:dot: dot could not render %s: %s", path, out);
+}
+
+#define TEMPFILE "cugraph.dot_file"
+#define TEMPLATE "/tmp/cugraph-dot-XXXXXX"
+
+/* __close of a temporary file's name: the file goes */
+static int tempfile_close(lua_State *L) {
+  char *name = luaL_checkudata(L, 1, TEMPFILE);
+  if (*name) remove(name);
+  *name = '\0';
+  return 0;
+}
+
+/* g:dot(path [, verbose | {verbose =, profile =}]) */
 static int graph_dot(lua_State *L) {
+  static const char *const keys[] = { "verbose", "profile", NULL };
   cg_graph *gr = cg_checkobj(L, 1, CG_GRAPH);
   const char *path = luaL_checkstring(L, 2);
-  unsigned flags = lua_toboolean(L, 3) ? CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE : 0;
-  if (!flags && dot(L, gr)) return 1;
-  CU(L, gr->h.ctx, cuGraphDebugDotPrint, gr->g, path, flags);
+  int verbose = 0, pidx = 0;
+  lua_settop(L, 3);
+  if (lua_istable(L, 3)) {
+    cg_check_options(L, 3, "g:dot", keys);
+    lua_getfield(L, 3, "verbose");
+    verbose = lua_toboolean(L, -1);
+    if (lua_getfield(L, 3, "profile") != LUA_TNIL) {
+      luaL_checktype(L, -1, LUA_TTABLE);
+      pidx = lua_gettop(L);
+    } else {
+      lua_pop(L, 1);
+    }
+  } else {
+    verbose = lua_toboolean(L, 3);
+  }
+  const char *fmt = image_format(path);
+  const char *file = path;
+  if (fmt) { /* the description first, in a file removed however it ends */
+    char *tmp = lua_newuserdatauv(L, sizeof TEMPLATE, 0);
+    memcpy(tmp, TEMPLATE, sizeof TEMPLATE);
+    int fd = mkstemp(tmp);
+    if (fd < 0)
+      return luaL_error(L, "g:dot: cannot make a temporary file: %s",
+                        strerror(errno));
+    close(fd);
+    luaL_setmetatable(L, TEMPFILE);
+    lua_toclose(L, -1);
+    file = tmp;
+  }
+  unsigned flags = verbose ? CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE : 0;
+  if (verbose || !dot(L, gr, file, pidx))
+    CU(L, gr->h.ctx, cuGraphDebugDotPrint, gr->g, file, flags);
+  if (fmt) render(L, file, path, fmt);
   lua_settop(L, 1);
   return 1;
 }
 
-
 void dot_open(lua_State *L) {
+  luaL_newmetatable(L, TEMPFILE);
+  lua_pushcfunction(L, tempfile_close);
+  lua_setfield(L, -2, "__close");
+  lua_pop(L, 1);
   luaL_getmetatable(L, cg_kind_names[CG_GRAPH]);
   lua_getfield(L, -1, "methods");
   lua_pushcfunction(L, graph_dot);

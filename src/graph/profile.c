@@ -185,11 +185,13 @@ static const cg_rec *record_of(const cg_recs *r, CUgraphNode v, size_t *at) {
 
 /* One node's table: kind, name, label, source, line, and its times */
 static void push_node(lua_State *L, const cg_recs *r, const cg_rec *e,
-                      CUgraphNode v, CUgraphNodeType t, size_t i,
+                      CUgraphNode v, CUgraphNodeType t, size_t k, size_t i,
                       const float *us) {
   lua_createtable(L, 0, 8);
-  lua_pushinteger(L, (lua_Integer)i + 1);
+  lua_pushinteger(L, (lua_Integer)k + 1);
   lua_setfield(L, -2, "index");
+  lua_pushinteger(L, (lua_Integer)i + 1); /* for g:dot's shading */
+  lua_setfield(L, -2, "node");
   lua_pushstring(L, cg_node_type_name(t));
   lua_setfield(L, -2, "kind");
   if (e && e->kind == NK_KERNEL) {
@@ -479,7 +481,7 @@ static int graph_profile(lua_State *L) {
       us[3] = 1e3f * (median(start + i, (size_t)reps, n, work) - t0);
     }
     push_node(L, r, at[i] == (size_t)-1 ? NULL : &r->v[at[i]], s->nodes[i],
-              t, k, timed ? us : NULL);
+              t, k, i, timed ? us : NULL);
     lua_rawseti(L, nodes, (lua_Integer)k + 1);
   }
   if (trace && timed) { /* the last replay, the nodes in their order */
