@@ -473,6 +473,28 @@ describe("g:profile()", function()
     assert.is_nil(q.lines)
   end)
 
+  it("counts each node's thread-instructions on the simulator, and only there", function()
+    local x = cuda.buffer("i32", 1024):fill(0)
+    local g = s:capture(function()
+      m.inc_i32:launch(s, 4, 256, x, 1024)
+      m.inc_i32:launch(s, 1, 32, x, 1024)
+      x:fill(3, s)
+    end)
+    local p = g:profile(3)
+    if not H.sim then
+      for _, nd in ipairs(p.nodes) do assert.is_nil(nd.instructions) end
+      assert.is_nil(p.lines[1].instructions)
+      return
+    end
+    local big, small, fill = p.nodes[1].instructions, p.nodes[2].instructions, p.nodes[3].instructions
+    assert.is_true(small > 0)
+    assert.equals(32 * small, big)   -- the same code on 32 times the threads
+    assert.equals(0, fill)           -- a memset runs no kernel
+    local sum = 0
+    for _, l in ipairs(p.lines) do sum = sum + l.instructions end
+    assert.equals(big + small, sum)
+  end)
+
   it("shades g:dot's nodes by a profile's times, and renders PNG and SVG with Graphviz", function()
     local x = cuda.buffer("i32", 1024):fill(0)
     local g = s:capture(function()

@@ -100,11 +100,12 @@ describe("the fault sweep", function()
     assert.matches("FAULT%-RESULT\tok\t%-\t%-\t%-\tworks\t%-\t0\t%-", tout)
     local src = assert(io.open("src/base/driver.h")):read("a")
     -- not reached by one device's script: error texts, GL images (not
-    -- stood in for by the double), module globals (the simulator's), C
-    -- graphs' copies, peers (two devices: the NCCL and devices specs)
+    -- stood in for by the double), module globals and event instruction
+    -- counts (the simulator's), C graphs' copies, peers (two devices: the
+    -- NCCL and devices specs)
     local beside = {
       cuGetErrorName = true, cuGetErrorString = true, cuGraphClone = true,
-      cuModuleGetGlobal = true,
+      cuModuleGetGlobal = true, cuSimEventInstructions = true,
       cuGraphicsGLRegisterImage = true, cuGraphicsSubResourceGetMappedArray = true,
       cuDeviceCanAccessPeer = true,
       cuCtxEnablePeerAccess = true, cuMemcpyPeerAsync = true,

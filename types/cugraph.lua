@@ -713,12 +713,14 @@ function cuda.buffer(type, n_or_data, opts) end
 ---@field min_us? number
 ---@field max_us? number
 ---@field start_us? number median start after the first node's
+---@field instructions? integer the simulator only: thread-instructions its kernels ran
 
 ---@class cugraph.ProfileLine
 ---@field source string
 ---@field line integer
 ---@field us number the sum of its nodes' medians
 ---@field nodes integer
+---@field instructions? integer the simulator only: the sum of its nodes' thread-instructions
 
 ---@class cugraph.Profile
 ---@field replays integer

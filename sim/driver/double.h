@@ -49,6 +49,11 @@
 #include <string.h>
 #ifdef CUDA_SIM
 #include "ptx/ptx_sim.h"
+/* The simulator's one entry point of its own: the thread-instructions its
+   kernels had run when the event was last recorded (g:profile reads it
+   from event record nodes). */
+CUresult CUDAAPI cuSimEventInstructions(CUevent hEvent,
+                                        unsigned long long *count);
 #endif
 
 /* What the files share stays inside the library: it exports the driver's
@@ -383,6 +388,9 @@ void dbl_free_stream(CUstream s);
 void dbl_free_event(CUevent e);
 /* e records now: a stream's cuEventRecord, or an event record node. */
 void dbl_event_now(CUevent e);
+#ifdef CUDA_SIM
+uint64_t dbl_sim_executed(void); /* thread-instructions so far (kernels.c) */
+#endif
 
 #pragma GCC visibility pop
 

@@ -146,6 +146,8 @@ static int sim_cond(void *ud, uint64_t h, unsigned v) {
 static uint64_t sim_executed;
 static double sim_seconds;
 
+uint64_t dbl_sim_executed(void) { return sim_executed; }
+
 static void sim_stats(void) {
   fprintf(stderr, "cuda sim: %llu thread-instructions in %.3f s of kernel "
           "time: %.1f M/s\n", (unsigned long long)sim_executed, sim_seconds,

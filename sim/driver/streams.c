@@ -17,6 +17,7 @@ struct CUevent_st {
   unsigned long cap_id; /* last recorded in this capture (0: not in one); it
                            stays set after the capture */
   nodeset tips;         /* that stream's tips then */
+  uint64_t executed;    /* the simulator's thread-instructions then */
 };
 
 /* NULL and CU_STREAM_LEGACY are the legacy stream. */
@@ -238,7 +239,23 @@ void dbl_event_now(CUevent e) {
   clock_gettime(CLOCK_MONOTONIC, &e->t);
   e->recorded = 1;
   e->cap_id = 0;
+#ifdef CUDA_SIM
+  e->executed = dbl_sim_executed();
+#endif
 }
+
+#ifdef CUDA_SIM
+CUresult CUDAAPI cuSimEventInstructions(CUevent hEvent,
+                                        unsigned long long *count) {
+  ENTRY(cuSimEventInstructions);
+  CUresult r = dbl_enter();
+  if (r) return r;
+  if (!hEvent) return CUDA_ERROR_INVALID_HANDLE;
+  if (!count || !hEvent->recorded) return CUDA_ERROR_INVALID_VALUE;
+  *count = hEvent->executed;
+  return CUDA_SUCCESS;
+}
+#endif
 
 /* Waiting on or querying an event: an unsafe call, and one that conflicts
    with the capture in which the event was last recorded (which is then

@@ -11,6 +11,11 @@
 #include "base/loader.h"
 #include "base/sticky.h"
 
+/* The simulator's own entry point (sim/driver/double.h): the thread-
+   instructions its kernels had run when the event was last recorded. */
+CUresult CUDAAPI cuSimEventInstructions(CUevent hEvent,
+                                        unsigned long long *count);
+
 #define CG_DRIVER_FUNCS(X) \
   X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) \
   X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) \
@@ -64,7 +69,7 @@
   X(cuDeviceGetGraphMemAttribute) X(cuDeviceGraphMemTrim) \
   X(cuDeviceCanAccessPeer) X(cuCtxEnablePeerAccess) X(cuMemcpyPeerAsync) \
   X(cuGraphChildGraphNodeGetGraph) X(cuGraphNodeFindInClone) \
-  X(cuGraphAddDependencies)
+  X(cuGraphAddDependencies) X(cuSimEventInstructions)
 
 #define CG_FIELD(f) __typeof__(f) *f;
 typedef struct cg_driver {

@@ -83,6 +83,19 @@ static float median(const float *v, size_t n, size_t stride, float *tmp) {
   return n % 2 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
 }
 
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* The same for counts: v[0], v[stride], ... */
+static double median_count(const double *v, size_t n, size_t stride,
+                           double *tmp) {
+  for (size_t i = 0; i < n; i++) tmp[i] = v[i * stride];
+  qsort(tmp, n, sizeof *tmp, cmp_double);
+  return n % 2 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
+}
+
 /* ms per replay of k replays back to back on st: the graph's own
    (g:replay, which flushes its scalars), or the exec x */
 static double back_to_back(lua_State *L, scratch *s, cg_graph *gr,
@@ -186,7 +199,7 @@ static const cg_rec *record_of(const cg_recs *r, CUgraphNode v, size_t *at) {
 /* One node's table: kind, name, label, source, line, and its times */
 static void push_node(lua_State *L, const cg_recs *r, const cg_rec *e,
                       CUgraphNode v, CUgraphNodeType t, size_t k, size_t i,
-                      const float *us) {
+                      const float *us, const double *ins) {
   lua_createtable(L, 0, 8);
   lua_pushinteger(L, (lua_Integer)k + 1);
   lua_setfield(L, -2, "index");
@@ -228,6 +241,10 @@ static void push_node(lua_State *L, const cg_recs *r, const cg_rec *e,
     setnum(L, "max_us", us[2]);
     setnum(L, "start_us", us[3]);
   }
+  if (ins) {
+    lua_pushinteger(L, (lua_Integer)*ins);
+    lua_setfield(L, -2, "instructions");
+  }
 }
 
 /* The lines array from the nodes array at idx: {source, line, us, nodes},
@@ -242,6 +259,10 @@ static void push_lines(lua_State *L, int nodes) {
     lua_getfield(L, -2, "line");
     lua_getfield(L, -3, "us");
     double us = lua_tonumber(L, -1);
+    lua_getfield(L, -4, "instructions");
+    lua_Integer ins = lua_tointeger(L, -1);
+    int counted = lua_isinteger(L, -1);
+    lua_pop(L, 1);
     const char *src = lua_isstring(L, -3) ? lua_tostring(L, -3) : "?";
     lua_Integer line = lua_tointeger(L, -2);
     lua_pushfstring(L, "%s:%I", src, (LUAI_UACINT)line);
@@ -270,6 +291,13 @@ static void push_lines(lua_State *L, int nodes) {
     lua_pop(L, 1);
     lua_pushinteger(L, count);
     lua_setfield(L, -2, "nodes");
+    if (counted) {
+      lua_getfield(L, -1, "instructions");
+      lua_Integer sum_ins = lua_tointeger(L, -1) + ins;
+      lua_pop(L, 1);
+      lua_pushinteger(L, sum_ins);
+      lua_setfield(L, -2, "instructions");
+    }
     lua_pop(L, 5); /* entry, us, line, source, node */
   }
   lua_pop(L, 1); /* the nil that ended the loop */
@@ -418,6 +446,9 @@ static int graph_profile(lua_State *L) {
   size_t cells = (size_t)reps * n;
   float *dur = temp(L, 2 * cells, sizeof *dur), *start = dur + cells; /* 5 */
   float *work = temp(L, (size_t)reps, sizeof *work);                 /* 6 */
+  int sim = cg_drv.cuSimEventInstructions != NULL; /* counts too */
+  double *ins = temp(L, sim ? cells + (size_t)reps : 0, sizeof *ins);
+  double *insw = ins + cells;
   size_t *order = temp(L, 2 * n, sizeof *order), *at = order + n;   /* 7 */
   if (n) CU(L, ctx, cuGraphGetNodes, gr->g, s->nodes, &n);
   for (size_t i = 0; i < s->nev; i++)
@@ -442,6 +473,12 @@ static int graph_profile(lua_State *L) {
         CU(L, ctx, cuEventElapsedTime, &dur[k * n + i], s->ev[2 * i],
            s->ev[2 * i + 1]);
         CU(L, ctx, cuEventElapsedTime, &start[k * n + i], b, s->ev[2 * i]);
+        unsigned long long c0 = 0, c1 = 0;
+        if (sim) {
+          CU(L, ctx, cuSimEventInstructions, s->ev[2 * i], &c0);
+          CU(L, ctx, cuSimEventInstructions, s->ev[2 * i + 1], &c1);
+          ins[k * n + i] = (double)(c1 - c0);
+        }
       }
     }
   }
@@ -462,7 +499,7 @@ static int graph_profile(lua_State *L) {
     float m = median(start + i, (size_t)reps, n, work);
     if (i == 0 || m < t0) t0 = m;
   }
-  lua_createtable(L, (int)n, 0); /* 8: the nodes */
+  lua_createtable(L, (int)n, 0); /* 9: the nodes */
   int nodes = lua_gettop(L);
   for (size_t k = 0; k < n; k++) {
     size_t i = order[k];
@@ -480,8 +517,10 @@ static int graph_profile(lua_State *L) {
       us[1] *= 1e3f, us[2] *= 1e3f;
       us[3] = 1e3f * (median(start + i, (size_t)reps, n, work) - t0);
     }
+    double count = 0;
+    if (timed && sim) count = median_count(ins + i, (size_t)reps, n, insw);
     push_node(L, r, at[i] == (size_t)-1 ? NULL : &r->v[at[i]], s->nodes[i],
-              t, k, i, timed ? us : NULL);
+              t, k, i, timed ? us : NULL, timed && sim ? &count : NULL);
     lua_rawseti(L, nodes, (lua_Integer)k + 1);
   }
   if (trace && timed) { /* the last replay, the nodes in their order */
