@@ -714,6 +714,7 @@ function cuda.buffer(type, n_or_data, opts) end
 ---@field max_us? number
 ---@field start_us? number median start after the first node's
 ---@field instructions? integer the simulator only: thread-instructions its kernels ran
+---@field enabled? boolean false for a node node:enable(false) turned off
 
 ---@class cugraph.ProfileLine
 ---@field source string

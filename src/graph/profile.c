@@ -183,6 +183,16 @@ static void instrument(lua_State *L, scratch *s, cg_graph *gr, size_t n) {
   lua_pop(L, 3);
   cg_check(L, ctx, api, r);
   CU(L, ctx, cuGraphInstantiate, &s->exec, s->copy, 0);
+  /* the nodes node:enable(false) turned off in the graph's exec, which its
+     driver graph does not know: off in the copy's too */
+  const cg_recs *rs = gr->recs;
+  for (size_t j = 0; rs && j < rs->n; j++) {
+    const cg_rec *e = &rs->v[j];
+    if (e->enabled || e->depth || !e->node) continue;
+    for (size_t i = 0; i < n; i++)
+      if (v[i] == e->node)
+        CU(L, ctx, cuGraphNodeSetEnabled, s->exec, c[i], 0);
+  }
 }
 
 /* The record of node v at the top of gr, or NULL */
@@ -244,6 +254,10 @@ static void push_node(lua_State *L, const cg_recs *r, const cg_rec *e,
   if (ins) {
     lua_pushinteger(L, (lua_Integer)*ins);
     lua_setfield(L, -2, "instructions");
+  }
+  if (e && !e->enabled && !e->depth) { /* node:enable(false): not run */
+    lua_pushboolean(L, 0);
+    lua_setfield(L, -2, "enabled");
   }
 }
 
