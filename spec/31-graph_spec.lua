@@ -534,7 +534,7 @@ describe("g:profile()", function()
       local b = cuda.buffer("i32", 4)
       local g = s:capture(function() b:fill(0, s) end)
       print(select(2, pcall(g.dot, g, %q)))
-    ]]):format(path .. ".png"), "PATH=/nonexistent")
+    ]]):format(path .. ".png"), "CUGRAPH_LUA_DOT=/nonexistent/dot")
     assert.equals(0, code, out)
     assert.matches("writing " .. path:gsub("%p", "%%%0") .. "%.png needs Graphviz's dot, which is not installed", out)
     if not os.execute("command -v dot >/dev/null 2>&1") then

@@ -165,6 +165,9 @@ local plausible = {
   update = function() return { value() } end,
   replay = function() return { R(0, 3), stream() } end,
   dot = function() return { dotpath, R(2) == 1 } end,
+  profile = function()
+    return { R(2) == 1 and R(1, 3) or { n = R(1, 3), trace = R(2) == 1 and dotpath or nil } }
+  end,
   kernel = function() return { pick { "saxpy", "noop", "inc_i32", "mark_u32", "x" } } end,
   save = function() return { dotpath .. ".npy", R(2) == 1 and { R(1, 4) } or nil } end,
   view = function() return { R(0, 8), R(2) == 1 and R(1, 8) or nil, R(2) == 1 and pick(types) or nil } end,
@@ -220,7 +223,7 @@ local methods = {
   Module = { "kernel", "kernels", "free", "close", "saxpy", "noop", "inc_i32", "bogus", "reload" },
   Kernel = { "launch", "shared", "name", "signature", "params", "free", "close" },
   Graph = { "launch", "replay", "upload", "nodes", "dot", "update", "launches", "id", "free", "close",
-            "rebind", "node", "handle" },
+            "rebind", "node", "handle", "profile" },
   Comm = { "all_reduce", "reduce", "broadcast", "all_gather", "reduce_scatter", "send", "recv",
            "rank", "size", "free", "close" },
   HostBuffer = { "set", "totable", "tostring", "bytes", "type", "free", "close" },
@@ -294,7 +297,7 @@ local makers = {
     local name = kind == "Kernel" and R(2) == 1 and "launch" or pick(methods[kind])
     local a, n
     if plausible[name] and (R(3) > 1 or name == "launch" or name == "replay"
-                            or name == "dot" or name == "save") then
+                            or name == "dot" or name == "save" or name == "profile") then
       a = plausible[name](o)
       n = R(0, 1) + #a
     else
@@ -311,7 +314,9 @@ local makers = {
     local o = pool[kind][1] and pick(pool[kind])
     if not o then return "nothing", function() end end
     local name = pick(methods[kind])
-    if name == "dot" or name == "save" then name = "nodes" end -- a random path would be written
+    if name == "dot" or name == "save" or name == "profile" then
+      name = "nodes" -- a random path would be written, or 3 * 2^53 replays run
+    end
     local a, n = args(R(0, 3))
     if name == "replay" and type(a[2]) == "number" and a[2] > 3 then
       a[2] = 3 -- a graph as self replays a[2] times: 2^53 would never end

@@ -204,12 +204,15 @@ static void add_quoted(luaL_Buffer *b, const char *s) {
   luaL_addchar(b, '\'');
 }
 
-/* Renders the description in file to path with Graphviz's dot */
+/* Renders the description in file to path with Graphviz's dot
+   (CUGRAPH_LUA_DOT names another) */
 static void render(lua_State *L, const char *file, const char *path,
                    const char *fmt) {
+  const char *dot = getenv("CUGRAPH_LUA_DOT"); /* else the PATH's */
   luaL_Buffer b;
   luaL_buffinit(L, &b);
-  luaL_addstring(&b, "dot -T");
+  add_quoted(&b, dot && *dot ? dot : "dot");
+  luaL_addstring(&b, " -T");
   luaL_addstring(&b, fmt);
   luaL_addstring(&b, " -o ");
   add_quoted(&b, path);
