@@ -1,6 +1,6 @@
-/* g:profile([n | {n =, trace =}]): where a replay's time goes, node by
-   node, with each node's kind, kernel, label and Lua line, and the sums
-   per line.
+/* g:profile([n | {n =, trace =, stream =}]): where a replay's time goes,
+   node by node, with each node's kind, kernel, label and Lua line, and the
+   sums per line.
 
    A copy of the graph (cuGraphClone) gets two event record nodes for each
    of its nodes: one between the node and its dependencies, and one after
@@ -27,7 +27,7 @@ typedef struct scratch {
   cg_ctx *ctx;
   CUgraph copy;
   CUgraphExec exec;
-  CUevent *ev;   /* node i: ev[2i] beside it, ev[2i + 1] after it; then
+  CUevent *ev;   /* node i: ev[2i] before it, ev[2i + 1] after it; then
                     the stream's two: ev[2n], ev[2n + 1] */
   size_t nev;
   CUgraphNode *nodes; /* the graph's, then the copy's: n each */
