@@ -452,6 +452,29 @@ describe("g:profile()", function()
       "g:profile: cannot open /nonexistent/dir/t.json")
   end)
 
+  it("times each branch of a fork and the node that joins them", function()
+    local x, y = cuda.buffer("i32", 64):fill(0), cuda.buffer("i32", 64):fill(0)
+    local s2 = cuda.stream()
+    local g = s:capture(function()
+      m.inc_i32:launch(s, 1, 64, x, 64)      -- a
+      s2:wait(s)
+      m.inc_i32:launch(s2, 1, 64, y, 64)     -- b, beside c
+      m.inc_i32:launch(s, 1, 64, x, 64)      -- c
+      s:wait(s2)
+      m.inc_i32:launch(s, 1, 64, x, 64)      -- d, after b and c
+    end)
+    local p = g:profile(3)
+    assert.equals(4, #p.nodes)
+    for _, nd in ipairs(p.nodes) do
+      assert.is_true(nd.min_us >= 0 and nd.min_us <= nd.us and nd.us <= nd.max_us)
+    end
+    local a, d = p.nodes[1], p.nodes[4]
+    assert.equals(0, a.start_us)
+    assert.is_true(d.start_us >= p.nodes[2].start_us and d.start_us >= p.nodes[3].start_us)
+    assert.equals(3 * (3 * 3 + 2), x:download()[1])
+    assert.equals(3 * 3 + 2, y:download()[1])
+  end)
+
   it("times a child graph as one node, and a graph with conditional nodes as a whole", function()
     local x = cuda.buffer("i32", 64):fill(0)
     local inner = s:capture(function() m.inc_i32:launch(s, 1, 64, x, 64) end)

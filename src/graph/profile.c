@@ -2,9 +2,10 @@
    node by node, with each node's kind, kernel, label and Lua line, and the
    sums per line.
 
-   A copy of the graph (cuGraphClone) gets two event record nodes for each
-   of its nodes: one between the node and its dependencies, and one after
-   the node. Each node's time is then from when it could start to when it
+   A copy of the graph (cuGraphClone) gets event record nodes: one after
+   each node, and one between each node and its dependencies, unless the
+   node is the only dependent of its one dependency, whose event after
+   serves as both. Each node's time is then from when it could start to when it
    ended, the median over n replays of the copy (after one more
    that is not counted). The graph itself and the copy also replay n times
    back to back, between two events on the stream, for the cost of a
@@ -27,10 +28,12 @@ typedef struct scratch {
   cg_ctx *ctx;
   CUgraph copy;
   CUgraphExec exec;
-  CUevent *ev;   /* node i: ev[2i] before it, ev[2i + 1] after it; then
+  CUevent *ev;   /* node i: ev[2i] before it (or unused), ev[2i + 1] after
+                    it; then
                     the stream's two: ev[2n], ev[2n + 1] */
   size_t nev;
   CUgraphNode *nodes; /* the graph's, then the copy's: n each */
+  size_t *first;      /* node i's first event: ev[first[i]] */
 } scratch;
 
 static void release(lua_State *L, cg_ctx *ctx, cg_hkind hk, void *p) {
@@ -49,6 +52,7 @@ static int scratch_close(lua_State *L) {
   }
   free(s->ev);
   free(s->nodes);
+  free(s->first);
   memset(s, 0, sizeof *s);
   return 0;
 }
@@ -120,10 +124,12 @@ static double back_to_back(lua_State *L, scratch *s, cg_graph *gr,
 }
 
 /* The copy with its event nodes, instantiated; the graph's nodes in
-   s->nodes[0 .. n), the copy's beside them. Node i gets E_s, which it
-   depends on and which depends on the E_e of each of its dependencies,
-   and E_e, which depends on it: its E_s records after every node before
-   it and its E_e, and before it starts. */
+   s->nodes[0 .. n), the copy's beside them. Node i gets E_e (ev[2i + 1]),
+   which depends on it, and a first event that it depends on: the E_e of
+   its one dependency when it is that node's only dependent (a chain costs
+   one event node a link), or else its own E_s (ev[2i]), which depends on
+   its dependencies. Either records after every node i waits for and
+   before i starts. s->first[i] is the index of i's first event. */
 static void instrument(lua_State *L, scratch *s, cg_graph *gr, size_t n) {
   cg_ctx *ctx = gr->h.ctx;
   if (!cg_drv.cuGraphClone || !cg_drv.cuGraphNodeFindInClone ||
@@ -139,15 +145,16 @@ static void instrument(lua_State *L, scratch *s, cg_graph *gr, size_t n) {
   CU(L, ctx, cuGraphGetEdges, s->copy, NULL, NULL, NULL, &ne);
   CUgraphNode *from = temp(L, 2 * ne + n, sizeof *from);
   CUgraphNode *to = from + ne, *deps = to + ne;
-  size_t *at = temp(L, 2 * ne + 2 * n, sizeof *at);
+  size_t *at = temp(L, 2 * ne + 3 * n, sizeof *at);
   size_t *efrom = at, *eto = at + ne, *order = at + 2 * ne, *left = order + n;
+  size_t *succ = left + n;
   if (ne) CU(L, ctx, cuGraphGetEdges, s->copy, from, to, NULL, &ne);
   for (size_t e = 0; e < ne; e++) /* the edges as positions */
     for (size_t i = 0; i < n; i++) {
       if (c[i] == from[e]) efrom[e] = i;
       if (c[i] == to[e]) eto[e] = i;
     }
-  for (size_t e = 0; e < ne; e++) left[eto[e]]++;
+  for (size_t e = 0; e < ne; e++) left[eto[e]]++, succ[efrom[e]]++;
   for (size_t k = 0; k < n; k++) { /* a topological order */
     size_t i = 0;
     while (i < n && left[i] != 0) i++;
@@ -161,18 +168,24 @@ static void instrument(lua_State *L, scratch *s, cg_graph *gr, size_t n) {
   CUresult r = CUDA_SUCCESS;
   const char *api = "cuGraphAddNode";
   for (size_t k = 0; r == CUDA_SUCCESS && k < n; k++) {
-    size_t i = order[k], nd = 0;
+    size_t i = order[k], nd = 0, d = 0;
     for (size_t e = 0; e < ne; e++)
-      if (eto[e] == i) deps[nd++] = es[efrom[e]]; /* their E_e */
+      if (eto[e] == i) deps[nd++] = c[d = efrom[e]];
     CUgraphNodeParams p;
-    CUgraphNode start;
+    CUgraphNode first;
     memset(&p, 0, sizeof p);
     p.type = CU_GRAPH_NODE_TYPE_EVENT_RECORD;
-    p.eventRecord.event = s->ev[2 * i];
-    r = cg_drv.cuGraphAddNode(&start, s->copy, deps, NULL, nd, &p);
+    if (nd == 1 && succ[d] == 1) { /* a link of a chain: d's E_e */
+      first = es[d];
+      s->first[i] = 2 * d + 1;
+    } else {
+      p.eventRecord.event = s->ev[2 * i];
+      r = cg_drv.cuGraphAddNode(&first, s->copy, deps, NULL, nd, &p);
+      s->first[i] = 2 * i;
+    }
     if (r == CUDA_SUCCESS) {
       api = "cuGraphAddDependencies";
-      r = cg_drv.cuGraphAddDependencies(s->copy, &start, &c[i], NULL, 1);
+      r = cg_drv.cuGraphAddDependencies(s->copy, &first, &c[i], NULL, 1);
     }
     if (r == CUDA_SUCCESS) {
       api = "cuGraphAddNode";
@@ -457,6 +470,7 @@ static int graph_profile(lua_State *L) {
   s->nev = (copyable ? 2 * n : 0) + 2;
   s->ev = alloc(L, s->nev, sizeof *s->ev);
   s->nodes = alloc(L, 2 * n, sizeof *s->nodes);
+  s->first = alloc(L, n, sizeof *s->first);
   size_t cells = (size_t)reps * n;
   float *dur = temp(L, 2 * cells, sizeof *dur), *start = dur + cells; /* 5 */
   float *work = temp(L, (size_t)reps, sizeof *work);                 /* 6 */
@@ -484,12 +498,12 @@ static int graph_profile(lua_State *L) {
       CU(L, ctx, cuGraphLaunch, s->exec, st);
       cg_wait_stream(L, ctx, st, ctx->root->timeout);
       for (size_t i = 0; i < n; i++) {
-        CU(L, ctx, cuEventElapsedTime, &dur[k * n + i], s->ev[2 * i],
-           s->ev[2 * i + 1]);
-        CU(L, ctx, cuEventElapsedTime, &start[k * n + i], b, s->ev[2 * i]);
+        CUevent e0 = s->ev[s->first[i]];
+        CU(L, ctx, cuEventElapsedTime, &dur[k * n + i], e0, s->ev[2 * i + 1]);
+        CU(L, ctx, cuEventElapsedTime, &start[k * n + i], b, e0);
         unsigned long long c0 = 0, c1 = 0;
         if (sim) {
-          CU(L, ctx, cuSimEventInstructions, s->ev[2 * i], &c0);
+          CU(L, ctx, cuSimEventInstructions, e0, &c0);
           CU(L, ctx, cuSimEventInstructions, s->ev[2 * i + 1], &c1);
           ins[k * n + i] = (double)(c1 - c0);
         }
