@@ -108,6 +108,12 @@ $(NVRTC_FAULT): spec/support/nvrtc_fault.c
 	@mkdir -p $(@D)
 	$(CC) $(SIM_BUILD_CFLAGS) -shared -o $@ $^ -pthread -ldl
 
+# An NVTX tool that logs the ranges pushed and popped (spec/31).
+NVTX_TOOL = $(BUILD)/libnvtx-tool.so
+$(NVTX_TOOL): spec/support/nvtx_tool.c
+	@mkdir -p $(@D)
+	$(CC) $(SIM_BUILD_CFLAGS) -shared -o $@ $^
+
 # The PTX simulator: the software driver with kernels run from their PTX
 # (sim/ptx), built with -frounding-math for the rounding modes PTX names
 # (SIM_CFLAGS: -funroll-loops unrolls the interpreter's loops over a warp's
@@ -181,7 +187,8 @@ $(PTY): spec/support/pty.c
 
 # Everything the specs need, for make test and its kin, and for plain
 # `busted` in a checkout (spec/support/busted-lua makes spec-needs).
-SPEC_NEEDS = all $(DOUBLE) $(NCCL_DOUBLE) $(NVRTC_FAULT) $(KERNELS) $(SPEC_BINS) $(PTY)
+SPEC_NEEDS = all $(DOUBLE) $(NCCL_DOUBLE) $(NVRTC_FAULT) $(NVTX_TOOL) $(KERNELS) \
+  $(SPEC_BINS) $(PTY)
 spec-needs: $(SPEC_NEEDS)
 
 # $(call specs,DRIVER,PREFIX,ARGS): the suite with build/cugraph-lua as
@@ -200,7 +207,7 @@ test: $(SPEC_NEEDS)
 test-sim: $(SPEC_NEEDS) $(SIM)
 	$(call specs,$(SIM))
 
-test-gpu: all $(KERNELS) $(SPEC_BINS)
+test-gpu: all $(KERNELS) $(SPEC_BINS) $(NVTX_TOOL)
 	$(call specs,)
 
 run: all

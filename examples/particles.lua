@@ -6,11 +6,13 @@
 -- before each launch. The loop makes no Lua garbage (measured with the
 -- collector stopped). Every EVERY frames the image is written as a PNG.
 --
---   cugraph-lua examples/particles.lua [out_dir [frames [particles [trace]]]]
+--   cugraph-lua examples/particles.lua [out_dir [frames [particles [trace [picture]]]]]
 --
 -- Defaults: frames/, 120 frames, 1048576 particles. With a trace path, the
 -- frame graph is profiled afterwards (g:profile, 20 replays): a line per
--- node and the replay as a Chrome trace at that path. Needs the png module
+-- node and the replay as a Chrome trace at that path; with a picture path
+-- too, the graph shaded by its nodes' times (g:dot: .dot, or .png and .svg
+-- where Graphviz is installed). Needs the png module
 -- (build/examples/png.so, from `make examples`).
 local cuda = require "cugraph"
 
@@ -198,5 +200,9 @@ if arg[4] then -- where a frame's time goes, node by node
           nd.name or "", nd.line or 0, nd.us, nd.min_us, nd.max_us))
   end
   print("trace: " .. p.trace)
+  if arg[5] then
+    graph:dot(arg[5], { profile = p })
+    print("picture: " .. arg[5])
+  end
 end
 print("ok")

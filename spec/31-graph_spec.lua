@@ -595,3 +595,104 @@ describe("g:profile()", function()
     assert.equals(0, x:download()[1])
   end)
 end)
+
+describe("the script's trace (cugraph-lua --profile) and NVTX ranges", function()
+  -- a child script: eager launches, a fill, copies, a capture and two
+  -- replays; its lines are those below
+  local src = [[
+local cuda = require "cugraph"
+local m = cuda.load_module(arg[1] .. "/kernels.ptx")
+local s = cuda.stream()
+local x, y = cuda.buffer("i32", 64):fill(0), cuda.buffer("i32", 64)
+for _ = 1, 3 do m.inc_i32:launch(s, 1, 64, x, 64) end
+local g = s:capture(function() s:label("step", function() m.inc_i32:launch(s, 1, 64, x, 64) end) end)
+g:launch(s); g:launch(s)
+y:copy(x, s)
+print(y:download()[1])
+]]
+  local function child(opts, env)
+    local path = os.tmpname()
+    local f = assert(io.open(path, "w"))
+    f:write(src)
+    f:close()
+    local code, out = H.run(opts .. " " .. H.quote(path) .. " " .. H.quote(H.build), env)
+    return code, out, path
+  end
+  local function events(file)
+    local ev = {}
+    for line in assert(io.open(file)):lines() do
+      if line:find('"ph": "X"', 1, true) then
+        local e = {}
+        e.name = line:match('"name": "([^"]*)"')
+        e.cat = line:match('"cat": "([^"]*)"')
+        e.tid = tonumber(line:match('"tid": (%d+)'))
+        e.ts = tonumber(line:match('"ts": ([%d.]+)'))
+        e.dur = tonumber(line:match('"dur": ([%d.]+)'))
+        e.line = line:match('"line": "([^"]*)"')
+        ev[#ev + 1] = e
+      end
+    end
+    return ev
+  end
+
+  it("times every eager launch, fill, copy and replay of a script with its Lua line", function()
+    local trace = os.tmpname()
+    local code, out, script = child("--profile=" .. H.quote(trace))
+    assert.equals(0, code, out)
+    assert.matches("\n?5\n", out)
+    assert.matches("profile of 8 calls written to " .. trace:gsub("%p", "%%%0"), out)
+    -- by line and name on stderr: the three launches of line 5 as one row
+    assert.matches("calls +total us +mean us +line", out)
+    assert.matches("\n +3 +[%d.]+ +[%d.]+  [^\n]*:5  inc_i32\n", out)
+    assert.matches("\n +2 +[%d.]+ +[%d.]+  [^\n]*:7  graph #1\n", out)
+    local ev = events(trace)
+    local got = {}
+    for i, e in ipairs(ev) do
+      got[i] = e.cat .. ":" .. e.name .. "@" .. e.line:match(":(%d+)$")
+      assert.equals(script, e.line:match("^(.*):%d+$"))
+      assert.is_true(e.ts >= 0 and e.dur >= 0, got[i])
+    end
+    -- the capture's launch is no call of its own: the replays are
+    assert.same({ "fill:fill@4", "kernel:inc_i32@5", "kernel:inc_i32@5", "kernel:inc_i32@5",
+                  "graph:graph #1@7", "graph:graph #1@7", "copy:copy@8", "copy:download@9" }, got)
+    for i = 3, 6 do -- one stream: each call starts after the one before ended
+      assert.equals(ev[2].tid, ev[i].tid)
+      assert.is_true(ev[i].ts >= ev[i - 1].ts + ev[i - 1].dur - 1e-3, got[i])
+    end
+    assert.matches('"process_name".*8 calls, 0 not timed', io.open(trace):read("a"))
+    os.remove(trace)
+    os.remove(script)
+  end)
+
+  it("takes the file from CUGRAPH_LUA_PROFILE, names a default, and says when it cannot write", function()
+    local trace = os.tmpname()
+    local code, out, script = child("", "CUGRAPH_LUA_PROFILE=" .. H.quote(trace))
+    assert.equals(0, code, out)
+    assert.equals(8, #events(trace))
+    code, out = child("", "CUGRAPH_LUA_PROFILE=/nonexistent/dir/t.json")
+    assert.equals(0, code, out) -- the script's own result stands
+    assert.matches("cannot write the profile /nonexistent/dir/t.json", out)
+    code, out = H.run("--profile= " .. H.quote(script))
+    assert.equals(1, code)
+    assert.matches("unrecognized option '%-%-profile='", out)
+    assert.matches("%-%-profile%[=path%]", select(2, H.run("-h")))
+    os.remove(trace)
+    os.remove(script)
+  end)
+
+  it("puts each call in an NVTX range named by its kernel and Lua line, in captures too", function()
+    local log = os.tmpname()
+    local code, out, script = child("", "NVTX_INJECTION64_PATH=" .. H.quote(H.build .. "/libnvtx-tool.so")
+                                    .. " NVTX_TOOL_LOG=" .. H.quote(log))
+    assert.equals(0, code, out)
+    local lines = {}
+    for l in assert(io.open(log)):lines() do lines[#lines + 1] = (l:gsub(script:gsub("%p", "%%%0"), "@")) end
+    local k = "push kernel inc_i32 (@:5)"
+    assert.same({ "push fill (@:4)", "pop", k, "pop", k, "pop", k, "pop",
+                  "push step", "push kernel inc_i32 (@:6)", "pop", "pop", -- at capture
+                  "push graph #1 (@:7)", "pop", "push graph #1 (@:7)", "pop",
+                  "push copy (@:8)", "pop", "push copy download (@:9)", "pop" }, lines)
+    os.remove(log)
+    os.remove(script)
+  end)
+end)

@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <lua.h>
 #include <lauxlib.h>
 #include "base/ctype.h"
@@ -53,6 +54,7 @@ typedef struct cg_capture cg_capture;       /* capture/capture.h */
 typedef struct cg_capstate cg_capstate;     /* capture/: per state */
 typedef struct cg_graphstate cg_graphstate; /* graph/: per state */
 typedef struct cg_ctxwait cg_ctxwait;       /* context.c */
+typedef struct cg_trace cg_trace;           /* trace.c */
 
 /* What a type frees beside its handle (a stream's private event, a view's
    count in its parent), when the object closes; NULL for nothing. */
@@ -118,6 +120,7 @@ struct cg_ctx {
   /* root: pushes what is still running on stream s (NULL: on any), for a
      wait that timed out: the graph layer's */
   void (*busy)(lua_State *L, cg_ctx *ctx, CUstream s);
+  cg_trace *trace;      /* root: the script's trace and NVTX ranges, or NULL */
 };
 
 /* Header of every object. open == 0 once freed; the handle is then gone.
@@ -224,6 +227,34 @@ double cg_opttimeout(lua_State *L, int idx);
    of other threads hold back meanwhile. */
 void cg_gate_enter(cg_ctx *ctx);
 void cg_gate_leave(cg_ctx *ctx);
+
+/* -- the script's trace (trace.c) ----------------------------------------- */
+
+/* Turns the trace on for a new state when CUGRAPH_LUA_PROFILE names a file
+   or an NVTX tool is attached (NVTX_INJECTION64_PATH). */
+void cg_trace_open(cg_ctx *root);
+/* The file the state's trace goes to, or NULL. */
+const char *cg_trace_path(const cg_ctx *ctx);
+int cg_trace_begin_(lua_State *L, cg_ctx *ctx, CUstream s, const char *what,
+                    const char *name);
+void cg_trace_end_(lua_State *L, cg_ctx *ctx, int tok);
+/* Around one eager call on stream s (what: "kernel", "copy", "fill",
+   "graph", a literal; name: the kernel's, or NULL): times it when the trace
+   is on, outside captures, and puts it in an NVTX range named by the call
+   and its Lua line when a tool is attached, while capturing too. One
+   compare when neither is on. Calls do not nest. */
+static inline int cg_trace_begin(lua_State *L, cg_ctx *ctx, CUstream s,
+                                 const char *what, const char *name) {
+  return ctx->root->trace ? cg_trace_begin_(L, ctx, s, what, name) : -1;
+}
+static inline void cg_trace_end(lua_State *L, cg_ctx *ctx, int tok) {
+  if (tok != -1) cg_trace_end_(L, ctx, tok);
+}
+/* A named NVTX range (s:label's scope) when a tool is attached. */
+void cg_trace_push(cg_ctx *ctx, const char *name);
+void cg_trace_pop(cg_ctx *ctx);
+/* s as a JSON string, quoted and escaped. */
+void cg_json_string(FILE *f, const char *s);
 
 /* -- objects (object.c) --------------------------------------------------- */
 

@@ -538,6 +538,7 @@ cg_ctx *cg_sentinel_new(lua_State *L) {
   char *end;
   double v = t ? strtod(t, &end) : 0;
   ctx->timeout = t && end != t && !*end && v > 0 && v < HUGE_VAL ? v : 0;
+  cg_trace_open(ctx);
   lua_createtable(L, 0, 2);
   lua_pushcfunction(L, sentinel_gc);
   lua_setfield(L, -2, "__gc");

@@ -222,11 +222,18 @@ static void allocs(lua_State *L, cg_graph *gr, int after, CUstream st) {
 }
 
 static void launch(lua_State *L, cg_graph *gr, CUstream st) {
+  int t = -1;
+  if (gr->h.ctx->root->trace) {
+    char name[24];
+    snprintf(name, sizeof name, "graph #%u", gr->id);
+    t = cg_trace_begin(L, gr->h.ctx, st, "graph", name);
+  }
   for (int i = 0; i < gr->nscalars; i++)
     cg_scalar_flush(L, gr->scalars[i], st);
   if (gr->allocs) allocs(L, gr, 0, st);
   CU(L, gr->h.ctx, cuGraphLaunch, gr->h.drv.exec, st);
   if (gr->allocs) allocs(L, gr, 1, st);
+  cg_trace_end(L, gr->h.ctx, t);
   gr->launches++;
   gr->last_stream = st;
   gr->last_launch = ++gr->h.ctx->root->graphstate->launches;

@@ -424,7 +424,9 @@ static int stream_label(lua_State *L) {
   lua_pushcfunction(L, cg_traceback);
   lua_pushvalue(L, 3);
   lua_pushvalue(L, 1);
+  cg_trace_push(ctx, name); /* an NVTX range when a tool is attached */
   int status = lua_pcall(L, 1, LUA_MULTRET, 4);
+  cg_trace_pop(ctx);
   cg_label_end(ctx, saved);
   if (status != LUA_OK) return lua_error(L);
   return lua_gettop(L) - 4;

@@ -348,17 +348,6 @@ static void push_lines(lua_State *L, int nodes) {
 }
 
 /* A JSON string: quotes, backslashes and control characters escaped */
-static void json_string(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; s++) {
-    unsigned char ch = (unsigned char)*s;
-    if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
-    else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
-    else fputc(ch, f);
-  }
-  fputc('"', f);
-}
-
 /* The last replay of the copy as a Chrome trace (the Trace Event Format,
    which Perfetto and chrome://tracing read): one complete event per node,
    on the first row free at its start. */
@@ -393,10 +382,10 @@ static void write_trace(lua_State *L, int nodes, size_t n, const float *start,
     lua_getfield(L, -4, "line");
     lua_getfield(L, -5, "label");
     fprintf(f, ",\n{\"name\": ");
-    json_string(f, lua_isstring(L, -5) ? lua_tostring(L, -5)
+    cg_json_string(f, lua_isstring(L, -5) ? lua_tostring(L, -5)
                                        : lua_tostring(L, -4));
     fprintf(f, ", \"cat\": ");
-    json_string(f, lua_tostring(L, -4));
+    cg_json_string(f, lua_tostring(L, -4));
     fprintf(f, ", \"ph\": \"X\", \"pid\": 1, \"tid\": %zu, \"ts\": %.3f, "
                "\"dur\": %.3f, \"args\": {\"node\": %zu", row + 1, ts, d,
             i + 1);
@@ -404,12 +393,12 @@ static void write_trace(lua_State *L, int nodes, size_t n, const float *start,
       fprintf(f, ", \"line\": ");
       lua_pushfstring(L, "%s:%d", lua_tostring(L, -3),
                       (int)lua_tointeger(L, -2));
-      json_string(f, lua_tostring(L, -1));
+      cg_json_string(f, lua_tostring(L, -1));
       lua_pop(L, 1);
     }
     if (lua_isstring(L, -1)) {
       fprintf(f, ", \"label\": ");
-      json_string(f, lua_tostring(L, -1));
+      cg_json_string(f, lua_tostring(L, -1));
     }
     fprintf(f, "}}");
     lua_pop(L, 6);

@@ -23,6 +23,7 @@ typedef struct options {
   int script;   /* index of the script in argv; 0: none */
   int end;      /* argv[1..end-1] are options */
   int interactive, version, execute, noenv, help, info, sim, paths;
+  const char *profile; /* --profile[=path]: the trace's file */
   const char *bad; /* the offending option, when there is one */
 } options;
 
@@ -142,6 +143,10 @@ static void usage(FILE *f) {
           "              CUGRAPH_LUA_LIBCUDA=sim\n"
           "  --paths     print the LUA_PATH and LUA_CPATH that let stock\n"
           "              lua5.4 require \"cugraph\" (eval \"$(cugraph-lua --paths)\")\n"
+          "  --profile[=path]  write every launch, copy and graph replay\n"
+          "              of the script, with its Lua line, to a Chrome trace\n"
+          "              (default cugraph-lua-trace.json): as\n"
+          "              CUGRAPH_LUA_PROFILE=path\n"
           "  --nproc N   (first) run the script in N processes, one per GPU\n"
           "              (%s --nproc 1 shows the launcher's options;\n"
           "              srun and mpirun start the processes without it)\n"
@@ -152,6 +157,7 @@ static void usage(FILE *f) {
           "  LUA_PATH, LUA_CPATH      module search paths\n"
           "  CUGRAPH_LUA_LIBCUDA      libcuda to load; sim: the PTX simulator\n"
           "  CUGRAPH_LUA_TIMEOUT      bound of every wait, in seconds\n"
+          "  CUGRAPH_LUA_PROFILE      file of the script's trace (--profile)\n"
           "  CUGRAPH_LUA_DEVICE       device ordinal (default: the local rank, else 0)\n"
           "  CUGRAPH_RDZV             TCP rendezvous of a job's ranks (host:port)\n"
           "  CUGRAPH_RDZV_TIMEOUT     seconds ranks wait for each other (600)\n"
@@ -235,6 +241,11 @@ static void parse(char **argv, options *o) {
     if (!strcmp(a, "--info")) { o->info = 1; continue; }
     if (!strcmp(a, "--sim")) { o->sim = 1; continue; }
     if (!strcmp(a, "--paths")) { o->paths = 1; continue; }
+    if (!strncmp(a, "--profile", 9) && (a[9] == '\0' || a[9] == '=')) {
+      o->profile = a[9] ? a + 10 : "cugraph-lua-trace.json";
+      if (!*o->profile) { o->bad = a; return; }
+      continue;
+    }
     if (a[2] != '\0' && a[1] != 'e' && a[1] != 'l') { o->bad = a; return; }
     switch (a[1]) {
     case 'E': o->noenv = 1; break;
@@ -455,6 +466,7 @@ static int main_protected(lua_State *L) {
   }
   if (o.version) version();
   if (o.sim) setenv("CUGRAPH_LUA_LIBCUDA", "sim", 1);
+  if (o.profile) setenv("CUGRAPH_LUA_PROFILE", o.profile, 1);
   if (o.noenv) { /* the libraries then ignore LUA_PATH and friends */
     lua_pushboolean(L, 1);
     lua_setfield(L, LUA_REGISTRYINDEX, "LUA_NOENV");

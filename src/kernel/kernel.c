@@ -341,9 +341,11 @@ static int kernel_launch(lua_State *L) {
     }
     setarg(L, k, i + 1, idx, s->h.drv.stream); /* every other case, and the errors */
   }
+  int t = cg_trace_begin(L, ctx, s->h.drv.stream, "kernel", k->name);
   if (k->nattrs) cg_launch_ex(L, k, s->h.drv.stream, grid, block);
   else CU(L, ctx, cuLaunchKernel, k->f, grid[0], grid[1], grid[2], block[0],
           block[1], block[2], k->shared, s->h.drv.stream, k->argp, NULL);
+  cg_trace_end(L, ctx, t);
   if (ctx->capture) note(L, k, s->h.drv.stream, grid, block);
   return 0;
 }

@@ -213,8 +213,10 @@ static void upload_data(lua_State *L, cg_buffer *b, int didx, int oidx,
   if (count == 0) return;
   CUstream st = cg_work_begin(L, ctx, sidx, "upload");
   cg_check_open(L, &b->h);
+  int t = cg_trace_begin(L, ctx, st ? st : ctx->stream, "copy", "upload");
   CU(L, ctx, cuMemcpyHtoDAsync, b->h.drv.mem + off * es, src, count * es,
      st ? st : ctx->stream);
+  cg_trace_end(L, ctx, t);
   cg_work_finish(L, ctx, st);
 }
 
@@ -248,12 +250,15 @@ static int hostcopy(lua_State *L, cg_buffer *b, int up) {
   cg_check_open(L, &b->h);
   size_t bytes = count * cg_type_size[b->type];
   CUdeviceptr dp = b->h.drv.mem + off * cg_type_size[b->type];
+  int t = cg_trace_begin(L, b->h.ctx, st ? st : b->h.ctx->stream, "copy",
+                         what);
   if (up)
     CU(L, b->h.ctx, cuMemcpyHtoDAsync, dp, h->h.drv.host, bytes,
        st ? st : b->h.ctx->stream);
   else
     CU(L, b->h.ctx, cuMemcpyDtoHAsync, h->h.drv.host, dp, bytes,
        st ? st : b->h.ctx->stream);
+  cg_trace_end(L, b->h.ctx, t);
   if (b->h.ctx->capture) /* g:rebind then refuses the buffer, not skips it */
     cg_note_hostcopy(L, b->h.ctx, st, &b->h, &h->h);
   cg_work_finish(L, b->h.ctx, st);
@@ -302,8 +307,10 @@ static int buffer_download(lua_State *L) {
   char *dst = luaL_buffinitsize(L, &lb, count * es + 1);
   cg_check_open(L, &b->h);
   cg_sync(L, ctx);
+  int t = cg_trace_begin(L, ctx, ctx->stream, "copy", "download");
   CU(L, ctx, cuMemcpyDtoHAsync, dst, b->h.drv.mem + off * es, count * es,
      ctx->stream);
+  cg_trace_end(L, ctx, t);
   cg_work_finish(L, ctx, NULL);
   if (fmt == 1) {
     luaL_pushresultsize(&lb, count * es);
@@ -327,6 +334,7 @@ static void fill(lua_State *L, cg_ctx *ctx, cg_buffer *b, const void *v,
   size_t n = b->n;
   uint32_t w[2] = {0, 0};
   uint16_t h;
+  int t = cg_trace_begin(L, ctx, st, "fill", NULL);
   switch (cg_type_size[b->type]) {
   case 1:
     w[0] = *(const uint8_t *)v;
@@ -347,8 +355,10 @@ static void fill(lua_State *L, cg_ctx *ctx, cg_buffer *b, const void *v,
     if (ctx->capture) cg_note_fill(L, ctx, st, &b->h, 0, w[0], 4, 1, n, 8);
     CU(L, ctx, cuMemsetD2D32Async, p + 4, 8, w[1], 1, n, st);
     if (ctx->capture) cg_note_fill(L, ctx, st, &b->h, 4, w[1], 4, 1, n, 8);
+    cg_trace_end(L, ctx, t);
     return;
   }
+  cg_trace_end(L, ctx, t);
   if (ctx->capture)
     cg_note_fill(L, ctx, st, &b->h, 0, w[0], cg_type_size[b->type], n, 1, 0);
 }
@@ -421,8 +431,11 @@ static int peer_copy(lua_State *L, cg_buffer *d, cg_buffer *s, int sidx,
        bytes, st->h.drv.stream);
     cg_note_hostcopy(L, ctx, st->h.drv.stream, &d->h, &s->h);
   } else if (bytes) {
+    CUstream on = st ? st->h.drv.stream : dc->stream;
+    int t = cg_trace_begin(L, ctx, on, "copy", "peer copy");
     CU(L, ctx, cuMemcpyPeerAsync, d->h.drv.mem + doff, dc->cu, s->h.drv.mem + soff,
-       sc->cu, bytes, st ? st->h.drv.stream : dc->stream);
+       sc->cu, bytes, on);
+    cg_trace_end(L, ctx, t);
   }
   if (!st) cg_wait_stream(L, ctx, dc->stream, ctx->root->timeout);
   lua_settop(L, 1);
@@ -480,8 +493,11 @@ static int buffer_copy(lua_State *L) {
   CUstream st = cg_work_begin(L, d->h.ctx, sidx, "copy");
   cg_check_open(L, &s->h);
   if (bytes) {
+    int t = cg_trace_begin(L, d->h.ctx, st ? st : d->h.ctx->stream, "copy",
+                           "copy");
     CU(L, d->h.ctx, cuMemcpyDtoDAsync, d->h.drv.mem + doff * des,
        s->h.drv.mem + soff * ses, bytes, st ? st : d->h.ctx->stream);
+    cg_trace_end(L, d->h.ctx, t);
     if (d->h.ctx->capture)
       cg_note_copy(L, d->h.ctx, st, &d->h, &s->h, bytes, doff * des,
                    soff * ses);

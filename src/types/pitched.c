@@ -241,7 +241,9 @@ static int copy_box(lua_State *L, int three) {
   c.WidthInBytes = (size_t)w * cg_type_size[src.type];
   c.Height = (size_t)h;
   c.Depth = (size_t)d;
+  int t = cg_trace_begin(L, ctx, st ? st : ctx->stream, "copy", "copy3d");
   CU(L, ctx, cuMemcpy3DAsync, &c, st ? st : ctx->stream);
+  cg_trace_end(L, ctx, t);
   if (ctx->capture) cg_note_copy3d(L, ctx, st, dst.o, src.o);
   cg_work_finish(L, ctx, st);
   lua_settop(L, 1);
