@@ -475,14 +475,35 @@ describe("g:profile()", function()
     assert.equals(3 * 3 + 2, y:download()[1])
   end)
 
-  it("times a child graph as one node, and a graph with conditional nodes as a whole", function()
+  it("times a child graph and each of its nodes, and a graph with conditional nodes as a whole", function()
     local x = cuda.buffer("i32", 64):fill(0)
-    local inner = s:capture(function() m.inc_i32:launch(s, 1, 64, x, 64) end)
+    local line0 = debug.getinfo(1, "l").currentline
+    local inmost = s:capture(function() m.inc_i32:launch(s, 1, 64, x, 64) end)
+    local inner = s:capture(function()
+      m.inc_i32:launch(s, 1, 64, x, 64)
+      s:label("deeper", function() inmost:launch(s) end)
+    end)
     local g = s:capture(function() inner:launch(s); m.inc_i32:launch(s, 1, 64, x, 64) end)
     local p = g:profile(2)
-    assert.equals("graph", p.nodes[1].kind)
+    local got = {}
+    for i, nd in ipairs(p.nodes) do
+      got[i] = ("%s %s %s %s %s"):format(nd.kind, nd.line - line0, nd.depth or 0,
+                                         nd.parent or "-", nd.children or "-")
+      assert.is_true(nd.min_us >= 0 and nd.us <= nd.max_us)
+    end
+    -- the child graph, its nodes (the deeper child's after it), then the rest
+    assert.same({ "graph 6 0 - 2", "kernel 3 1 1 -", "graph 4 1 1 1",
+                  "kernel 1 2 3 -", "kernel 6 0 - -" }, got)
     assert.equals(inner:id(), p.nodes[1].graph)
-    assert.is_true(p.nodes[1].us >= 0)
+    assert.equals(inmost:id(), p.nodes[3].graph)
+    assert.equals("deeper", p.nodes[3].label)
+    assert.equals("inc_i32", p.nodes[2].name)
+    assert.equals(1, p.nodes[1].node)      -- the graph's own nodes only
+    assert.is_nil(p.nodes[2].node)
+    local nlines = 0 -- the lines count the nodes that are no child graphs
+    for _, l in ipairs(p.lines) do nlines = nlines + l.nodes end
+    assert.equals(3, nlines)
+    assert.equals(3 * (3 * 2 + 2), x:download()[1])
     local c = cuda.condition(1)
     H.settle()
     local cg = s:capture(function()
@@ -629,6 +650,7 @@ print(y:download()[1])
         e.ts = tonumber(line:match('"ts": ([%d.]+)'))
         e.dur = tonumber(line:match('"dur": ([%d.]+)'))
         e.line = line:match('"line": "([^"]*)"')
+        e.instructions = tonumber(line:match('"instructions": (%d+)'))
         ev[#ev + 1] = e
       end
     end
@@ -660,6 +682,14 @@ print(y:download()[1])
       assert.is_true(ev[i].ts >= ev[i - 1].ts + ev[i - 1].dur - 1e-3, got[i])
     end
     assert.matches('"process_name".*8 calls, 0 not timed', io.open(trace):read("a"))
+    if H.sim then -- the simulator's counts: the same launch, the same count
+      assert.is_true(ev[2].instructions > 0)
+      assert.equals(ev[2].instructions, ev[4].instructions)
+      assert.equals(ev[2].instructions, ev[5].instructions) -- a replay of one such launch
+      assert.equals(0, ev[1].instructions)
+    else
+      assert.is_nil(ev[2].instructions)
+    end
     os.remove(trace)
     os.remove(script)
   end)

@@ -29,6 +29,7 @@ typedef struct trec {
   CUevent e0, e1;       /* NULL once read */
   int ended;            /* e1 recorded after the call */
   double ts, dur;       /* µs after the trace began; dur < 0: not timed */
+  unsigned long long ins; /* on the simulator: thread-instructions run */
   const char *what;     /* a literal */
   char name[48], where[80];
 } trec;
@@ -129,6 +130,11 @@ static void read_done(lua_State *L, cg_trace *t, int wait) {
           cg_drv.cuEventElapsedTime(&d, r->e0, r->e1) == CUDA_SUCCESS) {
         r->ts = ref->host - t->t0 + 1e3 * (double)a;
         r->dur = 1e3 * (double)d;
+        unsigned long long c0 = 0, c1 = 0;
+        if (cg_drv.cuSimEventInstructions &&
+            cg_drv.cuSimEventInstructions(r->e0, &c0) == CUDA_SUCCESS &&
+            cg_drv.cuSimEventInstructions(r->e1, &c1) == CUDA_SUCCESS)
+          r->ins = c1 - c0;
       }
     }
     release_event(L, r->ctx, r->e0);
@@ -297,6 +303,8 @@ static int write_file(const cg_trace *t) {
             "\"ts\": %.3f, \"dur\": %.3f, \"args\": {\"line\": ",
             r->what, r->ctx->ordinal, row, r->ts, r->dur);
     cg_json_string(f, r->where);
+    if (cg_drv.cuSimEventInstructions)
+      fprintf(f, ", \"instructions\": %llu", r->ins);
     fputs("}},\n", f);
     timed++;
   }

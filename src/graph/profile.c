@@ -5,7 +5,8 @@
    A copy of the graph (cuGraphClone) gets event record nodes: one after
    each node, and one between each node and its dependencies, unless the
    node is the only dependent of its one dependency, whose event after
-   serves as both. Each node's time is then from when it could start to when it
+   serves as both; the nodes of child graph nodes get theirs inside the
+   copy's child graphs, recursively. Each node's time is then from when it could start to when it
    ended, the median over n replays of the copy (after one more
    that is not counted). The graph itself and the copy also replay n times
    back to back, between two events on the stream, for the cost of a
@@ -22,18 +23,31 @@
 
 #define SCRATCH "cugraph.profile"
 
+#define NONE ((size_t)-1)
+
+/* A node the profile times: a node of the graph, or of a child graph
+   node's graph, whose nodes are timed too (recursively). */
+typedef struct unit {
+  CUgraphNode orig;     /* in its graph's driver graph (its records') */
+  CUgraphNode copy;     /* in the copy */
+  CUgraphNodeType type;
+  int graph;            /* its graph object: graphs[graph] (1: the graph) */
+  size_t parent;        /* the unit of its child graph node, or NONE */
+  size_t first;         /* its first event: ev[first] */
+  int kids;             /* its child graph's nodes are units */
+} unit;
+
 /* What a profile makes on the driver, released by its __close whatever
    happens: the copy and its instantiation, and the events. */
 typedef struct scratch {
   cg_ctx *ctx;
   CUgraph copy;
   CUgraphExec exec;
-  CUevent *ev;   /* node i: ev[2i] before it (or unused), ev[2i + 1] after
-                    it; then
-                    the stream's two: ev[2n], ev[2n + 1] */
+  CUevent *ev;   /* unit i: ev[2i] before it (or unused), ev[2i + 1] after
+                    it; then the stream's two: ev[nev - 2], ev[nev - 1] */
   size_t nev;
-  CUgraphNode *nodes; /* the graph's, then the copy's: n each */
-  size_t *first;      /* node i's first event: ev[first[i]] */
+  unit *u;
+  size_t nu, cu;
 } scratch;
 
 static void release(lua_State *L, cg_ctx *ctx, cg_hkind hk, void *p) {
@@ -51,8 +65,7 @@ static int scratch_close(lua_State *L) {
     for (size_t i = 0; i < s->nev; i++) release(L, ctx, CG_H_EVENT, s->ev[i]);
   }
   free(s->ev);
-  free(s->nodes);
-  free(s->first);
+  free(s->u);
   memset(s, 0, sizeof *s);
   return 0;
 }
@@ -123,88 +136,197 @@ static double back_to_back(lua_State *L, scratch *s, cg_graph *gr,
   return (double)ms / (double)k;
 }
 
-/* The copy with its event nodes, instantiated; the graph's nodes in
-   s->nodes[0 .. n), the copy's beside them. Node i gets E_e (ev[2i + 1]),
-   which depends on it, and a first event that it depends on: the E_e of
-   its one dependency when it is that node's only dependent (a chain costs
-   one event node a link), or else its own E_s (ev[2i]), which depends on
-   its dependencies. Either records after every node i waits for and
-   before i starts. s->first[i] is the index of i's first event. */
-static void instrument(lua_State *L, scratch *s, cg_graph *gr, size_t n) {
+static unit *add_unit(lua_State *L, scratch *s) {
+  if (s->nu == s->cu) {
+    size_t cap = s->cu ? 2 * s->cu : 16;
+    unit *u = realloc(s->u, cap * sizeof *u);
+    if (!u) luaL_error(L, "g:profile: out of host memory");
+    s->u = u;
+    s->cu = cap;
+  }
+  unit *u = &s->u[s->nu++];
+  memset(u, 0, sizeof *u);
+  u->parent = NONE;
+  return u;
+}
+
+/* The graph object that child graph node orig of graphs[gi] launched (its
+   pins name it), pushed and returned; NULL (nil pushed) when none. */
+static cg_graph *child_of(lua_State *L, int graphs, int gi, CUgraphNode orig) {
+  lua_rawgeti(L, graphs, gi);
+  lua_getiuservalue(L, -1, 1);
+  lua_rawgetp(L, -1, orig);
+  lua_replace(L, -3);
+  lua_pop(L, 1);
+  cg_graph *g = (cg_graph *)cg_testobj(L, -1, CG_GRAPH);
+  if (!g || !g->h.open) {
+    lua_pop(L, 1);
+    lua_pushnil(L);
+  }
+  return g;
+}
+
+/* Units for the nodes of the child graph node of unit p: the nodes of the
+   graph it launched and of the copy's child graph, matched by position
+   (the driver copies a graph's nodes in order), their kinds compared. A
+   child whose nodes do not match stays one node. */
+static void add_kids(lua_State *L, scratch *s, int graphs, size_t p) {
+  cg_ctx *ctx = s->ctx;
+  if (!cg_drv.cuGraphChildGraphNodeGetGraph) return;
+  cg_graph *ch = child_of(L, graphs, s->u[p].graph, s->u[p].orig);
+  if (!ch) {
+    lua_pop(L, 1);
+    return;
+  }
+  int gi = (int)lua_rawlen(L, graphs) + 1;
+  lua_rawseti(L, graphs, gi);
+  CUgraph body = NULL;
+  CU(L, ctx, cuGraphChildGraphNodeGetGraph, s->u[p].copy, &body);
+  size_t m = 0, m2 = 0;
+  CU(L, ctx, cuGraphGetNodes, ch->g, NULL, &m);
+  CU(L, ctx, cuGraphGetNodes, body, NULL, &m2);
+  if (m == 0 || m != m2) return;
+  CUgraphNode *v = temp(L, 2 * m, sizeof *v), *c = v + m;
+  CU(L, ctx, cuGraphGetNodes, ch->g, v, &m);
+  CU(L, ctx, cuGraphGetNodes, body, c, &m2);
+  for (size_t i = 0; i < m; i++) {
+    CUgraphNodeType a, b;
+    CU(L, ctx, cuGraphNodeGetType, v[i], &a);
+    CU(L, ctx, cuGraphNodeGetType, c[i], &b);
+    if (a != b) {
+      lua_pop(L, 1);
+      return;
+    }
+  }
+  s->u[p].kids = 1;
+  for (size_t i = 0; i < m; i++) {
+    unit *u = add_unit(L, s);
+    u->orig = v[i];
+    u->copy = c[i];
+    u->graph = gi;
+    u->parent = p;
+    CU(L, ctx, cuGraphNodeGetType, v[i], &u->type);
+  }
+  lua_pop(L, 1);
+}
+
+/* The copy, and a unit for each of its nodes and, recursively, of those
+   of its child graphs: the graph's nodes first, in the driver's order. */
+static void copy_units(lua_State *L, scratch *s, cg_graph *gr, int graphs) {
   cg_ctx *ctx = gr->h.ctx;
   if (!cg_drv.cuGraphClone || !cg_drv.cuGraphNodeFindInClone ||
       !cg_drv.cuGraphAddNode || !cg_drv.cuGraphGetEdges ||
       !cg_drv.cuGraphAddDependencies)
     luaL_error(L, "g:profile: the driver cannot copy graphs and add event "
                "nodes (CUDA 12.3 or later)");
-  CUgraphNode *v = s->nodes, *c = s->nodes + n;
   CU(L, ctx, cuGraphClone, &s->copy, gr->g);
-  for (size_t i = 0; i < n; i++)
-    CU(L, ctx, cuGraphNodeFindInClone, &c[i], v[i], s->copy);
+  size_t n = 0;
+  CU(L, ctx, cuGraphGetNodes, gr->g, NULL, &n);
+  CUgraphNode *v = temp(L, n, sizeof *v);
+  if (n) CU(L, ctx, cuGraphGetNodes, gr->g, v, &n);
+  for (size_t i = 0; i < n; i++) {
+    unit *u = add_unit(L, s);
+    u->orig = v[i];
+    u->graph = 1;
+    CU(L, ctx, cuGraphNodeFindInClone, &u->copy, v[i], s->copy);
+    CU(L, ctx, cuGraphNodeGetType, v[i], &u->type);
+  }
+  lua_pop(L, 1);
+  for (size_t i = 0; i < s->nu; i++) /* s->nu grows */
+    if (s->u[i].type == CU_GRAPH_NODE_TYPE_GRAPH) add_kids(L, s, graphs, i);
+}
+
+/* Event nodes in graph g, whose nodes are the copies of units m[0 .. k).
+   Unit i gets E_e (ev[2i + 1]), which depends on it, and a first event
+   that it depends on: the E_e of its one dependency when it is that
+   node's only dependent (a chain costs one event node a link), or else
+   its own E_s (ev[2i]), which depends on its dependencies. Either records
+   after every node i waits for and before i starts. */
+static void instrument(lua_State *L, scratch *s, CUgraph g, const size_t *m,
+                       size_t k) {
+  cg_ctx *ctx = s->ctx;
   size_t ne = 0;
-  CU(L, ctx, cuGraphGetEdges, s->copy, NULL, NULL, NULL, &ne);
-  CUgraphNode *from = temp(L, 2 * ne + n, sizeof *from);
+  CU(L, ctx, cuGraphGetEdges, g, NULL, NULL, NULL, &ne);
+  CUgraphNode *from = temp(L, 2 * ne + k, sizeof *from);
   CUgraphNode *to = from + ne, *deps = to + ne;
-  size_t *at = temp(L, 2 * ne + 3 * n, sizeof *at);
-  size_t *efrom = at, *eto = at + ne, *order = at + 2 * ne, *left = order + n;
-  size_t *succ = left + n;
-  if (ne) CU(L, ctx, cuGraphGetEdges, s->copy, from, to, NULL, &ne);
-  for (size_t e = 0; e < ne; e++) /* the edges as positions */
-    for (size_t i = 0; i < n; i++) {
-      if (c[i] == from[e]) efrom[e] = i;
-      if (c[i] == to[e]) eto[e] = i;
+  size_t *at = temp(L, 2 * ne + 3 * k, sizeof *at);
+  size_t *efrom = at, *eto = at + ne, *order = at + 2 * ne, *left = order + k;
+  size_t *succ = left + k;
+  if (ne) CU(L, ctx, cuGraphGetEdges, g, from, to, NULL, &ne);
+  for (size_t e = 0; e < ne; e++) /* the edges as positions in m */
+    for (size_t i = 0; i < k; i++) {
+      if (s->u[m[i]].copy == from[e]) efrom[e] = i;
+      if (s->u[m[i]].copy == to[e]) eto[e] = i;
     }
   for (size_t e = 0; e < ne; e++) left[eto[e]]++, succ[efrom[e]]++;
-  for (size_t k = 0; k < n; k++) { /* a topological order */
+  for (size_t q = 0; q < k; q++) { /* a topological order */
     size_t i = 0;
-    while (i < n && left[i] != 0) i++;
-    if (i == n) luaL_error(L, "g:profile: the graph's edges make a cycle");
-    left[i] = (size_t)-1;
-    order[k] = i;
+    while (i < k && left[i] != 0) i++;
+    if (i == k) luaL_error(L, "g:profile: the graph's edges make a cycle");
+    left[i] = NONE;
+    order[q] = i;
     for (size_t e = 0; e < ne; e++)
       if (efrom[e] == i) left[eto[e]]--;
   }
-  CUgraphNode *es = temp(L, n, sizeof *es);
+  CUgraphNode *es = temp(L, k, sizeof *es);
   CUresult r = CUDA_SUCCESS;
   const char *api = "cuGraphAddNode";
-  for (size_t k = 0; r == CUDA_SUCCESS && k < n; k++) {
-    size_t i = order[k], nd = 0, d = 0;
+  for (size_t q = 0; r == CUDA_SUCCESS && q < k; q++) {
+    size_t i = order[q], nd = 0, d = 0;
+    unit *u = &s->u[m[i]];
     for (size_t e = 0; e < ne; e++)
-      if (eto[e] == i) deps[nd++] = c[d = efrom[e]];
+      if (eto[e] == i) deps[nd++] = s->u[m[d = efrom[e]]].copy;
     CUgraphNodeParams p;
     CUgraphNode first;
     memset(&p, 0, sizeof p);
     p.type = CU_GRAPH_NODE_TYPE_EVENT_RECORD;
     if (nd == 1 && succ[d] == 1) { /* a link of a chain: d's E_e */
       first = es[d];
-      s->first[i] = 2 * d + 1;
+      u->first = 2 * m[d] + 1;
     } else {
-      p.eventRecord.event = s->ev[2 * i];
-      r = cg_drv.cuGraphAddNode(&first, s->copy, deps, NULL, nd, &p);
-      s->first[i] = 2 * i;
+      p.eventRecord.event = s->ev[2 * m[i]];
+      r = cg_drv.cuGraphAddNode(&first, g, deps, NULL, nd, &p);
+      u->first = 2 * m[i];
     }
     if (r == CUDA_SUCCESS) {
       api = "cuGraphAddDependencies";
-      r = cg_drv.cuGraphAddDependencies(s->copy, &first, &c[i], NULL, 1);
+      r = cg_drv.cuGraphAddDependencies(g, &first, &u->copy, NULL, 1);
     }
     if (r == CUDA_SUCCESS) {
       api = "cuGraphAddNode";
-      p.eventRecord.event = s->ev[2 * i + 1];
-      r = cg_drv.cuGraphAddNode(&es[i], s->copy, &c[i], NULL, 1, &p);
+      p.eventRecord.event = s->ev[2 * m[i] + 1];
+      r = cg_drv.cuGraphAddNode(&es[i], g, &u->copy, NULL, 1, &p);
     }
   }
   lua_pop(L, 3);
   cg_check(L, ctx, api, r);
+}
+
+/* Every graph of the copy with its event nodes, and the copy
+   instantiated, with the nodes node:enable(false) turned off in the
+   graph's exec (which its driver graph does not know) off in it too. */
+static void instrument_all(lua_State *L, scratch *s, cg_graph *gr) {
+  cg_ctx *ctx = s->ctx;
+  size_t *m = temp(L, s->nu, sizeof *m);
+  for (size_t p = NONE;; p++) { /* the top (NONE), then each parent */
+    if (p != NONE && p >= s->nu) break;
+    if (p != NONE && !s->u[p].kids) continue;
+    size_t k = 0;
+    for (size_t i = 0; i < s->nu; i++)
+      if (s->u[i].parent == p) m[k++] = i;
+    CUgraph g = s->copy;
+    if (p != NONE) CU(L, ctx, cuGraphChildGraphNodeGetGraph, s->u[p].copy, &g);
+    if (k) instrument(L, s, g, m, k);
+  }
+  lua_pop(L, 1);
   CU(L, ctx, cuGraphInstantiate, &s->exec, s->copy, 0);
-  /* the nodes node:enable(false) turned off in the graph's exec, which its
-     driver graph does not know: off in the copy's too */
   const cg_recs *rs = gr->recs;
   for (size_t j = 0; rs && j < rs->n; j++) {
     const cg_rec *e = &rs->v[j];
     if (e->enabled || e->depth || !e->node) continue;
-    for (size_t i = 0; i < n; i++)
-      if (v[i] == e->node)
-        CU(L, ctx, cuGraphNodeSetEnabled, s->exec, c[i], 0);
+    for (size_t i = 0; i < s->nu; i++)
+      if (s->u[i].parent == NONE && s->u[i].orig == e->node)
+        CU(L, ctx, cuGraphNodeSetEnabled, s->exec, s->u[i].copy, 0);
   }
 }
 
@@ -219,15 +341,17 @@ static const cg_rec *record_of(const cg_recs *r, CUgraphNode v, size_t *at) {
   return NULL;
 }
 
-/* One node's table: kind, name, label, source, line, and its times */
-static void push_node(lua_State *L, const cg_recs *r, const cg_rec *e,
-                      CUgraphNode v, CUgraphNodeType t, size_t k, size_t i,
+/* One node's table: kind, name, label, source, line, and its times; gi
+   its graph in graphs */
+static void push_node(lua_State *L, int graphs, int gi, const cg_rec *e,
+                      CUgraphNode v, CUgraphNodeType t, size_t k,
                       const float *us, const double *ins) {
+  lua_rawgeti(L, graphs, gi);
+  const cg_recs *r = ((const cg_graph *)lua_touserdata(L, -1))->recs;
+  lua_pop(L, 1);
   lua_createtable(L, 0, 8);
   lua_pushinteger(L, (lua_Integer)k + 1);
   lua_setfield(L, -2, "index");
-  lua_pushinteger(L, (lua_Integer)i + 1); /* for g:dot's shading */
-  lua_setfield(L, -2, "node");
   lua_pushstring(L, cg_node_type_name(t));
   lua_setfield(L, -2, "kind");
   if (e && e->kind == NK_KERNEL) {
@@ -235,18 +359,12 @@ static void push_node(lua_State *L, const cg_recs *r, const cg_rec *e,
     lua_setfield(L, -2, "name");
   }
   if (t == CU_GRAPH_NODE_TYPE_GRAPH) { /* the pins name its graph */
-    lua_getiuservalue(L, 1, 1);
-    lua_rawgetp(L, -1, v);
-    const cg_graph *child = lua_touserdata(L, -1);
-    if (child && lua_getmetatable(L, -1)) {
-      luaL_getmetatable(L, cg_kind_names[CG_GRAPH]);
-      if (lua_rawequal(L, -1, -2)) {
-        lua_pushinteger(L, (lua_Integer)child->id);
-        lua_setfield(L, -6, "graph");
-      }
-      lua_pop(L, 2);
+    const cg_graph *child = child_of(L, graphs, gi, v);
+    if (child) {
+      lua_pushinteger(L, (lua_Integer)child->id);
+      lua_setfield(L, -3, "graph");
     }
-    lua_pop(L, 2);
+    lua_pop(L, 1);
   }
   if (e && e->label) {
     lua_pushstring(L, cg_recs_text(r, e->label));
@@ -282,6 +400,11 @@ static void push_lines(lua_State *L, int nodes) {
   lua_newtable(L); /* the array */
   int arr = by + 1, n = 0;
   for (lua_Integer i = 1; lua_rawgeti(L, nodes, i) == LUA_TTABLE; i++) {
+    if (lua_getfield(L, -1, "children") != LUA_TNIL) { /* its nodes count */
+      lua_pop(L, 2);
+      continue;
+    }
+    lua_pop(L, 1);
     lua_getfield(L, -1, "source");
     lua_getfield(L, -2, "line");
     lua_getfield(L, -3, "us");
@@ -347,7 +470,6 @@ static void push_lines(lua_State *L, int nodes) {
   lua_remove(L, by);
 }
 
-/* A JSON string: quotes, backslashes and control characters escaped */
 /* The last replay of the copy as a Chrome trace (the Trace Event Format,
    which Perfetto and chrome://tracing read): one complete event per node,
    on the first row free at its start. */
@@ -408,6 +530,24 @@ static void write_trace(lua_State *L, int nodes, size_t n, const float *start,
   if (fclose(f) != 0) luaL_error(L, "g:profile: cannot write %s", path);
 }
 
+/* Appends to order the units whose parent is p, by their records'
+   positions (unrecorded ones last, in the driver's order), each followed
+   by its own nodes. */
+static void place(const scratch *s, const size_t *at, unsigned char *taken,
+                  size_t *order, size_t *no, size_t p) {
+  for (;;) {
+    size_t best = NONE;
+    for (size_t i = 0; i < s->nu; i++)
+      if (s->u[i].parent == p && !taken[i] &&
+          (best == NONE || at[i] < at[best]))
+        best = i;
+    if (best == NONE) return;
+    taken[best] = 1;
+    order[(*no)++] = best;
+    if (s->u[best].kids) place(s, at, taken, order, no, best);
+  }
+}
+
 static int graph_profile(lua_State *L) {
   static const char *const keys[] = { "n", "trace", "stream", NULL };
   cg_graph *gr = cg_checkobj(L, 1, CG_GRAPH);
@@ -448,36 +588,50 @@ static int graph_profile(lua_State *L) {
                  "to profile; allocate its buffers before the capture",
                  (int)gr->id);
   cg_graph_sync(L, gr);
-  size_t n = 0;
-  CU(L, ctx, cuGraphGetNodes, gr->g, NULL, &n);
   int copyable = !gr->conds;
   scratch *s = lua_newuserdatauv(L, sizeof *s, 0); /* 4 */
   memset(s, 0, sizeof *s);
   luaL_setmetatable(L, SCRATCH);
   lua_toclose(L, 4);
   s->ctx = ctx;
-  s->nev = (copyable ? 2 * n : 0) + 2;
-  s->ev = alloc(L, s->nev, sizeof *s->ev);
-  s->nodes = alloc(L, 2 * n, sizeof *s->nodes);
-  s->first = alloc(L, n, sizeof *s->first);
-  size_t cells = (size_t)reps * n;
-  float *dur = temp(L, 2 * cells, sizeof *dur), *start = dur + cells; /* 5 */
-  float *work = temp(L, (size_t)reps, sizeof *work);                 /* 6 */
-  int sim = cg_drv.cuSimEventInstructions != NULL; /* counts too */
-  double *ins = temp(L, sim ? cells + (size_t)reps : 0, sizeof *ins);
-  double *insw = ins + cells;
-  size_t *order = temp(L, 2 * n, sizeof *order), *at = order + n;   /* 7 */
-  if (n) CU(L, ctx, cuGraphGetNodes, gr->g, s->nodes, &n);
-  for (size_t i = 0; i < s->nev; i++)
+  lua_createtable(L, 4, 0); /* 5: the graph objects of the units */
+  int graphs = 5;
+  lua_pushvalue(L, 1);
+  lua_rawseti(L, graphs, 1);
+  size_t n = 0; /* the graph's own nodes: units 0 .. n - 1 */
+  CU(L, ctx, cuGraphGetNodes, gr->g, NULL, &n);
+  if (copyable && n) {
+    copy_units(L, s, gr, graphs);
+  } else { /* units without a copy: for their kinds */
+    CUgraphNode *v = temp(L, n, sizeof *v);
+    if (n) CU(L, ctx, cuGraphGetNodes, gr->g, v, &n);
+    for (size_t i = 0; i < n; i++) {
+      unit *u = add_unit(L, s);
+      u->orig = v[i];
+      u->graph = 1;
+      CU(L, ctx, cuGraphNodeGetType, v[i], &u->type);
+    }
+    lua_pop(L, 1);
+  }
+  size_t nu = s->nu;
+  int timed = copyable && n;
+  s->ev = alloc(L, (timed ? 2 * nu : 0) + 2, sizeof *s->ev);
+  for (size_t i = 0; i < (timed ? 2 * nu : 0) + 2; i++, s->nev++)
     CU(L, ctx, cuEventCreate, &s->ev[i], CU_EVENT_DEFAULT);
+  size_t cells = (size_t)reps * nu;
+  float *dur = temp(L, 2 * cells, sizeof *dur), *start = dur + cells; /* 6 */
+  float *work = temp(L, (size_t)reps, sizeof *work);                 /* 7 */
+  int sim = cg_drv.cuSimEventInstructions != NULL; /* counts too */
+  double *ins = temp(L, sim ? cells + (size_t)reps : 0, sizeof *ins); /* 8 */
+  double *insw = ins + cells;
+  size_t *order = temp(L, 2 * nu, sizeof *order), *at = order + nu;  /* 9 */
 
   /* the graph itself, back to back: one replay to warm up, then reps */
   back_to_back(L, s, gr, NULL, st, 1);
   double plain = back_to_back(L, s, gr, NULL, st, reps);
   double with = 0;
-  int timed = copyable && n;
   if (timed) {
-    instrument(L, s, gr, n);
+    instrument_all(L, s, gr);
     CU(L, ctx, cuGraphUpload, s->exec, st);
     back_to_back(L, s, gr, s->exec, st, 1);
     with = back_to_back(L, s, gr, s->exec, st, reps);
@@ -486,68 +640,92 @@ static int graph_profile(lua_State *L) {
       CU(L, ctx, cuEventRecord, b, st);
       CU(L, ctx, cuGraphLaunch, s->exec, st);
       cg_wait_stream(L, ctx, st, ctx->root->timeout);
-      for (size_t i = 0; i < n; i++) {
-        CUevent e0 = s->ev[s->first[i]];
-        CU(L, ctx, cuEventElapsedTime, &dur[k * n + i], e0, s->ev[2 * i + 1]);
-        CU(L, ctx, cuEventElapsedTime, &start[k * n + i], b, e0);
+      for (size_t i = 0; i < nu; i++) {
+        CUevent e0 = s->ev[s->u[i].first], e1 = s->ev[2 * i + 1];
+        CU(L, ctx, cuEventElapsedTime, &dur[k * nu + i], e0, e1);
+        CU(L, ctx, cuEventElapsedTime, &start[k * nu + i], b, e0);
         unsigned long long c0 = 0, c1 = 0;
         if (sim) {
           CU(L, ctx, cuSimEventInstructions, e0, &c0);
-          CU(L, ctx, cuSimEventInstructions, s->ev[2 * i + 1], &c1);
-          ins[k * n + i] = (double)(c1 - c0);
+          CU(L, ctx, cuSimEventInstructions, e1, &c1);
+          ins[k * nu + i] = (double)(c1 - c0);
         }
       }
     }
   }
 
-  /* the nodes in capture order (by record; unrecorded ones last) */
-  for (size_t i = 0; i < n; i++) {
-    record_of(r, s->nodes[i], &at[i]);
-    order[i] = i;
+  /* each unit's record in its graph; the order: the graph's nodes in
+     capture order (unrecorded ones last), each child graph node followed
+     by its own nodes in theirs */
+  for (size_t i = 0; i < nu; i++) {
+    lua_rawgeti(L, graphs, s->u[i].graph);
+    const cg_recs *rs = ((const cg_graph *)lua_touserdata(L, -1))->recs;
+    lua_pop(L, 1);
+    record_of(rs, s->u[i].orig, &at[i]);
   }
-  for (size_t i = 1; i < n; i++)
-    for (size_t j = i; j > 0 && at[order[j - 1]] > at[order[j]]; j--) {
-      size_t t = order[j];
-      order[j] = order[j - 1];
-      order[j - 1] = t;
-    }
+  size_t no = 0;
+  place(s, at, temp(L, nu, 1), order, &no, NONE);
+  lua_pop(L, 1);
   float t0 = 0; /* the earliest median start */
-  for (size_t i = 0; timed && i < n; i++) {
-    float m = median(start + i, (size_t)reps, n, work);
+  for (size_t i = 0; timed && i < nu; i++) {
+    float m = median(start + i, (size_t)reps, nu, work);
     if (i == 0 || m < t0) t0 = m;
   }
-  lua_createtable(L, (int)n, 0); /* 9: the nodes */
+  lua_createtable(L, (int)nu, 0); /* 10: the nodes */
   int nodes = lua_gettop(L);
-  for (size_t k = 0; k < n; k++) {
+  size_t *pos = temp(L, nu, sizeof *pos); /* unit -> index in nodes */
+  for (size_t k = 0; k < nu; k++) {
     size_t i = order[k];
-    CUgraphNodeType t;
-    CU(L, ctx, cuGraphNodeGetType, s->nodes[i], &t);
+    const unit *u = &s->u[i];
+    pos[i] = k;
     float us[4];
     if (timed) {
       const float *d = dur + i;
-      us[0] = 1e3f * median(d, (size_t)reps, n, work);
+      us[0] = 1e3f * median(d, (size_t)reps, nu, work);
       us[1] = us[2] = d[0];
       for (size_t q = 1; q < (size_t)reps; q++) {
-        if (d[q * n] < us[1]) us[1] = d[q * n];
-        if (d[q * n] > us[2]) us[2] = d[q * n];
+        if (d[q * nu] < us[1]) us[1] = d[q * nu];
+        if (d[q * nu] > us[2]) us[2] = d[q * nu];
       }
       us[1] *= 1e3f, us[2] *= 1e3f;
-      us[3] = 1e3f * (median(start + i, (size_t)reps, n, work) - t0);
+      us[3] = 1e3f * (median(start + i, (size_t)reps, nu, work) - t0);
     }
     double count = 0;
-    if (timed && sim) count = median_count(ins + i, (size_t)reps, n, insw);
-    push_node(L, r, at[i] == (size_t)-1 ? NULL : &r->v[at[i]], s->nodes[i],
-              t, k, i, timed ? us : NULL, timed && sim ? &count : NULL);
+    if (timed && sim) count = median_count(ins + i, (size_t)reps, nu, insw);
+    lua_rawgeti(L, graphs, u->graph);
+    const cg_recs *rs = ((const cg_graph *)lua_touserdata(L, -1))->recs;
+    lua_pop(L, 1);
+    push_node(L, graphs, u->graph, at[i] == NONE ? NULL : &rs->v[at[i]],
+              u->orig, u->type, k, timed ? us : NULL,
+              timed && sim ? &count : NULL);
+    if (u->parent == NONE) { /* its position in the driver's list, for
+                                g:dot's shading */
+      lua_pushinteger(L, (lua_Integer)i + 1);
+      lua_setfield(L, -2, "node");
+    } else {
+      lua_pushinteger(L, (lua_Integer)pos[u->parent] + 1);
+      lua_setfield(L, -2, "parent");
+      size_t depth = 0;
+      for (size_t q = u->parent; q != NONE; q = s->u[q].parent) depth++;
+      lua_pushinteger(L, (lua_Integer)depth);
+      lua_setfield(L, -2, "depth");
+    }
+    if (u->kids) {
+      lua_Integer kids = 0;
+      for (size_t q = 0; q < nu; q++) kids += s->u[q].parent == i;
+      lua_pushinteger(L, kids);
+      lua_setfield(L, -2, "children");
+    }
     lua_rawseti(L, nodes, (lua_Integer)k + 1);
   }
   if (trace && timed) { /* the last replay, the nodes in their order */
-    float *ts = temp(L, 2 * n, sizeof *ts);
-    size_t last = cells - n;
-    for (size_t k = 0; k < n; k++) {
+    float *ts = temp(L, 2 * nu, sizeof *ts);
+    size_t last = cells - nu;
+    for (size_t k = 0; k < nu; k++) {
       ts[k] = start[last + order[k]];
-      ts[n + k] = dur[last + order[k]];
+      ts[nu + k] = dur[last + order[k]];
     }
-    write_trace(L, nodes, n, ts, ts + n, trace, gr->id);
+    write_trace(L, nodes, nu, ts, ts + nu, trace, gr->id);
     lua_pop(L, 1);
   }
 
