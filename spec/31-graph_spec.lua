@@ -710,6 +710,22 @@ print(y:download()[1])
     os.remove(script)
   end)
 
+  it("gives each rank of a job a file of its own", function()
+    local trace = os.tmpname()
+    local paths = {}
+    for r = 0, 1 do
+      local code, out, script = child("--profile=" .. H.quote(trace .. ".json"),
+                                      "CUGRAPH_LUA_DEVICE=0 CUGRAPH_RANK=" .. r .. " CUGRAPH_WORLD_SIZE=2")
+      assert.equals(0, code, out)
+      paths[r] = trace .. "-rank" .. r .. ".json"
+      assert.matches("written to " .. paths[r]:gsub("%p", "%%%0"), out)
+      assert.equals(8, #events(paths[r]))
+      os.remove(script)
+    end
+    assert.is_nil(io.open(trace .. ".json"))
+    os.remove(paths[0]); os.remove(paths[1]); os.remove(trace)
+  end)
+
   it("puts each call in an NVTX range named by its kernel and Lua line, in captures too", function()
     local log = os.tmpname()
     local code, out, script = child("", "NVTX_INJECTION64_PATH=" .. H.quote(H.build .. "/libnvtx-tool.so")

@@ -20,6 +20,7 @@
 #include <nvtx3/nvToolsExt.h>
 #pragma GCC diagnostic pop
 #include "base/base.h"
+#include "base/world.h"
 
 enum { CG_TRACE_PENDING = 1 << 16, CG_TRACE_MAX = 1 << 22, CG_TRACE_REFS = 16 };
 
@@ -59,21 +60,24 @@ static void release_event(lua_State *L, cg_ctx *ctx, CUevent e) {
   if (e) cg_release(L, ctx, CG_H_EVENT, h);
 }
 
-/* The first call of a process's first state writes path; the k-th state
-   opened after it writes path with "-k" before its extension. */
+/* The path a state's trace goes to: path for a process's first state, with
+   "-k" before its extension for the k-th state opened after it, and
+   "-rank<r>" before that in a job of several ranks (cuda.world). */
 static char *claim_path(const char *path) {
   static atomic_uint states;
   unsigned k = atomic_fetch_add(&states, 1);
+  cg_world w;
+  char err[8], tag[48] = "";
+  if (cg_world_read(&w, 1, err, sizeof err) == 0 && w.size > 1)
+    snprintf(tag, sizeof tag, "-rank%d", w.rank);
+  if (k) snprintf(tag + strlen(tag), sizeof tag - strlen(tag), "-%u", k);
   size_t len = strlen(path);
-  char *p = malloc(len + 16);
+  char *p = malloc(len + sizeof tag);
   if (!p) return NULL;
-  if (k == 0) {
-    memcpy(p, path, len + 1);
-    return p;
-  }
   const char *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
-  size_t stem = dot && (!slash || dot > slash) ? (size_t)(dot - path) : len;
-  snprintf(p, len + 16, "%.*s-%u%s", (int)stem, path, k, path + stem);
+  size_t stem = dot && dot != path && (!slash || dot > slash + 1)
+                    ? (size_t)(dot - path) : len;
+  snprintf(p, len + sizeof tag, "%.*s%s%s", (int)stem, path, tag, path + stem);
   return p;
 }
 
