@@ -210,6 +210,21 @@ static void add_kids(lua_State *L, scratch *s, int graphs, size_t p) {
   lua_pop(L, 1);
 }
 
+/* A unit for each node of the graph, in the driver's order. */
+static void top_units(lua_State *L, scratch *s, cg_graph *gr) {
+  size_t n = 0;
+  CU(L, s->ctx, cuGraphGetNodes, gr->g, NULL, &n);
+  CUgraphNode *v = temp(L, n, sizeof *v);
+  if (n) CU(L, s->ctx, cuGraphGetNodes, gr->g, v, &n);
+  for (size_t i = 0; i < n; i++) {
+    unit *u = add_unit(L, s);
+    u->orig = v[i];
+    u->graph = 1;
+    CU(L, s->ctx, cuGraphNodeGetType, v[i], &u->type);
+  }
+  lua_pop(L, 1);
+}
+
 /* The copy, and a unit for each of its nodes and, recursively, of those
    of its child graphs: the graph's nodes first, in the driver's order. */
 static void copy_units(lua_State *L, scratch *s, cg_graph *gr, int graphs) {
@@ -220,18 +235,9 @@ static void copy_units(lua_State *L, scratch *s, cg_graph *gr, int graphs) {
     luaL_error(L, "g:profile: the driver cannot copy graphs and add event "
                "nodes (CUDA 12.3 or later)");
   CU(L, ctx, cuGraphClone, &s->copy, gr->g);
-  size_t n = 0;
-  CU(L, ctx, cuGraphGetNodes, gr->g, NULL, &n);
-  CUgraphNode *v = temp(L, n, sizeof *v);
-  if (n) CU(L, ctx, cuGraphGetNodes, gr->g, v, &n);
-  for (size_t i = 0; i < n; i++) {
-    unit *u = add_unit(L, s);
-    u->orig = v[i];
-    u->graph = 1;
-    CU(L, ctx, cuGraphNodeFindInClone, &u->copy, v[i], s->copy);
-    CU(L, ctx, cuGraphNodeGetType, v[i], &u->type);
-  }
-  lua_pop(L, 1);
+  top_units(L, s, gr);
+  for (size_t i = 0; i < s->nu; i++)
+    CU(L, ctx, cuGraphNodeFindInClone, &s->u[i].copy, s->u[i].orig, s->copy);
   for (size_t i = 0; i < s->nu; i++) /* s->nu grows */
     if (s->u[i].type == CU_GRAPH_NODE_TYPE_GRAPH) add_kids(L, s, graphs, i);
 }
@@ -600,19 +606,8 @@ static int graph_profile(lua_State *L) {
   lua_rawseti(L, graphs, 1);
   size_t n = 0; /* the graph's own nodes: units 0 .. n - 1 */
   CU(L, ctx, cuGraphGetNodes, gr->g, NULL, &n);
-  if (copyable && n) {
-    copy_units(L, s, gr, graphs);
-  } else { /* units without a copy: for their kinds */
-    CUgraphNode *v = temp(L, n, sizeof *v);
-    if (n) CU(L, ctx, cuGraphGetNodes, gr->g, v, &n);
-    for (size_t i = 0; i < n; i++) {
-      unit *u = add_unit(L, s);
-      u->orig = v[i];
-      u->graph = 1;
-      CU(L, ctx, cuGraphNodeGetType, v[i], &u->type);
-    }
-    lua_pop(L, 1);
-  }
+  if (copyable && n) copy_units(L, s, gr, graphs);
+  else top_units(L, s, gr); /* without a copy: for their kinds */
   size_t nu = s->nu;
   int timed = copyable && n;
   s->ev = alloc(L, (timed ? 2 * nu : 0) + 2, sizeof *s->ev);
