@@ -46,6 +46,33 @@ describe("devices", function()
     cuda.enable_peer_access(0, 0) -- one device: nothing to do
   end)
 
+  it("traces the calls of two devices into one profile, each under its device", function()
+    if not two_devices() then return pending("needs two devices") end
+    local trace = os.tmpname()
+    local out = run2([[
+      local m0, s0 = cuda.load_module(PTX), cuda.stream()
+      local x0 = cuda.buffer("i32", 64):fill(0)
+      local m1, s1, x1 = cuda.on(1, function()
+        return cuda.load_module(PTX), cuda.stream(), cuda.buffer("i32", 64):fill(0)
+      end)
+      for _ = 1, 3 do -- each call's events on its own device
+        m1.inc_i32:launch(s1, 1, 64, x1, 64)
+        s1:synchronize()
+        m0.inc_i32:launch(s0, 1, 64, x0, 64)
+        s0:synchronize()
+      end
+      assert(x0:download()[1] == 3 and x1:download()[1] == 3)
+    ]], "CUGRAPH_LUA_PROFILE=" .. H.quote(trace))
+    assert.matches("profile of 10 calls written", out)
+    local per = { [0] = 0, [1] = 0 }
+    for line in io.lines(trace) do
+      local pid = line:match('"ph": "X".-"pid": (%d+)')
+      if pid then per[tonumber(pid)] = per[tonumber(pid)] + 1 end
+    end
+    assert.same({ [0] = 5, [1] = 5 }, per) -- a fill, three launches, a download each
+    os.remove(trace)
+  end)
+
   it("puts objects on the device cuda.on names, and refuses mixed work", function()
     if not two_devices() then return pending("needs two devices") end
     run2([[

@@ -168,6 +168,7 @@ int cg_trace_begin_(lua_State *L, cg_ctx *ctx, CUstream s, const char *what,
       cs != CU_STREAM_CAPTURE_STATUS_NONE)
     return tok; /* captured by another state */
   read_done(L, t, 0);
+  cg_current(L, ctx); /* read_done made each record's device current */
   if (t->n - t->read >= CG_TRACE_PENDING || t->n >= CG_TRACE_MAX) {
     t->dropped++;
     return tok;
