@@ -233,8 +233,6 @@ void cg_gate_leave(cg_ctx *ctx);
 /* Turns the trace on for a new state when CUGRAPH_LUA_PROFILE names a file
    or an NVTX tool is attached (NVTX_INJECTION64_PATH). */
 void cg_trace_open(cg_ctx *root);
-/* The file the state's trace goes to, or NULL. */
-const char *cg_trace_path(const cg_ctx *ctx);
 int cg_trace_begin_(lua_State *L, cg_ctx *ctx, CUstream s, const char *what,
                     const char *name);
 void cg_trace_end_(lua_State *L, cg_ctx *ctx, int tok);

@@ -96,11 +96,6 @@ void cg_trace_open(cg_ctx *root) {
   cg_at_close(root, trace_close);
 }
 
-const char *cg_trace_path(const cg_ctx *ctx) {
-  const cg_trace *t = ctx->root->trace;
-  return t ? t->path : NULL;
-}
-
 /* file:line of the nearest Lua function calling in, into buf */
 static void where(lua_State *L, char *buf, size_t size) {
   lua_Debug ar;

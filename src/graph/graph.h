@@ -120,6 +120,13 @@ void node_open(lua_State *L);
 void rebind_open(lua_State *L);
 void dot_open(lua_State *L);
 void profile_open(lua_State *L);
+/* profile_report.c: the lines array of g:profile's nodes array at idx
+   {source, line, us, nodes}, the most time first, pushed; and the replay
+   whose starts and times (ms, in the nodes' order) are given, as a Chrome
+   trace at path. */
+void cg_profile_lines(lua_State *L, int nodes);
+void cg_profile_trace(lua_State *L, int nodes, size_t n, const double *start,
+                      const double *dur, const char *path, unsigned id);
 /* "kernel", "memcpy", ...: a node type as g:dot and g:profile name it */
 const char *cg_node_type_name(CUgraphNodeType t);
 void memory_open(lua_State *L); /* g:memory, cuda.memory().graphs */

@@ -15,8 +15,6 @@
    copy, gives the time of its replays only; one whose nodes allocate
    memory is refused. */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "graph/graph.h"
@@ -88,26 +86,13 @@ static void setnum(lua_State *L, const char *k, double v) {
   lua_setfield(L, -2, k);
 }
 
-static int cmp_float(const void *a, const void *b) {
-  float x = *(const float *)a, y = *(const float *)b;
-  return (x > y) - (x < y);
-}
-
-/* The median of v[0], v[stride], ... (n of them), in ms; tmp: room for n */
-static float median(const float *v, size_t n, size_t stride, float *tmp) {
-  for (size_t i = 0; i < n; i++) tmp[i] = v[i * stride];
-  qsort(tmp, n, sizeof *tmp, cmp_float);
-  return n % 2 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
-}
-
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
 }
 
-/* The same for counts: v[0], v[stride], ... */
-static double median_count(const double *v, size_t n, size_t stride,
-                           double *tmp) {
+/* The median of v[0], v[stride], ... (n of them); tmp: room for n */
+static double median(const double *v, size_t n, size_t stride, double *tmp) {
   for (size_t i = 0; i < n; i++) tmp[i] = v[i * stride];
   qsort(tmp, n, sizeof *tmp, cmp_double);
   return n % 2 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
@@ -351,7 +336,7 @@ static const cg_rec *record_of(const cg_recs *r, CUgraphNode v, size_t *at) {
    its graph in graphs */
 static void push_node(lua_State *L, int graphs, int gi, const cg_rec *e,
                       CUgraphNode v, CUgraphNodeType t, size_t k,
-                      const float *us, const double *ins) {
+                      const double *us, const double *ins) {
   lua_rawgeti(L, graphs, gi);
   const cg_recs *r = ((const cg_graph *)lua_touserdata(L, -1))->recs;
   lua_pop(L, 1);
@@ -396,144 +381,6 @@ static void push_node(lua_State *L, int graphs, int gi, const cg_rec *e,
     lua_pushboolean(L, 0);
     lua_setfield(L, -2, "enabled");
   }
-}
-
-/* The lines array from the nodes array at idx: {source, line, us, nodes},
-   the most time first; nodes with no line count under source "?". */
-static void push_lines(lua_State *L, int nodes) {
-  lua_newtable(L); /* by "source:line" */
-  int by = lua_gettop(L);
-  lua_newtable(L); /* the array */
-  int arr = by + 1, n = 0;
-  for (lua_Integer i = 1; lua_rawgeti(L, nodes, i) == LUA_TTABLE; i++) {
-    if (lua_getfield(L, -1, "children") != LUA_TNIL) { /* its nodes count */
-      lua_pop(L, 2);
-      continue;
-    }
-    lua_pop(L, 1);
-    lua_getfield(L, -1, "source");
-    lua_getfield(L, -2, "line");
-    lua_getfield(L, -3, "us");
-    double us = lua_tonumber(L, -1);
-    lua_getfield(L, -4, "instructions");
-    lua_Integer ins = lua_tointeger(L, -1);
-    int counted = lua_isinteger(L, -1);
-    lua_pop(L, 1);
-    const char *src = lua_isstring(L, -3) ? lua_tostring(L, -3) : "?";
-    lua_Integer line = lua_tointeger(L, -2);
-    lua_pushfstring(L, "%s:%I", src, (LUAI_UACINT)line);
-    if (lua_rawget(L, by) != LUA_TTABLE) {
-      lua_pop(L, 1);
-      lua_createtable(L, 0, 4);
-      lua_pushstring(L, src);
-      lua_setfield(L, -2, "source");
-      lua_pushinteger(L, line);
-      lua_setfield(L, -2, "line");
-      setnum(L, "us", 0);
-      lua_pushinteger(L, 0);
-      lua_setfield(L, -2, "nodes");
-      lua_pushfstring(L, "%s:%I", src, (LUAI_UACINT)line);
-      lua_pushvalue(L, -2);
-      lua_rawset(L, by);
-      lua_pushvalue(L, -1);
-      lua_rawseti(L, arr, ++n);
-    }
-    lua_getfield(L, -1, "us");
-    double sum = lua_tonumber(L, -1) + us;
-    lua_pop(L, 1);
-    setnum(L, "us", sum);
-    lua_getfield(L, -1, "nodes");
-    lua_Integer count = lua_tointeger(L, -1) + 1;
-    lua_pop(L, 1);
-    lua_pushinteger(L, count);
-    lua_setfield(L, -2, "nodes");
-    if (counted) {
-      lua_getfield(L, -1, "instructions");
-      lua_Integer sum_ins = lua_tointeger(L, -1) + ins;
-      lua_pop(L, 1);
-      lua_pushinteger(L, sum_ins);
-      lua_setfield(L, -2, "instructions");
-    }
-    lua_pop(L, 5); /* entry, us, line, source, node */
-  }
-  lua_pop(L, 1); /* the nil that ended the loop */
-  /* the most time first: insertion sort, a few lines */
-  for (int i = 2; i <= n; i++)
-    for (int j = i; j > 1; j--) {
-      lua_rawgeti(L, arr, j - 1);
-      lua_rawgeti(L, arr, j);
-      lua_getfield(L, -2, "us");
-      lua_getfield(L, -2, "us");
-      int swap = lua_tonumber(L, -1) > lua_tonumber(L, -2);
-      lua_pop(L, 2);
-      if (!swap) {
-        lua_pop(L, 2);
-        break;
-      }
-      lua_rawseti(L, arr, j - 1);
-      lua_rawseti(L, arr, j);
-    }
-  lua_remove(L, by);
-}
-
-/* The last replay of the copy as a Chrome trace (the Trace Event Format,
-   which Perfetto and chrome://tracing read): one complete event per node,
-   on the first row free at its start. */
-static void write_trace(lua_State *L, int nodes, size_t n, const float *start,
-                        const float *dur, const char *path, unsigned id) {
-  FILE *f = fopen(path, "w");
-  if (!f)
-    luaL_error(L, "g:profile: cannot open %s: %s", path, strerror(errno));
-  double *row_end = temp(L, n, sizeof *row_end);
-  unsigned char *placed = temp(L, n, 1);
-  float t0 = 0;
-  for (size_t i = 0; i < n; i++)
-    if (i == 0 || start[i] < t0) t0 = start[i];
-  fprintf(f, "{\"displayTimeUnit\": \"ns\", \"traceEvents\": [\n");
-  fprintf(f, "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, "
-             "\"args\": {\"name\": \"cugraph.Graph #%u\"}}", id);
-  size_t rows = 0;
-  for (size_t k = 0; k < n; k++) {
-    size_t i = n; /* the earliest start not placed yet */
-    for (size_t j = 0; j < n; j++)
-      if (!placed[j] && (i == n || start[j] < start[i])) i = j;
-    placed[i] = 1;
-    double ts = 1e3 * (double)(start[i] - t0), d = 1e3 * (double)dur[i];
-    size_t row = 0;
-    while (row < rows && row_end[row] > ts) row++;
-    if (row == rows) rows++;
-    row_end[row] = ts + d;
-    lua_rawgeti(L, nodes, (lua_Integer)i + 1);
-    lua_getfield(L, -1, "name");
-    lua_getfield(L, -2, "kind");
-    lua_getfield(L, -3, "source");
-    lua_getfield(L, -4, "line");
-    lua_getfield(L, -5, "label");
-    fprintf(f, ",\n{\"name\": ");
-    cg_json_string(f, lua_isstring(L, -5) ? lua_tostring(L, -5)
-                                       : lua_tostring(L, -4));
-    fprintf(f, ", \"cat\": ");
-    cg_json_string(f, lua_tostring(L, -4));
-    fprintf(f, ", \"ph\": \"X\", \"pid\": 1, \"tid\": %zu, \"ts\": %.3f, "
-               "\"dur\": %.3f, \"args\": {\"node\": %zu", row + 1, ts, d,
-            i + 1);
-    if (lua_isstring(L, -3)) {
-      fprintf(f, ", \"line\": ");
-      lua_pushfstring(L, "%s:%d", lua_tostring(L, -3),
-                      (int)lua_tointeger(L, -2));
-      cg_json_string(f, lua_tostring(L, -1));
-      lua_pop(L, 1);
-    }
-    if (lua_isstring(L, -1)) {
-      fprintf(f, ", \"label\": ");
-      cg_json_string(f, lua_tostring(L, -1));
-    }
-    fprintf(f, "}}");
-    lua_pop(L, 6);
-  }
-  fprintf(f, "\n]}\n");
-  lua_pop(L, 2);
-  if (fclose(f) != 0) luaL_error(L, "g:profile: cannot write %s", path);
 }
 
 /* Appends to order the units whose parent is p, by their records'
@@ -614,8 +461,8 @@ static int graph_profile(lua_State *L) {
   for (size_t i = 0; i < (timed ? 2 * nu : 0) + 2; i++, s->nev++)
     CU(L, ctx, cuEventCreate, &s->ev[i], CU_EVENT_DEFAULT);
   size_t cells = (size_t)reps * nu;
-  float *dur = temp(L, 2 * cells, sizeof *dur), *start = dur + cells; /* 6 */
-  float *work = temp(L, (size_t)reps, sizeof *work);                 /* 7 */
+  double *dur = temp(L, 2 * cells, sizeof *dur), *start = dur + cells; /* 6 ms */
+  double *work = temp(L, (size_t)reps, sizeof *work);                 /* 7 */
   int sim = cg_drv.cuSimEventInstructions != NULL; /* counts too */
   double *ins = temp(L, sim ? cells + (size_t)reps : 0, sizeof *ins); /* 8 */
   double *insw = ins + cells;
@@ -637,8 +484,11 @@ static int graph_profile(lua_State *L) {
       cg_wait_stream(L, ctx, st, ctx->root->timeout);
       for (size_t i = 0; i < nu; i++) {
         CUevent e0 = s->ev[s->u[i].first], e1 = s->ev[2 * i + 1];
-        CU(L, ctx, cuEventElapsedTime, &dur[k * nu + i], e0, e1);
-        CU(L, ctx, cuEventElapsedTime, &start[k * nu + i], b, e0);
+        float d = 0, t = 0;
+        CU(L, ctx, cuEventElapsedTime, &d, e0, e1);
+        CU(L, ctx, cuEventElapsedTime, &t, b, e0);
+        dur[k * nu + i] = d;
+        start[k * nu + i] = t;
         unsigned long long c0 = 0, c1 = 0;
         if (sim) {
           CU(L, ctx, cuSimEventInstructions, e0, &c0);
@@ -661,9 +511,9 @@ static int graph_profile(lua_State *L) {
   size_t no = 0;
   place(s, at, temp(L, nu, 1), order, &no, NONE);
   lua_pop(L, 1);
-  float t0 = 0; /* the earliest median start */
+  double t0 = 0; /* the earliest median start */
   for (size_t i = 0; timed && i < nu; i++) {
-    float m = median(start + i, (size_t)reps, nu, work);
+    double m = median(start + i, (size_t)reps, nu, work);
     if (i == 0 || m < t0) t0 = m;
   }
   lua_createtable(L, (int)nu, 0); /* 10: the nodes */
@@ -673,20 +523,20 @@ static int graph_profile(lua_State *L) {
     size_t i = order[k];
     const unit *u = &s->u[i];
     pos[i] = k;
-    float us[4];
+    double us[4];
     if (timed) {
-      const float *d = dur + i;
-      us[0] = 1e3f * median(d, (size_t)reps, nu, work);
+      const double *d = dur + i;
+      us[0] = 1e3 * median(d, (size_t)reps, nu, work);
       us[1] = us[2] = d[0];
       for (size_t q = 1; q < (size_t)reps; q++) {
         if (d[q * nu] < us[1]) us[1] = d[q * nu];
         if (d[q * nu] > us[2]) us[2] = d[q * nu];
       }
-      us[1] *= 1e3f, us[2] *= 1e3f;
-      us[3] = 1e3f * (median(start + i, (size_t)reps, nu, work) - t0);
+      us[1] *= 1e3, us[2] *= 1e3;
+      us[3] = 1e3 * (median(start + i, (size_t)reps, nu, work) - t0);
     }
     double count = 0;
-    if (timed && sim) count = median_count(ins + i, (size_t)reps, nu, insw);
+    if (timed && sim) count = median(ins + i, (size_t)reps, nu, insw);
     lua_rawgeti(L, graphs, u->graph);
     const cg_recs *rs = ((const cg_graph *)lua_touserdata(L, -1))->recs;
     lua_pop(L, 1);
@@ -714,13 +564,13 @@ static int graph_profile(lua_State *L) {
     lua_rawseti(L, nodes, (lua_Integer)k + 1);
   }
   if (trace && timed) { /* the last replay, the nodes in their order */
-    float *ts = temp(L, 2 * nu, sizeof *ts);
+    double *ts = temp(L, 2 * nu, sizeof *ts);
     size_t last = cells - nu;
     for (size_t k = 0; k < nu; k++) {
       ts[k] = start[last + order[k]];
       ts[nu + k] = dur[last + order[k]];
     }
-    write_trace(L, nodes, nu, ts, ts + nu, trace, gr->id);
+    cg_profile_trace(L, nodes, nu, ts, ts + nu, trace, gr->id);
     lua_pop(L, 1);
   }
 
@@ -740,7 +590,7 @@ static int graph_profile(lua_State *L) {
   lua_pushvalue(L, nodes);
   lua_setfield(L, -2, "nodes");
   if (timed) {
-    push_lines(L, nodes);
+    cg_profile_lines(L, nodes);
     lua_setfield(L, -2, "lines");
   }
   if (trace && timed) {
