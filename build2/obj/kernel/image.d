@@ -1,2 +1,0 @@
-build2/obj/kernel/image.o: src/kernel/image.c src/kernel/image.h
-src/kernel/image.h:

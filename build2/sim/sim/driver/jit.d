@@ -1,5 +1,0 @@
-build2/sim/sim/driver/jit.o: sim/driver/jit.c sim/driver/double.h \
- /usr/local/cuda/include/cuda.h sim/ptx/ptx_sim.h
-sim/driver/double.h:
-/usr/local/cuda/include/cuda.h:
-sim/ptx/ptx_sim.h:

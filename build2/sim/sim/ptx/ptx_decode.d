@@ -1,5 +1,0 @@
-build2/sim/sim/ptx/ptx_decode.o: sim/ptx/ptx_decode.c sim/ptx/ptx_dec.h \
- sim/ptx/ptx_int.h sim/ptx/ptx_sim.h
-sim/ptx/ptx_dec.h:
-sim/ptx/ptx_int.h:
-sim/ptx/ptx_sim.h:

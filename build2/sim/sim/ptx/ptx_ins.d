@@ -1,5 +1,0 @@
-build2/sim/sim/ptx/ptx_ins.o: sim/ptx/ptx_ins.c sim/ptx/ptx_dec.h \
- sim/ptx/ptx_int.h sim/ptx/ptx_sim.h
-sim/ptx/ptx_dec.h:
-sim/ptx/ptx_int.h:
-sim/ptx/ptx_sim.h:
