@@ -45,12 +45,14 @@ DRIVER_SRC = $(wildcard sim/driver/*.c)
 TWINS_SRC = $(wildcard spec/support/twins*.c)
 PTX_SRC = $(wildcard sim/ptx/*.c)
 NCCL_SRC = $(wildcard sim/nccl/*.c)
+BLAS_SRC = $(wildcard sim/blas/*.c)
 DOUBLE_OBJS = $(DRIVER_SRC:%.c=$(BUILD)/double/%.o) $(TWINS_SRC:%.c=$(BUILD)/double/%.o)
 SIM_OBJS = $(DRIVER_SRC:%.c=$(BUILD)/sim/%.o) $(PTX_SRC:%.c=$(BUILD)/sim/%.o)
 DOUBLE = $(BUILD)/libcuda-double.so
 SIM = $(BUILD)/libcuda-sim.so
 SIM_CFLAGS ?= -O3 -funroll-loops
 NCCL_DOUBLE = $(BUILD)/libnccl-double.so
+BLAS_DOUBLE = $(BUILD)/libcublas-double.so
 KERNELS = $(BUILD)/kernels.ptx $(BUILD)/kernels.cubin $(BUILD)/kernels.fatbin
 SPEC_ENV = CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) XDG_CACHE_HOME=$(CURDIR)/$(BUILD)/cache
 DEPFLAGS = -MMD -MP
@@ -98,9 +100,14 @@ $(DOUBLE): $(DOUBLE_OBJS)
 
 # The NCCL stand-in: collectives on the software driver's memory, across
 # the ranks of one process or of several (shared memory).
-$(NCCL_DOUBLE): $(NCCL_SRC)
+$(NCCL_DOUBLE): $(NCCL_SRC) sim/halfconv.h sim/standin.h
 	@mkdir -p $(@D)
-	$(CC) $(SIM_BUILD_CFLAGS) -shared -o $@ $^ -pthread -lm -ldl
+	$(CC) $(SIM_BUILD_CFLAGS) -shared -o $@ $(NCCL_SRC) -pthread -lm -ldl
+
+# The cuBLAS stand-in: the calls the runtime makes, computed on the host.
+$(BLAS_DOUBLE): $(BLAS_SRC) sim/halfconv.h sim/standin.h
+	@mkdir -p $(@D)
+	$(CC) $(SIM_BUILD_CFLAGS) -shared -o $@ $(BLAS_SRC) -pthread -lm -ldl
 
 # NVRTC with injected failures, for the fault sweep (spec/60).
 NVRTC_FAULT = $(BUILD)/libnvrtc-fault.so
@@ -187,7 +194,7 @@ $(PTY): spec/support/pty.c
 
 # Everything the specs need, for make test and its kin, and for plain
 # `busted` in a checkout (spec/support/busted-lua makes spec-needs).
-SPEC_NEEDS = all $(DOUBLE) $(NCCL_DOUBLE) $(NVRTC_FAULT) $(NVTX_TOOL) $(KERNELS) \
+SPEC_NEEDS = all $(DOUBLE) $(NCCL_DOUBLE) $(BLAS_DOUBLE) $(NVRTC_FAULT) $(NVTX_TOOL) $(KERNELS) \
   $(SPEC_BINS) $(PTY)
 spec-needs: $(SPEC_NEEDS)
 
@@ -347,12 +354,12 @@ LIBDIR ?= $(PREFIX)/lib
 INCDIR ?= $(PREFIX)/include/cugraph-lua
 TYPES_DIR ?= $(PREFIX)/share/cugraph-lua/types
 
-install: all $(NCCL_DOUBLE)
+install: all $(NCCL_DOUBLE) $(BLAS_DOUBLE)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LUA_CDIR)/cugraph \
 	  $(DESTDIR)$(LUA_LDIR)/cugraph $(DESTDIR)$(INCDIR) \
 	  $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(TYPES_DIR) \
 	  $(DESTDIR)$(SIM_DIR)
-	install -m 755 $(SIM) $(NCCL_DOUBLE) $(DESTDIR)$(SIM_DIR)/
+	install -m 755 $(SIM) $(NCCL_DOUBLE) $(BLAS_DOUBLE) $(DESTDIR)$(SIM_DIR)/
 	install -m 755 $(BUILD)/cugraph-lua $(DESTDIR)$(BINDIR)/
 	install -m 755 $(BUILD)/cugraph/core.so $(DESTDIR)$(LUA_CDIR)/cugraph/
 	install -m 644 lua/cugraph/*.lua $(DESTDIR)$(LUA_LDIR)/cugraph/
@@ -379,7 +386,8 @@ uninstall:
 	  $(DESTDIR)$(LIBDIR)/libcugraph-lua.a $(DESTDIR)$(LIBDIR)/libcugraph-lua.so \
 	  $(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libcugraph-lua.so.$(VERSION) \
 	  $(DESTDIR)$(LIBDIR)/pkgconfig/cugraph-lua.pc \
-	  $(DESTDIR)$(SIM_DIR)/libcuda-sim.so $(DESTDIR)$(SIM_DIR)/libnccl-double.so
+	  $(DESTDIR)$(SIM_DIR)/libcuda-sim.so $(DESTDIR)$(SIM_DIR)/libnccl-double.so \
+	  $(DESTDIR)$(SIM_DIR)/libcublas-double.so
 	-rmdir $(DESTDIR)$(LUA_CDIR)/cugraph $(DESTDIR)$(LUA_LDIR)/cugraph $(DESTDIR)$(SIM_DIR) \
 	  $(DESTDIR)$(TYPES_DIR) $(DESTDIR)$(PREFIX)/share/cugraph-lua $(DESTDIR)$(INCDIR) 2>/dev/null
 

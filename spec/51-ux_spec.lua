@@ -341,6 +341,7 @@ local api_types = {
   Rng = { section = "Random numbers", as = { "r" } },
   Elementwise = { section = "Elementwise kernels", as = { "ew" } },
   Reduction = { section = "Reductions", as = { "red" } },
+  Blas = { section = "Matrix products (cuBLAS)", as = { "blas" } },
 }
 
 describe("annotations and docs", function()
@@ -353,7 +354,8 @@ describe("annotations and docs", function()
                     Condition = cuda.condition(1), HostBuffer = cuda.host_buffer("f32", 4),
                     Comm = cuda.comm_world(), DLTensor = b:dlpack(), Rng = cuda.rng(1),
                     Elementwise = cuda.elementwise("f32 x -> f32 y", "y = x"),
-                    Reduction = cuda.reduction { input = "f32 x", reduce = "a + b", identity = 0 } }
+                    Reduction = cuda.reduction { input = "f32 x", reduce = "a + b", identity = 0 },
+                    Blas = cuda.blas() }
   local api = read("docs/api.md")
   -- the methods of each type, from its metatable (a GL resource needs a GL
   -- context to exist: its metatable is the registry's)

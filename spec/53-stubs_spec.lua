@@ -65,7 +65,7 @@ local ALIASES = aliases("types/cugraph.lua")
 local OBJECTS = {
   Stream = true, Event = true, Buffer = true, Scalar = true, Module = true, Kernel = true,
   Graph = true, Node = true, Condition = true, HostBuffer = true, Comm = true, GLResource = true,
-  DLTensor = true, Rng = true, Elementwise = true, Reduction = true,
+  DLTensor = true, Rng = true, Elementwise = true, Reduction = true, Blas = true,
 }
 
 -- Whether v is of the annotated type t (a LuaCATS type, as the stubs write them).
@@ -234,6 +234,19 @@ local recipes = {
   ["Comm:size"] = function(F) return F.comm end,
   ["Comm:free"] = function() return cuda.comm_world() end,
   ["Comm:close"] = function() return cuda.comm_world() end,
+  ["Blas:gemm"] = function(F)
+    return F.blas, F.buf(), F.buf(), F.buf(), { m = 2, n = 2, k = 2, alpha = 2, beta = 1 }, F.s
+  end,
+  ["Blas:gemv"] = function(F) return F.blas, F.buf(), F.buf(2), F.buf(2), { m = 2, n = 2 }, F.s end,
+  ["Blas:axpy"] = function(F) return F.blas, 2, F.buf(), F.buf(), { n = 4 }, F.s end,
+  ["Blas:dot"] = function(F) return F.blas, F.buf(), F.buf(), cuda.scalar("f32"), { n = 4 }, F.s end,
+  ["Blas:nrm2"] = function(F) return F.blas, F.buf(), F.buf(1), { n = 4 }, F.s end,
+  ["Blas:workspace"] = function(F) return F.blas end,
+  ["Blas:free"] = function() return cuda.blas() end,
+  ["Blas:close"] = function() return cuda.blas() end,
+  ["cuda.blas"] = function(F) return F.s, { workspace = 1 << 20 } end,
+  ["cuda.blas@overload"] = function() return { workspace = 0 } end,
+  ["cuda.blas_version"] = function() end,
   ["cuda.condition"] = function() return 1 end,
   ["cuda.watch"] = function(F) return F.tmp, function() end end,
   ["cuda.device"] = function() return 0 end,
@@ -353,6 +366,7 @@ describe("types/cugraph.lua against the runtime", function()
     F.npy = os.tmpname() .. ".npy"
     F.buf(4):save(F.npy, { 2, 2 })
     F.comm = cuda.comm_world()
+    F.blas = cuda.blas()
     if H.gpu or H.sim then
       F.global = cuda.compile('__device__ int g; extern "C" __global__ void k() { g = 1; }',
                               { arch = H.gpu and nil or "sm_90" })

@@ -337,6 +337,68 @@ function Comm:size() end
 function Comm:free() end
 function Comm:close() end
 
+---A cuBLAS handle of one device, with its own workspace; matrices are column-major.
+---@class cugraph.Blas
+local Blas = {}
+---@class cugraph.GemmShape
+---@field m integer rows of op(a) and c
+---@field n integer columns of op(b) and c
+---@field k integer columns of op(a), rows of op(b)
+---@field transa? boolean op(a) = a transposed
+---@field transb? boolean
+---@field lda? integer default: rows of a as stored
+---@field ldb? integer
+---@field ldc? integer default m
+---@field alpha? number|cugraph.Scalar default 1; a Scalar is read when the call runs
+---@field beta? number|cugraph.Scalar default 0
+---@field tf32? boolean f32 inputs rounded to TF32 (tensor cores)
+---@field batch? integer products of a strided batch (default 1)
+---@field stride_a? integer elements between a batch's matrices (default: packed)
+---@field stride_b? integer
+---@field stride_c? integer
+
+---c = alpha op(a) op(b) + beta c (cublasGemmEx; batch > 1: cublasGemmStridedBatchedEx).
+---@param a cugraph.Buffer f32, f64, f16 or bf16
+---@param b cugraph.Buffer of a's type
+---@param c cugraph.Buffer of a's type
+---@param shape cugraph.GemmShape
+---@param stream? cugraph.Stream default: the handle's
+function Blas:gemm(a, b, c, shape, stream) end
+---y = alpha op(a) x + beta y, a m x n (cublasSgemv, cublasDgemv).
+---@param a cugraph.Buffer f32 or f64
+---@param x cugraph.Buffer
+---@param y cugraph.Buffer
+---@param shape {m: integer, n: integer, trans?: boolean, lda?: integer, alpha?: number|cugraph.Scalar, beta?: number|cugraph.Scalar, incx?: integer, incy?: integer}
+---@param stream? cugraph.Stream
+function Blas:gemv(a, x, y, shape, stream) end
+---y = alpha x + y.
+---@param alpha number|cugraph.Scalar
+---@param x cugraph.Buffer f32 or f64
+---@param y cugraph.Buffer
+---@param opts? {n?: integer, incx?: integer, incy?: integer}
+---@param stream? cugraph.Stream
+function Blas:axpy(alpha, x, y, opts, stream) end
+---The dot product x . y: written to result (device memory, capturable), or returned.
+---@param x cugraph.Buffer f32 or f64
+---@param y cugraph.Buffer
+---@param result? cugraph.Buffer|cugraph.Scalar its first element
+---@param opts? {n?: integer, incx?: integer, incy?: integer}
+---@param stream? cugraph.Stream
+---@return number? value without a result
+function Blas:dot(x, y, result, opts, stream) end
+---The Euclidean norm of x: written to result, or returned.
+---@param x cugraph.Buffer f32 or f64
+---@param result? cugraph.Buffer|cugraph.Scalar
+---@param opts? {n?: integer, incx?: integer}
+---@param stream? cugraph.Stream
+---@return number? value without a result
+function Blas:nrm2(x, result, opts, stream) end
+---@return integer bytes of the handle's workspace
+function Blas:workspace() end
+---Destroys the handle and frees its workspace; refused while a live graph captured it.
+function Blas:free() end
+function Blas:close() end
+
 ---@class cugraph.HostBuffer
 ---@operator len: integer
 ---@field [integer] number element i, 0-based (h[0] .. h[#h - 1])
@@ -646,6 +708,14 @@ function cuda.comm(id, nranks, rank) end
 function cuda.comms(devices) end
 ---@return cugraph.Comm
 function cuda.comm_world() end
+---A cuBLAS handle on the current device (cuBLAS loaded on first use; CUGRAPH_LUA_LIBCUBLAS names it).
+---@param stream? cugraph.Stream where its calls run unless they name one (default: the device's, complete on return)
+---@param opts? {workspace?: integer} bytes (default 32 MiB on Hopper and later, 4 MiB before)
+---@return cugraph.Blas
+---@overload fun(opts: {workspace?: integer}): cugraph.Blas
+function cuda.blas(stream, opts) end
+---@return integer version cuBLAS's, major * 10000 + minor * 100 + patch
+function cuda.blas_version() end
 ---@param fn fun(...): ...
 ---@param ... any passed to fn
 ---@return any ... fn's results

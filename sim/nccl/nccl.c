@@ -3,6 +3,7 @@
    stand-in is: nccl_int.h. */
 #define _GNU_SOURCE
 #include "nccl_int.h"
+#include "standin.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -54,14 +55,14 @@ static ncclResult_t fail(ncclResult_t r, const char *msg) {
   return r;
 }
 
-static struct { const char *name; unsigned long calls; } counts[32];
+static standin_calls counts = { PTHREAD_MUTEX_INITIALIZER, {{0, 0}} };
 static int tracing;
 
 static void write_trace(void) {
   FILE *f = fopen(getenv("NCCL_DOUBLE_TRACE"), "w");
   if (!f) return;
-  for (int i = 0; i < 32 && counts[i].name; i++)
-    fprintf(f, "%s %lu\n", counts[i].name, counts[i].calls);
+  for (int i = 0; i < 32 && counts.at[i].name; i++)
+    fprintf(f, "%s %lu\n", counts.at[i].name, counts.at[i].calls);
   fclose(f);
 }
 
@@ -74,25 +75,11 @@ static ncclResult_t injected(const char *name) {
     tracing = 1;
     atexit(write_trace);
   }
-  int i = 0;
-  while (i < 32 && counts[i].name && strcmp(counts[i].name, name)) i++;
-  unsigned long n = 0;
-  if (i < 32) {
-    counts[i].name = name;
-    n = ++counts[i].calls;
-  }
   pthread_mutex_unlock(&lock);
-  const char *spec = getenv("NCCL_DOUBLE_FAULT");
-  if (!spec || !*spec) return ncclSuccess;
-  size_t len = strlen(name);
-  for (const char *p = spec; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
-    unsigned long at;
-    int code;
-    if (!strncmp(p, name, len) && p[len] == ':' &&
-        sscanf(p + len + 1, "%lu:%d", &at, &code) == 2 && at == n)
-      return fail((ncclResult_t)code, "injected by NCCL_DOUBLE_FAULT");
-  }
-  return ncclSuccess;
+  int code = standin_fault("NCCL_DOUBLE_FAULT", name,
+                           standin_count(&counts, name));
+  return code ? fail((ncclResult_t)code, "injected by NCCL_DOUBLE_FAULT")
+              : ncclSuccess;
 }
 
 #define ENTRY(name) do { \
@@ -102,21 +89,10 @@ static ncclResult_t injected(const char *name) {
 
 /* -- the driver double's capture --------------------------------------- */
 
-typedef CUresult (*is_capturing_fn)(CUstream, CUstreamCaptureStatus *);
-typedef CUresult (*host_func_fn)(CUstream, CUhostFn, void *);
-static is_capturing_fn is_capturing;
-static host_func_fn launch_host;
+static standin_capturing_fn is_capturing;
+static standin_host_fn launch_host;
 
-static void find_driver(void) {
-  const char *name = getenv("CUGRAPH_LUA_LIBCUDA");
-  void *lib = dlopen(name && *name ? name : "libcuda.so.1",
-                     RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-  if (!lib) return;
-  void *p = dlsym(lib, "cuStreamIsCapturing");
-  memcpy(&is_capturing, &p, sizeof p);
-  p = dlsym(lib, "cuLaunchHostFunc");
-  memcpy(&launch_host, &p, sizeof p);
-}
+static void find_driver(void) { standin_driver(&is_capturing, &launch_host); }
 
 static void host_node(void *p) {
   if (ranks_run(p))

@@ -98,6 +98,15 @@ void *cg_driver_symbol(const char *name) {
   return h ? dlsym(h, name) : NULL;
 }
 
+int cg_driver_standin(const char *sym, char *out, size_t n) {
+  const char *const *file = cg_driver_symbol(sym);
+  char dir[CG_PATHLEN / 2];
+  if (!file || !cg_library_dir(cg_driver_handle(), sym, dir, sizeof dir))
+    return 0;
+  snprintf(out, n, "%s/%.200s", dir, *file);
+  return 1;
+}
+
 CUresult cg_memset_value(CUdeviceptr p, uint64_t bits, unsigned size,
                          CUstream s, const char **api) {
   uint32_t w[2];

@@ -93,6 +93,10 @@ int cg_simulator_paths(char paths[][CG_PATHLEN], int max);
    beyond the API (the software driver's own), or NULL. */
 void *cg_driver_handle(void);
 void *cg_driver_symbol(const char *name);
+/* With the software driver, the path of a library's stand-in beside it:
+   the file its symbol sym (a const char *const) names, in the driver's
+   folder. 0 when the driver has no such symbol. */
+int cg_driver_standin(const char *sym, char *out, size_t n);
 
 /* Writes the size low bytes of bits at p on stream s, as memsets (no host
    memory stays in flight): how a DeviceScalar's value reaches the device.

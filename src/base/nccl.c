@@ -11,13 +11,7 @@ cg_nccl_table cg_nccl;
 /* With the software driver, its NCCL stand-in (named by the driver's
    cugraph_nccl_standin, in the driver's folder) comes first. */
 static int candidates(char paths[][CG_PATHLEN], int max) {
-  int n = 0;
-  char dir[CG_PATHLEN / 2];
-  const char *const *standin = cg_driver_symbol("cugraph_nccl_standin");
-  if (standin && n < max &&
-      cg_library_dir(cg_driver_handle(), "cugraph_nccl_standin", dir,
-                     sizeof dir))
-    snprintf(paths[n++], CG_PATHLEN, "%s/%.200s", dir, *standin);
+  int n = cg_driver_standin("cugraph_nccl_standin", paths[0], CG_PATHLEN);
   if (n < max) snprintf(paths[n++], CG_PATHLEN, "libnccl.so.2");
   return n;
 }

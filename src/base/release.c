@@ -11,6 +11,7 @@
 #include <string.h>
 #include "base/base.h"
 #include "base/nccl.h"
+#include "base/blas.h"
 #include "cugraph.h"
 
 /* What each object kind holds in cg_obj.drv, and whether a C graph made
@@ -31,13 +32,13 @@ static const struct {
   [CG_GRAPH] = { CG_H_EXEC, 0 },      [CG_GLRESOURCE] = { CG_H_GLRES, 0 },
   [CG_CONDITION] = { CG_H_MEM, 1 },   [CG_HOSTBUF] = { CG_H_HOST, 1 },
   [CG_NODE] = { CG_H_NONE, 0 },       [CG_COMM] = { CG_H_COMM, 1 },
-  [CG_DLTENSOR] = { CG_H_DLPACK, 1 },
+  [CG_DLTENSOR] = { CG_H_DLPACK, 1 }, [CG_BLAS] = { CG_H_BLAS, 1 },
 };
 
 static const char *const destroy_api[CG_H_NKINDS] = {
   "", "cuMemFree", "cuMemFreeHost", "cuModuleUnload", "cuStreamDestroy",
   "cuEventDestroy", "cuGraphDestroy", "cuGraphExecDestroy",
-  "cuGraphicsUnregisterResource", "ncclCommDestroy", "DLPack deleter"
+  "cuGraphicsUnregisterResource", "ncclCommDestroy", "DLPack deleter", "cublasDestroy"
 };
 
 cg_hkind cg_hkind_of(cg_kind k) { return (cg_hkind)kinds[k].hk; }
@@ -69,6 +70,13 @@ static int destroy(cg_hkind hk, cg_handle h, int poisoned, const char **api) {
   case CG_H_EXEC: return cg_drv.cuGraphExecDestroy(h.exec);
   case CG_H_GLRES: return cg_drv.cuGraphicsUnregisterResource(h.res);
   case CG_H_DLPACK: dlpack_delete(h.dlpack); return 0;
+  case CG_H_BLAS: { /* the handle first: it may use its workspace */
+    if (!cg_blas_load()) cg_cublas.cublasDestroy_v2(h.blas->handle);
+    CUresult r = cg_drv.cuMemFree(h.blas->mem);
+    free(h.blas);
+    *api = "cuMemFree";
+    return r;
+  }
   case CG_H_COMM:
     if (cg_nccl_load()) return 0; /* none was made without NCCL */
     if (poisoned) *api = "ncclCommAbort";

@@ -1,0 +1,83 @@
+/* What the library stand-ins (sim/nccl, sim/blas) need of the software
+   driver that loaded them: its capture test and host nodes, found in the
+   process by the symbol only the software driver exports (it may have been
+   opened by path, under any name, with RTLD_LOCAL). */
+#ifndef SIM_STANDIN_H
+#define SIM_STANDIN_H
+
+#include <cuda.h>
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Calls counted per entry point: for a trace, and for the faults armed
+   for the n-th call. */
+typedef struct standin_calls {
+  pthread_mutex_t lock;
+  struct { const char *name; unsigned long calls; } at[32];
+} standin_calls;
+
+/* Counts one call of name; returns how many there were. */
+static inline unsigned long standin_count(standin_calls *t, const char *name) {
+  pthread_mutex_lock(&t->lock);
+  int i = 0;
+  while (i < 32 && t->at[i].name && strcmp(t->at[i].name, name)) i++;
+  unsigned long n = 0;
+  if (i < 32) {
+    t->at[i].name = name;
+    n = ++t->at[i].calls;
+  }
+  pthread_mutex_unlock(&t->lock);
+  return n;
+}
+
+/* The code the n-th call of name fails with under the variable var
+   ("name:n:code[,...]"), or 0. */
+static inline int standin_fault(const char *var, const char *name,
+                                unsigned long n) {
+  const char *spec = getenv(var);
+  size_t len = strlen(name);
+  for (const char *p = spec; p && *p;
+       p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+    unsigned long at;
+    int code;
+    if (!strncmp(p, name, len) && p[len] == ':' &&
+        sscanf(p + len + 1, "%lu:%d", &at, &code) == 2 && at == n)
+      return code;
+  }
+  return 0;
+}
+
+typedef CUresult (*standin_capturing_fn)(CUstream, CUstreamCaptureStatus *);
+typedef CUresult (*standin_host_fn)(CUstream, CUhostFn, void *);
+
+static int standin_find(struct dl_phdr_info *info, size_t size, void *out) {
+  (void)size;
+  if (!info->dlpi_name || !*info->dlpi_name) return 0;
+  void *lib = dlopen(info->dlpi_name, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+  if (!lib) return 0;
+  if (dlsym(lib, "cugraph_nccl_standin")) {
+    *(void **)out = lib;
+    return 1;
+  }
+  dlclose(lib);
+  return 0;
+}
+
+/* The software driver's cuStreamIsCapturing and cuLaunchHostFunc; left
+   NULL when no software driver is loaded. */
+static void standin_driver(standin_capturing_fn *capturing,
+                           standin_host_fn *host) {
+  void *lib = NULL;
+  dl_iterate_phdr(standin_find, &lib);
+  if (!lib) return;
+  void *p = dlsym(lib, "cuStreamIsCapturing");
+  memcpy(capturing, &p, sizeof p);
+  p = dlsym(lib, "cuLaunchHostFunc");
+  memcpy(host, &p, sizeof p);
+}
+
+#endif
