@@ -46,6 +46,7 @@ TWINS_SRC = $(wildcard spec/support/twins*.c)
 PTX_SRC = $(wildcard sim/ptx/*.c)
 NCCL_SRC = $(wildcard sim/nccl/*.c)
 BLAS_SRC = $(wildcard sim/blas/*.c)
+FFT_SRC = $(wildcard sim/fft/*.c)
 DOUBLE_OBJS = $(DRIVER_SRC:%.c=$(BUILD)/double/%.o) $(TWINS_SRC:%.c=$(BUILD)/double/%.o)
 SIM_OBJS = $(DRIVER_SRC:%.c=$(BUILD)/sim/%.o) $(PTX_SRC:%.c=$(BUILD)/sim/%.o)
 DOUBLE = $(BUILD)/libcuda-double.so
@@ -53,6 +54,7 @@ SIM = $(BUILD)/libcuda-sim.so
 SIM_CFLAGS ?= -O3 -funroll-loops
 NCCL_DOUBLE = $(BUILD)/libnccl-double.so
 BLAS_DOUBLE = $(BUILD)/libcublas-double.so
+FFT_DOUBLE = $(BUILD)/libcufft-double.so
 KERNELS = $(BUILD)/kernels.ptx $(BUILD)/kernels.cubin $(BUILD)/kernels.fatbin
 SPEC_ENV = CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) XDG_CACHE_HOME=$(CURDIR)/$(BUILD)/cache
 DEPFLAGS = -MMD -MP
@@ -108,6 +110,11 @@ $(NCCL_DOUBLE): $(NCCL_SRC) sim/halfconv.h sim/standin.h
 $(BLAS_DOUBLE): $(BLAS_SRC) sim/halfconv.h sim/standin.h
 	@mkdir -p $(@D)
 	$(CC) $(SIM_BUILD_CFLAGS) -shared -o $@ $(BLAS_SRC) -pthread -lm -ldl
+
+# The cuFFT stand-in: direct DFTs on the host.
+$(FFT_DOUBLE): $(FFT_SRC) sim/standin.h
+	@mkdir -p $(@D)
+	$(CC) $(SIM_BUILD_CFLAGS) -shared -o $@ $(FFT_SRC) -pthread -lm -ldl
 
 # NVRTC with injected failures, for the fault sweep (spec/60).
 NVRTC_FAULT = $(BUILD)/libnvrtc-fault.so
@@ -194,7 +201,7 @@ $(PTY): spec/support/pty.c
 
 # Everything the specs need, for make test and its kin, and for plain
 # `busted` in a checkout (spec/support/busted-lua makes spec-needs).
-SPEC_NEEDS = all $(DOUBLE) $(NCCL_DOUBLE) $(BLAS_DOUBLE) $(NVRTC_FAULT) $(NVTX_TOOL) $(KERNELS) \
+SPEC_NEEDS = all $(DOUBLE) $(NCCL_DOUBLE) $(BLAS_DOUBLE) $(FFT_DOUBLE) $(NVRTC_FAULT) $(NVTX_TOOL) $(KERNELS) \
   $(SPEC_BINS) $(PTY)
 spec-needs: $(SPEC_NEEDS)
 
@@ -354,12 +361,13 @@ LIBDIR ?= $(PREFIX)/lib
 INCDIR ?= $(PREFIX)/include/cugraph-lua
 TYPES_DIR ?= $(PREFIX)/share/cugraph-lua/types
 
-install: all $(NCCL_DOUBLE) $(BLAS_DOUBLE)
+install: all $(NCCL_DOUBLE) $(BLAS_DOUBLE) $(FFT_DOUBLE)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LUA_CDIR)/cugraph \
 	  $(DESTDIR)$(LUA_LDIR)/cugraph $(DESTDIR)$(INCDIR) \
 	  $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(TYPES_DIR) \
 	  $(DESTDIR)$(SIM_DIR)
-	install -m 755 $(SIM) $(NCCL_DOUBLE) $(BLAS_DOUBLE) $(DESTDIR)$(SIM_DIR)/
+	install -m 755 $(SIM) $(NCCL_DOUBLE) $(BLAS_DOUBLE) $(FFT_DOUBLE) \
+	  $(DESTDIR)$(SIM_DIR)/
 	install -m 755 $(BUILD)/cugraph-lua $(DESTDIR)$(BINDIR)/
 	install -m 755 $(BUILD)/cugraph/core.so $(DESTDIR)$(LUA_CDIR)/cugraph/
 	install -m 644 lua/cugraph/*.lua $(DESTDIR)$(LUA_LDIR)/cugraph/
@@ -387,7 +395,7 @@ uninstall:
 	  $(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libcugraph-lua.so.$(VERSION) \
 	  $(DESTDIR)$(LIBDIR)/pkgconfig/cugraph-lua.pc \
 	  $(DESTDIR)$(SIM_DIR)/libcuda-sim.so $(DESTDIR)$(SIM_DIR)/libnccl-double.so \
-	  $(DESTDIR)$(SIM_DIR)/libcublas-double.so
+	  $(DESTDIR)$(SIM_DIR)/libcublas-double.so $(DESTDIR)$(SIM_DIR)/libcufft-double.so
 	-rmdir $(DESTDIR)$(LUA_CDIR)/cugraph $(DESTDIR)$(LUA_LDIR)/cugraph $(DESTDIR)$(SIM_DIR) \
 	  $(DESTDIR)$(TYPES_DIR) $(DESTDIR)$(PREFIX)/share/cugraph-lua $(DESTDIR)$(INCDIR) 2>/dev/null
 

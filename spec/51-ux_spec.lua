@@ -342,6 +342,7 @@ local api_types = {
   Elementwise = { section = "Elementwise kernels", as = { "ew" } },
   Reduction = { section = "Reductions", as = { "red" } },
   Blas = { section = "Matrix products (cuBLAS)", as = { "blas" } },
+  FFT = { section = "Fourier transforms (cuFFT)", as = { "p" } },
 }
 
 describe("annotations and docs", function()
@@ -355,7 +356,7 @@ describe("annotations and docs", function()
                     Comm = cuda.comm_world(), DLTensor = b:dlpack(), Rng = cuda.rng(1),
                     Elementwise = cuda.elementwise("f32 x -> f32 y", "y = x"),
                     Reduction = cuda.reduction { input = "f32 x", reduce = "a + b", identity = 0 },
-                    Blas = cuda.blas() }
+                    Blas = cuda.blas(), FFT = cuda.fft(4, "c2c") }
   local api = read("docs/api.md")
   -- the methods of each type, from its metatable (a GL resource needs a GL
   -- context to exist: its metatable is the registry's)

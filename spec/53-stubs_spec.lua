@@ -65,7 +65,7 @@ local ALIASES = aliases("types/cugraph.lua")
 local OBJECTS = {
   Stream = true, Event = true, Buffer = true, Scalar = true, Module = true, Kernel = true,
   Graph = true, Node = true, Condition = true, HostBuffer = true, Comm = true, GLResource = true,
-  DLTensor = true, Rng = true, Elementwise = true, Reduction = true, Blas = true,
+  DLTensor = true, Rng = true, Elementwise = true, Reduction = true, Blas = true, FFT = true,
 }
 
 -- Whether v is of the annotated type t (a LuaCATS type, as the stubs write them).
@@ -247,6 +247,14 @@ local recipes = {
   ["cuda.blas"] = function(F) return F.s, { workspace = 1 << 20 } end,
   ["cuda.blas@overload"] = function() return { workspace = 0 } end,
   ["cuda.blas_version"] = function() end,
+  ["FFT:forward"] = function(F) return cuda.fft(4, "c2c"), F.buf(8), F.buf(8), F.s end,
+  ["FFT:inverse"] = function(F) return cuda.fft(4, "c2r"), F.buf(6), F.buf(4), F.s end,
+  ["FFT:elements"] = function() return cuda.fft({ 2, 4 }, "r2c") end,
+  ["FFT:workspace"] = function() return cuda.fft(4, "c2c") end,
+  ["FFT:free"] = function() return cuda.fft(4, "c2c") end,
+  ["FFT:close"] = function() return cuda.fft(4, "c2c") end,
+  ["cuda.fft"] = function(F) return { 2, 4 }, "c2c", { type = "f64", batch = 2, stream = F.s } end,
+  ["cuda.fft_version"] = function() end,
   ["cuda.condition"] = function() return 1 end,
   ["cuda.watch"] = function(F) return F.tmp, function() end end,
   ["cuda.device"] = function() return 0 end,

@@ -24,6 +24,7 @@ int luaopen_cugraph_core(lua_State *L) {
   interop_open(L);
   comm_open(L);
   blas_open(L);
+  fft_open(L);
   rendezvous_open(L);
   dlpack_open(L);
   module_open(L);

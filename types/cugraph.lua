@@ -399,6 +399,28 @@ function Blas:workspace() end
 function Blas:free() end
 function Blas:close() end
 
+---A cuFFT plan of one device with its own work area; complex data are interleaved (re, im) pairs.
+---@class cugraph.FFT
+local FFT = {}
+---The forward transform (c2c or r2c); c2c may run in place (input == output).
+---@param input cugraph.Buffer
+---@param output cugraph.Buffer
+---@param stream? cugraph.Stream default: the plan's
+function FFT:forward(input, output, stream) end
+---The inverse transform (c2c or c2r), unnormalized; c2r may overwrite its input.
+---@param input cugraph.Buffer
+---@param output cugraph.Buffer
+---@param stream? cugraph.Stream
+function FFT:inverse(input, output, stream) end
+---@return integer input elements of the plan's type its transform reads (all of the batch)
+---@return integer output elements it writes
+function FFT:elements() end
+---@return integer bytes of the plan's work area
+function FFT:workspace() end
+---Destroys the plan and frees its work area; refused while a live graph captured it.
+function FFT:free() end
+function FFT:close() end
+
 ---@class cugraph.HostBuffer
 ---@operator len: integer
 ---@field [integer] number element i, 0-based (h[0] .. h[#h - 1])
@@ -716,6 +738,14 @@ function cuda.comm_world() end
 function cuda.blas(stream, opts) end
 ---@return integer version cuBLAS's, major * 10000 + minor * 100 + patch
 function cuda.blas_version() end
+---A cuFFT plan on the current device (cuFFT loaded on first use; CUGRAPH_LUA_LIBCUFFT names it).
+---@param lengths integer|integer[] 1 to 3 lengths, row-major (the last the fastest)
+---@param kind "c2c"|"r2c"|"c2r"
+---@param opts? {type?: "f32"|"f64", batch?: integer, stream?: cugraph.Stream}
+---@return cugraph.FFT
+function cuda.fft(lengths, kind, opts) end
+---@return integer version cuFFT's
+function cuda.fft_version() end
 ---@param fn fun(...): ...
 ---@param ... any passed to fn
 ---@return any ... fn's results

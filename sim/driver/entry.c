@@ -12,9 +12,12 @@
    driver, the runtime loads it by default instead of the system's NCCL. */
 extern const char *const cugraph_nccl_standin;
 const char *const cugraph_nccl_standin = "libnccl-double.so";
-/* ... and its cuBLAS stand-in */
+/* ... its cuBLAS stand-in */
 extern const char *const cugraph_blas_standin;
 const char *const cugraph_blas_standin = "libcublas-double.so";
+/* ... and its cuFFT stand-in */
+extern const char *const cugraph_fft_standin;
+const char *const cugraph_fft_standin = "libcufft-double.so";
 
 /* -- error codes ----------------------------------------------------------- */
 

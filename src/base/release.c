@@ -12,6 +12,7 @@
 #include "base/base.h"
 #include "base/nccl.h"
 #include "base/blas.h"
+#include "base/fft.h"
 #include "cugraph.h"
 
 /* What each object kind holds in cg_obj.drv, and whether a C graph made
@@ -33,12 +34,13 @@ static const struct {
   [CG_CONDITION] = { CG_H_MEM, 1 },   [CG_HOSTBUF] = { CG_H_HOST, 1 },
   [CG_NODE] = { CG_H_NONE, 0 },       [CG_COMM] = { CG_H_COMM, 1 },
   [CG_DLTENSOR] = { CG_H_DLPACK, 1 }, [CG_BLAS] = { CG_H_BLAS, 1 },
+  [CG_FFT] = { CG_H_FFT, 1 },
 };
 
 static const char *const destroy_api[CG_H_NKINDS] = {
   "", "cuMemFree", "cuMemFreeHost", "cuModuleUnload", "cuStreamDestroy",
   "cuEventDestroy", "cuGraphDestroy", "cuGraphExecDestroy",
-  "cuGraphicsUnregisterResource", "ncclCommDestroy", "DLPack deleter", "cublasDestroy"
+  "cuGraphicsUnregisterResource", "ncclCommDestroy", "DLPack deleter", "cublasDestroy", "cufftDestroy"
 };
 
 cg_hkind cg_hkind_of(cg_kind k) { return (cg_hkind)kinds[k].hk; }
@@ -74,6 +76,13 @@ static int destroy(cg_hkind hk, cg_handle h, int poisoned, const char **api) {
     if (!cg_blas_load()) cg_cublas.cublasDestroy_v2(h.blas->handle);
     CUresult r = cg_drv.cuMemFree(h.blas->mem);
     free(h.blas);
+    *api = "cuMemFree";
+    return r;
+  }
+  case CG_H_FFT: { /* the plan first: it may use its work area */
+    if (!cg_fft_load()) cg_cufft.cufftDestroy(h.fft->plan);
+    CUresult r = h.fft->work ? cg_drv.cuMemFree(h.fft->work) : CUDA_SUCCESS;
+    free(h.fft);
     *api = "cuMemFree";
     return r;
   }

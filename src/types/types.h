@@ -131,6 +131,7 @@ void graphmem_open(lua_State *L);
 void interop_open(lua_State *L);
 void comm_open(lua_State *L);
 void blas_open(lua_State *L);
+void fft_open(lua_State *L);
 /* comm.c, for rendezvous.c: raises when NCCL cannot be loaded; pushes a
    new unique id (cuda.nccl_id). */
 void cg_need_nccl(lua_State *L);
