@@ -8,7 +8,7 @@ local cuda = require "cugraph"
 
 local here = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "."
 local scripts = { "model.lua", "particles.lua", "graph.lua", "solver.lua", "substeps.lua",
-                  "embed/frame.lua", "ddp.lua" }
+                  "embed/frame.lua", "ddp.lua", "decode.lua" }
 local STOP = setmetatable({}, { __tostring = function() return "stop" end })
 
 -- Stands in for cugraph: compile checks and stops; anything else stops.

@@ -100,6 +100,11 @@ else
 fi
 check substeps "$lua" examples/substeps.lua
 if [ -n "$sim" ]; then
+  check decode "$lua" examples/decode.lua 12 32 2
+else
+  check decode "$lua" examples/decode.lua
+fi
+if [ -n "$sim" ]; then
   check ddp-1 "$lua" examples/ddp.lua 20 32
 else
   check ddp-1 "$lua" examples/ddp.lua
