@@ -48,6 +48,12 @@ bench: all $(BUILD)/kernels.ptx $(BUILD)/bench/kernels.ptx $(BUILD)/bench-ref \
        $(BUILD)/bench/clock.so $(BUILD)/bench/ref.so $(BUILD)/bench/engine.so
 	CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) $(BUILD)/cugraph-lua bench/bench.lua $(BENCH_ARGS)
 	$(MAKE) -s bench-nccl
+	$(MAKE) -s bench-decode
+
+# The decoder rows: examples/decode.lua eager and captured against the same
+# model in PyTorch (bench/decode.lua; DECODE_BENCH_ARGS: runs and size).
+bench-decode: all
+	CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) $(BUILD)/cugraph-lua bench/decode.lua $(DECODE_BENCH_ARGS)
 
 # The all-reduce rows: one rank per GPU through the launcher, on 2 GPUs
 # (BENCH_NCCL_GPUS); skipped with a note on fewer. NCCL_BENCH_ARGS:
@@ -68,7 +74,7 @@ soak: all $(BUILD)/kernels.ptx
 bench-profile: all
 	CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) $(BUILD)/cugraph-lua bench/profile.lua $(PROFILE_ARGS)
 
-.PHONY: bench bench-nccl soak bench-profile
+.PHONY: bench bench-nccl bench-decode soak bench-profile
 
 # The PTX simulator's speed on model.lua's MLP kernels (one host thread, and
 # all), beside Numba's CUDA simulator on the same layer (bench/sim.lua).

@@ -14,8 +14,10 @@
 -- same tokens; the script checks that and prints tokens per second each
 -- way. Exits 1 when the tokens differ.
 --
---   cugraph-lua examples/decode.lua [tokens [width [batch]]]
+--   cugraph-lua examples/decode.lua [--profile] [tokens [width [batch]]]
 --                                   (default 128 tokens, width 256, batch 8)
+--
+-- --profile adds where a replay's time goes (g:profile), by Lua line.
 --   cugraph-lua --sim examples/decode.lua 12 32 2     (seconds on a CPU)
 local cuda = require "cugraph"
 
@@ -58,30 +60,48 @@ extern "C" __global__ void relu(float *x, int n) {
   if (i < n) x[i] = fmaxf(x[i], 0.f);
 }
 
-// tok[b] = a draw from softmax(logits[:, b]) by u[b]; out[b, pos] = tok[b]
+// tok[b] = a draw from softmax(logits[:, b]) by u[b]; out[b, pos] = tok[b].
+// One warp a sequence, each lane over a run of V / 32 logits: the maximum
+// and the sum of exponentials across the warp, then the lane whose run
+// holds the point of the cumulative sum that u[b] names finds the token.
 extern "C" __global__ void sample(int *tok, int *out, const float *logits,
                                   const float *u, const int *pos, int V, int T) {
-  int b = blockIdx.x;
-  if (threadIdx.x) return;
-  const float *l = logits + b * V;
-  float m = l[0], z = 0;
-  for (int v = 1; v < V; v++) m = fmaxf(m, l[v]);
-  for (int v = 0; v < V; v++) z += expf(l[v] - m);
-  float target = u[b] * z, acc = 0;
-  int pick = V - 1;
-  for (int v = 0; v < V; v++) {
+  const float *l = logits + blockIdx.x * V;
+  int lane = threadIdx.x, per = (V + 31) / 32;
+  int lo = min(lane * per, V), hi = min(lo + per, V);
+  float m = -1e30f;
+  for (int v = lo; v < hi; v++) m = fmaxf(m, l[v]);
+  for (int o = 16; o; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  float mine = 0;
+  for (int v = lo; v < hi; v++) mine += expf(l[v] - m);
+  float before = mine; // inclusive scan of the runs' sums over the lanes
+  for (int o = 1; o < 32; o <<= 1) {
+    float up = __shfl_up_sync(0xffffffffu, before, o);
+    if (lane >= o) before += up;
+  }
+  float z = __shfl_sync(0xffffffffu, before, 31);
+  float target = u[blockIdx.x] * z;
+  before -= mine; // exclusive: the sum of the runs before this lane's
+  unsigned ballot = __ballot_sync(0xffffffffu, before + mine >= target && hi > lo);
+  int owner = ballot ? __ffs(ballot) - 1 : 31;
+  if (lane != owner) return;
+  int pick = hi > lo ? hi - 1 : V - 1;
+  float acc = before;
+  for (int v = lo; v < hi; v++) {
     acc += expf(l[v] - m);
     if (acc >= target) { pick = v; break; }
   }
-  tok[b] = pick;
-  out[b * T + *pos] = pick;
+  tok[blockIdx.x] = pick;
+  out[blockIdx.x * T + *pos] = pick;
 }
 ]==]
 local k = cuda.compile(SRC, { name = "decode.cu" })
 
-local T = math.tointeger(tonumber(arg[1] or "128"))
-local d = math.tointeger(tonumber(arg[2] or "256"))
-local B = math.tointeger(tonumber(arg[3] or "8"))
+local profile = arg[1] == "--profile"
+local args = { table.unpack(arg, profile and 2 or 1) }
+local T = math.tointeger(tonumber(args[1] or "128"))
+local d = math.tointeger(tonumber(args[2] or "256"))
+local B = math.tointeger(tonumber(args[3] or "8"))
 assert(T and T >= 2 and d and d >= 8 and d % 8 == 0 and B and B >= 1,
        "usage: decode.lua [tokens >= 2 [width, a multiple of 8 [batch]]]")
 local V, H = 2 * d, 4 * d -- vocabulary and MLP width
@@ -178,3 +198,17 @@ print(("decode: %d sequences x %d tokens, width %d, vocabulary %d, %d nodes a st
 print(("  sequence 0: %s ..."):format(table.concat(first, " ")))
 print(("  eager    %10.0f tokens/s"):format(eager_rate))
 print(("  captured %10.0f tokens/s  (%.2fx), the same tokens"):format(graph_rate, graph_rate / eager_rate))
+
+if profile then
+  pos:set(T - 1) -- attention over the whole cache
+  local p = g:profile(20)
+  print(("  a replay: %.1f us (%.1f us with the profile's event nodes)"):format(p.us, p.profiled_us))
+  local nodes = {}
+  for _, n in ipairs(p.nodes) do nodes[#nodes + 1] = n end
+  table.sort(nodes, function(p1, p2) return p1.us > p2.us end)
+  for i = 1, math.min(#nodes, 10) do
+    local n = nodes[i]
+    print(("  %8.1f us  %-8s %-24s %s"):format(n.us, n.kind, n.name or "",
+          n.line and n.line > 0 and "line " .. n.line or "(a library's node)"))
+  end
+end
