@@ -3,8 +3,9 @@
 -- token at the position held in a DeviceScalar, projects q, k and v with a
 -- cuBLAS GEMM, appends k and v to a cache, attends over the cache up to
 -- the position (two strided-batched GEMMs around a masked softmax), adds
--- the attention and an MLP (two GEMMs) to the residual, projects to the
--- vocabulary and samples the next token with numbers from cuda.rng. The
+-- the attention and an MLP (a cuBLASLt matmul with its relu fused, then a
+-- GEMM) to the residual, projects to the vocabulary and samples the next
+-- token with numbers from cuda.rng. The
 -- weights are random, drawn from the generator too: the tokens mean
 -- nothing, but every step does the work of a real decoder's.
 --
@@ -53,11 +54,6 @@ extern "C" __global__ void softmax_upto(float *s, const int *pos, int T,
   for (int t = lane; t < n; t += 32) z += expf(c[t] * scale - m);
   for (int o = 16; o; o >>= 1) z += __shfl_xor_sync(0xffffffffu, z, o);
   for (int t = lane; t < T; t += 32) c[t] = t < n ? expf(c[t] * scale - m) / z : 0.f;
-}
-
-extern "C" __global__ void relu(float *x, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) x[i] = fmaxf(x[i], 0.f);
 }
 
 // tok[b] = a draw from softmax(logits[:, b]) by u[b]; out[b, pos] = tok[b].
@@ -141,7 +137,7 @@ local O_SCORE = { m = T, n = 1, k = d, transa = true, lda = d, ldb = 3 * d, ldc 
 local O_ATT = { m = d, n = 1, k = T, lda = d, ldb = T, ldc = d,
                 batch = B, stride_a = d * T, stride_b = T, stride_c = d }
 local O_WO = { m = d, n = B, k = d, transa = true, lda = d, beta = 1 }
-local O_W1 = { m = H, n = B, k = d, transa = true, lda = d }
+local O_W1 = { m = H, n = B, k = d, transa = true, lda = d, epilogue = "relu" }
 local O_W2 = { m = d, n = B, k = H, transa = true, lda = H, beta = 1 }
 local O_OUT = { m = V, n = B, k = d, transa = true, lda = d }
 
@@ -157,8 +153,7 @@ local function step()
   k.softmax_upto:launch(s, B, 32, sc, pos, T, scale)
   blas:gemm(Vc, sc, att, O_ATT)                  -- att_b = V_b s_b
   blas:gemm(Wo, att, x, O_WO)                    -- x += Wo att
-  blas:gemm(W1, x, hid, O_W1)
-  k.relu:launch(s, grid(H * B), 128, hid, H * B)
+  blas:matmul(W1, x, hid, O_W1)                  -- relu(W1 x), fused
   blas:gemm(W2, hid, x, O_W2)                    -- x += W2 relu(W1 x)
   blas:gemm(Wout, x, logits, O_OUT)
   rng:uniform(u, 0, 1, s)

@@ -136,6 +136,55 @@ describe("cuda.blas", function()
     for i = 1, 60 do assert.equal(A[i] + 0.0, rest[i]) end -- the views wrote only c
   end)
 
+  it("fuses a bias and relu or gelu into one cuBLASLt matmul, eager and captured", function()
+    local function gelu(v) return 0.5 * v * (1 + math.tanh(0.7978845608 * (v + 0.044715 * v ^ 3))) end
+    local s = cuda.stream()
+    for _, t in ipairs { "f32", "f16", "bf16" } do
+      local tol = t == "f32" and 1e-5 or t == "f16" and 2e-3 or 1.6e-2
+      local o = { m = 6, n = 4, k = 8, transa = true, lda = 8, ldb = 8, ldc = 6 }
+      local A, Bm, bias = fracs(48, 21), fracs(32, 22), fracs(6, 23)
+      if t ~= "f32" then -- exact in the type
+        A, Bm, bias = ints(48, 21), ints(32, 22), ints(6, 23)
+      end
+      local plain = ref_gemm(o, A, Bm, ints(24, 1))
+      for _, epi in ipairs { "none", "relu", "gelu" } do
+        local c = cuda.buffer(t, 24)
+        h:matmul(upload(t, A), upload(t, Bm), c, { m = 6, n = 4, k = 8, transa = true,
+                                                  bias = upload(t, bias), epilogue = epi }, s)
+        s:synchronize()
+        local want = {}
+        for i = 1, 24 do
+          local v = plain[i] + bias[(i - 1) % 6 + 1]
+          want[i] = epi == "relu" and math.max(v, 0) or epi == "gelu" and gelu(v) or v
+        end
+        close(c:download(), want, epi == "gelu" and 10 * tol or tol, ("%s matmul, bias, %s"):format(t, epi))
+      end
+    end
+    -- captured, alpha from a Scalar, relu without a bias
+    local a, b, c = upload("f32", { 1, -2, 3, -4 }), upload("f32", { 1, 0, 0, 1 }), cuda.buffer("f32", 4)
+    local alpha = cuda.scalar("f32", 1)
+    h:matmul(a, b, c, { m = 2, n = 2, k = 2 }, s) -- the first matmul makes cuBLASLt's handle
+    local g = s:capture(function()
+      h:matmul(a, b, c, { m = 2, n = 2, k = 2, alpha = alpha, epilogue = "relu" }, s)
+    end)
+    alpha:set(-1)
+    g:launch()
+    s:synchronize()
+    assert.same({ 0, 2, 0, 4 }, c:download())
+    local e = H.error_of(h.matmul, h, a, b, c, { m = 2, n = 2, k = 2, epilogue = "tanh" })
+    assert.matches("invalid option 'tanh'", tostring(e))
+    e = H.error_of(h.matmul, h, a, b, c, { m = 2, n = 2, k = 2, bias = cuda.buffer("f32", 1) })
+    assert.matches("bias is f32%[1%]; it must be f32 of at least m = 2 elements", tostring(e))
+    e = H.error_of(h.matmul, h, cuda.buffer("f64", 4), cuda.buffer("f64", 4), cuda.buffer("f64", 4), { m = 2, n = 2, k = 2 })
+    assert.matches("takes f32, f16 or bf16 matrices", tostring(e))
+    e = H.error_of(h.matmul, h, a, b, c, { m = 2, n = 2, k = 2, batch = 2 })
+    assert.matches("unknown option 'batch'", tostring(e))
+    local fresh = cuda.blas(s)
+    e = H.error_of(function() s:capture(function() fresh:matmul(a, b, c, { m = 2, n = 2, k = 2 }) end) end)
+    assert.matches("the handle's first matmul is inside a capture", tostring(e))
+    g:free()
+  end)
+
   it("reads alpha and beta from DeviceScalars on every replay of a graph", function()
     local s = cuda.stream()
     local hs = cuda.blas(s)

@@ -237,6 +237,9 @@ local recipes = {
   ["Blas:gemm"] = function(F)
     return F.blas, F.buf(), F.buf(), F.buf(), { m = 2, n = 2, k = 2, alpha = 2, beta = 1 }, F.s
   end,
+  ["Blas:matmul"] = function(F)
+    return F.blas, F.buf(), F.buf(), F.buf(), { m = 2, n = 2, k = 2, bias = F.buf(2), epilogue = "relu" }, F.s
+  end,
   ["Blas:gemv"] = function(F) return F.blas, F.buf(), F.buf(2), F.buf(2), { m = 2, n = 2 }, F.s end,
   ["Blas:axpy"] = function(F) return F.blas, 2, F.buf(), F.buf(), { n = 4 }, F.s end,
   ["Blas:dot"] = function(F) return F.blas, F.buf(), F.buf(), cuda.scalar("f32"), { n = 4 }, F.s end,

@@ -364,6 +364,13 @@ local Blas = {}
 ---@param shape cugraph.GemmShape
 ---@param stream? cugraph.Stream default: the handle's
 function Blas:gemm(a, b, c, shape, stream) end
+---c = epilogue(alpha op(a) op(b) + beta c + bias) in one cuBLASLt call (f32, f16, bf16; no batch).
+---@param a cugraph.Buffer
+---@param b cugraph.Buffer
+---@param c cugraph.Buffer
+---@param shape cugraph.GemmShape|{bias?: cugraph.Buffer, epilogue?: "none"|"relu"|"gelu"} batch and strides excepted; bias: m elements added to each column
+---@param stream? cugraph.Stream
+function Blas:matmul(a, b, c, shape, stream) end
 ---y = alpha op(a) x + beta y, a m x n (cublasSgemv, cublasDgemv).
 ---@param a cugraph.Buffer f32 or f64
 ---@param x cugraph.Buffer

@@ -43,6 +43,8 @@ typedef struct op {
   int kind, ta, tb, m, n, k, type, compute, batch, lda, ldb, ldc;
   long long sa, sb, sc;
   int device;           /* alpha and beta are device pointers */
+  int epi;              /* cuBLASLt's epilogue (relu 2, bias 4, gelu 32) */
+  const void *bias;
   const void *alpha_p, *beta_p;
   double alpha, beta;   /* host mode: the values at the call */
   const void *a, *b;
@@ -116,6 +118,18 @@ static void scales(const op *o, double *alpha, double *beta) {
                                 : *(const float *)o->beta_p;
 }
 
+/* cuBLASLt's epilogue on element of row i: the bias, then relu or gelu
+   (the tanh form, as cuBLASLt's), in float. */
+static double epilogue(const op *o, double r, int i) {
+  if (!o->epi) return r;
+  float v = (float)r;
+  if (o->epi & 4) v += (float)load(o->type, o->bias, i);
+  if (o->epi & 2) v = v > 0 ? v : 0;
+  if (o->epi & 32)
+    v = 0.5f * v * (1 + tanhf(0.7978845608f * (v + 0.044715f * v * v * v)));
+  return v;
+}
+
 static void gemm(const op *o, double alpha, double beta) {
   int f64 = o->compute == COMPUTE_64F, t32 = o->compute == COMPUTE_32F_FAST_TF32;
   for (int b = 0; b < o->batch; b++) {
@@ -140,7 +154,7 @@ static void gemm(const op *o, double alpha, double beta) {
         if (f64) r = alpha * sd + (beta != 0 ? beta * load(o->type, o->c, ic) : 0);
         else r = (float)alpha * sf + (beta != 0 ? (float)beta *
                  (float)load(o->type, o->c, ic) : 0.0f);
-        store(o->type, o->c, ic, r);
+        store(o->type, o->c, ic, epilogue(o, r, i));
       }
   }
 }
@@ -195,22 +209,26 @@ static void find_driver(void) { standin_driver(&is_capturing, &launch_host); }
 static void host_node(void *p) { run(p); }
 
 /* Runs o now, or records it into the graph its stream captures. */
-static cublasStatus_t issue(cublasHandle_t h, op *o) {
+static cublasStatus_t issue_on(CUstream s, op **kept, op *o) {
   if (!launch_host) find_driver();
   CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-  if (is_capturing && is_capturing(h->stream, &st) == CUDA_SUCCESS &&
+  if (is_capturing && is_capturing(s, &st) == CUDA_SUCCESS &&
       st != CU_STREAM_CAPTURE_STATUS_NONE) {
     if (!launch_host) return NOT_SUPPORTED;
     op *k = malloc(sizeof *k);
     if (!k) return ALLOC_FAILED;
     *k = *o;
-    k->next = h->kept;
-    h->kept = k;
-    return launch_host(h->stream, host_node, k) == CUDA_SUCCESS
+    k->next = *kept;
+    *kept = k;
+    return launch_host(s, host_node, k) == CUDA_SUCCESS
                ? OK : EXECUTION_FAILED;
   }
   run(o);
   return OK;
+}
+
+static cublasStatus_t issue(cublasHandle_t h, op *o) {
+  return issue_on(h->stream, &h->kept, o);
 }
 
 /* alpha and beta as the handle's pointer mode says; f64: their type. */
@@ -469,3 +487,161 @@ DOT_(cublasDdot_v2, double, R_64F)
   }
 NRM2_(cublasSnrm2_v2, float, R_32F)
 NRM2_(cublasDnrm2_v2, double, R_64F)
+
+/* -- cuBLASLt ---------------------------------------------------------------- */
+
+typedef struct cublasLtContext { op *kept; } lt_handle;
+typedef struct { int compute, scale, ta, tb, mode, epi; const void *bias; } lt_desc;
+typedef struct { int type; unsigned long long rows, cols; long long ld; } lt_layout;
+typedef struct { unsigned long long data[8]; } lt_algo;
+typedef struct {
+  lt_algo algo;
+  size_t workspaceSize;
+  cublasStatus_t state;
+  float wavesCount;
+  int reserved[4];
+} lt_result;
+
+cublasStatus_t cublasLtCreate(lt_handle **h);
+cublasStatus_t cublasLtDestroy(lt_handle *h);
+cublasStatus_t cublasLtMatmulDescCreate(lt_desc **d, int compute, int scale);
+cublasStatus_t cublasLtMatmulDescDestroy(lt_desc *d);
+cublasStatus_t cublasLtMatmulDescSetAttribute(lt_desc *d, int attr,
+                                              const void *v, size_t n);
+cublasStatus_t cublasLtMatrixLayoutCreate(lt_layout **l, int type,
+                                          unsigned long long rows,
+                                          unsigned long long cols, long long ld);
+cublasStatus_t cublasLtMatrixLayoutDestroy(lt_layout *l);
+cublasStatus_t cublasLtMatmulPreferenceCreate(void **p);
+cublasStatus_t cublasLtMatmulPreferenceDestroy(void *p);
+cublasStatus_t cublasLtMatmulPreferenceSetAttribute(void *p, int attr,
+                                                    const void *v, size_t n);
+cublasStatus_t cublasLtMatmulAlgoGetHeuristic(lt_handle *h, lt_desc *d,
+    lt_layout *a, lt_layout *b, lt_layout *c, lt_layout *dl, void *pref,
+    int want, lt_result *out, int *found);
+cublasStatus_t cublasLtMatmul(lt_handle *h, lt_desc *d, const void *alpha,
+    const void *a, lt_layout *la, const void *b, lt_layout *lb,
+    const void *beta, const void *c, lt_layout *lc, void *dp, lt_layout *ld,
+    const lt_algo *algo, void *ws, size_t bytes, CUstream s);
+
+cublasStatus_t cublasLtCreate(lt_handle **h) {
+  ENTRY(cublasLtCreate);
+  if (!h) return INVALID_VALUE;
+  return (*h = calloc(1, sizeof **h)) ? OK : ALLOC_FAILED;
+}
+
+cublasStatus_t cublasLtDestroy(lt_handle *h) {
+  ENTRY(cublasLtDestroy);
+  if (!h) return NOT_INITIALIZED;
+  for (op *o = h->kept, *next; o; o = next) {
+    next = o->next;
+    free(o);
+  }
+  free(h);
+  return OK;
+}
+
+cublasStatus_t cublasLtMatmulDescCreate(lt_desc **d, int compute, int scale) {
+  ENTRY(cublasLtMatmulDescCreate);
+  if (!d) return INVALID_VALUE;
+  if (!(*d = calloc(1, sizeof **d))) return ALLOC_FAILED;
+  (*d)->compute = compute;
+  (*d)->scale = scale;
+  (*d)->epi = 1;
+  return OK;
+}
+
+cublasStatus_t cublasLtMatmulDescDestroy(lt_desc *d) {
+  free(d);
+  return OK;
+}
+
+cublasStatus_t cublasLtMatmulDescSetAttribute(lt_desc *d, int attr,
+                                              const void *v, size_t n) {
+  ENTRY(cublasLtMatmulDescSetAttribute);
+  if (!d || !v) return INVALID_VALUE;
+  int32_t i = 0;
+  if (n == 4) memcpy(&i, v, 4);
+  switch (attr) {
+  case 2: d->mode = i; break;
+  case 3: d->ta = i; break;
+  case 4: d->tb = i; break;
+  case 7: d->epi = i; break;
+  case 8: if (n != sizeof d->bias) return INVALID_VALUE;
+    memcpy(&d->bias, v, n); break;
+  default: return NOT_SUPPORTED; /* not modelled */
+  }
+  return OK;
+}
+
+cublasStatus_t cublasLtMatrixLayoutCreate(lt_layout **l, int type,
+                                          unsigned long long rows,
+                                          unsigned long long cols, long long ld) {
+  ENTRY(cublasLtMatrixLayoutCreate);
+  if (!l) return INVALID_VALUE;
+  if (!type_ok(type)) return NOT_SUPPORTED;
+  if (!(*l = calloc(1, sizeof **l))) return ALLOC_FAILED;
+  **l = (lt_layout){ type, rows, cols, ld };
+  return OK;
+}
+
+cublasStatus_t cublasLtMatrixLayoutDestroy(lt_layout *l) {
+  free(l);
+  return OK;
+}
+
+cublasStatus_t cublasLtMatmulPreferenceCreate(void **p) {
+  if (!p) return INVALID_VALUE;
+  return (*p = calloc(1, 8)) ? OK : ALLOC_FAILED;
+}
+
+cublasStatus_t cublasLtMatmulPreferenceDestroy(void *p) {
+  free(p);
+  return OK;
+}
+
+cublasStatus_t cublasLtMatmulPreferenceSetAttribute(void *p, int attr,
+                                                    const void *v, size_t n) {
+  (void)attr; (void)v; (void)n;
+  return p ? OK : INVALID_VALUE;
+}
+
+/* One algorithm for any product the stand-in computes. */
+cublasStatus_t cublasLtMatmulAlgoGetHeuristic(lt_handle *h, lt_desc *d,
+    lt_layout *a, lt_layout *b, lt_layout *c, lt_layout *dl, void *pref,
+    int want, lt_result *out, int *found) {
+  ENTRY(cublasLtMatmulAlgoGetHeuristic);
+  if (!h || !d || !a || !b || !c || !dl || !pref || want < 1 || !out || !found)
+    return INVALID_VALUE;
+  memset(out, 0, sizeof *out);
+  *found = 1;
+  return OK;
+}
+
+cublasStatus_t cublasLtMatmul(lt_handle *h, lt_desc *d, const void *alpha,
+    const void *a, lt_layout *la, const void *b, lt_layout *lb,
+    const void *beta, const void *c, lt_layout *lc, void *dp, lt_layout *ld,
+    const lt_algo *algo, void *ws, size_t bytes, CUstream s) {
+  ENTRY(cublasLtMatmul);
+  (void)algo; (void)ws; (void)bytes;
+  if (!h || !d || !la || !lb || !lc || !ld || !alpha || !beta)
+    return INVALID_VALUE;
+  if (c != dp || lc->rows != ld->rows || lc->cols != ld->cols)
+    return NOT_SUPPORTED; /* D = C only, as the runtime calls it */
+  int m = (int)lc->rows, n = (int)lc->cols;
+  int k = (int)(d->ta ? la->rows : la->cols);
+  if ((unsigned long long)k != (d->tb ? lb->cols : lb->rows) ||
+      (unsigned long long)m != (d->ta ? la->cols : la->rows) ||
+      (unsigned long long)n != (d->tb ? lb->rows : lb->cols))
+    return INVALID_VALUE;
+  if ((d->epi & 4) && !d->bias) return INVALID_VALUE;
+  op o = { .kind = GEMM, .ta = d->ta, .tb = d->tb, .m = m, .n = n, .k = k,
+           .type = la->type, .compute = d->compute, .batch = 1,
+           .lda = (int)la->ld, .ldb = (int)lb->ld, .ldc = (int)lc->ld,
+           .a = a, .b = b, .c = dp, .epi = d->epi == 1 ? 0 : d->epi,
+           .bias = d->bias };
+  struct cublasContext mode = { .mode = d->mode };
+  take_scales(&mode, &o, alpha, beta, d->compute == COMPUTE_64F);
+  if (!m || !n) return OK;
+  return issue_on(s, &h->kept, &o);
+}

@@ -61,12 +61,69 @@ typedef struct cg_blas_table {
 
 extern cg_blas_table cg_cublas;
 
+/* cuBLASLt, for matrix products with fused epilogues (blas:matmul). */
+typedef struct cublasLtContext *cublasLtHandle_t;
+typedef void *cublasLtMatmulDesc_t, *cublasLtMatrixLayout_t,
+             *cublasLtMatmulPreference_t;
+typedef struct { unsigned long long data[8]; } cublasLtMatmulAlgo_t;
+typedef struct {
+  cublasLtMatmulAlgo_t algo;
+  size_t workspaceSize;
+  cublasStatus_t state;
+  float wavesCount;
+  int reserved[4];
+} cublasLtMatmulHeuristicResult_t;
+enum { CUBLASLT_MATMUL_DESC_POINTER_MODE = 2, CUBLASLT_MATMUL_DESC_TRANSA = 3,
+       CUBLASLT_MATMUL_DESC_TRANSB = 4, CUBLASLT_MATMUL_DESC_EPILOGUE = 7,
+       CUBLASLT_MATMUL_DESC_BIAS_POINTER = 8,
+       CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES = 1 };
+enum { CUBLASLT_EPILOGUE_DEFAULT = 1, CUBLASLT_EPILOGUE_RELU = 2,
+       CUBLASLT_EPILOGUE_BIAS = 4, CUBLASLT_EPILOGUE_GELU = 32 };
+
+#define CG_BLASLT_FUNCS(X) \
+  X(cublasLtCreate, (cublasLtHandle_t *)) \
+  X(cublasLtDestroy, (cublasLtHandle_t)) \
+  X(cublasLtMatmulDescCreate, (cublasLtMatmulDesc_t *, int, int)) \
+  X(cublasLtMatmulDescDestroy, (cublasLtMatmulDesc_t)) \
+  X(cublasLtMatmulDescSetAttribute, (cublasLtMatmulDesc_t, int, \
+                                     const void *, size_t)) \
+  X(cublasLtMatrixLayoutCreate, (cublasLtMatrixLayout_t *, int, \
+                                 unsigned long long, unsigned long long, \
+                                 long long)) \
+  X(cublasLtMatrixLayoutDestroy, (cublasLtMatrixLayout_t)) \
+  X(cublasLtMatmulPreferenceCreate, (cublasLtMatmulPreference_t *)) \
+  X(cublasLtMatmulPreferenceDestroy, (cublasLtMatmulPreference_t)) \
+  X(cublasLtMatmulPreferenceSetAttribute, (cublasLtMatmulPreference_t, int, \
+                                           const void *, size_t)) \
+  X(cublasLtMatmulAlgoGetHeuristic, (cublasLtHandle_t, cublasLtMatmulDesc_t, \
+      cublasLtMatrixLayout_t, cublasLtMatrixLayout_t, cublasLtMatrixLayout_t, \
+      cublasLtMatrixLayout_t, cublasLtMatmulPreference_t, int, \
+      cublasLtMatmulHeuristicResult_t *, int *)) \
+  X(cublasLtMatmul, (cublasLtHandle_t, cublasLtMatmulDesc_t, const void *, \
+      const void *, cublasLtMatrixLayout_t, const void *, \
+      cublasLtMatrixLayout_t, const void *, const void *, \
+      cublasLtMatrixLayout_t, void *, cublasLtMatrixLayout_t, \
+      const cublasLtMatmulAlgo_t *, void *, size_t, CUstream))
+
+#define CG_BLAS_FIELD(f, args) cublasStatus_t (*f) args;
+typedef struct cg_blaslt_table {
+  CG_BLASLT_FUNCS(CG_BLAS_FIELD)
+} cg_blaslt_table;
+#undef CG_BLAS_FIELD
+
+extern cg_blaslt_table cg_cublaslt;
+
+/* Loads cuBLASLt once per process (CUGRAPH_LUA_LIBCUBLASLT, else beside
+   the cuBLAS that was loaded): NULL, or why it is unusable. */
+const char *cg_blaslt_load(void);
+
 /* What a cugraph.Blas owns (its cg_handle, freed in release.c): the
    handle, and device memory of CG_BLAS_CONSTS bytes of constants (f32 0
    and 1, then f64 0 and 1, for calls in device pointer mode) followed by
    the workspace of bytes given to cublasSetWorkspace. */
 typedef struct cg_blas_res {
   cublasHandle_t handle;
+  cublasLtHandle_t lt;  /* made by the first blas:matmul, or NULL */
   CUdeviceptr mem;
   size_t bytes;
 } cg_blas_res;

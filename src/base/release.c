@@ -73,6 +73,7 @@ static int destroy(cg_hkind hk, cg_handle h, int poisoned, const char **api) {
   case CG_H_GLRES: return cg_drv.cuGraphicsUnregisterResource(h.res);
   case CG_H_DLPACK: dlpack_delete(h.dlpack); return 0;
   case CG_H_BLAS: { /* the handle first: it may use its workspace */
+    if (h.blas->lt) cg_cublaslt.cublasLtDestroy(h.blas->lt);
     if (!cg_blas_load()) cg_cublas.cublasDestroy_v2(h.blas->handle);
     CUresult r = cg_drv.cuMemFree(h.blas->mem);
     free(h.blas);

@@ -287,6 +287,10 @@ static const char *const gemm_keys[] = {
 static const char *const gemv_keys[] = {
   "m", "n", "trans", "lda", "alpha", "beta", "incx", "incy", NULL
 };
+static const char *const matmul_keys[] = {
+  "m", "n", "k", "transa", "transb", "lda", "ldb", "ldc", "alpha", "beta",
+  "tf32", "bias", "epilogue", NULL
+};
 static const char *const vec_keys[] = { "n", "incx", "incy", NULL };
 static const char *const nrm2_keys[] = { "n", "incx", NULL };
 
@@ -342,86 +346,214 @@ static int data_type(lua_State *L, cg_type t, const char *fn) {
   }
 }
 
+/* A matrix product's arguments, checked: gemm's and matmul's. */
+typedef struct product {
+  cg_blas *h;
+  cg_buffer *a, *b, *c;
+  int dt, m, n, k, ta, tb, lda, ldb, ldc, batch, compute, sidx;
+  int64_t sa, sb, sc;
+  scales p;
+} product;
+
+/* The elements from one matrix of a batch to the next: key, else packed. */
+static int64_t stride(lua_State *L, int oidx, const char *key, int64_t packed,
+                      const char *fn) {
+  lua_getfield(L, oidx, key);
+  int given = !lua_isnil(L, -1);
+  lua_pop(L, 1);
+  return given ? optint(L, oidx, key, 0, 0, fn) : packed;
+}
+
+/* h:fn(a, b, c, shape [, stream]) into x; batched: the strides allowed. */
+static void product_args(lua_State *L, const char *fn,
+                         const char *const *keys, int batched, product *x) {
+  static const char *const names[] = { "alpha", "beta" };
+  cg_blas *h = x->h = checkblas(L);
+  int oidx;
+  tail(L, 5, &oidx, &x->sidx);
+  cg_buffer *a = x->a = buf(L, h, 2, fn, "a"), *b = x->b = buf(L, h, 3, fn, "b"),
+            *c = x->c = buf(L, h, 4, fn, "c");
+  if (!oidx)
+    luaL_error(L, "blas:%s: give the shape, {m =, n =, k =}: c is m x n, "
+               "op(a) m x k, op(b) k x n", fn);
+  cg_check_options(L, oidx, batched ? "blas:gemm" : "blas:matmul", keys);
+  x->dt = data_type(L, a->type, fn);
+  if (b->type != a->type || c->type != a->type)
+    luaL_error(L, "blas:%s: a is %s, b %s, c %s; they must match", fn,
+               cg_type_names[a->type], cg_type_names[b->type],
+               cg_type_names[c->type]);
+  int m = x->m = optint(L, oidx, "m", -1, 0, fn);
+  int n = x->n = optint(L, oidx, "n", -1, 0, fn);
+  int k = x->k = optint(L, oidx, "k", -1, 0, fn);
+  x->ta = optbool(L, oidx, "transa");
+  x->tb = optbool(L, oidx, "transb");
+  int tf32 = optbool(L, oidx, "tf32");
+  if (tf32 && a->type != CG_F32)
+    luaL_error(L, "blas:%s: tf32 is for f32 matrices; these are %s", fn,
+               cg_type_names[a->type]);
+  int ra = x->ta ? k : m, ca = x->ta ? m : k, rb = x->tb ? n : k,
+      cb = x->tb ? k : n;
+  x->lda = optint(L, oidx, "lda", ra ? ra : 1, ra ? ra : 1, fn);
+  x->ldb = optint(L, oidx, "ldb", rb ? rb : 1, rb ? rb : 1, fn);
+  x->ldc = optint(L, oidx, "ldc", m ? m : 1, m ? m : 1, fn);
+  x->batch = batched ? optint(L, oidx, "batch", 1, 1, fn) : 1;
+  x->sa = batched ? stride(L, oidx, "stride_a", (int64_t)x->lda * ca, fn) : 0;
+  x->sb = batched ? stride(L, oidx, "stride_b", (int64_t)x->ldb * cb, fn) : 0;
+  x->sc = batched ? stride(L, oidx, "stride_c", (int64_t)x->ldc * n, fn) : 0;
+  char shape[96];
+  snprintf(shape, sizeof shape, "op(a) %d x %d (lda %d, batch %d)", m, k,
+           x->lda, x->batch);
+  fits(L, a, span(ra, ca, x->lda, x->batch, x->sa), fn, "a", shape);
+  snprintf(shape, sizeof shape, "op(b) %d x %d (ldb %d, batch %d)", k, n,
+           x->ldb, x->batch);
+  fits(L, b, span(rb, cb, x->ldb, x->batch, x->sb), fn, "b", shape);
+  snprintf(shape, sizeof shape, "c %d x %d (ldc %d, batch %d)", m, n, x->ldc,
+           x->batch);
+  fits(L, c, span(m, n, x->ldc, x->batch, x->sc), fn, "c", shape);
+  cg_type t = scale_type(a->type);
+  scale s[2];
+  optscale(L, oidx, "alpha", 1, t, h, fn, &s[0]);
+  optscale(L, oidx, "beta", 0, t, h, fn, &s[1]);
+  pointers(L, h, s, 2, t, fn, names, &x->p);
+  x->compute = a->type == CG_F64 ? CUBLAS_COMPUTE_64F :
+               tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  lua_pushvalue(L, oidx); /* the options, for the caller's own keys */
+}
+
 /* h:gemm(a, b, c, {m=, n=, k= [, transa=, transb=] [, lda=, ldb=, ldc=]
    [, alpha=1, beta=0] [, tf32=] [, batch=, stride_a=, stride_b=,
    stride_c=]} [, stream]): c = alpha op(a) op(b) + beta c, op(a) m x k,
    op(b) k x n, c m x n, all column-major; batch > 1: that many products,
    each matrix stride elements after the one before (strided-batched). */
 static int blas_gemm(lua_State *L) {
-  static const char *const names[] = { "alpha", "beta" };
-  cg_blas *h = checkblas(L);
-  int oidx, sidx;
-  tail(L, 5, &oidx, &sidx);
-  cg_buffer *a = buf(L, h, 2, "gemm", "a"), *b = buf(L, h, 3, "gemm", "b"),
-            *c = buf(L, h, 4, "gemm", "c");
-  if (!oidx)
-    luaL_error(L, "blas:gemm: give the shape, {m =, n =, k =}: c is m x n, "
-               "op(a) m x k, op(b) k x n");
-  cg_check_options(L, oidx, "blas:gemm", gemm_keys);
-  int dt = data_type(L, a->type, "gemm");
-  if (b->type != a->type || c->type != a->type)
-    luaL_error(L, "blas:gemm: a is %s, b %s, c %s; they must match",
-               cg_type_names[a->type], cg_type_names[b->type],
-               cg_type_names[c->type]);
-  int m = optint(L, oidx, "m", -1, 0, "gemm");
-  int n = optint(L, oidx, "n", -1, 0, "gemm");
-  int k = optint(L, oidx, "k", -1, 0, "gemm");
-  int ta = optbool(L, oidx, "transa"), tb = optbool(L, oidx, "transb");
-  int tf32 = optbool(L, oidx, "tf32");
-  if (tf32 && a->type != CG_F32)
-    luaL_error(L, "blas:gemm: tf32 is for f32 matrices; these are %s",
-               cg_type_names[a->type]);
-  int ra = ta ? k : m, ca = ta ? m : k, rb = tb ? n : k, cb = tb ? k : n;
-  int lda = optint(L, oidx, "lda", ra ? ra : 1, ra ? ra : 1, "gemm");
-  int ldb = optint(L, oidx, "ldb", rb ? rb : 1, rb ? rb : 1, "gemm");
-  int ldc = optint(L, oidx, "ldc", m ? m : 1, m ? m : 1, "gemm");
-  int batch = optint(L, oidx, "batch", 1, 1, "gemm");
-  int64_t sa = optint(L, oidx, "stride_a", 0, 0, "gemm"),
-          sb = optint(L, oidx, "stride_b", 0, 0, "gemm"),
-          sc = optint(L, oidx, "stride_c", 0, 0, "gemm");
-  lua_getfield(L, oidx, "stride_a");
-  int given = !lua_isnil(L, -1);
-  lua_pop(L, 1);
-  if (!given) sa = (int64_t)lda * ca;
-  lua_getfield(L, oidx, "stride_b");
-  given = !lua_isnil(L, -1);
-  lua_pop(L, 1);
-  if (!given) sb = (int64_t)ldb * cb;
-  lua_getfield(L, oidx, "stride_c");
-  given = !lua_isnil(L, -1);
-  lua_pop(L, 1);
-  if (!given) sc = (int64_t)ldc * n;
-  char shape[96];
-  snprintf(shape, sizeof shape, "op(a) %d x %d (lda %d, batch %d)", m, k,
-           lda, batch);
-  fits(L, a, span(ra, ca, lda, batch, sa), "gemm", "a", shape);
-  snprintf(shape, sizeof shape, "op(b) %d x %d (ldb %d, batch %d)", k, n,
-           ldb, batch);
-  fits(L, b, span(rb, cb, ldb, batch, sb), "gemm", "b", shape);
-  snprintf(shape, sizeof shape, "c %d x %d (ldc %d, batch %d)", m, n, ldc,
-           batch);
-  fits(L, c, span(m, n, ldc, batch, sc), "gemm", "c", shape);
-  cg_type t = scale_type(a->type);
-  scale s[2];
-  optscale(L, oidx, "alpha", 1, t, h, "gemm", &s[0]);
-  optscale(L, oidx, "beta", 0, t, h, "gemm", &s[1]);
-  scales p;
-  pointers(L, h, s, 2, t, "gemm", names, &p);
-  int compute = a->type == CG_F64 ? CUBLAS_COMPUTE_64F :
-                tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  CUstream st = begin(L, h, sidx, p.mode, "blas:gemm");
+  product x;
+  product_args(L, "gemm", gemm_keys, 1, &x);
+  cg_blas *h = x.h;
+  CUstream st = begin(L, h, x.sidx, x.p.mode, "blas:gemm");
   int tok = cg_trace_begin(L, h->h.ctx, st ? st : h->h.ctx->stream, "blas",
                            "gemm");
   cublasHandle_t hd = RES(h)->handle;
-  if (batch == 1)
-    BLAS(L, cublasGemmEx, hd, ta, tb, m, n, k, p.alpha, DPTR(a), dt, lda,
-         DPTR(b), dt, ldb, p.beta, DPTR(c), dt, ldc, compute,
-         CUBLAS_GEMM_DEFAULT);
+  if (x.batch == 1)
+    BLAS(L, cublasGemmEx, hd, x.ta, x.tb, x.m, x.n, x.k, x.p.alpha,
+         DPTR(x.a), x.dt, x.lda, DPTR(x.b), x.dt, x.ldb, x.p.beta, DPTR(x.c),
+         x.dt, x.ldc, x.compute, CUBLAS_GEMM_DEFAULT);
   else
-    BLAS(L, cublasGemmStridedBatchedEx, hd, ta, tb, m, n, k, p.alpha,
-         DPTR(a), dt, lda, (long long)sa, DPTR(b), dt, ldb, (long long)sb,
-         p.beta, DPTR(c), dt, ldc, (long long)sc, batch, compute,
-         CUBLAS_GEMM_DEFAULT);
+    BLAS(L, cublasGemmStridedBatchedEx, hd, x.ta, x.tb, x.m, x.n, x.k,
+         x.p.alpha, DPTR(x.a), x.dt, x.lda, (long long)x.sa, DPTR(x.b), x.dt,
+         x.ldb, (long long)x.sb, x.p.beta, DPTR(x.c), x.dt, x.ldc,
+         (long long)x.sc, x.batch, x.compute, CUBLAS_GEMM_DEFAULT);
+  cg_trace_end(L, h->h.ctx, tok);
+  cg_work_finish(L, h->h.ctx, st);
+  return 0;
+}
+
+/* Runs the cuBLASLt calls of one product, destroying what they made
+   whatever happens; the first failure's status, its call in *api. */
+static cublasStatus_t lt_run(product *x, cublasLtHandle_t lt, int epi,
+                             CUdeviceptr bias, CUstream s, const char **api) {
+  cg_blas_res *r = RES(x->h);
+  cublasLtMatmulDesc_t desc = NULL;
+  cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL;
+  cublasLtMatmulPreference_t pref = NULL;
+  int ra = x->ta ? x->k : x->m, rb = x->tb ? x->n : x->k;
+  int32_t ta = x->ta, tb = x->tb, mode = x->p.mode;
+  uint32_t e = (uint32_t)epi;
+  unsigned long long ws = r->bytes;
+  void *bp = (void *)(uintptr_t)bias;
+  cublasLtMatmulHeuristicResult_t best;
+  int found = 0;
+  cublasStatus_t st;
+#define LT(call, ...) \
+  if (!st) { *api = #call; st = cg_cublaslt.call(__VA_ARGS__); }
+  st = 0;
+  LT(cublasLtMatmulDescCreate, &desc, x->compute, x->dt == CUDA_R_64F ?
+     CUDA_R_64F : CUDA_R_32F)
+  LT(cublasLtMatmulDescSetAttribute, desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta,
+     sizeof ta)
+  LT(cublasLtMatmulDescSetAttribute, desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb,
+     sizeof tb)
+  LT(cublasLtMatmulDescSetAttribute, desc, CUBLASLT_MATMUL_DESC_POINTER_MODE,
+     &mode, sizeof mode)
+  LT(cublasLtMatmulDescSetAttribute, desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e,
+     sizeof e)
+  if (bias)
+    LT(cublasLtMatmulDescSetAttribute, desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+       &bp, sizeof bp)
+  LT(cublasLtMatrixLayoutCreate, &la, x->dt, (unsigned long long)ra,
+     (unsigned long long)(x->ta ? x->m : x->k), x->lda)
+  LT(cublasLtMatrixLayoutCreate, &lb, x->dt, (unsigned long long)rb,
+     (unsigned long long)(x->tb ? x->k : x->n), x->ldb)
+  LT(cublasLtMatrixLayoutCreate, &lc, x->dt, (unsigned long long)x->m,
+     (unsigned long long)x->n, x->ldc)
+  LT(cublasLtMatmulPreferenceCreate, &pref)
+  LT(cublasLtMatmulPreferenceSetAttribute, pref,
+     CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws)
+  LT(cublasLtMatmulAlgoGetHeuristic, lt, desc, la, lb, lc, lc, pref, 1, &best,
+     &found)
+  if (!st && !found) {
+    *api = "cublasLtMatmulAlgoGetHeuristic";
+    st = 15; /* CUBLAS_STATUS_NOT_SUPPORTED: no algorithm for it */
+  }
+  LT(cublasLtMatmul, lt, desc, x->p.alpha, DPTR(x->a), la, DPTR(x->b), lb,
+     x->p.beta, DPTR(x->c), lc, DPTR(x->c), lc, &best.algo,
+     (void *)(uintptr_t)(r->mem + CG_BLAS_CONSTS), r->bytes, s)
+#undef LT
+  if (pref) cg_cublaslt.cublasLtMatmulPreferenceDestroy(pref);
+  if (lc) cg_cublaslt.cublasLtMatrixLayoutDestroy(lc);
+  if (lb) cg_cublaslt.cublasLtMatrixLayoutDestroy(lb);
+  if (la) cg_cublaslt.cublasLtMatrixLayoutDestroy(la);
+  if (desc) cg_cublaslt.cublasLtMatmulDescDestroy(desc);
+  return st;
+}
+
+/* h:matmul(a, b, c, {m=, n=, k= [, transa=, transb=, lda=, ldb=, ldc=,
+   alpha=, beta=, tf32=] [, bias=] [, epilogue=]} [, stream]): c =
+   epilogue(alpha op(a) op(b) + beta c + bias) in one cuBLASLt call; bias
+   a Buffer of m elements of c's type added to every column, epilogue
+   "relu" or "gelu" (absent: none). f32, f16 or bf16. */
+static int blas_matmul(lua_State *L) {
+  static const char *const epilogues[] = { "none", "relu", "gelu", NULL };
+  static const int codes[] = { CUBLASLT_EPILOGUE_DEFAULT,
+                               CUBLASLT_EPILOGUE_RELU, CUBLASLT_EPILOGUE_GELU };
+  product x;
+  product_args(L, "matmul", matmul_keys, 0, &x);
+  int oidx = lua_gettop(L);
+  if (x.a->type == CG_F64)
+    luaL_error(L, "blas:matmul: takes f32, f16 or bf16 matrices (f64: "
+               "blas:gemm)");
+  lua_getfield(L, oidx, "epilogue");
+  int epi = codes[cg_checkoption(L, -1, "none", epilogues)];
+  lua_getfield(L, oidx, "bias");
+  CUdeviceptr bias = 0;
+  if (!lua_isnil(L, -1)) {
+    cg_buffer *bb = buf(L, x.h, lua_gettop(L), "matmul", "bias");
+    if (bb->type != x.c->type || bb->n < (size_t)x.m)
+      luaL_error(L, "blas:matmul: bias is %s[%I]; it must be %s of at least "
+                 "m = %d elements", cg_type_names[bb->type],
+                 (LUAI_UACINT)bb->n, cg_type_names[x.c->type], x.m);
+    bias = bb->h.drv.mem;
+    epi |= CUBLASLT_EPILOGUE_BIAS;
+    if (epi == (CUBLASLT_EPILOGUE_DEFAULT | CUBLASLT_EPILOGUE_BIAS))
+      epi = CUBLASLT_EPILOGUE_BIAS;
+  }
+  const char *why = cg_blaslt_load();
+  if (why) luaL_error(L, "%s", why);
+  cg_blas *h = x.h;
+  CUstream st = begin(L, h, x.sidx, x.p.mode, "blas:matmul");
+  cg_blas_res *r = RES(h);
+  if (!r->lt) {
+    if (h->h.ctx->capture)
+      luaL_error(L, "blas:matmul: the handle's first matmul is inside a "
+                 "capture: call it once before (cuBLASLt's handle is made "
+                 "then)");
+    check(L, "cublasLtCreate", cg_cublaslt.cublasLtCreate(&r->lt));
+  }
+  int tok = cg_trace_begin(L, h->h.ctx, st ? st : h->h.ctx->stream, "blas",
+                           "matmul");
+  const char *api = "cublasLtMatmul";
+  cublasStatus_t rs = lt_run(&x, r->lt, epi, bias,
+                             st ? st : h->h.ctx->stream, &api);
+  check(L, api, rs);
   cg_trace_end(L, h->h.ctx, tok);
   cg_work_finish(L, h->h.ctx, st);
   return 0;
@@ -651,7 +783,7 @@ static int blas_tostring(lua_State *L) {
 
 void blas_open(lua_State *L) {
   static const luaL_Reg methods[] = {
-    {"gemm", blas_gemm}, {"gemv", blas_gemv}, {"axpy", blas_axpy},
+    {"gemm", blas_gemm}, {"matmul", blas_matmul}, {"gemv", blas_gemv}, {"axpy", blas_axpy},
     {"dot", blas_dot}, {"nrm2", blas_nrm2}, {"workspace", blas_workspace},
     {"free", blas_free}, {"close", blas_free},
     {NULL, NULL}
@@ -664,9 +796,10 @@ void blas_open(lua_State *L) {
     {"blas", blas_new}, {"blas_version", blas_version}, {NULL, NULL}
   };
   cg_newtype(L, CG_BLAS, methods, meta, NULL);
-  static const char *const *const lists[] = { gemm_keys, gemv_keys };
+  static const char *const *const lists[] = { gemm_keys, gemv_keys,
+                                              matmul_keys };
   lua_createtable(L, 0, 0);
-  for (int i = 0; i < 2; i++)
+  for (int i = 0; i < 3; i++)
     for (const char *const *k = lists[i]; *k; k++) {
       lua_pushstring(L, *k);
       lua_rawseti(L, -2, (lua_Integer)luaL_len(L, -2) + 1);
