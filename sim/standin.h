@@ -1,7 +1,8 @@
-/* What the library stand-ins (sim/nccl, sim/blas) need of the software
-   driver that loaded them: its capture test and host nodes, found in the
-   process by the symbol only the software driver exports (it may have been
-   opened by path, under any name, with RTLD_LOCAL). */
+/* What the library stand-ins (sim/nccl, sim/blas, sim/fft) need of the
+   software driver that loaded them: its capture test and host nodes, found
+   among the process's libcuda* objects by the symbol only the software
+   driver exports (it is opened by path, with RTLD_LOCAL, and --sim names it
+   by no variable). */
 #ifndef SIM_STANDIN_H
 #define SIM_STANDIN_H
 
@@ -56,7 +57,11 @@ typedef CUresult (*standin_host_fn)(CUstream, CUhostFn, void *);
 
 static int standin_find(struct dl_phdr_info *info, size_t size, void *out) {
   (void)size;
-  if (!info->dlpi_name || !*info->dlpi_name) return 0;
+  const char *name = info->dlpi_name, *base = name ? strrchr(name, '/') : NULL;
+  base = base ? base + 1 : name;
+  /* only a driver's file is asked for its symbol: opening other objects,
+     even with RTLD_NOLOAD, can map their dependencies (leaked under LSan) */
+  if (!base || strncmp(base, "libcuda", 7)) return 0;
   void *lib = dlopen(info->dlpi_name, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
   if (!lib) return 0;
   if (dlsym(lib, "cugraph_nccl_standin")) {

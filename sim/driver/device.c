@@ -51,7 +51,9 @@ int dbl_ndevices = 1;
 size_t dbl_mem_limit;
 
 struct CUctx_st dbl_primary[MAX_DEVICES];
-static _Thread_local CUcontext current;
+/* initial-exec: static TLS, read without __tls_get_addr (whose dynamic
+   blocks LeakSanitizer misreads at exit in some heap layouts) */
+static _Thread_local CUcontext current __attribute__((tls_model("initial-exec")));
 
 /* The device of the current context (0 without one). */
 int dbl_cur_dev(void) { return current ? current->dev : 0; }

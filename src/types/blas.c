@@ -257,7 +257,7 @@ static void pointers(lua_State *L, cg_blas *b, scale *s, int n, cg_type t,
   int dev = 0;
   for (int i = 0; i < n; i++) dev |= s[i].dev != 0;
   out->mode = dev ? CUBLAS_POINTER_MODE_DEVICE : CUBLAS_POINTER_MODE_HOST;
-  const void *p[2];
+  const void *p[2] = { NULL, NULL };
   for (int i = 0; i < n; i++) {
     if (!dev) {
       out->f[i] = (float)s[i].v;
