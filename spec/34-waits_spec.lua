@@ -43,6 +43,44 @@ describe("bounded waits", function()
     assert.matches("closing", out) -- and the state closed without waiting
   end)
 
+  it("make the frees held back after a timeout once a later wait sees the work done", function()
+    -- work that takes a while: a loop of 5000 turns on a GPU, and on the
+    -- software drivers CUDA_DOUBLE_BUSY (the device busy 300 ms after it)
+    local turns = H.gpu and 5000 or 50
+    local src = [[
+      local cuda = require "cugraph"
+      local m = cuda.load_module(os.getenv("CUGRAPH_LUA_BUILD") .. "/kernels.ptx")
+      local s = cuda.stream()
+      local x = cuda.buffer("i32", 8):fill(0)
+      local c = cuda.condition(1)
+      local g = s:capture(function()
+        s:loop_while(c, function()
+          m.inc_i32:launch(s, 1, 8, x, 8)
+          c:count_down(s, TURNS)
+        end)
+      end)
+      cuda.synchronize()
+      local before = cuda.device().free_memory
+      local y = cuda.buffer("u8", 64 << 20)
+      g:launch(s)
+      local ok, err = pcall(cuda.synchronize, 1e-6)
+      print("timed out", not ok and err.name)
+      y:free()
+      local st = cuda.status()
+      print("held", st.held_frees, st.hung, cuda.device().free_memory < before)
+      cuda.synchronize()
+      st = cuda.status()
+      print("after", st.held_frees, st.hung, cuda.device().free_memory == before)
+      print("turns", x:download()[1])
+    ]]
+    local code, out = H.script(src:gsub("TURNS", turns), "CUDA_DOUBLE_BUSY=300")
+    assert.equals(0, code, out)
+    assert.matches("timed out\tCUDA_ERROR_TIMEOUT", out)
+    assert.matches("held\t1\ttrue\ttrue", out)
+    assert.matches("after\t0\tfalse\ttrue", out)
+    assert.matches("turns\t" .. turns .. "\n", out)
+  end)
+
   it("take a timeout that is a positive number of seconds", function()
     local s = cuda.stream()
     for _, t in ipairs { 0, -1, 0 / 0, "x" } do

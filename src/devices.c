@@ -215,6 +215,16 @@ static int status(lua_State *L) {
       lua_setfield(L, -2, "poisoned");
       break;
     }
+  size_t held = 0;
+  int hung = 0;
+  for (cg_ctx *d = ctx; d; d = d->next) {
+    held += d->ndeferred;
+    hung |= d->hung && !d->closed && cg_still_hung(d);
+  }
+  lua_pushboolean(L, hung);
+  lua_setfield(L, -2, "hung");
+  lua_pushinteger(L, (lua_Integer)held);
+  lua_setfield(L, -2, "held_frees");
   lua_pushinteger(L, ctx->gc_errors);
   lua_setfield(L, -2, "finalizer_errors");
   if (ctx->gc_errors) {

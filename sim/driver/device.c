@@ -139,6 +139,28 @@ static void destroy_context(int dev) {
 
 unsigned long dbl_hang;
 int dbl_hung;
+static double busy_for, busy_until; /* seconds; CLOCK_MONOTONIC */
+
+static double mono(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+void dbl_keep_busy(void) {
+  if (busy_for > 0) busy_until = mono() + busy_for;
+}
+
+int dbl_busy(void) { return busy_for > 0 && mono() < busy_until; }
+
+void dbl_wait_busy(pthread_mutex_t *held) {
+  while (dbl_busy()) {
+    struct timespec nap = { 0, 1000000 };
+    pthread_mutex_unlock(held);
+    nanosleep(&nap, NULL);
+    pthread_mutex_lock(held);
+  }
+}
 
 void dbl_wait_forever(pthread_mutex_t *held) {
   pthread_mutex_unlock(held); /* the other calls go on meanwhile */
@@ -170,6 +192,9 @@ CUresult CUDAAPI cuInit(unsigned int Flags) {
   const char *hang = getenv("CUDA_DOUBLE_HANG");
   v = hang && *hang ? strtoull(hang, &end, 10) : 0;
   dbl_hang = hang && *hang && !*end ? (unsigned long)v : 0;
+  const char *busy = getenv("CUDA_DOUBLE_BUSY");
+  v = busy && *busy ? strtoull(busy, &end, 10) : 0;
+  busy_for = busy && *busy && !*end ? (double)v * 1e-3 : 0;
   for (int d = 0; d < MAX_DEVICES; d++) dbl_primary[d].dev = d;
   initialized = 1;
   return CUDA_SUCCESS;
@@ -265,6 +290,7 @@ CUresult CUDAAPI cuCtxSynchronize(void) {
   CUresult r = dbl_enter();
   if (r) return r;
   if (dbl_hung) dbl_wait_forever(held_);
+  dbl_wait_busy(held_);
   for (capture *c = dbl_captures; c; c = c->next) {
     c->invalid = 1;
     r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;

@@ -116,6 +116,13 @@ int dbl_occupancy(CUfunction f, unsigned threads, size_t shared);
 extern unsigned long dbl_hang;
 extern int dbl_hung;
 void dbl_wait_forever(pthread_mutex_t *held);
+/* CUDA_DOUBLE_BUSY=ms: work sent (eager or a graph's launch) keeps the
+   device busy that long, as work that takes a while on a GPU: queries say
+   NOT_READY meanwhile and waits sleep until it ends (the lock given back
+   meanwhile). */
+void dbl_keep_busy(void);
+int dbl_busy(void);
+void dbl_wait_busy(pthread_mutex_t *held);
 extern size_t dbl_mem_limit; /* device memory of each device, bytes */
 extern struct CUctx_st dbl_primary[MAX_DEVICES];
 

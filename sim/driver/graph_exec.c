@@ -270,6 +270,7 @@ CUresult CUDAAPI cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
   running = hGraphExec;
   r = run_plan(&hGraphExec->p);
   running = NULL;
+  dbl_keep_busy();
   return r;
 }
 

@@ -54,6 +54,7 @@ CUresult dbl_submit(CUstream s, op *o) {
     if (!(r = dbl_capture_op(s, o))) return CUDA_SUCCESS;
   } else if (!r) {
     r = dbl_run_op(o, 0);
+    dbl_keep_busy();
   }
   free(o->args);
   return r;
@@ -135,6 +136,7 @@ CUresult CUDAAPI cuStreamSynchronize(CUstream hStream) {
   ENTRY(cuStreamSynchronize);
   CUresult r = dbl_enter();
   if (!r && dbl_hung) dbl_wait_forever(held_);
+  if (!r) dbl_wait_busy(held_);
   return r ? r : no_sync(dbl_stream_of(hStream));
 }
 
@@ -143,7 +145,7 @@ CUresult CUDAAPI cuStreamSynchronize(CUstream hStream) {
 CUresult CUDAAPI cuStreamQuery(CUstream hStream) {
   ENTRY(cuStreamQuery);
   CUresult r = dbl_enter();
-  if (!r && dbl_hung) return CUDA_ERROR_NOT_READY;
+  if (!r && (dbl_hung || dbl_busy())) return CUDA_ERROR_NOT_READY;
   return r ? r : no_sync(dbl_stream_of(hStream));
 }
 
@@ -274,12 +276,13 @@ static CUresult event_done(CUevent e) {
 CUresult CUDAAPI cuEventSynchronize(CUevent hEvent) {
   ENTRY(cuEventSynchronize);
   if (dbl_hung) dbl_wait_forever(held_);
+  dbl_wait_busy(held_);
   return event_done(hEvent);
 }
 
 CUresult CUDAAPI cuEventQuery(CUevent hEvent) {
   ENTRY(cuEventQuery);
-  if (dbl_hung) return CUDA_ERROR_NOT_READY;
+  if (dbl_hung || dbl_busy()) return CUDA_ERROR_NOT_READY;
   return event_done(hEvent);
 }
 

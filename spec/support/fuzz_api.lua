@@ -396,11 +396,16 @@ end
 collectgarbage()
 collectgarbage()
 os.remove(dotpath)
+-- a wait that timed out above holds frees back until a wait sees its work done
+pcall(cuda.synchronize)
 local st = cuda.status()
 if st.poisoned then
   print(("FUZZ-OK seed=%d calls=%d (poisoned: %s)"):format(seed, step, st.poisoned))
 else
   local now = cuda.device().free_memory
-  if now ~= start then fail("%d bytes of device memory not given back", start - now) end
+  if now ~= start then
+    fail("%d bytes of device memory not given back (hung: %s, held frees: %d)", start - now,
+         st.hung, st.held_frees)
+  end
   print(("FUZZ-OK seed=%d calls=%d"):format(seed, step))
 end

@@ -311,8 +311,9 @@ static int timed_out(lua_State *L, cg_ctx *ctx, const char *api, CUstream s,
   else lua_pushliteral(L, "");
   lua_pushfstring(L, "the wait ended after %f s with work still running%s; "
                   "the device goes on running it (later waits wait for it "
-                  "too; the state frees nothing of this device from here "
-                  "on, and the process ends the work when it exits)", t,
+                  "too; frees of this device are held back until a wait "
+                  "sees the work done, and the process ends the work when it "
+                  "exits)", t,
                   lua_tostring(L, base + 1));
   cg_pusherror(L, api, (int)CUDA_ERROR_TIMEOUT, "CUDA_ERROR_TIMEOUT",
                lua_tostring(L, -1));
@@ -334,6 +335,11 @@ static CUresult poll(CUresult (*query)(void *), void *h, double t) {
   }
 }
 
+/* After a wait that completed: once the work a timed-out wait left behind
+   has ended (all of it, when over is set: the whole device was waited
+   for), the frees held back meanwhile are made. */
+static void hung_over(lua_State *L, cg_ctx *ctx, int over);
+
 static CUresult stream_query(void *h) { return cg_drv.cuStreamQuery(h); }
 static CUresult event_query(void *h) { return cg_drv.cuEventQuery(h); }
 
@@ -349,6 +355,7 @@ void cg_wait_stream(lua_State *L, cg_ctx *ctx, CUstream s, double t) {
     timed_out(L, ctx, "cuStreamSynchronize", s, t);
   }
   cg_check(L, ctx, "cuStreamSynchronize", r);
+  hung_over(L, ctx, 0);
 }
 
 void cg_wait_event(lua_State *L, cg_ctx *ctx, CUevent e, double t) {
@@ -362,6 +369,7 @@ void cg_wait_event(lua_State *L, cg_ctx *ctx, CUevent e, double t) {
     timed_out(L, ctx, "cuEventSynchronize", NULL, t);
   }
   cg_check(L, ctx, "cuEventSynchronize", r);
+  hung_over(L, ctx, 0);
 }
 
 double cg_opttimeout(lua_State *L, int idx) {
@@ -459,6 +467,16 @@ int cg_still_hung(cg_ctx *ctx) {
   return 0;
 }
 
+static void hung_over(lua_State *L, cg_ctx *ctx, int over) {
+  if (over && ctx->hung) { /* its waiter may not have seen its call return */
+    if (ctx->hung_wait) drop_wait(ctx->hung_wait);
+    ctx->hung_wait = NULL;
+    ctx->hung = 0;
+  }
+  if (!cg_still_hung(ctx) && ctx->ndeferred && !ctx->capture)
+    cg_flush_deferred(L, ctx);
+}
+
 void cg_sync_for(lua_State *L, cg_ctx *ctx, double t) {
   if (held)
     luaL_error(L, "waiting for the whole device while this thread captures "
@@ -483,6 +501,7 @@ void cg_sync_for(lua_State *L, cg_ctx *ctx, double t) {
     timed_out(L, ctx, "cuCtxSynchronize", NULL, t);
   }
   cg_check(L, ctx, "cuCtxSynchronize", r);
+  hung_over(L, ctx, 1);
 }
 
 void cg_sync(lua_State *L, cg_ctx *ctx) {
