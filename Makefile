@@ -205,13 +205,22 @@ SPEC_NEEDS = all $(DOUBLE) $(NCCL_DOUBLE) $(BLAS_DOUBLE) $(FFT_DOUBLE) $(NVRTC_F
   $(SPEC_BINS) $(PTY)
 spec-needs: $(SPEC_NEEDS)
 
-# $(call specs,DRIVER,PREFIX,ARGS): the suite with build/cugraph-lua as
-# busted's interpreter, on the software driver DRIVER (empty: the real
-# libcuda), PREFIX before the command (variables, a tool), ARGS for busted.
+# $(call specs,DRIVER,PREFIX,ARGS[,FILES]): the suite (or FILES) with
+# build/cugraph-lua as busted's interpreter, on the software driver DRIVER
+# (empty: the real libcuda), PREFIX before the command (variables, a tool),
+# ARGS for busted. The suite leaves out the files numbered in SPEC_SKIP.
+# SPEC_JOBS > 1 runs a busted per file, that many at once
+# (spec/support/each.sh): the sanitizer runs use both cores of a CI machine.
+SPEC_JOBS ?= 1
+SPEC_SKIP ?=
+SPEC_FILES = $(filter-out $(foreach n,$(SPEC_SKIP),spec/$(n)-%),$(sort $(wildcard spec/[0-9][0-9]-*_spec.lua)))
 define specs
 $(SPEC_ENV) $(if $(1),CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(1) \
   CUGRAPH_LUA_LIBNCCL=$(CURDIR)/$(NCCL_DOUBLE)) $(2) \
-  $(BUILD)/cugraph-lua "$$(command -v busted)" --ignore-lua $(3) $(BUSTED_ARGS)
+  $(if $(filter-out 0 1,$(SPEC_JOBS)),sh spec/support/each.sh $(SPEC_JOBS) \
+    "$(or $(4),$(SPEC_FILES))" --) \
+  $(BUILD)/cugraph-lua "$$(command -v busted)" --ignore-lua $(3) $(BUSTED_ARGS) \
+  $(if $(filter-out 0 1,$(SPEC_JOBS)),,$(or $(4),$(foreach n,$(SPEC_SKIP),--exclude-pattern='^$(n)%-')))
 endef
 
 test: $(SPEC_NEEDS)
@@ -239,8 +248,8 @@ run: all
 # and types (05 jobs, 50 host, 53 stubs): a collection at every allocation
 # of their large heaps makes them slow and finds nothing the rest does not.
 test-gcstress: $(SPEC_NEEDS)
-	$(call specs,$(DOUBLE),,--helper=spec/support/gcstress.lua --exclude-pattern='^60%-' \
-	  --exclude-pattern='^05%-' --exclude-pattern='^50%-' --exclude-pattern='^53%-')
+	$(call specs,$(DOUBLE),,--helper=spec/support/gcstress.lua)
+test-gcstress: SPEC_SKIP += 05 50 53 60
 
 # The suite under valgrind on the test double: any invalid access or definite
 # leak fails it. Subprocess specs run their children under valgrind too
@@ -267,7 +276,7 @@ ASAN_GOAL ?= test # test-gcstress: with a collection at every allocation
 
 # Every call of the fault sweep (spec/60-faults_spec.lua), not three per API.
 fault-sweep: $(SPEC_NEEDS)
-	$(call specs,$(DOUBLE),CUGRAPH_FULL_SWEEP=1,spec/60-faults_spec.lua)
+	$(call specs,$(DOUBLE),CUGRAPH_FULL_SWEEP=1,,spec/60-faults_spec.lua)
 
 # The threads host under helgrind on the test double: any data race or lock
 # misuse fails. Races inside libnvrtc's own code are suppressed
@@ -351,7 +360,7 @@ FUZZ_API_COUNT ?= 200000
 FUZZ_API_SEED ?= $(shell date +%s)
 fuzz-api: $(SPEC_NEEDS)
 	$(call specs,$(DOUBLE),CUGRAPH_FUZZ_SEED=$(FUZZ_API_SEED) \
-	  CUGRAPH_FUZZ_COUNT=$(FUZZ_API_COUNT),spec/61-fuzz_spec.lua)
+	  CUGRAPH_FUZZ_COUNT=$(FUZZ_API_COUNT),,spec/61-fuzz_spec.lua)
 
 clean:
 	rm -rf build build-asan

@@ -59,6 +59,7 @@ describe("every object kind", function()
       local s = cuda.stream()
       local y = cuda.buffer("i32", N):fill(0)
       local o = make()
+      H.settle() -- the condition's kind captures a while loop
       local g = s:capture(function() use(o, s, y) end)
       assert.error_matches(function() o:free() end,
         "cannot free cugraph%.%a+: it is used by live cugraph%.Graph #" .. g:id(), nil, name)

@@ -132,7 +132,6 @@ function H.garbage(fn, n)
   return math.floor((after - before) * 1024 + 0.5)
 end
 
---- The error a call raises (fails the test when it raises none).
 --- Under make sanitize-gpu (CUGRAPH_LUA_SANITIZER): waits for the device,
 -- so that memory allocated and filled just before a capture with a while
 -- loop is settled. compute-sanitizer can report a kernel of such a graph
@@ -143,6 +142,7 @@ function H.settle()
   if os.getenv("CUGRAPH_LUA_SANITIZER") then H.cuda.synchronize() end
 end
 
+--- The error a call raises (fails the test when it raises none).
 function H.error_of(fn, ...)
   local ok, err = pcall(fn, ...)
   assert(not ok, "expected an error")

@@ -1,0 +1,22 @@
+#!/bin/sh
+# each.sh JOBS FILES -- COMMAND...: runs COMMAND FILE for each spec file in
+# FILES (one word, space-separated), JOBS at once. Each file's output is
+# kept and printed whole once it is done, so outputs do not interleave;
+# the end is one line with the files that failed. Exits 1 if any did.
+jobs=${1:?usage: each.sh JOBS FILES -- COMMAND...}
+files=$2
+shift 2
+[ "$1" = "--" ] && shift
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+export EACH_OUT="$out"
+printf '%s\n' $files | xargs -P "$jobs" -I{} sh -c '
+  f=$1; shift
+  log="$EACH_OUT/$(basename "$f").log"
+  if "$@" "$f" > "$log" 2>&1; then echo "ok $f" >> "$log.done"
+  else echo "FAILED $f" >> "$log.done"; fi
+  cat "$log"' each {} "$@"
+n=$(ls "$out"/*.done 2>/dev/null | wc -l)
+bad=$(cat "$out"/*.done 2>/dev/null | sed -n 's/^FAILED //p' | tr '\n' ' ')
+echo "each.sh: $n spec files in $jobs jobs, failed: ${bad:-none}"
+[ -z "$bad" ] && [ "$n" -eq "$(printf '%s\n' $files | wc -l)" ]
