@@ -244,7 +244,7 @@ describe("pitched memory and 2-D and 3-D copies", function()
       { { src, 5, 3, { dst_pitch = 8 } }, "copy2d: opts.dst_pitch: a pitched buffer has its own pitch" },
       { { src, 5, 3, { bogus = 1 } }, "copy2d: unknown option 'bogus'" },
       { { src, 5, 3, { src_y = -1 } }, "copy2d: opts.src_y must be a non-negative integer" },
-      { { 7, 5, 3 }, "copy2d: src must be a cugraph.Buffer or cugraph.HostBuffer, got number" },
+      { { 7, 5, 3 }, "copy2d: src must be a cugraph.Buffer, HostBuffer or Array, got number" },
       { { src, 0, 3 }, "width must be 1..2^30" },
     } do
       assert.error_matches(function() img:copy2d(table.unpack(c[1])) end, c[2], 1, true)

@@ -319,7 +319,7 @@ describe("g:memory()", function()
     local mem = g:memory()
     assert.equals(1024, mem.allocations)
     assert.same({ device = 4096 + 8, host = 256, buffers = 1, host_buffers = 1, scalars = 1,
-                  conditions = 0, others = 0 }, mem.keeps)
+                  conditions = 0, arrays = 0, others = 0 }, mem.keeps)
     assert.is_nil(mem.instance)
     local err = H.error_of(g.memory, g, true)
     assert.matches("a graph with allocation nodes cannot be instantiated a second time", tostring(err))

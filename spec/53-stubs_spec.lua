@@ -66,6 +66,7 @@ local OBJECTS = {
   Stream = true, Event = true, Buffer = true, Scalar = true, Module = true, Kernel = true,
   Graph = true, Node = true, Condition = true, HostBuffer = true, Comm = true, GLResource = true,
   DLTensor = true, Rng = true, Elementwise = true, Reduction = true, Blas = true, FFT = true,
+  Array = true,
 }
 
 -- Whether v is of the annotated type t (a LuaCATS type, as the stubs write them).
@@ -173,6 +174,13 @@ local recipes = {
   ["HostBuffer:type"] = function() return cuda.host_buffer("f32", 2) end,
   ["HostBuffer:free"] = function() return cuda.host_buffer("f32", 2) end,
   ["HostBuffer:close"] = function() return cuda.host_buffer("f32", 2) end,
+  ["Array:shape"] = function() return cuda.array("f32", 4, 2) end,
+  ["Array:format"] = function() return cuda.array("u8x4", 4) end,
+  ["Array:bytes"] = function() return cuda.array("f32x2", 4) end,
+  ["Array:copy2d"] = function(F) return cuda.array("f32", 3, 2), F.buf(6), 3, 2, {} end,
+  ["Array:copy3d"] = function(F) return cuda.array("f32", 2, 2, 2), F.buf(8), 2, 2, 2, {} end,
+  ["Array:free"] = function() return cuda.array("f32", 2) end,
+  ["Array:close"] = function() return cuda.array("f32", 2) end,
   ["Scalar:set"] = function() return cuda.scalar("f32"), 2 end,
   ["Scalar:get"] = function() return cuda.scalar("i32", 5) end,
   ["Scalar:type"] = function() return cuda.scalar("f32") end,
@@ -296,6 +304,9 @@ local recipes = {
   ["cuda.pitched"] = function() return "f32", 5, 3, 2 end,
   ["cuda.managed"] = function() return "f32", { 1, 2 } end,
   ["cuda.host_buffer"] = function() return "f32", { 1, 2 } end,
+  ["cuda.array"] = function() return "f32x4", 4, 2, 2, { surface = true } end,
+  ["cuda.array@overload"] = function() return "f32", 4, { surface = true } end,
+  ["cuda.array@overload2"] = function() return "u8x4", 4, 2, {} end,
   ["cuda.scalar"] = function() return "f32", 1.5 end,
   ["cuda.module"] = function(F) return F.ptx, "kernels" end,
   ["cuda.load_module"] = function() return H.build .. "/kernels.ptx", "kernels" end,

@@ -21,7 +21,7 @@ local STICKY = { [700] = true }
 local DESTROY = {
   cuMemFree = true, cuModuleUnload = true, cuStreamDestroy = true,
   cuEventDestroy = true, cuGraphExecDestroy = true, cuGraphDestroy = true,
-  cuMemFreeHost = true, cuGraphicsUnregisterResource = true,
+  cuMemFreeHost = true, cuGraphicsUnregisterResource = true, cuArrayDestroy = true,
 }
 
 -- Calls per entry point of one run of the workload: name -> count.

@@ -18,6 +18,7 @@ int luaopen_cugraph_core(lua_State *L) {
   buffer_open(L);
   managed_open(L);
   hostbuf_open(L);
+  array_open(L);
   pitched_open(L);
   scalar_open(L);
   graphmem_open(L);

@@ -207,13 +207,13 @@ function Buffer:shape() end
 ---@field src_pitch? integer
 ---@field dst_height? integer rows a slice
 ---@field src_height? integer
----@param src cugraph.Buffer|cugraph.HostBuffer
----@param width integer
+---@param src cugraph.Buffer|cugraph.HostBuffer|cugraph.Array
+---@param width integer elements, or an array's texels
 ---@param height integer
 ---@param opts? cugraph.BoxOpts
 ---@return cugraph.Buffer self
 function Buffer:copy2d(src, width, height, opts) end
----@param src cugraph.Buffer|cugraph.HostBuffer
+---@param src cugraph.Buffer|cugraph.HostBuffer|cugraph.Array
 ---@param width integer
 ---@param height integer
 ---@param depth integer
@@ -436,13 +436,13 @@ local HostBuffer = {}
 ---@param offset? integer 0-based element offset
 ---@return cugraph.HostBuffer self
 function HostBuffer:set(data, offset) end
----@param src cugraph.Buffer
+---@param src cugraph.Buffer|cugraph.Array
 ---@param width integer
 ---@param height integer
 ---@param opts? cugraph.BoxOpts
 ---@return cugraph.HostBuffer self
 function HostBuffer:copy2d(src, width, height, opts) end
----@param src cugraph.Buffer
+---@param src cugraph.Buffer|cugraph.Array
 ---@param width integer
 ---@param height integer
 ---@param depth integer
@@ -459,6 +459,35 @@ function HostBuffer:bytes() end
 function HostBuffer:type() end
 function HostBuffer:free() end
 function HostBuffer:close() end
+
+---@class cugraph.Array
+local Array = {}
+---@return integer width
+---@return integer? height
+---@return integer? depth
+function Array:shape() end
+---@return string format "f32x4", ...
+---@return string type the element type
+---@return integer channels 1, 2 or 4
+function Array:format() end
+---@return integer bytes of its texels
+function Array:bytes() end
+---@param src cugraph.Buffer|cugraph.HostBuffer|cugraph.Array
+---@param width integer texels
+---@param height integer
+---@param opts? cugraph.BoxOpts
+---@return cugraph.Array self
+function Array:copy2d(src, width, height, opts) end
+---@param src cugraph.Buffer|cugraph.HostBuffer|cugraph.Array
+---@param width integer texels
+---@param height integer
+---@param depth integer
+---@param opts? cugraph.BoxOpts
+---@return cugraph.Array self
+function Array:copy3d(src, width, height, depth, opts) end
+---Destroys the array; refused while a live graph copies to or from it.
+function Array:free() end
+function Array:close() end
 
 ---@class cugraph.Scalar
 local Scalar = {}
@@ -870,6 +899,17 @@ function cuda.managed(type, data) end
 ---@param n_or_data integer|number[]|string a count (zeroed elements) or the contents
 ---@return cugraph.HostBuffer
 function cuda.host_buffer(type, n_or_data) end
+---@class cugraph.ArrayOpts
+---@field surface? boolean writable by surface stores
+---@param format string an element type, with x2 or x4 for channels: "f32", "u8x4"
+---@param width integer texels
+---@param height? integer
+---@param depth? integer
+---@param opts? cugraph.ArrayOpts
+---@return cugraph.Array
+---@overload fun(format: string, width: integer, opts: cugraph.ArrayOpts): cugraph.Array
+---@overload fun(format: string, width: integer, height: integer, opts: cugraph.ArrayOpts): cugraph.Array
+function cuda.array(format, width, height, depth, opts) end
 ---@param type cugraph.ElementType
 ---@param value? number
 ---@return cugraph.Scalar

@@ -19,7 +19,7 @@
 const unsigned dbl_max_block[3] = {1024, 1024, 64};
 const unsigned dbl_max_grid[3] = {2147483647u, 65535, 65535};
 
-static int attribute(CUdevice_attribute a) {
+int dbl_attribute(CUdevice_attribute a) {
   switch (a) {
   case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: return MAX_THREADS;
   case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: return (int)dbl_max_block[0];
@@ -40,6 +40,19 @@ static int attribute(CUdevice_attribute a) {
   case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: return 2048;
   case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR: return 32;
   case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: return 9;
+  /* an H200's limits on arrays (texels) */
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_WIDTH: return 131072;
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_WIDTH: return 131072;
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_HEIGHT: return 65536;
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_WIDTH: return 16384;
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_HEIGHT: return 16384;
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_DEPTH: return 16384;
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_WIDTH: return 32768;
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_WIDTH: return 131072;
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_HEIGHT: return 65536;
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_WIDTH: return 16384;
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_HEIGHT: return 16384;
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_DEPTH: return 16384;
   default: return 0;
   }
 }
@@ -131,6 +144,7 @@ static void destroy_context(int dev) {
     case O_MODULE: dbl_free_module((CUmodule)o); break;
     case O_EXEC: dbl_free_exec((CUgraphExec)o); break;
     case O_RESOURCE: dbl_free_resource((CUgraphicsResource)o); break;
+    case O_ARRAY: dbl_free_array((CUarray)o); break;
     default: break;
     }
   }
@@ -241,7 +255,7 @@ CUresult CUDAAPI cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib,
   if (r) return r;
   if (!pi || attrib <= 0 || attrib >= CU_DEVICE_ATTRIBUTE_MAX)
     return CUDA_ERROR_INVALID_VALUE;
-  *pi = attribute(attrib);
+  *pi = dbl_attribute(attrib);
   return CUDA_SUCCESS;
 }
 

@@ -68,6 +68,8 @@ CUresult CUDAAPI cuSimEventInstructions(CUevent hEvent,
 #define SHARED_OPTIN 232448
 
 extern const unsigned dbl_max_block[3], dbl_max_grid[3];
+/* The value of a device attribute, alike on every device (0: unknown). */
+int dbl_attribute(CUdevice_attribute a);
 
 /* -- entry points: one lock, call counts, injected faults (entry.c) -------- */
 
@@ -136,7 +138,7 @@ CUresult dbl_enter_graph(void);
 /* Every live handle is on one ring, so that destroying the context can free
    what the caller did not (all but graphs) and capture can find its
    streams. Each handle struct starts with an obj. */
-enum { O_STREAM, O_EVENT, O_MODULE, O_GRAPH, O_EXEC, O_RESOURCE };
+enum { O_STREAM, O_EVENT, O_MODULE, O_GRAPH, O_EXEC, O_RESOURCE, O_ARRAY };
 typedef struct obj { struct obj *prev, *next; int kind, dev; } obj;
 extern obj dbl_live;
 
@@ -294,6 +296,28 @@ CUresult dbl_run_memory_node(const op *o); /* memory.c */
 void dbl_free_resource(CUgraphicsResource res); /* a GL buffer's */
 /* A module variable's memory, which the module owns, as device memory. */
 CUresult dbl_add_module_memory(void *p, size_t n);
+/* A CUDA array's texels: device memory that only copies (and texture and
+   surface objects) reach. */
+CUresult dbl_alloc_array_memory(CUdeviceptr *p, size_t n);
+void dbl_free_array_memory(CUdeviceptr p);
+
+/* -- CUDA arrays (arrays.c) ------------------------------------------------ */
+
+/* Texels laid out row by row, rows slice by slice, at mem. */
+struct CUarray_st {
+  obj h;
+  CUdeviceptr mem;
+  CUDA_ARRAY3D_DESCRIPTOR desc;
+  size_t texel, pitch, rows, slices; /* bytes a texel and a row; rows a
+                                        slice; slices */
+};
+void dbl_free_array(CUarray a);
+/* One side of a 3-D copy that is an array, as device memory: its base,
+   pitch and rows a slice, after checking that the box lies inside it
+   (width in bytes from x bytes, height rows from y, depth from z). */
+CUresult dbl_array_side(CUarray a, size_t x, size_t y, size_t z, size_t w,
+                        size_t h, size_t d, CUdeviceptr *base, size_t *pitch,
+                        size_t *rows);
 void dbl_drop_module_memory(void *p);
 /* An allocation node's op joins (delta 1) or leaves (-1) a graph or an
    instantiated graph; the memory goes when the last leaves, unless it is

@@ -24,7 +24,8 @@ typedef struct span {
                            SPAN_GRAPH (an allocation node's memory) or
                            SPAN_GL (a registered GL buffer's) or
                            SPAN_MODULE (a module variable's: the module
-                           owns the memory) */
+                           owns the memory) or SPAN_ARRAY (a CUDA
+                           array's texels: no cuMemFree frees it) */
   int mapped;           /* SPAN_GRAPH: from its allocation node's run until
                            freed; the host memory stays while a graph or an
                            instantiated graph holds the node. SPAN_GL:
@@ -32,8 +33,9 @@ typedef struct span {
   unsigned holders;     /* SPAN_GRAPH: graphs and execs with its node */
   int dev;              /* the device whose memory it is */
 } span;
-enum { SPAN_PLAIN, SPAN_POOL, SPAN_GRAPH, SPAN_GL, SPAN_MODULE };
-static size_t kind_used[5], kind_high[5]; /* bytes of each kind, and peak */
+enum { SPAN_PLAIN, SPAN_POOL, SPAN_GRAPH, SPAN_GL, SPAN_MODULE, SPAN_ARRAY,
+       SPAN_KINDS };
+static size_t kind_used[SPAN_KINDS], kind_high[SPAN_KINDS]; /* bytes of each kind, and peak */
 int dbl_capture_check; /* checking work being captured: graph memory
                          counts as mapped, as it is in the graph */
 static span *spans;
@@ -572,6 +574,19 @@ CUresult dbl_add_module_memory(void *p, size_t n) {
 void dbl_drop_module_memory(void *p) {
   long i = span_at((CUdeviceptr)(uintptr_t)p);
   if (i < 0 || spans[i].kind != SPAN_MODULE) return;
+  map_span(&spans[i], 0);
+  release_span(i);
+}
+
+/* -- arrays' memory -------------------------------------------------------- */
+
+CUresult dbl_alloc_array_memory(CUdeviceptr *p, size_t n) {
+  return alloc_span(p, n, SPAN_ARRAY);
+}
+
+void dbl_free_array_memory(CUdeviceptr p) {
+  long i = span_at(p);
+  if (i < 0 || spans[i].kind != SPAN_ARRAY) return;
   map_span(&spans[i], 0);
   release_span(i);
 }

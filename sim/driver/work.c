@@ -94,13 +94,30 @@ CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
   return memcpy_op(dstDevice, NULL, srcDevice, NULL, ByteCount, hStream);
 }
 
-/* Boxes between host and device memory (no arrays); a host side is taken
-   as given, a device side must lie in one allocation row by row. */
-CUresult CUDAAPI cuMemcpy3DAsync(const CUDA_MEMCPY3D *p, CUstream hStream) {
+/* Boxes between host memory, device memory and arrays; a host side is
+   taken as given, a device side must lie in one allocation row by row, an
+   array side inside the array (it is device memory, laid out densely). */
+CUresult CUDAAPI cuMemcpy3DAsync(const CUDA_MEMCPY3D *pin, CUstream hStream) {
   ENTRY(cuMemcpy3DAsync);
   CUresult r = dbl_enter();
   if (r) return r;
-  if (!p || p->srcLOD || p->dstLOD || !p->WidthInBytes || !p->Height ||
+  if (!pin) return CUDA_ERROR_INVALID_VALUE;
+  CUDA_MEMCPY3D q = *pin, *p = &q;
+  if (p->srcMemoryType == CU_MEMORYTYPE_ARRAY) {
+    if ((r = dbl_array_side(p->srcArray, p->srcXInBytes, p->srcY, p->srcZ,
+                            p->WidthInBytes, p->Height, p->Depth,
+                            &p->srcDevice, &p->srcPitch, &p->srcHeight)))
+      return r;
+    p->srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  }
+  if (p->dstMemoryType == CU_MEMORYTYPE_ARRAY) {
+    if ((r = dbl_array_side(p->dstArray, p->dstXInBytes, p->dstY, p->dstZ,
+                            p->WidthInBytes, p->Height, p->Depth,
+                            &p->dstDevice, &p->dstPitch, &p->dstHeight)))
+      return r;
+    p->dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  }
+  if (p->srcLOD || p->dstLOD || !p->WidthInBytes || !p->Height ||
       !p->Depth || p->srcPitch < p->srcXInBytes + p->WidthInBytes ||
       p->dstPitch < p->dstXInBytes + p->WidthInBytes ||
       (p->Depth > 1 && (p->srcHeight < p->srcY + p->Height ||

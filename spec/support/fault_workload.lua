@@ -41,6 +41,8 @@ local function workload()
   y:upload(h)
   local img = keep(cuda.pitched("f32", 16, 4)) -- cuMemAllocPitch
   img:copy2d(x, 16, 4):copy3d(img, 8, 2, 1, { src_x = 8, src_y = 2 }) -- cuMemcpy3DAsync
+  local tex = keep(cuda.array("f32x4", 4, 4)) -- cuArray3DCreate (cuArrayDestroy at the end)
+  tex:copy2d(img, 4, 4); img:copy2d(tex, 4, 4)
   local mm = keep(cuda.managed("f32", N))     -- cuMemAllocManaged
   mm:advise("read_mostly"):prefetch()         -- cuMemAdvise, cuMemPrefetchAsync
   local gl = keep(cuda.gl_buffer(2, "f32")) -- the software driver's GL stand-in

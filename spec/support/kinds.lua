@@ -32,6 +32,10 @@ return function(cuda, H)
       function(o, s, y) o:launch(s, 4, 256, y, N) end },
     { "condition", function() return cuda.condition(1) end,
       function(o, s, y) s:loop_while(o, function() inc(s, y); o:count_down(s, 1) end) end },
+    { "array", function() return cuda.array("i32", N) end,
+      function(o, s, y)
+        o:copy2d(y, N, 1, { stream = s }); y:copy2d(o, N, 1, { stream = s }); inc(s, y)
+      end },
     { "graph", function()
         local gs = cuda.stream()
         local x = cuda.buffer("i32", N):fill(0)

@@ -69,7 +69,8 @@ CUresult CUDAAPI cuSimEventInstructions(CUevent hEvent,
   X(cuDeviceGetGraphMemAttribute) X(cuDeviceGraphMemTrim) \
   X(cuDeviceCanAccessPeer) X(cuCtxEnablePeerAccess) X(cuMemcpyPeerAsync) \
   X(cuGraphChildGraphNodeGetGraph) X(cuGraphNodeFindInClone) \
-  X(cuGraphAddDependencies) X(cuSimEventInstructions)
+  X(cuGraphAddDependencies) X(cuSimEventInstructions) \
+  X(cuArray3DCreate) X(cuArrayDestroy)
 
 #define CG_FIELD(f) __typeof__(f) *f;
 typedef struct cg_driver {

@@ -10,7 +10,7 @@
 
 typedef struct tally {
   size_t allocs, device, host;   /* bytes */
-  unsigned buffers, host_buffers, scalars, conditions, others;
+  unsigned buffers, host_buffers, scalars, conditions, arrays, others;
 } tally;
 
 static size_t buffer_bytes(const cg_buffer *b) {
@@ -49,6 +49,14 @@ static void add(lua_State *L, const cg_obj *o, int alloc, tally *t) {
     break;
   case CG_SCALAR: t->scalars++; t->device += 8; break;
   case CG_CONDITION: t->conditions++; t->device += 4; break;
+  case CG_ARRAY: {
+    const cg_array *a = (const cg_array *)o;
+    t->arrays++;
+    t->device += a->width * (a->height ? a->height : 1) *
+                 (a->depth ? a->depth : 1) * (size_t)a->channels *
+                 cg_type_size[a->type];
+    break;
+  }
   default: t->others++;
   }
 }
@@ -82,6 +90,7 @@ static void push_tally(lua_State *L, const tally *t) {
   setint(L, "host_buffers", t->host_buffers);
   setint(L, "scalars", t->scalars);
   setint(L, "conditions", t->conditions);
+  setint(L, "arrays", t->arrays);
   setint(L, "others", t->others);
   lua_setfield(L, -2, "keeps");
 }

@@ -1,8 +1,9 @@
 /* Pitched memory and copies of rectangles and boxes: cuda.pitched makes a
    Buffer whose rows start at a pitch the driver chooses (cuMemAllocPitch),
    b:copy2d and b:copy3d copy a width x height (x depth) region between
-   Buffers and HostBuffers at any offsets and row pitches
-   (cuMemcpy3DAsync), eagerly and as memcpy nodes of a capture. */
+   Buffers, HostBuffers and Arrays at any offsets and row pitches
+   (cuMemcpy3DAsync), eagerly and as memcpy nodes of a capture. With an
+   Array on either side the width and x offsets count its texels. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -73,6 +74,7 @@ static int buffer_shape(lua_State *L) {
    corner and row and slice strides. */
 typedef struct side {
   cg_obj *o;
+  cg_array *array;      /* or NULL */
   int host;
   cg_type type;
   size_t bytes;         /* of the whole buffer */
@@ -93,7 +95,47 @@ static size_t optsize(lua_State *L, int opts, const char *key, size_t dflt,
   return (size_t)v;
 }
 
-/* The Buffer or HostBuffer at idx as side `which` ("dst" or "src"). */
+static size_t texel(const cg_array *a) {
+  return (size_t)a->channels * cg_type_size[a->type];
+}
+
+/* The bytes of an element of the Buffer or HostBuffer at idx, of a texel
+   of the Array there; 0 for anything else. */
+static size_t elem_size(lua_State *L, int idx) {
+  cg_array *a = cg_testobj(L, idx, CG_ARRAY);
+  if (a) return texel(a);
+  cg_buffer *b = cg_testobj(L, idx, CG_BUFFER);
+  if (b) return cg_type_size[b->type];
+  cg_hostbuf *h = cg_testobj(L, idx, CG_HOSTBUF);
+  return h ? cg_type_size[h->type] : 0;
+}
+
+/* The bytes of one step of the box's width (an Array's texel, else the
+   elements both sides share) and the width of each side in its own
+   elements. An Array's texel must be whole elements of the other side. */
+static void widths(lua_State *L, const char *what, size_t w, size_t *wd,
+                   size_t *ws, size_t *unit) {
+  cg_array *ad = cg_testobj(L, 1, CG_ARRAY), *as = cg_testobj(L, 2, CG_ARRAY);
+  size_t ed = elem_size(L, 1), es = elem_size(L, 2);
+  if (!ed || !es) { /* get_side names what is wrong */
+    *wd = *ws = w, *unit = 1;
+    return;
+  }
+  *unit = ad ? ed : es;
+  if (!ad && !as) { /* copy_box names unequal element types */
+    *wd = *ws = w;
+    return;
+  }
+  if (*unit % ed || *unit % es)
+      luaL_error(L, "%s: %s of %I bytes and %s of %I bytes: a texel must be "
+               "whole elements of the other side", what,
+               ad ? "texels" : "elements", (LUAI_UACINT)ed,
+               as ? "texels" : "elements", (LUAI_UACINT)es);
+  *wd = w * *unit / ed;
+  *ws = w * *unit / es;
+}
+
+/* The Buffer, HostBuffer or Array at idx as side `which` ("dst" or "src"). */
 static void get_side(lua_State *L, int idx, int opts, const char *what,
                      const char *which, size_t w, size_t h, size_t d,
                      side *s) {
@@ -101,7 +143,20 @@ static void get_side(lua_State *L, int idx, int opts, const char *what,
   memset(s, 0, sizeof *s);
   cg_buffer *b = cg_testobj(L, idx, CG_BUFFER);
   size_t pitch = 0, rows = h;
-  if (b) {
+  cg_array *a = b ? NULL : cg_testobj(L, idx, CG_ARRAY);
+  if (a) {
+    cg_check_open(L, &a->h);
+    static const char *const own[] = { "pitch", "height" };
+    for (int i = 0; i < 2; i++) {
+      snprintf(key, sizeof key, "%s_%s", which, own[i]);
+      if (opts && lua_getfield(L, opts, key) != LUA_TNIL)
+        luaL_error(L, "%s: opts.%s: an array has its own layout", what, key);
+      if (opts) lua_pop(L, 1);
+    }
+    s->o = &a->h;
+    s->array = a;
+    s->type = a->type;
+  } else if (b) {
     cg_check_allocated(L, &b->h);
     s->o = &b->h;
     s->type = b->type;
@@ -110,7 +165,7 @@ static void get_side(lua_State *L, int idx, int opts, const char *what,
   } else {
     cg_hostbuf *hb = cg_testobj(L, idx, CG_HOSTBUF);
     if (!hb)
-      luaL_error(L, "%s: %s must be a cugraph.Buffer or cugraph.HostBuffer, "
+      luaL_error(L, "%s: %s must be a cugraph.Buffer, HostBuffer or Array, "
                  "got %s", what, which, luaL_typename(L, idx));
     s->o = &hb->h;
     s->host = 1;
@@ -118,7 +173,7 @@ static void get_side(lua_State *L, int idx, int opts, const char *what,
     s->bytes = hb->n * cg_type_size[hb->type];
   }
   cg_check_open(L, s->o);
-  size_t es = cg_type_size[s->type];
+  size_t es = a ? texel(a) : cg_type_size[s->type];
   snprintf(key, sizeof key, "%s_x", which);
   s->x = optsize(L, opts, key, 0, what);
   snprintf(key, sizeof key, "%s_y", which);
@@ -130,13 +185,19 @@ static void get_side(lua_State *L, int idx, int opts, const char *what,
   if (p && b && b->pitch)
     luaL_error(L, "%s: opts.%s: a pitched buffer has its own pitch", what,
                key);
+  if (a) { /* its texels, row by row, as far as the box's checks go */
+    pitch = a->width * es;
+    rows = a->height ? a->height : 1;
+    s->bytes = pitch * rows * (a->depth ? a->depth : 1);
+  }
   s->pitch = p ? p * es : pitch ? pitch : w * es;
   /* a plain buffer's rows: all there are for a rectangle, h a slice of a
      box */
   if (!pitch) rows = d == 1 ? s->bytes / s->pitch : h;
+  if (a) s->rows = rows;
   snprintf(key, sizeof key, "%s_height", which);
-  s->rows = optsize(L, opts, key, rows, what);
-  size_t width = b && b->pitch ? b->width : s->pitch / es;
+  if (!a) s->rows = optsize(L, opts, key, rows, what);
+  size_t width = a ? a->width : b && b->pitch ? b->width : s->pitch / es;
   if (s->x + w > width)
     luaL_error(L, "%s: the %s rows are %I elements wide; %I from x = %I do "
                "not fit", what, which, (LUAI_UACINT)width, (LUAI_UACINT)w,
@@ -145,15 +206,16 @@ static void get_side(lua_State *L, int idx, int opts, const char *what,
     luaL_error(L, "%s: the %s slices have %I rows; %I from y = %I do not "
                "fit", what, which, (LUAI_UACINT)s->rows, (LUAI_UACINT)h,
                (LUAI_UACINT)s->y);
-  if (b && b->pitch && s->z + d > b->depth)
+  size_t slices = a ? (a->depth ? a->depth : 1) : b && b->pitch ? b->depth : 0;
+  if (slices && s->z + d > slices)
     luaL_error(L, "%s: the %s has %I slices; %I from z = %I do not fit",
-               what, which, (LUAI_UACINT)b->depth, (LUAI_UACINT)d,
+               what, which, (LUAI_UACINT)slices, (LUAI_UACINT)d,
                (LUAI_UACINT)s->z);
 }
 
 /* Whether the box of w x h x d elements at s's corner lies in its memory. */
 static int fits(const side *s, size_t w, size_t h, size_t d) {
-  size_t es = cg_type_size[s->type];
+  size_t es = s->array ? texel(s->array) : cg_type_size[s->type];
   double last = ((double)(s->z + d - 1) * (double)s->rows +
                  (double)(s->y + h - 1)) * (double)s->pitch +
                 (double)((s->x + w) * es);
@@ -161,9 +223,17 @@ static int fits(const side *s, size_t w, size_t h, size_t d) {
 }
 
 static void fill(const side *s, CUmemorytype *mt, CUdeviceptr *dev,
-                 const void **host, size_t *x, size_t *y, size_t *z,
-                 size_t *pitch, size_t *height) {
-  size_t es = cg_type_size[s->type];
+                 const void **host, CUarray *arr, size_t *x, size_t *y,
+                 size_t *z, size_t *pitch, size_t *height) {
+  size_t es = s->array ? texel(s->array) : cg_type_size[s->type];
+  if (s->array) {
+    *mt = CU_MEMORYTYPE_ARRAY;
+    *arr = s->array->h.drv.array;
+    *x = s->x * es;
+    *y = s->y;
+    *z = s->z;
+    return;
+  }
   if (s->host) {
     *mt = CU_MEMORYTYPE_HOST;
     *host = ((cg_hostbuf *)s->o)->h.drv.host;
@@ -203,20 +273,24 @@ static int copy_box(lua_State *L, int three) {
   }
   lua_settop(L, oidx);
   side dst, src;
-  get_side(L, 1, opts, what, "dst", (size_t)w, (size_t)h, (size_t)d, &dst);
-  get_side(L, 2, opts, what, "src", (size_t)w, (size_t)h, (size_t)d, &src);
+  size_t wd, ws, unit;
+  widths(L, what, (size_t)w, &wd, &ws, &unit);
+  get_side(L, 1, opts, what, "dst", wd, (size_t)h, (size_t)d, &dst);
+  get_side(L, 2, opts, what, "src", ws, (size_t)h, (size_t)d, &src);
   if (dst.host && src.host)
-    return luaL_error(L, "%s: host to host: one side must be a Buffer", what);
-  if (cg_type_size[dst.type] != cg_type_size[src.type])
+    return luaL_error(L, "%s: host to host: one side must be a Buffer or an "
+                      "Array", what);
+  if (!dst.array && !src.array &&
+      cg_type_size[dst.type] != cg_type_size[src.type])
     return luaL_error(L, "%s: elements of %s and %s differ in size", what,
                       cg_type_names[dst.type], cg_type_names[src.type]);
   if (!three && (dst.z || src.z))
     return luaL_error(L, "copy2d: a z offset needs copy3d");
-  if (!fits(&dst, (size_t)w, (size_t)h, (size_t)d) ||
-      !fits(&src, (size_t)w, (size_t)h, (size_t)d))
+  if (!fits(&dst, wd, (size_t)h, (size_t)d) ||
+      !fits(&src, ws, (size_t)h, (size_t)d))
     return luaL_error(L, "%s: the %Ix%Ix%I box passes the end of the %s",
                       what, (LUAI_UACINT)w, (LUAI_UACINT)h, (LUAI_UACINT)d,
-                      fits(&dst, (size_t)w, (size_t)h, (size_t)d)
+                      fits(&dst, wd, (size_t)h, (size_t)d)
                       ? "source" : "destination");
   cg_ctx *ctx = (dst.host ? src : dst).o->ctx;
   if (dst.o->ctx != ctx || src.o->ctx != ctx)
@@ -232,13 +306,13 @@ static int copy_box(lua_State *L, int three) {
   cg_check_open(L, src.o);
   CUDA_MEMCPY3D c;
   memset(&c, 0, sizeof c);
-  fill(&src, &c.srcMemoryType, &c.srcDevice, &c.srcHost, &c.srcXInBytes,
-       &c.srcY, &c.srcZ, &c.srcPitch, &c.srcHeight);
+  fill(&src, &c.srcMemoryType, &c.srcDevice, &c.srcHost, &c.srcArray,
+       &c.srcXInBytes, &c.srcY, &c.srcZ, &c.srcPitch, &c.srcHeight);
   const void *dhost = NULL;
-  fill(&dst, &c.dstMemoryType, &c.dstDevice, &dhost, &c.dstXInBytes,
-       &c.dstY, &c.dstZ, &c.dstPitch, &c.dstHeight);
+  fill(&dst, &c.dstMemoryType, &c.dstDevice, &dhost, &c.dstArray,
+       &c.dstXInBytes, &c.dstY, &c.dstZ, &c.dstPitch, &c.dstHeight);
   c.dstHost = (void *)(uintptr_t)dhost;
-  c.WidthInBytes = (size_t)w * cg_type_size[src.type];
+  c.WidthInBytes = (size_t)w * unit;
   c.Height = (size_t)h;
   c.Depth = (size_t)d;
   int t = cg_trace_begin(L, ctx, st ? st : ctx->stream, "copy", "copy3d");
@@ -265,10 +339,12 @@ void pitched_open(lua_State *L) {
   lua_getfield(L, -1, "methods");
   luaL_setfuncs(L, methods, 0);
   lua_pop(L, 2);
-  luaL_getmetatable(L, cg_kind_names[CG_HOSTBUF]);
-  lua_getfield(L, -1, "methods");
-  luaL_setfuncs(L, hmethods, 0);
-  lua_pop(L, 2);
+  for (int k = 0; k < 2; k++) { /* HostBuffers and Arrays copy alike */
+    luaL_getmetatable(L, cg_kind_names[k ? CG_ARRAY : CG_HOSTBUF]);
+    lua_getfield(L, -1, "methods");
+    luaL_setfuncs(L, hmethods, 0);
+    lua_pop(L, 2);
+  }
   lua_pushcfunction(L, pitched_new);
   lua_setfield(L, -2, "pitched");
 }

@@ -46,6 +46,17 @@ typedef struct cg_dltensor {
   int taken;            /* given to C (cugraph_todlpack): no longer ours */
 } cg_dltensor;
 
+/* cugraph.Array: a CUDA array (h.drv.array) of width x height x depth
+   texels of channels elements of type each; height and depth are 0 for
+   the dimensions it lacks, as the driver counts them. */
+typedef struct cg_array {
+  cg_obj h;
+  cg_type type;
+  int channels;         /* 1, 2 or 4 */
+  int surface;          /* made for surface loads and stores */
+  size_t width, height, depth;
+} cg_array;
+
 /* cugraph.HostBuffer: page-locked host memory, h.drv.host. */
 typedef struct cg_hostbuf {
   cg_obj h;
@@ -125,6 +136,7 @@ void buffer_open(lua_State *L);
 void managed_open(lua_State *L);
 void pitched_open(lua_State *L);
 void hostbuf_open(lua_State *L);
+void array_open(lua_State *L);
 void scalar_open(lua_State *L);
 void condition_open(lua_State *L);
 void graphmem_open(lua_State *L);
