@@ -333,16 +333,7 @@ describe("DLPack through the embedding API", function()
   ]==]
 
   local function run(env)
-    local path = os.tmpname()
-    local f = assert(io.open(path, "w"))
-    f:write(script)
-    f:close()
-    local cmd = ("%s CUGRAPH_LUA_SPEC=%s %s%s %s %s 2>&1"):format(env or "", H.quote(H.build .. "/../spec"),
-      H.valgrind and H.valgrind .. " " or "", H.quote(H.build .. "/capi"), H.quote(H.build .. "/../lua"), H.quote(path))
-    local p = assert(io.popen(cmd))
-    local out = p:read("a")
-    local ok = p:close()
-    os.remove(path)
+    local ok, out = H.capi(script, env)
     assert.matches("script done", out)
     assert.matches("capi: all passed", out)
     assert.is_true(ok, out)

@@ -13,4 +13,35 @@ describe("embedding API", function()
     assert.matches("unknown type: cugraph_pushbuffer: unknown element type 'float4'", out)
     assert.matches("f32 of 4: ok", out)
   end)
+
+  it("lends an engine's CUDA array to scripts, which copy through it and never destroy it", function()
+    local ok, out = H.capi([[
+      local cuda = require "cugraph"
+      local a = capi.array(8, 4, 2)
+      assert(tostring(a):find("f32x2[8x4]", 1, true), tostring(a))
+      assert(capi.same(a))
+      local w, h = a:shape()
+      assert(w == 8 and h == 4 and select(3, a:format()) == 2)
+      local t = {}
+      for i = 1, 64 do t[i] = i end
+      local src, back = cuda.buffer("f32", t), cuda.buffer("f32", 64):fill(0)
+      local s = cuda.stream()
+      local g = s:capture(function()
+        a:copy2d(src, 8, 4, { stream = s }); back:copy2d(a, 8, 4, { stream = s })
+      end)
+      g:launch(s); s:synchronize()
+      assert(back:download()[64] == 64)
+      local ok, err = pcall(a.free, a)
+      assert(not ok and tostring(err):find("used by live cugraph.Graph"), tostring(err))
+      g:free()
+      a:free()          -- detaches the Lua object; the host destroys the array
+      assert(tostring(a):find("freed"))
+      local b = capi.array(4, 4, 4)
+      collectgarbage(); collectgarbage() -- b stays the host's too
+      print("script done", b ~= nil)
+    ]])
+    assert.is_true(ok, out)
+    assert.matches("script done", out)
+    assert.matches("capi: all passed", out)
+  end)
 end)

@@ -101,13 +101,13 @@ describe("the fault sweep", function()
     local src = assert(io.open("src/base/driver.h")):read("a")
     -- not reached by one device's script: error texts, GL images (not
     -- stood in for by the double), module globals and event instruction
-    -- counts (the simulator's), C graphs' copies, peers (two devices: the
-    -- NCCL and devices specs)
+    -- counts (the simulator's), C graphs' copies, an engine's arrays (C
+    -- only: spec/41), peers (two devices: the NCCL and devices specs)
     local beside = {
       cuGetErrorName = true, cuGetErrorString = true, cuGraphClone = true,
       cuModuleGetGlobal = true, cuSimEventInstructions = true,
       cuGraphicsGLRegisterImage = true, cuGraphicsSubResourceGetMappedArray = true,
-      cuDeviceCanAccessPeer = true,
+      cuDeviceCanAccessPeer = true, cuArray3DGetDescriptor = true,
       cuCtxEnablePeerAccess = true, cuMemcpyPeerAsync = true,
     }
     for _, set in ipairs { "CG_DRIVER_FUNCS", "CG_DRIVER_OPTIONAL" } do

@@ -149,6 +149,16 @@ CUdeviceptr cugraph_checkbuffer(lua_State *L, int idx, const char **type,
    valid while the Lua object is open. */
 CUstream cugraph_checkstream(lua_State *L, int idx);
 
+/* Pushes a borrowed Array (the engine's CUarray, of the state's current
+   device): its shape and format are read from the driver
+   (cuArray3DGetDescriptor), which must be one of the formats cuda.array
+   makes. Scripts copy to and from it; its :free() only detaches the Lua
+   object, and the engine destroys it after the graphs that use it. */
+void cugraph_pusharray(lua_State *L, CUarray array);
+
+/* The CUarray of the Array at idx (raises unless it is an open Array). */
+CUarray cugraph_checkarray(lua_State *L, int idx);
+
 /* -- DLPack tensors ---------------------------------------------------------
 
    Accepted: contiguous (row-major) tensors of kDLCUDA or kDLCUDAManaged

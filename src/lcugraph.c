@@ -123,6 +123,14 @@ CUdeviceptr cugraph_checkbuffer(lua_State *L, int idx, const char **type,
   return b->h.drv.mem;
 }
 
+void cugraph_pusharray(lua_State *L, CUarray array) {
+  cg_push_array(L, context(L), array);
+}
+
+CUarray cugraph_checkarray(lua_State *L, int idx) {
+  return ((cg_array *)cg_checkobj(L, idx, CG_ARRAY))->h.drv.array;
+}
+
 CUstream cugraph_checkstream(lua_State *L, int idx) {
   return ((cg_stream *)cg_checkobj(L, idx, CG_STREAM))->h.drv.stream;
 }

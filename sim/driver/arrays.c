@@ -81,6 +81,17 @@ CUresult CUDAAPI cuArrayDestroy(CUarray hArray) {
   return CUDA_SUCCESS;
 }
 
+CUresult CUDAAPI cuArray3DGetDescriptor(CUDA_ARRAY3D_DESCRIPTOR *d,
+                                        CUarray hArray) {
+  ENTRY(cuArray3DGetDescriptor);
+  CUresult r = dbl_enter();
+  if (r) return r;
+  if (!d) return CUDA_ERROR_INVALID_VALUE;
+  if (!hArray) return CUDA_ERROR_INVALID_HANDLE;
+  *d = hArray->desc;
+  return CUDA_SUCCESS;
+}
+
 CUresult dbl_array_side(CUarray a, size_t x, size_t y, size_t z, size_t w,
                         size_t h, size_t d, CUdeviceptr *base, size_t *pitch,
                         size_t *rows) {

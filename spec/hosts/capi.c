@@ -37,6 +37,12 @@
                            and then calls the deleter. At the end every
                            tensor the host made must have been deleted
                            exactly once, and every slot once.
+                           Arrays: capi.array(w, h, channels) -> an Array
+                           of f32 texels the host made (cuArray3DCreate)
+                           and pushed (cugraph_pusharray); capi.same(a)
+                           -> whether cugraph_checkarray gives it back.
+                           The host destroys each after lua_close and the
+                           graphs' release, and checks that it could.
 
    Prints one line per failed check and "capi: all passed" (or "capi:
    FAILED"); exits 0 only if all passed. */
@@ -88,7 +94,7 @@ static int checks(const char *lua_dir) {
   X(cuInit) X(cuDeviceGet) X(cuDevicePrimaryCtxRetain) \
   X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuCtxSynchronize) \
   X(cuMemGetInfo) X(cuMemcpyDtoH) X(cuGetErrorName) X(cuMemAlloc) \
-  X(cuMemFree) X(cuMemsetD32)
+  X(cuMemFree) X(cuMemsetD32) X(cuArray3DCreate) X(cuArrayDestroy)
 
 #define FIELD(f) __typeof__(f) *f;
 static struct { HOST_FUNCS(FIELD) } cu;
@@ -497,6 +503,31 @@ static int l_baseline(lua_State *L) {
   return 0;
 }
 
+enum { MAXARRAYS = 8 };
+static CUarray arrays[MAXARRAYS];
+static int narrays;
+
+static int l_array(lua_State *L) {
+  if (narrays == MAXARRAYS) return luaL_error(L, "too many arrays");
+  CUDA_ARRAY3D_DESCRIPTOR d = {
+    .Width = (size_t)luaL_checkinteger(L, 1),
+    .Height = (size_t)luaL_checkinteger(L, 2), .Format = CU_AD_FORMAT_FLOAT,
+    .NumChannels = (unsigned)luaL_checkinteger(L, 3),
+  };
+  CUresult r = cu.cuArray3DCreate(&arrays[narrays], &d);
+  if (r) return luaL_error(L, "cuArray3DCreate: %d", (int)r);
+  cugraph_pusharray(L, arrays[narrays++]);
+  return 1;
+}
+
+static int l_same(lua_State *L) {
+  CUarray a = cugraph_checkarray(L, 1);
+  int found = 0;
+  for (int i = 0; i < narrays; i++) found |= arrays[i] == a;
+  lua_pushboolean(L, found);
+  return 1;
+}
+
 static int script(const char *lua_dir, const char *path) {
   CUdevice dev;
   CUcontext ctx;
@@ -515,7 +546,7 @@ static int script(const char *lua_dir, const char *path) {
     {"after", l_after}, {"baseline", l_baseline}, {"tensor", l_tensor},
     {"push", l_push}, {"deleted", l_deleted}, {"delete", l_delete},
     {"take", l_take}, {"give", l_give}, {"read", l_read}, {"keep", l_keep},
-    {"pushslot", l_pushslot},
+    {"pushslot", l_pushslot}, {"array", l_array}, {"same", l_same},
     {NULL, NULL}
   };
   luaL_newlib(L, funcs);
@@ -528,6 +559,9 @@ static int script(const char *lua_dir, const char *path) {
     if (handles[i].g && handles[i].check) check_after(&handles[i]);
   for (int i = 0; i < nhandles; i++) cugraph_graph_release(handles[i].g);
   check_tensors();
+  for (int i = 0; i < narrays; i++)
+    if (cu.cuArrayDestroy(arrays[i]))
+      fail("arrays", "the host could not destroy its array");
   size_t slack = getenv("CUGRAPH_LUA_LIBCUDA") ? 0 : 4 << 20;
   cu.cuCtxSynchronize();
   size_t used1 = devmem_used(cu.cuMemGetInfo, dev, &ok);

@@ -46,6 +46,24 @@ function H.script(src, env)
   return code, out
 end
 
+--- Runs the Lua chunk src in spec/hosts/capi.c's host (a global capi,
+-- support.* on package.path through CUGRAPH_LUA_SPEC), after env; under
+-- valgrind when the suite is. Returns whether it exited 0, and its output.
+function H.capi(src, env)
+  local path = os.tmpname()
+  local f = assert(io.open(path, "w"))
+  f:write(src)
+  f:close()
+  local cmd = ("%s CUGRAPH_LUA_SPEC=%s %s%s %s %s 2>&1"):format(env or "", H.quote(H.build .. "/../spec"),
+    H.valgrind and H.valgrind .. " " or "", H.quote(H.build .. "/capi"), H.quote(H.build .. "/../lua"),
+    H.quote(path))
+  local p = assert(io.popen(cmd))
+  local out = p:read("a")
+  local ok = p:close()
+  os.remove(path)
+  return ok, out
+end
+
 --- Runs the Lua chunk src in one cugraph-lua process per entry of envs (its
 -- variables, "A=1 B=2"), all at once, as srun or mpirun start a job's
 -- ranks, each after env (variables for all) and with args (cugraph-lua's

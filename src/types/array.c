@@ -31,7 +31,7 @@ static void check_format(lua_State *L, int idx, cg_type *t, int *channels) {
   const char *x = strchr(s, 'x');
   size_t n = x ? (size_t)(x - s) : len;
   *channels = 1;
-  if (x && (x[2] || (x[1] != '1' && x[1] != '2' && x[1] != '4')))
+  if (x && ((x[1] != '1' && x[1] != '2' && x[1] != '4') || x[2]))
     luaL_error(L, "cuda.array: format '%s': a texel has 1, 2 or 4 channels "
                "(\"f32\", \"f32x2\", \"u8x4\")", s);
   if (x) *channels = x[1] - '0';
@@ -139,6 +139,34 @@ static int array_new(lua_State *L) {
   CU(L, ctx, cuArray3DCreate, &a->h.drv.array, &desc);
   a->h.open = 1;
   return 1;
+}
+
+void cg_push_array(lua_State *L, cg_ctx *ctx, CUarray h) {
+  if (!h) luaL_error(L, "cugraph_pusharray: null array");
+  if (!cg_drv.cuArray3DGetDescriptor)
+    luaL_error(L, "cugraph_pusharray: this CUDA driver has no arrays");
+  CUDA_ARRAY3D_DESCRIPTOR d;
+  CU(L, ctx, cuArray3DGetDescriptor, &d, h);
+  int t = 0;
+  while (cg_type_names[t] && !(format_of((cg_type)t) == d.Format &&
+                               format_of((cg_type)t))) t++;
+  if (!cg_type_names[t] ||
+      (d.NumChannels != 1 && d.NumChannels != 2 && d.NumChannels != 4) ||
+      (d.Flags & ~(unsigned)CUDA_ARRAY3D_SURFACE_LDST))
+    luaL_error(L, "cugraph_pusharray: an array of format 0x%x, %d channels, "
+               "flags 0x%x: cugraph arrays have 1, 2 or 4 channels of u8 to "
+               "f32 and no flags but surface stores", (unsigned)d.Format,
+               (int)d.NumChannels, d.Flags);
+  cg_array *a = cg_newobj(L, ctx, sizeof *a, CG_ARRAY);
+  a->type = (cg_type)t;
+  a->channels = (int)d.NumChannels;
+  a->surface = (d.Flags & CUDA_ARRAY3D_SURFACE_LDST) != 0;
+  a->width = d.Width;
+  a->height = d.Height;
+  a->depth = d.Depth;
+  a->h.drv.array = h;
+  a->h.owned = 0;
+  a->h.open = 1;
 }
 
 static cg_array *check(lua_State *L) { return cg_checkobj(L, 1, CG_ARRAY); }

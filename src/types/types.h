@@ -137,6 +137,8 @@ void managed_open(lua_State *L);
 void pitched_open(lua_State *L);
 void hostbuf_open(lua_State *L);
 void array_open(lua_State *L);
+/* Pushes a borrowed Array over the engine's a (cugraph_pusharray). */
+void cg_push_array(lua_State *L, cg_ctx *ctx, CUarray a);
 void scalar_open(lua_State *L);
 void condition_open(lua_State *L);
 void graphmem_open(lua_State *L);
