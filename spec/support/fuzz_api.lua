@@ -27,7 +27,7 @@ end
 
 -- Objects made so far, by type; freed ones stay (using them must raise).
 local kinds = { "Stream", "Buffer", "Scalar", "Event", "Module", "Kernel", "Graph", "Comm",
-  "HostBuffer", "Condition", "Node" }
+  "HostBuffer", "Condition", "Node", "Array" }
 local pool = {}
 for _, k in ipairs(kinds) do pool[k] = {} end
 local function add(kind, o)
@@ -173,6 +173,14 @@ local plausible = {
   view = function() return { R(0, 8), R(2) == 1 and R(1, 8) or nil, R(2) == 1 and pick(types) or nil } end,
   download_into = function() return { some("HostBuffer"), R(0, 2), R(2) == 1 and stream() or nil } end,
   rebind = function() return { some("Buffer"), some("Buffer") } end,
+  copy2d = function()
+    return { pick { some("Buffer"), some("Array"), some("HostBuffer") }, R(1, 8), R(1, 4),
+             R(2) == 1 and { stream = stream(), src_x = R(0, 2), dst_y = R(0, 2) } or nil }
+  end,
+  copy3d = function()
+    return { pick { some("Buffer"), some("Array") }, R(1, 4), R(1, 4), R(1, 3),
+             R(2) == 1 and { stream = stream(), src_z = R(0, 1) } or nil }
+  end,
   node = function() return { R(1, 4) } end,
   enable = function() return { R(2) == 1 } end,
   set_when = function() return { stream(), some("Buffer"), pick { "<", ">", "==", "~=", "bogus" },
@@ -217,7 +225,7 @@ local methods = {
   Stream = { "synchronize", "query", "wait", "handle", "capture", "free", "close", "label",
              "loop_while", "branch", "switch" },
   Buffer = { "upload", "download", "fill", "copy", "type", "bytes", "address", "free", "close",
-             "view", "parent", "download_into", "save" },
+             "view", "parent", "download_into", "save", "copy2d", "copy3d" },
   Scalar = { "set", "get", "type", "address", "free", "close" },
   Event = { "record", "synchronize", "query", "elapsed", "free", "close" },
   Module = { "kernel", "kernels", "free", "close", "saxpy", "noop", "inc_i32", "bogus", "reload" },
@@ -226,15 +234,16 @@ local methods = {
             "rebind", "node", "handle", "profile" },
   Comm = { "all_reduce", "reduce", "broadcast", "all_gather", "reduce_scatter", "send", "recv",
            "rank", "size", "free", "close" },
-  HostBuffer = { "set", "totable", "tostring", "bytes", "type", "free", "close" },
+  HostBuffer = { "set", "totable", "tostring", "bytes", "type", "free", "close", "copy2d" },
   Condition = { "set", "set_when", "count_down", "default", "free", "close" },
   Node = { "set", "enable", "enabled", "info", "index", "handle", "free", "close" },
+  Array = { "shape", "format", "bytes", "copy2d", "copy3d", "free", "close" },
 }
 local metamethods = { "__gc", "__close", "__tostring", "__len", "__index", "__call" }
 local funcs = { "buffer", "scalar", "stream", "event", "module", "device", "device_count",
   "synchronize", "status", "entries", "select", "on", "current_device", "device_of",
   "can_access_peer", "enable_peer_access", "comm_world", "host_buffer", "condition",
-  "memory", "trim", "load" }
+  "memory", "trim", "load", "array" }
 
 -- The calls, as (description, function, arguments...) for call().
 local makers = {
@@ -253,6 +262,14 @@ local makers = {
       if q == 4 then
         local g = pool.Graph[1] and pick(pool.Graph)
         return "node", function() return add("Node", g:node(R(1, 3))) end
+      end
+      if q == 6 then
+        local f = pick { "f32", "u8x4", "i32x2", "f16", "f64", "f32x3" }
+        local w, h, d = R(1, 16), R(0, 8), R(0, 3)
+        return "array", function()
+          return add("Array", cuda.array(f, w, h > 0 and h or nil, h > 0 and d > 0 and d or nil,
+                                         R(3) == 1 and { surface = R(2) == 1 } or nil))
+        end
       end
       if q == 5 then
         local b = some("Buffer")
@@ -387,7 +404,7 @@ for _ = 1, count do action() end
 
 -- Everything freed (graphs first) and collected: device memory comes back.
 for _, kind in ipairs { "Node", "Graph", "Kernel", "Event", "Scalar", "Condition", "Buffer",
-                        "HostBuffer", "Comm", "Stream", "Module" } do
+                        "HostBuffer", "Array", "Comm", "Stream", "Module" } do
   for _, o in ipairs(pool[kind]) do
     if kind ~= "Kernel" then check(pcall(o.free, o), "free of " .. tostring(o)) end
   end
