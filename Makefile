@@ -55,7 +55,8 @@ SIM_CFLAGS ?= -O3 -funroll-loops
 NCCL_DOUBLE = $(BUILD)/libnccl-double.so
 BLAS_DOUBLE = $(BUILD)/libcublas-double.so
 FFT_DOUBLE = $(BUILD)/libcufft-double.so
-KERNELS = $(BUILD)/kernels.ptx $(BUILD)/kernels.cubin $(BUILD)/kernels.fatbin
+KERNELS = $(BUILD)/kernels.ptx $(BUILD)/kernels.cubin $(BUILD)/kernels.fatbin \
+  $(BUILD)/textures.ptx
 SPEC_ENV = CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) XDG_CACHE_HOME=$(CURDIR)/$(BUILD)/cache
 DEPFLAGS = -MMD -MP
 SIM_BUILD_CFLAGS = -std=c11 $(CFLAGS) $(WARN) $(WERROR) -fPIC $(DEPFLAGS) \
@@ -145,6 +146,10 @@ $(SIM): $(SIM_OBJS)
 -include $(OBJS:.o=.d) $(HOST_OBJS:.o=.d) $(DOUBLE_OBJS:.o=.d) $(SIM_OBJS:.o=.d)
 
 $(BUILD)/kernels.ptx: spec/kernels/kernels.cu
+	@mkdir -p $(@D)
+	$(NVCC) -ptx -arch=compute_75 $< -o $@
+
+$(BUILD)/textures.ptx: spec/kernels/textures.cu
 	@mkdir -p $(@D)
 	$(NVCC) -ptx -arch=compute_75 $< -o $@
 

@@ -2,7 +2,10 @@
 -- count, 1-D to 3-D; copies between arrays, Buffers and HostBuffers with
 -- b:copy2d and b:copy3d, eager and captured; the checks before the driver.
 -- Their ownership (three ways to close, kept by graphs, C graphs and
--- lua_close) is spec/04's, with every other kind.
+-- lua_close) is spec/04's, with every other kind. Texture and surface
+-- objects over arrays (a:texture, a:surface), sampled and stored through by
+-- the kernels of spec/kernels/textures.cu, which the PTX simulator cannot
+-- run (it has no texture unit): on the test double (host twins) and GPUs.
 local H = require "support.helper"
 local cuda = H.cuda
 
@@ -153,5 +156,120 @@ describe("cuda.array", function()
       "allocate arrays before capture")
     a:free()
     e(function() b:copy2d(a, 1, 1) end, "freed")
+  end)
+
+  describe("texture and surface objects", function()
+    local m
+    local function kernels()
+      if H.sim then pending("the PTX simulator has no texture unit (tex, sust)") end
+      m = m or cuda.module(H.build .. "/textures.ptx")
+      return m
+    end
+    -- samples t at ((x + shift) * scale, (y + shift) * scale) for x < w, y < h
+    local function sample(t, w, h, scale, shift)
+      local out = cuda.buffer("f32", w * h):fill(-1)
+      kernels().tex_sample_f32:launch(cuda.stream(), { 1, h }, w, t, out, w, h, scale, shift)
+      cuda.synchronize()
+      return out:download()
+    end
+    local ROW = { 0, 10, 20, 30, 100, 110, 120, 130 } -- 4 x 2 texels
+
+    it("samples texels, and filters between them linearly with the unit's weights", function()
+      kernels()
+      local a = cuda.array("f32", 4, 2)
+      a:copy2d(cuda.buffer("f32", ROW), 4, 2)
+      assert.same(ROW, sample(a:texture(), 4, 2, 1, 0.5))          -- texel centres
+      assert.same(ROW, sample(a:texture { filter = "point" }, 4, 2, 1, 0.9))
+      local lin = a:texture { filter = "linear" }
+      -- halfway: the mean of four texels; clamped at the far edges
+      assert.same({ 55, 65, 75, 80, 105, 115, 125, 130 }, sample(lin, 4, 2, 1, 1))
+      -- a quarter of the way (weights 0.75 and 0.25, exact in 8 bits); one row
+      local r = cuda.array("f32", 4, 1)
+      r:copy2d(cuda.buffer("f32", { 0, 10, 20, 30 }), 4, 1)
+      assert.same({ 2.5, 12.5, 22.5, 30 }, sample(r:texture { filter = "linear" }, 4, 1, 1, 0.75))
+      -- integers read as floats in [0, 1], filtered
+      local u8 = cuda.array("u8", 2, 1)
+      u8:copy2d(cuda.buffer("u8", { 0, 255 }), 2, 1)
+      local n = sample(u8:texture { read = "normalized", filter = "linear" }, 2, 1, 1, 1)
+      assert.same({ 0.5, 1 }, n)
+    end)
+
+    it("addresses past the edges by clamp, wrap, mirror and border, in normalized coordinates", function()
+      kernels()
+      local a = cuda.array("f32", 4, 1)
+      a:copy2d(cuda.buffer("f32", { 1, 2, 3, 4 }), 4, 1)
+      local function along(mode, border)
+        local t = a:texture { normalized = true, address = mode, border = border }
+        return sample(t, 8, 1, 1 / 4, 0.5) -- u from 1/8 to 15/8
+      end
+      assert.same({ 1, 2, 3, 4, 4, 4, 4, 4 }, along("clamp"))
+      assert.same({ 1, 2, 3, 4, 1, 2, 3, 4 }, along("wrap"))
+      assert.same({ 1, 2, 3, 4, 4, 3, 2, 1 }, along("mirror"))
+      assert.same({ 1, 2, 3, 4, 9, 9, 9, 9 }, along("border", { 9 }))
+      assert.same({ 1, 2, 3, 4, 1, 2, 3, 4 }, along({ "wrap", "clamp" }))
+    end)
+
+    it("stores through surfaces, eager and in a graph that keeps them and their array", function()
+      local k = kernels()
+      local a = cuda.array("f32", 8, 3, { surface = true })
+      local sf = a:surface()
+      assert.equals(a, sf:array())
+      local s = cuda.stream()
+      k.surf_fill_f32:launch(s, { 1, 3 }, 8, sf, 8, 3, 0.5)
+      local back = cuda.buffer("f32", 24):fill(0)
+      back:copy2d(a, 8, 3)
+      local got = back:download()
+      assert.equals(0.5, got[1])
+      assert.equals(0.5 + 7 + 2000, got[24])
+      local t = a:texture()
+      local out = cuda.buffer("f32", 24):fill(0)
+      local g = s:capture(function()
+        k.surf_fill_f32:launch(s, { 1, 3 }, 8, sf, 8, 3, 1)
+        k.tex_sample_f32:launch(s, { 1, 3 }, 8, t, out, 8, 3, 1, 0.5)
+      end)
+      assert.error_matches(function() sf:free() end, "used by live cugraph%.Graph #" .. g:id())
+      assert.error_matches(function() t:free() end, "used by live cugraph%.Graph #" .. g:id())
+      assert.error_matches(function() a:free() end, "2 open texture or surface objects over it")
+      local weak = setmetatable({ a, t, sf }, { __mode = "v" })
+      a, t, sf = nil, nil, nil -- luacheck: ignore
+      collectgarbage(); collectgarbage()
+      assert.is_not_nil(weak[1], "the array collected under a live graph")
+      g:launch(s); s:synchronize()
+      assert.equals(1 + 7 + 2000, out:download()[24])
+      g:free()
+      collectgarbage(); collectgarbage()
+      assert.is_nil(weak[2])
+      assert.is_nil(weak[1])
+      assert.equals(0, cuda.status().finalizer_errors)
+    end)
+
+    it("closes three ways, and checks its options before the driver", function()
+      local a = cuda.array("f32x4", 4, 4)
+      local t = a:texture()
+      assert.matches("^cugraph%.Texture #%d+$", tostring(t))
+      assert.is_true(t:handle() ~= 0)
+      t:free(); t:free()
+      assert.matches("%(freed%)$", tostring(t))
+      do local c <close> = a:texture() end -- luacheck: ignore
+      a:free() -- no texture left open
+      local e = function(fn, pat) assert.error_matches(fn, pat) end
+      local f, i = cuda.array("f32", 4), cuda.array("i32", 4)
+      e(function() f:texture { filtr = "linear" } end, "unknown option 'filtr'")
+      e(function() f:texture { filter = "cubic" } end, 'opts.filter must be one of "point", "linear", got cubic')
+      e(function() f:texture { address = "repeat" } end, 'opts.address must be one of "wrap", "clamp"')
+      e(function() f:texture { address = "wrap" } end, 'address "wrap" needs normalized coordinates')
+      e(function() f:texture { read = "normalized" } end, "is for 8%- and 16%-bit integer texels; these are f32")
+      e(function() i:texture { filter = "linear" } end, "linear filtering needs float texels")
+      e(function() f:surface() end, "was not made for surface stores")
+      if not H.sim then
+        e(function() kernels().tex_sample_f32:launch(cuda.stream(), 1, 1, f, f, 1, 1, 1, 0) end,
+          "argument 1")
+      end
+      local t2 = f:texture()
+      t2:free()
+      f:free()
+      e(function() f:texture() end, "freed")
+      e(function() t2:handle() end, "freed")
+    end)
   end)
 end)

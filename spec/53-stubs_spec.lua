@@ -66,7 +66,7 @@ local OBJECTS = {
   Stream = true, Event = true, Buffer = true, Scalar = true, Module = true, Kernel = true,
   Graph = true, Node = true, Condition = true, HostBuffer = true, Comm = true, GLResource = true,
   DLTensor = true, Rng = true, Elementwise = true, Reduction = true, Blas = true, FFT = true,
-  Array = true,
+  Array = true, Texture = true, Surface = true,
 }
 
 -- Whether v is of the annotated type t (a LuaCATS type, as the stubs write them).
@@ -179,6 +179,16 @@ local recipes = {
   ["Array:bytes"] = function() return cuda.array("f32x2", 4) end,
   ["Array:copy2d"] = function(F) return cuda.array("f32", 3, 2), F.buf(6), 3, 2, {} end,
   ["Array:copy3d"] = function(F) return cuda.array("f32", 2, 2, 2), F.buf(8), 2, 2, 2, {} end,
+  ["Array:texture"] = function() return cuda.array("f32", 2), { filter = "linear" } end,
+  ["Array:surface"] = function() return cuda.array("f32", 2, { surface = true }) end,
+  ["Texture:array"] = function() return cuda.array("f32", 2):texture() end,
+  ["Texture:handle"] = function() return cuda.array("f32", 2):texture() end,
+  ["Texture:free"] = function() return cuda.array("f32", 2):texture() end,
+  ["Texture:close"] = function() return cuda.array("f32", 2):texture() end,
+  ["Surface:array"] = function() return cuda.array("f32", 2, { surface = true }):surface() end,
+  ["Surface:handle"] = function() return cuda.array("f32", 2, { surface = true }):surface() end,
+  ["Surface:free"] = function() return cuda.array("f32", 2, { surface = true }):surface() end,
+  ["Surface:close"] = function() return cuda.array("f32", 2, { surface = true }):surface() end,
   ["Array:free"] = function() return cuda.array("f32", 2) end,
   ["Array:close"] = function() return cuda.array("f32", 2) end,
   ["Scalar:set"] = function() return cuda.scalar("f32"), 2 end,

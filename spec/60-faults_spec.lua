@@ -22,6 +22,7 @@ local DESTROY = {
   cuMemFree = true, cuModuleUnload = true, cuStreamDestroy = true,
   cuEventDestroy = true, cuGraphExecDestroy = true, cuGraphDestroy = true,
   cuMemFreeHost = true, cuGraphicsUnregisterResource = true, cuArrayDestroy = true,
+  cuTexObjectDestroy = true, cuSurfObjectDestroy = true,
 }
 
 -- Calls per entry point of one run of the workload: name -> count.

@@ -19,6 +19,8 @@ int luaopen_cugraph_core(lua_State *L) {
   managed_open(L);
   hostbuf_open(L);
   array_open(L);
+  texture_open(L);
+  surface_open(L);
   pitched_open(L);
   scalar_open(L);
   graphmem_open(L);

@@ -485,9 +485,38 @@ function Array:copy2d(src, width, height, opts) end
 ---@param opts? cugraph.BoxOpts
 ---@return cugraph.Array self
 function Array:copy3d(src, width, height, depth, opts) end
----Destroys the array; refused while a live graph copies to or from it.
+---@class cugraph.TextureOpts
+---@field filter? "point"|"linear"
+---@field address? "clamp"|"wrap"|"mirror"|"border"|string[] one for all, or one a dimension
+---@field normalized? boolean coordinates in [0, 1)
+---@field read? "element"|"normalized" integer texels of 8 or 16 bits as floats
+---@field border? number[] {r, g, b, a} outside the array in "border" mode
+---@param opts? cugraph.TextureOpts
+---@return cugraph.Texture
+function Array:texture(opts) end
+---@return cugraph.Surface needs an array made with {surface = true}
+function Array:surface() end
+---Destroys the array; refused while a live graph copies to or from it, or a texture or surface over it is open.
 function Array:free() end
 function Array:close() end
+
+---@class cugraph.Texture
+local Texture = {}
+---@return cugraph.Array
+function Texture:array() end
+---@return integer the CUtexObject
+function Texture:handle() end
+function Texture:free() end
+function Texture:close() end
+
+---@class cugraph.Surface
+local Surface = {}
+---@return cugraph.Array
+function Surface:array() end
+---@return integer the CUsurfObject
+function Surface:handle() end
+function Surface:free() end
+function Surface:close() end
 
 ---@class cugraph.Scalar
 local Scalar = {}

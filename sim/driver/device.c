@@ -145,6 +145,7 @@ static void destroy_context(int dev) {
     case O_EXEC: dbl_free_exec((CUgraphExec)o); break;
     case O_RESOURCE: dbl_free_resource((CUgraphicsResource)o); break;
     case O_ARRAY: dbl_free_array((CUarray)o); break;
+    case O_SAMPLER: dbl_free_sampler(o); break;
     default: break;
     }
   }

@@ -138,7 +138,8 @@ CUresult dbl_enter_graph(void);
 /* Every live handle is on one ring, so that destroying the context can free
    what the caller did not (all but graphs) and capture can find its
    streams. Each handle struct starts with an obj. */
-enum { O_STREAM, O_EVENT, O_MODULE, O_GRAPH, O_EXEC, O_RESOURCE, O_ARRAY };
+enum { O_STREAM, O_EVENT, O_MODULE, O_GRAPH, O_EXEC, O_RESOURCE, O_ARRAY,
+       O_SAMPLER };
 typedef struct obj { struct obj *prev, *next; int kind, dev; } obj;
 extern obj dbl_live;
 
@@ -218,6 +219,13 @@ static inline unsigned char *dbl_shared_at(dbl_kctx *c, size_t at, size_t n) {
 }
 
 void dbl_set_conditional(dbl_kctx *c, uint64_t h, unsigned v);
+/* tex2D<float4>(tex, x, y): 0 after a fault (not a texture object). */
+int dbl_tex2d(dbl_kctx *c, unsigned long long tex, float x, float y,
+              float out[4]);
+/* surf2Dwrite of n bytes at byte xbytes of row y: 0 after a fault (not a
+   surface object, or out of bounds, the trap mode). */
+int dbl_surf2d_store(dbl_kctx *c, unsigned long long surf, long xbytes,
+                     long y, const void *v, size_t n);
 const dbl_kimpl *dbl_find_kernel(const char *name);
 
 /* The twins, in the double only. */
@@ -312,6 +320,10 @@ struct CUarray_st {
                                         slice; slices */
 };
 void dbl_free_array(CUarray a);
+
+/* -- texture and surface objects (textures.c) ------------------------------ */
+
+void dbl_free_sampler(void *s);
 /* One side of a 3-D copy that is an array, as device memory: its base,
    pitch and rows a slice, after checking that the box lies inside it
    (width in bytes from x bytes, height rows from y, depth from z). */

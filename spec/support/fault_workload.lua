@@ -43,6 +43,8 @@ local function workload()
   img:copy2d(x, 16, 4):copy3d(img, 8, 2, 1, { src_x = 8, src_y = 2 }) -- cuMemcpy3DAsync
   local tex = keep(cuda.array("f32x4", 4, 4)) -- cuArray3DCreate (cuArrayDestroy at the end)
   tex:copy2d(img, 4, 4); img:copy2d(tex, 4, 4)
+  keep(tex:texture { filter = "linear" }) -- cuTexObjectCreate (cuTexObjectDestroy at the end)
+  keep(keep(cuda.array("u8x4", 4, 4, { surface = true })):surface()) -- cuSurfObjectCreate
   local mm = keep(cuda.managed("f32", N))     -- cuMemAllocManaged
   mm:advise("read_mostly"):prefetch()         -- cuMemAdvise, cuMemPrefetchAsync
   local gl = keep(cuda.gl_buffer(2, "f32")) -- the software driver's GL stand-in

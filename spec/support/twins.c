@@ -52,6 +52,32 @@ static void k_saxpy(dbl_kctx *c) {
   }
 }
 
+/* out[y * w + x] = tex2D<float>(t, (x + shift) * scale, (y + shift) * scale) */
+static void k_tex_sample_f32(dbl_kctx *c) {
+  uint64_t t, out;
+  int w, h;
+  float scale, shift, v[4];
+  dbl_arg(c, 0, &t, 8), dbl_arg(c, 1, &out, 8), dbl_arg(c, 2, &w, 4);
+  dbl_arg(c, 3, &h, 4), dbl_arg(c, 4, &scale, 4), dbl_arg(c, 5, &shift, 4);
+  int x = flat_x(c), y = (int)c->bid[1];
+  if (x >= w || y >= h) return;
+  if (dbl_tex2d(c, t, ((float)x + shift) * scale, ((float)y + shift) * scale, v))
+    dbl_st(c, out + at_index(y * w + x, 4), &v[0], 4);
+}
+
+/* surf2Dwrite(base + x + 1000 * y, s, x * 4, y) */
+static void k_surf_fill_f32(dbl_kctx *c) {
+  uint64_t s;
+  int w, h;
+  float base;
+  dbl_arg(c, 0, &s, 8), dbl_arg(c, 1, &w, 4), dbl_arg(c, 2, &h, 4);
+  dbl_arg(c, 3, &base, 4);
+  int x = flat_x(c), y = (int)c->bid[1];
+  if (x >= w || y >= h) return;
+  float v = base + (float)x + 1000.0f * (float)y;
+  dbl_surf2d_store(c, s, (long)x * 4, y, &v, 4);
+}
+
 /* out[i] = base + i */
 static void k_iota_u32(dbl_kctx *c) {
   uint64_t out;
@@ -230,6 +256,8 @@ const dbl_kimpl dbl_twins[] = {
   {"add_scalar_f32", {k_add_scalar_f32, NULL}, 3, {8, 8, 4}},
   {"mark_u32", {k_mark_u32, NULL}, 3, {8, 8, 4}},
   {"inc_i32", {k_inc_i32, NULL}, 2, {8, 4}},
+  {"tex_sample_f32", {k_tex_sample_f32, NULL}, 6, {8, 8, 4, 4, 4, 4}},
+  {"surf_fill_f32", {k_surf_fill_f32, NULL}, 4, {8, 4, 4, 4}},
   {"scale_f64", {k_scale_f64, NULL}, 4, {8, 8, 8, 4}},
   {"jacobi_f64", {k_jacobi_f64, NULL}, 3, {8, 8, 4}},
   {"add_i64", {k_add_i64, NULL}, 4, {8, 8, 8, 4}},

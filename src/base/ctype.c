@@ -69,6 +69,8 @@ static const struct {
   {"__nv_bfloat16", CG_BF16, 2}, {"nv_bfloat16", CG_BF16, 2},
   {"cudaGraphConditionalHandle", CG_U64, 8},
   {"CUgraphConditionalHandle", CG_U64, 8},
+  {"cudaTextureObject_t", CG_U64, 8}, {"CUtexObject", CG_U64, 8},
+  {"cudaSurfaceObject_t", CG_U64, 8}, {"CUsurfObject", CG_U64, 8},
 };
 #define NNAMED ((int)(sizeof named_types / sizeof named_types[0]))
 

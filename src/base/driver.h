@@ -70,7 +70,9 @@ CUresult CUDAAPI cuSimEventInstructions(CUevent hEvent,
   X(cuDeviceCanAccessPeer) X(cuCtxEnablePeerAccess) X(cuMemcpyPeerAsync) \
   X(cuGraphChildGraphNodeGetGraph) X(cuGraphNodeFindInClone) \
   X(cuGraphAddDependencies) X(cuSimEventInstructions) \
-  X(cuArray3DCreate) X(cuArrayDestroy) X(cuArray3DGetDescriptor)
+  X(cuArray3DCreate) X(cuArrayDestroy) X(cuArray3DGetDescriptor) \
+  X(cuTexObjectCreate) X(cuTexObjectDestroy) X(cuSurfObjectCreate) \
+  X(cuSurfObjectDestroy)
 
 #define CG_FIELD(f) __typeof__(f) *f;
 typedef struct cg_driver {

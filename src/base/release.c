@@ -35,13 +35,14 @@ static const struct {
   [CG_NODE] = { CG_H_NONE, 0 },       [CG_COMM] = { CG_H_COMM, 1 },
   [CG_DLTENSOR] = { CG_H_DLPACK, 1 }, [CG_BLAS] = { CG_H_BLAS, 1 },
   [CG_FFT] = { CG_H_FFT, 1 },          [CG_ARRAY] = { CG_H_ARRAY, 1 },
+  [CG_TEXTURE] = { CG_H_TEXOBJ, 1 },   [CG_SURFACE] = { CG_H_SURFOBJ, 1 },
 };
 
 static const char *const destroy_api[CG_H_NKINDS] = {
   "", "cuMemFree", "cuMemFreeHost", "cuModuleUnload", "cuStreamDestroy",
   "cuEventDestroy", "cuGraphDestroy", "cuGraphExecDestroy",
   "cuGraphicsUnregisterResource", "ncclCommDestroy", "DLPack deleter", "cublasDestroy", "cufftDestroy",
-  "cuArrayDestroy"
+  "cuArrayDestroy", "cuTexObjectDestroy", "cuSurfObjectDestroy"
 };
 
 cg_hkind cg_hkind_of(cg_kind k) { return (cg_hkind)kinds[k].hk; }
@@ -73,6 +74,8 @@ static int destroy(cg_hkind hk, cg_handle h, int poisoned, const char **api) {
   case CG_H_EXEC: return cg_drv.cuGraphExecDestroy(h.exec);
   case CG_H_GLRES: return cg_drv.cuGraphicsUnregisterResource(h.res);
   case CG_H_ARRAY: return cg_drv.cuArrayDestroy(h.array);
+  case CG_H_TEXOBJ: return cg_drv.cuTexObjectDestroy(h.tex);
+  case CG_H_SURFOBJ: return cg_drv.cuSurfObjectDestroy(h.surf);
   case CG_H_DLPACK: dlpack_delete(h.dlpack); return 0;
   case CG_H_BLAS: { /* the handle first: it may use its workspace */
     if (h.blas->lt) cg_cublaslt.cublasLtDestroy(h.blas->lt);

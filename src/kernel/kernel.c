@@ -185,9 +185,11 @@ static inline void setarg(lua_State *L, cg_kernel *k, int arg, int idx,
   case CG_P_PTR_OR_INT:
     if (lua_type(L, idx) == LUA_TNUMBER) intarg(L, k, arg, idx, 8, slot);
     else if ((ptr = pointer(L, k, arg, idx, CG_P_ANY, st))) memcpy(slot, &ptr, 8);
-    else if (!cg_condition_arg(L, k->h.ctx, idx, slot))
+    else if (!cg_condition_arg(L, k->h.ctx, idx, slot) &&
+             !cg_sampler_arg(L, k->h.ctx, idx, slot))
       typeerror(L, k, arg, idx, "cugraph.Buffer, cugraph.Scalar, "
-                "cugraph.Condition or integer");
+                "cugraph.Condition, cugraph.Texture, cugraph.Surface or "
+                "integer");
     break;
   case CG_P_INT:
     intarg(L, k, arg, idx, p->size, slot);
@@ -204,8 +206,9 @@ static inline void setarg(lua_State *L, cg_kernel *k, int arg, int idx,
   }
   default: {
     if (lua_type(L, idx) != LUA_TNUMBER) {
-      if (p->type == CG_U64 && cg_condition_arg(L, k->h.ctx, idx, slot))
-        break; /* a cudaGraphConditionalHandle */
+      if (p->type == CG_U64 && (cg_condition_arg(L, k->h.ctx, idx, slot) ||
+                                cg_sampler_arg(L, k->h.ctx, idx, slot)))
+        break; /* a cudaGraphConditionalHandle, a texture or surface object */
       typeerror(L, k, arg, idx, "number");
     }
     const char *msg = cg_bits(L, idx, (cg_type)p->type, slot);

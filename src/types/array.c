@@ -171,7 +171,17 @@ void cg_push_array(lua_State *L, cg_ctx *ctx, CUarray h) {
 
 static cg_array *check(lua_State *L) { return cg_checkobj(L, 1, CG_ARRAY); }
 
-static int array_free(lua_State *L) { return cg_close(L, CG_ARRAY, 0); }
+/* Its textures and surfaces read its handle: it is freed after them (a
+   collected array's are garbage too). */
+static int array_free(lua_State *L) {
+  cg_array *a = cg_toobj(L, 1, CG_ARRAY);
+  if (a->h.open && a->h.views)
+    luaL_error(L, "cannot free %s: %d open texture or surface object%s over "
+               "it (a:texture, a:surface); free them first",
+               cg_kind_names[CG_ARRAY], (int)a->h.views,
+               a->h.views > 1 ? "s" : "");
+  return cg_close(L, CG_ARRAY, 0);
+}
 static int array_gc(lua_State *L) { return cg_close(L, CG_ARRAY, 1); }
 
 /* a:shape() -> width [, height [, depth]]: as many as it has */

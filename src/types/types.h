@@ -57,6 +57,20 @@ typedef struct cg_array {
   size_t width, height, depth;
 } cg_array;
 
+/* cugraph.Texture (h.drv.tex) and cugraph.Surface (h.drv.surf): a
+   texture or surface object over an Array, their parent (user value 1),
+   which counts them in its h.views and is freed after them. */
+typedef struct cg_sampler {
+  cg_obj h;
+} cg_sampler;
+/* A Texture or Surface at idx as a kernel's 64-bit argument: its handle
+   in slot, pinned by a capture in progress; 0 when it is neither. */
+int cg_sampler_arg(lua_State *L, cg_ctx *ctx, int idx, void *slot);
+/* Their releaser: the array counts one fewer. */
+void cg_sampler_release(lua_State *L, cg_obj *o);
+void texture_open(lua_State *L);
+void surface_open(lua_State *L);
+
 /* cugraph.HostBuffer: page-locked host memory, h.drv.host. */
 typedef struct cg_hostbuf {
   cg_obj h;
