@@ -27,7 +27,7 @@ end
 
 -- Objects made so far, by type; freed ones stay (using them must raise).
 local kinds = { "Stream", "Buffer", "Scalar", "Event", "Module", "Kernel", "Graph", "Comm",
-  "HostBuffer", "Condition", "Node", "Array" }
+  "HostBuffer", "Condition", "Node", "Array", "Texture", "Surface" }
 local pool = {}
 for _, k in ipairs(kinds) do pool[k] = {} end
 local function add(kind, o)
@@ -173,6 +173,11 @@ local plausible = {
   view = function() return { R(0, 8), R(2) == 1 and R(1, 8) or nil, R(2) == 1 and pick(types) or nil } end,
   download_into = function() return { some("HostBuffer"), R(0, 2), R(2) == 1 and stream() or nil } end,
   rebind = function() return { some("Buffer"), some("Buffer") } end,
+  texture = function()
+    return { R(2) == 1 and {} or { filter = pick { "point", "linear", "cubic" },
+                                   address = pick { "clamp", "wrap", "border", { "mirror" }, 3 },
+                                   normalized = R(2) == 1, read = pick { "element", "normalized" } } }
+  end,
   copy2d = function()
     return { pick { some("Buffer"), some("Array"), some("HostBuffer") }, R(1, 8), R(1, 4),
              R(2) == 1 and { stream = stream(), src_x = R(0, 2), dst_y = R(0, 2) } or nil }
@@ -237,7 +242,10 @@ local methods = {
   HostBuffer = { "set", "totable", "tostring", "bytes", "type", "free", "close", "copy2d" },
   Condition = { "set", "set_when", "count_down", "default", "free", "close" },
   Node = { "set", "enable", "enabled", "info", "index", "handle", "free", "close" },
-  Array = { "shape", "format", "bytes", "copy2d", "copy3d", "free", "close" },
+  Array = { "shape", "format", "bytes", "copy2d", "copy3d", "texture", "surface", "free",
+            "close" },
+  Texture = { "array", "handle", "free", "close" },
+  Surface = { "array", "handle", "free", "close" },
 }
 local metamethods = { "__gc", "__close", "__tostring", "__len", "__index", "__call" }
 local funcs = { "buffer", "scalar", "stream", "event", "module", "device", "device_count",
@@ -323,7 +331,11 @@ local makers = {
     return kind .. ":" .. name .. "(" .. n .. " args)", function()
       local f = o[name]
       if type(f) ~= "function" then return f end
-      return f(o, table.unpack(a, 1, n))
+      local r = f(o, table.unpack(a, 1, n))
+      if kind == "Array" and (name == "texture" or name == "surface") then
+        add(name == "texture" and "Texture" or "Surface", r)
+      end
+      return r
     end
   end,
   function() -- a method called on the wrong object
@@ -404,7 +416,8 @@ for _ = 1, count do action() end
 
 -- Everything freed (graphs first) and collected: device memory comes back.
 for _, kind in ipairs { "Node", "Graph", "Kernel", "Event", "Scalar", "Condition", "Buffer",
-                        "HostBuffer", "Array", "Comm", "Stream", "Module" } do
+                        "HostBuffer", "Texture", "Surface", "Array", "Comm", "Stream",
+                        "Module" } do
   for _, o in ipairs(pool[kind]) do
     if kind ~= "Kernel" then check(pcall(o.free, o), "free of " .. tostring(o)) end
   end
