@@ -96,7 +96,8 @@ describe("k:launch", function()
     local p = m.saxpy
     assert.error_matches(function() p:launch(s, 1, 4, 1.0, x, y, 1 << 33) end, "argument 4 %(b32%): 8589934592 is out of range")
     assert.error_matches(function() p:launch(s, 1, 4, 1.0, "x", y, 4) end,
-                         "argument 2 %(u64|ptr%): expected cugraph.Buffer, cugraph.Scalar, cugraph.Condition, cugraph.Texture, cugraph.Surface or integer, got string")
+                         "argument 2 %(u64|ptr%): expected cugraph.Buffer, cugraph.Scalar, cugraph.Condition, "
+                         .. "cugraph.Texture, cugraph.Surface or integer, got string")
     local freed = cuda.buffer("f32", 4)
     freed:free()
     assert.error_matches(function() k:launch(s, 1, 4, 1.0, freed, y, 4) end, "attempt to use a freed cugraph.Buffer")
