@@ -371,6 +371,9 @@ local makers = {
     if name == "select" and (type(a[1]) ~= "number" or R(4) > 1) then a[1] = 0 end
     if name == "module" and type(a[1]) == "string" and not a[1]:find("\n") then a[1] = ptxpath end
     if name == "buffer" and math.type(a[2]) == "integer" and a[2] > 1 << 24 then a[2] = 1 << 24 end
+    if name == "host_buffer" and math.type(a[2]) == "integer" and a[2] > 1 << 20 then
+      a[2] = 1 << 20 -- the double's pinned memory is the host's, unlimited: 2^31 f32 are 8 GiB
+    end
     return "cuda." .. name .. "(" .. n .. " args)", function()
       local r = { cuda[name](table.unpack(a, 1, n)) }
       for _, v in ipairs(r) do
