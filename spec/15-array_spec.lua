@@ -191,7 +191,9 @@ describe("cuda.array", function()
       local u8 = cuda.array("u8", 2, 1)
       u8:copy2d(cuda.buffer("u8", { 0, 255 }), 2, 1)
       local n = sample(u8:texture { read = "normalized", filter = "linear" }, 2, 1, 1, 1)
-      assert.same({ 0.5, 1 }, n)
+      -- the H200 filters normalized integers in fixed point: 0.5000076 for 0.5
+      assert.near(0.5, n[1], 2 ^ -12)
+      assert.equals(1, n[2])
     end)
 
     it("addresses past the edges by clamp, wrap, mirror and border, in normalized coordinates", function()
