@@ -215,15 +215,16 @@ spec-needs: $(SPEC_NEEDS)
 # (empty: the real libcuda), PREFIX before the command (variables, a tool),
 # ARGS for busted. The suite leaves out the files numbered in SPEC_SKIP.
 # SPEC_JOBS > 1 runs a busted per file, that many at once
-# (spec/support/each.sh): the sanitizer runs use both cores of a CI machine.
+# (spec/support/each.sh), PREFIX before each (through env): the sanitizer
+# runs use both cores of a CI machine.
 SPEC_JOBS ?= 1
 SPEC_SKIP ?=
 SPEC_FILES = $(filter-out $(foreach n,$(SPEC_SKIP),spec/$(n)-%),$(sort $(wildcard spec/[0-9][0-9]-*_spec.lua)))
 define specs
 $(SPEC_ENV) $(if $(1),CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(1) \
-  CUGRAPH_LUA_LIBNCCL=$(CURDIR)/$(NCCL_DOUBLE)) $(2) \
+  CUGRAPH_LUA_LIBNCCL=$(CURDIR)/$(NCCL_DOUBLE)) \
   $(if $(filter-out 0 1,$(SPEC_JOBS)),sh spec/support/each.sh $(SPEC_JOBS) \
-    "$(or $(4),$(SPEC_FILES))" --) \
+    "$(or $(4),$(SPEC_FILES))" -- env $(2),$(2)) \
   $(BUILD)/cugraph-lua "$$(command -v busted)" --ignore-lua $(3) $(BUSTED_ARGS) \
   $(if $(filter-out 0 1,$(SPEC_JOBS)),,$(or $(4),$(foreach n,$(SPEC_SKIP),--exclude-pattern='^$(n)%-')))
 endef
