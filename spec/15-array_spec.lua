@@ -4,8 +4,9 @@
 -- Their ownership (three ways to close, kept by graphs, C graphs and
 -- lua_close) is spec/04's, with every other kind. Texture and surface
 -- objects over arrays (a:texture, a:surface), sampled and stored through by
--- the kernels of spec/kernels/textures.cu, which the PTX simulator cannot
--- run (it has no texture unit): on the test double (host twins) and GPUs.
+-- the kernels of spec/kernels/textures.cu: host twins on the test double,
+-- their PTX on the simulator (tex, suld, sust through the driver's
+-- texture objects) and on GPUs.
 local H = require "support.helper"
 local cuda = H.cuda
 
@@ -161,7 +162,6 @@ describe("cuda.array", function()
   describe("texture and surface objects", function()
     local m
     local function kernels()
-      if H.sim then pending("the PTX simulator has no texture unit (tex, sust)") end
       m = m or cuda.module(H.build .. "/textures.ptx")
       return m
     end
@@ -263,10 +263,8 @@ describe("cuda.array", function()
       e(function() f:texture { read = "normalized" } end, "is for 8%- and 16%-bit integer texels; these are f32")
       e(function() i:texture { filter = "linear" } end, "linear filtering needs float texels")
       e(function() f:surface() end, "was not made for surface stores")
-      if not H.sim then
-        e(function() kernels().tex_sample_f32:launch(cuda.stream(), 1, 1, f, f, 1, 1, 1, 0) end,
-          "argument 1")
-      end
+      e(function() kernels().tex_sample_f32:launch(cuda.stream(), 1, 1, f, f, 1, 1, 1, 0) end,
+        "argument 1")
       local t2 = f:texture()
       t2:free()
       f:free()

@@ -226,6 +226,13 @@ int dbl_tex2d(dbl_kctx *c, unsigned long long tex, float x, float y,
    surface object, or out of bounds, the trap mode). */
 int dbl_surf2d_store(dbl_kctx *c, unsigned long long surf, long xbytes,
                      long y, const void *v, size_t n);
+#ifdef CUDA_SIM
+/* The simulator's texture unit and surface accesses (ptx_sim.h). */
+int dbl_sim_tex(void *ud, uint64_t handle, int dims, const float c[3],
+                float out[4]);
+int dbl_sim_surf(void *ud, uint64_t handle, int dims, int64_t x, int64_t y,
+                 int64_t z, void *v, size_t n, int store, int mode);
+#endif
 const dbl_kimpl *dbl_find_kernel(const char *name);
 
 /* The twins, in the double only. */

@@ -151,12 +151,8 @@ static void texel(const struct dbl_sampler *s, long x, long y, float out[4]) {
     out[k] = channel(p, a->desc.Format, (int)k, norm);
 }
 
-int dbl_tex2d(dbl_kctx *c, unsigned long long tex, float x, float y, float out[4]) {
-  const struct dbl_sampler *s = sampler_of(tex, TEX_MAGIC);
-  if (!s) {
-    c->fault = CUDA_ERROR_ILLEGAL_ADDRESS;
-    return 0;
-  }
+/* The fetch at (x, y) of a live texture object s. */
+static void fetch2d(const struct dbl_sampler *s, float x, float y, float out[4]) {
   const struct CUarray_st *a = s->array;
   if (s->td.flags & CU_TRSF_NORMALIZED_COORDINATES) {
     x *= (float)a->desc.Width;
@@ -164,7 +160,7 @@ int dbl_tex2d(dbl_kctx *c, unsigned long long tex, float x, float y, float out[4
   }
   if (s->td.filterMode != CU_TR_FILTER_MODE_LINEAR) {
     texel(s, (long)floorf(x), (long)floorf(y), out);
-    return 1;
+    return;
   }
   float xb = x - 0.5f, yb = y - 0.5f;
   long i = (long)floorf(xb), j = (long)floorf(yb);
@@ -177,8 +173,59 @@ int dbl_tex2d(dbl_kctx *c, unsigned long long tex, float x, float y, float out[4
   for (int k = 0; k < 4; k++)
     out[k] = (1 - a0) * (1 - b0) * t00[k] + a0 * (1 - b0) * t10[k] +
              (1 - a0) * b0 * t01[k] + a0 * b0 * t11[k];
+}
+
+int dbl_tex2d(dbl_kctx *c, unsigned long long tex, float x, float y, float out[4]) {
+  const struct dbl_sampler *s = sampler_of(tex, TEX_MAGIC);
+  if (!s) {
+    c->fault = CUDA_ERROR_ILLEGAL_ADDRESS;
+    return 0;
+  }
+  fetch2d(s, x, y, out);
   return 1;
 }
+
+#ifdef CUDA_SIM
+/* The simulator's texture unit: 1-D and 2-D fetches (3-D ones are not
+   stood in for: a fault). */
+int dbl_sim_tex(void *ud, uint64_t handle, int dims, const float c[3],
+                float out[4]) {
+  (void)ud;
+  const struct dbl_sampler *s = sampler_of(handle, TEX_MAGIC);
+  if (!s || dims > 2) return CUDA_ERROR_ILLEGAL_ADDRESS;
+  fetch2d(s, c[0], dims > 1 ? c[1] : 0.5f, out);
+  return 0;
+}
+
+int dbl_sim_surf(void *ud, uint64_t handle, int dims, int64_t x, int64_t y,
+                 int64_t z, void *v, size_t n, int store, int mode) {
+  (void)ud;
+  const struct dbl_sampler *s = sampler_of(handle, SURF_MAGIC);
+  if (!s) return CUDA_ERROR_ILLEGAL_ADDRESS;
+  const struct CUarray_st *a = s->array;
+  int64_t h = (int64_t)a->rows, d = (int64_t)a->slices, w = (int64_t)a->pitch;
+  if (dims < 2) y = 0;
+  if (dims < 3) z = 0;
+  int out = x < 0 || y < 0 || z < 0 || y >= h || z >= d || x + (int64_t)n > w;
+  if (out && mode == 0) return CUDA_ERROR_ILLEGAL_ADDRESS;
+  if (out && mode == 2) {
+    if (!store) memset(v, 0, n);
+    return 0;
+  }
+  if (out) { /* clamp to the nearest texel */
+    x = x < 0 ? 0 : x + (int64_t)n > w ? w - (int64_t)n : x;
+    y = y < 0 ? 0 : y >= h ? h - 1 : y;
+    z = z < 0 ? 0 : z >= d ? d - 1 : z;
+  }
+  if ((uint64_t)x % n) return CUDA_ERROR_MISALIGNED_ADDRESS;
+  unsigned char *p = dbl_dev_range(a->mem + ((size_t)z * a->rows + (size_t)y) *
+                                   a->pitch + (size_t)x, n);
+  if (!p) return CUDA_ERROR_ILLEGAL_ADDRESS;
+  if (store) memcpy(p, v, n);
+  else memcpy(v, p, n);
+  return 0;
+}
+#endif
 
 int dbl_surf2d_store(dbl_kctx *c, unsigned long long surf, long xbytes, long y,
                      const void *v, size_t n) {

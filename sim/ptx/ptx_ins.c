@@ -56,6 +56,7 @@ static int op_of(const char *s, int len) {
     {"prefetchu", OP_NOP}, {"pmevent", OP_NOP}, {"redux", OP_REDUX},
     {"set", OP_SET}, {"bmsk", OP_BMSK}, {"szext", OP_SZEXT},
     {"addc", OP_ADD}, {"subc", OP_SUB}, {"madc", OP_MAD},
+    {"tex", OP_TEX}, {"suld", OP_SULD}, {"sust", OP_SUST},
   };
   for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
     if (modw(s, len, ops[i].n)) return ops[i].op;
@@ -130,6 +131,17 @@ static int parse_mods(dec *d, const tok *t, mods *md) {
         && !done) {
       if (modw(s, len, "wrap")) in->bop = 1, done = 1;
       else if (modw(s, len, "clamp")) in->bop = 0, done = 1;
+    }
+    if ((in->op == OP_TEX || in->op == OP_SULD || in->op == OP_SUST) && !done) {
+      /* the geometry in cmp; surfaces' raw form .b, the out-of-bounds
+         mode in bop (trap, clamp, zero) */
+      if (modw(s, len, "1d")) in->cmp = 1, done = 1;
+      else if (modw(s, len, "2d")) in->cmp = 2, done = 1;
+      else if (modw(s, len, "3d")) in->cmp = 3, done = 1;
+      else if (in->op != OP_TEX && modw(s, len, "b")) done = 1;
+      else if (in->op != OP_TEX && modw(s, len, "trap")) in->bop = 0, done = 1;
+      else if (in->op != OP_TEX && modw(s, len, "clamp")) in->bop = 1, done = 1;
+      else if (in->op != OP_TEX && modw(s, len, "zero")) in->bop = 2, done = 1;
     }
     if (in->op == OP_PRMT && !done && len > 0)
       return dec_fail(d, t->line, "unsupported instruction '%.*s'", t->len,
@@ -245,7 +257,8 @@ int dec_instruction(dec *d, tok *t, int guard, int gneg) {
   if (modw(t->s, baselen, "addc") || modw(t->s, baselen, "subc")
       || modw(t->s, baselen, "madc"))
     in->flags |= F_CIN;
-  if (in->vec && op != OP_LD && op != OP_ST) /* vector atomics among them */
+  if (in->vec && op != OP_LD && op != OP_ST && op != OP_TEX && op != OP_SULD
+      && op != OP_SUST) /* vector atomics among them */
     return dec_fail(d, t->line, "unsupported instruction '%.*s'", t->len, t->s);
   in->tk = md.tk[0], in->tb = md.tb[0];
   in->t2k = md.nt > 1 ? md.tk[1] : md.tk[0];
@@ -551,6 +564,42 @@ int dec_instruction(dec *d, tok *t, int guard, int gneg) {
   case OP_ACTIVEMASK:
     in->d[0] = DST(0);
     break;
+  case OP_TEX: case OP_SULD: case OP_SUST: {
+    /* tex.2d.v4.f32.f32 {d}, [t, {x, y}]; suld.b.2d.b32 {d}, [s, {x, y}];
+       sust.b.2d.b32 [s, {x, y}], {v}: the handle in base, the coordinates
+       in a, b, c (x in bytes for surfaces), the texels in d */
+    int mem = op == OP_SUST ? 0 : 1, val = 1 - mem;
+    int nv = in->vec ? in->vec : 1, dims = in->cmp;
+    if (n != 2 || o[mem].kind != O_MEM || o[mem].base < 0 || dims < 1
+        || o[mem].nv < dims || o[mem].nv > 4 || (op == OP_TEX && nv != 4)) {
+      unsupported = 1;
+      break;
+    }
+    if (op == OP_TEX && (md.nt != 2 || k != K_F || b != 32 ||
+                         !((in->t2k == K_F || in->t2k == K_S) && in->t2b == 32))) {
+      unsupported = 1;
+      break;
+    }
+    if (op != OP_TEX && (md.nt != 1 || k != K_B || b > 64)) {
+      unsupported = 1;
+      break;
+    }
+    in->base = o[mem].base;
+    int32_t *xyz[3] = { &in->a, &in->b, &in->c };
+    for (int i = 0; i < dims; i++) {
+      if (o[mem].v[i] < 0) { unsupported = 1; break; }
+      *xyz[i] = o[mem].v[i];
+    }
+    for (int i = 0; i < nv && !unsupported; i++) {
+      int r = o[val].kind == O_VEC ? (i < o[val].nv ? o[val].v[i] : -1)
+            : i == 0 && o[val].kind == O_REG ? o[val].r : -1;
+      if (r < 0 && op == OP_SUST) { unsupported = 1; break; }
+      in->d[i] = r >= 0 ? r : dec_new_slots(d, 1);
+    }
+    in->nd = (uint8_t)nv;
+    in->vec = (uint8_t)nv;
+    break;
+  }
   case OP_CALL:
     break; /* the caller fills it in */
   default:

@@ -16,7 +16,7 @@ enum {
   OP_SQRT, OP_SIN, OP_COS, OP_TANH, OP_COPYSIGN, OP_TESTP, OP_TRAP,
   OP_SETCOND, OP_PACK, OP_UNPACK, OP_ISSPACEP, OP_MUL24, OP_MAD24, OP_SAD,
   OP_LOP3, OP_REDUX, OP_WSYNC, OP_SREG, OP_SET, OP_HALF, OP_BMSK, OP_SZEXT,
-  OP_CARRY,
+  OP_CARRY, OP_TEX, OP_SULD, OP_SUST,
 };
 
 /* Fast forms: the commonest instructions in one form each, run by the

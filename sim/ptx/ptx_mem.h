@@ -307,6 +307,58 @@ static ALWAYS_INLINE int global_span_ok(const worker *w, warp *wp,
        if (n == 8) { memcpy(h_, &V[l], 8); }                               \
        else { uint32_t v_ = (uint32_t)V[l]; memcpy(h_, &v_, 4); })
 
+/* tex, suld, sust: each lane of em through the texture or surface object
+   in its base register, by the caller's functions; 1 after a fault. */
+static int ins_texture(worker *w, warp *wp, const ins *in, uint32_t em) {
+  const sim_launch *sl = w->rc->l;
+  const uint64_t *H = R(in->base);
+  const int32_t src[3] = { in->a, in->b, in->c };
+  int dims = in->cmp;
+  if (in->op == OP_TEX ? !sl->tex : !sl->surf) {
+    exec_fault(w, wp, 0, in, SIM_ILLEGAL_INSTRUCTION,
+               "texture or surface instruction with no texture unit here");
+    return 1;
+  }
+  LOOP(int code;
+       if (in->op == OP_TEX) {
+         float c[3] = { 0, 0, 0 }, out[4];
+         for (int i = 0; i < dims; i++) {
+           uint32_t u = (uint32_t)R(src[i])[l];
+           if (in->t2k == K_S) c[i] = (float)(int32_t)u;
+           else memcpy(&c[i], &u, 4);
+         }
+         code = sl->tex(sl->ud, H[l], dims, c, out);
+         for (int i = 0; i < 4 && !code; i++) {
+           uint32_t u;
+           memcpy(&u, &out[i], 4);
+           R(in->d[i])[l] = u;
+         }
+       } else {
+         int64_t x[3] = { 0, 0, 0 };
+         for (int i = 0; i < dims; i++)
+           x[i] = (int64_t)(int32_t)(uint32_t)R(src[i])[l];
+         size_t n = in->tb / 8;
+         unsigned char v[32];
+         if (in->op == OP_SUST)
+           for (int i = 0; i < in->vec; i++) memcpy(v + i * n, &R(in->d[i])[l], n);
+         code = sl->surf(sl->ud, H[l], dims, x[0], x[1], x[2], v, n * in->vec,
+                         in->op == OP_SUST, in->bop);
+         if (in->op == OP_SULD && !code)
+           for (int i = 0; i < in->vec; i++) {
+             uint64_t u = 0;
+             memcpy(&u, v + i * n, n);
+             R(in->d[i])[l] = u;
+           }
+       }
+       if (code) {
+         exec_fault(w, wp, l, in, code, in->op == OP_TEX
+                    ? "not a texture object" : "surface access out of bounds "
+                    "or not a surface object");
+         return 1;
+       });
+  return 0;
+}
+
 /* ld: each lane of em loads from in's space; 1 after a fault. */
 static ALWAYS_INLINE int ins_ld(worker *w, warp *wp, const ins *in, uint32_t em,
                                 uint64_t *D) {

@@ -127,6 +127,15 @@ int dec_operand(dec *d, opnd *o) {
       tok *u = next(d);
       if (!u) return dec_fail(d, t->line, "unterminated address");
       if (is(u, "]")) break;
+      if (is(u, ",")) { /* [handle, {x, y, z}]: a texture's coordinates */
+        opnd c;
+        if (!dec_operand(d, &c)) return 0;
+        if (c.kind != O_VEC)
+          return dec_fail(d, u->line, "expected the coordinates {x, ...}");
+        memcpy(o->v, c.v, sizeof o->v);
+        o->nv = c.nv;
+        continue;
+      }
       if (is(u, "+")) { sign = 1; continue; }
       if (is(u, "-")) { sign = -1; continue; }
       uint64_t v;

@@ -21,6 +21,18 @@ typedef int sim_live_fn(void *ud, uint64_t p, size_t n, uint64_t *lo,
    not one of the running graph's. Calls are serialized. */
 typedef int sim_cond_fn(void *ud, uint64_t handle, unsigned value);
 
+/* A texture fetch: the texel of texture object handle at coords (dims of
+   them, texel or normalized as the object says), filtered, in out[4]; 0,
+   or a fault code for a handle that is not a texture object. */
+typedef int sim_tex_fn(void *ud, uint64_t handle, int dims,
+                       const float coords[3], float out[4]);
+/* A surface load or store of n bytes at byte x of row y of slice z of
+   surface object handle (mode: 0 out of bounds faults, 1 clamps, 2 reads
+   zero and drops the store); 0, or a fault code. */
+typedef int sim_surf_fn(void *ud, uint64_t handle, int dims, int64_t x,
+                        int64_t y, int64_t z, void *v, size_t n, int store,
+                        int mode);
+
 typedef struct sim_launch {
   unsigned grid[3], block[3];
   unsigned dynamic_shared;      /* bytes of dynamic shared memory */
@@ -32,6 +44,8 @@ typedef struct sim_launch {
   unsigned threads;             /* host threads (0: CUDA_SIM_THREADS or the
                                    machine's cores) */
   uint64_t executed;            /* out: thread-instructions run */
+  sim_tex_fn *tex;              /* texture and surface objects: NULL when */
+  sim_surf_fn *surf;            /* the caller has none (a launch faults) */
 } sim_launch;
 
 /* Fault kinds sim_run returns (they are the driver's codes). */

@@ -1,8 +1,8 @@
 // Kernels that sample textures and store through surfaces, for the specs
-// of cuda.array's texture and surface objects (spec/15). Apart from
-// kernels.cu: the PTX simulator has no texture unit and refuses their
-// instructions, so only the GPU and the test double (host twins in
-// spec/support/twins.c) load them.
+// of cuda.array's texture and surface objects (spec/15); host twins in
+// spec/support/twins.c. Apart from kernels.cu, which the simulator's
+// fidelity specs run against every kernel: these need the objects made
+// first.
 
 extern "C" {
 

@@ -1018,6 +1018,8 @@ F.EXCLUDED = {
   ld = "memory: spec/70 and spec/71 run loads and stores of every space",
   ldu = "memory: as ld", st = "memory: as ld",
   atom = "memory: spec/70's atomics kernel and spec/71 compare them",
+  tex = "textures: need a texture object; spec/15 samples them on every driver",
+  suld = "surfaces: as tex", sust = "surfaces: as tex",
   red = "memory: as atom",
   cvta = "addresses: the simulator's generic addresses are its own",
   isspacep = "addresses: as cvta",
