@@ -104,15 +104,8 @@ static int array_texture(lua_State *L) {
                         "coordinates (normalized = true)", modes[address[i]]);
   if (!cg_drv.cuTexObjectCreate)
     return luaL_error(L, "a:texture: this CUDA driver has no texture objects");
-  lua_settop(L, 1);
-  cg_sampler *t = cg_newobj(L, a->h.ctx, sizeof *t, CG_TEXTURE);
-  lua_pushvalue(L, 1);
-  lua_setiuservalue(L, -2, 1);
-  cg_check_open(L, &a->h); /* the allocation may have run a finalizer */
   CUDA_RESOURCE_DESC res;
-  memset(&res, 0, sizeof res);
-  res.resType = CU_RESOURCE_TYPE_ARRAY;
-  res.res.array.hArray = a->h.drv.array;
+  cg_sampler *t = cg_sampler_new(L, a, CG_TEXTURE, &res);
   CUDA_TEXTURE_DESC td;
   memset(&td, 0, sizeof td);
   for (int i = 0; i < 3; i++) td.addressMode[i] = (CUaddress_mode)address[i];
@@ -125,6 +118,19 @@ static int array_texture(lua_State *L) {
   a->h.views++;
   t->h.open = 1;
   return 1;
+}
+
+cg_sampler *cg_sampler_new(lua_State *L, cg_array *a, cg_kind kind,
+                           CUDA_RESOURCE_DESC *res) {
+  lua_settop(L, 1);
+  cg_sampler *s = cg_newobj(L, a->h.ctx, sizeof *s, kind);
+  lua_pushvalue(L, 1);
+  lua_setiuservalue(L, -2, 1);
+  cg_check_open(L, &a->h); /* the allocation may have run a finalizer */
+  memset(res, 0, sizeof *res);
+  res->resType = CU_RESOURCE_TYPE_ARRAY;
+  res->res.array.hArray = a->h.drv.array;
+  return s;
 }
 
 void cg_sampler_release(lua_State *L, cg_obj *o) {
@@ -143,42 +149,60 @@ int cg_sampler_arg(lua_State *L, cg_ctx *ctx, int idx, void *slot) {
   return 1;
 }
 
-static int texture_free(lua_State *L) { return cg_close(L, CG_TEXTURE, 0); }
-static int texture_gc(lua_State *L) { return cg_close(L, CG_TEXTURE, 1); }
+/* The Texture or Surface at 1: they share their methods. */
+static cg_sampler *check_sampler(lua_State *L) {
+  cg_sampler *s = cg_testobj(L, 1, CG_TEXTURE);
+  if (!s) s = cg_testobj(L, 1, CG_SURFACE);
+  if (!s) luaL_typeerror(L, 1, "cugraph.Texture or cugraph.Surface");
+  return s;
+}
 
-/* t:array(): the Array it samples */
-static int texture_array(lua_State *L) {
-  cg_checkobj(L, 1, CG_TEXTURE);
+static int sampler_free(lua_State *L) {
+  return cg_close(L, (cg_kind)check_sampler(L)->h.kind, 0);
+}
+static int sampler_gc(lua_State *L) {
+  return cg_close(L, (cg_kind)check_sampler(L)->h.kind, 1);
+}
+
+/* t:array(), s:array(): the Array it reaches */
+static int sampler_array(lua_State *L) {
+  check_sampler(L);
   lua_getiuservalue(L, 1, 1);
   return 1;
 }
 
-/* t:handle(): the CUtexObject, for foreign code */
-static int texture_handle(lua_State *L) {
-  cg_sampler *t = cg_checkobj(L, 1, CG_TEXTURE);
-  cg_check_open(L, &t->h);
-  lua_pushinteger(L, (lua_Integer)t->h.drv.tex);
+/* t:handle(), s:handle(): the CUtexObject or CUsurfObject, for foreign
+   code */
+static int sampler_handle(lua_State *L) {
+  cg_sampler *s = check_sampler(L);
+  cg_check_open(L, &s->h);
+  lua_pushinteger(L, (lua_Integer)s->h.drv.tex);
   return 1;
 }
 
-static int texture_tostring(lua_State *L) {
-  cg_sampler *t = cg_toobj(L, 1, CG_TEXTURE);
-  return cg_tostring(L, &t->h, " #%I", (LUAI_UACINT)t->h.drv.tex);
+static int sampler_tostring(lua_State *L) {
+  cg_sampler *s = check_sampler(L);
+  return cg_tostring(L, &s->h, " #%I", (LUAI_UACINT)s->h.drv.tex);
+}
+
+void cg_sampler_type(lua_State *L, cg_kind kind, const char *method,
+                     lua_CFunction make) {
+  static const luaL_Reg methods[] = {
+    {"array", sampler_array}, {"handle", sampler_handle},
+    {"free", sampler_free}, {"close", sampler_free}, {NULL, NULL}
+  };
+  static const luaL_Reg meta[] = {
+    {"__gc", sampler_gc}, {"__close", sampler_free},
+    {"__tostring", sampler_tostring}, {NULL, NULL}
+  };
+  cg_newtype(L, kind, methods, meta, cg_sampler_release);
+  luaL_getmetatable(L, cg_kind_names[CG_ARRAY]);
+  lua_getfield(L, -1, "methods");
+  lua_pushcfunction(L, make);
+  lua_setfield(L, -2, method);
+  lua_pop(L, 2);
 }
 
 void texture_open(lua_State *L) {
-  static const luaL_Reg methods[] = {
-    {"array", texture_array}, {"handle", texture_handle},
-    {"free", texture_free}, {"close", texture_free}, {NULL, NULL}
-  };
-  static const luaL_Reg meta[] = {
-    {"__gc", texture_gc}, {"__close", texture_free},
-    {"__tostring", texture_tostring}, {NULL, NULL}
-  };
-  cg_newtype(L, CG_TEXTURE, methods, meta, cg_sampler_release);
-  luaL_getmetatable(L, cg_kind_names[CG_ARRAY]);
-  lua_getfield(L, -1, "methods");
-  lua_pushcfunction(L, array_texture);
-  lua_setfield(L, -2, "texture");
-  lua_pop(L, 2);
+  cg_sampler_type(L, CG_TEXTURE, "texture", array_texture);
 }

@@ -66,8 +66,16 @@ typedef struct cg_sampler {
 /* A Texture or Surface at idx as a kernel's 64-bit argument: its handle
    in slot, pinned by a capture in progress; 0 when it is neither. */
 int cg_sampler_arg(lua_State *L, cg_ctx *ctx, int idx, void *slot);
+/* A new Texture or Surface over the Array a at 1 (its user value), left at
+   the top of the stack, not open yet, and res describing a. */
+cg_sampler *cg_sampler_new(lua_State *L, cg_array *a, cg_kind kind,
+                           CUDA_RESOURCE_DESC *res);
 /* Their releaser: the array counts one fewer. */
 void cg_sampler_release(lua_State *L, cg_obj *o);
+/* Registers kind (CG_TEXTURE or CG_SURFACE) with the methods they share,
+   and make as the Array method that makes one. */
+void cg_sampler_type(lua_State *L, cg_kind kind, const char *method,
+                     lua_CFunction make);
 void texture_open(lua_State *L);
 void surface_open(lua_State *L);
 
