@@ -92,13 +92,16 @@ CUresult CUDAAPI cuArray3DGetDescriptor(CUDA_ARRAY3D_DESCRIPTOR *d,
   return CUDA_SUCCESS;
 }
 
-CUresult dbl_array_side(CUarray a, size_t x, size_t y, size_t z, size_t w,
-                        size_t h, size_t d, CUdeviceptr *base, size_t *pitch,
-                        size_t *rows) {
+CUresult dbl_array_side(const CUDA_MEMCPY3D *p, CUmemorytype *mt, CUarray a,
+                        size_t x, size_t y, size_t z, CUdeviceptr *base,
+                        size_t *pitch, size_t *rows) {
+  if (*mt != CU_MEMORYTYPE_ARRAY) return CUDA_SUCCESS;
   if (!a) return CUDA_ERROR_INVALID_HANDLE;
+  size_t w = p->WidthInBytes, h = p->Height, d = p->Depth;
   if (x % a->texel || w % a->texel || x > a->pitch || w > a->pitch - x ||
       y > a->rows || h > a->rows - y || z > a->slices || d > a->slices - z)
     return CUDA_ERROR_INVALID_VALUE;
+  *mt = CU_MEMORYTYPE_DEVICE;
   *base = a->mem;
   *pitch = a->pitch;
   *rows = a->rows;

@@ -226,13 +226,13 @@ int dbl_tex2d(dbl_kctx *c, unsigned long long tex, float x, float y,
    surface object, or out of bounds, the trap mode). */
 int dbl_surf2d_store(dbl_kctx *c, unsigned long long surf, long xbytes,
                      long y, const void *v, size_t n);
-#ifdef CUDA_SIM
-/* The simulator's texture unit and surface accesses (ptx_sim.h). */
-int dbl_sim_tex(void *ud, uint64_t handle, int dims, const float c[3],
-                float out[4]);
-int dbl_sim_surf(void *ud, uint64_t handle, int dims, int64_t x, int64_t y,
-                 int64_t z, void *v, size_t n, int store, int mode);
-#endif
+/* The texture unit and surface accesses, as ptx_sim.h's sim_tex_fn and
+   sim_surf_fn (1-D and 2-D fetches; a 3-D one faults): the simulator's,
+   and under the two above. */
+int dbl_tex_fetch(void *ud, uint64_t handle, int dims, const float c[3],
+                  float out[4]);
+int dbl_surf_access(void *ud, uint64_t handle, int dims, int64_t x, int64_t y,
+                    int64_t z, void *v, size_t n, int store, int mode);
 const dbl_kimpl *dbl_find_kernel(const char *name);
 
 /* The twins, in the double only. */
@@ -331,12 +331,13 @@ void dbl_free_array(CUarray a);
 /* -- texture and surface objects (textures.c) ------------------------------ */
 
 void dbl_free_sampler(void *s);
-/* One side of a 3-D copy that is an array, as device memory: its base,
-   pitch and rows a slice, after checking that the box lies inside it
-   (width in bytes from x bytes, height rows from y, depth from z). */
-CUresult dbl_array_side(CUarray a, size_t x, size_t y, size_t z, size_t w,
-                        size_t h, size_t d, CUdeviceptr *base, size_t *pitch,
-                        size_t *rows);
+/* One side of the 3-D copy p, when it is an array (*mt), as device memory:
+   its base, pitch and rows a slice, after checking that p's box lies
+   inside it from x bytes, row y, slice z. Any other side is left as it
+   is. */
+CUresult dbl_array_side(const CUDA_MEMCPY3D *p, CUmemorytype *mt, CUarray a,
+                        size_t x, size_t y, size_t z, CUdeviceptr *base,
+                        size_t *pitch, size_t *rows);
 void dbl_drop_module_memory(void *p);
 /* An allocation node's op joins (delta 1) or leaves (-1) a graph or an
    instantiated graph; the memory goes when the last leaves, unless it is

@@ -165,7 +165,7 @@ static void run_sim(const op *o) {
   sim_launch l = {{o->grid[0], o->grid[1], o->grid[2]},
                   {o->block[0], o->block[1], o->block[2]}, o->shared,
                   o->args, o->f->argbytes, dbl_sim_live, sim_cond, NULL, 0, 0,
-                  dbl_sim_tex, dbl_sim_surf};
+                  dbl_tex_fetch, dbl_surf_access};
   char diag[400];
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);

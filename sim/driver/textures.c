@@ -175,21 +175,8 @@ static void fetch2d(const struct dbl_sampler *s, float x, float y, float out[4])
              (1 - a0) * b0 * t01[k] + a0 * b0 * t11[k];
 }
 
-int dbl_tex2d(dbl_kctx *c, unsigned long long tex, float x, float y, float out[4]) {
-  const struct dbl_sampler *s = sampler_of(tex, TEX_MAGIC);
-  if (!s) {
-    c->fault = CUDA_ERROR_ILLEGAL_ADDRESS;
-    return 0;
-  }
-  fetch2d(s, x, y, out);
-  return 1;
-}
-
-#ifdef CUDA_SIM
-/* The simulator's texture unit: 1-D and 2-D fetches (3-D ones are not
-   stood in for: a fault). */
-int dbl_sim_tex(void *ud, uint64_t handle, int dims, const float c[3],
-                float out[4]) {
+int dbl_tex_fetch(void *ud, uint64_t handle, int dims, const float c[3],
+                  float out[4]) {
   (void)ud;
   const struct dbl_sampler *s = sampler_of(handle, TEX_MAGIC);
   if (!s || dims > 2) return CUDA_ERROR_ILLEGAL_ADDRESS;
@@ -197,8 +184,8 @@ int dbl_sim_tex(void *ud, uint64_t handle, int dims, const float c[3],
   return 0;
 }
 
-int dbl_sim_surf(void *ud, uint64_t handle, int dims, int64_t x, int64_t y,
-                 int64_t z, void *v, size_t n, int store, int mode) {
+int dbl_surf_access(void *ud, uint64_t handle, int dims, int64_t x, int64_t y,
+                    int64_t z, void *v, size_t n, int store, int mode) {
   (void)ud;
   const struct dbl_sampler *s = sampler_of(handle, SURF_MAGIC);
   if (!s) return CUDA_ERROR_ILLEGAL_ADDRESS;
@@ -225,23 +212,18 @@ int dbl_sim_surf(void *ud, uint64_t handle, int dims, int64_t x, int64_t y,
   else memcpy(v, p, n);
   return 0;
 }
-#endif
+
+int dbl_tex2d(dbl_kctx *c, unsigned long long tex, float x, float y, float out[4]) {
+  const float xy[3] = { x, y, 0 };
+  CUresult r = (CUresult)dbl_tex_fetch(NULL, tex, 2, xy, out);
+  if (r) c->fault = r;
+  return !r;
+}
 
 int dbl_surf2d_store(dbl_kctx *c, unsigned long long surf, long xbytes, long y,
                      const void *v, size_t n) {
-  const struct dbl_sampler *s = sampler_of(surf, SURF_MAGIC);
-  const struct CUarray_st *a = s ? s->array : NULL;
-  long h = a ? (long)(a->desc.Height ? a->desc.Height : 1) : 0;
-  if (!s || xbytes < 0 || y < 0 || y >= h || (size_t)xbytes % n ||
-      (size_t)xbytes + n > a->pitch) {
-    c->fault = CUDA_ERROR_ILLEGAL_ADDRESS;
-    return 0;
-  }
-  void *p = dbl_dev_range(a->mem + (size_t)y * a->pitch + (size_t)xbytes, n);
-  if (!p) {
-    c->fault = CUDA_ERROR_ILLEGAL_ADDRESS;
-    return 0;
-  }
-  memcpy(p, v, n);
-  return 1;
+  CUresult r = (CUresult)dbl_surf_access(NULL, surf, 2, xbytes, y, 0,
+                                         (void *)(uintptr_t)v, n, 1, 0);
+  if (r) c->fault = r;
+  return !r;
 }

@@ -103,20 +103,13 @@ CUresult CUDAAPI cuMemcpy3DAsync(const CUDA_MEMCPY3D *pin, CUstream hStream) {
   if (r) return r;
   if (!pin) return CUDA_ERROR_INVALID_VALUE;
   CUDA_MEMCPY3D q = *pin, *p = &q;
-  if (p->srcMemoryType == CU_MEMORYTYPE_ARRAY) {
-    if ((r = dbl_array_side(p->srcArray, p->srcXInBytes, p->srcY, p->srcZ,
-                            p->WidthInBytes, p->Height, p->Depth,
-                            &p->srcDevice, &p->srcPitch, &p->srcHeight)))
-      return r;
-    p->srcMemoryType = CU_MEMORYTYPE_DEVICE;
-  }
-  if (p->dstMemoryType == CU_MEMORYTYPE_ARRAY) {
-    if ((r = dbl_array_side(p->dstArray, p->dstXInBytes, p->dstY, p->dstZ,
-                            p->WidthInBytes, p->Height, p->Depth,
-                            &p->dstDevice, &p->dstPitch, &p->dstHeight)))
-      return r;
-    p->dstMemoryType = CU_MEMORYTYPE_DEVICE;
-  }
+  if ((r = dbl_array_side(p, &p->srcMemoryType, p->srcArray, p->srcXInBytes,
+                          p->srcY, p->srcZ, &p->srcDevice, &p->srcPitch,
+                          &p->srcHeight)) ||
+      (r = dbl_array_side(p, &p->dstMemoryType, p->dstArray, p->dstXInBytes,
+                          p->dstY, p->dstZ, &p->dstDevice, &p->dstPitch,
+                          &p->dstHeight)))
+    return r;
   if (p->srcLOD || p->dstLOD || !p->WidthInBytes || !p->Height ||
       !p->Depth || p->srcPitch < p->srcXInBytes + p->WidthInBytes ||
       p->dstPitch < p->dstXInBytes + p->WidthInBytes ||

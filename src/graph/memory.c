@@ -49,14 +49,10 @@ static void add(lua_State *L, const cg_obj *o, int alloc, tally *t) {
     break;
   case CG_SCALAR: t->scalars++; t->device += 8; break;
   case CG_CONDITION: t->conditions++; t->device += 4; break;
-  case CG_ARRAY: {
-    const cg_array *a = (const cg_array *)o;
+  case CG_ARRAY:
     t->arrays++;
-    t->device += a->width * (a->height ? a->height : 1) *
-                 (a->depth ? a->depth : 1) * (size_t)a->channels *
-                 cg_type_size[a->type];
+    t->device += cg_array_bytes((const cg_array *)o);
     break;
-  }
   default: t->others++;
   }
 }

@@ -64,6 +64,19 @@ static size_t limit(lua_State *L, cg_ctx *ctx, CUdevice_attribute a) {
   return v > 0 ? (size_t)v : 0;
 }
 
+/* A new Array object, its handle not made yet. */
+static cg_array *new_array(lua_State *L, cg_ctx *ctx, cg_type t, int channels,
+                           int surface, size_t w, size_t h, size_t d) {
+  cg_array *a = cg_newobj(L, ctx, sizeof *a, CG_ARRAY);
+  a->type = t;
+  a->channels = channels;
+  a->surface = surface;
+  a->width = w;
+  a->height = h;
+  a->depth = d;
+  return a;
+}
+
 /* cuda.array(format, width [, height [, depth]] [, opts]): opts
    {surface = true} allows surface loads and stores. */
 static int array_new(lua_State *L) {
@@ -94,43 +107,33 @@ static int array_new(lua_State *L) {
                    "allocate arrays before capture");
   if (!cg_drv.cuArray3DCreate)
     return luaL_error(L, "cuda.array: this CUDA driver has no arrays");
-  /* the device's limits, so that a size it refuses is named here */
-  CUdevice_attribute lw, lh = 0, ld = 0;
-  if (d) {
-    lw = surface ? CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_WIDTH
-                 : CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_WIDTH;
-    lh = surface ? CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_HEIGHT
-                 : CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_HEIGHT;
-    ld = surface ? CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_DEPTH
-                 : CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_DEPTH;
-  } else if (h) {
-    lw = surface ? CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_WIDTH
-                 : CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_WIDTH;
-    lh = surface ? CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_HEIGHT
-                 : CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_HEIGHT;
-  } else {
-    lw = surface ? CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_WIDTH
-                 : CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_WIDTH;
-  }
+  /* the device's limits, so that a size it refuses is named here: by
+     texture or surface, dimensions, then width, height, depth */
+  static const CUdevice_attribute lims[2][3][3] = {
+    {{CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_WIDTH},
+     {CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_WIDTH,
+      CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_HEIGHT},
+     {CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_WIDTH,
+      CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_HEIGHT,
+      CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_DEPTH}},
+    {{CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_WIDTH},
+     {CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_WIDTH,
+      CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_HEIGHT},
+     {CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_WIDTH,
+      CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_HEIGHT,
+      CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_DEPTH}}};
   const size_t size[3] = { w, h, d };
-  const CUdevice_attribute at[3] = { lw, lh, ld };
   static const char *const names[3] = { "width", "height", "depth" };
-  for (int i = 0; i < 3 && size[i]; i++) {
-    size_t m = limit(L, ctx, at[i]);
+  int dims = d ? 3 : h ? 2 : 1;
+  for (int i = 0; i < dims; i++) {
+    size_t m = limit(L, ctx, lims[surface][dims - 1][i]);
     if (m && size[i] > m)
       return luaL_error(L, "cuda.array: %s %I is past this device's %I for "
                         "a %d-D %s", names[i], (LUAI_UACINT)size[i],
-                        (LUAI_UACINT)m, d ? 3 : h ? 2 : 1,
-                        surface ? "surface" : "texture");
+                        (LUAI_UACINT)m, dims, surface ? "surface" : "texture");
   }
   lua_settop(L, 1);
-  cg_array *a = cg_newobj(L, ctx, sizeof *a, CG_ARRAY);
-  a->type = t;
-  a->channels = channels;
-  a->surface = surface;
-  a->width = w;
-  a->height = h;
-  a->depth = d;
+  cg_array *a = new_array(L, ctx, t, channels, surface, w, h, d);
   CUDA_ARRAY3D_DESCRIPTOR desc = {
     .Width = w, .Height = h, .Depth = d, .Format = format_of(t),
     .NumChannels = (unsigned)channels,
@@ -157,13 +160,9 @@ void cg_push_array(lua_State *L, cg_ctx *ctx, CUarray h) {
                "flags 0x%x: cugraph arrays have 1, 2 or 4 channels of u8 to "
                "f32 and no flags but surface stores", (unsigned)d.Format,
                (int)d.NumChannels, d.Flags);
-  cg_array *a = cg_newobj(L, ctx, sizeof *a, CG_ARRAY);
-  a->type = (cg_type)t;
-  a->channels = (int)d.NumChannels;
-  a->surface = (d.Flags & CUDA_ARRAY3D_SURFACE_LDST) != 0;
-  a->width = d.Width;
-  a->height = d.Height;
-  a->depth = d.Depth;
+  cg_array *a = new_array(L, ctx, (cg_type)t, (int)d.NumChannels,
+                          (d.Flags & CUDA_ARRAY3D_SURFACE_LDST) != 0, d.Width,
+                          d.Height, d.Depth);
   a->h.drv.array = h;
   a->h.owned = 0;
   a->h.open = 1;
@@ -195,11 +194,18 @@ static int array_shape(lua_State *L) {
   return 3;
 }
 
+/* "f32x4", "u8", ...: a's format as cuda.array takes it, in buf. */
+static const char *format_name(const cg_array *a, char buf[16]) {
+  if (a->channels == 1) return cg_type_names[a->type];
+  snprintf(buf, 16, "%sx%d", cg_type_names[a->type], a->channels);
+  return buf;
+}
+
 /* a:format() -> "f32x4" ..., the element type, the channels */
 static int array_format(lua_State *L) {
   cg_array *a = check(L);
-  if (a->channels == 1) lua_pushstring(L, cg_type_names[a->type]);
-  else lua_pushfstring(L, "%sx%d", cg_type_names[a->type], a->channels);
+  char buf[16];
+  lua_pushstring(L, format_name(a, buf));
   lua_pushstring(L, cg_type_names[a->type]);
   lua_pushinteger(L, a->channels);
   return 3;
@@ -208,10 +214,7 @@ static int array_format(lua_State *L) {
 /* a:bytes(): its texels' bytes (the driver may lay them out in more) */
 static int array_bytes(lua_State *L) {
   cg_array *a = check(L);
-  lua_pushinteger(L, (lua_Integer)(a->width * (a->height ? a->height : 1) *
-                                   (a->depth ? a->depth : 1) *
-                                   (size_t)a->channels *
-                                   cg_type_size[a->type]));
+  lua_pushinteger(L, (lua_Integer)cg_array_bytes(a));
   return 1;
 }
 
@@ -224,10 +227,8 @@ static int array_tostring(lua_State *L) {
   else if (a->height)
     snprintf(shape, sizeof shape, "%zux%zu", a->width, a->height);
   else snprintf(shape, sizeof shape, "%zu", a->width);
-  char fmt[16];
-  if (a->channels == 1) snprintf(fmt, sizeof fmt, "%s", cg_type_names[a->type]);
-  else snprintf(fmt, sizeof fmt, "%sx%d", cg_type_names[a->type], a->channels);
-  return cg_tostring(L, &a->h, " %s[%s]%s (%p)", fmt, shape,
+  char buf[16];
+  return cg_tostring(L, &a->h, " %s[%s]%s (%p)", format_name(a, buf), shape,
                      a->surface ? " surface" : "", (void *)a->h.drv.array);
 }
 

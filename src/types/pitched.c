@@ -95,15 +95,11 @@ static size_t optsize(lua_State *L, int opts, const char *key, size_t dflt,
   return (size_t)v;
 }
 
-static size_t texel(const cg_array *a) {
-  return (size_t)a->channels * cg_type_size[a->type];
-}
-
 /* The bytes of an element of the Buffer or HostBuffer at idx, of a texel
    of the Array there; 0 for anything else. */
 static size_t elem_size(lua_State *L, int idx) {
   cg_array *a = cg_testobj(L, idx, CG_ARRAY);
-  if (a) return texel(a);
+  if (a) return cg_array_texel(a);
   cg_buffer *b = cg_testobj(L, idx, CG_BUFFER);
   if (b) return cg_type_size[b->type];
   cg_hostbuf *h = cg_testobj(L, idx, CG_HOSTBUF);
@@ -127,7 +123,7 @@ static void widths(lua_State *L, const char *what, size_t w, size_t *wd,
     return;
   }
   if (*unit % ed || *unit % es)
-      luaL_error(L, "%s: %s of %I bytes and %s of %I bytes: a texel must be "
+    luaL_error(L, "%s: %s of %I bytes and %s of %I bytes: a texel must be "
                "whole elements of the other side", what,
                ad ? "texels" : "elements", (LUAI_UACINT)ed,
                as ? "texels" : "elements", (LUAI_UACINT)es);
@@ -173,7 +169,7 @@ static void get_side(lua_State *L, int idx, int opts, const char *what,
     s->bytes = hb->n * cg_type_size[hb->type];
   }
   cg_check_open(L, s->o);
-  size_t es = a ? texel(a) : cg_type_size[s->type];
+  size_t es = a ? cg_array_texel(a) : cg_type_size[s->type];
   snprintf(key, sizeof key, "%s_x", which);
   s->x = optsize(L, opts, key, 0, what);
   snprintf(key, sizeof key, "%s_y", which);
@@ -215,7 +211,7 @@ static void get_side(lua_State *L, int idx, int opts, const char *what,
 
 /* Whether the box of w x h x d elements at s's corner lies in its memory. */
 static int fits(const side *s, size_t w, size_t h, size_t d) {
-  size_t es = s->array ? texel(s->array) : cg_type_size[s->type];
+  size_t es = s->array ? cg_array_texel(s->array) : cg_type_size[s->type];
   double last = ((double)(s->z + d - 1) * (double)s->rows +
                  (double)(s->y + h - 1)) * (double)s->pitch +
                 (double)((s->x + w) * es);
@@ -225,7 +221,7 @@ static int fits(const side *s, size_t w, size_t h, size_t d) {
 static void fill(const side *s, CUmemorytype *mt, CUdeviceptr *dev,
                  const void **host, CUarray *arr, size_t *x, size_t *y,
                  size_t *z, size_t *pitch, size_t *height) {
-  size_t es = s->array ? texel(s->array) : cg_type_size[s->type];
+  size_t es = s->array ? cg_array_texel(s->array) : cg_type_size[s->type];
   if (s->array) {
     *mt = CU_MEMORYTYPE_ARRAY;
     *arr = s->array->h.drv.array;

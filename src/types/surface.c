@@ -18,9 +18,7 @@ static int array_surface(lua_State *L) {
   CUDA_RESOURCE_DESC res;
   cg_sampler *s = cg_sampler_new(L, a, CG_SURFACE, &res);
   CU(L, a->h.ctx, cuSurfObjectCreate, &s->h.drv.surf, &res);
-  s->h.parent = &a->h;
-  a->h.views++;
-  s->h.open = 1;
+  cg_sampler_opened(s, a);
   return 1;
 }
 

@@ -114,10 +114,14 @@ static int array_texture(lua_State *L) {
              (read ? 0 : CU_TRSF_READ_AS_INTEGER);
   memcpy(td.borderColor, border, sizeof border);
   CU(L, a->h.ctx, cuTexObjectCreate, &t->h.drv.tex, &res, &td, NULL);
-  t->h.parent = &a->h;
-  a->h.views++;
-  t->h.open = 1;
+  cg_sampler_opened(t, a);
   return 1;
+}
+
+void cg_sampler_opened(cg_sampler *s, cg_array *a) {
+  s->h.parent = &a->h;
+  a->h.views++;
+  s->h.open = 1;
 }
 
 cg_sampler *cg_sampler_new(lua_State *L, cg_array *a, cg_kind kind,

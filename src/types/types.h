@@ -57,6 +57,15 @@ typedef struct cg_array {
   size_t width, height, depth;
 } cg_array;
 
+static inline size_t cg_array_texel(const cg_array *a) {
+  return (size_t)a->channels * cg_type_size[a->type];
+}
+/* The bytes of its texels (the driver may lay them out in more). */
+static inline size_t cg_array_bytes(const cg_array *a) {
+  return a->width * (a->height ? a->height : 1) * (a->depth ? a->depth : 1) *
+         cg_array_texel(a);
+}
+
 /* cugraph.Texture (h.drv.tex) and cugraph.Surface (h.drv.surf): a
    texture or surface object over an Array, their parent (user value 1),
    which counts them in its h.views and is freed after them. */
@@ -70,6 +79,8 @@ int cg_sampler_arg(lua_State *L, cg_ctx *ctx, int idx, void *slot);
    the top of the stack, not open yet, and res describing a. */
 cg_sampler *cg_sampler_new(lua_State *L, cg_array *a, cg_kind kind,
                            CUDA_RESOURCE_DESC *res);
+/* Once its handle is made: open, over a, which counts it. */
+void cg_sampler_opened(cg_sampler *s, cg_array *a);
 /* Their releaser: the array counts one fewer. */
 void cg_sampler_release(lua_State *L, cg_obj *o);
 /* Registers kind (CG_TEXTURE or CG_SURFACE) with the methods they share,
