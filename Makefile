@@ -303,9 +303,13 @@ test-threads-helgrind: $(SPEC_NEEDS)
 # example runs under its own sanitizer, SANITIZE_JOBS at once (the tool's
 # cost is on the host's cores); the logs go to $(BUILD)/sanitize and
 # spec/support/sanitize-summary.sh sums them up.
+# The tool attaches to each process it starts, the specs' children too;
+# one it cannot reach within its launch timeout (10 s by default, missed
+# when a dozen sanitizers start at once) hangs there, printing "No
+# attachable process found", so the timeout is long.
 SANITIZER = $(CUDA_HOME)/bin/compute-sanitizer --tool memcheck \
   --leak-check full --report-api-errors no --error-exitcode 99 \
-  --require-cuda-init no
+  --require-cuda-init no --launch-timeout 600
 SANITIZE_JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$((n > 12 ? 12 : n)))
 # The devices spec (NCCL's ranks and the launcher's processes) and the
 # simulator comparisons (CPU-bound children) run without the sanitizer, and
