@@ -1,8 +1,9 @@
 -- cuda.fft: cuFFT (on a GPU) and its stand-in (on the test double and the
 -- simulator) against a direct DFT on the host: 1-D, 2-D and 3-D c2c, r2c
 -- and c2r plans in f32 and f64, batched, eager and captured (the plan's
--- work area pinned by the graph), in place for c2c; the checks made before
--- cuFFT; a missing library.
+-- work area pinned by the graph, replays checked after the plans are
+-- collected), in place for c2c; the checks made before cuFFT, the count of
+-- points among them; a missing library.
 local H = require "support.helper"
 local cuda = H.cuda
 
@@ -73,6 +74,36 @@ local function prod(l)
   return p
 end
 
+-- The r2c output of a batch of real signals of the given lengths: the
+-- first n // 2 + 1 points of the last dimension of each signal's DFT.
+local function half_spectrum(shape, x, batch)
+  local n, last = prod(shape), shape[#shape]
+  local rows, h = n // last, last // 2 + 1
+  local want = {}
+  for k = 0, batch - 1 do
+    local cx = {}
+    for i = 1, n do cx[2 * i - 1], cx[2 * i] = x[n * k + i], 0 end
+    local full = dft(shape, cx, -1)
+    for row = 0, rows - 1 do
+      for j = 0, h - 1 do
+        local src, dst = row * last + j, k * rows * h + row * h + j
+        want[2 * dst + 1], want[2 * dst + 2] = full[2 * src + 1], full[2 * src + 2]
+      end
+    end
+  end
+  return want
+end
+
+-- The c2c forward transform of a batch of complex signals.
+local function spectrum(shape, x, batch)
+  local n, want = prod(shape), {}
+  for k = 0, batch - 1 do
+    local one = dft(shape, { table.unpack(x, 2 * n * k + 1, 2 * n * (k + 1)) }, -1)
+    table.move(one, 1, #one, 2 * n * k + 1, want)
+  end
+  return want
+end
+
 local SHAPES = { { 8 }, { 5 }, { 4, 6 }, { 3, 2, 5 } }
 local TOL = { f32 = 2e-5, f64 = 1e-12 }
 
@@ -90,11 +121,7 @@ describe("cuda.fft", function()
         assert.equal(2 * n * batch, fout)
         local a, b = upload(t, x), cuda.buffer(t, 2 * n * batch)
         p:forward(a, b)
-        local got, want = b:download(), {}
-        for k = 0, batch - 1 do
-          local one = dft(shape, { table.unpack(x, 2 * n * k + 1, 2 * n * (k + 1)) }, -1)
-          table.move(one, 1, #one, 2 * n * k + 1, want)
-        end
+        local got, want = b:download(), spectrum(shape, x, batch)
         close(got, want, TOL[t], ("%s c2c forward %s"):format(t, table.concat(shape, "x")))
         p:inverse(b, b) -- in place: back to n times the signal
         got = b:download()
@@ -121,20 +148,7 @@ describe("cuda.fft", function()
         local x = signal(n * batch, 7 * n)
         local spec = cuda.buffer(t, ro)
         r2c:forward(upload(t, x), spec)
-        local got, want = spec:download(), {}
-        for k = 0, batch - 1 do
-          local cx = {}
-          for i = 1, n do cx[2 * i - 1], cx[2 * i] = x[n * k + i], 0 end
-          local full = dft(shape, cx, -1)
-          local rows, h = n // last, last // 2 + 1
-          for row = 0, rows - 1 do
-            for j = 0, h - 1 do
-              local src, dst = row * last + j, k * half + row * h + j
-              want[2 * dst + 1], want[2 * dst + 2] = full[2 * src + 1], full[2 * src + 2]
-            end
-          end
-        end
-        close(got, want, TOL[t], ("%s r2c %s"):format(t, table.concat(shape, "x")))
+        close(spec:download(), half_spectrum(shape, x, batch), TOL[t], ("%s r2c %s"):format(t, table.concat(shape, "x")))
         local back = cuda.buffer(t, ri)
         c2r:inverse(spec, back)
         local b = back:download()
@@ -165,10 +179,51 @@ describe("cuda.fft", function()
     p = nil
     collectgarbage()
     collectgarbage()
-    a:upload(signal(32, 9))
+    local x = signal(32, 9)
+    a:upload(x)
     g:launch() -- the collected plan and its work area live on with the graph
     s:synchronize()
+    for i = 1, 32 do x[i] = x[i] * 16 end
+    close(b:download(), x, TOL.f32, "replay after the plan was collected")
     g:free()
+  end)
+
+  it("captures r2c, c2r and c2c plans of 1, 2 and 3 dimensions in f32 and f64", function()
+    local s = cuda.stream()
+    for _, t in ipairs { "f32", "f64" } do
+      for _, shape in ipairs { { 8 }, { 4, 6 }, { 3, 2, 5 } } do
+        local n, batch = prod(shape), 2
+        local lens = #shape == 1 and shape[1] or shape
+        local o = { type = t, batch = batch, stream = s }
+        local r2c, c2r, c2c = cuda.fft(lens, "r2c", o), cuda.fft(lens, "c2r", o), cuda.fft(lens, "c2c", o)
+        local _, nhalf = r2c:elements()
+        local real, half = cuda.buffer(t, n * batch), cuda.buffer(t, nhalf)
+        local cin, back = cuda.buffer(t, nhalf), cuda.buffer(t, n * batch)
+        local z, zf = cuda.buffer(t, 2 * n * batch), cuda.buffer(t, 2 * n * batch)
+        local g = s:capture(function()
+          r2c:forward(real, half)
+          c2r:inverse(cin, back, s)
+          c2c:forward(z, zf)
+        end)
+        r2c, c2r, c2c = nil, nil, nil
+        collectgarbage()
+        for round = 1, 2 do
+          local what = ("%s %s replay %d"):format(t, table.concat(shape, "x"), round)
+          local x, y, w = signal(n * batch, 3 * n + round), signal(n * batch, 5 * n + round),
+                          signal(2 * n * batch, 7 * n + round)
+          real:upload(x)
+          cin:upload(half_spectrum(shape, y, batch)) -- c2r of it: n times y
+          z:upload(w)
+          g:launch()
+          s:synchronize()
+          close(half:download(), half_spectrum(shape, x, batch), TOL[t], what .. ": r2c")
+          for i = 1, #y do y[i] = y[i] * n end
+          close(back:download(), y, TOL[t], what .. ": c2r")
+          close(zf:download(), spectrum(shape, w, batch), TOL[t], what .. ": c2c")
+        end
+        g:free()
+      end
+    end
   end)
 
   it("checks lengths, kinds, types, sizes and overlap before cuFFT", function()
@@ -180,6 +235,25 @@ describe("cuda.fft", function()
     assert.matches("type must be f32 or f64, got f16", err(cuda.fft, 4, "c2c", { type = "f16" }))
     assert.matches("batch must be an integer in 1 .. 2%^31", err(cuda.fft, 4, "c2c", { batch = 0 }))
     assert.matches("unknown option 'batches'", err(cuda.fft, 4, "c2c", { batches = 2 }))
+    -- the product of the lengths and the batch, checked without overflowing
+    local m = 1 << 31
+    assert.matches("cuda.fft: lengths 2147483648 x 2147483648 x 2147483648, batch 1: more than 2%^40 points in all",
+                   err(cuda.fft, { m, m, m }, "c2c"))
+    assert.matches("cuda.fft: lengths 2147483648 x 2147483648 x 2, batch 1: more than 2%^40 points in all",
+                   err(cuda.fft, { m, m, 2 }, "r2c"))
+    assert.matches("cuda.fft: lengths 1048576 x 2048, batch 1048576: more than 2%^40 points in all",
+                   err(cuda.fft, { 1 << 20, 1 << 11 }, "c2c", { batch = 1 << 20 }))
+    assert.matches("cuda.fft: lengths 2147483648, batch 2147483648: more than 2%^40 points in all",
+                   err(cuda.fft, m, "c2r", { batch = m }))
+    local ok, wide = pcall(cuda.fft, 1, "c2c", { batch = m })
+    if ok then
+      assert.equal("cugraph.FFT (c2c f32 1, batch 2147483648, device 0)", tostring(wide))
+      assert.same({ 2 * m, 2 * m }, { wide:elements() })
+      wide:free()
+    else -- past the checks, cuFFT itself may refuse a batch this large
+      assert.is_true(H.gpu, tostring(wide))
+      assert.equal("cufftMakePlanMany64", wide.api)
+    end
     local p = cuda.fft(4, "c2c")
     local r = cuda.fft(4, "r2c")
     local c = cuda.fft(4, "c2r")

@@ -88,6 +88,33 @@ static void lengths(lua_State *L, int idx, cg_fft *p) {
                  (LUAI_UACINT)p->n[i]);
 }
 
+/* The lengths of p as "n1 x n2 x n3", in a buffer of SHAPE chars. */
+enum { SHAPE = 48 };
+static void shape_of(const cg_fft *p, char *shape) {
+  int at = 0;
+  for (int i = 0; i < p->rank; i++)
+    at += snprintf(shape + at, SHAPE - (size_t)at, "%s%lld", i ? " x " : "",
+                   p->n[i]);
+}
+
+/* The points of one signal of p, after checking that all of the batch
+   are at most 2^40; each factor is checked before it multiplies, so the
+   product cannot overflow. */
+static long long points(lua_State *L, const cg_fft *p) {
+  const long long most = 1LL << 40;
+  long long total = 1;
+  int ok = 1;
+  for (int i = 0; i < p->rank && ok; i++)
+    if ((ok = total <= most / p->n[i])) total *= p->n[i];
+  if (!ok || total > most / p->batch) {
+    char shape[SHAPE];
+    shape_of(p, shape);
+    luaL_error(L, "cuda.fft: lengths %s, batch %I: more than 2^40 points "
+               "in all", shape, (LUAI_UACINT)p->batch);
+  }
+  return total;
+}
+
 /* cuda.fft(lengths, kind [, {type =, batch =, stream =}]) -> FFT: a plan
    for batch transforms of the lengths (row-major), kind "c2c", "r2c" or
    "c2r", in f32 (default) or f64 */
@@ -120,12 +147,8 @@ static int fft_new(lua_State *L) {
     lua_getfield(L, 3, "stream");
     if (!lua_isnil(L, -1)) sidx = lua_gettop(L);
   }
-  long long total = 1;
-  for (int i = 0; i < tmp.rank; i++) total *= tmp.n[i];
+  long long total = points(L, &tmp);
   long long last = tmp.n[tmp.rank - 1];
-  if ((unsigned long long)total > (1ULL << 40) / (unsigned long long)tmp.batch)
-    luaL_error(L, "cuda.fft: %I elements in all is too many",
-               (LUAI_UACINT)(total * tmp.batch));
   tmp.real = (size_t)total;
   tmp.cplx = (size_t)(tmp.kind == C2C ? total : total / last * (last / 2 + 1));
   cg_ctx *ctx = cg_context(L);
@@ -320,14 +343,11 @@ static int fft_version(lua_State *L) {
 static int fft_tostring(lua_State *L) {
   static const char *const kinds[] = { "c2c", "r2c", "c2r" };
   cg_fft *p = cg_toobj(L, 1, CG_FFT);
-  char shape[80];
-  int at = 0;
-  for (int i = 0; i < p->rank; i++)
-    at += snprintf(shape + at, sizeof shape - (size_t)at, "%s%lld",
-                   i ? " x " : "", p->n[i]);
-  return cg_tostring(L, &p->h, " (%s %s %s, batch %d, device %d)",
+  char shape[SHAPE];
+  shape_of(p, shape);
+  return cg_tostring(L, &p->h, " (%s %s %s, batch %I, device %d)",
                      kinds[p->kind], cg_type_names[p->type], shape,
-                     (int)p->batch, p->h.ctx->ordinal);
+                     (LUAI_UACINT)p->batch, p->h.ctx->ordinal);
 }
 
 void fft_open(lua_State *L) {
