@@ -98,17 +98,45 @@ describe("cuda.blas", function()
   end)
 
   it("rounds f32 inputs to TF32 on request", function()
-    local o = { m = 4, n = 4, k = 16, lda = 4, ldb = 16, ldc = 4, tf32 = true }
-    local A, B = fracs(64, 7), fracs(64, 8)
-    for i = 1, 64 do A[i] = A[i] + 1 / 3000 end -- below TF32's 10 bits
-    local c = cuda.buffer("f32", 16)
-    h:gemm(upload("f32", A), upload("f32", B), c, o)
-    local want = ref_gemm(o, A, B, ints(16, 1))
-    close(c:download(), want, 1e-2, "tf32 gemm")
-    local exact = cuda.buffer("f32", 16)
+    -- a = p + 2^-12 (p = 1, 2, 3) is exact in f32; TF32 keeps 10 bits of
+    -- mantissa, and 2^-12 is below half of its last bit here, so rounding
+    -- to nearest and truncating both give p. With b small positive
+    -- integers every product and sum is exact in f32 either way: f32 math
+    -- gives exactly sum (p + 2^-12) b, TF32 exactly sum p b, less by
+    -- 2^-12 sum b (at least 2^-7 here, far above an f32 rounding).
+    local m, n, k = 8, 8, 32
+    local o = { m = m, n = n, k = k, lda = m, ldb = k, ldc = m, tf32 = true }
+    local P, A, B = ints(m * k, 7), {}, ints(k * n, 8)
+    for i = 1, m * k do
+      P[i] = P[i] % 3 + 1.0
+      A[i] = P[i] + 2 ^ -12
+    end
+    for i = 1, k * n do B[i] = B[i] % 3 + 1.0 end
+    local exact = ref_gemm(o, A, B, ints(m * n, 1))
+    local rounded = ref_gemm(o, P, B, ints(m * n, 1))
+    local a, b, c = upload("f32", A), upload("f32", B), cuda.buffer("f32", m * n)
+    h:gemm(a, b, c, o)
+    local got = c:download()
+    if H.gpu then
+      -- CUBLAS_COMPUTE_32F_FAST_TF32 allows cuBLAS to use TF32 tensor
+      -- cores but does not require it (it may pick an f32 kernel, for a
+      -- small product say): one of the two results, exactly.
+      local tf32 = got[1] == rounded[1]
+      assert.same(tf32 and rounded or exact, got, "tf32 gemm: neither the TF32 nor the f32 product")
+    else
+      -- the stand-in rounds every input, to nearest (ties to even)
+      assert.same(rounded, got, "tf32 gemm")
+      local one = { m = 1, n = 1, k = 1, tf32 = true }
+      for _, v in ipairs { { 1 + 3 * 2 ^ -12, 1 + 2 ^ -10 }, { 1 + 2 ^ -11, 1 },
+                           { 1 + 3 * 2 ^ -11, 1 + 2 ^ -9 }, { -(2 + 3 * 2 ^ -11), -(2 + 2 ^ -9) } } do
+        local x = cuda.buffer("f32", 1)
+        h:gemm(upload("f32", { v[1] }), upload("f32", { 1 }), x, one)
+        assert.equal(v[2], x:download()[1], ("tf32 of %.9g"):format(v[1]))
+      end
+    end
     o.tf32 = nil
-    h:gemm(upload("f32", A), upload("f32", B), exact, o)
-    close(exact:download(), want, 1e-5, "f32 gemm")
+    h:gemm(a, b, c, o)
+    assert.same(exact, c:download(), "f32 gemm")
   end)
 
   it("runs strided batches, and gemm on views of one buffer", function()
@@ -119,6 +147,21 @@ describe("cuda.blas", function()
     h:gemm(upload("f32", A), upload("f32", B), c, { m = 3, n = 2, k = 4, batch = 5, beta = 1 })
     o.beta = 1
     close(c:download(), ref_gemm(o, A, B, C), 1e-5, "batched gemm")
+    -- strides with gaps between the matrices (and leading dimensions above
+    -- the rows); the gaps of c keep what they held
+    for _, ta in ipairs { false, true } do
+      local q = { m = 3, n = 2, k = 4, batch = 3, transa = ta, lda = (ta and 4 or 3) + 2, ldb = 6, ldc = 4,
+                  alpha = 0.75, beta = 0.5 }
+      q.sa, q.sb, q.sc = q.lda * (ta and 3 or 4) + 7, q.ldb * 2 + 5, q.ldc * 2 + 3
+      local QA = fracs((q.batch - 1) * q.sa + q.lda * (ta and 3 or 4), 14)
+      local QB = fracs((q.batch - 1) * q.sb + q.ldb * 2, 15)
+      local QC = fracs((q.batch - 1) * q.sc + q.ldc * 2, 16)
+      local qc = upload("f32", QC)
+      h:gemm(upload("f32", QA), upload("f32", QB), qc, {
+        m = 3, n = 2, k = 4, batch = 3, transa = ta, lda = q.lda, ldb = q.ldb, ldc = q.ldc,
+        alpha = q.alpha, beta = q.beta, stride_a = q.sa, stride_b = q.sb, stride_c = q.sc })
+      close(qc:download(), ref_gemm(q, QA, QB, QC), 1e-5, "batched gemm, strides with gaps, transa=" .. tostring(ta))
+    end
     -- the same product of the third matrices, through views
     local all = upload("f64", (function()
       local t = {}
