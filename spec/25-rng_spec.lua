@@ -1,6 +1,7 @@
 -- cuda.rng: Philox4x32-10 against the published known answers, fills
 -- against a host reference, the counter advanced on the device (eager
--- fills and graph replays draw the same stream), statistics, errors, and
+-- fills and graph replays draw the same stream; a re-seed reaches graphs
+-- captured before it), statistics, errors, and
 -- no Lua garbage per fill. Kernels run on a GPU and on the simulator; the
 -- test double checks the rest.
 local H = require "support.helper"
@@ -244,6 +245,37 @@ describe("cuda.rng", function()
     r:normal(b)
     assert.equals(again, b:download("string"))
     assert.is_true(seen[again])
+  end)
+
+  it("re-seeded after a capture, replays the graph from the new seed as eager fills of it draw", function()
+    local n = 300 -- 75 blocks a fill
+    local r = cuda.rng(5)
+    local b, u = cuda.buffer("f32", n), cuda.buffer("u32", n)
+    local g = s:capture(function()
+      r:uniform(b, -1, 1, s)
+      r:bits(u, s)
+    end)
+    g:launch()
+    s:synchronize()
+    local old = b:download("string")
+    assert.equals(r, r:seed(77, 3))
+    assert.equals("cugraph.Rng (Philox4x32-10, seed 77, subsequence 3)", tostring(r))
+    local fresh = cuda.rng(77, { subsequence = 3 })
+    local fb, fu = cuda.buffer("f32", n), cuda.buffer("u32", n)
+    for round = 1, 2 do
+      g:launch()
+      s:synchronize()
+      fresh:uniform(fb, -1, 1)
+      fresh:bits(fu)
+      local got = b:download("string")
+      assert.equals(fb:download("string"), got, "uniform, replay " .. round)
+      assert.not_equals(old, got)
+      assert.same(fu:download(), u:download(), "bits, replay " .. round)
+      assert.same(host_bits(77, 3, 150 * round - 75, n), u:download())
+    end
+    assert.equals(300, r:offset())
+    assert.equals(fresh:offset(), r:offset())
+    g:free()
   end)
 
   it("keeps generators independent; graphs sharing one advance its counter in replay order", function()
