@@ -303,13 +303,17 @@ test-threads-helgrind: $(SPEC_NEEDS)
 # example runs under its own sanitizer, SANITIZE_JOBS at once (the tool's
 # cost is on the host's cores); the logs go to $(BUILD)/sanitize and
 # spec/support/sanitize-summary.sh sums them up.
-# The tool attaches to each process it starts, the specs' children too;
-# one it cannot reach within its launch timeout (10 s by default, missed
-# when a dozen sanitizers start at once) hangs there, printing "No
-# attachable process found", so the timeout is long.
-SANITIZER = $(CUDA_HOME)/bin/compute-sanitizer --tool memcheck \
-  --leak-check full --report-api-errors no --error-exitcode 99 \
-  --require-cuda-init no --launch-timeout 600
+# Each process runs under a sanitizer of its own: the tool that starts a
+# spec follows none of its children (--target-processes application-only:
+# a child that made a context under the parent's tool hung there, on an
+# H200 with driver 580, even with a long launch timeout), and the specs'
+# helpers start their children under $(SANITIZER_CHILD), which logs to a
+# file per process so that their output stays what the specs read.
+SANITIZER_OPTS = --tool memcheck --leak-check full --report-api-errors no \
+  --error-exitcode 99 --require-cuda-init no --launch-timeout 600 \
+  --target-processes application-only
+SANITIZER = $(CUDA_HOME)/bin/compute-sanitizer $(SANITIZER_OPTS)
+SANITIZER_CHILD = $(SANITIZER) --log-file $(CURDIR)/$(BUILD)/sanitize/children/%p.log
 SANITIZE_JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$((n > 12 ? 12 : n)))
 # The devices spec (NCCL's ranks and the launcher's processes) and the
 # simulator comparisons (CPU-bound children) run without the sanitizer, and
@@ -322,7 +326,7 @@ SANITIZE_SKIP = 02 71 72
 SANITIZE_SPECS ?= spec/[0-9][0-9]-*_spec.lua
 SANITIZE_EXAMPLES ?= yes
 sanitize-gpu: all examples $(KERNELS) $(SPEC_BINS)
-	@rm -rf $(BUILD)/sanitize && mkdir -p $(BUILD)/sanitize
+	@rm -rf $(BUILD)/sanitize && mkdir -p $(BUILD)/sanitize/children
 	@{ for f in $(SANITIZE_SPECS); do n=$$(basename $$f); \
 	     case " $(SANITIZE_SKIP) " in *" $${n%%-*} "*) continue ;; esac; \
 	     echo "spec $$f"; done; \
@@ -334,7 +338,7 @@ sanitize-gpu: all examples $(KERNELS) $(SPEC_BINS)
 	 xargs -P $(SANITIZE_JOBS) -L 1 sh -c 'kind=$$0 f=$$1; \
 	   log=$(BUILD)/sanitize/$$(basename $$f .lua).log; \
 	   case $$kind in \
-	     spec) $(SPEC_ENV) CUGRAPH_LUA_SANITIZER=1 $(SANITIZER) \
+	     spec) $(SPEC_ENV) CUGRAPH_LUA_SANITIZER="$(SANITIZER_CHILD)" $(SANITIZER) \
 	             $(BUILD)/cugraph-lua "$$(command -v busted)" --ignore-lua -o TAP "$$f" ;; \
 	     run) $(SANITIZER) $(BUILD)/cugraph-lua "$$@" ;; \
 	     bin) $(SANITIZER) "$$f" ;; \

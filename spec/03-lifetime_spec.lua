@@ -55,8 +55,8 @@ end)
 
 describe("finalizers at process exit", function()
   it("skip a driver that is gone, silently", function()
-    local p = assert(io.popen(H.build .. "/late_close " .. H.quote(H.build .. "/../lua") .. " "
-                              .. H.quote(H.build .. "/kernels.ptx") .. " 2>&1"))
+    local p = assert(io.popen(H.sanitized(H.quote(H.build .. "/late_close")) .. " " .. H.quote(H.build .. "/../lua")
+                              .. " " .. H.quote(H.build .. "/kernels.ptx") .. " 2>&1"))
     local out = p:read("a")
     local _, _, code = p:close()
     assert.equals(0, code, out)

@@ -250,9 +250,10 @@ describe("cuda.fft", function()
       assert.equal("cugraph.FFT (c2c f32 1, batch 2147483648, device 0)", tostring(wide))
       assert.same({ 2 * m, 2 * m }, { wide:elements() })
       wide:free()
-    else -- past the checks, cuFFT itself may refuse a batch this large
+    else -- past the checks, cuFFT may refuse a batch this large, or the
+      -- device the plan's work area
       assert.is_true(H.gpu, tostring(wide))
-      assert.equal("cufftMakePlanMany64", wide.api)
+      assert.is_truthy(wide.api == "cufftMakePlanMany64" or wide.api == "cuMemAlloc", tostring(wide))
     end
     local p = cuda.fft(4, "c2c")
     local r = cuda.fft(4, "r2c")

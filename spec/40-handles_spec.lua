@@ -7,7 +7,7 @@ local cuda = H.cuda
 
 describe("C handles", function()
   it("replay from other threads beside the script and after lua_close", function()
-    local cmd = ("%s %s %s 2>&1"):format(H.quote(H.build .. "/handles"),
+    local cmd = ("%s %s %s 2>&1"):format(H.sanitized(H.quote(H.build .. "/handles")),
       H.quote(H.build .. "/../lua"), H.quote(H.build .. "/kernels.ptx"))
     local p = assert(io.popen(cmd))
     local out = p:read("a")

@@ -3,7 +3,8 @@ local H = require "support.helper"
 
 describe("embedding API", function()
   it("refuses buffer sizes whose byte size overflows, and bad types and pointers", function()
-    local p = assert(io.popen(H.build .. "/capi " .. H.quote(H.build .. "/../lua") .. " 2>&1"))
+    local p = assert(io.popen(H.sanitized(H.quote(H.build .. "/capi")) .. " "
+                              .. H.quote(H.build .. "/../lua") .. " 2>&1"))
     local out = p:read("a")
     assert.is_true(p:close(), out)
     assert.matches("f64 of 2%^61%+1: cugraph_pushbuffer: the size in bytes of the f64 buffer overflows", out)

@@ -8,7 +8,7 @@ local H = require "support.helper"
 local function threads(n)
   local cmd = ('d=$(mktemp -d) && XDG_CACHE_HOME="$d" %s %s %s %d 2>&1; '
                .. 'rc=$?; rm -rf "$d"; exit $rc'):format(
-    H.quote(H.build .. "/threads"), H.quote(H.build .. "/../lua"),
+    H.sanitized(H.quote(H.build .. "/threads")), H.quote(H.build .. "/../lua"),
     H.quote(H.build .. "/kernels.ptx"), n)
   local p = assert(io.popen(cmd))
   local out = p:read("a")

@@ -24,10 +24,23 @@ H.quote = shell_quote
 H.valgrind = os.getenv("CUGRAPH_LUA_VALGRIND")
 if H.valgrind == "" then H.valgrind = nil end
 
+--- Under make sanitize-gpu, the command line that starts a subprocess
+-- under a compute-sanitizer of its own (CUGRAPH_LUA_SANITIZER); nil
+-- otherwise. H.checker is whichever of the two checks the suite.
+H.sanitizer = os.getenv("CUGRAPH_LUA_SANITIZER")
+if H.sanitizer == "" then H.sanitizer = nil end
+H.checker = H.valgrind or H.sanitizer
+
+--- cmd (a command line) prefixed with H.sanitizer, when there is one: for
+-- the spec hosts, which run outside valgrind.
+function H.sanitized(cmd)
+  return H.sanitizer and H.sanitizer .. " " .. cmd or cmd
+end
+
 --- Runs build/cugraph-lua with the given argument string in a subprocess
--- (under H.valgrind, if set). Returns the exit status and the combined output.
+-- (under H.checker, if set). Returns the exit status and the combined output.
 function H.run(args, env)
-  local cmd = (env and env .. " " or "") .. (H.valgrind and H.valgrind .. " " or "")
+  local cmd = (env and env .. " " or "") .. (H.checker and H.checker .. " " or "")
               .. H.build .. "/cugraph-lua " .. args .. " 2>&1"
   local p = assert(io.popen(cmd))
   local out = p:read("a")
@@ -48,14 +61,14 @@ end
 
 --- Runs the Lua chunk src in spec/hosts/capi.c's host (a global capi,
 -- support.* on package.path through CUGRAPH_LUA_SPEC), after env; under
--- valgrind when the suite is. Returns whether it exited 0, and its output.
+-- H.checker when the suite is. Returns whether it exited 0, and its output.
 function H.capi(src, env)
   local path = os.tmpname()
   local f = assert(io.open(path, "w"))
   f:write(src)
   f:close()
   local cmd = ("%s CUGRAPH_LUA_SPEC=%s %s%s %s %s 2>&1"):format(env or "", H.quote(H.build .. "/../spec"),
-    H.valgrind and H.valgrind .. " " or "", H.quote(H.build .. "/capi"), H.quote(H.build .. "/../lua"),
+    H.checker and H.checker .. " " or "", H.quote(H.build .. "/capi"), H.quote(H.build .. "/../lua"),
     H.quote(path))
   local p = assert(io.popen(cmd))
   local out = p:read("a")
@@ -78,7 +91,7 @@ function H.ranks(src, envs, env, args)
   for i, e in ipairs(envs) do
     outs[i] = os.tmpname()
     parts[i] = ("(%s %s %s%s/cugraph-lua %s %s > %s 2>&1; echo $? > %s) &"):format(
-      env or "", e, H.valgrind and H.valgrind .. " " or "", H.build, args or "", shell_quote(path),
+      env or "", e, H.checker and H.checker .. " " or "", H.build, args or "", shell_quote(path),
       shell_quote(outs[i]), shell_quote(outs[i] .. ".rc"))
   end
   os.execute(table.concat(parts, " ") .. " wait")
@@ -157,7 +170,7 @@ end
 -- 580; NVIDIA/warp#1406 reports the same false positive, gone after a
 -- sync). Does nothing elsewhere.
 function H.settle()
-  if os.getenv("CUGRAPH_LUA_SANITIZER") then H.cuda.synchronize() end
+  if H.sanitizer then H.cuda.synchronize() end
 end
 
 --- The error a call raises (fails the test when it raises none).

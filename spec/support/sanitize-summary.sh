@@ -22,5 +22,16 @@ for log in "$dir"/*.log; do
   printf '%-28s %4d ok %3d not ok %3d sanitizer errors, exit %s  %s\n' \
     "$(basename "$log" .log)" "$ok" "$nok" "$err" "${code:-?}" "$state"
 done
-echo "sanitize-gpu: $files runs, $oks ok, $fails not ok, $errs sanitizer errors (logs in $dir)"
+# the specs' child processes, a log each (by process id) in DIR/children
+kids=0
+for log in "$dir"/children/*.log; do
+  [ -f "$log" ] || continue
+  kids=$((kids + 1))
+  err=$(sed -n 's/^========= ERROR SUMMARY: \([0-9]*\) error.*/\1/p' "$log" | awk '{s += $1} END {print s + 0}')
+  if [ "$err" -gt 0 ]; then
+    errs=$((errs + err)) bad=1
+    printf '%-28s %3d sanitizer errors  FAILED\n' "child $(basename "$log" .log)" "$err"
+  fi
+done
+echo "sanitize-gpu: $files runs and $kids child processes, $oks ok, $fails not ok, $errs sanitizer errors (logs in $dir)"
 exit $bad
