@@ -93,6 +93,62 @@ describe("cuda.ptx and cuda.compile", function()
     assert.same({ 12, 24, 36, 48 }, y:download())
   end)
 
+  -- extern "C" kernels and device variables take their C types from the
+  -- compile itself, their names read from the source first; a name the
+  -- text hides (made by a macro) costs a front-end pass, a wrong guess
+  -- (inside #if 0) a compile without the guesses
+  local typed = [[
+#define KERNEL(name) extern "C" __global__ void name(int *p, int v) { *p = v; }
+__constant__ float coef[4];
+extern "C" {
+__global__ void __launch_bounds__(128) plain(float *x, unsigned n) { if (n) x[0] = coef[0]; }
+}
+__device__ unsigned long long counter;
+namespace inner { __global__ void cxx(double *d) { d[0] = 1; } }
+HIDDEN
+]]
+  local function variant(hidden) return (typed:gsub("HIDDEN", hidden)) end
+  local variants = {
+    plain = variant(""),
+    macro = variant("KERNEL(made)"),
+    wrong = variant('#if 0\nextern "C" __global__ void gone(int *p) {}\n#endif\nKERNEL(made)'),
+  }
+
+  it("types extern \"C\" kernels and device variables from the compile, also where the source hides them", function()
+    for what, src in pairs(variants) do
+      local ptx = cuda.ptx(src, { arch = "compute_90", cache = false })
+      assert.not_matches("cugraph_lua_sig_", ptx, what)
+      local m <close> = cuda.compile(src, { cache = false })
+      assert.equals("plain(f32*, u32)", m.plain:signature(), what)
+      assert.equals("cxx(f64*)", m:kernel("_ZN5inner3cxxEPd"):signature(), what)
+      if what ~= "plain" then assert.equals("made(i32*, i32)", m.made:signature(), what) end
+      if H.gpu or H.sim then -- the test double's modules have no globals
+        local c <close> = m:global("coef")
+        assert.matches("f32%[4%]", tostring(c), what)
+        local n <close> = m:global("counter")
+        assert.matches("u64%[1%]", tostring(n), what)
+      end
+    end
+  end)
+
+  it("compiles once when the source names its extern \"C\" kernels and variables plainly", function()
+    local lib = H.build .. "/libnvrtc-fault.so"
+    local counts = {}
+    for what, src in pairs(variants) do
+      local path = os.tmpname()
+      local f = assert(io.open(path, "w"))
+      f:write(("local cuda = require 'cugraph'\ncuda.ptx(%q, {arch = 'compute_90', cache = false})\n"):format(src))
+      f:close()
+      local n, code, out = H.trace(path, "NVRTC_FAULT_TRACE", "CUGRAPH_LUA_LIBNVRTC=" .. H.quote(lib))
+      os.remove(path)
+      assert.equals(0, code, out)
+      counts[what] = { n.nvrtcCompileProgram or 0, n["nvrtcCompileProgram-syntax"] or 0 }
+    end
+    assert.same({ 1, 0 }, counts.plain)
+    assert.same({ 1, 1 }, counts.macro) -- made's type from a front-end pass
+    assert.same({ 2, 1 }, counts.wrong)
+  end)
+
   it("gives kernels by their C++ names (opts.names): templates, overloads, namespaces", function()
     local src = [[
 template <typename T, int B> __global__ void total(const T *in, T *out, int n) {

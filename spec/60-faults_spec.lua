@@ -187,9 +187,10 @@ end)
 -- cubin, and a source that does not compile). Each failure is an error
 -- object naming the call and its code, and the next compile works, except
 -- where the runtime documents a fallback: a failed destroy or error text
--- is ignored, the second, front-end-only compile that spells kernel types
--- (nvrtcCompileProgram-syntax in the trace) leaves the kernels their PTX
--- types,
+-- is ignored, the lowered names that spell kernel types and the second,
+-- front-end-only compile that spells the types of kernels the source's
+-- text hides (nvrtcCompileProgram-syntax in the trace) leave the kernels
+-- their PTX types,
 -- and a failed nvrtcVersion leaves NVRTC unusable for the process.
 describe("the NVRTC fault sweep", function()
   local WL = "spec/support/nvrtc_workload.lua"

@@ -17,6 +17,8 @@ extern "C" __global__ void scale(float *x, int n) {
   if (i < n) x[i] = twice(x[i]);
 }
 extern "C" __global__ void count(unsigned *c) { atomicAdd(c, 1u); }
+#define HIDDEN(name) extern "C" __global__ void name(int *p) { *p = 1; }
+HIDDEN(hidden) // a name only the compile sees: typed by a front-end pass
 ]]
 
 local function workload()

@@ -148,8 +148,30 @@ static void push_log(lua_State *L, nvrtcProgram *prog) {
   luaL_pushresultsize(&b, nv_strlen(p, size));
 }
 
+/* Drops the lines of the n bytes of PTX at p that declare the signature
+   variables (SIG_PREFIX..., made by the guessed name expressions; nothing
+   refers to them); returns the new length. */
+static size_t strip_sigs(char *p, size_t n) {
+  size_t r = 0, w = 0;
+  while (r < n) {
+    const char *nl = memchr(p + r, '\n', n - r);
+    size_t e = nl ? (size_t)(nl - p) + 1 : n, len = e - r;
+    char keep = p[e - 1];
+    p[e - 1] = '\0'; /* the line as a string, for strstr */
+    int sig = strstr(p + r, SIG_VAR) != NULL && p[r] == '.';
+    p[e - 1] = keep;
+    if (!sig) {
+      memmove(p + w, p + r, len);
+      w += len;
+    }
+    r = e;
+  }
+  return w;
+}
+
 /* Pushes the PTX (text) or the cubin (binary) of a compiled program. */
-static void push_output(lua_State *L, nvrtcProgram *prog, int cubin) {
+static void push_output(lua_State *L, nvrtcProgram *prog, int cubin,
+                        int strip) {
   luaL_Buffer b;
   size_t size;
   char *p;
@@ -161,7 +183,8 @@ static void push_output(lua_State *L, nvrtcProgram *prog, int cubin) {
   r = cubin ? nv.nvrtcGetCUBIN(*prog, p) : nv.nvrtcGetPTX(*prog, p);
   if (r != NVRTC_SUCCESS)
     prog_fail(L, prog, cubin ? "nvrtcGetCUBIN" : "nvrtcGetPTX", r);
-  luaL_pushresultsize(&b, cubin ? size : nv_strlen(p, size));
+  size = cubin ? size : nv_strlen(p, size);
+  luaL_pushresultsize(&b, strip && !cubin ? strip_sigs(p, size) : size);
 }
 
 /* Pushes "=<lowered> <C++ name>" lines for the C++ names of NAMES, whose
@@ -188,27 +211,48 @@ static void push_lowered(lua_State *L, nvrtcProgram *prog) {
   luaL_pushresult(&b);
 }
 
+static void sig_expr(char *expr, size_t n, const char *q);
+static void sig_line(luaL_Buffer *b, const char *q, const char *low);
+
 /* Compiles SRC with the n options of argv and a name expression for each
-   name of NAMES; pushes the log, the PTX, the cubin ("" for a virtual
-   architecture) and the lowered names (push_lowered). A failed compile
-   raises an error object whose message is the whole log. */
-static void compile_main(lua_State *L, const char **argv, int n, int real,
-                         nvrtcProgram *prog) {
+   name of NAMES and each of the k guessed names (cg_nvrtc_guess; SIG_DECL
+   then ends the source); pushes the log, the PTX (without the guesses'
+   variables), the cubin ("" for a virtual architecture), the lowered names
+   (push_lowered) and the types text of the guesses (sig_line). A failed
+   compile raises an error object whose message is the whole log, but for
+   one a guess broke: that returns 0, pushing nothing. */
+static int compile_main(lua_State *L, const char **argv, int n, int real,
+                        nvrtcProgram *prog, const char *guess, int k) {
   nvrtcResult r, cr;
-  const char *s;
+  const char *s, *q;
+  char expr[320];
   size_t len;
-  int log;
-  r = nv.nvrtcCreateProgram(prog, lua_tostring(L, SRC), lua_tostring(L, NAME),
+  int log, i;
+  lua_pushvalue(L, SRC);
+  if (k) lua_pushliteral(L, SIG_DECL);
+  lua_concat(L, k ? 2 : 1);
+  r = nv.nvrtcCreateProgram(prog, lua_tostring(L, -1), lua_tostring(L, NAME),
                             0, NULL, NULL);
+  lua_pop(L, 1);
   if (r != NVRTC_SUCCESS) prog_fail(L, prog, "nvrtcCreateProgram", r);
-  for (lua_Integer i = 1; i <= (lua_Integer)lua_rawlen(L, NAMES); i++) {
-    lua_rawgeti(L, NAMES, i);
+  for (lua_Integer j = 1; j <= (lua_Integer)lua_rawlen(L, NAMES); j++) {
+    lua_rawgeti(L, NAMES, j);
     r = nv.nvrtcAddNameExpression(*prog, lua_tostring(L, -1));
     lua_pop(L, 1);
     if (r != NVRTC_SUCCESS) prog_fail(L, prog, "nvrtcAddNameExpression", r);
   }
+  for (i = 0, q = guess; i < k; i++, q += strlen(q) + 1) {
+    sig_expr(expr, sizeof expr, q);
+    r = nv.nvrtcAddNameExpression(*prog, expr);
+    if (r != NVRTC_SUCCESS) prog_fail(L, prog, "nvrtcAddNameExpression", r);
+  }
   cr = nv.nvrtcCompileProgram(*prog, n, argv);
   push_log(L, prog);
+  if (cr != NVRTC_SUCCESS && k && strstr(lua_tostring(L, -1), "cugraph_lua_sig_")) {
+    lua_pop(L, 1); /* a guess was wrong: compiled again without them */
+    prog_destroy(prog);
+    return 0;
+  }
   if (cr != NVRTC_SUCCESS) {
     log = lua_gettop(L);
     s = lua_tolstring(L, log, &len);
@@ -222,11 +266,20 @@ static void compile_main(lua_State *L, const char **argv, int n, int real,
     lua_setfield(L, -2, "log");
     lua_error(L);
   }
-  push_output(L, prog, 0);
-  if (real) push_output(L, prog, 1);
+  push_output(L, prog, 0, k);
+  if (real) push_output(L, prog, 1, 0);
   else lua_pushliteral(L, "");
   push_lowered(L, prog);
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  for (i = 0, q = guess; i < k; i++, q += strlen(q) + 1) {
+    sig_expr(expr, sizeof expr, q);
+    if (nv.nvrtcGetLoweredName(*prog, expr, &s) == NVRTC_SUCCESS && s)
+      sig_line(&b, q, s);
+  }
+  luaL_pushresult(&b);
   prog_destroy(prog);
+  return 1;
 }
 
 /* The element type a lowered name of &cugraph_lua_sig_<decltype(var)>
@@ -276,9 +329,8 @@ static void sig_expr(char *expr, size_t n, const char *q) {
    the types text, or returns 0 when the compile fails. */
 static int types_pass(lua_State *L, const char **argv, int n,
                       nvrtcProgram *prog, const char *names, int k) {
-  size_t m, plen = strlen(SIG_PREFIX);
-  const char *low, *q, *t;
-  char expr[320], num[24];
+  const char *low, *q;
+  char expr[320];
   luaL_Buffer b;
   int i;
   lua_pushvalue(L, SRC);
@@ -301,31 +353,39 @@ static int types_pass(lua_State *L, const char **argv, int n,
   luaL_buffinit(L, &b);
   for (i = 0, q = names; i < k; i++, q += strlen(q) + 1) {
     sig_expr(expr, sizeof expr, q);
-    if (nv.nvrtcGetLoweredName(*prog, expr, &low) != NVRTC_SUCCESS || !low)
-      continue;
-    if (*q == '@') { /* "@<variable> <element type>" */
-      if (!(t = var_type(low))) continue;
-      luaL_addstring(&b, q);
-      luaL_addchar(&b, ' ');
-      luaL_addstring(&b, t);
-      luaL_addchar(&b, '\n');
-      continue;
-    }
-    if (strncmp(low, SIG_PREFIX, plen) || (m = strlen(low)) < plen + 2 ||
-        strcmp(low + m - 2, "EE"))
-      continue;
-    snprintf(num, sizeof num, "%zu", strlen(q));
-    luaL_addstring(&b, q);
-    luaL_addstring(&b, " _ZN1_");
-    luaL_addstring(&b, num);
-    luaL_addstring(&b, q);
-    luaL_addchar(&b, 'E');
-    luaL_addlstring(&b, low + plen, m - plen - 2);
-    luaL_addchar(&b, '\n');
+    if (nv.nvrtcGetLoweredName(*prog, expr, &low) == NVRTC_SUCCESS && low)
+      sig_line(&b, q, low);
   }
   luaL_pushresult(&b);
   prog_destroy(prog);
   return 1;
+}
+
+/* Adds the types line of the name q (a kernel, or '@' and a variable)
+   whose signature's lowered name is low, when low spells one. */
+static void sig_line(luaL_Buffer *b, const char *q, const char *low) {
+  size_t m, plen = strlen(SIG_PREFIX);
+  const char *t;
+  char num[24];
+  if (*q == '@') { /* "@<variable> <element type>" */
+    if (!(t = var_type(low))) return;
+    luaL_addstring(b, q);
+    luaL_addchar(b, ' ');
+    luaL_addstring(b, t);
+    luaL_addchar(b, '\n');
+    return;
+  }
+  if (strncmp(low, SIG_PREFIX, plen) || (m = strlen(low)) < plen + 2 ||
+      strcmp(low + m - 2, "EE"))
+    return;
+  snprintf(num, sizeof num, "%zu", strlen(q));
+  luaL_addstring(b, q);
+  luaL_addstring(b, " _ZN1_");
+  luaL_addstring(b, num);
+  luaL_addstring(b, q);
+  luaL_addchar(b, 'E');
+  luaL_addlstring(b, low + plen, m - plen - 2);
+  luaL_addchar(b, '\n');
 }
 
 /* Pushes the types text of the PTX at ptxidx: a line "<entry> <name>" for
@@ -333,11 +393,20 @@ static int types_pass(lua_State *L, const char **argv, int n,
    spelled, and "@<variable> <type>" for each module variable of a builtin
    element type. <name> is a function name ptx_demangle reads,
    _ZN1_<entry>E<parameters>: its prefix stands in for the template's name
-   among the substitutions. When the front-end compile fails (an extern "C"
-   kernel inside a namespace, say) it is tried again for the kernels alone,
-   and then the kernels keep their PTX types. */
-static void compile_types(lua_State *L, int ptxidx, const char **argv, int n,
-                          nvrtcProgram *prog) {
+   among the substitutions. The lines of the names the compile guessed are
+   those of the text at sigidx; the names it missed are asked for in a
+   front-end compile. When that fails (an extern "C" kernel inside a
+   namespace, say) it is tried again for the kernels alone, and then the
+   kernels keep their PTX types. */
+static int listed(const char *list, int count, const char *s, size_t n) {
+  for (int i = 0; i < count; i++, list += strlen(list) + 1)
+    if (strlen(list) == n && !memcmp(list, s, n)) return 1;
+  return 0;
+}
+
+static void compile_types(lua_State *L, int ptxidx, int sigidx,
+                          const char **argv, int n, nvrtcProgram *prog,
+                          const char *guess, int kguess) {
   size_t len, m;
   const char *ptx = lua_tolstring(L, ptxidx, &len);
   char err[200];
@@ -366,9 +435,30 @@ static void compile_types(lua_State *L, int ptxidx, const char **argv, int n,
       kg++;
     }
   free(g);
-  if ((k + kg == 0 || !types_pass(L, argv, n, prog, names, k + kg)) &&
-      (kg == 0 || k == 0 || !types_pass(L, argv, n, prog, names, k)))
+  /* the lines of the guesses that are needed, then the names missed */
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  const char *t = lua_tostring(L, sigidx), *nl;
+  for (; *t; t = nl + 1) {
+    nl = strchr(t, '\n');
+    if (listed(names, k + kg, t, strcspn(t, " "))) luaL_addlstring(&b, t, (size_t)(nl - t) + 1);
+  }
+  luaL_pushresult(&b);
+  char *miss = lua_newuserdatauv(L, (size_t)(w - names) + 1, 0), *mw = miss;
+  int mk = 0, mkg = 0;
+  const char *q = names;
+  for (i = 0; i < k + kg; i++, q += strlen(q) + 1)
+    if (!listed(guess, kguess, q, strlen(q))) {
+      memcpy(mw, q, strlen(q) + 1);
+      mw += strlen(q) + 1;
+      if (i < k) mk++;
+      else mkg++;
+    }
+  if ((mk + mkg == 0 || !types_pass(L, argv, n, prog, miss, mk + mkg)) &&
+      (mkg == 0 || mk == 0 || !types_pass(L, argv, n, prog, miss, mk)))
     lua_pushliteral(L, "");
+  lua_remove(L, -2); /* the missed names */
+  lua_concat(L, 2);
 }
 
 /* cg_cache_get's memory: a userdata left on the stack. */
@@ -467,9 +557,14 @@ static int l_compile(lua_State *L) {
     lua_pop(L, 1);
   }
   real = !strncmp(argv[0], "-arch=sm_", 9);
-  compile_main(L, argv, n, real, new_prog(L)); /* log, ptx, cubin, names */
-  top = lua_gettop(L) - 1;
-  compile_types(L, top - 1, argv, n, new_prog(L));
+  s = lua_tolstring(L, SRC, &len);
+  char *guess = lua_newuserdatauv(L, 2 * len + 2, 0);
+  int kguess = cg_nvrtc_guess(s, len, guess);
+  /* log, ptx, cubin, lowered names, the guesses' types */
+  if (!compile_main(L, argv, n, real, new_prog(L), guess, kguess))
+    compile_main(L, argv, n, real, new_prog(L), guess, kguess = 0);
+  top = lua_gettop(L) - 2;
+  compile_types(L, top - 1, top + 2, argv, n, new_prog(L), guess, kguess);
   lua_pushvalue(L, top + 1); /* the lowered names, then the types */
   lua_insert(L, -2);
   lua_concat(L, 2);

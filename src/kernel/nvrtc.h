@@ -18,4 +18,11 @@ void cg_nvrtc_device_arch(lua_State *L);
 /* Appends -I options for the toolkit's headers. */
 void cg_nvrtc_toolkit_include(lua_State *L, int *n);
 
+/* nvrtc_scan.c: guesses, from the text of src, the names of its extern "C"
+   kernels and of its device variables in the global namespace, whose C
+   types the compile can ask for. Writes them into out (2 * len + 2 bytes)
+   one after another, each ended by a NUL, variables marked by a leading
+   '@'; returns how many. */
+int cg_nvrtc_guess(const char *src, size_t len, char *out);
+
 #endif
