@@ -726,6 +726,21 @@ print(y:download()[1])
     os.remove(paths[0]); os.remove(paths[1]); os.remove(trace)
   end)
 
+  it("pops the NVTX range of a call the driver failed", function()
+    if H.gpu then return pending("the test double's injected faults") end
+    local log = os.tmpname()
+    local script = "local cuda = require 'cugraph'\nlocal x = cuda.buffer('i32', 64)\n"
+                   .. "print(pcall(x.fill, x, 1))\nx:fill(2)\nprint(x:download()[1])\n"
+    local code, out = H.script(script, "CUDA_DOUBLE_FAULT=cuMemsetD32Async:1:2 NVTX_INJECTION64_PATH="
+                               .. H.quote(H.build .. "/libnvtx-tool.so") .. " NVTX_TOOL_LOG=" .. H.quote(log))
+    assert.equals(0, code, out)
+    assert.matches("false\t.-CUDA_ERROR_OUT_OF_MEMORY.-\n2\n", out)
+    local lines = {}
+    for l in assert(io.open(log)):lines() do lines[#lines + 1] = (l:gsub("%(.-:(%d+)%)", "(:%1)")) end
+    os.remove(log)
+    assert.same({ "push fill (:3)", "pop", "push fill (:4)", "pop", "push copy download (:5)", "pop" }, lines)
+  end)
+
   it("puts each call in an NVTX range named by its kernel and Lua line, in captures too", function()
     local log = os.tmpname()
     local code, out, script = child("", "NVTX_INJECTION64_PATH=" .. H.quote(H.build .. "/libnvtx-tool.so")

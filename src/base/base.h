@@ -256,6 +256,9 @@ static inline int cg_trace_begin(lua_State *L, cg_ctx *ctx, CUstream s,
 static inline void cg_trace_end(lua_State *L, cg_ctx *ctx, int tok) {
   if (tok != -1) cg_trace_end_(L, ctx, tok);
 }
+/* A driver error raised inside such a call: its NVTX range is popped now
+   (one that raised otherwise is popped at the next call's begin). */
+void cg_trace_raised(cg_ctx *ctx);
 /* A named NVTX range (s:label's scope) when a tool is attached. */
 void cg_trace_push(cg_ctx *ctx, const char *name);
 void cg_trace_pop(cg_ctx *ctx);

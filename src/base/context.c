@@ -59,6 +59,7 @@ void cg_fail(lua_State *L, cg_ctx *ctx, const char *api, CUresult r) {
     b->code = r;
     cg_lua_line(L, b->where, sizeof b->where);
   }
+  cg_trace_raised(ctx);
   cg_driver_pusherror(L, api, r);
   if (first && r == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) {
     lua_pushliteral(L, "work the runtime did not issue (C code, or another "

@@ -38,6 +38,7 @@ typedef struct trec {
 struct cg_trace {
   char *path;           /* NULL: NVTX only */
   int nvtx;
+  int open;             /* an NVTX range of cg_trace_begin_ not popped yet */
   trec *v;
   size_t n, cap, read;  /* records [read, n) may still be outstanding */
   size_t dropped;
@@ -148,6 +149,8 @@ int cg_trace_begin_(lua_State *L, cg_ctx *ctx, CUstream s, const char *what,
   char at[80];
   where(L, at, sizeof at);
   int tok = -1;
+  if (t->open) nvtxRangePop(); /* the last call raised before its end */
+  t->open = 0;
   if (t->nvtx) {
     char label[160];
     size_t w = strlen(what); /* "kernel step", "graph #2", "fill" */
@@ -155,6 +158,7 @@ int cg_trace_begin_(lua_State *L, cg_ctx *ctx, CUstream s, const char *what,
     snprintf(label, sizeof label, "%s%s%s (%s)", both ? what : "",
              both ? " " : "", name ? name : what, at);
     nvtxRangePushA(label);
+    t->open = 1;
     tok = -2;
   }
   if (!t->path || ctx->capture) return tok; /* a capture records no events */
@@ -210,12 +214,19 @@ int cg_trace_begin_(lua_State *L, cg_ctx *ctx, CUstream s, const char *what,
 
 void cg_trace_end_(lua_State *L, cg_ctx *ctx, int tok) {
   cg_trace *t = ctx->root->trace;
-  if (t->nvtx) nvtxRangePop();
+  if (t->open) nvtxRangePop();
+  t->open = 0;
   if (tok < 0) return;
   trec *r = &t->v[tok];
   if (!r->e1) return; /* read as untimed already */
   CU(L, ctx, cuEventRecord, r->e1, r->s);
   r->ended = 1;
+}
+
+void cg_trace_raised(cg_ctx *ctx) {
+  cg_trace *t = ctx->root->trace;
+  if (t && t->open) nvtxRangePop();
+  if (t) t->open = 0;
 }
 
 void cg_trace_push(cg_ctx *ctx, const char *name) {
@@ -328,6 +339,8 @@ static int write_file(const cg_trace *t) {
 static void trace_close(lua_State *L, cg_ctx *root) {
   cg_trace *t = root->trace;
   if (!t) return;
+  if (t->open) nvtxRangePop(); /* the state's last call raised */
+  t->open = 0;
   read_done(L, t, 1);
   for (int i = 0; i < t->nref; i++) release_event(L, t->ref[i].ctx, t->ref[i].ev);
   if (t->path) write_file(t);
