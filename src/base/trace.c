@@ -84,6 +84,13 @@ static char *claim_path(const char *path) {
 
 static void trace_close(lua_State *L, cg_ctx *root);
 
+/* Pops the NVTX range cg_trace_begin_ pushed, if it is still open (its
+   call raised before cg_trace_end_). */
+static void pop_open(cg_trace *t) {
+  if (t->open) nvtxRangePop();
+  t->open = 0;
+}
+
 void cg_trace_open(cg_ctx *root) {
   const char *path = getenv("CUGRAPH_LUA_PROFILE");
   const char *tool = getenv("NVTX_INJECTION64_PATH");
@@ -149,8 +156,7 @@ int cg_trace_begin_(lua_State *L, cg_ctx *ctx, CUstream s, const char *what,
   char at[80];
   where(L, at, sizeof at);
   int tok = -1;
-  if (t->open) nvtxRangePop(); /* the last call raised before its end */
-  t->open = 0;
+  pop_open(t); /* the last call raised before its end */
   if (t->nvtx) {
     char label[160];
     size_t w = strlen(what); /* "kernel step", "graph #2", "fill" */
@@ -214,8 +220,7 @@ int cg_trace_begin_(lua_State *L, cg_ctx *ctx, CUstream s, const char *what,
 
 void cg_trace_end_(lua_State *L, cg_ctx *ctx, int tok) {
   cg_trace *t = ctx->root->trace;
-  if (t->open) nvtxRangePop();
-  t->open = 0;
+  pop_open(t);
   if (tok < 0) return;
   trec *r = &t->v[tok];
   if (!r->e1) return; /* read as untimed already */
@@ -224,9 +229,7 @@ void cg_trace_end_(lua_State *L, cg_ctx *ctx, int tok) {
 }
 
 void cg_trace_raised(cg_ctx *ctx) {
-  cg_trace *t = ctx->root->trace;
-  if (t && t->open) nvtxRangePop();
-  if (t) t->open = 0;
+  if (ctx->root->trace) pop_open(ctx->root->trace);
 }
 
 void cg_trace_push(cg_ctx *ctx, const char *name) {
@@ -339,8 +342,7 @@ static int write_file(const cg_trace *t) {
 static void trace_close(lua_State *L, cg_ctx *root) {
   cg_trace *t = root->trace;
   if (!t) return;
-  if (t->open) nvtxRangePop(); /* the state's last call raised */
-  t->open = 0;
+  pop_open(t); /* the state's last call raised */
   read_done(L, t, 1);
   for (int i = 0; i < t->nref; i++) release_event(L, t->ref[i].ctx, t->ref[i].ev);
   if (t->path) write_file(t);

@@ -388,6 +388,14 @@ static void sig_line(luaL_Buffer *b, const char *q, const char *low) {
   luaL_addchar(b, '\n');
 }
 
+/* Whether the n bytes at s are one of the count names of list (each
+   ended by a NUL). */
+static int listed(const char *list, int count, const char *s, size_t n) {
+  for (int i = 0; i < count; i++, list += strlen(list) + 1)
+    if (strlen(list) == n && !memcmp(list, s, n)) return 1;
+  return 0;
+}
+
 /* Pushes the types text of the PTX at ptxidx: a line "<entry> <name>" for
    each extern "C" entry (untyped in PTX) whose function type the compiler
    spelled, and "@<variable> <type>" for each module variable of a builtin
@@ -398,12 +406,6 @@ static void sig_line(luaL_Buffer *b, const char *q, const char *low) {
    front-end compile. When that fails (an extern "C" kernel inside a
    namespace, say) it is tried again for the kernels alone, and then the
    kernels keep their PTX types. */
-static int listed(const char *list, int count, const char *s, size_t n) {
-  for (int i = 0; i < count; i++, list += strlen(list) + 1)
-    if (strlen(list) == n && !memcmp(list, s, n)) return 1;
-  return 0;
-}
-
 static void compile_types(lua_State *L, int ptxidx, int sigidx,
                           const char **argv, int n, nvrtcProgram *prog,
                           const char *guess, int kguess) {
@@ -441,7 +443,8 @@ static void compile_types(lua_State *L, int ptxidx, int sigidx,
   const char *t = lua_tostring(L, sigidx), *nl;
   for (; *t; t = nl + 1) {
     nl = strchr(t, '\n');
-    if (listed(names, k + kg, t, strcspn(t, " "))) luaL_addlstring(&b, t, (size_t)(nl - t) + 1);
+    if (listed(names, k + kg, t, strcspn(t, " ")))
+      luaL_addlstring(&b, t, (size_t)(nl - t) + 1);
   }
   luaL_pushresult(&b);
   char *miss = lua_newuserdatauv(L, (size_t)(w - names) + 1, 0), *mw = miss;
