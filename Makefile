@@ -307,13 +307,13 @@ test-threads-helgrind: $(SPEC_NEEDS)
 # spec follows none of its children (--target-processes application-only:
 # a child that made a context under the parent's tool hung there, on an
 # H200 with driver 580, even with a long launch timeout), and the specs'
-# helpers start their children under $(SANITIZER_CHILD), which logs to a
-# file per process so that their output stays what the specs read.
+# helpers start their children under a sanitizer of their own
+# (CUGRAPH_LUA_SANITIZER), logging to a file per process in
+# $(BUILD)/sanitize/children so that their output stays what the specs read.
 SANITIZER_OPTS = --tool memcheck --leak-check full --report-api-errors no \
   --error-exitcode 99 --require-cuda-init no --launch-timeout 600 \
   --target-processes application-only
 SANITIZER = $(CUDA_HOME)/bin/compute-sanitizer $(SANITIZER_OPTS)
-SANITIZER_CHILD = $(SANITIZER) --log-file $(CURDIR)/$(BUILD)/sanitize/children/%p.log
 SANITIZE_JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$((n > 12 ? 12 : n)))
 # The devices spec (NCCL's ranks and the launcher's processes) and the
 # simulator comparisons (CPU-bound children) run without the sanitizer, and
@@ -338,7 +338,8 @@ sanitize-gpu: all examples $(KERNELS) $(SPEC_BINS)
 	 xargs -P $(SANITIZE_JOBS) -L 1 sh -c 'kind=$$0 f=$$1; \
 	   log=$(BUILD)/sanitize/$$(basename $$f .lua).log; \
 	   case $$kind in \
-	     spec) $(SPEC_ENV) CUGRAPH_LUA_SANITIZER="$(SANITIZER_CHILD)" $(SANITIZER) \
+	     spec) $(SPEC_ENV) CUGRAPH_LUA_SANITIZER="$(SANITIZER)" \
+	             CUGRAPH_LUA_SANITIZER_LOGS=$(CURDIR)/$(BUILD)/sanitize/children $(SANITIZER) \
 	             $(BUILD)/cugraph-lua "$$(command -v busted)" --ignore-lua -o TAP "$$f" ;; \
 	     run) $(SANITIZER) $(BUILD)/cugraph-lua "$$@" ;; \
 	     bin) $(SANITIZER) "$$f" ;; \

@@ -55,7 +55,9 @@ end)
 
 describe("finalizers at process exit", function()
   it("skip a driver that is gone, silently", function()
-    local p = assert(io.popen(H.sanitized(H.quote(H.build .. "/late_close")) .. " " .. H.quote(H.build .. "/../lua")
+    -- no compute-sanitizer: the objects outlive the driver by design, and
+    -- the tool would count them as leaks
+    local p = assert(io.popen(H.plain(H.quote(H.build .. "/late_close")) .. " " .. H.quote(H.build .. "/../lua")
                               .. " " .. H.quote(H.build .. "/kernels.ptx") .. " 2>&1"))
     local out = p:read("a")
     local _, _, code = p:close()
@@ -91,7 +93,7 @@ describe("a sticky error", function()
       keep = nil; x = nil
       collectgarbage(); collectgarbage()           -- finalizers skip the driver
       print("finalizer errors:", cuda.status().finalizer_errors)
-    ]])
+    ]], nil, { plain = true }) -- the fault on purpose: no compute-sanitizer
     assert.equals(0, code, out)
     assert.matches("first:\tcuStreamSynchronize\tCUDA_ERROR_ILLEGAL_ADDRESS", out)
     assert.matches("poisoned:\tCUDA_ERROR_ILLEGAL_ADDRESS", out)
@@ -113,7 +115,7 @@ describe("a sticky error", function()
       print("poisoned:", st.poisoned)
       local ok, err = pcall(cuda.buffer, "f32", 4)
       print("next call:", ok, err.name, tostring(err):find("must restart") ~= nil)
-    ]], "")
+    ]], "", { plain = true })
     assert.equals(0, code, out)
     assert.matches("finalizer errors:\t1\tcuMemFree: CUDA_ERROR_ILLEGAL_ADDRESS", out)
     assert.matches("poisoned:\tCUDA_ERROR_ILLEGAL_ADDRESS", out)

@@ -25,36 +25,109 @@ H.valgrind = os.getenv("CUGRAPH_LUA_VALGRIND")
 if H.valgrind == "" then H.valgrind = nil end
 
 --- Under make sanitize-gpu, the command line that starts a subprocess
--- under a compute-sanitizer of its own (CUGRAPH_LUA_SANITIZER); nil
--- otherwise. H.checker is whichever of the two checks the suite.
+-- under a compute-sanitizer of its own (CUGRAPH_LUA_SANITIZER, logging to
+-- a file per process in CUGRAPH_LUA_SANITIZER_LOGS); nil otherwise.
+-- H.checker is whichever of the two checks the suite.
 H.sanitizer = os.getenv("CUGRAPH_LUA_SANITIZER")
 if H.sanitizer == "" then H.sanitizer = nil end
 H.checker = H.valgrind or H.sanitizer
 
+-- A name no other spec process uses, for a child's sanitizer log.
+local function unique_name()
+  local t = os.tmpname()
+  os.remove(t)
+  return t:match("[^/]*$")
+end
+
+-- The prefix that runs a command under H.checker, "" without one, and the
+-- sanitizer's log of that command (the first process's, when it starts
+-- several: pattern is "%p" for those).
+local function checked(pattern)
+  if H.valgrind then return H.valgrind .. " ", nil end
+  if not H.sanitizer then return "", nil end
+  local name = os.getenv("CUGRAPH_LUA_SANITIZER_LOGS") .. "/" .. unique_name()
+  local log = name .. (pattern or "") .. ".log"
+  return H.sanitizer .. " --log-file " .. H.quote(log) .. " ", log
+end
+
 --- cmd (a command line) prefixed with H.sanitizer, when there is one: for
 -- the spec hosts, which run outside valgrind.
 function H.sanitized(cmd)
-  return H.sanitizer and H.sanitizer .. " " .. cmd or cmd
+  if not H.sanitizer then return cmd end
+  local prefix = checked("-%p")
+  return prefix .. cmd
+end
+
+-- The variables a sanitizer sets for the process it checks (its
+-- injection library and the like), which a child started without one must
+-- not inherit: a CUDA process that loads the injection but is followed by
+-- no tool waits for the tool.
+local tool_vars
+local function tool_env()
+  if tool_vars then return tool_vars end
+  local names = {}
+  local p = io.popen("env")
+  for line in p:lines() do
+    local name, value = line:match("^([%w_]+)=(.*)$")
+    if name and not name:find("^CUGRAPH_LUA_")
+       and (name:find("INJECTION") or name:find("SANITIZER")
+            or (name:find("PRELOAD") and value:lower():find("sanitizer"))) then
+      names[#names + 1] = "-u " .. name
+    end
+  end
+  p:close()
+  tool_vars = #names > 0 and "env " .. table.concat(names, " ") .. " " or ""
+  return tool_vars
+end
+
+--- cmd (a command line) run without a compute-sanitizer, when the spec
+-- itself runs under one: for a child that faults the device on purpose,
+-- loads a tool of its own, or keeps objects past the driver by design.
+function H.plain(cmd)
+  return H.sanitizer and tool_env() .. cmd or cmd
+end
+
+-- Whether a sanitizer's log says its process never called CUDA: the tool
+-- then exits 0 whatever the process returned.
+local function never_used_cuda(log)
+  local f = log and io.open(log)
+  if not f then return false end
+  local text = f:read("a")
+  f:close()
+  return text:find("terminated before first instrumented API call", 1, true) ~= nil
 end
 
 --- Runs build/cugraph-lua with the given argument string in a subprocess
--- (under H.checker, if set). Returns the exit status and the combined output.
-function H.run(args, env)
-  local cmd = (env and env .. " " or "") .. (H.checker and H.checker .. " " or "")
-              .. H.build .. "/cugraph-lua " .. args .. " 2>&1"
-  local p = assert(io.popen(cmd))
-  local out = p:read("a")
-  local _, _, code = p:close()
+-- (under H.checker, if set, unless opts.plain: a child that faults the
+-- device on purpose, or loads a tool of its own). Returns the exit status
+-- and the combined output. A child that never called CUDA runs again
+-- without the sanitizer, which does not pass its exit status on.
+function H.run(args, env, opts)
+  local function run(prefix)
+    local p = assert(io.popen((env and env .. " " or "") .. prefix .. H.build .. "/cugraph-lua "
+                              .. args .. " 2>&1"))
+    local out = p:read("a")
+    local _, _, code = p:close()
+    return code, out
+  end
+  if opts and opts.plain and not H.valgrind then return run(H.plain("")) end
+  local prefix, log = checked()
+  local code, out = run(prefix)
+  if never_used_cuda(log) then
+    os.remove(log)
+    return run(H.plain(""))
+  end
   return code, out
 end
 
---- Runs a Lua chunk in a fresh cugraph-lua process (same driver as this one).
-function H.script(src, env)
+--- Runs a Lua chunk in a fresh cugraph-lua process (same driver as this
+-- one); opts as H.run's.
+function H.script(src, env, opts)
   local path = os.tmpname()
   local f = assert(io.open(path, "w"))
   f:write(src)
   f:close()
-  local code, out = H.run(shell_quote(path), env)
+  local code, out = H.run(shell_quote(path), env, opts)
   os.remove(path)
   return code, out
 end
@@ -68,7 +141,7 @@ function H.capi(src, env)
   f:write(src)
   f:close()
   local cmd = ("%s CUGRAPH_LUA_SPEC=%s %s%s %s %s 2>&1"):format(env or "", H.quote(H.build .. "/../spec"),
-    H.checker and H.checker .. " " or "", H.quote(H.build .. "/capi"), H.quote(H.build .. "/../lua"),
+    (checked("-%p")), H.quote(H.build .. "/capi"), H.quote(H.build .. "/../lua"),
     H.quote(path))
   local p = assert(io.popen(cmd))
   local out = p:read("a")
@@ -91,7 +164,7 @@ function H.ranks(src, envs, env, args)
   for i, e in ipairs(envs) do
     outs[i] = os.tmpname()
     parts[i] = ("(%s %s %s%s/cugraph-lua %s %s > %s 2>&1; echo $? > %s) &"):format(
-      env or "", e, H.checker and H.checker .. " " or "", H.build, args or "", shell_quote(path),
+      env or "", e, (checked("-%p")), H.build, args or "", shell_quote(path),
       shell_quote(outs[i]), shell_quote(outs[i] .. ".rc"))
   end
   os.execute(table.concat(parts, " ") .. " wait")
