@@ -6,8 +6,8 @@ torch, each in its own process); prints one JSON object a line:
   {"lib": L, "skip": why}                       it is not (rows skipped)
   {"lib": L, "row": R, "us": M, "p25": A, "p75": B, "blocks": K, "iters": N}
   {"lib": L, "row": R, "error": why}            the row failed
-L is cupy or torch, R a row key of bench.lua (eager, replay1, replay10,
-replay100, replay1000, scalar), M the median microseconds per iteration
+L is cupy or torch, R a row key of bench.lua (eager_nop, eager,
+replay_nop1 to replay_nop1000, replay1 to replay1000, scalar), M the median microseconds per iteration
 over K timed blocks of N iterations (each block: its loop plus a stream
 synchronize, N calibrated to about --block seconds), after warm-up blocks
 until two successive rates agree within 1% (at most --warm-max); A and B
@@ -15,13 +15,16 @@ are the 25th and 75th percentiles of the blocks. The main thread is pinned
 to --cpu after CUDA is initialized, as bench.lua pins its own.
 
 The loops (each on one non-blocking stream, Python's defaults otherwise):
-  CuPy: inc_i32 and mark_u32 from spec/kernels/kernels.cu as RawKernels
-    (grid 1, block 256); graphs by Stream.begin_capture/end_capture,
+  CuPy: inc_i32 and mark_u32 from spec/kernels/kernels.cu and nop from
+    bench/kernels.cu (it touches no memory) as RawKernels (grid 1, block
+    256); graphs by Stream.begin_capture/end_capture,
     replayed with Graph.launch; the update is cudaMemsetAsync of the
     4-byte scalar (runtime.memsetAsync: CuPy has no 32-bit memset), then
     a replay of 9 inc_i32 and mark_u32.
   PyTorch: x.add_(1) on an int32 tensor of 256 elements (PyTorch's own
-    elementwise kernel: the same work as inc_i32, no raw kernel); graphs
+    elementwise kernel: the same work as inc_i32, no raw kernel), and for
+    the nop rows torch.cuda._sleep(0) (PyTorch's one kernel that touches
+    no memory: one thread reads the clock once); graphs
     by torch.cuda.graph, replayed with CUDAGraph.replay; the update is
     pos.fill_(i) of a one-element tensor, then a replay of 9 add_ and
     y.add_(pos), which reads it.
@@ -101,10 +104,15 @@ def cupy_rows(opts):
     with open(opts.source) as f:
         src = f.read()
     # the two kernels alone: the file's others need the device runtime
-    src = 'extern "C" {\n%s\n%s\n}\n' % (kernel(src, "mark_u32"),
-                                         kernel(src, "inc_i32"))
+    with open(opts.bench_source) as f:
+        bsrc = f.read()
+    start = bsrc.index("__global__ void nop(")
+    src = 'extern "C" {\n%s\n%s\n%s\n}\n' % (
+        kernel(src, "mark_u32"), kernel(src, "inc_i32"),
+        bsrc[start:bsrc.index("\n", start)])
     inc = cupy.RawKernel(src, "inc_i32")
     mark = cupy.RawKernel(src, "mark_u32")
+    nop = cupy.RawKernel(src, "nop")
     s = cupy.cuda.Stream(non_blocking=True)
     n = cupy.int32(N)
     with s:
@@ -114,23 +122,25 @@ def cupy_rows(opts):
         s.synchronize()
         pin(opts)
 
-        def eager():
-            def loop(iters):
-                for _ in range(iters):
-                    inc((1,), (N,), (x, n))
-            return loop
+        def eager(k=inc):
+            def make():
+                def loop(iters):
+                    for _ in range(iters):
+                        k((1,), (N,), (x, n))
+                return loop
+            return make
 
-        def graph(nodes, with_mark=False):
+        def graph(nodes, with_mark=False, k=inc):
             s.begin_capture()
             for _ in range(nodes):
-                inc((1,), (N,), (x, n))
+                k((1,), (N,), (x, n))
             if with_mark:
                 mark((1,), (1,), (out, pos, n))
             return s.end_capture()
 
-        def replay(nodes):
+        def replay(nodes, k=inc):
             def make():
-                g = graph(nodes)
+                g = graph(nodes, False, k)
 
                 def loop(iters):
                     for _ in range(iters):
@@ -150,7 +160,10 @@ def cupy_rows(opts):
 
         inc((1,), (N,), (x, n))  # compiles the kernels
         mark((1,), (1,), (out, pos, n))
-        rows("cupy", [("eager", eager)]
+        nop((1,), (N,), (x, n))
+        rows("cupy", [("eager_nop", eager(nop)), ("eager", eager())]
+             + [("replay_nop%d" % k, replay(k, nop))
+                for k in (1, 10, 100, 1000)]
              + [("replay%d" % k, replay(k)) for k in (1, 10, 100, 1000)]
              + [("scalar", scalar)], s.synchronize, opts)
 
@@ -173,24 +186,32 @@ def torch_rows(opts):
         s.synchronize()
         pin(opts)
 
-        def eager():
-            def loop(iters):
-                for _ in range(iters):
-                    x.add_(1)
-            return loop
+        def inc():
+            x.add_(1)
 
-        def graph(nodes, with_read=False):
+        def nop():
+            torch.cuda._sleep(0)
+
+        def eager(k=inc):
+            def make():
+                def loop(iters):
+                    for _ in range(iters):
+                        k()
+                return loop
+            return make
+
+        def graph(nodes, with_read=False, k=inc):
             g = torch.cuda.CUDAGraph()
             with torch.cuda.graph(g, stream=s):
                 for _ in range(nodes):
-                    x.add_(1)
+                    k()
                 if with_read:
                     y.add_(pos)
             return g
 
-        def replay(nodes):
+        def replay(nodes, k=inc):
             def make():
-                g = graph(nodes)
+                g = graph(nodes, False, k)
 
                 def loop(iters):
                     for _ in range(iters):
@@ -207,7 +228,10 @@ def torch_rows(opts):
                     g.replay()
             return loop
 
-        rows("torch", [("eager", eager)]
+        nop()
+        rows("torch", [("eager_nop", eager(nop)), ("eager", eager())]
+             + [("replay_nop%d" % k, replay(k, nop))
+                for k in (1, 10, 100, 1000)]
              + [("replay%d" % k, replay(k)) for k in (1, 10, 100, 1000)]
              + [("scalar", scalar)], s.synchronize, opts)
 
@@ -216,6 +240,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--lib", choices=("cupy", "torch"), required=True)
     p.add_argument("--source", required=True)
+    p.add_argument("--bench-source", required=True)
     p.add_argument("--blocks", type=int, default=300)
     p.add_argument("--block", type=float, default=2e-3)
     p.add_argument("--warm-max", type=int, default=100)

@@ -58,6 +58,7 @@ local PAIRS = quick and 8 or 300         -- timed pairs a case
 local BLOCK = quick and 2e-4 or 2e-3     -- seconds of a C block
 local WARM_MIN, WARM_MAX = 3, quick and 4 or 100 -- warm-up pairs
 local SETTLE = 0.01                      -- warm-up ends at this agreement
+local FLOOR = 0.05                       -- seconds of a device-floor run
 local COLD_PAIRS = quick and 2 or 20     -- pairs of process starts
 local COMPILE_PAIRS = quick and 2 or 30  -- pairs of NVRTC compiles
 local R = quick and 3 or 5               -- cached compile: runs (median)
@@ -197,10 +198,12 @@ do
   s:synchronize()
 end
 
--- nodes launches of inc_i32, then mark_u32 reading pos when with_mark.
-local function graph(nodes, with_mark)
+-- nodes launches of kernel (inc_i32 by default), then mark_u32 reading
+-- pos when with_mark.
+local function graph(nodes, with_mark, kernel)
+  local k = kernel or inc
   return s:capture(function()
-    for _ = 1, nodes do inc:launch(s, 1, n, x, n) end
+    for _ = 1, nodes do k:launch(s, 1, n, x, n) end
     if with_mark then mark:launch(s, 1, 1, out, pos, n) end
   end)
 end
@@ -236,8 +239,17 @@ end
 -- incs: inc_i32 (argsN, turn) launches an iteration; args: argsK's K;
 -- loop_while: the turns a launch of a while node of turn; steady: the
 -- loop must allocate no Lua memory; target: the most Lua/C may be.
+-- nop: the case runs bench/kernels.cu's nop, which touches no memory
+-- (incs 0); floor: the row also measures the device's floor for its graph
+-- (ref.floor).
 local cases = {
-  {key = "eager", label = "eager launch, inc_i32 (2 args)", target = 1.05,
+  {key = "eager_nop", label = "eager launch, nop (2 args, no memory)",
+   target = 1.03, c = {"nop"}, incs = 0, nop = true, steady = true,
+   loop = function(iters)
+     local k, st, buf, len = am.nop, s, x, n
+     for _ = 1, iters do k:launch(st, 1, len, buf, len) end
+   end},
+  {key = "eager", label = "eager launch, inc_i32 (2 args)", target = 1.03,
    c = {"eager"}, incs = 1, steady = true, loop = function(iters)
      local k, st, buf, len = inc, s, x, n
      for _ = 1, iters do k:launch(st, 1, len, buf, len) end
@@ -246,18 +258,26 @@ local cases = {
 for _, k in ipairs {1, 2, 4, 8, 16} do
   cases[#cases + 1] = {key = "args" .. k, label = ("eager launch, args%d "
     .. "(%d arg%s)"):format(k, k, k > 1 and "s" or ""), c = {"args", k},
+    target = k == 16 and 1.06 or k == 2 and 1.03 or nil,
     incs = 1, steady = true, args = k}
 end
 for _, k in ipairs {1, 10, 100, 1000} do
-  cases[#cases + 1] = {key = "replay" .. k, label = ("graph replay, %d "
-    .. "node%s"):format(k, k > 1 and "s" or ""), target = 1.03,
-    c = {"replay", k}, nodes = k, incs = k, steady = true, loop = replay}
+  cases[#cases + 1] = {key = "replay_nop" .. k, label = ("graph replay, %d "
+    .. "nop node%s"):format(k, k > 1 and "s" or ""), target = 1.02,
+    c = {"replay", k}, nodes = k, incs = 0, nop = true, floor = true,
+    steady = true, loop = replay}
 end
-cases[#cases + 1] = {key = "replayn", label = "g:replay(n), 10 nodes",
-  target = 1.03, c = {"replay", 10}, nodes = 10, incs = 10, steady = true,
-  loop = function(iters) g:replay(iters) end}
+for _, k in ipairs {1, 10, 100, 1000} do
+  cases[#cases + 1] = {key = "replay" .. k, label = ("graph replay, %d "
+    .. "inc_i32 node%s"):format(k, k > 1 and "s" or ""), target = 1.02,
+    c = {"replay", k}, nodes = k, incs = k, floor = true, steady = true,
+    loop = replay}
+end
+cases[#cases + 1] = {key = "replayn", label = "g:replay(n), 10 nop nodes",
+  target = 1.02, c = {"replay", 10}, nodes = 10, incs = 0, nop = true,
+  floor = true, steady = true, loop = function(iters) g:replay(iters) end}
 cases[#cases + 1] = {key = "scalar", label = "scalar set + replay, 10 nodes",
-  target = 1.03, c = {"scalar", 9}, nodes = 9, mark = true, incs = 9,
+  target = 1.02, c = {"scalar", 9}, nodes = 9, mark = true, incs = 9,
   steady = true, loop = function(iters)
     local gr, sc = g, pos
     for i = 1, iters do sc:set(i); gr:launch() end
@@ -358,7 +378,7 @@ end
 local function run_case(c)
   x:fill(0)
   out:fill(0)
-  if c.nodes then g = graph(c.nodes, c.mark) end
+  if c.nodes then g = graph(c.nodes, c.mark, c.nop and am.nop) end
   if c.rebind then g = rebind_graph() end
   if c.loop_while then
     local cond = cuda.condition(1)
@@ -399,6 +419,7 @@ local function run_case(c)
   local r = paired(ref.block, lside, {})
   collectgarbage("restart")
   local cincs, clast = ref.check() -- a shared graph: the C side's share
+  if c.nop then cincs = 0 end -- nop counts nothing
   local want = c.incs * count + (cincs or 0)
   local got = x:download("table", 0, 1)[1]
   if got ~= want then
@@ -409,6 +430,14 @@ local function run_case(c)
   then
     error(c.label .. ": Lua side: the graph did not see the scalar's values",
           0)
+  end
+  if c.floor then -- the same graph replayed back to back, by events
+    local f = {}
+    for i = 1, quick and 1 or 5 do
+      f[i] = ref.floor(exec, s:handle(), quick and 0.005 or FLOOR)
+    end
+    r.floor = median(f)
+    r.nodes = c.nodes
   end
   if c.handle then engine.release() end
   if c.own then cg_graph:free() end
@@ -427,7 +456,8 @@ local cpu, pin_err = clock.pin(math.tointeger(tonumber(os.getenv("BENCH_CPU")
                                                      or "")))
 local rows = {}
 for _, c in ipairs(cases) do
-  if (not only or only[c.key]) and (not (c.args or c.loop_while) or am) then
+  if (not only or only[c.key]) and (not (c.args or c.loop_while or c.nop)
+                                     or am) then
     local r = run_case(c)
     r.key, r.label, r.target = c.key, c.label, c.target
     rows[#rows + 1] = r
@@ -587,8 +617,9 @@ if not only then
   local by_key = {}
   for _, r in ipairs(rows) do by_key[r.key] = r end
   for _, lib in ipairs {"cupy", "torch"} do
-    local cmd = ("python3 %s --lib %s --source %s --blocks %d --block %g "
-      .. "--warm-max %d%s"):format(q(here .. "/anchors.py"), lib, q(SOURCE),
+    local cmd = ("python3 %s --lib %s --source %s --bench-source %s "
+      .. "--blocks %d --block %g --warm-max %d%s"):format(
+      q(here .. "/anchors.py"), lib, q(SOURCE), q(here .. "/kernels.cu"),
       PAIRS, BLOCK, WARM_MAX, cpu and " --cpu " .. cpu or "")
     local text, err = run(cmd)
     local other = 0
@@ -678,6 +709,25 @@ for _, r in ipairs(rows) do
   end
 end
 
+-- The replay rows against the device's floor (target: Lua at most 1.05
+-- of it): one note for them all.
+do
+  local parts, met, n_floor = {}, 0, 0
+  for _, r in ipairs(rows) do
+    if r.floor and r.lua then
+      local ratio = r.lua / r.floor
+      n_floor = n_floor + 1
+      if ratio <= 1.05 then met = met + 1 end
+      parts[#parts + 1] = ("%s %.3f"):format(r.key, ratio)
+    end
+  end
+  if n_floor > 0 then
+    notes[#notes + 1] = ("Lua against the device's floor (target at most "
+      .. "1.05): %d of %d rows within it (%s)"):format(met, n_floor,
+      table.concat(parts, ", "))
+  end
+end
+
 local v = dev.driver_version
 local title = ("cugraph-lua bench: %s (cc %s), driver %d.%d, %s"):format(
   dev.name, dev.compute_capability, v // 1000, v % 1000 // 10,
@@ -691,7 +741,7 @@ local method = ("%d pairs of C and Lua blocks of ~%g ms a case, warm-up to "
 do
   local keys = {"key", "label", "c", "lua", "ratio", "ci_lo", "ci_hi", "p25",
                 "p75", "min", "max", "pairs", "iters", "warmup", "target",
-                "status", "bytes", "cupy", "cupy_p25", "cupy_p75", "torch",
+                "status", "bytes", "floor", "nodes", "cupy", "cupy_p25", "cupy_p75", "torch",
                 "torch_p25", "torch_p75"}
   local function value(val)
     if type(val) == "number" then
@@ -729,12 +779,15 @@ local function cells(r)
           fmt(r.target, "≤ %.2f"), r.status or "-",
           r.bytes and (r.bytes == 0 and "0" or ("%.1f"):format(r.bytes))
             or "-",
+          r.floor and us(r.floor / r.nodes) or "-",
+          r.floor and ("%.3f"):format(r.lua / r.floor) or "-",
           r.cupy and ("%.3f"):format(r.lua / r.cupy) or "-",
           r.torch and ("%.3f"):format(r.lua / r.torch) or "-"}
 end
 
 local header = {"case", "C µs", "Lua µs", "Lua/C", "95% CI", "p25–p75",
-                "target", "status", "Lua B/it", "Lua/CuPy", "Lua/PyTorch"}
+                "target", "status", "Lua B/it", "floor µs/node",
+                "Lua/floor", "Lua/CuPy", "Lua/PyTorch"}
 local explain = {
   "C µs, Lua µs: microseconds per iteration, the median over the pairs' "
     .. "blocks (a block: its loop plus one stream synchronize)",
@@ -743,6 +796,9 @@ local explain = {
   "status: met when the CI's upper end is below the target, MISS when the "
     .. "median is above it (or a steady loop allocates), else unsure",
   "Lua B/it: Lua bytes allocated per iteration (collector stopped; must be 0)",
+  "floor µs/node: the device's floor for the row's graph (C replays it back "
+    .. "to back for 50 ms, timed with events; median of 5) per node; "
+    .. "Lua/floor: Lua µs over that floor (target at most 1.05)",
   "Lua/CuPy, Lua/PyTorch: Lua µs over bench/anchors.py's median µs for the "
     .. "same loop, in its own process (no pairing: a guide, not a target)",
 }
@@ -760,7 +816,7 @@ if markdown then
   print(method)
   print()
   print("| " .. table.concat(header, " | ") .. " |")
-  print("|---|---:|---:|---:|---:|---:|---|---|---:|---:|---:|")
+  print("|---|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|")
   for _, r in ipairs(rows) do
     print("| " .. table.concat(cells(r), " | ") .. " |")
   end

@@ -27,9 +27,13 @@
                               other buffer, then a launch unless k is 0),
                               pinned or pageable (a copy of bytes from
                               pinned or pageable host memory to a buffer,
-                              then inc_i32); x zeroed
+                              then inc_i32) or nop (nop launched as
+                              inc_i32 is); x zeroed
      ref.block(n)             n iterations of the case's loop and a stream
                               synchronize: microseconds per iteration
+     ref.floor(exec, stream, seconds)
+                              the device's floor: microseconds per launch
+                              of exec replayed back to back, by events
      ref.check()              raises unless x[0] counts every inc launched;
                               for a shared graph returns the inc_i32
                               launches of the C side and its last value
@@ -68,7 +72,8 @@
   X(cuGraphAddNode) X(cuStreamUpdateCaptureDependencies) \
   X(cuStreamBeginCaptureToGraph) X(cuGraphKernelNodeGetParams) \
   X(cuGraphExecKernelNodeSetParams) X(cuMemHostAlloc) X(cuMemFreeHost) \
-  X(cuMemcpyHtoDAsync)
+  X(cuMemcpyHtoDAsync) X(cuEventCreate) X(cuEventRecord) \
+  X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventDestroy)
 
 #define NVRTC(X) \
   X(nvrtcGetErrorString) X(nvrtcCreateProgram) X(nvrtcCompileProgram) \
@@ -171,7 +176,7 @@ static struct {
   CUcontext ctx;
   CUmodule mod, amod;      /* kernels.ptx; the argsN kernels (or 0) */
   CUstream s;
-  CUfunction inc, args[NARGS];
+  CUfunction inc, args[NARGS], nop; /* nop: from the argsN module */
   CUdeviceptr x;           /* i32[N] */
   int n, zero;             /* N, the kernels' n argument; argsN's values */
   void *inc_args[2], *aargs[16];
@@ -266,6 +271,12 @@ static void record(int k) {
 /* for i = 1, n do inc:launch(s, 1, 256, x, 256) end */
 static void eager(long n) {
   for (long i = 0; i < n; i++) launch_inc();
+}
+
+/* for i = 1, n do nop:launch(s, 1, 256, x, 256) end */
+static void eager_nop(long n) {
+  for (long i = 0; i < n; i++)
+    CU(cuLaunchKernel, b.nop, 1, 1, 1, N, 1, 1, 0, b.s, b.inc_args, NULL);
 }
 
 /* for i = 1, n do argsK:launch(s, 1, 256, x, 0, ..., 0) end */
@@ -437,6 +448,7 @@ static int lopen(lua_State *L) {
       snprintf(name, sizeof name, "args%d", arities[i]);
       CU(cuModuleGetFunction, &b.args[i], b.amod, name);
     }
+    CU(cuModuleGetFunction, &b.nop, b.amod, "nop");
   }
   return 0;
 }
@@ -454,7 +466,8 @@ static void *handle(lua_State *L, int idx) {
 static int lsetup(lua_State *L) {
   static const char *const names[] = {"eager", "args", "replay", "scalar",
                                       "capture", "while", "compile", "cg",
-                                      "rebind", "pinned", "pageable", NULL};
+                                      "rebind", "pinned", "pageable", "nop",
+                                      NULL};
   int c = luaL_checkoption(L, 1, NULL, names);
   int k = (int)luaL_optinteger(L, 2, 0), i = 0;
   if (!b.mod) return luaL_error(L, "ref.setup: not open");
@@ -518,6 +531,10 @@ static int lsetup(lua_State *L) {
     run.loop = upload;
     run.incs = 1;
     break;
+  case 11:
+    luaL_argcheck(L, b.nop != NULL, 1, "no nop kernel");
+    run.loop = eager_nop;
+    break;
   default:
     compile_setup(luaL_checkstring(L, 3), k);
     run.loop = compile;
@@ -553,6 +570,34 @@ static int lcheck(lua_State *L) {
   return 0;
 }
 
+/* ref.floor(exec, stream, seconds) -> microseconds per launch of the
+   graph exec replayed back to back for at least seconds of device time,
+   timed with events on its stream: the device's own floor for the graph,
+   which no host loop can beat. */
+static int lfloor(lua_State *L) {
+  CUgraphExec e = handle(L, 1);
+  CUstream s = handle(L, 2);
+  double want = luaL_checknumber(L, 3) * 1e3; /* ms */
+  CUevent t0, t1;
+  float ms = 0;
+  long n = 16;
+  CU(cuEventCreate, &t0, CU_EVENT_DEFAULT);
+  CU(cuEventCreate, &t1, CU_EVENT_DEFAULT);
+  for (;;) {
+    CU(cuEventRecord, t0, s);
+    for (long i = 0; i < n; i++) CU(cuGraphLaunch, e, s);
+    CU(cuEventRecord, t1, s);
+    CU(cuEventSynchronize, t1);
+    CU(cuEventElapsedTime, &ms, t0, t1);
+    if (ms >= want) break;
+    n = ms > 0 ? (long)((double)n * want / ms * 1.1) + 1 : n * 8;
+  }
+  CU(cuEventDestroy, t0);
+  CU(cuEventDestroy, t1);
+  lua_pushnumber(L, (double)ms * 1e3 / (double)n);
+  return 1;
+}
+
 static int lclose(lua_State *L) {
   if (b.mod) {
     release_run();
@@ -565,7 +610,7 @@ int luaopen_ref(lua_State *L);
 int luaopen_ref(lua_State *L) {
   static const luaL_Reg funcs[] = {
     {"open", lopen}, {"setup", lsetup}, {"block", lblock},
-    {"check", lcheck}, {"close", lclose}, {NULL, NULL}
+    {"check", lcheck}, {"floor", lfloor}, {"close", lclose}, {NULL, NULL}
   };
   luaL_newlib(L, funcs);
   return 1;
