@@ -199,6 +199,77 @@ describe("graph nodes", function()
     end)
   end)
 
+  describe("records of launches on the capture stream", function()
+    -- what the double counted of each entry point, from CUDA_DOUBLE_TRACE
+    local function calls(src)
+      local trace = os.tmpname()
+      local code, out = H.script("local cuda = require 'cugraph'\n"
+        .. "local m = cuda.load_module(os.getenv('CUGRAPH_LUA_BUILD') .. '/kernels.ptx')\n"
+        .. src, "CUDA_DOUBLE_TRACE=" .. H.quote(trace))
+      assert.equals(0, code, out)
+      local n = {}
+      for line in io.lines(trace) do
+        local name, k = line:match("^(%S+) (%d+)$")
+        n[name] = tonumber(k)
+      end
+      os.remove(trace)
+      return n
+    end
+
+    it("ask the driver nothing per launch, and find their nodes when asked", function()
+      if not H.double then return end -- the software drivers count calls
+      local src = [[
+        local s, x = cuda.stream(), cuda.buffer("i32", 4):fill(0)
+        local g = s:capture(function()
+          for _ = 1, N do m.inc_i32:launch(s, 1, 4, x, 4) end
+        end)
+        g:launch()
+        assert(x:download()[1] == N)
+      ]]
+      local ten = calls(src:gsub("N", "10"))
+      local hundred = calls(src:gsub("N", "100"))
+      assert.equals(ten.cuStreamGetCaptureInfo, hundred.cuStreamGetCaptureInfo)
+      assert.is_nil(hundred.cuGraphKernelNodeGetParams) -- nothing asked yet
+      local asked = calls(src:gsub("N", "100") .. "g:rebind(x, cuda.buffer('i32', 4))")
+      assert.equals(100, asked.cuGraphKernelNodeGetParams)
+    end)
+
+    it("find the nodes around joins and library calls", function()
+      local a, b, c = cuda.buffer("i32", 4):fill(0), cuda.buffer("i32", 4):fill(0),
+                      cuda.buffer("i32", 4):fill(0)
+      local y, v = cuda.buffer("f32", 4):fill(0), cuda.buffer("f32", 4):fill(1)
+      local s2, h = cuda.stream(), cuda.blas(s)
+      local g = s:capture(function()
+        m.inc_i32:launch(s, 1, 4, a, 4)     -- 1
+        m.inc_i32:launch(s, 1, 4, b, 4)     -- 2
+        h:axpy(1, v, y)                     -- a library's nodes between
+        m.inc_i32:launch(s, 1, 4, a, 4)     -- 3
+        s2:wait(s)
+        m.inc_i32:launch(s2, 1, 4, b, 4)    -- 4, on the fork
+        s:wait(s2)
+        m.inc_i32:launch(s, 1, 4, a, 4)     -- 5, after the join
+      end)
+      g:rebind(b, c) -- nodes 2 and 4 only
+      g:launch()
+      s:synchronize()
+      assert.same({ 3, 3, 3, 3 }, a:download())
+      assert.same({ 0, 0, 0, 0 }, b:download())
+      assert.same({ 2, 2, 2, 2 }, c:download())
+      assert.same({ 1, 1, 1, 1 }, y:download())
+      g:node(3):set(c, 4) -- node 3 now adds to c as well
+      g:launch()
+      s:synchronize()
+      assert.same({ 5, 5, 5, 5 }, a:download())
+      assert.same({ 5, 5, 5, 5 }, c:download())
+      local handles = {}
+      for i = 1, 5 do
+        handles[i] = g:node(i):handle()
+        assert.is_true(handles[i] ~= 0)
+        for j = 1, i - 1 do assert.is_true(handles[i] ~= handles[j]) end
+      end
+    end)
+  end)
+
   describe("nodes", function()
     it("take new arguments with the launch's checks", function()
       local a, b = cuda.buffer("i32", 4):fill(0), cuda.buffer("i32", 4):fill(5)

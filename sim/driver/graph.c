@@ -461,6 +461,32 @@ CUresult CUDAAPI cuGraphGetEdges(CUgraph hGraph, CUgraphNode *from,
   return CUDA_SUCCESS;
 }
 
+/* As the Driver API documents it: the first *numDependencies of the
+   node's dependencies, NULL past the last, and how many there were when
+   the array holds more. */
+CUresult CUDAAPI cuGraphNodeGetDependencies(CUgraphNode hNode,
+                                            CUgraphNode *dependencies,
+                                            CUgraphEdgeData *edgeData,
+                                            size_t *numDependencies) {
+  ENTRY(cuGraphNodeGetDependencies);
+  CUresult r = dbl_enter_graph();
+  if (r) return r;
+  if (!hNode) return CUDA_ERROR_INVALID_HANDLE;
+  if (!numDependencies || (edgeData && !dependencies))
+    return CUDA_ERROR_INVALID_VALUE;
+  size_t n = hNode->deps.n;
+  if (!dependencies) {
+    *numDependencies = n;
+    return CUDA_SUCCESS;
+  }
+  for (size_t i = 0; i < *numDependencies; i++) {
+    dependencies[i] = i < n ? hNode->deps.v[i] : NULL;
+    if (edgeData) memset(&edgeData[i], 0, sizeof *edgeData);
+  }
+  if (n < *numDependencies) *numDependencies = n;
+  return CUDA_SUCCESS;
+}
+
 static const char *const cond_names[] = {"IF", "WHILE", "SWITCH"};
 
 /* Writes g's nodes and edges, numbering nodes from *id on; bodies follow

@@ -63,6 +63,7 @@ CUresult CUDAAPI cuSimEventInstructions(CUevent hEvent,
   X(cuStreamBeginCaptureToGraph) X(cuGraphGetEdges) \
   X(cuGraphExecKernelNodeSetParams) X(cuGraphExecMemsetNodeSetParams) \
   X(cuGraphExecMemcpyNodeSetParams) X(cuGraphNodeSetEnabled) \
+  X(cuGraphNodeGetDependencies) \
   X(cuGraphMemsetNodeSetParams) X(cuGraphMemcpyNodeSetParams) \
   X(cuMemAllocAsync) X(cuMemFreeAsync) X(cuDeviceGetDefaultMemPool) \
   X(cuMemPoolGetAttribute) X(cuMemPoolTrimTo) \

@@ -91,13 +91,17 @@ extern const char *const cg_nk_names[];
 typedef struct cg_rec {
   CUgraphNode node;     /* NULL when the driver could not say which */
   unsigned char kind, enabled;
+  unsigned char lazy;   /* a kernel of the top stream whose node is found
+                           when first asked for (cg_recs_resolve) */
   unsigned char freed;  /* NK_ALLOC: the same graph frees the memory */
   unsigned char dirty;  /* changed in the exec only: the graph follows on
                            demand (cg_graph_sync) */
   int depth;            /* 0: a node of the top graph; n: in a body */
   int line;             /* of the Lua code that made it; 0: unknown */
   size_t src, label;    /* offsets in text + 1; 0: none */
-  cg_obj *kernel;       /* NK_KERNEL */
+  cg_obj *kernel;       /* NK_KERNEL, its function and parameters */
+  CUfunction f;
+  const cg_param *params;
   cg_obj *obj[2];       /* FILL: dst; COPY: dst, src; ALLOC, FREE: buffer */
   unsigned grid[3], block[3], shared;
   int nargs;            /* NK_KERNEL: its arguments' objects from objs[arg0] */
@@ -120,6 +124,8 @@ struct cg_recs {
   size_t lastsrc;       /* while capturing: the latest source, offset + 1, */
   const void *lastfn;   /* of this function */
   size_t label;         /* while capturing: the label of nodes made now */
+  size_t lazy;          /* lazy records not yet resolved */
+  CUgraphNode tail;     /* the top stream's last node when they were */
   unsigned busy;        /* readers holding pointers into these records
                            across allocations (a finalizer they run may
                            free the graph): the records stay the graph's */
@@ -129,6 +135,7 @@ struct cg_recs {
    bytes of each argument and the object each pointer slot took. */
 typedef struct cg_launchnote {
   cg_obj *kernel;
+  CUfunction f;
   int nparams;
   const cg_param *params;
   void *const *argp;
@@ -172,6 +179,17 @@ void cg_recs_release(cg_ctx *ctx, cg_recs *r);
 int cg_recs_busy(const cg_recs *r);
 size_t cg_recs_count(const cg_recs *r); /* records in r (NULL: 0) */
 void cg_recs_done(cg_ctx *ctx, const cg_recs *r);
+/* Kernel launches on the top capture stream are recorded without their
+   node (no driver call per launch), while the stream's nodes form a chain.
+   cg_recs_mark notes the chain's end: before the stream waits for other
+   work (a join) or a library call, which may fork and join inside, and at
+   the end of the capture. cg_recs_resolve finds the nodes of the marked
+   records, walking the chain back from its end and matching each kernel
+   node to its launch (function, shape, argument bytes); a graph's readers
+   of nodes call it first. 0, or the failing call's result in *api. */
+void cg_recs_mark(lua_State *L, cg_ctx *ctx);
+CUresult cg_recs_end(cg_ctx *ctx); /* cg_recs_mark without raising */
+CUresult cg_recs_resolve(cg_recs *r, const char **api);
 /* Whether r's graph may launch a kernel of module mod: a kernel node does,
    or a child graph node's copy may. */
 int cg_recs_launch(const cg_recs *r, const cg_obj *mod);

@@ -34,7 +34,8 @@ void cg_recs_release(cg_ctx *ctx, cg_recs *r) {
     cg_recs_free(r);
     return;
   }
-  r->n = r->nobjs = r->nwords = r->ntext = 0; /* the arrays stay */
+  r->n = r->nobjs = r->nwords = r->ntext = r->lazy = 0; /* the arrays stay */
+  r->tail = NULL;
   r->lastsrc = r->label = 0;
   r->lastfn = NULL;
   r->busy = 0;
@@ -140,6 +141,99 @@ static CUgraphNode lastnode(lua_State *L, cg_ctx *ctx, CUstream s) {
   return n == 1 ? deps[0] : NULL;
 }
 
+/* Whether a kernel launch on s may be recorded lazily: s is the top
+   capture's stream, whose nodes a walk back finds (the driver has the
+   walk's calls), and no other lazy records wait on a resolution whose
+   chain a wait broke. */
+static int deferrable(const cg_ctx *ctx, const cg_recs *r, CUstream s) {
+  return ctx->capture->depth == 0 && s == ctx->capture->origin &&
+         !r->tail && cg_drv.cuGraphNodeGetDependencies &&
+         cg_drv.cuStreamGetCaptureInfo;
+}
+
+/* Whether kernel node node is the launch of record e. */
+static int same_launch(const cg_recs *r, const cg_rec *e, CUgraphNode node,
+                       CUresult *res, const char **api) {
+  CUgraphNodeType t;
+  *api = "cuGraphNodeGetType";
+  if ((*res = cg_drv.cuGraphNodeGetType(node, &t)) != CUDA_SUCCESS ||
+      t != CU_GRAPH_NODE_TYPE_KERNEL)
+    return 0;
+  CUDA_KERNEL_NODE_PARAMS p;
+  *api = "cuGraphKernelNodeGetParams";
+  if ((*res = cg_drv.cuGraphKernelNodeGetParams(node, &p)) != CUDA_SUCCESS)
+    return 0;
+  if (p.func != e->f || p.gridDimX != e->grid[0] || p.gridDimY != e->grid[1]
+      || p.gridDimZ != e->grid[2] || p.blockDimX != e->block[0] ||
+      p.blockDimY != e->block[1] || p.blockDimZ != e->block[2] ||
+      p.sharedMemBytes != e->shared)
+    return 0;
+  const uint64_t *w = r->words + e->word0;
+  for (int i = 0; i < e->nargs; i++) {
+    size_t size = e->params[i].size;
+    if (!p.kernelParams || !p.kernelParams[i] ||
+        memcmp(p.kernelParams[i], w, size))
+      return 0;
+    w += (size + 7) / 8;
+  }
+  return 1;
+}
+
+CUresult cg_recs_resolve(cg_recs *r, const char **api) {
+  if (!r || !r->lazy) return CUDA_SUCCESS;
+  CUgraphNode node = r->tail, deps[2];
+  size_t j = r->n;
+  CUresult res = CUDA_SUCCESS;
+  while (r->lazy && node) {
+    while (j > 0 && !r->v[j - 1].lazy) j--;
+    if (!j) break;
+    cg_rec *e = &r->v[j - 1];
+    if (same_launch(r, e, node, &res, api)) {
+      e->node = node;
+      e->lazy = 0;
+      r->lazy--;
+      j--;
+    }
+    if (res != CUDA_SUCCESS) break;
+    if (!r->lazy) break;
+    size_t nd = 2;
+    *api = "cuGraphNodeGetDependencies";
+    res = cg_drv.cuGraphNodeGetDependencies(node, deps, NULL, &nd);
+    if (res != CUDA_SUCCESS) break;
+    node = nd == 1 ? deps[0] : NULL; /* a join or the root: the walk ends */
+  }
+  /* what the walk did not find stays without a node (g:rebind says so) */
+  for (size_t i = 0; r->lazy && i < r->n; i++)
+    if (r->v[i].lazy) {
+      r->v[i].lazy = 0;
+      r->lazy--;
+    }
+  r->tail = NULL;
+  return res;
+}
+
+CUresult cg_recs_end(cg_ctx *ctx) {
+  cg_capture *top = ctx->capture ? ctx->capture->top : NULL;
+  cg_recs *r = top ? top->recs : NULL;
+  if (!r || !r->lazy || r->tail) return CUDA_SUCCESS;
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  const CUgraphNode *deps = NULL;
+  size_t n = 0;
+  CUresult res = cg_drv.cuStreamGetCaptureInfo(top->origin, &st, NULL, NULL,
+                                               &deps, NULL, &n);
+  if (res == CUDA_SUCCESS && n == 1) r->tail = deps[0];
+  if (!r->tail) { /* no chain's end: the lazy records get no node */
+    const char *ignored;
+    cg_recs_resolve(r, &ignored);
+  }
+  return res;
+}
+
+void cg_recs_mark(lua_State *L, cg_ctx *ctx) {
+  CUresult res = cg_recs_end(ctx);
+  if (res != CUDA_SUCCESS) cg_check(L, ctx, "cuStreamGetCaptureInfo", res);
+}
+
 static cg_rec *newrec(lua_State *L, cg_ctx *ctx, cg_recs *r, CUgraphNode node,
                    int kind) {
   r->v = grow(L, r->v, &r->cap, r->n + 1, sizeof *r->v);
@@ -165,8 +259,13 @@ void cg_note_kernel(lua_State *L, cg_ctx *ctx, CUstream s,
   r->objs = grow(L, r->objs, &r->cobjs, r->nobjs + (size_t)k->nparams,
                  sizeof *r->objs);
   r->words = grow(L, r->words, &r->cwords, r->nwords + nw, 8);
-  cg_rec *e = newrec(L, ctx, r, lastnode(L, ctx, s), NK_KERNEL);
+  int lazy = deferrable(ctx, r, s);
+  cg_rec *e = newrec(L, ctx, r, lazy ? NULL : lastnode(L, ctx, s), NK_KERNEL);
+  e->lazy = (unsigned char)lazy;
+  r->lazy += (size_t)lazy;
   e->kernel = k->kernel;
+  e->f = k->f;
+  e->params = k->params;
   memcpy(e->grid, k->grid, sizeof e->grid);
   memcpy(e->block, k->block, sizeof e->block);
   e->shared = k->shared;

@@ -62,6 +62,7 @@ static void dotgraph(dotbuf *d, cg_graph *gr, CUgraph g, int pidx,
     CU(L, ctx, cuGraphGetEdges, g, v + n, v + n + ne, NULL, &ne);
   size_t base = *id;
   *id += n;
+  cg_graph_resolve(L, gr);
   const cg_recs *r = gr->recs;
   for (size_t i = 0; i < n; i++) {
     const cg_rec *e = NULL;

@@ -76,6 +76,9 @@ void cg_graph_rescan(lua_State *L, cg_graph *gr, int gidx);
 /* The graph's nodes take what rebinding changed in its exec (raising;
    cg_graph_follow: no Lua, the first failure or SUCCESS). */
 void cg_graph_sync(lua_State *L, cg_graph *gr);
+/* Finds the nodes of gr's lazy records (cg_recs_resolve), or raises: first
+   in every reader of records' nodes. */
+void cg_graph_resolve(lua_State *L, cg_graph *gr);
 CUresult cg_graph_follow(cg_graph *gr, const char **api);
 /* Raises unless record i of gr can change in place. */
 void cg_check_changeable(lua_State *L, cg_graph *gr, const cg_rec *e,

@@ -30,6 +30,7 @@ static cg_rec *noderec(lua_State *L, cg_graph **pgr) {
     luaL_error(L, "cugraph.Node #%d no longer belongs to cugraph.Graph #%d",
                (int)n->index + 1, (int)gr->id);
   *pgr = gr;
+  cg_graph_resolve(L, gr);
   return &gr->recs->v[n->index];
 }
 

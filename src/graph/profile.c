@@ -311,6 +311,7 @@ static void instrument_all(lua_State *L, scratch *s, cg_graph *gr) {
   }
   lua_pop(L, 1);
   CU(L, ctx, cuGraphInstantiate, &s->exec, s->copy, 0);
+  cg_graph_resolve(L, gr);
   const cg_recs *rs = gr->recs;
   for (size_t j = 0; rs && j < rs->n; j++) {
     const cg_rec *e = &rs->v[j];
@@ -504,7 +505,9 @@ static int graph_profile(lua_State *L) {
      by its own nodes in theirs */
   for (size_t i = 0; i < nu; i++) {
     lua_rawgeti(L, graphs, s->u[i].graph);
-    const cg_recs *rs = ((const cg_graph *)lua_touserdata(L, -1))->recs;
+    cg_graph *ug = lua_touserdata(L, -1);
+    cg_graph_resolve(L, ug);
+    const cg_recs *rs = ug->recs;
     lua_pop(L, 1);
     record_of(rs, s->u[i].orig, &at[i]);
   }

@@ -109,6 +109,12 @@ void cg_graph_sync(lua_State *L, cg_graph *gr) {
   if (res != CUDA_SUCCESS) cg_check(L, gr->h.ctx, api, res);
 }
 
+void cg_graph_resolve(lua_State *L, cg_graph *gr) {
+  const char *api = NULL;
+  CUresult res = cg_recs_resolve(gr->recs, &api);
+  if (res != CUDA_SUCCESS) cg_check(L, gr->h.ctx, api, res);
+}
+
 /* Raises unless record i of gr can change in place. */
 void cg_check_changeable(lua_State *L, cg_graph *gr, const cg_rec *e,
                          size_t i) {
@@ -217,6 +223,7 @@ static int graph_rebind(lua_State *L) {
     news[i] = n;
     scalars |= o->kind == CG_SCALAR;
   }
+  cg_graph_resolve(L, gr);
   cg_recs *r = gr->recs;
   size_t n = r ? r->n : 0;
   for (int i = 0; i < np; i++) {

@@ -178,7 +178,10 @@ static void reload_graphs(lua_State *L, cg_ctx *ctx, int midx,
                "driver gives no way to reach in a copy: release it before "
                "the reload; the old code stays");
   for (gr = ctx->root->graphstate->graphs; gr && r == CUDA_SUCCESS; gr = gr->next)
-    if (cg_recs_launch(gr->recs, mod)) r = cg_graph_follow(gr, &api);
+    if (cg_recs_launch(gr->recs, mod)) { /* nodes known by the old code */
+      r = cg_recs_resolve(gr->recs, &api);
+      if (r == CUDA_SUCCESS) r = cg_graph_follow(gr, &api);
+    }
   cg_check(L, ctx, api, r); /* nothing switched yet */
   for (gr = ctx->root->graphstate->graphs; gr && r == CUDA_SUCCESS; gr = gr->next)
     if (cg_recs_launch(gr->recs, mod)) {

@@ -77,9 +77,11 @@ CUgraph cg_capture_graph(lua_State *L, cg_ctx *ctx, cg_stream *s, int sidx,
   cg_gate_enter(ctx); /* whole-device waits of other threads hold back */
   CUresult r = cg_drv.cuStreamBeginCapture(cap.origin, mode);
   int status = LUA_OK;
+  CUresult mark = CUDA_SUCCESS;
   if (r == CUDA_SUCCESS) {
     cg_set_capture(ctx, &cap);
     status = lua_pcall(L, 1, 0, pins + 1);
+    if (status == LUA_OK) mark = cg_recs_end(ctx); /* the chain's end */
     cg_set_capture(ctx, NULL);
   }
   CUgraph g = NULL;
@@ -88,6 +90,10 @@ CUgraph cg_capture_graph(lua_State *L, cg_ctx *ctx, cg_stream *s, int sidx,
   if (r == CUDA_SUCCESS) {
     api = "cuStreamEndCapture";
     end = endcapture(L, ctx, cap.origin, &g, 1);
+    if (mark != CUDA_SUCCESS) { /* the chain's end was not found */
+      api = "cuStreamGetCaptureInfo";
+      end = mark;
+    }
   }
   cg_gate_leave(ctx);
   lua_pushboolean(L, 0);

@@ -198,8 +198,10 @@ static CUstream begin(lua_State *L, cg_comm *c, int sidx, const char *what) {
   cg_stream *so = fastobj(L, sidx, CG_STREAM, ctx);
   if (so->h.ctx != ctx) cg_error_devices(L, ctx, so->h.ctx, "stream argument");
   CUstream s = so->h.drv.stream;
-  if (ctx->capture)
+  if (ctx->capture) {
     cg_check_captured(L, ctx, s, lua_pushfstring(L, "comm:%s()", what));
+    cg_recs_mark(L, ctx); /* NCCL may fork and join */
+  }
   for (int i = 1; i < sidx; i++) /* a finalizer may have run meanwhile */
     if (lua_type(L, i) == LUA_TUSERDATA) cg_check_open(L, lua_touserdata(L, i));
   cg_current(L, ctx);
