@@ -9,6 +9,7 @@
 #include <time.h>
 #include "base/base.h"
 #include "base/world.h"
+#include "base/fft.h"
 
 static const char sentinel_key = 'k';
 static const char devices_key = 'd'; /* table: the other devices' records */
@@ -530,8 +531,10 @@ static void close_device(lua_State *L, cg_ctx *ctx) {
       cg_drv.cuMemPoolTrimTo(pool, 0);
   }
   int hung = cg_still_hung(ctx);
-  if (ctx->retained && !ctx->closed && !hung)
+  if (ctx->retained && !ctx->closed && !hung) {
+    cg_fft_unload(); /* with no plan left: cuFFT's own memory goes first */
     cg_drv.cuDevicePrimaryCtxRelease(ctx->dev);
+  }
   if (ctx->hung_wait && !hung) drop_wait(ctx->hung_wait);
   ctx->closed = 1;
   cg_drop_deferred(ctx);

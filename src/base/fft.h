@@ -51,5 +51,12 @@ typedef struct cg_fft_res {
 
 /* Loads cuFFT once per process: NULL, or why it is unusable. */
 const char *cg_fft_load(void);
+/* Each plan, and each call made without one, holds cuFFT from acquire to
+   drop; with no holder left, unload closes it (a state's last context
+   release calls it), which frees the device memory cuFFT keeps for the
+   process: a later plan loads it again. */
+const char *cg_fft_acquire(void);
+void cg_fft_drop(void);
+void cg_fft_unload(void);
 
 #endif

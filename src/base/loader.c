@@ -40,7 +40,7 @@ static void load(cg_library *lib) {
     }
     memcpy(s->slot, &p, sizeof p);
   }
-  lib->handle = h; /* open for the life of the process */
+  lib->handle = h; /* open for the life of the process, or until unloaded */
   if (lib->start) lib->error = lib->start(lib->message, sizeof lib->message);
 }
 
@@ -51,6 +51,35 @@ const char *cg_library_load(cg_library *lib) {
   const char *why = lib->error;
   pthread_mutex_unlock(&lib->lock);
   return why;
+}
+
+const char *cg_library_acquire(cg_library *lib) {
+  pthread_mutex_lock(&lib->lock);
+  if (!lib->tried) load(lib);
+  lib->tried = 1;
+  const char *why = lib->error;
+  if (!why) lib->users++;
+  pthread_mutex_unlock(&lib->lock);
+  return why;
+}
+
+void cg_library_drop(cg_library *lib) {
+  pthread_mutex_lock(&lib->lock);
+  if (lib->users > 0) lib->users--;
+  pthread_mutex_unlock(&lib->lock);
+}
+
+void cg_library_unload(cg_library *lib) {
+  pthread_mutex_lock(&lib->lock);
+  if (lib->handle && !lib->users) {
+    dlclose(lib->handle);
+    lib->handle = NULL;
+    lib->tried = 0;
+    lib->error = NULL;
+    for (const cg_symbol *s = lib->symbols; s->name; s++)
+      memset(s->slot, 0, sizeof(void *));
+  }
+  pthread_mutex_unlock(&lib->lock);
 }
 
 int cg_library_dir(void *handle, const char *sym, char *out, size_t n) {

@@ -32,13 +32,23 @@ typedef struct cg_library {
   void *handle;         /* the open library (kept for the process) */
   const char *error;    /* why it is unusable, or NULL */
   char message[1024];
+  int users;            /* cg_library_acquire's holders, under lock */
 } cg_library;
 
-#define CG_LIBRARY_STATE PTHREAD_MUTEX_INITIALIZER, 0, NULL, NULL, ""
+#define CG_LIBRARY_STATE PTHREAD_MUTEX_INITIALIZER, 0, NULL, NULL, "", 0
 
 /* Opens lib on the first call; returns NULL when it is usable, else a
    message that stays valid for the life of the process. */
 const char *cg_library_load(cg_library *lib);
+
+/* A library that may be closed again while nothing uses it (cuFFT, whose
+   per-process allocations go only when it is closed): acquire loads it
+   (as cg_library_load) and counts a user, who later drops it; unload
+   closes it when it is open and has no users, so that the next acquire
+   opens it again. */
+const char *cg_library_acquire(cg_library *lib);
+void cg_library_drop(cg_library *lib);
+void cg_library_unload(cg_library *lib);
 
 /* The folder of the file that holds symbol sym of an open library, into
    out; 0 when unknown. */

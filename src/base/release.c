@@ -86,9 +86,10 @@ static int destroy(cg_hkind hk, cg_handle h, int poisoned, const char **api) {
     return r;
   }
   case CG_H_FFT: { /* the plan first: it may use its work area */
-    if (!cg_fft_load()) cg_cufft.cufftDestroy(h.fft->plan);
+    cg_cufft.cufftDestroy(h.fft->plan); /* the plan holds cuFFT */
     CUresult r = h.fft->work ? cg_drv.cuMemFree(h.fft->work) : CUDA_SUCCESS;
     free(h.fft);
+    cg_fft_drop();
     *api = "cuMemFree";
     return r;
   }
@@ -195,6 +196,7 @@ static void share_free(cg_share *sh) {
   if (sh->h.p && (cg_make_current(sh->cu) == CUDA_SUCCESS ||
                   sh->hk == CG_H_DLPACK))
     destroy((cg_hkind)sh->hk, sh->h, 0, &api);
+  cg_fft_unload(); /* with no plan left: cuFFT's own memory goes first */
   cg_drv.cuDevicePrimaryCtxRelease(sh->dev);
   pthread_mutex_destroy(&sh->lock);
   free(sh->users);

@@ -55,8 +55,9 @@ static void check(lua_State *L, const char *api, cufftResult r) {
 
 #define FFT(L, fn, ...) check((L), #fn, cg_cufft.fn(__VA_ARGS__))
 
+/* cuFFT held (cg_fft_acquire) by the caller, who drops it. */
 static void need_fft(lua_State *L) {
-  const char *why = cg_fft_load();
+  const char *why = cg_fft_acquire();
   if (why) luaL_error(L, "%s", why);
 }
 
@@ -158,7 +159,6 @@ static int fft_new(lua_State *L) {
   }
   cg_check_outside(L, ctx, "cannot make an FFT plan",
                    "make plans before capture");
-  need_fft(L);
   cg_fft *p = cg_newobj(L, ctx, sizeof *p, CG_FFT);
   memcpy((char *)p + sizeof p->h, (char *)&tmp + sizeof tmp.h,
          sizeof *p - sizeof p->h);
@@ -168,6 +168,11 @@ static int fft_new(lua_State *L) {
   }
   cg_fft_res *r = calloc(1, sizeof *r);
   if (!r) luaL_error(L, "cuda.fft: out of host memory");
+  const char *why = cg_fft_acquire(); /* the plan's hold, dropped with it */
+  if (why) {
+    free(r);
+    luaL_error(L, "%s", why);
+  }
   static const int types[2][3] = {
     { CUFFT_C2C, CUFFT_R2C, CUFFT_C2R }, { CUFFT_Z2Z, CUFFT_D2Z, CUFFT_Z2D }
   };
@@ -197,6 +202,7 @@ static int fft_new(lua_State *L) {
     if (made) cg_cufft.cufftDestroy(r->plan);
     if (r->work) cg_drv.cuMemFree(r->work);
     free(r);
+    cg_fft_drop();
     cg_check(L, ctx, "cuMemAlloc", e);
     check(L, api, fr);
   }
@@ -336,7 +342,9 @@ static int fft_workspace(lua_State *L) {
 static int fft_version(lua_State *L) {
   need_fft(L);
   int v = 0;
-  FFT(L, cufftGetVersion, &v);
+  cufftResult fr = cg_cufft.cufftGetVersion(&v);
+  cg_fft_drop();
+  check(L, "cufftGetVersion", fr);
   lua_pushinteger(L, v);
   return 1;
 }
