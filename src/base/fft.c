@@ -37,4 +37,5 @@ static cg_library libcufft = {
 const char *cg_fft_load(void) { return cg_library_load(&libcufft); }
 const char *cg_fft_acquire(void) { return cg_library_acquire(&libcufft); }
 void cg_fft_drop(void) { cg_library_drop(&libcufft); }
-void cg_fft_unload(void) { cg_library_unload(&libcufft); }
+/* the stand-in holds no device memory: it stays */
+void cg_fft_unload(void) { cg_library_unload(&libcufft, "cugraph_fft_double"); }

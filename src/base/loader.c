@@ -69,9 +69,9 @@ void cg_library_drop(cg_library *lib) {
   pthread_mutex_unlock(&lib->lock);
 }
 
-void cg_library_unload(cg_library *lib) {
+void cg_library_unload(cg_library *lib, const char *keep) {
   pthread_mutex_lock(&lib->lock);
-  if (lib->handle && !lib->users) {
+  if (lib->handle && !lib->users && !(keep && dlsym(lib->handle, keep))) {
     dlclose(lib->handle);
     lib->handle = NULL;
     lib->tried = 0;

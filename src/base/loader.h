@@ -48,7 +48,8 @@ const char *cg_library_load(cg_library *lib);
    opens it again. */
 const char *cg_library_acquire(cg_library *lib);
 void cg_library_drop(cg_library *lib);
-void cg_library_unload(cg_library *lib);
+void cg_library_unload(cg_library *lib, const char *keep);
+/* (keep: a symbol whose presence says the library stays open) */
 
 /* The folder of the file that holds symbol sym of an open library, into
    out; 0 when unknown. */
