@@ -375,7 +375,10 @@ end
 -- Runs case c in pairs and checks that both sides' work ran. A steady loop
 -- runs with the collector stopped, so the Lua bytes it allocates per
 -- iteration (the most over its timed blocks; must be 0) are exact.
+-- Each case runs on a stream of its own, made for it: what earlier cases
+-- left on a stream moves a later case's replay rate (bench/RESULTS.md).
 local function run_case(c)
+  s = cuda.stream()
   x:fill(0)
   out:fill(0)
   if c.nodes then g = graph(c.nodes, c.mark, c.nop and am.nop) end
