@@ -103,19 +103,20 @@ end
 -- and the combined output. A child that never called CUDA runs again
 -- without the sanitizer, which does not pass its exit status on.
 function H.run(args, env, opts)
-  local function run(prefix)
-    local p = assert(io.popen((env and env .. " " or "") .. prefix .. H.build .. "/cugraph-lua "
-                              .. args .. " 2>&1"))
+  -- plain: the tool's variables go first, so that env's own stay (NVTX's)
+  local function run(prefix, plain)
+    local p = assert(io.popen((plain and H.plain("") or "") .. (env and env .. " " or "")
+                              .. prefix .. H.build .. "/cugraph-lua " .. args .. " 2>&1"))
     local out = p:read("a")
     local _, _, code = p:close()
     return code, out
   end
-  if opts and opts.plain and not H.valgrind then return run(H.plain("")) end
+  if opts and opts.plain and not H.valgrind then return run("", true) end
   local prefix, log = checked()
   local code, out = run(prefix)
   if never_used_cuda(log) then
     os.remove(log)
-    return run(H.plain(""))
+    return run("", true)
   end
   return code, out
 end
