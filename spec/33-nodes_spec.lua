@@ -234,6 +234,26 @@ describe("graph nodes", function()
       assert.equals(100, asked.cuGraphKernelNodeGetParams)
     end)
 
+    it("stay unresolved across a fork from the capture stream, which does not end its chain", function()
+      local a, b, c = cuda.buffer("i32", 4):fill(0), cuda.buffer("i32", 4):fill(0),
+                      cuda.buffer("i32", 4):fill(0)
+      local s2 = cuda.stream()
+      local g = s:capture(function()
+        m.inc_i32:launch(s, 1, 4, a, 4)     -- 1
+        s2:wait(s)
+        m.inc_i32:launch(s2, 1, 4, b, 4)    -- 2, on the fork
+        m.inc_i32:launch(s, 1, 4, a, 4)     -- 3, beside it
+        s:wait(s2)
+        m.inc_i32:launch(s, 1, 4, a, 4)     -- 4
+      end)
+      g:rebind(a, c)
+      g:launch()
+      s:synchronize()
+      assert.same({ 0, 0, 0, 0 }, a:download())
+      assert.same({ 1, 1, 1, 1 }, b:download())
+      assert.same({ 3, 3, 3, 3 }, c:download())
+    end)
+
     it("find the nodes around joins and library calls", function()
       local a, b, c = cuda.buffer("i32", 4):fill(0), cuda.buffer("i32", 4):fill(0),
                       cuda.buffer("i32", 4):fill(0)
@@ -246,23 +266,24 @@ describe("graph nodes", function()
         m.inc_i32:launch(s, 1, 4, a, 4)     -- 3
         s2:wait(s)
         m.inc_i32:launch(s2, 1, 4, b, 4)    -- 4, on the fork
+        m.inc_i32:launch(s, 1, 4, a, 4)     -- 5, beside it
         s:wait(s2)
-        m.inc_i32:launch(s, 1, 4, a, 4)     -- 5, after the join
+        m.inc_i32:launch(s, 1, 4, a, 4)     -- 6, after the join
       end)
       g:rebind(b, c) -- nodes 2 and 4 only
       g:launch()
       s:synchronize()
-      assert.same({ 3, 3, 3, 3 }, a:download())
+      assert.same({ 4, 4, 4, 4 }, a:download())
       assert.same({ 0, 0, 0, 0 }, b:download())
       assert.same({ 2, 2, 2, 2 }, c:download())
       assert.same({ 1, 1, 1, 1 }, y:download())
       g:node(3):set(c, 4) -- node 3 now adds to c as well
       g:launch()
       s:synchronize()
-      assert.same({ 5, 5, 5, 5 }, a:download())
+      assert.same({ 7, 7, 7, 7 }, a:download())
       assert.same({ 5, 5, 5, 5 }, c:download())
       local handles = {}
-      for i = 1, 5 do
+      for i = 1, 6 do
         handles[i] = g:node(i):handle()
         assert.is_true(handles[i] ~= 0)
         for j = 1, i - 1 do assert.is_true(handles[i] ~= handles[j]) end

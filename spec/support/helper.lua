@@ -53,9 +53,7 @@ end
 --- cmd (a command line) prefixed with H.sanitizer, when there is one: for
 -- the spec hosts, which run outside valgrind.
 function H.sanitized(cmd)
-  if not H.sanitizer then return cmd end
-  local prefix = checked("-%p")
-  return prefix .. cmd
+  return H.sanitizer and checked("-%p") .. cmd or cmd
 end
 
 -- The variables a sanitizer sets for the process it checks (its

@@ -131,14 +131,24 @@ static void where(lua_State *L, cg_ctx *ctx, cg_recs *r, cg_rec *e) {
   }
 }
 
-/* The node the last work on s made: the stream's one dependency now. */
-static CUgraphNode lastnode(lua_State *L, cg_ctx *ctx, CUstream s) {
-  if (!cg_drv.cuStreamGetCaptureInfo) return NULL;
+/* The one node that work on capturing stream s now depends on (NULL when
+   there are more, or none); the driver's result. */
+static CUresult chain_end(CUstream s, CUgraphNode *node) {
   CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
   const CUgraphNode *deps = NULL;
   size_t n = 0;
-  CU(L, ctx, cuStreamGetCaptureInfo, s, &st, NULL, NULL, &deps, NULL, &n);
-  return n == 1 ? deps[0] : NULL;
+  CUresult res = cg_drv.cuStreamGetCaptureInfo(s, &st, NULL, NULL, &deps,
+                                               NULL, &n);
+  *node = res == CUDA_SUCCESS && n == 1 ? deps[0] : NULL;
+  return res;
+}
+
+/* The node the last work on s made: the stream's one dependency now. */
+static CUgraphNode lastnode(lua_State *L, cg_ctx *ctx, CUstream s) {
+  CUgraphNode v = NULL;
+  if (cg_drv.cuStreamGetCaptureInfo)
+    cg_check(L, ctx, "cuStreamGetCaptureInfo", chain_end(s, &v));
+  return v;
 }
 
 /* Whether a kernel launch on s may be recorded lazily: s is the top
@@ -216,12 +226,7 @@ CUresult cg_recs_end(cg_ctx *ctx) {
   cg_capture *top = ctx->capture ? ctx->capture->top : NULL;
   cg_recs *r = top ? top->recs : NULL;
   if (!r || !r->lazy || r->tail) return CUDA_SUCCESS;
-  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-  const CUgraphNode *deps = NULL;
-  size_t n = 0;
-  CUresult res = cg_drv.cuStreamGetCaptureInfo(top->origin, &st, NULL, NULL,
-                                               &deps, NULL, &n);
-  if (res == CUDA_SUCCESS && n == 1) r->tail = deps[0];
+  CUresult res = chain_end(top->origin, &r->tail);
   if (!r->tail) { /* no chain's end: the lazy records get no node */
     const char *ignored;
     cg_recs_resolve(r, &ignored);
@@ -229,7 +234,8 @@ CUresult cg_recs_end(cg_ctx *ctx) {
   return res;
 }
 
-void cg_recs_mark(lua_State *L, cg_ctx *ctx) {
+void cg_recs_mark(lua_State *L, cg_ctx *ctx, CUstream s) {
+  if (!ctx->capture || s != ctx->capture->top->origin) return;
   CUresult res = cg_recs_end(ctx);
   if (res != CUDA_SUCCESS) cg_check(L, ctx, "cuStreamGetCaptureInfo", res);
 }

@@ -279,9 +279,9 @@ static int transform(lua_State *L, int dir) {
                               dir == CUFFT_FORWARD ? "fft:forward"
                                                    : "fft:inverse");
   for (int i = 1; i <= 3; i++) cg_check_open(L, lua_touserdata(L, i));
-  if (ctx->capture) cg_recs_mark(L, ctx); /* cuFFT may fork and join */
   cg_current(L, ctx);
   CUstream s = st ? st : ctx->stream;
+  cg_recs_mark(L, ctx, s); /* cuFFT may fork and join */
   cg_fft_res *r = RES(p);
   if (!p->bound || p->stream != s) {
     FFT(L, cufftSetStream, r->plan, s);

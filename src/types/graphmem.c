@@ -69,7 +69,7 @@ void cg_graphmem_allocated(lua_State *L, cg_buffer *b, CUstream st) {
 /* st waits for the launch that allocated b's memory. */
 static void after_allocation(lua_State *L, cg_buffer *b, CUstream st) {
   if (!b->allocated) return;
-  if (b->h.ctx->capture) cg_recs_mark(L, b->h.ctx); /* a join ends the chain */
+  cg_recs_mark(L, b->h.ctx, st); /* a join ends the chain */
   CU(L, b->h.ctx, cuStreamWaitEvent, st, b->allocated, 0);
 }
 

@@ -124,7 +124,7 @@ static int stream_wait(lua_State *L) {
     e = ((cg_event *)cg_checkobj(L, 2, CG_EVENT))->h.drv.event;
   }
   cg_current(L, ctx); /* the checks made the other's context current */
-  if (ctx->capture) cg_recs_mark(L, ctx); /* a join ends the chain */
+  cg_recs_mark(L, ctx, s->h.drv.stream); /* a join ends the chain */
   CU(L, ctx, cuStreamWaitEvent, s->h.drv.stream, e, 0);
   lua_settop(L, 1);
   return 1;
