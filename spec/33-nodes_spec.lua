@@ -234,7 +234,7 @@ describe("graph nodes", function()
       assert.equals(100, asked.cuGraphKernelNodeGetParams)
     end)
 
-    it("stay unresolved across a fork from the capture stream, which does not end its chain", function()
+    it("are found before and beside a fork from the capture stream, which does not end their chain", function()
       local a, b, c = cuda.buffer("i32", 4):fill(0), cuda.buffer("i32", 4):fill(0),
                       cuda.buffer("i32", 4):fill(0)
       local s2 = cuda.stream()

@@ -183,12 +183,13 @@ void cg_recs_done(cg_ctx *ctx, const cg_recs *r);
    node (no driver call per launch), while the stream's nodes form a chain.
    cg_recs_mark notes the chain's end when s is that stream: before it
    waits for other work (a join) or takes a library call, which may fork
-   and join inside; cg_recs_end at the end of the capture. cg_recs_resolve finds the nodes of the marked
-   records, walking the chain back from its end and matching each kernel
-   node to its launch (function, shape, argument bytes); a graph's readers
-   of nodes call it first. 0, or the failing call's result in *api. */
+   and join inside; cg_recs_end notes it at the end of the capture.
+   cg_recs_resolve finds the nodes of the marked records, walking the
+   chain back from its end and matching each kernel node to its launch
+   (function, shape, argument bytes); a graph's readers of nodes call it
+   first. 0, or the failing call's result in *api. */
 void cg_recs_mark(lua_State *L, cg_ctx *ctx, CUstream s);
-CUresult cg_recs_end(cg_ctx *ctx); /* cg_recs_mark without raising */
+CUresult cg_recs_end(cg_ctx *ctx); /* whatever the stream, not raising */
 CUresult cg_recs_resolve(cg_recs *r, const char **api);
 /* Whether r's graph may launch a kernel of module mod: a kernel node does,
    or a child graph node's copy may. */
