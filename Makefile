@@ -236,7 +236,9 @@ test: $(SPEC_NEEDS)
 test-sim: $(SPEC_NEEDS) $(SIM)
 	$(call specs,$(SIM))
 
-test-gpu: all $(KERNELS) $(SPEC_BINS) $(NVTX_TOOL)
+# What the GPU suites need: the specs' hosts, kernels and stand-ins.
+GPU_NEEDS = all $(KERNELS) $(SPEC_BINS) $(NVRTC_FAULT) $(NVTX_TOOL) $(PTY)
+test-gpu: $(GPU_NEEDS)
 	$(call specs,)
 
 run: all
@@ -314,7 +316,20 @@ SANITIZER_OPTS = --tool memcheck --leak-check full --report-api-errors no \
   --error-exitcode 99 --require-cuda-init no --launch-timeout 600 \
   --target-processes application-only
 SANITIZER = $(CUDA_HOME)/bin/compute-sanitizer $(SANITIZER_OPTS)
-SANITIZE_JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$((n > 12 ? 12 : n)))
+# SANITIZE_JOBS at once, then SANITIZE_ALONE one by one with nothing else
+# on the device. With other sanitized processes running on the same H200
+# (driver 580, compute-sanitizer 2025.3.1), while loops failed in ways they
+# do not alone: in a sanitized spec a graph's loop ended in
+# CUDA_ERROR_ILLEGAL_ADDRESS with no access reported (spec/32, 1 run in 2;
+# 21 of 21 alone), and an unsanitized child's loop that never ends was
+# stopped by CUDA_ERROR_LAUNCH_FAILED within 0.2 s (spec/34; it runs until
+# its timeout alone), and graphs whose kernels read a buffer allocated
+# just before were reported reading it out of bounds at offsets inside it
+# (spec/40 at four and at fourteen at once, not beside two others;
+# NVIDIA/warp#1406 is the same false positive, see H.settle in
+# spec/support/helper.lua).
+SANITIZE_JOBS ?= 4
+SANITIZE_ALONE = 32 34 40
 # The devices spec (NCCL's ranks and the launcher's processes) and the
 # simulator comparisons (CPU-bound children) run without the sanitizer, and
 # so do communicators elsewhere (CUGRAPH_LUA_SANITIZER: NCCL's start-up
@@ -325,25 +340,31 @@ SANITIZE_SKIP = 02 71 72
 # parts (each part's summary counts only its own runs).
 SANITIZE_SPECS ?= spec/[0-9][0-9]-*_spec.lua
 SANITIZE_EXAMPLES ?= yes
-sanitize-gpu: all examples $(KERNELS) $(SPEC_BINS)
+# One line of the list, "kind path [args]": a spec file, an example script
+# or an example program, under a sanitizer of its own.
+SANITIZE_ONE = sh -c 'kind=$$0 f=$$1; \
+  log=$(BUILD)/sanitize/$$(basename $$f .lua).log; \
+  case $$kind in \
+    spec) $(SPEC_ENV) CUGRAPH_LUA_SANITIZER="$(SANITIZER)" \
+            CUGRAPH_LUA_SANITIZER_LOGS=$(CURDIR)/$(BUILD)/sanitize/children $(SANITIZER) \
+            $(BUILD)/cugraph-lua "$$(command -v busted)" --ignore-lua -o TAP "$$f" ;; \
+    run) $(SANITIZER) $(BUILD)/cugraph-lua "$$@" ;; \
+    bin) $(SANITIZER) "$$f" ;; \
+  esac > $$log 2>&1; echo "exit $$?" >> $$log'
+sanitize-gpu: $(GPU_NEEDS) examples
 	@rm -rf $(BUILD)/sanitize && mkdir -p $(BUILD)/sanitize/children
-	@{ for f in $(SANITIZE_SPECS); do n=$$(basename $$f); \
-	     case " $(SANITIZE_SKIP) " in *" $${n%%-*} "*) continue ;; esac; \
-	     echo "spec $$f"; done; \
+	@{ for f in $(SANITIZE_SPECS); do n=$$(basename $$f); n=$${n%%-*}; \
+	     case " $(SANITIZE_SKIP) " in *" $$n "*) continue ;; esac; \
+	     case " $(SANITIZE_ALONE) " in *" $$n "*) echo "a spec $$f" ;; \
+	       *) echo "p spec $$f" ;; esac; done; \
 	   if [ "$(SANITIZE_EXAMPLES)" != no ]; then \
-	     echo "run examples/model.lua"; \
-	     echo "run examples/graph.lua $(BUILD)/examples/graph.dot"; \
-	     echo "run examples/particles.lua $(BUILD)/examples/frames 40 65536"; \
-	     echo "bin $(BUILD)/examples/engine"; fi; } | \
-	 xargs -P $(SANITIZE_JOBS) -L 1 sh -c 'kind=$$0 f=$$1; \
-	   log=$(BUILD)/sanitize/$$(basename $$f .lua).log; \
-	   case $$kind in \
-	     spec) $(SPEC_ENV) CUGRAPH_LUA_SANITIZER="$(SANITIZER)" \
-	             CUGRAPH_LUA_SANITIZER_LOGS=$(CURDIR)/$(BUILD)/sanitize/children $(SANITIZER) \
-	             $(BUILD)/cugraph-lua "$$(command -v busted)" --ignore-lua -o TAP "$$f" ;; \
-	     run) $(SANITIZER) $(BUILD)/cugraph-lua "$$@" ;; \
-	     bin) $(SANITIZER) "$$f" ;; \
-	   esac > $$log 2>&1; echo "exit $$?" >> $$log' || true
+	     echo "p run examples/model.lua"; \
+	     echo "p run examples/graph.lua $(BUILD)/examples/graph.dot"; \
+	     echo "p run examples/particles.lua $(BUILD)/examples/frames 40 65536"; \
+	     echo "p bin $(BUILD)/examples/engine"; fi; } > $(BUILD)/sanitize/list
+	@sed -n 's/^p //p' $(BUILD)/sanitize/list | \
+	 xargs -r -P $(SANITIZE_JOBS) -L 1 $(SANITIZE_ONE) || true
+	@sed -n 's/^a //p' $(BUILD)/sanitize/list | xargs -r -L 1 $(SANITIZE_ONE) || true
 	@sh spec/support/sanitize-summary.sh $(BUILD)/sanitize
 
 # libFuzzer (Debian's clang), FUZZ_TIME seconds each: the PTX signature

@@ -81,11 +81,13 @@ describe("without a driver", function()
   end)
 
   it("says clearly when the driver sees no GPU", function()
+    -- plain: with no device there is nothing for a sanitizer to check, and
+    -- compute-sanitizer's own exit status would hide the child's
     local code, out = H.run("-e " .. H.quote('require("cugraph").buffer("f32", 4)'),
-                            "CUDA_VISIBLE_DEVICES=")
+                            "CUDA_VISIBLE_DEVICES=", { plain = true })
     assert.equals(1, code)
     assert.matches("cuInit: CUDA_ERROR_NO_DEVICE: no CUDA%-capable device is detected", out)
-    code, out = H.run("-v", "CUDA_VISIBLE_DEVICES=")
+    code, out = H.run("-v", "CUDA_VISIBLE_DEVICES=", { plain = true })
     assert.equals(0, code, out)
   end)
 

@@ -78,7 +78,10 @@ describe("bounded waits", function()
     assert.equals(0, code, out)
     assert.matches("timed out\tCUDA_ERROR_TIMEOUT", out)
     assert.matches("held\t1\ttrue\ttrue", out)
-    assert.matches("after\t0\tfalse\ttrue", out)
+    -- under make sanitize-gpu the tool's own device memory grows as the
+    -- graph runs (seen on an H200), so there the count alone says the free
+    -- was made
+    assert.matches("after\t0\tfalse\t" .. (H.sanitizer and "%a+" or "true"), out)
     assert.matches("turns\t" .. turns .. "\n", out)
   end)
 

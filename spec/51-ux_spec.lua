@@ -232,7 +232,7 @@ describe("the command line", function()
       local preload = os.getenv("CUGRAPH_LUA_PRELOAD") -- a sanitizer's runtime
       local p = assert(io.popen("eval \"$(" .. H.build .. "/cugraph-lua --paths)\"; " ..
                                 (preload and "LD_PRELOAD=" .. H.quote(preload) .. " " or "") ..
-                                "lua5.4 -e 'print(require(\"cugraph\")._VERSION)' 2>&1"))
+                                H.plain("lua5.4 -e 'print(require(\"cugraph\")._VERSION)'") .. " 2>&1"))
       local v = p:read("a")
       p:close()
       assert.equals(cuda._VERSION .. "\n", v)
@@ -240,7 +240,7 @@ describe("the command line", function()
   end)
 
   it("binds cuda in the REPL and prints tables in full", function()
-    local p = assert(io.popen(H.build .. "/cugraph-lua -i 2>&1 <<'EOF'\n" ..
+    local p = assert(io.popen(H.sanitized(H.build .. "/cugraph-lua -i") .. " 2>&1 <<'EOF'\n" ..
                               "cuda.version\n{1, 2, name = 'x', t = {a = true}}\n" ..
                               "cuda.buffer('f32', 2)\nEOF"))
     local out = p:read("a")

@@ -120,10 +120,12 @@ describe("the lua blocks of the docs", function()
           local f = assert(io.open(dir .. "/block.lua", "w"))
           f:write(b.chain)
           f:close()
-          -- not under valgrind (make test-valgrind): the blocks check what
-          -- the docs say, the other specs check memory; valgrind would take
-          -- minutes over all of them
-          local p = assert(io.popen(env .. " " .. H.quote(build .. "/cugraph-lua") .. " block.lua 2>&1"))
+          -- not under valgrind (make test-valgrind) or a compute-sanitizer
+          -- (make sanitize-gpu): the blocks check what the docs say, the
+          -- other specs check memory; the tools would take minutes over all
+          -- of them
+          local p = assert(io.popen(env .. " " .. H.plain(H.quote(build .. "/cugraph-lua"))
+                                    .. " block.lua 2>&1"))
           local out = p:read("a")
           local _, _, code = p:close()
           assert.equals(0, code, ("%s:%d failed:\n%s\n--- the script:\n%s"):format(file, b.line, out, b.chain))
