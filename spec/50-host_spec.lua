@@ -112,7 +112,7 @@ describe("the REPL on a terminal", function()
     local code, out = session(table.concat({
       'b = cuda.buffer("f32", {1, 2, 3})', "b",
       'c = cuda.buffer("i32", 1000):fill(0)', "c:upload({5}, 999)", "c",
-      "os.exit(0)", "",
+      "os.exit(0, true)", "", -- closes the state: the buffers are freed
     }, "\n"), state)
     assert.equals(0, code, out)
     local d = H.cuda.device()
