@@ -38,6 +38,31 @@ describe("lifetime", function()
     assert.not_matches("cugraph:", out) -- no finalizer warning
   end)
 
+  it("closes the state with views still open over its buffers, in any order", function()
+    -- at lua_close the finalizers run whatever the order: a parent's free
+    -- must not be refused for its open views (its memory would be lost),
+    -- nor a view's free the parent's memory
+    local code, out = H.script([[
+      local cuda = require "cugraph"
+      local m = cuda.module(os.getenv("CUGRAPH_LUA_BUILD") .. "/kernels.ptx")
+      local s = cuda.stream()
+      local x = cuda.buffer("i32", 64):fill(0)
+      local v = x:view(8, 16)
+      local vv = v:view(4, 4)                     -- a view of a view
+      local g = s:capture(function() m.inc_i32:launch(s, 1, 4, vv, 4) end)
+      local y = cuda.buffer("i32", 64, { stream = s }) -- stream-ordered
+      local w = y:view(0, 8)
+      local late = x:view(0, 8)                   -- made after its graph
+      g:launch(); w:fill(1, s)
+      s:synchronize()
+      print("vv", vv:download()[1], v:download()[5])
+      G = { late, w, g, vv, y, v, x, s, m }       -- still reachable at exit
+    ]])
+    assert.equals(0, code, out)
+    assert.matches("vv\t1\t1", out)
+    assert.not_matches("cugraph:", out) -- no finalizer warning
+  end)
+
   it("closes the state in the middle of work on several streams", function()
     local code, out = H.script([[
       local cuda = require "cugraph"
