@@ -104,6 +104,47 @@ describe("kernel reload", function()
     g:free(); outer:free(); inner:free(); m:free()
   end)
 
+  it("is refused while a C graph launches the module inside conditional nodes", function()
+    -- the driver gives no way to reach the bodies of a C graph's copy: the
+    -- reload must be refused and the old code kept, until its release
+    local okp, out = H.capi([[
+      local cuda = require "cugraph"
+      capi.baseline()
+      local path = os.getenv("CUGRAPH_LUA_BUILD") .. "/kernels.ptx"
+      local f = assert(io.open(path))
+      local src = f:read("a")
+      f:close()
+      local m = cuda.module(path)
+      local s = cuda.stream()
+      local x = cuda.buffer("i32", 8):fill(0)
+      local c = cuda.condition(1)
+      local g = s:capture(function()
+        s:loop_while(c, function()
+          m.inc_i32:launch(s, 1, 8, x, 8)
+          c:count_down(s, 3)
+        end)
+      end)
+      local h = capi.tograph(g)
+      g:free()
+      local ok, err = pcall(m.reload, m, src)
+      print("refused", not ok, tostring(err))
+      print("launch", capi.launch(h) == nil)
+      s:synchronize()
+      print("x", x:download()[1])
+      capi.release(h)
+      m:reload(src) -- nothing holds the old code in a body now
+      print("reloaded")
+      m:free(); x:free(); c:free()
+    ]])
+    assert.is_true(okp, out)
+    assert.matches("refused\ttrue\t[^\n]*module:reload: a C graph %(cugraph_tograph%) launches "
+                   .. "this module's code inside conditional nodes", out)
+    assert.matches("launch\ttrue", out)
+    assert.matches("x\t3\n", out)
+    assert.matches("reloaded", out)
+    assert.matches("capi: all passed", out)
+  end)
+
   it("takes m:reload(cuda.ptx(src)) for a module that cuda.compile made", function()
     local src = [[
       extern "C" __global__ void add_scalar_f32(float *y, const float *s, int n) {
