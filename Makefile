@@ -193,7 +193,7 @@ deps:
 # C from other threads, before and after lua_close (handles LUA_DIR PTX); a
 # host that closes its lua_State at exit, after the driver's teardown
 # (late_close); free and taken TCP ports for the rendezvous specs (port).
-SPEC_HOSTS = late_close capi threads handles port
+SPEC_HOSTS = late_close capi threads handles port modes
 SPEC_BINS = $(SPEC_HOSTS:%=$(BUILD)/%)
 $(SPEC_BINS): $(BUILD)/%: spec/hosts/%.c spec/hosts/devmem.h $(LIB_A)
 	$(CC) $(ALL_CFLAGS) -pthread -o $@ $< $(LIB_A) $(LUA_LIBS) -ldl -lm

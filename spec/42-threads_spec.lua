@@ -26,4 +26,16 @@ describe("threads", function()
       assert.matches("ok %(c%)", out)
     end
   end)
+
+  it("restrict each other's calls during a capture as the capture's mode says (spec/hosts/modes.c)", function()
+    -- a global capture refuses another thread's allocation, a thread-local
+    -- or relaxed one does not; a relaxed capture lets its own thread allocate
+    local p = assert(io.popen(H.sanitized(H.quote(H.build .. "/modes")) .. " 2>&1"))
+    local out = p:read("a")
+    local _, _, code = p:close()
+    assert.equals(0, code, out)
+    for _, mode in ipairs { "global", "thread_local", "relaxed" } do
+      assert.matches("ok " .. mode .. ":", out)
+    end
+  end)
 end)
