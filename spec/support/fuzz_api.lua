@@ -228,15 +228,17 @@ end
 
 local methods = {
   Stream = { "synchronize", "query", "wait", "handle", "capture", "free", "close", "label",
-             "loop_while", "branch", "switch" },
+             "loop_while", "branch", "switch", "priority" },
   Buffer = { "upload", "download", "fill", "copy", "type", "bytes", "address", "free", "close",
-             "view", "parent", "download_into", "save", "copy2d", "copy3d" },
+             "view", "parent", "download_into", "save", "copy2d", "copy3d", "dlpack",
+             "prefetch", "advise", "managed", "pitch", "shape" },
   Scalar = { "set", "get", "type", "address", "free", "close" },
   Event = { "record", "synchronize", "query", "elapsed", "free", "close" },
-  Module = { "kernel", "kernels", "free", "close", "saxpy", "noop", "inc_i32", "bogus", "reload" },
-  Kernel = { "launch", "shared", "name", "signature", "params", "free", "close" },
+  Module = { "kernel", "kernels", "free", "close", "saxpy", "noop", "inc_i32", "bogus", "reload",
+             "global" },
+  Kernel = { "launch", "shared", "name", "signature", "params", "free", "close", "config" },
   Graph = { "launch", "replay", "upload", "nodes", "dot", "update", "launches", "id", "free", "close",
-            "rebind", "node", "handle", "profile" },
+            "rebind", "node", "handle", "profile", "memory" },
   Comm = { "all_reduce", "reduce", "broadcast", "all_gather", "reduce_scatter", "send", "recv",
            "rank", "size", "free", "close" },
   HostBuffer = { "set", "totable", "tostring", "bytes", "type", "free", "close", "copy2d" },
@@ -251,7 +253,7 @@ local metamethods = { "__gc", "__close", "__tostring", "__len", "__index", "__ca
 local funcs = { "buffer", "scalar", "stream", "event", "module", "device", "device_count",
   "synchronize", "status", "entries", "select", "on", "current_device", "device_of",
   "can_access_peer", "enable_peer_access", "comm_world", "host_buffer", "condition",
-  "memory", "trim", "load", "array" }
+  "memory", "trim", "load", "array", "managed" }
 
 -- The calls, as (description, function, arguments...) for call().
 local makers = {
