@@ -21,7 +21,8 @@
                               start, then exec and a read of the residual
                               at pos an iteration while it is above tol,
                               at most k), capture (k launches), compile
-                              (NVRTC compiles of source for compute_k) or
+                              (NVRTC compiles of source for compute_k),
+                              compile_sm (for sm_k, the cubin fetched too) or
                               rebind (the exec of k inc_i32 on x and one on
                               a or b: node's parameters switched to the
                               other buffer, then a launch unless k is 0),
@@ -78,7 +79,7 @@
 #define NVRTC(X) \
   X(nvrtcGetErrorString) X(nvrtcCreateProgram) X(nvrtcCompileProgram) \
   X(nvrtcGetProgramLogSize) X(nvrtcGetProgramLog) X(nvrtcGetPTXSize) \
-  X(nvrtcGetPTX) X(nvrtcDestroyProgram)
+  X(nvrtcGetPTX) X(nvrtcGetCUBINSize) X(nvrtcGetCUBIN) X(nvrtcDestroyProgram)
 
 #define FIELD(f) __typeof__(f) *f;
 static struct { DRIVER(FIELD) } cu;
@@ -363,33 +364,39 @@ static void capture(long n) {
   }
 }
 
-/* NVRTC: the source and options cuda.ptx(source, {arch = SM, cache =
-   false}) compiles with: -arch=compute_SM, then the toolkit's include. */
+/* NVRTC: the source and options cuda.ptx(source, {arch = A, cache = false})
+   compiles with: -arch=compute_SM (A = "compute_SM": PTX) or -arch=sm_SM
+   (A = SM: PTX and a cubin, which is then fetched too), then the toolkit's
+   include folders and the macro the binding adds with them. */
 static struct {
   const char *src;
-  const char *opts[2];
-  int nopts;
-  char arch[32], include[4200];
+  const char *opts[4];
+  int nopts, real;
+  char arch[32], include[2][4200];
 } cc;
 
-static void compile_setup(const char *source, int arch) {
+static void compile_setup(const char *source, int arch, int real) {
+  static const char *const subdirs[] = { "include", "include/cccl" };
   const char *home = getenv("CUDA_HOME");
+  const char *roots[] = { home && *home ? home : NULL, "/usr/local/cuda" };
   struct stat st;
-  int w;
-  if (cc.src) return; /* once a process */
+  snprintf(cc.arch, sizeof cc.arch, "-arch=%s_%d", real ? "sm" : "compute", arch);
+  cc.real = real;
+  if (cc.src) return; /* the source and folders once a process */
   load_nvrtc();
   cc.src = slurp(source);
-  snprintf(cc.arch, sizeof cc.arch, "-arch=compute_%d", arch);
   cc.opts[cc.nopts++] = cc.arch;
-  w = home && *home
-    ? snprintf(cc.include, sizeof cc.include, "-I%s/include", home) : -1;
-  if (w > 0 && (size_t)w < sizeof cc.include && stat(cc.include + 2, &st) == 0
-      && S_ISDIR(st.st_mode)) {
-    cc.opts[cc.nopts++] = cc.include;
-  } else if (stat("/usr/local/cuda/include", &st) == 0 && S_ISDIR(st.st_mode)) {
-    snprintf(cc.include, sizeof cc.include, "-I/usr/local/cuda/include");
-    cc.opts[cc.nopts++] = cc.include;
+  for (size_t r = 0; r < 2 && cc.nopts == 1; r++) {
+    if (!roots[r]) continue;
+    for (size_t d = 0; d < 2; d++) {
+      char *inc = cc.include[d];
+      int w = snprintf(inc, sizeof cc.include[d], "-I%s/%s", roots[r], subdirs[d]);
+      if (w > 0 && (size_t)w < sizeof cc.include[d] && stat(inc + 2, &st) == 0 &&
+          S_ISDIR(st.st_mode))
+        cc.opts[cc.nopts++] = inc;
+    }
   }
+  if (cc.nopts > 1) cc.opts[cc.nopts++] = "-D__CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__";
 }
 
 static void compile(long n) {
@@ -408,6 +415,12 @@ static void compile(long n) {
     if (size < 2 || !(ptx = malloc(size))) fail("compile", "no PTX");
     NV(nvrtcGetPTX, p, ptx);
     free(ptx);
+    if (cc.real) {
+      NV(nvrtcGetCUBINSize, p, &size);
+      if (size < 2 || !(ptx = malloc(size))) fail("compile", "no cubin");
+      NV(nvrtcGetCUBIN, p, ptx);
+      free(ptx);
+    }
     NV(nvrtcDestroyProgram, &p);
   }
 }
@@ -467,7 +480,7 @@ static int lsetup(lua_State *L) {
   static const char *const names[] = {"eager", "args", "replay", "scalar",
                                       "capture", "while", "compile", "cg",
                                       "rebind", "pinned", "pageable", "nop",
-                                      NULL};
+                                      "compile_sm", NULL};
   int c = luaL_checkoption(L, 1, NULL, names);
   int k = (int)luaL_optinteger(L, 2, 0), i = 0;
   if (!b.mod) return luaL_error(L, "ref.setup: not open");
@@ -535,8 +548,8 @@ static int lsetup(lua_State *L) {
     luaL_argcheck(L, b.nop != NULL, 1, "no nop kernel");
     run.loop = eager_nop;
     break;
-  default:
-    compile_setup(luaL_checkstring(L, 3), k);
+  default: /* compile, compile_sm */
+    compile_setup(luaL_checkstring(L, 3), k, c == 12);
     run.loop = compile;
   }
   return 0;
