@@ -12,9 +12,11 @@ local script = [[
   local s = cuda.stream()
   local x = cuda.buffer("i32", 8):fill(0)
   local c = cuda.condition(1) -- set at every launch, cleared by nothing
+  local sc = cuda.scalar("i32", 7)
   local g = s:capture(function()
     s:loop_while(c, function() m.inc_i32:launch(s, 1, 8, x, 8) end)
   end)
+  local start = cuda.event():record(s)
   g:launch()
   local function show(what, fn, ...)
     local t0 = os.time()
@@ -27,6 +29,8 @@ local script = [[
   show("device", cuda.synchronize, 0.2)
   show("event", function() local e = cuda.event():record(s); return e:synchronize(0.2) end)
   show("download", x.download, x) -- CUGRAPH_LUA_TIMEOUT bounds every wait
+  show("scalar", sc.get, sc)
+  show("elapsed", function() return cuda.event():record(s):elapsed(start) end)
   print("closing")
 ]]
 
@@ -35,7 +39,7 @@ describe("bounded waits", function()
     local code, out = H.script(script, "CUGRAPH_LUA_TIMEOUT=0.2 CUDA_DOUBLE_HANG=100",
                                 { plain = true }) -- a sanitizer waits for the graph at exit
     assert.equals(0, code, out)
-    for _, what in ipairs { "stream", "device", "event", "download" } do
+    for _, what in ipairs { "stream", "device", "event", "download", "scalar", "elapsed" } do
       assert.matches(what .. "\tfalse\tCUDA_ERROR_TIMEOUT\tcu%a+Synchronize\ttrue", out)
     end
     assert.matches("the wait ended after 0%.2 s with work still running: cugraph%.Graph #%d+ "
