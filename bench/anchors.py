@@ -6,8 +6,16 @@ torch, each in its own process); prints one JSON object a line:
   {"lib": L, "skip": why}                       it is not (rows skipped)
   {"lib": L, "row": R, "us": M, "p25": A, "p75": B, "blocks": K, "iters": N}
   {"lib": L, "row": R, "error": why}            the row failed
+  {"lib": L, "row": "graphmemK", "bytes": B, "graphs": G}
+                                                device memory per graph of K
+                                                nop nodes, instantiated and
+                                                uploaded: the drop of the
+                                                device's free memory
+                                                (cudaMemGetInfo) over G such
+                                                graphs, divided by G
 L is cupy or torch, R a row key of bench.lua (eager_nop, eager,
-replay_nop1 to replay_nop1000, replay1 to replay1000, scalar), M the median microseconds per iteration
+replay_nop1 to replay_nop1000, replay1 to replay1000, scalar, capture1 to
+capture100), M the median microseconds per iteration
 over K timed blocks of N iterations (each block: its loop plus a stream
 synchronize, N calibrated to about --block seconds), after warm-up blocks
 until two successive rates agree within 1% (at most --warm-max); A and B
@@ -20,14 +28,17 @@ The loops (each on one non-blocking stream, Python's defaults otherwise):
     256); graphs by Stream.begin_capture/end_capture,
     replayed with Graph.launch; the update is cudaMemsetAsync of the
     4-byte scalar (runtime.memsetAsync: CuPy has no 32-bit memset), then
-    a replay of 9 inc_i32 and mark_u32.
+    a replay of 9 inc_i32 and mark_u32. A capture row: begin_capture, k
+    inc_i32, end_capture (which instantiates), the graph dropped.
   PyTorch: x.add_(1) on an int32 tensor of 256 elements (PyTorch's own
     elementwise kernel: the same work as inc_i32, no raw kernel), and for
     the nop rows torch.cuda._sleep(0) (PyTorch's one kernel that touches
     no memory: one thread reads the clock once); graphs
     by torch.cuda.graph, replayed with CUDAGraph.replay; the update is
     pos.fill_(i) of a one-element tensor, then a replay of 9 add_ and
-    y.add_(pos), which reads it.
+    y.add_(pos), which reads it. A capture row: a CUDAGraph captured
+    with torch.cuda.graph (which instantiates it) over k add_, then
+    reset().
 """
 import argparse
 import json
@@ -81,6 +92,29 @@ def rows(lib, cases, sync, opts):
             say(lib=lib, row=row, **measure(loop, sync, opts))
         except Exception as e:  # one row's failure leaves the others
             say(lib=lib, row=row, error="%s: %s" % (type(e).__name__, e))
+
+
+GRAPHS = {10: 100, 100: 40, 1000: 10}  # nodes: graphs measured at once
+
+
+def graph_memory(lib, make, free, sync):
+    """One graphmemK line per size: the device memory G graphs of K nop
+    nodes hold once instantiated and uploaded, per graph."""
+    import gc
+    for k, count in GRAPHS.items():
+        try:
+            gc.collect()
+            sync()
+            before = free()
+            held = [make(k) for _ in range(count)]
+            sync()
+            after = free()
+            say(lib=lib, row="graphmem%d" % k, bytes=(before - after) / count,
+                graphs=count)
+            del held
+            gc.collect()
+        except Exception as e:
+            say(lib=lib, row="graphmem%d" % k, error="%s: %s" % (type(e).__name__, e))
 
 
 def pin(opts):
@@ -158,6 +192,23 @@ def cupy_rows(opts):
                     g.launch(s)
             return loop
 
+        def capture(nodes):
+            def make():
+                def loop(iters):
+                    for _ in range(iters):
+                        s.begin_capture()
+                        for _ in range(nodes):
+                            inc((1,), (N,), (x, n))
+                        g = s.end_capture()
+                        del g
+                return loop
+            return make
+
+        def uploaded(nodes):
+            g = graph(nodes, False, nop)
+            g.upload(s)
+            return g
+
         inc((1,), (N,), (x, n))  # compiles the kernels
         mark((1,), (1,), (out, pos, n))
         nop((1,), (N,), (x, n))
@@ -165,7 +216,11 @@ def cupy_rows(opts):
              + [("replay_nop%d" % k, replay(k, nop))
                 for k in (1, 10, 100, 1000)]
              + [("replay%d" % k, replay(k)) for k in (1, 10, 100, 1000)]
-             + [("scalar", scalar)], s.synchronize, opts)
+             + [("scalar", scalar)]
+             + [("capture%d" % k, capture(k)) for k in (1, 10, 100)],
+             s.synchronize, opts)
+        graph_memory("cupy", uploaded,
+                     lambda: cupy.cuda.runtime.memGetInfo()[0], s.synchronize)
 
 
 def torch_rows(opts):
@@ -228,12 +283,31 @@ def torch_rows(opts):
                     g.replay()
             return loop
 
+        def capture(nodes):
+            def make():
+                def loop(iters):
+                    for _ in range(iters):
+                        graph(nodes).reset()
+                return loop
+            return make
+
+        def replayed(nodes):
+            # PyTorch has no upload call: the first replay puts the graph
+            # on the device
+            g = graph(nodes, False, nop)
+            g.replay()
+            return g
+
         nop()
         rows("torch", [("eager_nop", eager(nop)), ("eager", eager())]
              + [("replay_nop%d" % k, replay(k, nop))
                 for k in (1, 10, 100, 1000)]
              + [("replay%d" % k, replay(k)) for k in (1, 10, 100, 1000)]
-             + [("scalar", scalar)], s.synchronize, opts)
+             + [("scalar", scalar)]
+             + [("capture%d" % k, capture(k)) for k in (1, 10, 100)],
+             s.synchronize, opts)
+        graph_memory("torch", replayed, lambda: torch.cuda.mem_get_info()[0],
+                     s.synchronize)
 
 
 def main():

@@ -620,6 +620,32 @@ local function decode(line)
   return t
 end
 
+-- Device memory per instantiated and uploaded graph of k nop nodes: the
+-- drop of the device's free memory (cuMemGetInfo) over count such graphs,
+-- divided by count (one graph is below the driver's page granularity);
+-- anchors.py measures CuPy's and PyTorch's the same way.
+local GRAPH_MEM = {{10, 100}, {100, 40}, {1000, 10}}
+local graph_mem = {}
+if not only and am then
+  for _, kc in ipairs(GRAPH_MEM) do
+    local k, count = kc[1], kc[2]
+    local nop = am.nop
+    local function fn() for _ = 1, k do nop:launch(s, 1, n, x, n) end end
+    collectgarbage()
+    cuda.synchronize()
+    local before = cuda.memory().free
+    local held = {}
+    for i = 1, count do
+      held[i] = s:capture(fn)
+      held[i]:upload(s)
+    end
+    cuda.synchronize()
+    graph_mem["graphmem" .. k] = {nodes = k, graphs = count,
+                                  lua = (before - cuda.memory().free) / count}
+    for i = 1, count do held[i]:free() end
+  end
+end
+
 -- Each library's rows, from anchors.py in its own process; other output
 -- (a library's warnings, a failure) becomes notes, 5 lines at most.
 local anchors = {cupy = {}, torch = {}}
@@ -645,6 +671,8 @@ if not only then
         notes[#notes + 1] = ("%s, %s: %s"):format(lib, a.row, a.error)
       elseif a and a.version then
         anchors[lib].version = a.version
+      elseif a and a.bytes and graph_mem[a.row] then
+        graph_mem[a.row][lib] = a.bytes
       elseif a and by_key[a.row] then
         by_key[a.row][lib] = a.us
         by_key[a.row][lib .. "_p25"] = a.p25
@@ -654,6 +682,16 @@ if not only then
         notes[#notes + 1] = lib .. ": " .. line
       end
     end
+  end
+end
+
+for _, kc in ipairs(GRAPH_MEM) do
+  local gm = graph_mem["graphmem" .. kc[1]]
+  if gm then
+    local function kib(v) return v and ("%.1f KiB"):format(v / 1024) or "-" end
+    notes[#notes + 1] = ("device memory per instantiated, uploaded graph of "
+      .. "%d nop nodes (free memory over %d graphs): Lua %s, CuPy %s, PyTorch "
+      .. "%s"):format(gm.nodes, gm.graphs, kib(gm.lua), kib(gm.cupy), kib(gm.torch))
   end
 end
 
