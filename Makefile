@@ -341,9 +341,10 @@ SANITIZE_SKIP = 02 71 72
 SANITIZE_SPECS ?= spec/[0-9][0-9]-*_spec.lua
 SANITIZE_EXAMPLES ?= yes
 # One line of the list, "kind path [args]": a spec file, an example script
-# or an example program, under a sanitizer of its own.
+# or an example program, under a sanitizer of its own, logged to
+# <name><SANITIZE_LOG> (.log by default).
 SANITIZE_ONE = sh -c 'kind=$$0 f=$$1; \
-  log=$(BUILD)/sanitize/$$(basename $$f .lua).log; \
+  log=$(BUILD)/sanitize/$$(basename $$f .lua)$${SANITIZE_LOG:-.log}; \
   case $$kind in \
     spec) $(SPEC_ENV) CUGRAPH_LUA_SANITIZER="$(SANITIZER)" \
             CUGRAPH_LUA_SANITIZER_LOGS=$(CURDIR)/$(BUILD)/sanitize/children $(SANITIZER) \
@@ -365,6 +366,13 @@ sanitize-gpu: $(GPU_NEEDS) examples
 	@sed -n 's/^p //p' $(BUILD)/sanitize/list | \
 	 xargs -r -P $(SANITIZE_JOBS) -L 1 $(SANITIZE_ONE) || true
 	@sed -n 's/^a //p' $(BUILD)/sanitize/list | xargs -r -L 1 $(SANITIZE_ONE) || true
+	@# a run that died of a signal (not 0, 1 or the tool's 99) runs once more,
+	@# alone, into <name>.again, for the summary to show beside the verdict
+	@sed 's/^[pa] //' $(BUILD)/sanitize/list | while read -r kind f rest; do \
+	   log=$(BUILD)/sanitize/$$(basename $$f .lua).log; \
+	   case "$$(sed -n 's/^exit \([0-9]*\)$$/\1/p' $$log | tail -n 1)" in \
+	     0|1|99) ;; *) echo "$$kind $$f $$rest" | \
+	       SANITIZE_LOG=.again xargs -L 1 $(SANITIZE_ONE) || true ;; esac; done
 	@sh spec/support/sanitize-summary.sh $(BUILD)/sanitize
 
 # libFuzzer (Debian's clang), FUZZ_TIME seconds each: the PTX signature

@@ -22,6 +22,14 @@ for log in "$dir"/*.log; do
   printf '%-28s %4d ok %3d not ok %3d sanitizer errors, exit %s  %s\n' \
     "$(basename "$log" .log)" "$ok" "$nok" "$err" "${code:-?}" "$state"
 done
+# a run that died of a signal ran once more, alone: shown, not counted
+for log in "$dir"/*.again; do
+  [ -f "$log" ] || continue
+  printf '%-28s %4d ok %3d not ok %3d sanitizer errors, exit %s  (run again alone)\n' \
+    "$(basename "$log" .again)" "$(grep -c '^ok ' "$log")" "$(grep -c '^not ok ' "$log")" \
+    "$(sed -n 's/^========= ERROR SUMMARY: \([0-9]*\) error.*/\1/p' "$log" | awk '{s += $1} END {print s + 0}')" \
+    "$(sed -n 's/^exit \([0-9]*\)$/\1/p' "$log" | tail -n 1)"
+done
 # the specs' child processes, a log each (by process id) in DIR/children
 kids=0
 for log in "$dir"/children/*.log; do
