@@ -170,6 +170,8 @@ describe("option tables", function()
       { "g:profile", function() return g:profile { reps = 1 } end },
       { "cuda.rng", function() return cuda.rng(1, { subseq = 1 }) end },
       { "cuda.elementwise", function() return cuda.elementwise("f32 x -> f32 y", "y = x", { nme = "e" }) end },
+      { "compile", function() return cuda.compile("__global__ void z() {}", { fastmath = true }) end },
+      { "compile", function() return cuda.ptx("__global__ void z() {}", { [1] = true }) end },
     }
     for _, c in ipairs(calls) do
       local ok, err = pcall(c[2])

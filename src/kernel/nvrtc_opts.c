@@ -253,17 +253,8 @@ int cg_nvrtc_options(lua_State *L, int *n) {
     "arch", "cache", "defines", "fast_math", "include", "lineinfo", "name",
     "names", "options", "std", NULL
   };
-  int cache, i;
-  lua_pushnil(L);
-  while (lua_next(L, OPTS)) {
-    if (lua_type(L, -2) != LUA_TSTRING)
-      luaL_error(L, "compile: opts: unexpected %s key",
-                 luaL_typename(L, -2));
-    for (i = 0; known[i] && strcmp(known[i], lua_tostring(L, -2)); i++) {}
-    if (!known[i])
-      luaL_error(L, "compile: opts: unknown field '%s'", lua_tostring(L, -2));
-    lua_pop(L, 1);
-  }
+  int cache;
+  cg_check_options(L, OPTS, "compile", known);
   if (opt_get(L, "name") != LUA_TNIL) {
     if (!*opt_str(L, -1, "name", 0)) opt_error(L, "name", 0, "is empty");
     lua_replace(L, NAME);
