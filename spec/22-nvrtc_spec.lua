@@ -52,7 +52,9 @@ describe("cuda.ptx and cuda.compile", function()
     assert.matches("42", ptx)
     assert.matches("%.loc", ptx)
     assert.error_matches(function() cuda.ptx(src, { arch = true }) end, "opts%.arch")
-    assert.error_matches(function() cuda.ptx(src, { fastmath = true }) end, "compile: unknown option 'fastmath' %(valid: arch, cache, defines, fast_math, include, lineinfo, name, names, options, std%)")
+    assert.error_matches(function() cuda.ptx(src, { fastmath = true }) end,
+                         "compile: unknown option 'fastmath' %(valid: arch, cache, defines, "
+                         .. "fast_math, include, lineinfo, name, names, options, std%)")
     assert.error_matches(function() cuda.ptx(42) end, "source: expected a string, got number")
     assert.error_matches(function() cuda.ptx(src, { arch = "sm_1" }) end, "NVRTC_ERROR_INVALID_OPTION")
   end)
