@@ -3,6 +3,8 @@
 # FILES (one word, space-separated), JOBS at once. Each file's output is
 # kept and printed whole once it is done, so outputs do not interleave;
 # the end is one line with the files that failed. Exits 1 if any did.
+# The files numbered in EACH_ALONE (space-separated, "34 40") run after
+# the others, one at a time, with nothing else on the machine.
 jobs=${1:?usage: each.sh JOBS FILES -- COMMAND...}
 files=$2
 shift 2
@@ -10,13 +12,23 @@ shift 2
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 export EACH_OUT="$out"
-printf '%s\n' $files | xargs -P "$jobs" -I{} sh -c '
-  f=$1; shift
-  log="$EACH_OUT/$(basename "$f").log"
-  if "$@" "$f" > "$log" 2>&1; then echo "ok $f" >> "$log.done"
-  else echo "FAILED $f" >> "$log.done"; fi
-  cat "$log"' each {} "$@"
+together= alone=
+for f in $files; do
+  n=$(basename "$f"); n=${n%%-*}
+  case " $EACH_ALONE " in *" $n "*) alone="$alone $f" ;; *) together="$together $f" ;; esac
+done
+run() {
+  j=$1; shift
+  xargs -P "$j" -I{} sh -c '
+    f=$1; shift
+    log="$EACH_OUT/$(basename "$f").log"
+    if "$@" "$f" > "$log" 2>&1; then echo "ok $f" >> "$log.done"
+    else echo "FAILED $f" >> "$log.done"; fi
+    cat "$log"' each {} "$@"
+}
+[ -n "$together" ] && printf '%s\n' $together | run "$jobs" "$@"
+[ -n "$alone" ] && printf '%s\n' $alone | run 1 "$@"
 n=$(ls "$out"/*.done 2>/dev/null | wc -l)
 bad=$(cat "$out"/*.done 2>/dev/null | sed -n 's/^FAILED //p' | tr '\n' ' ')
-echo "each.sh: $n spec files in $jobs jobs, failed: ${bad:-none}"
+echo "each.sh: $n spec files in $jobs jobs${alone:+ (alone after them:$alone)}, failed: ${bad:-none}"
 [ -z "$bad" ] && [ "$n" -eq "$(printf '%s\n' $files | wc -l)" ]
