@@ -3,6 +3,7 @@
    one that raises on them), type registration, tostring, and close three
    ways through one idempotent function. */
 #include <stdarg.h>
+#include <stdint.h>
 #include <string.h>
 #include "base/base.h"
 
@@ -33,12 +34,43 @@ void *cg_testobj(lua_State *L, int idx, cg_kind kind) {
   return mt == ctx->mt[kind] ? lua_touserdata(L, idx) : NULL;
 }
 
+/* Full userdata this thread found to be objects of the binding while
+   cg_epoch stood where it stands: no finalizer of the binding has run
+   since, so each such address is still that object (any state's: one
+   state's values never reach another's stack), and a second look at it
+   needs no metatable. */
+enum { NKNOWN = 16 };
+static _Thread_local struct { const void *p[NKNOWN]; unsigned epoch; } known;
+
+static inline unsigned known_slot(const void *u) {
+  return (unsigned)(((uintptr_t)u * 0x9e3779b97f4a7c15u) >> 60); /* 16 */
+}
+
+static inline cg_obj *known_obj(lua_State *L, int idx, void *u) {
+  return u && known.p[known_slot(u)] == u && known.epoch == cg_epoch_now() &&
+         lua_type(L, idx) == LUA_TUSERDATA ? u : NULL;
+}
+
+static void remember(const void *u) {
+  unsigned e = cg_epoch_now();
+  if (known.epoch != e) {
+    memset(known.p, 0, sizeof known.p);
+    known.epoch = e;
+  }
+  known.p[known_slot(u)] = u;
+}
+
 cg_obj *cg_toany(lua_State *L, const cg_ctx *ctx, int idx) {
-  if (!ctx || !lua_getmetatable(L, idx)) return NULL;
+  void *u = lua_touserdata(L, idx);
+  cg_obj *o = known_obj(L, idx, u);
+  if (o || !ctx || !u || !lua_getmetatable(L, idx)) return o;
   const void *mt = lua_topointer(L, -1);
   lua_pop(L, 1);
   for (int k = 0; k < CG_NKINDS; k++)
-    if (mt == ctx->mt[k]) return lua_touserdata(L, idx);
+    if (mt == ctx->mt[k]) {
+      remember(u);
+      return u;
+    }
   return NULL;
 }
 
@@ -92,11 +124,17 @@ void *cg_checkself_keep(lua_State *L, cg_kind kind) {
   }
   if (!o->open || o->scoped) cg_check_open(L, o);
   sane(L, o);
+  remember(o);
   return o;
 }
 
 void *cg_checkself(lua_State *L, cg_kind kind) {
-  void *o = cg_checkself_keep(L, kind);
+  cg_obj *o = known_obj(L, 1, lua_touserdata(L, 1));
+  if (o && o->kind == kind) {
+    cg_ready(L, o);
+    return o;
+  }
+  o = cg_checkself_keep(L, kind);
   lua_pop(L, 1);
   return o;
 }

@@ -96,6 +96,7 @@ typedef struct cg_rec {
   unsigned char freed;  /* NK_ALLOC: the same graph frees the memory */
   unsigned char dirty;  /* changed in the exec only: the graph follows on
                            demand (cg_graph_sync) */
+  unsigned char hit;    /* g:rebind's scratch: uses one of the olds */
   int depth;            /* 0: a node of the top graph; n: in a body */
   int line;             /* of the Lua code that made it; 0: unknown */
   size_t src, label;    /* offsets in text + 1; 0: none */

@@ -161,34 +161,64 @@ int cg_recs_use(const cg_recs *r, const cg_obj *o) {
 }
 
 /* Pins the object at oidx in the graph's set at pidx, unless there. */
-void cg_graph_pin(lua_State *L, cg_graph *gr, int pidx, int oidx) {
-  cg_obj *o = lua_touserdata(L, oidx);
+/* Whether the object at oidx is in the graph's set at pidx: known without
+   a lookup when no graph's set has it, or only this graph's. */
+static int pinned(lua_State *L, const cg_graph *gr, int pidx, int oidx) {
+  const cg_obj *o = lua_touserdata(L, oidx);
+  if (!o->uses) return 0;
+  if (o->uses == 1 && o->graph == gr->id) return 1;
   lua_pushvalue(L, oidx);
-  if (lua_rawget(L, pidx) == LUA_TNIL) {
-    if (o->uses++ == 0) o->graph = gr->id; /* before the set grows */
-    lua_pushvalue(L, oidx);
-    lua_pushboolean(L, 1);
-    lua_rawset(L, pidx);
-  }
+  int there = lua_rawget(L, pidx) != LUA_TNIL;
   lua_pop(L, 1);
+  return there;
+}
+
+/* Pins the object at oidx in the graph's set at pidx, unless there. */
+void cg_graph_pin(lua_State *L, cg_graph *gr, int pidx, int oidx) {
+  if (pinned(L, gr, pidx, oidx)) return;
+  cg_obj *o = lua_touserdata(L, oidx);
+  if (o->uses++ == 0) o->graph = gr->id; /* before the set grows */
+  lua_pushvalue(L, oidx);
+  lua_pushboolean(L, 1);
+  lua_rawset(L, pidx);
 }
 
 /* Unpins the object at oidx from the set at pidx. */
 void cg_graph_unpin(lua_State *L, cg_graph *gr, int pidx, int oidx) {
+  if (!pinned(L, gr, pidx, oidx)) return;
   cg_obj *o = lua_touserdata(L, oidx);
   lua_pushvalue(L, oidx);
-  if (lua_rawget(L, pidx) != LUA_TNIL) {
-    lua_pushvalue(L, oidx);
-    lua_pushnil(L);
-    lua_rawset(L, pidx);
-    if (o->uses) o->uses--;
-    if (!o->uses || o->graph == gr->id) o->graph = 0;
-    if (!o->uses) cg_unpinned(L, o);
-  }
-  lua_pop(L, 1);
+  lua_pushnil(L);
+  lua_rawset(L, pidx);
+  if (o->uses) o->uses--;
+  if (!o->uses || o->graph == gr->id) o->graph = 0;
+  if (!o->uses) cg_unpinned(L, o);
 }
 
 enum { MAXPAIRS = 16 };
+
+/* The olds record e uses, bit i for olds[i]. */
+static unsigned uses_which(const cg_recs *r, const cg_rec *e,
+                           cg_obj *const *olds, int np) {
+  unsigned u = 0;
+  if (e->kind == NK_KERNEL) {
+    cg_obj *const *objs = r->objs + e->arg0;
+    for (int j = 0; j < e->nargs; j++)
+      if (objs[j])
+        for (int i = 0; i < np; i++) u |= (unsigned)(objs[j] == olds[i]) << i;
+    return u;
+  }
+  for (int i = 0; i < np; i++)
+    u |= (unsigned)(e->obj[0] == olds[i] || e->obj[1] == olds[i]) << i;
+  return u;
+}
+
+/* Whether o is one of the news. */
+static int subst_back(const cg_obj *o, cg_obj *const *news, int np) {
+  for (int i = 0; i < np; i++)
+    if (news[i] == o) return 1;
+  return 0;
+}
 
 /* g:rebind(old, new [, old2, new2, ...]): every node that uses an old
    buffer or scalar uses its new one, all pairs at once (a swap is
@@ -226,41 +256,35 @@ static int graph_rebind(lua_State *L) {
   cg_graph_resolve(L, gr);
   cg_recs *r = gr->recs;
   size_t n = r ? r->n : 0;
-  for (int i = 0; i < np; i++) {
-    int hit = 0;
-    for (size_t j = 0; j < n; j++)
-      if (cg_rec_uses(r, &r->v[j], olds[i])) {
-        cg_check_changeable(L, gr, &r->v[j], j);
-        hit = 1;
-      }
-    if (!hit) /* numbered as the caller wrote it: self is not counted */
+  unsigned used = 0; /* bit i: olds[i] is used by a record */
+  for (size_t j = 0; j < n; j++) { /* one pass marks the records to change */
+    cg_rec *e = &r->v[j];
+    unsigned u = uses_which(r, e, olds, np);
+    e->hit = u != 0;
+    if (u) cg_check_changeable(L, gr, e, j);
+    used |= u;
+  }
+  for (int i = 0; i < np; i++)
+    if (!(used & 1u << i)) /* numbered as the caller wrote it: not self */
       luaL_argerror(L, 2 + 2 * i, lua_pushfstring(L, "not used by any node "
                     "that cugraph.Graph #%d recorded", (int)gr->id));
-  }
   const char *api = NULL;
   CUresult res = CUDA_SUCCESS;
   size_t done = 0;
-  for (; done < n && res == CUDA_SUCCESS; done++) {
-    const cg_rec *e = &r->v[done];
-    int hit = 0;
-    for (int i = 0; i < np && !hit; i++) hit = cg_rec_uses(r, e, olds[i]);
-    if (hit) res = cg_rec_apply(ctx, r, e, gr->h.drv.exec, olds, news, np, NULL, &api);
-  }
+  for (; done < n && res == CUDA_SUCCESS; done++)
+    if (r->v[done].hit)
+      res = cg_rec_apply(ctx, r, &r->v[done], gr->h.drv.exec, olds, news, np,
+                         NULL, &api);
   if (res != CUDA_SUCCESS) { /* the nodes changed so far change back */
     const char *ignored;
     for (size_t j = 0; j + 1 < done; j++)
-      for (int i = 0; i < np; i++)
-        if (cg_rec_uses(r, &r->v[j], olds[i])) {
-          cg_rec_apply(ctx, r, &r->v[j], gr->h.drv.exec, NULL, NULL, 0, NULL, &ignored);
-          break;
-        }
+      if (r->v[j].hit)
+        cg_rec_apply(ctx, r, &r->v[j], gr->h.drv.exec, NULL, NULL, 0, NULL, &ignored);
     cg_check(L, ctx, api, res);
   }
   for (size_t j = 0; j < n; j++) { /* the records follow */
     cg_rec *e = &r->v[j];
-    int hit = 0;
-    for (int i = 0; i < np && !hit; i++) hit = cg_rec_uses(r, e, olds[i]);
-    if (!hit) continue;
+    if (!e->hit) continue;
     e->dirty = 1;
     if (e->kind != NK_KERNEL) {
       e->obj[0] = subst(e->obj[0], olds, news, np);
@@ -284,8 +308,9 @@ static int graph_rebind(lua_State *L) {
   lua_getiuservalue(L, 1, 1); /* the pins: the news in, the olds unused out */
   int pidx = lua_gettop(L);
   for (int i = 0; i < np; i++) cg_graph_pin(L, gr, pidx, 3 + 2 * i);
-  for (int i = 0; i < np; i++)
-    if (!cg_recs_use(r, olds[i])) cg_graph_unpin(L, gr, pidx, 2 + 2 * i);
+  for (int i = 0; i < np; i++) /* every use of an old changed: it is still */
+    if (!subst_back(olds[i], news, np))     /* used only as another's new */
+      cg_graph_unpin(L, gr, pidx, 2 + 2 * i);
   if (scalars) cg_graph_rescan(L, gr, 1);
   if (r) r->busy--;
   lua_settop(L, 1);
