@@ -297,7 +297,7 @@ cases[#cases + 1] = {key = "while" .. TURNS, label = ("device while loop, "
 for _, k in ipairs {1, 10, 100} do
   cases[#cases + 1] = {key = "capture" .. k, label = ("capture + "
     .. "instantiate, %d node%s"):format(k, k > 1 and "s" or ""),
-    target = k == 10 and 1.15 or nil, c = {"capture", k}, incs = 0,
+    target = k == 10 and 1.15 or k == 100 and 1.10 or nil, c = {"capture", k}, incs = 0,
     capture = k}
 end
 
@@ -324,7 +324,7 @@ end
 for _, launch in ipairs {true, false} do
   local with, k9 = launch and " + launch" or " alone", launch and 9 or 0
   cases[#cases + 1] = {key = launch and "rebind" or "rebind0",
-    label = "g:rebind" .. with .. ", 10 nodes", target = launch and 1.10 or nil,
+    label = "g:rebind" .. with .. ", 10 nodes", target = launch and 1.10 or 1.25,
     c = {"rebind", k9}, rebind = true, incs = k9, steady = true,
     loop = function(iters)
       local gr, cur, other = g, ra, rb
