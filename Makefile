@@ -129,6 +129,13 @@ $(NVTX_TOOL): spec/support/nvtx_tool.c
 	@mkdir -p $(@D)
 	$(CC) $(SIM_BUILD_CFLAGS) -shared -o $@ $^
 
+# The other API of the external-memory specs (spec/16): memfds for the
+# software driver, Vulkan's exports (where its header is found) for a GPU.
+PEER = $(BUILD)/peer.so
+$(PEER): spec/support/peer.c
+	@mkdir -p $(@D)
+	$(CC) $(SIM_BUILD_CFLAGS) $(LUA_CFLAGS) -shared -o $@ $^ -ldl
+
 # The PTX simulator: the software driver with kernels run from their PTX
 # (sim/ptx), built with -frounding-math for the rounding modes PTX names
 # (SIM_CFLAGS: -funroll-loops unrolls the interpreter's loops over a warp's
@@ -206,7 +213,7 @@ $(PTY): spec/support/pty.c
 
 # Everything the specs need, for make test and its kin, and for plain
 # `busted` in a checkout (spec/support/busted-lua makes spec-needs).
-SPEC_NEEDS = all $(DOUBLE) $(NCCL_DOUBLE) $(BLAS_DOUBLE) $(FFT_DOUBLE) $(NVRTC_FAULT) $(NVTX_TOOL) $(KERNELS) \
+SPEC_NEEDS = all $(DOUBLE) $(NCCL_DOUBLE) $(BLAS_DOUBLE) $(FFT_DOUBLE) $(NVRTC_FAULT) $(NVTX_TOOL) $(PEER) $(KERNELS) \
   $(SPEC_BINS) $(PTY)
 spec-needs: $(SPEC_NEEDS)
 
@@ -240,7 +247,7 @@ test-sim: $(SPEC_NEEDS) $(SIM)
 	$(call specs,$(SIM))
 
 # What the GPU suites need: the specs' hosts, kernels and stand-ins.
-GPU_NEEDS = all $(KERNELS) $(SPEC_BINS) $(NVRTC_FAULT) $(NVTX_TOOL) $(PTY)
+GPU_NEEDS = all $(KERNELS) $(SPEC_BINS) $(NVRTC_FAULT) $(NVTX_TOOL) $(PEER) $(PTY)
 test-gpu: $(GPU_NEEDS)
 	$(call specs,)
 # spec/34 compares the device's free memory before and after (other

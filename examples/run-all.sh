@@ -2,15 +2,18 @@
 # run-all.sh: runs every example on the GPU and checks it: the exit status
 # of each, that particles.lua wrote its PNG frames and that they are PNGs,
 # that graph.lua wrote a Graphviz file. Prints a summary; exits 1 on any
-# failure.
+# failure. Examples that cannot run here are reported as SKIP with the
+# reason and counted apart: vulkan where it was not built (no
+# <vulkan/vulkan.h>), where no Vulkan loader opens or no Vulkan device is
+# the CUDA device (it exits 77 then).
 #
 #   examples/run-all.sh [out_dir]     (default build/examples/out)
 #
 # Needs `make all examples` (done here when the programs are missing).
 # CUGRAPH_LUA names another interpreter to run the scripts with. With
 # CUGRAPH_LUA_LIBCUDA=build/libcuda-sim.so every example runs on the PTX
-# simulator, at sizes that take seconds on a CPU; render, which draws
-# through EGL on the GPU, is skipped there.
+# simulator, at sizes that take seconds on a CPU; render and vulkan, which
+# draw through EGL and Vulkan on the GPU, are skipped there.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
@@ -29,6 +32,7 @@ mkdir -p "$out" || exit 1
 
 passed=0
 failed=0
+skipped=0
 summary=()
 sim=
 case "${CUGRAPH_LUA_LIBCUDA:-}" in *libcuda-sim*) sim=1 ;; esac
@@ -53,6 +57,31 @@ record() {
   else
     failed=$((failed + 1))
     summary+=("FAIL  $1 (exit $2, $3)")
+  fi
+}
+
+# skip NAME REASON
+skip() {
+  echo "== $1: skipped ($2)"
+  skipped=$((skipped + 1))
+  summary+=("SKIP  $1 ($2)")
+}
+
+# check_or_skip NAME COMMAND...: as check, but exit status 77 is a SKIP,
+# with the reason the program printed last ("...: SKIP: <reason>")
+check_or_skip() {
+  local name=$1 start ms status why
+  shift
+  echo "== $name: $*"
+  start=$(date +%s%N)
+  "$@" 2>&1 | tee "$out/$name.log"
+  status=${PIPESTATUS[0]}
+  ms=$((($(date +%s%N) - start) / 1000000))
+  if [ "$status" -eq 77 ]; then
+    why=$(sed -n 's/.*: SKIP: //p' "$out/$name.log" | tail -n 1)
+    skip "$name" "${why:-exit 77}"
+  else
+    record "$name" "$status" "$((ms / 1000)).$((ms % 1000 / 100)) s"
   fi
 }
 
@@ -89,12 +118,31 @@ check engine "$engine"
 check dlpack "$b/examples/dlpack"
 # C-owned graph, kernel reload, particles drawn by OpenGL through EGL
 if [ -n "$sim" ]; then
-  summary+=("SKIP  render (draws through EGL on a GPU; not on the simulator)")
-  check solver "$lua" examples/solver.lua 64
-  check solver-128 "$lua" examples/solver.lua 128 1e-8
+  skip render "draws through EGL on a GPU; not on the simulator"
 else
   mkdir -p "$out/render"
   check render "$b/examples/render" "$out/render"
+fi
+# CUDA and Vulkan sharing an image, a vertex buffer and a timeline semaphore
+if [ -n "$sim" ]; then
+  skip vulkan "shares memory with a Vulkan driver on a GPU; not on the simulator"
+elif [ ! -x "$b/examples/vulkan" ]; then
+  skip vulkan "not built: make examples found no <vulkan/vulkan.h>"
+else
+  mkdir -p "$out/vulkan"
+  check_or_skip vulkan "$b/examples/vulkan" "$out/vulkan"
+  if [ -f "$out/vulkan/vulkan.png" ]; then
+    if is_png "$out/vulkan/vulkan.png"; then
+      record vulkan-png 0 "$out/vulkan/vulkan.png"
+    else
+      record vulkan-png 1 "$out/vulkan/vulkan.png is not a PNG"
+    fi
+  fi
+fi
+if [ -n "$sim" ]; then
+  check solver "$lua" examples/solver.lua 64
+  check solver-128 "$lua" examples/solver.lua 128 1e-8
+else
   check solver "$lua" examples/solver.lua
   check solver-1024 "$lua" examples/solver.lua 1024 1e-8
 fi
@@ -119,5 +167,5 @@ fi
 echo
 echo "== summary"
 printf '%s\n' "${summary[@]}"
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

@@ -309,4 +309,41 @@ describe("OpenGL interop", function()
     r:map(s, function(b) seen = b:download()[1] end)
     assert.equals(3, seen) -- the refused launches ran nothing
   end)
+
+  it("maps a texture as an Array for a scope, which copies and surfaces reach", function()
+    local r <close> = cuda.gl_image(11, "2d", { surface = true, access = "read_write" })
+    local s = cuda.stream()
+    assert.matches("^cugraph%.GLResource of an image", tostring(r))
+    local texels = {}
+    for i = 1, 64 * 64 * 4 do texels[i] = i % 251 end
+    local kept, surf
+    local one = cuda.buffer("u8", 4):fill(0)
+    r:map(s, function(a)
+      assert.same({ 64, 64 }, { a:shape() }) -- CUDA_DOUBLE_GL_IMAGE's default
+      assert.same({ "u8x4", "u8", 4 }, { a:format() })
+      assert.matches("surface", tostring(a))
+      a:copy2d(cuda.buffer("u8", texels), 64, 64)
+      kept, surf = a, a:surface()
+      local g <close> = s:capture(function() one:copy2d(a, 1, 1, { stream = s }) end)
+      g:launch(s) -- a graph made and freed in the scope runs there
+      s:synchronize()
+      assert.same({ 1, 2, 3, 4 }, one:download())
+    end)
+    assert.error_matches(function() kept:shape() end, "freed")
+    assert.error_matches(function() surf:handle() end, "after its map scope")
+    local back = cuda.buffer("u8", 64 * 64 * 4):fill(0)
+    r:map(s, function(a) back:copy2d(a, 64, 64) end) -- the texture kept them
+    assert.same(texels, back:download())
+    local g
+    assert.error_matches(function()
+      r:map(s, function(a) g = s:capture(function() back:copy2d(a, 64, 64, { stream = s }) end) end)
+    end, "a live graph captured the mapped array; free it inside the map scope")
+    assert.error_matches(function() g:launch() end, "captured a buffer of a GLResource's map scope")
+    g:free()
+    surf:free()
+    assert.error_matches(function() cuda.gl_image(0, "2d") end, "not a GL texture name")
+    assert.error_matches(function() cuda.gl_image(1, "cube") end, "invalid option 'cube'")
+    assert.error_matches(function() cuda.gl_image(1, "2d", { surfce = true }) end, "unknown option 'surfce'")
+    assert.error_matches(function() cuda.gl_image(1, "2d", { access = "write" }) end, "invalid option 'write'")
+  end)
 end)

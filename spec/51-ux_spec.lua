@@ -333,6 +333,8 @@ local api_types = {
   Array = { section = "Arrays", as = { "a" } },
   Texture = { section = "Textures", as = { "tex" } },
   Surface = { section = "Surfaces", as = { "surf" } },
+  ExternalMemory = { section = "External memory", as = { "mem" } },
+  ExternalSemaphore = { section = "External semaphores", as = { "sem" } },
   Scalar = { section = "Scalars", as = { "sc" } },
   Module = { section = "Modules and compilation", as = { "m" } },
   Kernel = { section = "Kernels", as = { "k" } },

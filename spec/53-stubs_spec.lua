@@ -66,7 +66,7 @@ local OBJECTS = {
   Stream = true, Event = true, Buffer = true, Scalar = true, Module = true, Kernel = true,
   Graph = true, Node = true, Condition = true, HostBuffer = true, Comm = true, GLResource = true,
   DLTensor = true, Rng = true, Elementwise = true, Reduction = true, Blas = true, FFT = true,
-  Array = true, Texture = true, Surface = true,
+  Array = true, Texture = true, Surface = true, ExternalMemory = true, ExternalSemaphore = true,
 }
 
 -- Whether v is of the annotated type t (a LuaCATS type, as the stubs write them).
@@ -114,6 +114,21 @@ local function fixtures()
 end
 
 local SRC = 'extern "C" __global__ void k(int *x) { *x = 1; }'
+
+-- Memory and semaphores a peer exports (spec/support/peer.c); its
+-- objects live as long as the process.
+local peer_kept = {}
+local function ext_memory()
+  local m = assert(H.peer()).memory(4096)
+  peer_kept[#peer_kept + 1] = m
+  return cuda.external_memory(m:fd(), m:size())
+end
+local function ext_semaphore(kind, signalled)
+  local p = assert(H.peer()).semaphore(kind)
+  peer_kept[#peer_kept + 1] = p
+  if signalled then p:signal() end
+  return cuda.external_semaphore(p:fd(), kind)
+end
 
 local recipes = {
   ["Stream:capture"] = function(F)
@@ -189,6 +204,31 @@ local recipes = {
   ["Surface:handle"] = function() return cuda.array("f32", 2, { surface = true }):surface() end,
   ["Surface:free"] = function() return cuda.array("f32", 2, { surface = true }):surface() end,
   ["Surface:close"] = function() return cuda.array("f32", 2, { surface = true }):surface() end,
+  ["cuda.external_memory"] = function()
+    local m = assert(H.peer()).memory(4096)
+    peer_kept[#peer_kept + 1] = m
+    return m:fd(), m:size(), { dedicated = false }
+  end,
+  ["cuda.external_semaphore"] = function()
+    local p = assert(H.peer()).semaphore("timeline")
+    peer_kept[#peer_kept + 1] = p
+    return p:fd(), "timeline"
+  end,
+  ["ExternalMemory:buffer"] = function() return ext_memory(), "f32", 4, 16 end,
+  ["ExternalMemory:array"] = function() return ext_memory(), "f32", 4, 2, 1, { surface = true } end,
+  ["ExternalMemory:array@overload"] = function() return ext_memory(), "u8x4", 4, 2, { offset = 64 } end,
+  ["ExternalMemory:size"] = ext_memory,
+  ["ExternalMemory:handle"] = ext_memory,
+  ["ExternalMemory:free"] = ext_memory,
+  ["ExternalMemory:close"] = ext_memory,
+  ["ExternalSemaphore:kind"] = function() return ext_semaphore("binary") end,
+  ["ExternalSemaphore:handle"] = function() return ext_semaphore("timeline") end,
+  ["ExternalSemaphore:free"] = function() return ext_semaphore("timeline") end,
+  ["ExternalSemaphore:close"] = function() return ext_semaphore("binary") end,
+  ["Stream:wait_external"] = function(F) return F.s, ext_semaphore("timeline"), 0 end,
+  ["Stream:wait_external@overload"] = function(F) return F.s, ext_semaphore("binary", true) end,
+  ["Stream:signal_external"] = function(F) return F.s, ext_semaphore("timeline"), cuda.scalar("u64", 3) end,
+  ["Stream:signal_external@overload"] = function(F) return F.s, ext_semaphore("binary") end,
   ["Array:free"] = function() return cuda.array("f32", 2) end,
   ["Array:close"] = function() return cuda.array("f32", 2) end,
   ["Scalar:set"] = function() return cuda.scalar("f32"), 2 end,
@@ -411,7 +451,8 @@ describe("types/cugraph.lua against the runtime", function()
 
   it("has a call for every annotated function, and for nothing else", function()
     for name in pairs(ann) do
-      if not name:find("^GLResource:") and name ~= "cuda.gl_buffer" and name ~= "cuda.enable_peer_access" then
+      if not name:find("^GLResource:") and name ~= "cuda.gl_buffer" and name ~= "cuda.gl_image"
+         and name ~= "cuda.enable_peer_access" then
         assert.is_not_nil(recipes[name], "no call for " .. name)
       end
     end

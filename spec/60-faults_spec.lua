@@ -22,7 +22,8 @@ local DESTROY = {
   cuMemFree = true, cuModuleUnload = true, cuStreamDestroy = true,
   cuEventDestroy = true, cuGraphExecDestroy = true, cuGraphDestroy = true,
   cuMemFreeHost = true, cuGraphicsUnregisterResource = true, cuArrayDestroy = true,
-  cuTexObjectDestroy = true, cuSurfObjectDestroy = true,
+  cuTexObjectDestroy = true, cuSurfObjectDestroy = true, cuDestroyExternalMemory = true,
+  cuDestroyExternalSemaphore = true, cuMipmappedArrayDestroy = true,
 }
 
 -- Calls per entry point of one run of the workload: name -> count.
@@ -100,14 +101,12 @@ describe("the fault sweep", function()
     assert.equals(0, tstatus, tout)
     assert.matches("FAULT%-RESULT\tok\t%-\t%-\t%-\tworks\t%-\t0\t%-", tout)
     local src = assert(io.open("src/base/driver.h")):read("a")
-    -- not reached by one device's script: error texts, GL images (not
-    -- stood in for by the double), module globals and event instruction
+    -- not reached by one device's script: error texts, module globals and event instruction
     -- counts (the simulator's), C graphs' copies, an engine's arrays (C
     -- only: spec/41), peers (two devices: the NCCL and devices specs)
     local beside = {
       cuGetErrorName = true, cuGetErrorString = true, cuGraphClone = true,
       cuModuleGetGlobal = true, cuSimEventInstructions = true,
-      cuGraphicsGLRegisterImage = true, cuGraphicsSubResourceGetMappedArray = true,
       cuDeviceCanAccessPeer = true, cuArray3DGetDescriptor = true,
       cuCtxEnablePeerAccess = true, cuMemcpyPeerAsync = true,
     }

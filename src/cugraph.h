@@ -159,6 +159,22 @@ void cugraph_pusharray(lua_State *L, CUarray array);
 /* The CUarray of the Array at idx (raises unless it is an open Array). */
 CUarray cugraph_checkarray(lua_State *L, int idx);
 
+/* -- memory and semaphores of another API (Vulkan, OpenGL, D3D) -------------
+
+   A script imports exported handles itself (cuda.external_memory(fd,
+   size), cuda.external_semaphore(fd, kind): CUDA then owns the fds). An
+   engine that imported them already hands its CUDA objects over, borrowed:
+   their :free() only detaches the Lua object, and the engine destroys
+   them after the state and the C graphs that use them. Buffers and arrays
+   a script maps from borrowed memory are the runtime's, unmapped when the
+   ExternalMemory object goes (size: the bytes imported). timeline: the
+   semaphore was imported as a timeline (its waits and signals take a
+   value). */
+void cugraph_pushexternalmemory(lua_State *L, CUexternalMemory mem,
+                                size_t size);
+void cugraph_pushexternalsemaphore(lua_State *L, CUexternalSemaphore sem,
+                                   int timeline);
+
 /* -- DLPack tensors ---------------------------------------------------------
 
    Accepted: contiguous (row-major) tensors of kDLCUDA or kDLCUDAManaged

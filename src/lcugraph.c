@@ -21,6 +21,8 @@ int luaopen_cugraph_core(lua_State *L) {
   array_open(L);
   texture_open(L);
   surface_open(L);
+  extmem_open(L);
+  extsem_open(L);
   pitched_open(L);
   scalar_open(L);
   graphmem_open(L);
@@ -127,6 +129,16 @@ CUdeviceptr cugraph_checkbuffer(lua_State *L, int idx, const char **type,
 
 void cugraph_pusharray(lua_State *L, CUarray array) {
   cg_push_array(L, context(L), array);
+}
+
+void cugraph_pushexternalmemory(lua_State *L, CUexternalMemory mem,
+                                size_t size) {
+  cg_push_extmem(L, context(L), mem, size);
+}
+
+void cugraph_pushexternalsemaphore(lua_State *L, CUexternalSemaphore sem,
+                                   int timeline) {
+  cg_push_extsem(L, context(L), sem, timeline);
 }
 
 CUarray cugraph_checkarray(lua_State *L, int idx) {

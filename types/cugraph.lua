@@ -103,6 +103,18 @@ function Stream:label(name, fn) end
 ---@return cugraph.Stream self
 ---@param other cugraph.Event|cugraph.Stream
 function Stream:wait(other) end
+--- Work after it waits until a timeline semaphore reaches value (a binary one: is signalled); a graph node when captured.
+---@param sem cugraph.ExternalSemaphore
+---@param value integer|cugraph.Scalar an integer, or a u64 Scalar read at each graph launch
+---@return cugraph.Stream self
+---@overload fun(self: cugraph.Stream, sem: cugraph.ExternalSemaphore): cugraph.Stream
+function Stream:wait_external(sem, value) end
+--- Signals the semaphore (a timeline: to value) once the work before it is done; a graph node when captured.
+---@param sem cugraph.ExternalSemaphore
+---@param value integer|cugraph.Scalar an integer, or a u64 Scalar read at each graph launch
+---@return cugraph.Stream self
+---@overload fun(self: cugraph.Stream, sem: cugraph.ExternalSemaphore): cugraph.Stream
+function Stream:signal_external(sem, value) end
 function Stream:synchronize() end
 ---@return boolean done
 function Stream:query() end
@@ -148,7 +160,7 @@ function Condition:close() end
 ---@class cugraph.GLResource
 local GLResource = {}
 ---@param stream cugraph.Stream
----@param fn fun(buf: cugraph.Buffer)
+---@param fn fun(mem: cugraph.Buffer|cugraph.Array) a buffer object's Buffer, an image's Array
 function GLResource:map(stream, fn) end
 function GLResource:free() end
 function GLResource:close() end
@@ -267,6 +279,15 @@ function cuda.watch(path, fn) end
 ---@param access? "read_write"|"read_only"|"write_discard"
 ---@return cugraph.GLResource
 function cuda.gl_buffer(id, type, access) end
+---@class cugraph.GLImageOpts
+---@field access? "read_write"|"read_only"|"write_discard"
+---@field surface? boolean surface stores into the mapped Array
+---@field gather? boolean texture gather
+---@param id integer a GL texture or renderbuffer
+---@param target "2d"|"rectangle"|"renderbuffer"
+---@param opts? cugraph.GLImageOpts
+---@return cugraph.GLResource
+function cuda.gl_image(id, target, opts) end
 ---@param path string a .npy file to write
 ---@param shape? integer[] default {#b}
 ---@return cugraph.Buffer self
@@ -517,6 +538,43 @@ function Surface:array() end
 function Surface:handle() end
 function Surface:free() end
 function Surface:close() end
+
+---@class cugraph.ExternalMemory
+local ExternalMemory = {}
+--- A Buffer over n elements from byte offset: a mapping of its own, unmapped when it is freed.
+---@param type cugraph.ElementType
+---@param n integer
+---@param offset? integer bytes, 0 by default
+---@return cugraph.Buffer
+function ExternalMemory:buffer(type, n, offset) end
+---@class cugraph.ExternalArrayOpts
+---@field offset? integer bytes
+---@field surface? boolean writable by surface stores
+---@field color_attachment? boolean the image is a render target of the other API
+---@param format string as cuda.array takes it: "u8x4", "f32"
+---@param width integer texels
+---@param height? integer
+---@param depth? integer
+---@param opts? cugraph.ExternalArrayOpts
+---@return cugraph.Array
+---@overload fun(self: cugraph.ExternalMemory, format: string, width: integer, height: integer, opts: cugraph.ExternalArrayOpts): cugraph.Array
+function ExternalMemory:array(format, width, height, depth, opts) end
+---@return integer bytes as imported
+function ExternalMemory:size() end
+---@return integer the CUexternalMemory
+function ExternalMemory:handle() end
+---Destroys the import; refused while a buffer or array mapped from it is open.
+function ExternalMemory:free() end
+function ExternalMemory:close() end
+
+---@class cugraph.ExternalSemaphore
+local ExternalSemaphore = {}
+---@return "binary"|"timeline"
+function ExternalSemaphore:kind() end
+---@return integer the CUexternalSemaphore
+function ExternalSemaphore:handle() end
+function ExternalSemaphore:free() end
+function ExternalSemaphore:close() end
 
 ---@class cugraph.Scalar
 local Scalar = {}
@@ -939,6 +997,20 @@ function cuda.host_buffer(type, n_or_data) end
 ---@overload fun(format: string, width: integer, opts: cugraph.ArrayOpts): cugraph.Array
 ---@overload fun(format: string, width: integer, height: integer, opts: cugraph.ArrayOpts): cugraph.Array
 function cuda.array(format, width, height, depth, opts) end
+---@class cugraph.ExternalMemoryOpts
+---@field kind? "opaque_fd" the handle's kind (the only one on Linux)
+---@field dedicated? boolean a dedicated allocation (Vulkan images)
+--- Imports memory another API exported; CUDA owns the descriptor once this succeeds.
+---@param fd integer an opaque file descriptor (vkGetMemoryFdKHR)
+---@param size integer bytes of the allocation
+---@param opts? cugraph.ExternalMemoryOpts
+---@return cugraph.ExternalMemory
+function cuda.external_memory(fd, size, opts) end
+--- Imports a semaphore another API exported; CUDA owns the descriptor once this succeeds.
+---@param fd integer an opaque file descriptor (vkGetSemaphoreFdKHR)
+---@param kind? "binary"|"timeline" "binary" by default
+---@return cugraph.ExternalSemaphore
+function cuda.external_semaphore(fd, kind) end
 ---@param type cugraph.ElementType
 ---@param value? number
 ---@return cugraph.Scalar

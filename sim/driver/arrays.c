@@ -1,6 +1,7 @@
 /* CUDA arrays: texels in device memory laid out row by row (the driver's
    own layout is opaque; copies are the only way in or out), 1-D, 2-D and
-   3-D, with the formats and channel counts of cuArray3DCreate. */
+   3-D, with the formats and channel counts of cuArray3DCreate; the levels
+   of mipmapped arrays (external.c) are arrays too. */
 #include "double.h"
 
 #include <stdlib.h>
@@ -38,26 +39,42 @@ static int within_limits(const CUDA_ARRAY3D_DESCRIPTOR *d) {
                                              : CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_WIDTH);
 }
 
+CUresult dbl_array_layout(CUarray a, const CUDA_ARRAY3D_DESCRIPTOR *d,
+                          unsigned flags) {
+  size_t es = format_bytes(d->Format);
+  unsigned c = d->NumChannels;
+  if (!es || (c != 1 && c != 2 && c != 4) || !d->Width ||
+      (d->Depth && !d->Height) || (d->Flags & ~flags) || !within_limits(d))
+    return CUDA_ERROR_INVALID_VALUE;
+  a->desc = *d;
+  a->texel = es * c;
+  a->pitch = a->texel * d->Width;
+  a->rows = d->Height ? d->Height : 1;
+  a->slices = d->Depth ? d->Depth : 1;
+  return CUDA_SUCCESS;
+}
+
 CUresult CUDAAPI cuArray3DCreate(CUarray *pHandle,
                                  const CUDA_ARRAY3D_DESCRIPTOR *d) {
   ENTRY(cuArray3DCreate);
   CUresult r = dbl_enter();
   if (r) return r;
   if (!pHandle || !d) return CUDA_ERROR_INVALID_VALUE;
-  size_t es = format_bytes(d->Format);
-  unsigned c = d->NumChannels;
-  if (!es || (c != 1 && c != 2 && c != 4) || !d->Width ||
-      (d->Depth && !d->Height) ||
-      (d->Flags & ~(unsigned)CUDA_ARRAY3D_SURFACE_LDST) || !within_limits(d))
-    return CUDA_ERROR_INVALID_VALUE;
+  struct CUarray_st layout = {.mem = 0};
+  if ((r = dbl_array_layout(&layout, d, CUDA_ARRAY3D_SURFACE_LDST))) return r;
   if ((r = dbl_unsafe_call())) return r;
+  return dbl_array_new(pHandle, d);
+}
+
+CUresult dbl_array_new(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *d) {
+  CUresult r;
+  struct CUarray_st layout = {.mem = 0};
+  if ((r = dbl_array_layout(&layout, d, CUDA_ARRAY3D_SURFACE_LDST))) return r;
   CUarray a = dbl_new_obj(sizeof *a, O_ARRAY);
   if (!a) return CUDA_ERROR_OUT_OF_MEMORY;
-  a->desc = *d;
-  a->texel = es * c;
-  a->pitch = a->texel * d->Width;
-  a->rows = d->Height ? d->Height : 1;
-  a->slices = d->Depth ? d->Depth : 1;
+  layout.h = a->h;
+  *a = layout;
+  a->mipmap = NULL;
   if ((r = dbl_alloc_array_memory(&a->mem, a->pitch * a->rows * a->slices))) {
     dbl_free_obj(a);
     return r;
@@ -76,6 +93,7 @@ CUresult CUDAAPI cuArrayDestroy(CUarray hArray) {
   CUresult r = dbl_enter();
   if (r) return r;
   if (!hArray) return CUDA_ERROR_INVALID_HANDLE;
+  if (hArray->mipmap) return CUDA_ERROR_INVALID_VALUE; /* its array's */
   if ((r = dbl_unsafe_call())) return r;
   dbl_free_array(hArray);
   return CUDA_SUCCESS;

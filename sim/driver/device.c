@@ -146,6 +146,7 @@ static void destroy_context(int dev) {
     case O_RESOURCE: dbl_free_resource((CUgraphicsResource)o); break;
     case O_ARRAY: dbl_free_array((CUarray)o); break;
     case O_SAMPLER: dbl_free_sampler(o); break;
+    case O_EXTMEM: case O_EXTSEM: case O_MIPMAP: dbl_free_external(o); break;
     default: break;
     }
   }

@@ -16,6 +16,20 @@
    device as a watchdog would (CUDA_ERROR_LAUNCH_TIMEOUT, sticky): a GPU
    would hang.
 
+   External memory and semaphores (external.c) are file descriptors of the
+   OPAQUE_FD kinds (a memfd, say), which the driver owns once imported.
+   Memory is the file, mapped shared: what kernels and copies write through
+   a mapped buffer or a mipmapped array's levels is what any other mapping
+   of the file sees. A semaphore is a file of at least 8 bytes holding a
+   little-endian uint64 counter, mapped shared, so that a second import of
+   the file, or another process that maps it, sees the same counter: a
+   timeline semaphore's signal stores the fence value and its wait waits
+   for the counter to reach it; a binary one's signal stores 1 and its wait
+   waits for nonzero and stores 0. Work runs at once, so a wait blocks the
+   calling thread (the lock given back meanwhile, polling) until then, or
+   CUDA_DOUBLE_WAIT_LIMIT seconds (30): past that it stops the device, as
+   the watchdog does (CUDA_ERROR_LAUNCH_TIMEOUT, sticky).
+
    Environment: CUDA_VISIBLE_DEVICES empty (or -1) hides the device, as with
    the driver; CUDA_DOUBLE_MEM_LIMIT=bytes sizes device memory (80 GiB).
    CUDA_DOUBLE_DEVICES=n (1 to 8) gives n devices, each with its primary
@@ -26,9 +40,11 @@
    with code, before it does anything; a sticky code also breaks the device
    for the rest of the process, as a fault on a GPU does.
    CUDA_DOUBLE_TRACE=path writes "name calls" lines, one per entry point
-   called, to path at exit.
+   called, to path at exit. CUDA_DOUBLE_WAIT_LIMIT=seconds bounds a wait on
+   an external semaphore (30; 0: fail at once when not signalled).
 
-   Any thread may call: every entry point holds one lock for its whole body.
+   Any thread may call: every entry point holds one lock for its whole body,
+   but for the polls of a semaphore wait.
    The current context is per thread, as with the driver.
 
    Built with -DCUDA_SIM it is the simulator (build/libcuda-sim.so): the
@@ -84,6 +100,9 @@ extern CUresult dbl_sticky;
 
 pthread_mutex_t *dbl_take_lock(void);
 void dbl_drop_lock(pthread_mutex_t **held);
+/* Sleeps us microseconds with the lock, which the caller holds, given back
+   meanwhile: other threads' calls run, and may change anything. */
+void dbl_nap(long us);
 CUresult dbl_called(dbl_site *s, const char *func);
 
 /* The first statement of every entry point: takes the lock until the
@@ -139,7 +158,7 @@ CUresult dbl_enter_graph(void);
    what the caller did not (all but graphs) and capture can find its
    streams. Each handle struct starts with an obj. */
 enum { O_STREAM, O_EVENT, O_MODULE, O_GRAPH, O_EXEC, O_RESOURCE, O_ARRAY,
-       O_SAMPLER };
+       O_SAMPLER, O_EXTMEM, O_EXTSEM, O_MIPMAP };
 typedef struct obj { struct obj *prev, *next; int kind, dev; } obj;
 extern obj dbl_live;
 
@@ -279,10 +298,12 @@ CUresult dbl_load_image_ptx(CUmodule m, const unsigned char *p,
 
 /* One unit of stream work, as run at once or held by a graph node. */
 typedef struct op {
-  CUgraphNodeType type;     /* KERNEL, MEMCPY or MEMSET */
+  CUgraphNodeType type;     /* KERNEL, MEMCPY, MEMSET, ... (below) */
   CUfunction f;             /* kernel */
   unsigned grid[3], block[3], shared;
-  unsigned char *args;      /* owned copy of f->argbytes parameter bytes */
+  unsigned char *args;      /* owned copy of f->argbytes parameter bytes;
+                               EXT_SEMAS_*: of the semaphores and params */
+  unsigned nsems;           /* EXT_SEMAS_SIGNAL and _WAIT: how many */
   CUdeviceptr dst, src;     /* memcpy and memset: device memory, unless */
   void *hdst;               /* memcpy: ... host memory takes a side; it is */
   const void *hsrc;         /* read and written when the copy runs */
@@ -315,6 +336,10 @@ CUresult dbl_add_module_memory(void *p, size_t n);
    surface objects) reach. */
 CUresult dbl_alloc_array_memory(CUdeviceptr *p, size_t n);
 void dbl_free_array_memory(CUdeviceptr p);
+/* The mapping of external memory at p as device memory: a buffer (freed by
+   cuMemFree) or a mipmapped array's levels (dropped with it). */
+CUresult dbl_add_external_memory(void *p, size_t n, int array);
+void dbl_drop_external_memory(void *p);
 
 /* -- CUDA arrays (arrays.c) ------------------------------------------------ */
 
@@ -325,8 +350,30 @@ struct CUarray_st {
   CUDA_ARRAY3D_DESCRIPTOR desc;
   size_t texel, pitch, rows, slices; /* bytes a texel and a row; rows a
                                         slice; slices */
+  struct CUmipmappedArray_st *mipmap; /* a level's: the array that owns it
+                                         (not on the ring of handles) */
 };
 void dbl_free_array(CUarray a);
+/* A new array of descriptor d (checked), its texels zeroed: cuArray3DCreate's
+   and the GL images' stand-ins. */
+CUresult dbl_array_new(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *d);
+/* Checks d (flags: those allowed) and lays a out after it, but for mem. */
+CUresult dbl_array_layout(CUarray a, const CUDA_ARRAY3D_DESCRIPTOR *d,
+                          unsigned flags);
+
+/* -- external memory and semaphores (external.c) --------------------------- */
+
+/* Frees an external memory, semaphore or mipmapped array (O_EXTMEM, ...). */
+void dbl_free_external(obj *o);
+void dbl_unmap(uintptr_t p, size_t n); /* a mapping made by external.c */
+/* A signal or wait op (type) of n semaphores with their params, checked;
+   o->args is the caller's then. */
+CUresult dbl_semas_op(op *o, CUgraphNodeType type,
+                      const CUexternalSemaphore *sems, const void *params,
+                      unsigned n);
+size_t dbl_semas_bytes(const op *o);
+/* Signals, or waits (polling, the lock given back), unless dry. */
+CUresult dbl_run_semas(const op *o, int dry);
 
 /* -- texture and surface objects (textures.c) ------------------------------ */
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* The file of the NCCL stand-in beside this library: with the software
    driver, the runtime loads it by default instead of the system's NCCL. */
@@ -215,6 +216,13 @@ pthread_mutex_t *dbl_take_lock(void) {
 }
 
 void dbl_drop_lock(pthread_mutex_t **held) { pthread_mutex_unlock(*held); }
+
+void dbl_nap(long us) {
+  struct timespec t = {us / 1000000, us % 1000000 * 1000};
+  pthread_mutex_unlock(&lock);
+  nanosleep(&t, NULL);
+  pthread_mutex_lock(&lock);
+}
 
 static void write_trace(void) {
   pthread_mutex_lock(&lock);

@@ -223,8 +223,9 @@ static CUgraph clone_graph(CUgraph g, CUgraph parent) {
 }
 
 /* Adds a conditional node (with new, empty body graphs, given back in
-   phGraph_out), a child graph node (a copy of the graph) or an event
-   record node; the other types are not modelled. */
+   phGraph_out), a child graph node (a copy of the graph), an event
+   record node or an external semaphore signal or wait node; the other
+   types are not modelled. */
 CUresult CUDAAPI cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph,
                                 const CUgraphNode *dependencies,
                                 const CUgraphEdgeData *dependencyData,
@@ -269,6 +270,16 @@ CUresult CUDAAPI cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph,
   } else if (o.type == CU_GRAPH_NODE_TYPE_EVENT_RECORD) {
     if (!(o.event = nodeParams->eventRecord.event))
       return CUDA_ERROR_INVALID_HANDLE;
+  } else if (o.type == CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL) {
+    const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2 *p = &nodeParams->extSemSignal;
+    if ((r = dbl_semas_op(&o, o.type, p->extSemArray, p->paramsArray,
+                          p->numExtSems)))
+      return r;
+  } else if (o.type == CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT) {
+    const CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2 *p = &nodeParams->extSemWait;
+    if ((r = dbl_semas_op(&o, o.type, p->extSemArray, p->paramsArray,
+                          p->numExtSems)))
+      return r;
   } else {
     return CUDA_ERROR_NOT_SUPPORTED;
   }
@@ -283,6 +294,7 @@ CUresult CUDAAPI cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph,
   if (!n) {
     for (unsigned j = 0; j < o.nbodies; j++) dbl_free_graph(o.bodies[j]);
     free(o.bodies);
+    free(o.args);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   if (c) {
@@ -501,6 +513,9 @@ static void dot_graph(FILE *out, CUgraph g, size_t *id) {
             : o->type == CU_GRAPH_NODE_TYPE_MEMSET      ? "MEMSET"
             : o->type == CU_GRAPH_NODE_TYPE_MEMCPY      ? "MEMCPY"
             : o->type == CU_GRAPH_NODE_TYPE_GRAPH       ? "CHILD_GRAPH"
+            : o->type == CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL
+                                                        ? "EXT_SEMAS_SIGNAL"
+            : o->type == CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT ? "EXT_SEMAS_WAIT"
                                                         : "CONDITIONAL");
     if (o->type == CU_GRAPH_NODE_TYPE_KERNEL) fprintf(out, "\\n%s", o->f->name);
     if (o->type == CU_GRAPH_NODE_TYPE_MEMCPY)

@@ -1,6 +1,8 @@
 /* Instantiated graphs: plans copied from graphs, bodies too, with the
    values of their conditional handles; launches that run them in order,
-   and updates in place. */
+   and updates in place. A launch that waits on an external semaphore
+   gives the lock back while it polls: the graph is then in flight, and
+   other threads' calls must leave what it runs in place. */
 #include "double.h"
 
 #include <stdlib.h>
@@ -105,6 +107,10 @@ struct CUgraphExec_st {
   plan p;
   cond *conds;
   size_t nconds;
+  int inflight;   /* a launch runs it (and waits on a semaphore) */
+  int doomed;     /* destroyed in flight: freed when the launch ends */
+  plan *retired;  /* plans replaced in flight: freed when it ends */
+  size_t nretired;
 };
 
 void dbl_forget_graph(CUgraph g) {
@@ -113,7 +119,15 @@ void dbl_forget_graph(CUgraph g) {
       ((CUgraphExec)o)->from = NULL;
 }
 
+/* As the driver, an instantiated graph destroyed in flight goes when its
+   launch is over. */
 void dbl_free_exec(CUgraphExec x) {
+  if (x->inflight) {
+    x->doomed = 1;
+    return;
+  }
+  for (size_t i = 0; i < x->nretired; i++) free_plan(&x->retired[i]);
+  free(x->retired);
   free_plan(&x->p);
   free(x->conds);
   dbl_free_obj(x);
@@ -212,6 +226,7 @@ static unsigned cond_value(CUgraphConditionalHandle h) {
    fault stops the rest, as it stops a GPU. */
 static CUresult run_plan(const plan *p) {
   CUresult r = CUDA_SUCCESS;
+  CUgraphExec self = running; /* a wait lets other launches run meanwhile */
   for (size_t k = 0; k < p->n && !dbl_sticky && !dbl_hung && !r; k++) {
     const op *o = &p->ops[p->order ? p->order[k] : k];
     unsigned long turns = 0;
@@ -222,6 +237,7 @@ static CUresult run_plan(const plan *p) {
       r = run_plan(&o->plans[0]);
     } else if (o->type != CU_GRAPH_NODE_TYPE_CONDITIONAL) {
       r = dbl_run_op(o, 0);
+      running = self;
     } else if (o->ctype == CU_GRAPH_COND_TYPE_WHILE) {
       while (!r && !dbl_sticky && !dbl_hung && cond_value(o->handle)) {
         if (dbl_hang && turns >= dbl_hang) dbl_hung = 1;
@@ -257,19 +273,33 @@ static CUresult graph_stream(CUstream s) {
 }
 
 /* Runs the nodes in order, at once, as eager work would; a kernel's fault
-   stops the rest, as it stops a GPU. */
+   stops the rest, as it stops a GPU. Launches of one instantiated graph
+   run one after the other, as on the driver: one made while another
+   waits on a semaphore waits for it. The launch runs the plan it began
+   with, whatever updates come meanwhile. */
 CUresult CUDAAPI cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
   ENTRY(cuGraphLaunch);
   CUresult r = dbl_enter();
   if (r) return r;
   if (!hGraphExec) return CUDA_ERROR_INVALID_HANDLE;
   if ((r = graph_stream(dbl_stream_of(hStream)))) return r;
+  while (hGraphExec->inflight) { /* after the launch that waits */
+    dbl_nap(50);
+    if ((r = dbl_enter())) return r;
+  }
   for (size_t i = 0; i < hGraphExec->nconds; i++)
     if (hGraphExec->conds[i].flags & CU_GRAPH_COND_ASSIGN_DEFAULT)
       hGraphExec->conds[i].value = hGraphExec->conds[i].dflt;
+  plan p = hGraphExec->p; /* its arrays stay while in flight */
   running = hGraphExec;
-  r = run_plan(&hGraphExec->p);
+  hGraphExec->inflight = 1;
+  r = run_plan(&p);
+  hGraphExec->inflight = 0;
   running = NULL;
+  for (size_t i = 0; i < hGraphExec->nretired; i++)
+    free_plan(&hGraphExec->retired[i]);
+  hGraphExec->nretired = 0;
+  if (hGraphExec->doomed) dbl_free_exec(hGraphExec);
   dbl_keep_busy();
   return r;
 }
@@ -290,6 +320,8 @@ CUresult CUDAAPI cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream) {
 static CUgraphExecUpdateResult node_change(const op *old, const op *new_op) {
   if (old->type != new_op->type)
     return CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED;
+  if (old->nsems != new_op->nsems) /* as the driver: the number stays */
+    return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
   if (old->type == CU_GRAPH_NODE_TYPE_MEMCPY
       && (!old->hdst != !new_op->hdst || !old->hsrc != !new_op->hsrc))
     return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED; /* memory type */
@@ -361,7 +393,19 @@ CUresult CUDAAPI cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph,
       free(conds);
       return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    free_plan(&hGraphExec->p);
+    if (hGraphExec->inflight) { /* the launch runs the old one to its end */
+      plan *v = realloc(hGraphExec->retired,
+                        (hGraphExec->nretired + 1) * sizeof *v);
+      if (!v) {
+        free_plan(&p);
+        free(conds);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+      }
+      hGraphExec->retired = v;
+      v[hGraphExec->nretired++] = hGraphExec->p;
+    } else {
+      free_plan(&hGraphExec->p);
+    }
     free(hGraphExec->conds);
     hGraphExec->p = p;
     hGraphExec->conds = conds;

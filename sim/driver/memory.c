@@ -1,10 +1,12 @@
 /* Device memory: allocations are host memory, plain, stream-ordered
    (the default pool) or graph memory (mapped while its allocation node's
    graph holds it); page-locked host memory; pool and graph memory
-   attributes; OpenGL buffers, a stand-in (mapped while CUDA maps them). */
+   attributes; OpenGL buffers, a stand-in (mapped while CUDA maps them);
+   the mappings of imported external memory (external.c maps them). */
 #include "double.h"
 #include "base/cudagl.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,7 +27,10 @@ typedef struct span {
                            SPAN_GL (a registered GL buffer's) or
                            SPAN_MODULE (a module variable's: the module
                            owns the memory) or SPAN_ARRAY (a CUDA
-                           array's texels: no cuMemFree frees it) */
+                           array's texels: no cuMemFree frees it) or
+                           SPAN_EXT_BUFFER (a buffer mapped onto external
+                           memory: cuMemFree unmaps it) or SPAN_EXT_ARRAY
+                           (a mipmapped array's levels mapped onto it) */
   int mapped;           /* SPAN_GRAPH: from its allocation node's run until
                            freed; the host memory stays while a graph or an
                            instantiated graph holds the node. SPAN_GL:
@@ -33,8 +38,20 @@ typedef struct span {
   unsigned holders;     /* SPAN_GRAPH: graphs and execs with its node */
   int dev;              /* the device whose memory it is */
 } span;
-enum { SPAN_PLAIN, SPAN_POOL, SPAN_GRAPH, SPAN_GL, SPAN_MODULE, SPAN_ARRAY,
-       SPAN_KINDS };
+enum { SPAN_PLAIN, SPAN_POOL, SPAN_GRAPH, SPAN_EXT_BUFFER, SPAN_GL,
+       SPAN_MODULE, SPAN_ARRAY, SPAN_EXT_ARRAY, SPAN_KINDS };
+
+/* External memory is mapped from its file, not taken from the device's:
+   it is not counted in its use, and goes back by unmapping. */
+static int external(int kind) {
+  return kind == SPAN_EXT_BUFFER || kind == SPAN_EXT_ARRAY;
+}
+
+/* What the span at s lets go of: host memory it allocated, a mapping. */
+static void drop_memory(const struct span *s) {
+  if (external(s->kind)) dbl_unmap(s->base, s->size);
+  else if (s->kind != SPAN_MODULE) free((void *)s->base);
+}
 static size_t kind_used[SPAN_KINDS], kind_high[SPAN_KINDS]; /* bytes of each kind, and peak */
 int dbl_capture_check; /* checking work being captured: graph memory
                          counts as mapped, as it is in the graph */
@@ -74,7 +91,7 @@ static size_t nhosts, chosts;
 void dbl_free_all_memory(int dev) {
   size_t n = 0;
   for (size_t i = 0; i < nspans; i++)
-    if (spans[i].dev == dev) free((void *)spans[i].base);
+    if (spans[i].dev == dev) drop_memory(&spans[i]);
     else spans[n++] = spans[i];
   nspans = n;
   mem_used[dev] = 0;
@@ -130,9 +147,11 @@ static void map_span(span *s, int on) {
 
 /* A new span of bytesize bytes (not zeroed) of the given kind; graph memory
    is mapped only when its allocation node runs. A module variable's span
-   is the memory at *dptr, which its module owns. */
+   is the memory at *dptr, which its module owns; an external one, the
+   mapping at *dptr. */
 static CUresult alloc_span(CUdeviceptr *dptr, size_t bytesize, int kind) {
-  if (bytesize > dbl_mem_limit - mem_used[dbl_cur_dev()]
+  if ((!external(kind) &&
+       bytesize > dbl_mem_limit - mem_used[dbl_cur_dev()])
       || bytesize > SIZE_MAX - ALLOC_ALIGN)
     return CUDA_ERROR_OUT_OF_MEMORY;
   if (nspans == cspans) {
@@ -143,7 +162,7 @@ static CUresult alloc_span(CUdeviceptr *dptr, size_t bytesize, int kind) {
     cspans = cap;
   }
   void *p = (void *)(uintptr_t)*dptr;
-  if (kind != SPAN_MODULE) {
+  if (kind != SPAN_MODULE && !external(kind)) {
     size_t rounded = (bytesize + ALLOC_ALIGN - 1) / ALLOC_ALIGN * ALLOC_ALIGN;
     if (!(p = aligned_alloc(ALLOC_ALIGN, rounded)))
       return CUDA_ERROR_OUT_OF_MEMORY;
@@ -154,7 +173,7 @@ static CUresult alloc_span(CUdeviceptr *dptr, size_t bytesize, int kind) {
   int later = kind == SPAN_GRAPH || kind == SPAN_GL; /* mapped later */
   spans[i] = (span){(uintptr_t)p, bytesize, kind, !later, 0, dbl_cur_dev()};
   nspans++;
-  mem_used[dbl_cur_dev()] += bytesize;
+  if (!external(kind)) mem_used[dbl_cur_dev()] += bytesize;
   if (!later) map_span(&spans[i], 1);
   *dptr = (CUdeviceptr)(uintptr_t)p;
   return CUDA_SUCCESS;
@@ -168,8 +187,8 @@ static long span_at(CUdeviceptr dptr) {
 
 /* The memory of span i goes back to the device. */
 static void release_span(long i) {
-  if (spans[i].kind != SPAN_MODULE) free((void *)spans[i].base);
-  mem_used[spans[i].dev] -= spans[i].size;
+  drop_memory(&spans[i]);
+  if (!external(spans[i].kind)) mem_used[spans[i].dev] -= spans[i].size;
   memmove(spans + i, spans + i + 1, (nspans - (size_t)i - 1) * sizeof *spans);
   nspans--;
 }
@@ -445,7 +464,8 @@ CUresult dbl_run_memory_node(const op *o) {
    context goes. Images are not stood in for. */
 struct CUgraphicsResource_st {
   obj h;
-  CUdeviceptr mem;
+  CUdeviceptr mem;      /* a buffer object's stand-in, or */
+  CUarray image;        /* a GL image's: u8x4 texels */
   size_t bytes;
   int mapped;
 };
@@ -465,7 +485,8 @@ static void set_gl_mapped(CUgraphicsResource res, int on) {
 void dbl_free_resource(CUgraphicsResource res) {
   long i = span_at(res->mem);
   if (res->mapped) set_gl_mapped(res, 0);
-  if (i >= 0) release_span(i);
+  if (i >= 0) release_span(i); /* its image is an array of the context,
+                                   freed with it or by the unregister */
   dbl_free_obj(res);
 }
 
@@ -495,7 +516,34 @@ CUresult CUDAAPI cuGraphicsGLRegisterImage(CUgraphicsResource *res,
                                            unsigned int flags) {
   ENTRY(cuGraphicsGLRegisterImage);
   CUresult r = dbl_enter();
-  return r ? r : CUDA_ERROR_NOT_SUPPORTED;
+  if (r) return r;
+  /* GL_TEXTURE_2D, GL_TEXTURE_RECTANGLE, GL_RENDERBUFFER */
+  int known = target == 0x0DE1 || target == 0x84F5 || target == 0x8D41;
+  unsigned valid = CU_GRAPHICS_REGISTER_FLAGS_READ_ONLY |
+                   CU_GRAPHICS_REGISTER_FLAGS_WRITE_DISCARD |
+                   CU_GRAPHICS_REGISTER_FLAGS_SURFACE_LDST |
+                   CU_GRAPHICS_REGISTER_FLAGS_TEXTURE_GATHER;
+  if (!res || !image || !known || (flags & ~valid) ||
+      (flags & 3) == 3)
+    return CUDA_ERROR_INVALID_VALUE;
+  if ((r = dbl_unsafe_call())) return r;
+  /* every image is CUDA_DOUBLE_GL_IMAGE ("WxH", 64x64) texels of RGBA8 */
+  const char *e = getenv("CUDA_DOUBLE_GL_IMAGE");
+  unsigned long w = 64, h = 64;
+  if (e && sscanf(e, "%lux%lu", &w, &h) != 2) w = h = 64;
+  CUDA_ARRAY3D_DESCRIPTOR d = {
+    .Width = w, .Height = h, .Format = CU_AD_FORMAT_UNSIGNED_INT8,
+    .NumChannels = 4,
+    .Flags = flags & CU_GRAPHICS_REGISTER_FLAGS_SURFACE_LDST
+             ? CUDA_ARRAY3D_SURFACE_LDST : 0 };
+  CUgraphicsResource g = dbl_new_obj(sizeof *g, O_RESOURCE);
+  if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
+  if ((r = dbl_array_new(&g->image, &d))) {
+    dbl_free_obj(g);
+    return r;
+  }
+  *res = g;
+  return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuGraphicsSubResourceGetMappedArray(CUarray *array,
@@ -504,7 +552,14 @@ CUresult CUDAAPI cuGraphicsSubResourceGetMappedArray(CUarray *array,
                                                      unsigned int level) {
   ENTRY(cuGraphicsSubResourceGetMappedArray);
   CUresult r = dbl_enter();
-  return r ? r : CUDA_ERROR_NOT_MAPPED_AS_ARRAY;
+  if (r) return r;
+  if (!array) return CUDA_ERROR_INVALID_VALUE;
+  if (!res) return CUDA_ERROR_INVALID_HANDLE;
+  if (!res->mapped) return CUDA_ERROR_NOT_MAPPED;
+  if (!res->image) return CUDA_ERROR_NOT_MAPPED_AS_ARRAY;
+  if (index || level) return CUDA_ERROR_INVALID_VALUE; /* one layer, level */
+  *array = res->image;
+  return CUDA_SUCCESS;
 }
 
 /* Work on the stream before the map or unmap is done by then: the
@@ -549,6 +604,7 @@ CUresult CUDAAPI cuGraphicsResourceGetMappedPointer(CUdeviceptr *p,
   if (!p || !bytes) return CUDA_ERROR_INVALID_VALUE;
   if (!res) return CUDA_ERROR_INVALID_HANDLE;
   if (!res->mapped) return CUDA_ERROR_NOT_MAPPED;
+  if (res->image) return CUDA_ERROR_NOT_MAPPED_AS_POINTER;
   *p = res->mem;
   *bytes = res->bytes;
   return CUDA_SUCCESS;
@@ -560,6 +616,7 @@ CUresult CUDAAPI cuGraphicsUnregisterResource(CUgraphicsResource res) {
   if (r) return r;
   if (!res) return CUDA_ERROR_INVALID_HANDLE;
   if ((r = dbl_unsafe_call())) return r;
+  if (res->image) dbl_free_array(res->image);
   dbl_free_resource(res);
   return CUDA_SUCCESS;
 }
@@ -587,6 +644,20 @@ CUresult dbl_alloc_array_memory(CUdeviceptr *p, size_t n) {
 void dbl_free_array_memory(CUdeviceptr p) {
   long i = span_at(p);
   if (i < 0 || spans[i].kind != SPAN_ARRAY) return;
+  map_span(&spans[i], 0);
+  release_span(i);
+}
+
+/* -- external memory's mappings -------------------------------------------- */
+
+CUresult dbl_add_external_memory(void *p, size_t n, int array) {
+  CUdeviceptr d = (CUdeviceptr)(uintptr_t)p;
+  return alloc_span(&d, n, array ? SPAN_EXT_ARRAY : SPAN_EXT_BUFFER);
+}
+
+void dbl_drop_external_memory(void *p) {
+  long i = span_at((CUdeviceptr)(uintptr_t)p);
+  if (i < 0 || spans[i].kind != SPAN_EXT_ARRAY) return;
   map_span(&spans[i], 0);
   release_span(i);
 }

@@ -25,6 +25,9 @@ CUresult dbl_run_op(const op *o, int dry) {
     if (!dry) dbl_event_now(o->event);
     return CUDA_SUCCESS;
   }
+  if (o->type == CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL
+      || o->type == CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT)
+    return dbl_run_semas(o, dry);
   if (o->type == CU_GRAPH_NODE_TYPE_MEMCPY && o->height) { /* a box */
     for (size_t z = 0; z < o->depth; z++)
       for (size_t y = 0; y < o->height; y++) {
@@ -58,9 +61,11 @@ CUresult dbl_run_op(const op *o, int dry) {
 
 int dbl_copy_op(op *dst, const op *src) {
   *dst = *src;
-  if (src->type != CU_GRAPH_NODE_TYPE_KERNEL || !src->f->argbytes) return 0;
-  if (!(dst->args = malloc(src->f->argbytes))) return 1;
-  memcpy(dst->args, src->args, src->f->argbytes);
+  size_t n = src->type == CU_GRAPH_NODE_TYPE_KERNEL ? src->f->argbytes
+             : dbl_semas_bytes(src);
+  if (!n) return 0;
+  if (!(dst->args = malloc(n))) return 1;
+  memcpy(dst->args, src->args, n);
   return 0;
 }
 

@@ -43,6 +43,14 @@
                            -> whether cugraph_checkarray gives it back.
                            The host destroys each after lua_close and the
                            graphs' release, and checks that it could.
+                           External: capi.extmem(fd, size) and
+                           capi.extsem(fd, timeline) import as the host
+                           (cuImportExternal*) and push borrowed objects
+                           (cugraph_pushexternal*), destroyed by the host
+                           at the end, which checks it could;
+                           capi.scalar(sc) -> a C scalar (cugraph_toscalar),
+                           capi.set(cs, v) sets its u64 value
+                           (cugraph_scalar_set), released at the end.
 
    Prints one line per failed check and "capi: all passed" (or "capi:
    FAILED"); exits 0 only if all passed. */
@@ -94,7 +102,9 @@ static int checks(const char *lua_dir) {
   X(cuInit) X(cuDeviceGet) X(cuDevicePrimaryCtxRetain) \
   X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuCtxSynchronize) \
   X(cuMemGetInfo) X(cuMemcpyDtoH) X(cuGetErrorName) X(cuMemAlloc) \
-  X(cuMemFree) X(cuMemsetD32) X(cuArray3DCreate) X(cuArrayDestroy)
+  X(cuMemFree) X(cuMemsetD32) X(cuArray3DCreate) X(cuArrayDestroy) \
+  X(cuImportExternalMemory) X(cuDestroyExternalMemory) \
+  X(cuImportExternalSemaphore) X(cuDestroyExternalSemaphore)
 
 #define FIELD(f) __typeof__(f) *f;
 static struct { HOST_FUNCS(FIELD) } cu;
@@ -528,6 +538,55 @@ static int l_same(lua_State *L) {
   return 1;
 }
 
+enum { MAXEXT = 8, MAXSCALARS = 16 };
+static CUexternalMemory extmems[MAXEXT];
+static CUexternalSemaphore extsems[MAXEXT];
+static cugraph_scalar *cscalars[MAXSCALARS];
+static int nextmems, nextsems, ncscalars;
+
+static int l_extmem(lua_State *L) {
+  if (nextmems == MAXEXT) return luaL_error(L, "too many imports");
+  CUDA_EXTERNAL_MEMORY_HANDLE_DESC d;
+  memset(&d, 0, sizeof d);
+  d.type = CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD;
+  d.handle.fd = (int)luaL_checkinteger(L, 1);
+  d.size = (unsigned long long)luaL_checkinteger(L, 2);
+  CUresult r = cu.cuImportExternalMemory(&extmems[nextmems], &d);
+  if (r) return luaL_error(L, "cuImportExternalMemory: %s", errname(r));
+  cugraph_pushexternalmemory(L, extmems[nextmems++], (size_t)d.size);
+  return 1;
+}
+
+static int l_extsem(lua_State *L) {
+  if (nextsems == MAXEXT) return luaL_error(L, "too many imports");
+  int timeline = lua_toboolean(L, 2);
+  CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC d;
+  memset(&d, 0, sizeof d);
+  d.type = timeline ? CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD
+                    : CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD;
+  d.handle.fd = (int)luaL_checkinteger(L, 1);
+  CUresult r = cu.cuImportExternalSemaphore(&extsems[nextsems], &d);
+  if (r) return luaL_error(L, "cuImportExternalSemaphore: %s", errname(r));
+  cugraph_pushexternalsemaphore(L, extsems[nextsems++], timeline);
+  return 1;
+}
+
+static int l_scalar(lua_State *L) {
+  if (ncscalars == MAXSCALARS) return luaL_error(L, "too many scalars");
+  cscalars[ncscalars] = cugraph_toscalar(L, 1);
+  lua_pushlightuserdata(L, &cscalars[ncscalars++]);
+  return 1;
+}
+
+static int l_set(lua_State *L) {
+  cugraph_scalar **s = lua_touserdata(L, 1);
+  luaL_argcheck(L, s >= cscalars && s < cscalars + ncscalars, 1,
+                "not a C scalar");
+  uint64_t v = (uint64_t)luaL_checkinteger(L, 2);
+  cugraph_scalar_set(*s, &v);
+  return 0;
+}
+
 static int script(const char *lua_dir, const char *path) {
   CUdevice dev;
   CUcontext ctx;
@@ -547,7 +606,8 @@ static int script(const char *lua_dir, const char *path) {
     {"push", l_push}, {"deleted", l_deleted}, {"delete", l_delete},
     {"take", l_take}, {"give", l_give}, {"read", l_read}, {"keep", l_keep},
     {"pushslot", l_pushslot}, {"array", l_array}, {"same", l_same},
-    {NULL, NULL}
+    {"extmem", l_extmem}, {"extsem", l_extsem}, {"scalar", l_scalar},
+    {"set", l_set}, {NULL, NULL}
   };
   luaL_newlib(L, funcs);
   lua_setglobal(L, "capi");
@@ -558,6 +618,13 @@ static int script(const char *lua_dir, const char *path) {
   for (int i = 0; i < nhandles; i++)
     if (handles[i].g && handles[i].check) check_after(&handles[i]);
   for (int i = 0; i < nhandles; i++) cugraph_graph_release(handles[i].g);
+  for (int i = 0; i < ncscalars; i++) cugraph_scalar_release(cscalars[i]);
+  for (int i = 0; i < nextmems; i++)
+    if (cu.cuDestroyExternalMemory(extmems[i]))
+      fail("external", "the host could not destroy its external memory");
+  for (int i = 0; i < nextsems; i++)
+    if (cu.cuDestroyExternalSemaphore(extsems[i]))
+      fail("external", "the host could not destroy its semaphore");
   check_tensors();
   for (int i = 0; i < narrays; i++)
     if (cu.cuArrayDestroy(arrays[i]))

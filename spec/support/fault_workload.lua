@@ -45,10 +45,27 @@ local function workload()
   tex:copy2d(img, 4, 4); img:copy2d(tex, 4, 4)
   keep(tex:texture { filter = "linear" }) -- cuTexObjectCreate (cuTexObjectDestroy at the end)
   keep(keep(cuda.array("u8x4", 4, 4, { surface = true })):surface()) -- cuSurfObjectCreate
+  -- memory and semaphores another API exported (the software driver's
+  -- model: memfds, spec/support/peer.c)
+  local peer = package.loadlib(build .. "/peer.so", "luaopen_peer")()
+  assert(peer.open("memfd"))
+  local pm, pt = peer.memory(4096), peer.semaphore("timeline")
+  local em = keep(cuda.external_memory(pm:fd(), pm:size())) -- cuImportExternalMemory
+  keep(em:buffer("f32", 16)):fill(1)  -- cuExternalMemoryGetMappedBuffer (cuMemFree)
+  keep(em:array("f32", 4, 4, { offset = 1024 })) -- ...GetMappedMipmappedArray, cuMipmappedArrayGetLevel
+  local es = keep(cuda.external_semaphore(pt:fd(), "timeline")) -- cuImportExternalSemaphore
+  s:signal_external(es, 1):wait_external(es, 1) -- cuSignal/WaitExternalSemaphoresAsync
+  local at = keep(cuda.scalar("u64", 2))
+  local gs = keep(s:capture(function() s:signal_external(es, at); s:wait_external(es, at) end))
+  at:set(3)
+  gs:launch(s) -- cuGraphExecExternalSemaphores{Signal,Wait}NodeSetParams
   local mm = keep(cuda.managed("f32", N))     -- cuMemAllocManaged
   mm:advise("read_mostly"):prefetch()         -- cuMemAdvise, cuMemPrefetchAsync
   local gl = keep(cuda.gl_buffer(2, "f32")) -- the software driver's GL stand-in
   gl:map(s, function(b) b:view(0, N):copy(x, s) end) -- cuGraphicsMapResources, ...
+  keep(cuda.gl_image(3, "2d")):map(s, function(a) -- cuGraphicsGLRegisterImage,
+    a:copy2d(a, 1, 1, { stream = s })               -- ...SubResourceGetMappedArray
+  end)
   local a = keep(cuda.scalar("f32", 2))
   local pos = keep(cuda.scalar("u32", 0))
   pos:set(3)

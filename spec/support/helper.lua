@@ -9,6 +9,25 @@ H.gpu = H.double == nil
 --- The PTX simulator (build/libcuda-sim.so) runs the kernels themselves.
 H.sim = H.double ~= nil and H.double:find("libcuda%-sim") ~= nil
 
+local peer, peer_why
+--- The other API of the external-memory specs (spec/support/peer.c): memfds
+-- for a software driver, Vulkan's exports on a GPU. nil and why when it
+-- cannot be had.
+function H.peer()
+  if peer == nil and peer_why == nil then
+    local open = package.loadlib(H.build .. "/peer.so", "luaopen_peer")
+    local ok, why
+    if open then
+      peer = open()
+      ok, why = peer.open(H.double and "memfd" or "vulkan")
+    else
+      why = "no " .. H.build .. "/peer.so (make spec-needs)"
+    end
+    if not ok then peer, peer_why = false, why end
+  end
+  return peer or nil, peer_why
+end
+
 local kernels
 --- The module of spec/kernels/kernels.cu (PTX built by make).
 function H.kernels()

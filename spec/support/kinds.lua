@@ -3,6 +3,7 @@
 -- capture stream s that reads or runs through o and leaves y (N i32
 -- elements) one higher per launch.
 local N = 1024
+local kept
 
 return function(cuda, H)
   local m = H.kernels()
@@ -42,6 +43,23 @@ return function(cuda, H)
         return gs:capture(function() m.inc_i32:launch(gs, 4, 256, x, N) end)
       end, function(o, s, y) o:launch(s); inc(s, y) end },
   }
+  -- memory and semaphores of another API, where one exports them (the
+  -- peer's objects live as long as the process: a C graph outlives the
+  -- script's)
+  local peer = H.peer()
+  if peer then
+    kept = kept or {}
+    list[#list + 1] = { "external buffer", function()
+        local pm = peer.memory(N * 4)
+        kept[#kept + 1] = pm
+        return cuda.external_memory(pm:fd(), pm:size()):buffer("i32", N):fill(0)
+      end, through }
+    list[#list + 1] = { "external semaphore", function()
+        local p = peer.semaphore("binary")
+        kept[#kept + 1] = p
+        return cuda.external_semaphore(p:fd())
+      end, function(o, s, y) s:signal_external(o); s:wait_external(o); inc(s, y) end }
+  end
   -- communicators: not under make sanitize-gpu (NCCL's start-up there)
   if pcall(cuda.nccl_version) and not os.getenv("CUGRAPH_LUA_SANITIZER") then
     list[#list + 1] = { "communicator", function() return cuda.comms({ 0 })[1] end,

@@ -20,7 +20,8 @@
 typedef enum cg_kind {
   CG_STREAM, CG_BUFFER, CG_SCALAR, CG_EVENT, CG_MODULE, CG_KERNEL, CG_GRAPH,
   CG_GLRESOURCE, CG_CONDITION, CG_HOSTBUF, CG_NODE, CG_COMM, CG_DLTENSOR,
-  CG_BLAS, CG_FFT, CG_ARRAY, CG_TEXTURE, CG_SURFACE, CG_NKINDS
+  CG_BLAS, CG_FFT, CG_ARRAY, CG_TEXTURE, CG_SURFACE, CG_EXTMEM, CG_EXTSEM,
+  CG_NKINDS
 } cg_kind;
 extern const char *const cg_kind_names[]; /* "cugraph.Buffer", ... */
 
@@ -29,7 +30,8 @@ extern const char *const cg_kind_names[]; /* "cugraph.Buffer", ... */
 typedef enum cg_hkind {
   CG_H_NONE, CG_H_MEM, CG_H_HOST, CG_H_MODULE, CG_H_STREAM, CG_H_EVENT,
   CG_H_GRAPH, CG_H_EXEC, CG_H_GLRES, CG_H_COMM, CG_H_DLPACK, CG_H_BLAS,
-  CG_H_FFT, CG_H_ARRAY, CG_H_TEXOBJ, CG_H_SURFOBJ, CG_H_NKINDS
+  CG_H_FFT, CG_H_ARRAY, CG_H_TEXOBJ, CG_H_SURFOBJ, CG_H_EXTMEM, CG_H_EXTSEM,
+  CG_H_NKINDS
 } cg_hkind;
 
 typedef union cg_handle {
@@ -52,8 +54,21 @@ typedef union cg_handle {
   CUarray array;            /* CG_H_ARRAY: cuArray3DCreate */
   CUtexObject tex;          /* CG_H_TEXOBJ: cuTexObjectCreate */
   CUsurfObject surf;        /* CG_H_SURFOBJ: cuSurfObjectCreate */
+  struct cg_extmem_res *extmem; /* CG_H_EXTMEM: an imported memory and
+                               what was mapped from it (base/external.h) */
+  CUexternalSemaphore extsem; /* CG_H_EXTSEM: cuImportExternalSemaphore */
   void *p;                  /* any pointer handle, as release.c sees it */
 } cg_handle;
+
+/* An imported external memory and the mipmapped arrays mapped from it,
+   destroyed with it (their level arrays are the Arrays' handles); the
+   memory itself is the engine's when borrowed. */
+struct cg_extmem_res {
+  CUexternalMemory mem;
+  int borrowed;
+  size_t nmips, cmips;
+  CUmipmappedArray *mips;
+};
 
 typedef struct cg_ctx cg_ctx;
 typedef struct cg_obj cg_obj;

@@ -73,7 +73,14 @@ CUresult CUDAAPI cuSimEventInstructions(CUevent hEvent,
   X(cuGraphAddDependencies) X(cuSimEventInstructions) \
   X(cuArray3DCreate) X(cuArrayDestroy) X(cuArray3DGetDescriptor) \
   X(cuTexObjectCreate) X(cuTexObjectDestroy) X(cuSurfObjectCreate) \
-  X(cuSurfObjectDestroy)
+  X(cuSurfObjectDestroy) X(cuImportExternalMemory) \
+  X(cuExternalMemoryGetMappedBuffer) X(cuExternalMemoryGetMappedMipmappedArray) \
+  X(cuMipmappedArrayGetLevel) X(cuMipmappedArrayDestroy) \
+  X(cuDestroyExternalMemory) X(cuImportExternalSemaphore) \
+  X(cuDestroyExternalSemaphore) X(cuSignalExternalSemaphoresAsync) \
+  X(cuWaitExternalSemaphoresAsync) \
+  X(cuGraphExecExternalSemaphoresSignalNodeSetParams) \
+  X(cuGraphExecExternalSemaphoresWaitNodeSetParams)
 
 #define CG_FIELD(f) __typeof__(f) *f;
 typedef struct cg_driver {

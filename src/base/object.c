@@ -12,7 +12,8 @@ const char *const cg_kind_names[] = {
   "cugraph.Module", "cugraph.Kernel", "cugraph.Graph", "cugraph.GLResource",
   "cugraph.Condition", "cugraph.HostBuffer", "cugraph.Node", "cugraph.Comm",
   "cugraph.DLTensor", "cugraph.Blas", "cugraph.FFT", "cugraph.Array",
-  "cugraph.Texture", "cugraph.Surface"
+  "cugraph.Texture", "cugraph.Surface", "cugraph.ExternalMemory",
+  "cugraph.ExternalSemaphore"
 };
 
 void *cg_newobj(lua_State *L, cg_ctx *ctx, size_t size, cg_kind kind) {

@@ -36,13 +36,15 @@ static const struct {
   [CG_DLTENSOR] = { CG_H_DLPACK, 1 }, [CG_BLAS] = { CG_H_BLAS, 1 },
   [CG_FFT] = { CG_H_FFT, 1 },          [CG_ARRAY] = { CG_H_ARRAY, 1 },
   [CG_TEXTURE] = { CG_H_TEXOBJ, 1 },   [CG_SURFACE] = { CG_H_SURFOBJ, 1 },
+  [CG_EXTMEM] = { CG_H_EXTMEM, 1 },    [CG_EXTSEM] = { CG_H_EXTSEM, 1 },
 };
 
 static const char *const destroy_api[CG_H_NKINDS] = {
   "", "cuMemFree", "cuMemFreeHost", "cuModuleUnload", "cuStreamDestroy",
   "cuEventDestroy", "cuGraphDestroy", "cuGraphExecDestroy",
   "cuGraphicsUnregisterResource", "ncclCommDestroy", "DLPack deleter", "cublasDestroy", "cufftDestroy",
-  "cuArrayDestroy", "cuTexObjectDestroy", "cuSurfObjectDestroy"
+  "cuArrayDestroy", "cuTexObjectDestroy", "cuSurfObjectDestroy",
+  "cuDestroyExternalMemory", "cuDestroyExternalSemaphore"
 };
 
 cg_hkind cg_hkind_of(cg_kind k) { return (cg_hkind)kinds[k].hk; }
@@ -77,6 +79,21 @@ static int destroy(cg_hkind hk, cg_handle h, int poisoned, const char **api) {
   case CG_H_TEXOBJ: return cg_drv.cuTexObjectDestroy(h.tex);
   case CG_H_SURFOBJ: return cg_drv.cuSurfObjectDestroy(h.surf);
   case CG_H_DLPACK: dlpack_delete(h.dlpack); return 0;
+  case CG_H_EXTSEM: return cg_drv.cuDestroyExternalSemaphore(h.extsem);
+  case CG_H_EXTMEM: { /* its arrays first: they are mapped from it */
+    struct cg_extmem_res *m = h.extmem;
+    CUresult r = CUDA_SUCCESS, e;
+    for (size_t i = 0; i < m->nmips; i++)
+      if ((e = cg_drv.cuMipmappedArrayDestroy(m->mips[i])) && !r) {
+        r = e;
+        *api = "cuMipmappedArrayDestroy";
+      }
+    if (!m->borrowed && (e = cg_drv.cuDestroyExternalMemory(m->mem)) && !r)
+      r = e;
+    free(m->mips);
+    free(m);
+    return r;
+  }
   case CG_H_BLAS: { /* the handle first: it may use its workspace */
     if (h.blas->lt) cg_cublaslt.cublasLtDestroy(h.blas->lt);
     if (!cg_blas_load()) cg_cublas.cublasDestroy_v2(h.blas->handle);

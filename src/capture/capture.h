@@ -85,7 +85,7 @@ CUgraphNode cg_capture_node(lua_State *L, cg_ctx *ctx, CUstream s,
 /* -- records (records.c) -------------------------------------------------- */
 
 enum { NK_KERNEL, NK_FILL, NK_COPY, NK_ALLOC, NK_FREE, NK_COND, NK_GRAPH,
-       NK_HOSTCOPY, NK_COPY3D };
+       NK_HOSTCOPY, NK_COPY3D, NK_EXTWAIT, NK_EXTSIGNAL };
 extern const char *const cg_nk_names[];
 
 typedef struct cg_rec {
@@ -103,7 +103,9 @@ typedef struct cg_rec {
   cg_obj *kernel;       /* NK_KERNEL, its function and parameters */
   CUfunction f;
   const cg_param *params;
-  cg_obj *obj[2];       /* FILL: dst; COPY: dst, src; ALLOC, FREE: buffer */
+  cg_obj *obj[2];       /* FILL: dst; COPY: dst, src; ALLOC, FREE: buffer;
+                           EXTWAIT, EXTSIGNAL: the semaphore, its value's
+                           Scalar (or NULL: the value is off) */
   unsigned grid[3], block[3], shared;
   int nargs;            /* NK_KERNEL: its arguments' objects from objs[arg0] */
   size_t arg0, word0;   /* and their bytes from words[word0], 8-aligned */
@@ -162,7 +164,12 @@ void cg_note_copy3d(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *dst,
                     cg_obj *src);
 void cg_note_hostcopy(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *dev,
                       cg_obj *host);
-/* a node made with cuGraphAddNode: a child graph or conditional node */
+/* an external semaphore's wait (or signal) node, made with cuGraphAddNode:
+   of semaphore sem, for value v, or the one the Scalar value holds */
+void cg_note_extsem(lua_State *L, cg_ctx *ctx, CUgraphNode node, int wait,
+                    cg_obj *sem, cg_obj *value, uint64_t v);
+/* a node made with cuGraphAddNode: a child graph or conditional node (an
+   external semaphore's is noted by cg_note_extsem) */
 void cg_note_node(lua_State *L, cg_ctx *ctx, CUgraphNode node,
                   const CUgraphNodeParams *p);
 /* an allocation node of buffer b, and a free node of it */

@@ -13,9 +13,9 @@
 
 const char *const cg_nk_names[] = {
   "kernel", "fill", "copy", "alloc", "free", "conditional", "graph",
-  "host copy", "copy 3d"
+  "host copy", "copy 3d", "semaphore wait", "semaphore signal"
 };
-_Static_assert(sizeof cg_nk_names / sizeof *cg_nk_names == NK_COPY3D + 1,
+_Static_assert(sizeof cg_nk_names / sizeof *cg_nk_names == NK_EXTSIGNAL + 1,
                "a name for every kind of record");
 
 void cg_recs_free(cg_recs *r) {
@@ -333,9 +333,21 @@ void cg_note_hostcopy(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *dev,
 
 void cg_note_node(lua_State *L, cg_ctx *ctx, CUgraphNode node,
                   const CUgraphNodeParams *p) {
+  if (p->type == CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT ||
+      p->type == CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL)
+    return; /* cg_note_extsem knows its objects */
   int graph = p->type == CU_GRAPH_NODE_TYPE_GRAPH;
   cg_rec *e = newrec(L, ctx, recs_of(L, ctx), node, graph ? NK_GRAPH : NK_COND);
   if (!graph) e->value = (unsigned)p->conditional.type;
+}
+
+void cg_note_extsem(lua_State *L, cg_ctx *ctx, CUgraphNode node, int wait,
+                    cg_obj *sem, cg_obj *value, uint64_t v) {
+  cg_rec *e = newrec(L, ctx, recs_of(L, ctx), node,
+                     wait ? NK_EXTWAIT : NK_EXTSIGNAL);
+  e->obj[0] = sem;
+  e->obj[1] = value;
+  e->off = (size_t)v;
 }
 
 int cg_recs_launch(const cg_recs *r, const cg_obj *mod) {

@@ -44,6 +44,60 @@ static void collect(lua_State *L, cg_graph *gr, int idx, int n) {
   }
 }
 
+CUresult cg_semval_set(CUgraphExec x, const cg_semval *v, uint64_t bits,
+                       const char **api) {
+  CUexternalSemaphore sem = v->sem;
+  if (v->wait) {
+    CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS wp;
+    memset(&wp, 0, sizeof wp);
+    wp.params.fence.value = bits;
+    CUDA_EXT_SEM_WAIT_NODE_PARAMS p = { &sem, &wp, 1 };
+    *api = "cuGraphExecExternalSemaphoresWaitNodeSetParams";
+    return cg_drv.cuGraphExecExternalSemaphoresWaitNodeSetParams(x, v->node,
+                                                                 &p);
+  }
+  CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS sp;
+  memset(&sp, 0, sizeof sp);
+  sp.params.fence.value = bits;
+  CUDA_EXT_SEM_SIGNAL_NODE_PARAMS p = { &sem, &sp, 1 };
+  *api = "cuGraphExecExternalSemaphoresSignalNodeSetParams";
+  return cg_drv.cuGraphExecExternalSemaphoresSignalNodeSetParams(x, v->node,
+                                                                 &p);
+}
+
+/* The semaphore nodes of r whose value is a Scalar's, in a new array (*n
+   of them; NULL when none). */
+static int count_semvals(const cg_recs *r) {
+  int n = 0;
+  for (size_t i = 0; r && i < r->n; i++)
+    n += (r->v[i].kind == NK_EXTWAIT || r->v[i].kind == NK_EXTSIGNAL) &&
+         r->v[i].obj[1];
+  return n;
+}
+
+static cg_semval *semvals_of(lua_State *L, const cg_recs *r, int *n) {
+  if (!(*n = count_semvals(r))) return NULL;
+  if (!cg_drv.cuGraphExecExternalSemaphoresWaitNodeSetParams ||
+      !cg_drv.cuGraphExecExternalSemaphoresSignalNodeSetParams)
+    luaL_error(L, "a semaphore value from a cugraph.Scalar needs the "
+               "driver's cuGraphExecExternalSemaphores*NodeSetParams");
+  cg_semval *a = malloc((size_t)*n * sizeof *a);
+  if (!a) luaL_error(L, "out of host memory");
+  int k = 0;
+  for (size_t i = 0; i < r->n; i++) {
+    const cg_rec *e = &r->v[i];
+    if ((e->kind != NK_EXTWAIT && e->kind != NK_EXTSIGNAL) || !e->obj[1])
+      continue;
+    a[k].node = e->node;
+    a[k].sem = e->obj[0]->drv.extsem;
+    a[k].value = e->obj[1];
+    a[k].last = e->off; /* the node's, from the capture */
+    a[k].known = 1;
+    a[k++].wait = e->kind == NK_EXTWAIT;
+  }
+  return a;
+}
+
 /* Raises when a buffer of a map scope that the graph (at idx) captured
    outlived its scope: its memory is no longer mapped. */
 static void check_scoped(lua_State *L, cg_graph *gr, int idx) {
@@ -72,6 +126,9 @@ static void close_graph(lua_State *L, cg_graph *gr, int idx) {
   free(gr->scalars);
   gr->scalars = NULL;
   gr->nscalars = 0;
+  free(gr->semvals);
+  gr->semvals = NULL;
+  gr->nsemvals = 0;
   int busy = cg_recs_busy(gr->recs); /* a reader holds them: __gc frees */
   if (!busy) {                       /* them, and the pins stay as they are */
     cg_recs_release(gr->h.ctx, gr->recs);
@@ -131,6 +188,7 @@ static int stream_capture(lua_State *L) {
   lua_pushvalue(L, 1);
   lua_setiuservalue(L, 3, 2);
   collect(L, gr, 4, scalars);
+  gr->semvals = semvals_of(L, recs, &gr->nsemvals);
   if (cg_graph_over_cap(L, gr)) { /* before the driver */
     close_graph(L, gr, 3);
     lua_error(L);
@@ -230,6 +288,16 @@ static void launch(lua_State *L, cg_graph *gr, CUstream st) {
   }
   for (int i = 0; i < gr->nscalars; i++)
     cg_scalar_flush(L, gr->scalars[i], st);
+  for (int i = 0; i < gr->nsemvals; i++) {
+    cg_semval *v = &gr->semvals[i];
+    uint64_t bits = ((const cg_scalar *)v->value)->bits;
+    const char *api;
+    if (bits == v->last && v->known && !gr->h.share) continue; /* a C
+      graph that lends this exec may have set it */
+    CUresult r = cg_semval_set(gr->h.drv.exec, v, bits, &api);
+    cg_check(L, gr->h.ctx, api, r);
+    v->last = bits;
+  }
   if (gr->allocs) allocs(L, gr, 0, st);
   CU(L, gr->h.ctx, cuGraphLaunch, gr->h.drv.exec, st);
   if (gr->allocs) allocs(L, gr, 1, st);
@@ -382,6 +450,10 @@ static int graph_update(lua_State *L) {
   if (cg_recs_busy(gr->recs))
     luaL_error(L, "cugraph.Graph #%d: g:update while a method of the graph "
                "reads its nodes (from a finalizer?)", (int)gr->id);
+  if (gr->nsemvals)
+    luaL_error(L, "cugraph.Graph #%d has external semaphore nodes whose "
+               "value is a cugraph.Scalar's, which an update cannot keep: "
+               "capture a new graph", (int)gr->id);
   lua_getiuservalue(L, 1, 2); /* 3: the capture stream */
   lua_getiuservalue(L, 1, 1); /* 4: the pins in use */
   int scalars;
@@ -392,8 +464,9 @@ static int graph_update(lua_State *L) {
                                &gr->h.open); /* 5: the new pins */
   CUgraphExecUpdateResultInfo info;
   memset(&info, 0, sizeof info);
+  int semvals = count_semvals(recs);
   CUresult r = !gr->h.open ? CUDA_ERROR_INVALID_HANDLE
-             : conds ? CUDA_ERROR_NOT_SUPPORTED
+             : conds || semvals ? CUDA_ERROR_NOT_SUPPORTED
              : cg_drv.cuGraphExecUpdate(gr->h.drv.exec, g, &info);
   if (r == CUDA_SUCCESS && gr->allocs != cg_recs_allocs(recs))
     r = CUDA_ERROR_NOT_SUPPORTED;
@@ -409,6 +482,11 @@ static int graph_update(lua_State *L) {
       return luaL_error(L, "the update of cugraph.Graph #%d made conditional "
                         "nodes, which the driver cannot add to it: capture a "
                         "new graph", (int)gr->id);
+    if (semvals)
+      return luaL_error(L, "the update of cugraph.Graph #%d made external "
+                        "semaphore nodes whose value is a cugraph.Scalar's, "
+                        "which an update cannot keep: capture a new graph",
+                        (int)gr->id);
     if (r == CUDA_ERROR_NOT_SUPPORTED)
       return luaL_error(L, "the update of cugraph.Graph #%d allocates memory "
                         "it does not free in another way than its capture: "

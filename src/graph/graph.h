@@ -9,6 +9,19 @@
 
 typedef struct cg_graph cg_graph;
 
+/* An external semaphore node of the top graph whose value is a u64
+   Scalar's: set in the exec before a launch when the scalar changed. */
+typedef struct cg_semval {
+  CUgraphNode node;
+  CUexternalSemaphore sem;
+  void *value;          /* the cg_scalar (graph.c), or its cg_share (cgraph.c) */
+  uint64_t last;        /* the value the exec holds, when known is set */
+  unsigned char wait, known;
+} cg_semval;
+/* Sets node v of exec x to value bits (a wait's or a signal's). */
+CUresult cg_semval_set(CUgraphExec x, const cg_semval *v, uint64_t bits,
+                       const char **api);
+
 /* cugraph.Graph: h.drv.exec, and the driver graph it was made from. Its
    user values: 1 the set of pins, 2 its capture stream. */
 struct cg_graph {
@@ -21,6 +34,8 @@ struct cg_graph {
   unsigned conds;       /* conditional nodes, at any depth */
   int nscalars;
   cg_scalar **scalars;  /* pinned scalars, flushed before each launch */
+  int nsemvals;
+  cg_semval *semvals;   /* semaphore nodes set from scalars at each launch */
   cg_recs *recs;        /* the nodes its capture recorded */
   unsigned allocs;      /* allocation nodes whose memory it does not free */
   unsigned scoped;      /* pinned buffers of a map scope (cg_obj.scoped) */

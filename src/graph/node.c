@@ -239,6 +239,14 @@ static void pushrec(lua_State *L, cg_graph *gr, size_t i, int map) {
       w += words(&k->params[j]);
     }
     lua_setfield(L, -2, "args");
+  } else if (e->kind == NK_EXTWAIT || e->kind == NK_EXTSIGNAL) {
+    pushobj(L, map, e->obj[0]);
+    lua_setfield(L, -2, "semaphore");
+    if (e->obj[1]) pushobj(L, map, e->obj[1]);
+    else if (((cg_extsem *)e->obj[0])->timeline)
+      lua_pushinteger(L, (lua_Integer)e->off);
+    else lua_pushnil(L);
+    lua_setfield(L, -2, "value");
   } else if (e->obj[0]) {
     pushobj(L, map, e->obj[0]);
     lua_setfield(L, -2, e->kind == NK_COPY || e->kind == NK_COPY3D ? "dst"

@@ -8,8 +8,7 @@
 #include <string.h>
 #include "types/types.h"
 
-/* The driver's format of element type t, or 0 where arrays have none. */
-static CUarray_format format_of(cg_type t) {
+CUarray_format cg_array_format(cg_type t) {
   switch (t) {
   case CG_U8: return CU_AD_FORMAT_UNSIGNED_INT8;
   case CG_U16: return CU_AD_FORMAT_UNSIGNED_INT16;
@@ -23,8 +22,8 @@ static CUarray_format format_of(cg_type t) {
   }
 }
 
-/* "f32", "u8x4", ...: the element type and channels of a texel. */
-static void check_format(lua_State *L, int idx, cg_type *t, int *channels) {
+void cg_check_array_format(lua_State *L, int idx, const char *what,
+                           cg_type *t, int *channels) {
   size_t len;
   const char *s = luaL_checklstring(L, idx, &len);
   char base[8];
@@ -32,8 +31,8 @@ static void check_format(lua_State *L, int idx, cg_type *t, int *channels) {
   size_t n = x ? (size_t)(x - s) : len;
   *channels = 1;
   if (x && ((x[1] != '1' && x[1] != '2' && x[1] != '4') || x[2]))
-    luaL_error(L, "cuda.array: format '%s': a texel has 1, 2 or 4 channels "
-               "(\"f32\", \"f32x2\", \"u8x4\")", s);
+    luaL_error(L, "%s: format '%s': a texel has 1, 2 or 4 channels "
+               "(\"f32\", \"f32x2\", \"u8x4\")", what, s);
   if (x) *channels = x[1] - '0';
   int i = -1;
   if (n < sizeof base) {
@@ -42,9 +41,9 @@ static void check_format(lua_State *L, int idx, cg_type *t, int *channels) {
     for (i = 0; cg_type_names[i] && strcmp(cg_type_names[i], base); i++) {}
     if (!cg_type_names[i]) i = -1;
   }
-  if (i < 0 || !format_of((cg_type)i))
-    luaL_error(L, "cuda.array: format '%s': the element type must be one of "
-               "u8, i8, u16, i16, u32, i32, f16, f32", s);
+  if (i < 0 || !cg_array_format((cg_type)i))
+    luaL_error(L, "%s: format '%s': the element type must be one of "
+               "u8, i8, u16, i16, u32, i32, f16, f32", what, s);
   *t = (cg_type)i;
 }
 
@@ -64,8 +63,7 @@ static size_t limit(lua_State *L, cg_ctx *ctx, CUdevice_attribute a) {
   return v > 0 ? (size_t)v : 0;
 }
 
-/* A new Array object, its handle not made yet. */
-static cg_array *new_array(lua_State *L, cg_ctx *ctx, cg_type t, int channels,
+cg_array *cg_array_new(lua_State *L, cg_ctx *ctx, cg_type t, int channels,
                            int surface, size_t w, size_t h, size_t d) {
   cg_array *a = cg_newobj(L, ctx, sizeof *a, CG_ARRAY);
   a->type = t;
@@ -88,7 +86,7 @@ static int array_new(lua_State *L) {
   }
   cg_type t;
   int channels;
-  check_format(L, 1, &t, &channels);
+  cg_check_array_format(L, 1, "cuda.array", &t, &channels);
   if (top > 4)
     return luaL_error(L, "cuda.array: too many dimensions: an array has "
                       "width, height and depth");
@@ -133,9 +131,9 @@ static int array_new(lua_State *L) {
                         (LUAI_UACINT)m, dims, surface ? "surface" : "texture");
   }
   lua_settop(L, 1);
-  cg_array *a = new_array(L, ctx, t, channels, surface, w, h, d);
+  cg_array *a = cg_array_new(L, ctx, t, channels, surface, w, h, d);
   CUDA_ARRAY3D_DESCRIPTOR desc = {
-    .Width = w, .Height = h, .Depth = d, .Format = format_of(t),
+    .Width = w, .Height = h, .Depth = d, .Format = cg_array_format(t),
     .NumChannels = (unsigned)channels,
     .Flags = surface ? CUDA_ARRAY3D_SURFACE_LDST : 0,
   };
@@ -151,16 +149,19 @@ void cg_push_array(lua_State *L, cg_ctx *ctx, CUarray h) {
   CUDA_ARRAY3D_DESCRIPTOR d;
   CU(L, ctx, cuArray3DGetDescriptor, &d, h);
   int t = 0;
-  while (cg_type_names[t] && !(format_of((cg_type)t) == d.Format &&
-                               format_of((cg_type)t))) t++;
+  while (cg_type_names[t] && !(cg_array_format((cg_type)t) == d.Format &&
+                               cg_array_format((cg_type)t))) t++;
   if (!cg_type_names[t] ||
       (d.NumChannels != 1 && d.NumChannels != 2 && d.NumChannels != 4) ||
-      (d.Flags & ~(unsigned)CUDA_ARRAY3D_SURFACE_LDST))
+      (d.Flags & ~(unsigned)(CUDA_ARRAY3D_SURFACE_LDST |
+                             CUDA_ARRAY3D_TEXTURE_GATHER |
+                             CUDA_ARRAY3D_COLOR_ATTACHMENT)))
     luaL_error(L, "cugraph_pusharray: an array of format 0x%x, %d channels, "
                "flags 0x%x: cugraph arrays have 1, 2 or 4 channels of u8 to "
-               "f32 and no flags but surface stores", (unsigned)d.Format,
-               (int)d.NumChannels, d.Flags);
-  cg_array *a = new_array(L, ctx, (cg_type)t, (int)d.NumChannels,
+               "f32 and no flags but surface stores, gather and color "
+               "attachment", (unsigned)d.Format, (int)d.NumChannels,
+               d.Flags);
+  cg_array *a = cg_array_new(L, ctx, (cg_type)t, (int)d.NumChannels,
                           (d.Flags & CUDA_ARRAY3D_SURFACE_LDST) != 0, d.Width,
                           d.Height, d.Depth);
   a->h.drv.array = h;
@@ -182,6 +183,12 @@ static int array_free(lua_State *L) {
   return cg_close(L, CG_ARRAY, 0);
 }
 static int array_gc(lua_State *L) { return cg_close(L, CG_ARRAY, 1); }
+
+/* One over external memory (its parent) is one view of it fewer. */
+static void array_release(lua_State *L, cg_obj *o) {
+  (void)L;
+  if (o->parent) o->parent->views--;
+}
 
 /* a:shape() -> width [, height [, depth]]: as many as it has */
 static int array_shape(lua_State *L) {
@@ -241,7 +248,7 @@ void array_open(lua_State *L) {
     {"__gc", array_gc}, {"__close", array_free},
     {"__tostring", array_tostring}, {NULL, NULL}
   };
-  cg_newtype(L, CG_ARRAY, methods, meta, NULL);
+  cg_newtype(L, CG_ARRAY, methods, meta, array_release);
   lua_pushcfunction(L, array_new);
   lua_setfield(L, -2, "array");
 }

@@ -137,7 +137,8 @@ static int buffer_view(lua_State *L) {
   return 1;
 }
 
-/* b:parent(): the buffer a view was made from, or nil */
+/* b:parent(): the buffer a view was made from (or the ExternalMemory a
+   mapping was), or nil */
 static int buffer_parent(lua_State *L) {
   cg_buffer *b = check(L);
   if (!b->h.parent) return 0;
@@ -545,6 +546,7 @@ static int buffer_tostring(lua_State *L) {
                                                        : ", borrowed")
                      : b->h.parent->kind == CG_MODULE ? ", module global"
                      : b->h.parent->kind == CG_DLTENSOR ? ", DLPack"
+                     : b->h.parent->kind == CG_EXTMEM ? ", external"
                      : ", view");
 }
 

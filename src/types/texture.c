@@ -128,6 +128,7 @@ cg_sampler *cg_sampler_new(lua_State *L, cg_array *a, cg_kind kind,
                            CUDA_RESOURCE_DESC *res) {
   lua_settop(L, 1);
   cg_sampler *s = cg_newobj(L, a->h.ctx, sizeof *s, kind);
+  s->h.scoped = a->h.scoped; /* over a GL image's map: ends with it */
   lua_pushvalue(L, 1);
   lua_setiuservalue(L, -2, 1);
   cg_check_open(L, &a->h); /* the allocation may have run a finalizer */

@@ -90,6 +90,25 @@ void cg_sampler_type(lua_State *L, cg_kind kind, const char *method,
 void texture_open(lua_State *L);
 void surface_open(lua_State *L);
 
+/* cugraph.ExternalMemory: memory another API exported, imported
+   (h.drv.extmem, base.h). Its Buffers (mem:buffer: owned mappings, freed
+   with cuMemFree) and Arrays (mem:array: level 0 of a mipmapped array the
+   import holds) are its views: h.views counts them, and it is destroyed
+   after them. */
+typedef struct cg_extmem {
+  cg_obj h;
+  size_t size;          /* bytes, as imported */
+  int kind;             /* CUexternalMemoryHandleType */
+} cg_extmem;
+
+/* cugraph.ExternalSemaphore: a semaphore another API exported, imported
+   (h.drv.extsem): binary, or a timeline whose waits and signals carry a
+   64-bit value. */
+typedef struct cg_extsem {
+  cg_obj h;
+  int timeline;
+} cg_extsem;
+
 /* cugraph.HostBuffer: page-locked host memory, h.drv.host. */
 typedef struct cg_hostbuf {
   cg_obj h;
@@ -172,6 +191,26 @@ void hostbuf_open(lua_State *L);
 void array_open(lua_State *L);
 /* Pushes a borrowed Array over the engine's a (cugraph_pusharray). */
 void cg_push_array(lua_State *L, cg_ctx *ctx, CUarray a);
+/* The format string at idx ("f32x4"): its element type and channels, or
+   an error that starts with what. */
+void cg_check_array_format(lua_State *L, int idx, const char *what,
+                           cg_type *t, int *channels);
+/* The driver's format of element type t (0: arrays have none). */
+CUarray_format cg_array_format(cg_type t);
+/* A new Array object at the top of the stack, its handle not made yet. */
+cg_array *cg_array_new(lua_State *L, cg_ctx *ctx, cg_type t, int channels,
+                       int surface, size_t w, size_t h, size_t d);
+void extmem_open(lua_State *L);
+/* The open file descriptor at idx (a handle to import: CUDA takes it on
+   success), or an error that starts with what. */
+int cg_check_fd(lua_State *L, int idx, const char *what);
+void extsem_open(lua_State *L); /* with the Stream methods that use them */
+/* Pushes a borrowed ExternalMemory or ExternalSemaphore (the engine's
+   import; cugraph_pushexternal*). */
+void cg_push_extmem(lua_State *L, cg_ctx *ctx, CUexternalMemory m,
+                    size_t size);
+void cg_push_extsem(lua_State *L, cg_ctx *ctx, CUexternalSemaphore s,
+                    int timeline);
 void scalar_open(lua_State *L);
 void condition_open(lua_State *L);
 void graphmem_open(lua_State *L);
