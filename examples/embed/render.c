@@ -19,6 +19,10 @@
      vertex buffer inside a map scope (device to device), the engine draws
      them as points into the framebuffer and reads back only the image, to
      write OUT/frame_NNN.png.
+   - Then the script stamps a 16 x 16 magenta mark into the framebuffer's
+     renderbuffer, which it registered as a GL image (cuda.gl_image) and
+     maps as an Array, copying a buffer into its first rows; the engine
+     checks the mark in the image it reads back.
    - The checks: ticks = 100 + 200 * 1000, one reload and one failed
      reload, the images not blank; then lua_close, one more launch of the
      C graph (its pins outlive the state), and the release.
@@ -46,7 +50,7 @@
 #define PNG_DIR "build/examples"
 #endif
 
-enum { N = 1 << 18, W = 512, H = 512, FRAMES = 300 };
+enum { N = 1 << 18, W = 512, H = 512, FRAMES = 300, MARK = 16 };
 
 /* -- the driver ------------------------------------------------------------ */
 
@@ -298,9 +302,8 @@ static void stop_gl(glstate *g) {
   egl.eglTerminate(g->dpy);
 }
 
-/* Draws the vertex buffer's points, additively, into the framebuffer and
-   reads the image back into rgba (W * H * 4 bytes, top row first). */
-static int draw(glstate *g, unsigned char *rgba) {
+/* Draws the vertex buffer's points, additively, into the framebuffer. */
+static int draw(glstate *g) {
   gl.glBindFramebuffer(GL_FRAMEBUFFER, g->fbo);
   gl.glViewport(0, 0, W, H);
   gl.glClearColor(0.02f, 0.02f, 0.05f, 1);
@@ -318,6 +321,12 @@ static int draw(glstate *g, unsigned char *rgba) {
   gl.glEnableClientState(GL_VERTEX_ARRAY);
   gl.glVertexPointer(2, GL_FLOAT, 0, NULL);
   gl.glDrawArrays(GL_POINTS, 0, N);
+  return gl.glGetError() == 0;
+}
+
+/* Reads the image back into rgba (W * H * 4 bytes, top row first). */
+static int read_back(glstate *g, unsigned char *rgba) {
+  gl.glBindFramebuffer(GL_FRAMEBUFFER, g->fbo);
   gl.glPixelStorei(GL_PACK_ALIGNMENT, 1);
   unsigned char *rows = malloc((size_t)W * H * 4);
   if (!rows) return 0;
@@ -441,6 +450,8 @@ int main(int argc, char **argv) {
     cugraph_openlibs(L, lua_dir);
     lua_pushinteger(L, g.vbo);
     lua_setglobal(L, "VBO");
+    lua_pushinteger(L, g.rbo);
+    lua_setglobal(L, "RBO");
     lua_pushinteger(L, N);
     lua_setglobal(L, "N");
     lua_pushstring(L, kernel);
@@ -473,10 +484,23 @@ int main(int argc, char **argv) {
       ok = 0;
     }
     if (ok && i % 100 == 0) {
-      ok = call(L, "present", 0, 0) && draw(&g, rgba);
-      size_t lit = 0;
+      /* the script stamps a mark into the framebuffer's renderbuffer, an
+         Array while mapped, after the points are drawn */
+      ok = call(L, "present", 0, 0) && draw(&g) && call(L, "stamp", 0, 0) &&
+           read_back(&g, rgba);
+      size_t lit = 0, marked = 0;
       for (size_t p = 0; ok && p < (size_t)W * H; p++)
         lit += rgba[4 * p] > 20;
+      for (int y = H - MARK; ok && y < H; y++) /* GL's first rows: the */
+        for (int x = 0; x < MARK; x++) {       /* array's row 0 */
+          const unsigned char *px = rgba + ((size_t)y * W + (size_t)x) * 4;
+          marked += px[0] == 255 && px[1] == 0 && px[2] == 255;
+        }
+      if (ok && marked != MARK * MARK) {
+        fprintf(stderr, "render: frame %d: %zu of the %d pixels of the "
+                "script's mark\n", i, marked, MARK * MARK);
+        ok = 0;
+      }
       snprintf(path, sizeof path, "%s/frame_%03d.png", out, i);
       lua_pushstring(L, path);
       lua_pushinteger(L, W);

@@ -7,9 +7,11 @@
 -- the engine (setup() returns them), which replays it from C every frame.
 -- poll() reloads KERNEL when the file changed: the engine's C graph
 -- switches to the new code. present() writes the particles into the GL
--- buffer, device to device, inside a map scope; save() writes a PNG.
--- luacheck: globals setup poll present save shutdown
--- luacheck: read globals stream VBO N KERNEL PNG_PATH
+-- buffer, device to device, inside a map scope; stamp() copies a mark into
+-- the framebuffer's renderbuffer (RBO), mapped as an Array; save() writes a
+-- PNG.
+-- luacheck: globals setup poll present stamp save shutdown
+-- luacheck: read globals stream VBO RBO N KERNEL PNG_PATH
 local cuda = require "cugraph"
 package.cpath = PNG_PATH .. "/?.so;" .. package.cpath
 local png = require "png"
@@ -27,6 +29,14 @@ local vel = cuda.buffer("f32", 2 * N)
 local ticks = cuda.buffer("u32", 1):fill(0)
 local dt = cuda.scalar("f32", 1 / 60)
 local vbo = cuda.gl_buffer(VBO, "f32", "write_discard")
+local image = cuda.gl_image(RBO, "renderbuffer")
+local MARK = 16
+local mark = cuda.buffer("u8", MARK * MARK * 4)
+do -- opaque magenta
+  local t = {}
+  for i = 0, MARK * MARK - 1 do t[4 * i + 1], t[4 * i + 2], t[4 * i + 3], t[4 * i + 4] = 255, 0, 255, 255 end
+  mark:upload(t)
+end
 local reloads, failures = 0, 0
 
 local watch = cuda.watch(KERNEL, function(path)
@@ -57,6 +67,10 @@ function present()
   vbo:map(stream, function(points) points:copy(pos, stream) end)
 end
 
+function stamp()
+  image:map(stream, function(a) a:copy2d(mark, MARK, MARK, { stream = stream }) end)
+end
+
 function save(path, w, h, rgba)
   png.write(path, w, h, rgba)
 end
@@ -66,5 +80,6 @@ function shutdown()
   stream:synchronize()
   local t = ticks:download()[1]
   vbo:free()
+  image:free()
   return t, reloads, failures
 end
