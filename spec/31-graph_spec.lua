@@ -475,7 +475,7 @@ describe("g:profile()", function()
     assert.equals(3 * 3 + 2, y:download()[1])
   end)
 
-  it("times a child graph and each of its nodes, and a graph with conditional nodes as a whole", function()
+  it("times a child graph and each of its nodes", function()
     local x = cuda.buffer("i32", 64):fill(0)
     local line0 = debug.getinfo(1, "l").currentline
     local inmost = s:capture(function() m.inc_i32:launch(s, 1, 64, x, 64) end)
@@ -504,17 +504,60 @@ describe("g:profile()", function()
     for _, l in ipairs(p.lines) do nlines = nlines + l.nodes end
     assert.equals(3, nlines)
     assert.equals(3 * (3 * 2 + 2), x:download()[1])
+  end)
+
+  it("times the kernels of a graph with conditional nodes from CUPTI's records, a body's runs summed", function()
+    local x = cuda.buffer("i32", 64):fill(0)
     local c = cuda.condition(1)
     H.settle()
-    local cg = s:capture(function()
-      s:branch(c, function() m.inc_i32:launch(s, 1, 64, x, 64) end)
+    local line0 = debug.getinfo(1, "l").currentline
+    local g = s:capture(function()
+      m.inc_i32:launch(s, 1, 64, x, 64)
+      s:loop_while(c, function()
+        m.inc_i32:launch(s, 1, 64, x, 64)
+        c:count_down(s, 3)                 -- three turns a replay
+      end)
     end)
-    local q = cg:profile(3)
-    assert.matches("cannot be copied", q.note)
-    assert.is_true(q.us > 0)
-    assert.equals("conditional", q.nodes[1].kind)
-    assert.is_nil(q.nodes[1].us)
-    assert.is_nil(q.lines)
+    local path = os.tmpname()
+    local p = g:profile { n = 3, trace = path }
+    assert.equals("activity", p.method)
+    assert.is_nil(p.note)
+    local got = {}
+    for i, nd in ipairs(p.nodes) do
+      got[i] = ("%s %s %d %s"):format(nd.kind, nd.line - line0, nd.depth, tostring(nd.runs))
+      if nd.kind == "kernel" then assert.is_true(nd.us > 0 and nd.min_us <= nd.us and nd.us <= nd.max_us) end
+    end
+    assert.same({ "kernel 2 0 1", "conditional 3 0 nil", "kernel 4 1 3", "kernel 5 1 3" }, got)
+    assert.equals("inc_i32", p.nodes[3].name)
+    assert.is_nil(p.nodes[2].us)         -- not a kernel: untimed
+    assert.is_true(p.us > 0 and p.profiled_us > 0 and p.overhead > 0)
+    local nlines = 0                     -- the timed nodes' lines
+    for _, l in ipairs(p.lines) do nlines = nlines + l.nodes end
+    assert.equals(3, nlines)
+    local text = assert(io.open(path)):read("a")
+    os.remove(path)
+    local _, events = text:gsub('"ph": "X"', "")
+    assert.equals(1 + 3 + 3, events)     -- the last replay's kernel runs
+    assert.matches('"name": "inc_i32", "cat": "kernel"', text)
+    -- 1 + 3 + 3 replays with activity, 1 + 3 without, four incs each
+    assert.equals(11 * 4, x:download()[1])
+  end)
+
+  it("times a graph with conditional nodes as a whole where CUPTI cannot be had", function()
+    local code, out = H.script([[
+      local cuda = require "cugraph"
+      local m = cuda.load_module(os.getenv("CUGRAPH_LUA_BUILD") .. "/kernels.ptx")
+      local s, x, c = cuda.stream(), cuda.buffer("i32", 64):fill(0), cuda.condition(1)
+      local g = s:capture(function()
+        s:branch(c, function() m.inc_i32:launch(s, 1, 64, x, 64) end)
+      end)
+      local q = g:profile(3)
+      print(q.note)
+      print(q.us > 0, q.nodes[1].kind, q.nodes[1].us, q.lines, q.method)
+    ]], "CUGRAPH_LUA_LIBCUPTI=/nonexistent/libcupti.so")
+    assert.equals(0, code, out)
+    assert.matches("cannot be copied %(cuGraphClone%), and CUPTI's kernel records cannot be had %(.*CUPTI.*%)", out)
+    assert.matches("true\tconditional\tnil\tnil\tnil", out)
   end)
 
   it("leaves a node that node:enable(false) turned off out of the copy's replays too", function()

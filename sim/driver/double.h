@@ -322,7 +322,15 @@ typedef struct op {
   CUhostFn fn;              /* HOST: cuLaunchHostFunc's function and data */
   void *data;
   struct CUevent_st *event; /* EVENT_RECORD: the event it records */
+  uint64_t id;              /* a node's: unique in the process (CUPTI's
+                               graph node id), kept by its copies in
+                               instantiated graphs; 0 for eager work */
 } op;
+/* Kernel activity records (activity.c): whether they are on, the time in
+   ns, and a kernel node's run. */
+int dbl_activity_on(void);
+uint64_t dbl_activity_now(void);
+void dbl_activity_kernel(uint64_t node, uint64_t start, uint64_t end);
 
 CUresult dbl_run_op(const op *o, int dry);
 int dbl_copy_op(op *dst, const op *src);

@@ -52,6 +52,7 @@ CUresult CUDAAPI cuGraphKernelNodeSetParams(CUgraphNode hNode,
   free(hNode->op.args);
   free(hNode->argv);
   hNode->argv = NULL;
+  o.id = hNode->op.id; /* the same node */
   hNode->op = o;
   return CUDA_SUCCESS;
 }
@@ -71,6 +72,7 @@ CUresult CUDAAPI cuGraphExecKernelNodeSetParams(CUgraphExec hGraphExec,
           .shared = p->sharedMemBytes, .disabled = o->disabled};
   if ((r = dbl_prepare_launch(&n, p->kernelParams, p->extra))) return r;
   free(o->args);
+  n.id = o->id; /* the same node */
   *o = n;
   return CUDA_SUCCESS;
 }
@@ -84,6 +86,7 @@ static CUresult memset_params(op *o, const CUDA_MEMSET_NODE_PARAMS *p) {
           .width = p->width, .height = 1, .value = p->value,
           .elem = p->elementSize, .disabled = o->disabled};
   CUresult r = dbl_run_op(&n, 1);
+  n.id = o->id;
   if (!r) *o = n;
   return r;
 }
@@ -123,6 +126,7 @@ static CUresult memcpy_params(op *o, const CUDA_MEMCPY3D *p) {
           .src = p->srcDevice, .bytes = p->WidthInBytes,
           .disabled = o->disabled};
   CUresult r = dbl_run_op(&n, 1);
+  n.id = o->id;
   if (!r) *o = n;
   return r;
 }

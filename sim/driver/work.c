@@ -14,7 +14,10 @@ CUresult dbl_run_op(const op *o, int dry) {
       || o->type == CU_GRAPH_NODE_TYPE_MEM_FREE)
     return dry ? CUDA_SUCCESS : dbl_run_memory_node(o);
   if (o->type == CU_GRAPH_NODE_TYPE_KERNEL) {
-    if (!dry) dbl_run_kernel(o);
+    if (dry) return CUDA_SUCCESS;
+    uint64_t t0 = o->id && dbl_activity_on() ? dbl_activity_now() : 0;
+    dbl_run_kernel(o);
+    if (t0) dbl_activity_kernel(o->id, t0, dbl_activity_now());
     return CUDA_SUCCESS;
   }
   if (o->type == CU_GRAPH_NODE_TYPE_HOST) {

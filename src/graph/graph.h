@@ -140,11 +140,19 @@ void dot_open(lua_State *L);
 void profile_open(lua_State *L);
 /* profile_report.c: the lines array of g:profile's nodes array at idx
    {source, line, us, nodes}, the most time first, pushed; and the replay
-   whose starts and times (ms, in the nodes' order) are given, as a Chrome
-   trace at path. */
+   whose n runs' starts and times (ms) are given, as a Chrome trace at
+   path: run i is of node node_of[i] (0-based; NULL: node i). */
 void cg_profile_lines(lua_State *L, int nodes);
-void cg_profile_trace(lua_State *L, int nodes, size_t n, const double *start,
-                      const double *dur, const char *path, unsigned id);
+void cg_profile_trace(lua_State *L, int nodes, size_t n, const size_t *node_of,
+                      const double *start, const double *dur, const char *path,
+                      unsigned id);
+/* profile_kernels.c: the profile of graph gr (at 1) with conditional
+   nodes, from CUPTI's kernel records over reps replays on st (the stream
+   object at sidx), plain its ms a replay: 1 with the result pushed, or 0
+   with why it cannot be had pushed. */
+int cg_profile_activity(lua_State *L, cg_graph *gr, int sidx, CUstream st,
+                        lua_Integer reps, double plain, const char *trace);
+void profile_kernels_open(lua_State *L);
 /* "kernel", "memcpy", ...: a node type as g:dot and g:profile name it */
 const char *cg_node_type_name(CUgraphNodeType t);
 void memory_open(lua_State *L); /* g:memory, cuda.memory().graphs */

@@ -12,7 +12,8 @@
    back to back, between two events on the stream, for the cost of a
    replay with and without the event nodes. The graph's work runs 3n + 2
    times in all. A graph with conditional nodes, which the driver does not
-   copy, gives the time of its replays only; one whose nodes allocate
+   copy, is timed from CUPTI's kernel records instead (profile_kernels.c),
+   or else gives the time of its replays only; one whose nodes allocate
    memory is refused. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
@@ -473,6 +474,11 @@ static int graph_profile(lua_State *L) {
   back_to_back(L, s, gr, NULL, st, 1);
   double plain = back_to_back(L, s, gr, NULL, st, reps);
   double with = 0;
+  int why = 0; /* why a graph with conditional nodes has no node times */
+  if (!copyable) {
+    if (cg_profile_activity(L, gr, 3, st, reps, plain, trace)) return 1;
+    why = lua_gettop(L);
+  }
   if (timed) {
     instrument_all(L, s, gr);
     CU(L, ctx, cuGraphUpload, s->exec, st);
@@ -573,7 +579,7 @@ static int graph_profile(lua_State *L) {
       ts[k] = start[last + order[k]];
       ts[nu + k] = dur[last + order[k]];
     }
-    cg_profile_trace(L, nodes, nu, ts, ts + nu, trace, gr->id);
+    cg_profile_trace(L, nodes, nu, NULL, ts, ts + nu, trace, gr->id);
     lua_pop(L, 1);
   }
 
@@ -585,9 +591,10 @@ static int graph_profile(lua_State *L) {
     setnum(L, "profiled_us", 1e3 * with);
     setnum(L, "overhead", plain > 0 ? with / plain : 0);
   } else if (!copyable) {
-    lua_pushliteral(L, "a graph with conditional nodes cannot be copied "
-                    "(cuGraphClone): its nodes come without times, and us "
-                    "is the whole replay's");
+    lua_pushfstring(L, "a graph with conditional nodes cannot be copied "
+                    "(cuGraphClone), and CUPTI's kernel records cannot be "
+                    "had (%s): its nodes come without times, and us is the "
+                    "whole replay's", lua_tostring(L, why));
     lua_setfield(L, -2, "note");
   }
   lua_pushvalue(L, nodes);
@@ -604,6 +611,7 @@ static int graph_profile(lua_State *L) {
 }
 
 void profile_open(lua_State *L) {
+  profile_kernels_open(L);
   luaL_newmetatable(L, SCRATCH);
   lua_pushcfunction(L, scratch_close);
   lua_setfield(L, -2, "__close");

@@ -26,11 +26,13 @@ void cg_profile_lines(lua_State *L, int nodes) {
   lua_newtable(L); /* the array */
   int arr = by + 1, n = 0;
   for (lua_Integer i = 1; lua_rawgeti(L, nodes, i) == LUA_TTABLE; i++) {
-    if (lua_getfield(L, -1, "children") != LUA_TNIL) { /* its nodes count */
-      lua_pop(L, 2);
+    int skip = lua_getfield(L, -1, "children") != LUA_TNIL; /* its nodes */
+    skip |= lua_getfield(L, -2, "us") == LUA_TNIL; /* count; an untimed */
+    lua_pop(L, 2);                                 /* node does not */
+    if (skip) {
+      lua_pop(L, 1);
       continue;
     }
-    lua_pop(L, 1);
     lua_getfield(L, -1, "source");
     lua_getfield(L, -2, "line");
     lua_getfield(L, -3, "us");
@@ -96,11 +98,12 @@ void cg_profile_lines(lua_State *L, int nodes) {
   lua_remove(L, by);
 }
 
-/* The last replay of the copy as a Chrome trace (the Trace Event Format,
-   which Perfetto and chrome://tracing read): one complete event per node,
-   on the first row free at its start. */
-void cg_profile_trace(lua_State *L, int nodes, size_t n, const double *start,
-                      const double *dur, const char *path, unsigned id) {
+/* A replay as a Chrome trace (the Trace Event Format, which Perfetto and
+   chrome://tracing read): one complete event per run of a node, on the
+   first row free at its start. */
+void cg_profile_trace(lua_State *L, int nodes, size_t n, const size_t *node_of,
+                      const double *start, const double *dur, const char *path,
+                      unsigned id) {
   FILE *f = fopen(path, "w");
   if (!f)
     luaL_error(L, "g:profile: cannot open %s: %s", path, strerror(errno));
@@ -123,7 +126,8 @@ void cg_profile_trace(lua_State *L, int nodes, size_t n, const double *start,
     while (row < rows && row_end[row] > ts) row++;
     if (row == rows) rows++;
     row_end[row] = ts + d;
-    lua_rawgeti(L, nodes, (lua_Integer)i + 1);
+    size_t node = node_of ? node_of[i] : i;
+    lua_rawgeti(L, nodes, (lua_Integer)node + 1);
     lua_getfield(L, -1, "name");
     lua_getfield(L, -2, "kind");
     lua_getfield(L, -3, "source");
@@ -136,7 +140,7 @@ void cg_profile_trace(lua_State *L, int nodes, size_t n, const double *start,
     cg_json_string(f, lua_tostring(L, -4));
     fprintf(f, ", \"ph\": \"X\", \"pid\": 1, \"tid\": %zu, \"ts\": %.3f, "
                "\"dur\": %.3f, \"args\": {\"node\": %zu", row + 1, ts, d,
-            i + 1);
+            node + 1);
     if (lua_isstring(L, -3)) {
       fprintf(f, ", \"line\": ");
       lua_pushfstring(L, "%s:%d", lua_tostring(L, -3),

@@ -1,0 +1,221 @@
+/* g:profile of a graph with conditional nodes (profile.c): the driver
+   copies no such graph, so no event nodes can sit between its nodes, and a
+   body's nodes run as often as its loop turns. Their times come from
+   CUPTI's kernel activity records instead, which name the graph node of
+   each kernel run, in the bodies too: per replay, each kernel node's runs
+   are summed and counted; the median over the replays is its time. Other
+   kinds of node (copies, fills) are not timed this way. */
+#include <stdlib.h>
+#include <string.h>
+#include "graph/graph.h"
+#include "base/cupti.h"
+
+#define GUARD "cugraph.profile.activity"
+
+/* What the recording holds, let go by its __close whatever happens. */
+typedef struct guard {
+  cg_ctx *ctx;
+  int recording;
+  CUevent ev[2];
+} guard;
+
+static void guard_end(lua_State *L, guard *g) {
+  if (g->recording) cg_cupti_stop();
+  g->recording = 0;
+  for (int i = 0; i < 2; i++)
+    if (g->ev[i])
+      cg_release(L, g->ctx, CG_H_EVENT, (cg_handle){ .event = g->ev[i] });
+  memset(g->ev, 0, sizeof g->ev);
+}
+
+static int guard_close(lua_State *L) {
+  guard_end(L, luaL_checkudata(L, 1, GUARD));
+  return 0;
+}
+
+static void *temp(lua_State *L, size_t n, size_t size) {
+  void *p = lua_newuserdatauv(L, (n ? n : 1) * size, 0);
+  memset(p, 0, (n ? n : 1) * size);
+  return p;
+}
+
+static void setnum(lua_State *L, const char *k, double v) {
+  lua_pushnumber(L, v);
+  lua_setfield(L, -2, k);
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* k replays of the graph at 1 on the stream object at sidx (g:replay:
+   its scalars and semaphore values are set as for any launch). */
+static void replay(lua_State *L, int sidx, lua_Integer k) {
+  lua_getfield(L, 1, "replay");
+  lua_pushvalue(L, 1);
+  lua_pushinteger(L, k);
+  lua_pushvalue(L, sidx);
+  lua_call(L, 3, 0);
+}
+
+int cg_profile_activity(lua_State *L, cg_graph *gr, int sidx, CUstream st,
+                        lua_Integer reps, double plain, const char *trace) {
+  const char *why = cg_cupti_load();
+  if (why) {
+    lua_pushstring(L, why);
+    return 0;
+  }
+  cg_ctx *ctx = gr->h.ctx;
+  cg_graph_resolve(L, gr);
+  size_t n = cg_recs_count(gr->recs);
+  uint64_t *ids = temp(L, n, sizeof *ids);
+  for (size_t i = 0; i < n; i++) {
+    const cg_rec *e = &gr->recs->v[i];
+    if (e->kind != NK_KERNEL || !e->node) continue;
+    CUptiResult r = cg_cupti.cuptiGetGraphNodeId(e->node, &ids[i]);
+    if (r != CUPTI_SUCCESS) {
+      lua_pushfstring(L, "cuptiGetGraphNodeId: %d", r);
+      return 0;
+    }
+  }
+  size_t cells = (size_t)reps * n;
+  double *us = temp(L, 2 * cells, sizeof *us), *runs = us + cells;
+  size_t cap = 64, nlast = 0; /* the last replay's runs, for the trace */
+  double *tstart = NULL, *tdur = NULL;
+  size_t *tnode = NULL;
+  guard *g = lua_newuserdatauv(L, sizeof *g, 0);
+  memset(g, 0, sizeof *g);
+  luaL_setmetatable(L, GUARD);
+  int gidx = lua_gettop(L);
+  lua_toclose(L, gidx);
+  g->ctx = ctx;
+  for (int i = 0; i < 2; i++)
+    CU(L, ctx, cuEventCreate, &g->ev[i], CU_EVENT_DEFAULT);
+  if ((why = cg_cupti_start())) {
+    lua_pushstring(L, why);
+    return 0;
+  }
+  g->recording = 1;
+  const cg_kernel_run *v;
+  size_t nv;
+  replay(L, sidx, 1); /* not counted */
+  cg_wait_stream(L, ctx, st, ctx->root->timeout);
+  if ((why = cg_cupti_take(&v, &nv))) return luaL_error(L, "g:profile: %s", why);
+  for (lua_Integer k = 0; k < reps; k++) {
+    replay(L, sidx, 1);
+    cg_wait_stream(L, ctx, st, ctx->root->timeout);
+    if ((why = cg_cupti_take(&v, &nv)))
+      return luaL_error(L, "g:profile: %s", why);
+    int last = k == reps - 1;
+    if (last) {
+      tstart = temp(L, cap = nv, 2 * sizeof *tstart);
+      tdur = tstart + cap;
+      tnode = temp(L, cap, sizeof *tnode);
+    }
+    for (size_t j = 0; j < nv; j++) {
+      size_t i = 0;
+      while (i < n && (ids[i] != v[j].node || !v[j].node)) i++;
+      if (i == n) continue; /* not a node of this graph */
+      double d = (double)(v[j].end - v[j].start) / 1e3;
+      us[(size_t)k * n + i] += d;
+      runs[(size_t)k * n + i]++;
+      if (last && nlast < cap) {
+        tnode[nlast] = i;
+        tstart[nlast] = (double)v[j].start / 1e6; /* ms, as the events' */
+        tdur[nlast++] = d / 1e3;
+      }
+    }
+  }
+  /* the cost of recording: replays back to back with it, and without */
+  CU(L, ctx, cuEventRecord, g->ev[0], st);
+  replay(L, sidx, reps);
+  CU(L, ctx, cuEventRecord, g->ev[1], st);
+  cg_wait_stream(L, ctx, st, ctx->root->timeout);
+  float ms = 0;
+  CU(L, ctx, cuEventElapsedTime, &ms, g->ev[0], g->ev[1]);
+  double with = (double)ms / (double)reps;
+  cg_cupti_take(&v, &nv);
+  guard_end(L, g); /* the recording ends before the tables are made */
+
+  double *tmp = temp(L, (size_t)reps, sizeof *tmp);
+  lua_createtable(L, (int)n, 0);
+  int nodes = lua_gettop(L);
+  cg_recs *r = gr->recs;
+  r->busy++; /* the tables may run finalizers */
+  for (size_t i = 0; i < n; i++) {
+    const cg_rec *e = &r->v[i];
+    lua_createtable(L, 0, 12);
+    lua_pushinteger(L, (lua_Integer)i + 1);
+    lua_setfield(L, -2, "index");
+    lua_pushstring(L, cg_nk_names[e->kind]);
+    lua_setfield(L, -2, "kind");
+    if (e->kind == NK_KERNEL) {
+      lua_pushstring(L, ((const cg_kernel *)e->kernel)->name);
+      lua_setfield(L, -2, "name");
+    }
+    if (e->label) {
+      lua_pushstring(L, cg_recs_text(r, e->label));
+      lua_setfield(L, -2, "label");
+    }
+    if (e->src) {
+      lua_pushstring(L, cg_recs_text(r, e->src));
+      lua_setfield(L, -2, "source");
+      lua_pushinteger(L, e->line);
+      lua_setfield(L, -2, "line");
+    }
+    lua_pushinteger(L, e->depth);
+    lua_setfield(L, -2, "depth");
+    lua_pushboolean(L, e->enabled);
+    lua_setfield(L, -2, "enabled");
+    if (e->kind == NK_KERNEL) {
+      double lo = 0, hi = 0;
+      for (lua_Integer k = 0; k < reps; k++) {
+        double t = us[(size_t)k * n + i];
+        if (k == 0 || t < lo) lo = t;
+        if (k == 0 || t > hi) hi = t;
+        tmp[k] = t;
+      }
+      qsort(tmp, (size_t)reps, sizeof *tmp, cmp_double);
+      setnum(L, "us", reps % 2 ? tmp[reps / 2]
+                      : (tmp[reps / 2 - 1] + tmp[reps / 2]) / 2);
+      setnum(L, "min_us", lo);
+      setnum(L, "max_us", hi);
+      for (lua_Integer k = 0; k < reps; k++) tmp[k] = runs[(size_t)k * n + i];
+      qsort(tmp, (size_t)reps, sizeof *tmp, cmp_double);
+      lua_pushinteger(L, (lua_Integer)tmp[reps / 2]);
+      lua_setfield(L, -2, "runs");
+    }
+    lua_rawseti(L, nodes, (lua_Integer)i + 1);
+  }
+  r->busy--;
+  if (trace) {
+    cg_profile_trace(L, nodes, nlast, tnode, tstart, tdur, trace, gr->id);
+  }
+  lua_createtable(L, 0, 9);
+  lua_pushinteger(L, reps);
+  lua_setfield(L, -2, "replays");
+  setnum(L, "us", 1e3 * plain);
+  setnum(L, "profiled_us", 1e3 * with);
+  setnum(L, "overhead", plain > 0 ? with / plain : 0);
+  lua_pushliteral(L, "activity");
+  lua_setfield(L, -2, "method");
+  lua_pushvalue(L, nodes);
+  lua_setfield(L, -2, "nodes");
+  cg_profile_lines(L, nodes);
+  lua_setfield(L, -2, "lines");
+  if (trace) {
+    lua_pushstring(L, trace);
+    lua_setfield(L, -2, "trace");
+  }
+  return 1;
+}
+
+void profile_kernels_open(lua_State *L) {
+  luaL_newmetatable(L, GUARD);
+  lua_pushcfunction(L, guard_close);
+  lua_setfield(L, -2, "__close");
+  lua_pushcfunction(L, guard_close);
+  lua_setfield(L, -2, "__gc");
+  lua_pop(L, 1);
+}
