@@ -38,6 +38,11 @@ static int kernels_on;
 static run *pending;
 static size_t npending, cpending;
 
+uint32_t dbl_graph_id(void) {
+  static uint32_t ids; /* under the driver's lock */
+  return ++ids;
+}
+
 int dbl_activity_on(void) { return __atomic_load_n(&kernels_on, __ATOMIC_RELAXED); }
 
 uint64_t dbl_activity_now(void) {

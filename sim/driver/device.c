@@ -110,6 +110,7 @@ void *dbl_new_obj(size_t size, int kind) {
   if (!o) return NULL;
   o->kind = kind;
   o->dev = dbl_cur_dev(); /* the device of the context it is made in */
+  if (kind == O_GRAPH) ((CUgraph)o)->cupti_id = dbl_graph_id();
   o->prev = dbl_live.prev;
   o->next = &dbl_live;
   dbl_live.prev->next = o;

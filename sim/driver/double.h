@@ -322,14 +322,16 @@ typedef struct op {
   CUhostFn fn;              /* HOST: cuLaunchHostFunc's function and data */
   void *data;
   struct CUevent_st *event; /* EVENT_RECORD: the event it records */
-  uint64_t id;              /* a node's: unique in the process (CUPTI's
-                               graph node id), kept by its copies in
-                               instantiated graphs; 0 for eager work */
+  uint64_t id;              /* a node's CUPTI id: its graph's id << 32 |
+                               its position there; an instantiated graph's
+                               copies are renumbered as its own nodes
+                               (graph_exec.c); 0 for eager work */
 } op;
 /* Kernel activity records (activity.c): whether they are on, the time in
    ns, and a kernel node's run. */
 int dbl_activity_on(void);
 uint64_t dbl_activity_now(void);
+uint32_t dbl_graph_id(void); /* the next CUPTI graph id */
 void dbl_activity_kernel(uint64_t node, uint64_t start, uint64_t end);
 
 CUresult dbl_run_op(const op *o, int dry);
@@ -430,6 +432,8 @@ typedef struct cond {
    as parent. */
 struct CUgraph_st {
   obj h;
+  uint32_t cupti_id;        /* CUPTI's graph id (activity.c): in the order
+                               graphs are made */
   nodeset nodes;
   struct CUgraph_st *parent;
   struct CUgraph_st *origin; /* cuGraphClone's copy: the graph copied */

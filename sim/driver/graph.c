@@ -68,10 +68,9 @@ CUgraphNode dbl_add_node(CUgraph g, const op *o, const nodeset *deps) {
     free(n);
     return NULL;
   }
-  static uint64_t ids; /* under the driver's lock */
   n->op = *o;
-  n->op.id = ++ids;
   n->idx = g->nodes.n - 1;
+  n->op.id = (uint64_t)g->cupti_id << 32 | n->idx;
   n->graph = g;
   dbl_hold_graph_memory(o, 1);
   return n;

@@ -101,6 +101,7 @@ static int build_plan(plan *p, CUgraph g) {
 /* An instantiated graph owns its plan and the values of its handles. */
 struct CUgraphExec_st {
   obj h;
+  uint32_t cupti_id; /* CUPTI's graph id of the exec: its nodes' ids */
   CUgraph from;   /* the graph instantiated: its nodes name the plan's */
   int auto_free;  /* AUTO_FREE_ON_LAUNCH: a launch frees what the last one
                      allocated and left */
@@ -155,6 +156,54 @@ static int gather_conds(CUgraph g, cond **v, size_t *n, size_t *cap) {
   return 0;
 }
 
+/* -- CUPTI's ids ----------------------------------------------------------- */
+
+/* The graphs of g (its bodies, recursively) as {cupti id, nodes}. */
+typedef struct gcount { uint32_t id; size_t n; } gcount;
+
+static int count_graphs(CUgraph g, gcount **v, size_t *n, size_t *cap) {
+  if (*n == *cap) {
+    size_t c = *cap ? 2 * *cap : 8;
+    gcount *p = realloc(*v, c * sizeof *p);
+    if (!p) return 1;
+    *v = p;
+    *cap = c;
+  }
+  (*v)[(*n)++] = (gcount){ g->cupti_id, g->nodes.n };
+  for (size_t i = 0; i < g->nodes.n; i++)
+    for (unsigned j = 0; j < g->nodes.v[i]->op.nbodies; j++)
+      if (count_graphs(g->nodes.v[i]->op.bodies[j], v, n, cap)) return 1;
+  return 0;
+}
+
+static void renumber(plan *p, const gcount *v, size_t n, uint64_t exec) {
+  for (size_t i = 0; i < p->n; i++) {
+    op *o = &p->ops[i];
+    uint32_t g = (uint32_t)(o->id >> 32);
+    size_t base = 0;
+    for (size_t k = 0; k < n; k++)
+      if (v[k].id < g) base += v[k].n;
+    o->id = exec << 32 | (base + (o->id & 0xffffffffu));
+    for (unsigned j = 0; o->plans && j < o->nbodies; j++)
+      renumber(&o->plans[j], v, n, exec);
+  }
+}
+
+/* The exec's nodes get CUPTI ids of their own, as the driver gives them:
+   the exec's graph id, and positions graph by graph in the order the
+   graphs were made (each graph's nodes in its order). */
+static int number_exec(plan *p, CUgraph g, uint32_t exec) {
+  gcount *v = NULL;
+  size_t n = 0, cap = 0;
+  if (count_graphs(g, &v, &n, &cap)) {
+    free(v);
+    return 1;
+  }
+  renumber(p, v, n, exec);
+  free(v);
+  return 0;
+}
+
 /* -- instantiation and launch --------------------------------------------- */
 
 CUresult CUDAAPI cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph,
@@ -173,7 +222,8 @@ CUresult CUDAAPI cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph,
   if ((r = dbl_unsafe_call())) return r;
   CUgraphExec x = dbl_new_obj(sizeof *x, O_EXEC);
   size_t cap = 0;
-  if (!x || build_plan(&x->p, hGraph)
+  if (x) x->cupti_id = dbl_graph_id();
+  if (!x || build_plan(&x->p, hGraph) || number_exec(&x->p, hGraph, x->cupti_id)
       || gather_conds(hGraph, &x->conds, &x->nconds, &cap)) {
     if (x) dbl_free_exec(x);
     return CUDA_ERROR_OUT_OF_MEMORY;
@@ -389,7 +439,10 @@ CUresult CUDAAPI cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph,
   size_t nconds = 0, cap = 0;
   if (same_shape(&hGraphExec->p, hGraph, &info)) return CUDA_ERROR_OUT_OF_MEMORY;
   if (!info.result) { /* all or none */
-    if (build_plan(&p, hGraph) || gather_conds(hGraph, &conds, &nconds, &cap)) {
+    if (build_plan(&p, hGraph)) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (number_exec(&p, hGraph, hGraphExec->cupti_id) ||
+        gather_conds(hGraph, &conds, &nconds, &cap)) {
+      free_plan(&p);
       free(conds);
       return CUDA_ERROR_OUT_OF_MEMORY;
     }

@@ -4,7 +4,14 @@
    CUPTI's kernel activity records instead, which name the graph node of
    each kernel run, in the bodies too: per replay, each kernel node's runs
    are summed and counted; the median over the replays is its time. Other
-   kinds of node (copies, fills) are not timed this way. */
+   kinds of node (copies, fills) are not timed this way.
+
+   The records name the nodes of the instantiated graph, which the driver
+   numbers as CUPTI numbers the nodes of every graph: the graph's id << 32
+   | the node's position. An instantiated graph's own id goes with the
+   positions of the graph's nodes, graph by graph (the top, then its
+   bodies) in the order the graphs were made: a node's position there is
+   its position in its graph after the nodes of the graphs made before. */
 #include <stdlib.h>
 #include <string.h>
 #include "graph/graph.h"
@@ -69,16 +76,76 @@ int cg_profile_activity(lua_State *L, cg_graph *gr, int sidx, CUstream st,
   cg_ctx *ctx = gr->h.ctx;
   cg_graph_resolve(L, gr);
   size_t n = cg_recs_count(gr->recs);
-  uint64_t *ids = temp(L, n, sizeof *ids);
+  for (size_t i = 0; i < n; i++)
+    if (gr->recs->v[i].kind == NK_GRAPH) {
+      lua_pushliteral(L, "its child graph nodes' copies are numbered "
+                      "beside its bodies in a way CUPTI's ids do not show");
+      return 0;
+    }
+  /* the graphs: the top's id and size, then each body's (from the pins:
+     a conditional node's bodies, cond.c), by CUPTI's graph id */
+  enum { MAXG = 64 };
+  uint32_t gid[MAXG];
+  size_t gsize[MAXG], ng = 0;
+  lua_getiuservalue(L, 1, 1);
+  int pins = lua_gettop(L);
+  for (size_t i = 0; i <= n && ng < MAXG; i++) {
+    const cg_rec *e = i ? &gr->recs->v[i - 1] : NULL;
+    if (e && e->kind != NK_COND) continue;
+    for (int b = 1;; b++) {
+      CUgraph body = gr->g;
+      if (e) {
+        lua_pushlightuserdata(L, e->node);
+        lua_rawget(L, pins);
+        int t = lua_rawgeti(L, -1, b);
+        body = t == LUA_TLIGHTUSERDATA ? lua_touserdata(L, -1) : NULL;
+        lua_pop(L, 2);
+      } else if (b > 1) {
+        body = NULL;
+      }
+      if (!body) break;
+      size_t k = 0;
+      CU(L, ctx, cuGraphGetNodes, body, NULL, &k);
+      if (!k) continue;
+      CUgraphNode first;
+      size_t one = 1;
+      CU(L, ctx, cuGraphGetNodes, body, &first, &one);
+      uint64_t id = 0;
+      if (cg_cupti.cuptiGetGraphNodeId(first, &id) != CUPTI_SUCCESS ||
+          ng == MAXG) {
+        lua_pushliteral(L, "cuptiGetGraphNodeId failed");
+        return 0;
+      }
+      gid[ng] = (uint32_t)(id >> 32);
+      gsize[ng++] = k;
+    }
+  }
+  lua_pop(L, 1);
+  /* each kernel record's position in the instantiated graph, + 1 */
+  size_t *pos = temp(L, n, sizeof *pos), total = 0;
+  for (size_t k = 0; k < ng; k++) total += gsize[k];
   for (size_t i = 0; i < n; i++) {
     const cg_rec *e = &gr->recs->v[i];
     if (e->kind != NK_KERNEL || !e->node) continue;
-    CUptiResult r = cg_cupti.cuptiGetGraphNodeId(e->node, &ids[i]);
+    uint64_t id;
+    CUptiResult r = cg_cupti.cuptiGetGraphNodeId(e->node, &id);
     if (r != CUPTI_SUCCESS) {
       lua_pushfstring(L, "cuptiGetGraphNodeId: %d", r);
       return 0;
     }
+    size_t base = 0;
+    for (size_t k = 0; k < ng; k++)
+      if (gid[k] < (uint32_t)(id >> 32)) base += gsize[k];
+    pos[i] = base + (size_t)(id & 0xffffffffu) + 1;
+    if (pos[i] > total) {
+      lua_pushliteral(L, "CUPTI's node ids do not match the graph's nodes");
+      return 0;
+    }
   }
+  /* the record of each position */
+  size_t *at = temp(L, total + 1, sizeof *at);
+  for (size_t i = 0; i < n; i++)
+    if (pos[i]) at[pos[i]] = i + 1;
   size_t cells = (size_t)reps * n;
   double *us = temp(L, 2 * cells, sizeof *us), *runs = us + cells;
   size_t cap = 64, nlast = 0; /* the last replay's runs, for the trace */
@@ -99,9 +166,11 @@ int cg_profile_activity(lua_State *L, cg_graph *gr, int sidx, CUstream st,
   g->recording = 1;
   const cg_kernel_run *v;
   size_t nv;
-  replay(L, sidx, 1); /* not counted */
+  replay(L, sidx, 1); /* not counted: it says which graph id is the exec's */
   cg_wait_stream(L, ctx, st, ctx->root->timeout);
   if ((why = cg_cupti_take(&v, &nv))) return luaL_error(L, "g:profile: %s", why);
+  uint64_t exec = 0; /* the graph id of its first kernel run */
+  for (size_t j = 0; j < nv && !exec; j++) exec = v[j].node >> 32;
   for (lua_Integer k = 0; k < reps; k++) {
     replay(L, sidx, 1);
     cg_wait_stream(L, ctx, st, ctx->root->timeout);
@@ -114,9 +183,14 @@ int cg_profile_activity(lua_State *L, cg_graph *gr, int sidx, CUstream st,
       tnode = temp(L, cap, sizeof *tnode);
     }
     for (size_t j = 0; j < nv; j++) {
-      size_t i = 0;
-      while (i < n && (ids[i] != v[j].node || !v[j].node)) i++;
-      if (i == n) continue; /* not a node of this graph */
+      size_t p = (size_t)(v[j].node & 0xffffffffu) + 1;
+      if (v[j].node >> 32 != exec || p > total) continue; /* another's */
+      if (!at[p]) {
+        lua_pushliteral(L, "CUPTI's node ids do not match the graph's "
+                        "kernels");
+        return 0;
+      }
+      size_t i = at[p] - 1;
       double d = (double)(v[j].end - v[j].start) / 1e3;
       us[(size_t)k * n + i] += d;
       runs[(size_t)k * n + i]++;
