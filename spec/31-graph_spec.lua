@@ -506,7 +506,7 @@ describe("g:profile()", function()
     assert.equals(3 * (3 * 2 + 2), x:download()[1])
   end)
 
-  it("times the kernels of a graph with conditional nodes from CUPTI's records, a body's runs summed", function()
+  it("times the kernels of a graph with conditional nodes from CUPTI's records, and the loop as a whole", function()
     local x = cuda.buffer("i32", 64):fill(0)
     local c = cuda.condition(1)
     H.settle()
@@ -524,20 +524,23 @@ describe("g:profile()", function()
     assert.is_nil(p.note)
     local got = {}
     for i, nd in ipairs(p.nodes) do
-      got[i] = ("%s %s %d %s"):format(nd.kind, nd.line - line0, nd.depth, tostring(nd.runs))
-      if nd.kind == "kernel" then assert.is_true(nd.us > 0 and nd.min_us <= nd.us and nd.us <= nd.max_us) end
+      got[i] = ("%s %s %d %s %s"):format(nd.kind, nd.line - line0, nd.depth, tostring(nd.runs),
+                                         tostring(nd.children))
+      assert.is_true(nd.us > 0 and nd.min_us <= nd.us and nd.us <= nd.max_us, got[i])
     end
-    assert.same({ "kernel 2 0 1", "conditional 3 0 nil", "kernel 4 1 3", "kernel 5 1 3" }, got)
+    -- one record a node a replay (the last turn's), the loop's own span
+    assert.same({ "kernel 2 0 1 nil", "conditional 3 0 nil 2", "kernel 4 1 1 nil",
+                  "kernel 5 1 1 nil" }, got)
     assert.equals("inc_i32", p.nodes[3].name)
-    assert.is_nil(p.nodes[2].us)         -- not a kernel: untimed
+    assert.is_true(p.nodes[2].us >= p.nodes[3].us + p.nodes[4].us)
     assert.is_true(p.us > 0 and p.profiled_us > 0 and p.overhead > 0)
-    local nlines = 0                     -- the timed nodes' lines
+    local nlines = 0                     -- the kernels' lines, not the loop's
     for _, l in ipairs(p.lines) do nlines = nlines + l.nodes end
     assert.equals(3, nlines)
     local text = assert(io.open(path)):read("a")
     os.remove(path)
     local _, events = text:gsub('"ph": "X"', "")
-    assert.equals(1 + 3 + 3, events)     -- the last replay's kernel runs
+    assert.equals(3, events)             -- the last replay's kernel records
     assert.matches('"name": "inc_i32", "cat": "kernel"', text)
     -- 1 + 3 + 3 replays with activity, 1 + 3 without, four incs each
     assert.equals(11 * 4, x:download()[1])

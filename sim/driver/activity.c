@@ -37,6 +37,13 @@ static complete_fn completed;
 static int kernels_on;
 static run *pending;
 static size_t npending, cpending;
+static size_t launch0; /* the first record of the launch running */
+
+void dbl_activity_launch(void) {
+  pthread_mutex_lock(&lock);
+  launch0 = npending;
+  pthread_mutex_unlock(&lock);
+}
 
 uint32_t dbl_graph_id(void) {
   static uint32_t ids; /* under the driver's lock */
@@ -53,6 +60,13 @@ uint64_t dbl_activity_now(void) {
 
 void dbl_activity_kernel(uint64_t node, uint64_t start, uint64_t end) {
   pthread_mutex_lock(&lock);
+  for (size_t i = launch0; kernels_on && i < npending; i++)
+    if (pending[i].node == node) { /* it ran before in this launch */
+      memmove(pending + i, pending + i + 1,
+              (npending - i - 1) * sizeof *pending);
+      npending--;
+      break;
+    }
   if (kernels_on && npending == cpending) {
     size_t c = cpending ? 2 * cpending : 256;
     run *v = realloc(pending, c * sizeof *v);
@@ -97,7 +111,7 @@ CUptiResult cuptiActivityFlushAll(uint32_t flag) {
   request_fn req = requested;
   complete_fn done = completed;
   pending = NULL;
-  npending = cpending = 0;
+  npending = cpending = launch0 = 0;
   pthread_mutex_unlock(&lock);
   for (size_t i = 0; req && i < n;) {
     uint8_t *buf = NULL;

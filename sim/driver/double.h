@@ -333,6 +333,7 @@ int dbl_activity_on(void);
 uint64_t dbl_activity_now(void);
 uint32_t dbl_graph_id(void); /* the next CUPTI graph id */
 void dbl_activity_kernel(uint64_t node, uint64_t start, uint64_t end);
+void dbl_activity_launch(void); /* a graph's launch begins */
 
 CUresult dbl_run_op(const op *o, int dry);
 int dbl_copy_op(op *dst, const op *src);

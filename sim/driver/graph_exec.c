@@ -343,6 +343,7 @@ CUresult CUDAAPI cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
   plan p = hGraphExec->p; /* its arrays stay while in flight */
   running = hGraphExec;
   hGraphExec->inflight = 1;
+  if (dbl_activity_on()) dbl_activity_launch();
   r = run_plan(&p);
   hGraphExec->inflight = 0;
   running = NULL;

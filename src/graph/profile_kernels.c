@@ -2,9 +2,12 @@
    copies no such graph, so no event nodes can sit between its nodes, and a
    body's nodes run as often as its loop turns. Their times come from
    CUPTI's kernel activity records instead, which name the graph node of
-   each kernel run, in the bodies too: per replay, each kernel node's runs
-   are summed and counted; the median over the replays is its time. Other
-   kinds of node (copies, fills) are not timed this way.
+   each kernel run, in the bodies too. CUPTI gives one record a node a
+   launch (seen with the driver of an H200, 580): a body's node that runs
+   many turns has the last turn's. Each kernel node's time is its run's,
+   and a conditional node's from the end of the work before it to the end
+   of its bodies' last runs: the whole loop or branch; the median over the
+   replays. Other kinds of node (copies, fills) are not timed this way.
 
    The records name the nodes of the instantiated graph, which the driver
    numbers as CUPTI numbers the nodes of every graph: the graph's id << 32
@@ -147,7 +150,8 @@ int cg_profile_activity(lua_State *L, cg_graph *gr, int sidx, CUstream st,
   for (size_t i = 0; i < n; i++)
     if (pos[i]) at[pos[i]] = i + 1;
   size_t cells = (size_t)reps * n;
-  double *us = temp(L, 2 * cells, sizeof *us), *runs = us + cells;
+  double *us = temp(L, 4 * cells, sizeof *us), *runs = us + cells;
+  double *t0 = runs + cells, *t1 = t0 + cells; /* first start, last end */
   size_t cap = 64, nlast = 0; /* the last replay's runs, for the trace */
   double *tstart = NULL, *tdur = NULL;
   size_t *tnode = NULL;
@@ -192,8 +196,10 @@ int cg_profile_activity(lua_State *L, cg_graph *gr, int sidx, CUstream st,
       }
       size_t i = at[p] - 1;
       double d = (double)(v[j].end - v[j].start) / 1e3;
-      us[(size_t)k * n + i] += d;
-      runs[(size_t)k * n + i]++;
+      size_t c = (size_t)k * n + i;
+      us[c] += d;
+      if (!runs[c]++ || (double)v[j].start < t0[c]) t0[c] = (double)v[j].start;
+      if ((double)v[j].end > t1[c]) t1[c] = (double)v[j].end;
       if (last && nlast < cap) {
         tnode[nlast] = i;
         tstart[nlast] = (double)v[j].start / 1e6; /* ms, as the events' */
@@ -211,6 +217,30 @@ int cg_profile_activity(lua_State *L, cg_graph *gr, int sidx, CUstream st,
   double with = (double)ms / (double)reps;
   cg_cupti_take(&v, &nv);
   guard_end(L, g); /* the recording ends before the tables are made */
+
+  /* a conditional node's time: from the end of the work before it (the
+     capture's earlier nodes) to the end of its bodies' last runs */
+  for (size_t i = 0; i < n; i++) {
+    const cg_rec *e = &gr->recs->v[i];
+    if (e->kind != NK_COND) continue;
+    size_t end = i + 1;
+    while (end < n && gr->recs->v[end].depth > e->depth) end++;
+    for (lua_Integer k = 0; k < reps; k++) {
+      double *row0 = t0 + (size_t)k * n, *row1 = t1 + (size_t)k * n;
+      const double *rr = runs + (size_t)k * n;
+      double from = 0, to = 0, first = 0;
+      for (size_t j = 0; j < i; j++)
+        if (rr[j] && row1[j] > from) from = row1[j];
+      for (size_t j = i + 1; j < end; j++)
+        if (rr[j]) {
+          if (row1[j] > to) to = row1[j];
+          if (!first || row0[j] < first) first = row0[j];
+        }
+      if (!from) from = first;
+      us[(size_t)k * n + i] = to > from ? (to - from) / 1e3 : 0;
+      runs[(size_t)k * n + i] = end - i - 1; /* its body's nodes */
+    }
+  }
 
   double *tmp = temp(L, (size_t)reps, sizeof *tmp);
   lua_createtable(L, (int)n, 0);
@@ -242,7 +272,7 @@ int cg_profile_activity(lua_State *L, cg_graph *gr, int sidx, CUstream st,
     lua_setfield(L, -2, "depth");
     lua_pushboolean(L, e->enabled);
     lua_setfield(L, -2, "enabled");
-    if (e->kind == NK_KERNEL) {
+    if (e->kind == NK_KERNEL || e->kind == NK_COND) {
       double lo = 0, hi = 0;
       for (lua_Integer k = 0; k < reps; k++) {
         double t = us[(size_t)k * n + i];
@@ -258,7 +288,8 @@ int cg_profile_activity(lua_State *L, cg_graph *gr, int sidx, CUstream st,
       for (lua_Integer k = 0; k < reps; k++) tmp[k] = runs[(size_t)k * n + i];
       qsort(tmp, (size_t)reps, sizeof *tmp, cmp_double);
       lua_pushinteger(L, (lua_Integer)tmp[reps / 2]);
-      lua_setfield(L, -2, "runs");
+      /* a conditional node's body nodes follow it: they count, not it */
+      lua_setfield(L, -2, e->kind == NK_COND ? "children" : "runs");
     }
     lua_rawseti(L, nodes, (lua_Integer)i + 1);
   }
