@@ -925,14 +925,17 @@ function cuda.buffer(type, n_or_data, opts) end
 
 ---@class cugraph.ProfileNode
 ---@field index integer in capture order
----@field node integer position in the driver's node list (g:dot reads it)
+---@field node? integer position in the driver's node list (g:dot reads it; events only)
 ---@field kind string "kernel", "memcpy", "memset", "graph", ...
 ---@field name? string the kernel's
 ---@field label? string its s:label name
 ---@field source? string the Lua chunk that made it
 ---@field line? integer
 ---@field graph? integer a child graph's id
----@field us? number median time, µs (nil for a graph with conditional nodes)
+---@field us? number median time, µs (nil when untimed: see Profile.note, and non-kernels of method "activity")
+---@field depth? integer 1 and more: in a child graph's or a conditional node's body
+---@field children? integer a child graph's or conditional node's nodes, which follow it
+---@field runs? integer method "activity": the kernel's records a replay (1: the last turn's)
 ---@field min_us? number
 ---@field max_us? number
 ---@field start_us? number median start after the first node's
@@ -949,7 +952,8 @@ function cuda.buffer(type, n_or_data, opts) end
 ---@class cugraph.Profile
 ---@field replays integer
 ---@field us number µs a replay of the graph itself, back to back
----@field profiled_us? number the same for the copy with its event nodes
+---@field method? "activity" a graph with conditional nodes timed from CUPTI's kernel records (nil: event nodes)
+---@field profiled_us? number the same for the copy with its event nodes (or while CUPTI records)
 ---@field overhead? number profiled_us / us
 ---@field nodes cugraph.ProfileNode[]
 ---@field lines? cugraph.ProfileLine[] the most time first
