@@ -3,7 +3,9 @@
 -- (examples/particles.lua prints its own frame's). For each chain, REPS
 -- profiles of 50 replays each: the graph's own replay time back to back,
 -- the instrumented copy's, their ratio, and the sum of the nodes' median
--- times; the median of each over the profiles.
+-- times; the median of each over the profiles. Then while loops over 10
+-- such kernels, profiled from CUPTI's records (a graph with a conditional
+-- node).
 --
 --   make bench-profile      (build/cugraph-lua bench/profile.lua [reps])
 local cuda = require "cugraph"
@@ -28,5 +30,36 @@ for _, n in ipairs { 10, 100 } do
   print(("%-22s %10.2f %12.2f %9.3f %12.2f"):format(n .. " empty kernels",
         stats.median(plain), stats.median(with), stats.median(ratio),
         stats.median(sum)))
+  g:free()
+end
+
+-- A graph with a conditional node: timed from CUPTI's kernel records
+-- (method "activity") instead of event nodes. A while loop of T turns over
+-- a body of 10 such kernels; "sum of nodes" is the body's kernels (one
+-- turn's each: CUPTI records the last), "loop" the conditional node's span.
+print(("%-22s %10s %12s %9s %12s %10s"):format("loop", "us/replay",
+      "recording us", "overhead", "sum of nodes", "loop us"))
+for _, turns in ipairs { 1, 10, 100 } do
+  local c = cuda.condition(1)
+  local g = s:capture(function()
+    s:loop_while(c, function()
+      for i = 1, 10 do m.nothing:launch(s, 1, 32, i) end
+      c:count_down(s, turns)
+    end)
+  end)
+  local plain, with, ratio, sum, loop = {}, {}, {}, {}, {}
+  for r = 1, REPS do
+    local p = g:profile(50)
+    assert(p.method == "activity", p.note)
+    local total = 0
+    for _, nd in ipairs(p.nodes) do
+      if nd.kind == "kernel" and nd.depth == 1 and nd.name == "nothing" then total = total + nd.us end
+    end
+    plain[r], with[r], ratio[r], sum[r], loop[r] = p.us, p.profiled_us, p.overhead, total, p.nodes[1].us
+  end
+  print(("%-22s %10.2f %12.2f %9.3f %12.2f %10.2f"):format(
+        ("10 kernels x %d turns"):format(turns), stats.median(plain),
+        stats.median(with), stats.median(ratio), stats.median(sum),
+        stats.median(loop)))
   g:free()
 end

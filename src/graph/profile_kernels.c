@@ -5,9 +5,10 @@
    each kernel run, in the bodies too. CUPTI gives one record a node a
    launch (seen with the driver of an H200, 580): a body's node that runs
    many turns has the last turn's. Each kernel node's time is its run's,
-   and a conditional node's from the end of the work before it to the end
-   of its bodies' last runs: the whole loop or branch; the median over the
-   replays. Other kinds of node (copies, fills) are not timed this way.
+   and a conditional node's from the end of the work before it (or the
+   replay's start: its time less what ran after) to the end of its bodies'
+   last runs: the whole loop or branch; the median over the replays. Copies and fills are timed where the driver runs them as
+   kernels (their records name their nodes), else not.
 
    The records name the nodes of the instantiated graph, which the driver
    numbers as CUPTI numbers the nodes of every graph: the graph's id << 32
@@ -124,12 +125,13 @@ int cg_profile_activity(lua_State *L, cg_graph *gr, int sidx, CUstream st,
     }
   }
   lua_pop(L, 1);
-  /* each kernel record's position in the instantiated graph, + 1 */
+  /* each record's position in the instantiated graph, + 1 (a fill or a
+     copy the driver runs as a kernel has kernel records too) */
   size_t *pos = temp(L, n, sizeof *pos), total = 0;
   for (size_t k = 0; k < ng; k++) total += gsize[k];
   for (size_t i = 0; i < n; i++) {
     const cg_rec *e = &gr->recs->v[i];
-    if (e->kind != NK_KERNEL || !e->node) continue;
+    if (!e->node) continue;
     uint64_t id;
     CUptiResult r = cg_cupti.cuptiGetGraphNodeId(e->node, &id);
     if (r != CUPTI_SUCCESS) {
@@ -150,8 +152,8 @@ int cg_profile_activity(lua_State *L, cg_graph *gr, int sidx, CUstream st,
   for (size_t i = 0; i < n; i++)
     if (pos[i]) at[pos[i]] = i + 1;
   size_t cells = (size_t)reps * n;
-  double *us = temp(L, 4 * cells, sizeof *us), *runs = us + cells;
-  double *t0 = runs + cells, *t1 = t0 + cells; /* first start, last end */
+  double *us = temp(L, 3 * cells, sizeof *us), *runs = us + cells;
+  double *t1 = runs + cells; /* each node's last end, ns */
   size_t cap = 64, nlast = 0; /* the last replay's runs, for the trace */
   double *tstart = NULL, *tdur = NULL;
   size_t *tnode = NULL;
@@ -175,9 +177,16 @@ int cg_profile_activity(lua_State *L, cg_graph *gr, int sidx, CUstream st,
   if ((why = cg_cupti_take(&v, &nv))) return luaL_error(L, "g:profile: %s", why);
   uint64_t exec = 0; /* the graph id of its first kernel run */
   for (size_t j = 0; j < nv && !exec; j++) exec = v[j].node >> 32;
+  double *whole = temp(L, (size_t)reps, 2 * sizeof *whole); /* µs each */
+  double *lastend = whole + reps; /* the end of its last run, ns */
   for (lua_Integer k = 0; k < reps; k++) {
+    CU(L, ctx, cuEventRecord, g->ev[0], st);
     replay(L, sidx, 1);
+    CU(L, ctx, cuEventRecord, g->ev[1], st);
     cg_wait_stream(L, ctx, st, ctx->root->timeout);
+    float rms = 0;
+    CU(L, ctx, cuEventElapsedTime, &rms, g->ev[0], g->ev[1]);
+    whole[k] = 1e3 * (double)rms;
     if ((why = cg_cupti_take(&v, &nv)))
       return luaL_error(L, "g:profile: %s", why);
     int last = k == reps - 1;
@@ -191,15 +200,16 @@ int cg_profile_activity(lua_State *L, cg_graph *gr, int sidx, CUstream st,
       if (v[j].node >> 32 != exec || p > total) continue; /* another's */
       if (!at[p]) {
         lua_pushliteral(L, "CUPTI's node ids do not match the graph's "
-                        "kernels");
+                        "nodes");
         return 0;
       }
       size_t i = at[p] - 1;
       double d = (double)(v[j].end - v[j].start) / 1e3;
       size_t c = (size_t)k * n + i;
       us[c] += d;
-      if (!runs[c]++ || (double)v[j].start < t0[c]) t0[c] = (double)v[j].start;
+      runs[c]++;
       if ((double)v[j].end > t1[c]) t1[c] = (double)v[j].end;
+      if ((double)v[j].end > lastend[k]) lastend[k] = (double)v[j].end;
       if (last && nlast < cap) {
         tnode[nlast] = i;
         tstart[nlast] = (double)v[j].start / 1e6; /* ms, as the events' */
@@ -226,18 +236,17 @@ int cg_profile_activity(lua_State *L, cg_graph *gr, int sidx, CUstream st,
     size_t end = i + 1;
     while (end < n && gr->recs->v[end].depth > e->depth) end++;
     for (lua_Integer k = 0; k < reps; k++) {
-      double *row0 = t0 + (size_t)k * n, *row1 = t1 + (size_t)k * n;
+      const double *row1 = t1 + (size_t)k * n;
       const double *rr = runs + (size_t)k * n;
-      double from = 0, to = 0, first = 0;
+      double from = 0, to = 0;
       for (size_t j = 0; j < i; j++)
         if (rr[j] && row1[j] > from) from = row1[j];
       for (size_t j = i + 1; j < end; j++)
-        if (rr[j]) {
-          if (row1[j] > to) to = row1[j];
-          if (!first || row0[j] < first) first = row0[j];
-        }
-      if (!from) from = first;
-      us[(size_t)k * n + i] = to > from ? (to - from) / 1e3 : 0;
+        if (rr[j] && row1[j] > to) to = row1[j];
+      double t = from ? (to - from) / 1e3 /* nothing before it: from the
+        replay's start, the replay's time less what ran after the loop */
+                      : whole[k] - (lastend[k] - to) / 1e3;
+      us[(size_t)k * n + i] = to && t > 0 ? t : 0;
       runs[(size_t)k * n + i] = end - i - 1; /* its body's nodes */
     }
   }
@@ -272,7 +281,10 @@ int cg_profile_activity(lua_State *L, cg_graph *gr, int sidx, CUstream st,
     lua_setfield(L, -2, "depth");
     lua_pushboolean(L, e->enabled);
     lua_setfield(L, -2, "enabled");
-    if (e->kind == NK_KERNEL || e->kind == NK_COND) {
+    int timed = e->kind == NK_COND;
+    for (lua_Integer k = 0; k < reps && !timed; k++)
+      timed = runs[(size_t)k * n + i] > 0;
+    if (timed) {
       double lo = 0, hi = 0;
       for (lua_Integer k = 0; k < reps; k++) {
         double t = us[(size_t)k * n + i];
