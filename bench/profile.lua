@@ -47,19 +47,23 @@ for _, turns in ipairs { 1, 10, 100 } do
       c:count_down(s, turns)
     end)
   end)
-  local plain, with, ratio, sum, loop = {}, {}, {}, {}, {}
+  local plain, with, ratio, sum, loop, missing = {}, {}, {}, {}, {}, 0
   for r = 1, REPS do
     local p = g:profile(50)
     assert(p.method == "activity", p.note)
     local total = 0
     for _, nd in ipairs(p.nodes) do
-      if nd.kind == "kernel" and nd.depth == 1 and nd.name == "nothing" then total = total + nd.us end
+      if nd.kind == "kernel" and nd.depth == 1 and nd.name == "nothing" then
+        total = total + (nd.us or 0)
+        missing = missing + (nd.us and 0 or 1)
+      end
     end
     plain[r], with[r], ratio[r], sum[r], loop[r] = p.us, p.profiled_us, p.overhead, total, p.nodes[1].us
   end
-  print(("%-22s %10.2f %12.2f %9.3f %12.2f %10.2f"):format(
+  print(("%-22s %10.2f %12.2f %9.3f %12.2f %10.2f%s"):format(
         ("10 kernels x %d turns"):format(turns), stats.median(plain),
         stats.median(with), stats.median(ratio), stats.median(sum),
-        stats.median(loop)))
+        stats.median(loop), missing > 0
+          and ("  (%d kernel nodes with no record)"):format(missing) or ""))
   g:free()
 end

@@ -6,7 +6,7 @@
    launch (seen with the driver of an H200, 580): a body's node that runs
    many turns has the last turn's. Each kernel node's time is its run's,
    and a conditional node's from the end of the work before it (or the
-   replay's start: its time less what ran after) to the end of its bodies'
+   replay's start: a replay's time less what ran after) to the end of its bodies'
    last runs: the whole loop or branch; the median over the replays. Copies and fills are timed where the driver runs them as
    kernels (their records name their nodes), else not.
 
@@ -177,18 +177,13 @@ int cg_profile_activity(lua_State *L, cg_graph *gr, int sidx, CUstream st,
   if ((why = cg_cupti_take(&v, &nv))) return luaL_error(L, "g:profile: %s", why);
   uint64_t exec = 0; /* the graph id of its first kernel run */
   for (size_t j = 0; j < nv && !exec; j++) exec = v[j].node >> 32;
-  double *whole = temp(L, (size_t)reps, 2 * sizeof *whole); /* µs each */
-  double *lastend = whole + reps; /* the end of its last run, ns */
+  double *lastend = temp(L, (size_t)reps, sizeof *lastend); /* ns */
   for (lua_Integer k = 0; k < reps; k++) {
-    CU(L, ctx, cuEventRecord, g->ev[0], st);
     replay(L, sidx, 1);
-    CU(L, ctx, cuEventRecord, g->ev[1], st);
     cg_wait_stream(L, ctx, st, ctx->root->timeout);
-    float rms = 0;
-    CU(L, ctx, cuEventElapsedTime, &rms, g->ev[0], g->ev[1]);
-    whole[k] = 1e3 * (double)rms;
     if ((why = cg_cupti_take(&v, &nv)))
       return luaL_error(L, "g:profile: %s", why);
+
     int last = k == reps - 1;
     if (last) {
       tstart = temp(L, cap = nv, 2 * sizeof *tstart);
@@ -244,8 +239,8 @@ int cg_profile_activity(lua_State *L, cg_graph *gr, int sidx, CUstream st,
       for (size_t j = i + 1; j < end; j++)
         if (rr[j] && row1[j] > to) to = row1[j];
       double t = from ? (to - from) / 1e3 /* nothing before it: from the
-        replay's start, the replay's time less what ran after the loop */
-                      : whole[k] - (lastend[k] - to) / 1e3;
+        replay's start, a replay's time less what ran after the loop */
+                      : 1e3 * plain - (lastend[k] - to) / 1e3;
       us[(size_t)k * n + i] = to && t > 0 ? t : 0;
       runs[(size_t)k * n + i] = end - i - 1; /* its body's nodes */
     }
