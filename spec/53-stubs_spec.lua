@@ -476,6 +476,10 @@ describe("types/cugraph.lua against the runtime", function()
         pending("a module's globals need kernels run (GPU or simulator)")
         return
       end
+      if (name:find("^External") or name:find("external")) and not H.peer() then
+        pending(select(2, H.peer()))
+        return
+      end
       local a = ann[name]
       local method = name:find(":", 1, true) ~= nil
       local fname = name:match("[.:]([%w_]+)[@%w]*$")
