@@ -9,8 +9,8 @@
 --   cugraph-lua examples/solver.lua --lua [n [tolerance]]
 --
 -- With "profile" the device loop's graph is profiled afterwards
--- (g:profile, 5 replays): its nodes, the while loop's among them, and the
--- body's kernels with their lines.
+-- (g:profile with CUPTI's kernel records, 5 replays): its nodes, the while
+-- loop's among them, and the body's kernels with their lines.
 --
 -- With --lua the same iterations run in Lua on the host instead (no GPU;
 -- slow past n = 64): the iteration counts of the two should agree.
@@ -78,7 +78,7 @@ print(("%dx%d Poisson, CG to %.0e: device loop %.2f ms (%.2f us/iteration), "
   device_ms, device_ms * 1e3 / iters, host_ms, host_ms * 1e3 / host_iters,
   host_ms / device_ms))
 if arg[first + 2] == "profile" then
-  local p = solver.solve:profile(5)
+  local p = solver.solve:profile { n = 5, cupti = true }
   print(("profile (%s): %.1f us a replay, %.1f while recording (%.3fx)%s"):format(
     p.method or "events", p.us, p.profiled_us or 0, p.overhead or 0,
     p.note and ("\n  " .. p.note) or ""))

@@ -519,7 +519,7 @@ describe("g:profile()", function()
       end)
     end)
     local path = os.tmpname()
-    local p = g:profile { n = 3, trace = path }
+    local p = g:profile { n = 3, trace = path, cupti = true }
     assert.equals("activity", p.method)
     assert.is_nil(p.note)
     local got = {}
@@ -546,7 +546,7 @@ describe("g:profile()", function()
     assert.equals(11 * 4, x:download()[1])
   end)
 
-  it("times a graph with conditional nodes as a whole where CUPTI cannot be had", function()
+  it("times a graph with conditional nodes as a whole unless asked to, or where CUPTI cannot be had", function()
     local code, out = H.script([[
       local cuda = require "cugraph"
       local m = cuda.load_module(os.getenv("CUGRAPH_LUA_BUILD") .. "/kernels.ptx")
@@ -554,13 +554,15 @@ describe("g:profile()", function()
       local g = s:capture(function()
         s:branch(c, function() m.inc_i32:launch(s, 1, 64, x, 64) end)
       end)
-      local q = g:profile(3)
+      local q = g:profile { n = 3, cupti = true }
       print(q.note)
       print(q.us > 0, q.nodes[1].kind, q.nodes[1].us, q.lines, q.method)
+      print(g:profile(2).note) -- by default CUPTI is not asked
     ]], "CUGRAPH_LUA_LIBCUPTI=/nonexistent/libcupti.so")
     assert.equals(0, code, out)
     assert.matches("cannot be copied %(cuGraphClone%), and CUPTI's kernel records cannot be had %(.*CUPTI.*%)", out)
     assert.matches("true\tconditional\tnil\tnil\tnil", out)
+    assert.matches("cannot be had %(ask for them with cupti = true%)", out)
   end)
 
   it("leaves a node that node:enable(false) turned off out of the copy's replays too", function()

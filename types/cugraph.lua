@@ -922,6 +922,7 @@ function cuda.buffer(type, n_or_data, opts) end
 ---@field n? integer replays, 1 to 100000 (default 10)
 ---@field trace? string a path for the last replay as a Chrome trace
 ---@field stream? cugraph.Stream default: the capture stream
+---@field cupti? boolean a graph with conditional nodes: its kernels timed from CUPTI's records
 
 ---@class cugraph.ProfileNode
 ---@field index integer in capture order

@@ -12,9 +12,9 @@
    back to back, between two events on the stream, for the cost of a
    replay with and without the event nodes. The graph's work runs 3n + 2
    times in all. A graph with conditional nodes, which the driver does not
-   copy, is timed from CUPTI's kernel records instead (profile_kernels.c),
-   or else gives the time of its replays only; one whose nodes allocate
-   memory is refused. */
+   copy, is timed from CUPTI's kernel records instead when asked to
+   (profile_kernels.c), or else gives the time of its replays only; one
+   whose nodes allocate memory is refused. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
@@ -404,11 +404,12 @@ static void place(const scratch *s, const size_t *at, unsigned char *taken,
 }
 
 static int graph_profile(lua_State *L) {
-  static const char *const keys[] = { "n", "trace", "stream", NULL };
+  static const char *const keys[] = { "n", "trace", "stream", "cupti", NULL };
   cg_graph *gr = cg_checkobj(L, 1, CG_GRAPH);
   luaL_checkstack(L, 40, "g:profile");
   lua_Integer reps = 10;
   const char *trace = NULL;
+  int cupti = 0;
   lua_settop(L, 2);
   lua_pushnil(L); /* 3: the stream */
   if (lua_istable(L, 2)) {
@@ -417,6 +418,9 @@ static int graph_profile(lua_State *L) {
     reps = luaL_opt(L, luaL_checkinteger, -1, reps);
     lua_getfield(L, 2, "trace");
     trace = luaL_optstring(L, -1, NULL);
+    lua_getfield(L, 2, "cupti");
+    cupti = lua_toboolean(L, -1);
+    lua_pop(L, 1);
     lua_getfield(L, 2, "stream");
     lua_replace(L, 3);
     lua_pop(L, 2);
@@ -475,8 +479,11 @@ static int graph_profile(lua_State *L) {
   double plain = back_to_back(L, s, gr, NULL, st, reps);
   double with = 0;
   int why = 0; /* why a graph with conditional nodes has no node times */
-  if (!copyable) {
+  if (!copyable && cupti) {
     if (cg_profile_activity(L, gr, 3, st, reps, plain, trace)) return 1;
+    why = lua_gettop(L);
+  } else if (!copyable) {
+    lua_pushliteral(L, "ask for them with cupti = true");
     why = lua_gettop(L);
   }
   if (timed) {
