@@ -61,6 +61,15 @@ static void dlpack_delete(uintptr_t t) {
   }
 }
 
+/* Frees what a handle holds in host memory when the driver may not be
+   called for it (a poisoned or closed context): the driver's part is left
+   to the process's end. */
+static void forget(cg_hkind hk, cg_handle h) {
+  if (hk != CG_H_EXTMEM || !h.extmem) return;
+  free(h.extmem->mips);
+  free(h.extmem);
+}
+
 /* Destroys h, with its context current. A communicator of a context that
    met a sticky error is aborted instead (its work can never finish). NCCL's
    results are told apart from the driver's by the api name. */
@@ -90,8 +99,7 @@ static int destroy(cg_hkind hk, cg_handle h, int poisoned, const char **api) {
       }
     if (!m->borrowed && (e = cg_drv.cuDestroyExternalMemory(m->mem)) && !r)
       r = e;
-    free(m->mips);
-    free(m);
+    forget(hk, h);
     return r;
   }
   case CG_H_BLAS: { /* the handle first: it may use its workspace */
@@ -153,7 +161,11 @@ static int may_destroy(cg_ctx *ctx, cg_hkind hk) {
 }
 
 void cg_release(lua_State *L, cg_ctx *ctx, cg_hkind hk, cg_handle h) {
-  if (hk == CG_H_NONE || !h.p || !may_destroy(ctx, hk)) return;
+  if (hk == CG_H_NONE || !h.p) return;
+  if (!may_destroy(ctx, hk)) {
+    forget(hk, h);
+    return;
+  }
   /* held back while a capture runs (a free would break it), and while the
      work of a wait that timed out still runs (a free would wait for it) */
   if (ctx->capture || cg_still_hung(ctx)) {
@@ -173,6 +185,7 @@ void cg_release(lua_State *L, cg_ctx *ctx, cg_hkind hk, cg_handle h) {
     char buf[CG_ERRNAME];
     cg_record(L, ctx, "cuCtxSetCurrent", cg_driver_errname(r, buf));
     if (hk == CG_H_DLPACK) dlpack_delete(h.dlpack);
+    forget(hk, h);
     return;
   }
   if (ctx->ndeferred) cg_flush_deferred(L, ctx); /* held back before */
@@ -180,10 +193,11 @@ void cg_release(lua_State *L, cg_ctx *ctx, cg_hkind hk, cg_handle h) {
 }
 
 void cg_drop_deferred(cg_ctx *ctx) {
-  if (!cg_still_hung(ctx))
-    for (size_t i = 0; i < ctx->ndeferred; i++)
-      if (ctx->deferred[i].hk == CG_H_DLPACK)
-        dlpack_delete(ctx->deferred[i].h.dlpack);
+  for (size_t i = 0; i < ctx->ndeferred; i++) {
+    if (ctx->deferred[i].hk == CG_H_DLPACK && !cg_still_hung(ctx))
+      dlpack_delete(ctx->deferred[i].h.dlpack);
+    forget((cg_hkind)ctx->deferred[i].hk, ctx->deferred[i].h);
+  }
   ctx->ndeferred = 0;
 }
 
@@ -196,6 +210,8 @@ void cg_flush_deferred(lua_State *L, cg_ctx *ctx) {
     for (size_t i = 0; i < d->ndeferred; i++)
       if (may_destroy(d, (cg_hkind)d->deferred[i].hk))
         destroy_now(L, d, (cg_hkind)d->deferred[i].hk, d->deferred[i].h);
+      else
+        forget((cg_hkind)d->deferred[i].hk, d->deferred[i].h);
     d->ndeferred = 0;
   }
   cg_make_current(ctx->cu);
@@ -213,6 +229,8 @@ static void share_free(cg_share *sh) {
   if (sh->h.p && (cg_make_current(sh->cu) == CUDA_SUCCESS ||
                   sh->hk == CG_H_DLPACK))
     destroy((cg_hkind)sh->hk, sh->h, 0, &api);
+  else if (sh->h.p)
+    forget((cg_hkind)sh->hk, sh->h);
   cg_fft_unload(); /* with no plan left: cuFFT's own memory goes first */
   cg_drv.cuDevicePrimaryCtxRelease(sh->dev);
   pthread_mutex_destroy(&sh->lock);
