@@ -91,7 +91,7 @@ static void complete(CUcontext ctx, uint32_t stream, uint8_t *buffer,
 
 /* CUPTI's message for r. */
 static const char *why(const char *call, CUptiResult r) {
-  static _Thread_local char msg[160];
+  static char msg[160]; /* under the recording lock */
   const char *s = NULL;
   if (cg_cupti.cuptiGetResultString(r, &s) != CUPTI_SUCCESS || !s) s = "?";
   snprintf(msg, sizeof msg, "%s: %s (%d)", call, s, r);
