@@ -27,7 +27,8 @@ end
 
 -- Objects made so far, by type; freed ones stay (using them must raise).
 local kinds = { "Stream", "Buffer", "Scalar", "Event", "Module", "Kernel", "Graph", "Comm",
-  "HostBuffer", "Condition", "Node", "Array", "Texture", "Surface" }
+  "HostBuffer", "Condition", "Node", "Array", "Texture", "Surface", "ExternalMemory",
+  "ExternalSemaphore" }
 local pool = {}
 for _, k in ipairs(kinds) do pool[k] = {} end
 local function add(kind, o)
@@ -39,6 +40,13 @@ local function anyobj()
   local p = pool[pick(kinds)]
   return p[1] and pick(p) or nil
 end
+
+-- Memory and semaphores another API exports (spec/support/peer.c: memfds);
+-- its objects live as long as the process. Semaphores are only signalled:
+-- a wait nothing satisfies would block the double.
+local peer = package.loadlib(build .. "/peer.so", "luaopen_peer")()
+assert(peer.open("memfd"))
+local exported = {}
 
 local ptxpath = build .. "/kernels.ptx"
 local dotpath = os.tmpname()
@@ -173,6 +181,16 @@ local plausible = {
   view = function() return { R(0, 8), R(2) == 1 and R(1, 8) or nil, R(2) == 1 and pick(types) or nil } end,
   download_into = function() return { some("HostBuffer"), R(0, 2), R(2) == 1 and stream() or nil } end,
   rebind = function() return { some("Buffer"), some("Buffer") } end,
+  buffer = function()
+    return { pick(types), pick { 1, 4, 64, 1024, 0, -1 }, R(2) == 1 and pick { 0, 4, 8, 3, -4, 1 << 40 } or nil }
+  end,
+  array = function()
+    return { pick { "f32", "u8x4", "f32x3", "i16x2" }, R(1, 8), R(2) == 1 and R(1, 8) or nil,
+             R(2) == 1 and { surface = R(2) == 1, offset = pick { 0, 64, 7, 1 << 20 } } or nil }
+  end,
+  signal_external = function()
+    return { some("ExternalSemaphore"), pick { R(0, 9), some("Scalar") or 1, -1, 1.5, nil } }
+  end,
   texture = function()
     return { R(2) == 1 and {} or { filter = pick { "point", "linear", "cubic" },
                                    address = pick { "clamp", "wrap", "border", { "mirror" }, 3 },
@@ -228,7 +246,7 @@ end
 
 local methods = {
   Stream = { "synchronize", "query", "wait", "handle", "capture", "free", "close", "label",
-             "loop_while", "branch", "switch", "priority" },
+             "loop_while", "branch", "switch", "priority", "signal_external" },
   Buffer = { "upload", "download", "fill", "copy", "type", "bytes", "address", "free", "close",
              "view", "parent", "download_into", "save", "copy2d", "copy3d", "dlpack",
              "prefetch", "advise", "managed", "pitch", "shape" },
@@ -248,19 +266,35 @@ local methods = {
             "close" },
   Texture = { "array", "handle", "free", "close" },
   Surface = { "array", "handle", "free", "close" },
+  ExternalMemory = { "buffer", "array", "size", "handle", "free", "close" },
+  ExternalSemaphore = { "kind", "handle", "free", "close" },
 }
 local metamethods = { "__gc", "__close", "__tostring", "__len", "__index", "__call" }
 local funcs = { "buffer", "scalar", "stream", "event", "module", "device", "device_count",
   "synchronize", "status", "entries", "select", "on", "current_device", "device_of",
   "can_access_peer", "enable_peer_access", "comm_world", "host_buffer", "condition",
-  "memory", "trim", "load", "array", "managed" }
+  "memory", "trim", "load", "array", "managed", "gl_image" }
 
 -- The calls, as (description, function, arguments...) for call().
 local makers = {
   function() -- a well-formed object, so that methods have something to work on
     local r = R(8)
     if r == 8 then
-      local q = R(6)
+      local q = R(8)
+      if q == 7 then
+        local m = peer.memory(R(1, 16) * 256)
+        exported[#exported + 1] = m
+        return "external memory", function()
+          return add("ExternalMemory", cuda.external_memory(m:fd(), m:size()))
+        end
+      end
+      if q == 8 then
+        local t = peer.semaphore(R(2) == 1 and "timeline" or "binary")
+        exported[#exported + 1] = t
+        return "external semaphore", function()
+          return add("ExternalSemaphore", cuda.external_semaphore(t:fd(), pick { "timeline", "binary" }))
+        end
+      end
       if q == 1 then return "comm", function() return add("Comm", cuda.comm_world()) end end
       if q == 2 then
         local t, n = pick { "f32", "i32", pick(types) }, R(1, 64)
@@ -336,6 +370,8 @@ local makers = {
       local r = f(o, table.unpack(a, 1, n))
       if kind == "Array" and (name == "texture" or name == "surface") then
         add(name == "texture" and "Texture" or "Surface", r)
+      elseif kind == "ExternalMemory" and (name == "buffer" or name == "array") then
+        add(name == "buffer" and "Buffer" or "Array", r)
       end
       return r
     end
