@@ -37,16 +37,23 @@ summary=()
 sim=
 case "${CUGRAPH_LUA_LIBCUDA:-}" in *libcuda-sim*) sim=1 ;; esac
 
-# check NAME COMMAND...: runs it, logging to $out/NAME.log and the terminal
+# check NAME COMMAND...: runs it, logging to $out/NAME.log and the terminal;
+# exit status 77 is a SKIP, with the reason the program printed last
+# ("...: SKIP: <reason>")
 check() {
-  local name=$1 start ms status
+  local name=$1 start ms status why
   shift
   echo "== $name: $*"
   start=$(date +%s%N)
   "$@" 2>&1 | tee "$out/$name.log"
   status=${PIPESTATUS[0]}
   ms=$((($(date +%s%N) - start) / 1000000))
-  record "$name" "$status" "$((ms / 1000)).$((ms % 1000 / 100)) s"
+  if [ "$status" -eq 77 ]; then
+    why=$(sed -n 's/.*: SKIP: //p' "$out/$name.log" | tail -n 1)
+    skip "$name" "${why:-exit 77}"
+  else
+    record "$name" "$status" "$((ms / 1000)).$((ms % 1000 / 100)) s"
+  fi
 }
 
 # record NAME STATUS NOTE
@@ -65,24 +72,6 @@ skip() {
   echo "== $1: skipped ($2)"
   skipped=$((skipped + 1))
   summary+=("SKIP  $1 ($2)")
-}
-
-# check_or_skip NAME COMMAND...: as check, but exit status 77 is a SKIP,
-# with the reason the program printed last ("...: SKIP: <reason>")
-check_or_skip() {
-  local name=$1 start ms status why
-  shift
-  echo "== $name: $*"
-  start=$(date +%s%N)
-  "$@" 2>&1 | tee "$out/$name.log"
-  status=${PIPESTATUS[0]}
-  ms=$((($(date +%s%N) - start) / 1000000))
-  if [ "$status" -eq 77 ]; then
-    why=$(sed -n 's/.*: SKIP: //p' "$out/$name.log" | tail -n 1)
-    skip "$name" "${why:-exit 77}"
-  else
-    record "$name" "$status" "$((ms / 1000)).$((ms % 1000 / 100)) s"
-  fi
 }
 
 # is_png FILE: the 8-byte PNG signature
@@ -130,7 +119,7 @@ elif [ ! -x "$b/examples/vulkan" ]; then
   skip vulkan "not built: make examples found no <vulkan/vulkan.h>"
 else
   mkdir -p "$out/vulkan"
-  check_or_skip vulkan "$b/examples/vulkan" "$out/vulkan"
+  check vulkan "$b/examples/vulkan" "$out/vulkan"
   if [ -f "$out/vulkan/vulkan.png" ]; then
     if is_png "$out/vulkan/vulkan.png"; then
       record vulkan-png 0 "$out/vulkan/vulkan.png"

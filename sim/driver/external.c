@@ -446,82 +446,22 @@ CUresult CUDAAPI cuWaitExternalSemaphoresAsync(const CUexternalSemaphore *extSem
 
 /* -- their graph nodes ----------------------------------------------------- */
 
-/* The node's semaphores and params, which it keeps: valid until its params
-   change or it goes. */
-static CUresult get_params(CUgraphNode hNode, CUgraphNodeType type,
-                           CUexternalSemaphore **sems, const void **params,
-                           unsigned *n) {
-  if (!hNode) return CUDA_ERROR_INVALID_HANDLE;
-  if (hNode->op.type != type) return CUDA_ERROR_INVALID_VALUE;
-  *sems = (CUexternalSemaphore *)(void *)hNode->op.args;
-  *params = hNode->op.args + hNode->op.nsems * sizeof **sems;
-  *n = hNode->op.nsems;
-  return CUDA_SUCCESS;
-}
-
-CUresult CUDAAPI cuGraphExternalSemaphoresSignalNodeGetParams(CUgraphNode hNode,
-                                                              CUDA_EXT_SEM_SIGNAL_NODE_PARAMS *p) {
-  ENTRY(cuGraphExternalSemaphoresSignalNodeGetParams);
-  CUresult r = dbl_enter_graph();
-  if (r) return r;
-  if (!p) return CUDA_ERROR_INVALID_VALUE;
-  const void *params;
-  r = get_params(hNode, CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL,
-                          &p->extSemArray, &params, &p->numExtSems);
-  if (!r) p->paramsArray = params;
-  return r;
-}
-
-CUresult CUDAAPI cuGraphExternalSemaphoresWaitNodeGetParams(CUgraphNode hNode,
-                                                            CUDA_EXT_SEM_WAIT_NODE_PARAMS *p) {
-  ENTRY(cuGraphExternalSemaphoresWaitNodeGetParams);
-  CUresult r = dbl_enter_graph();
-  if (r) return r;
-  if (!p) return CUDA_ERROR_INVALID_VALUE;
-  const void *params;
-  r = get_params(hNode, CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT,
-                          &p->extSemArray, &params, &p->numExtSems);
-  if (!r) p->paramsArray = params;
-  return r;
-}
-
-/* Replaces the op at *o, of type, by one of the new params; an
-   instantiated one (exec) keeps its number of semaphores and its enabled
-   flag, as the driver does. */
-static CUresult set_params(op *o, CUgraphNodeType type, int exec,
+/* Replaces the instantiated op at *o, of type, by one of the new params;
+   it keeps its number of semaphores, its enabled flag and its id, as the
+   driver does. */
+static CUresult set_params(op *o, CUgraphNodeType type,
                            const CUexternalSemaphore *sems,
                            const void *params, unsigned n) {
-  if (!o || o->type != type || (exec && n != o->nsems))
+  if (!o || o->type != type || n != o->nsems)
     return CUDA_ERROR_INVALID_VALUE;
   op x;
   CUresult r = dbl_semas_op(&x, type, sems, params, n);
   if (r) return r;
   x.disabled = o->disabled;
+  x.id = o->id;
   free(o->args);
   *o = x;
   return CUDA_SUCCESS;
-}
-
-CUresult CUDAAPI cuGraphExternalSemaphoresSignalNodeSetParams(CUgraphNode hNode,
-                                                              const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS *p) {
-  ENTRY(cuGraphExternalSemaphoresSignalNodeSetParams);
-  CUresult r = dbl_enter_graph();
-  if (r) return r;
-  if (!hNode) return CUDA_ERROR_INVALID_HANDLE;
-  if (!p) return CUDA_ERROR_INVALID_VALUE;
-  return set_params(&hNode->op, CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL, 0,
-                    p->extSemArray, p->paramsArray, p->numExtSems);
-}
-
-CUresult CUDAAPI cuGraphExternalSemaphoresWaitNodeSetParams(CUgraphNode hNode,
-                                                            const CUDA_EXT_SEM_WAIT_NODE_PARAMS *p) {
-  ENTRY(cuGraphExternalSemaphoresWaitNodeSetParams);
-  CUresult r = dbl_enter_graph();
-  if (r) return r;
-  if (!hNode) return CUDA_ERROR_INVALID_HANDLE;
-  if (!p) return CUDA_ERROR_INVALID_VALUE;
-  return set_params(&hNode->op, CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT, 0,
-                    p->extSemArray, p->paramsArray, p->numExtSems);
 }
 
 /* The instantiated node changes; hNode does not. */
@@ -533,7 +473,7 @@ CUresult CUDAAPI cuGraphExecExternalSemaphoresSignalNodeSetParams(CUgraphExec hG
   if (r) return r;
   if (!p) return CUDA_ERROR_INVALID_VALUE;
   return set_params(dbl_exec_op(hGraphExec, hNode),
-                    CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL, 1, p->extSemArray,
+                    CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL, p->extSemArray,
                     p->paramsArray, p->numExtSems);
 }
 
@@ -545,6 +485,6 @@ CUresult CUDAAPI cuGraphExecExternalSemaphoresWaitNodeSetParams(CUgraphExec hGra
   if (r) return r;
   if (!p) return CUDA_ERROR_INVALID_VALUE;
   return set_params(dbl_exec_op(hGraphExec, hNode),
-                    CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT, 1, p->extSemArray,
+                    CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT, p->extSemArray,
                     p->paramsArray, p->numExtSems);
 }

@@ -65,8 +65,7 @@ CUresult cg_semval_set(CUgraphExec x, const cg_semval *v, uint64_t bits,
                                                                  &p);
 }
 
-/* The semaphore nodes of r whose value is a Scalar's, in a new array (*n
-   of them; NULL when none). */
+/* How many semaphore nodes of r take their value from a Scalar. */
 static int count_semvals(const cg_recs *r) {
   int n = 0;
   for (size_t i = 0; r && i < r->n; i++)
@@ -75,6 +74,7 @@ static int count_semvals(const cg_recs *r) {
   return n;
 }
 
+/* Those nodes, in a new array (*n of them; NULL when none). */
 static cg_semval *semvals_of(lua_State *L, const cg_recs *r, int *n) {
   if (!(*n = count_semvals(r))) return NULL;
   if (!cg_drv.cuGraphExecExternalSemaphoresWaitNodeSetParams ||
