@@ -55,6 +55,7 @@ do
 end
 
 local PAIRS = quick and 8 or 300         -- timed pairs a case
+local BARE_PAIRS = quick and 8 or 100    -- of a case's bare calls
 local BLOCK = quick and 2e-4 or 2e-3     -- seconds of a C block
 local WARM_MIN, WARM_MAX = 3, quick and 4 or 100 -- warm-up pairs
 local SETTLE = 0.01                      -- warm-up ends at this agreement
@@ -214,15 +215,30 @@ local function replay(iters)
 end
 
 -- argsK:launch(s, 1, n, x, 0, ...) with K - 1 zeros, written out in the
--- loop as a script would write it.
-local function args_loop(k)
+-- loop as a script would write it (kernel: argsK, or another object).
+local function args_loop(k, kernel)
   return assert(load(([[
     local K, S, X, N = ...
     return function(iters)
       local k, st, buf, len = K, S, X, N
       for _ = 1, iters do k:launch(st, 1, len, buf%s) end
-    end]]):format((", 0"):rep(k - 1)), "=args" .. k))(am["args" .. k], s, x,
-                                                     n)
+    end]]):format((", 0"):rep(k - 1)), "=args" .. k))(kernel or am["args" .. k],
+                                                     s, x, n)
+end
+
+-- The loops of the bare rows: a case's Lua loop with o (ref.bare()) in
+-- place of the kernel or the graph.
+local function bare_launch(o)
+  return function(iters)
+    local k, st, buf, len = o, s, x, n
+    for _ = 1, iters do k:launch(st, 1, len, buf, len) end
+  end
+end
+local function bare_replay(o)
+  return function(iters)
+    local gr = o
+    for _ = 1, iters do gr:launch() end
+  end
 end
 
 -- s:capture(fn):free() with fn launching inc_i32 k times.
@@ -245,12 +261,14 @@ end
 local cases = {
   {key = "eager_nop", label = "eager launch, nop (2 args, no memory)",
    target = 1.03, c = {"nop"}, incs = 0, nop = true, steady = true,
+   bare = bare_launch,
    loop = function(iters)
      local k, st, buf, len = am.nop, s, x, n
      for _ = 1, iters do k:launch(st, 1, len, buf, len) end
    end},
   {key = "eager", label = "eager launch, inc_i32 (2 args)", target = 1.03,
-   c = {"eager"}, incs = 1, steady = true, loop = function(iters)
+   c = {"eager"}, incs = 1, steady = true, bare = bare_launch,
+   loop = function(iters)
      local k, st, buf, len = inc, s, x, n
      for _ = 1, iters do k:launch(st, 1, len, buf, len) end
    end},
@@ -259,19 +277,20 @@ for _, k in ipairs {1, 2, 4, 8, 16} do
   cases[#cases + 1] = {key = "args" .. k, label = ("eager launch, args%d "
     .. "(%d arg%s)"):format(k, k, k > 1 and "s" or ""), c = {"args", k},
     target = k == 16 and 1.06 or k == 2 and 1.03 or nil,
-    incs = 1, steady = true, args = k}
+    incs = 1, steady = true, args = k,
+    bare = function(o) return args_loop(k, o) end}
 end
 for _, k in ipairs {1, 10, 100, 1000} do
   cases[#cases + 1] = {key = "replay_nop" .. k, label = ("graph replay, %d "
     .. "nop node%s"):format(k, k > 1 and "s" or ""), target = 1.02,
     c = {"replay", k}, nodes = k, incs = 0, nop = true, floor = true,
-    steady = true, loop = replay}
+    steady = true, loop = replay, bare = k == 1 and bare_replay or nil}
 end
 for _, k in ipairs {1, 10, 100, 1000} do
   cases[#cases + 1] = {key = "replay" .. k, label = ("graph replay, %d "
     .. "inc_i32 node%s"):format(k, k > 1 and "s" or ""), target = 1.02,
     c = {"replay", k}, nodes = k, incs = k, floor = true, steady = true,
-    loop = replay}
+    loop = replay, bare = k == 1 and bare_replay or nil}
 end
 cases[#cases + 1] = {key = "replayn", label = "g:replay(n), 10 nop nodes",
   target = 1.02, c = {"replay", 10}, nodes = 10, incs = 0, nop = true,
@@ -326,6 +345,15 @@ for _, launch in ipairs {true, false} do
   cases[#cases + 1] = {key = launch and "rebind" or "rebind0",
     label = "g:rebind" .. with .. ", 10 nodes", target = launch and 1.10 or 1.25,
     c = {"rebind", k9}, rebind = true, incs = k9, steady = true,
+    bare = not launch and function(o)
+      return function(iters)
+        local gr, cur, other = o, ra, rb
+        for _ = 1, iters do
+          gr:rebind(cur, other)
+          cur, other = other, cur
+        end
+      end
+    end or nil,
     loop = function(iters)
       local gr, cur, other = g, ra, rb
       for _ = 1, iters do
@@ -433,6 +461,16 @@ local function run_case(c)
   then
     error(c.label .. ": Lua side: the graph did not see the scalar's values",
           0)
+  end
+  if c.bare then -- the same Lua loop, its calls to a bare C method
+    local bl = c.bare(ref.bare())
+    local br = paired(ref.block, function(iters)
+      local t0 = now()
+      bl(iters)
+      ref.sync()
+      return (now() - t0) * 1e6 / iters
+    end, {pairs = BARE_PAIRS})
+    r.bare, r.bare_lo, r.bare_hi = br.ratio, br.ci_lo, br.ci_hi
   end
   if c.floor then -- the same graph replayed back to back, by events
     local f = {}
@@ -790,7 +828,8 @@ local method = ("%d pairs of C and Lua blocks of ~%g ms a case, warm-up to "
 do
   local keys = {"key", "label", "c", "lua", "ratio", "ci_lo", "ci_hi", "p25",
                 "p75", "min", "max", "pairs", "iters", "warmup", "target",
-                "status", "bytes", "floor", "nodes", "cupy", "cupy_p25", "cupy_p75", "torch",
+                "status", "bytes", "bare", "bare_lo", "bare_hi", "floor",
+                "nodes", "cupy", "cupy_p25", "cupy_p75", "torch",
                 "torch_p25", "torch_p75"}
   local function value(val)
     if type(val) == "number" then
@@ -824,6 +863,7 @@ end
 local function cells(r)
   return {r.label, us(r.c), us(r.lua), fmt(r.ratio, "%.3f"),
           r.ci_lo and ("%.3f–%.3f"):format(r.ci_lo, r.ci_hi) or "-",
+          fmt(r.bare, "%.3f"),
           r.p25 and ("%.3f–%.3f"):format(r.p25, r.p75) or "-",
           fmt(r.target, "≤ %.2f"), r.status or "-",
           r.bytes and (r.bytes == 0 and "0" or ("%.1f"):format(r.bytes))
@@ -834,7 +874,8 @@ local function cells(r)
           r.torch and ("%.3f"):format(r.lua / r.torch) or "-"}
 end
 
-local header = {"case", "C µs", "Lua µs", "Lua/C", "95% CI", "p25–p75",
+local header = {"case", "C µs", "Lua µs", "Lua/C", "95% CI", "bare/C",
+                "p25–p75",
                 "target", "status", "Lua B/it", "floor µs/node",
                 "Lua/floor", "Lua/CuPy", "Lua/PyTorch"}
 local explain = {
@@ -842,6 +883,10 @@ local explain = {
     .. "blocks (a block: its loop plus one stream synchronize)",
   "Lua/C: the median of the per-pair ratios; 95% CI: of that median; "
     .. "p25–p75: the middle half of the pair ratios",
+  "bare/C: the row's Lua loop calling, in place of the kernel or graph, a "
+    .. "C method that makes one iteration of the C loop and ignores its "
+    .. "arguments: the interpreter's share, the least Lua/C a binding can "
+    .. "reach for the row",
   "status: met when the CI's upper end is below the target, MISS when the "
     .. "median is above it (or a steady loop allocates), else unsure",
   "Lua B/it: Lua bytes allocated per iteration (collector stopped; must be 0)",
@@ -865,7 +910,7 @@ if markdown then
   print(method)
   print()
   print("| " .. table.concat(header, " | ") .. " |")
-  print("|---|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|")
+  print("|---|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|")
   for _, r in ipairs(rows) do
     print("| " .. table.concat(cells(r), " | ") .. " |")
   end
@@ -890,7 +935,7 @@ else
     local line = {}
     for j, cell in ipairs(row) do
       local pad = (" "):rep(width[j] - utf8.len(cell))
-      line[j] = (j == 1 or j == 8) and cell .. pad or pad .. cell
+      line[j] = (j == 1 or j == 9) and cell .. pad or pad .. cell
     end
     print((table.concat(line, "  "):gsub("%s+$", "")))
   end

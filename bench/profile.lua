@@ -4,8 +4,7 @@
 -- profiles of 50 replays each: the graph's own replay time back to back,
 -- the instrumented copy's, their ratio, and the sum of the nodes' median
 -- times; the median of each over the profiles. Then while loops over 10
--- such kernels, profiled from CUPTI's records (a graph with a conditional
--- node).
+-- such kernels, profiled by stamps (a graph with a conditional node).
 --
 --   make bench-profile      (build/cugraph-lua bench/profile.lua [reps])
 local cuda = require "cugraph"
@@ -33,13 +32,13 @@ for _, n in ipairs { 10, 100 } do
   g:free()
 end
 
--- A graph with a conditional node: timed from CUPTI's kernel records
--- (method "activity") instead of event nodes. A while loop of T turns over
--- a body of 10 such kernels; "sum of nodes" is the body's kernels (one
--- turn's each: CUPTI records the last), "loop" the conditional node's span.
-print(("%-22s %10s %12s %9s %12s %10s"):format("loop", "us/replay",
-      "recording us", "overhead", "sum of nodes", "loop us"))
-for _, turns in ipairs { 1, 10 } do
+-- A graph with a conditional node, timed by stamps (the default for such
+-- a graph): a while loop of T turns over a body of 10 such kernels; "sum
+-- of nodes" is the body's kernels over all their turns, "loop" the
+-- conditional node's span, "stamp" a stamp's own time.
+print(("%-22s %10s %12s %9s %12s %10s %8s"):format("loop", "us/replay",
+      "profiled us", "overhead", "sum of nodes", "loop us", "stamp"))
+for _, turns in ipairs { 1, 10, 100 } do
   local c = cuda.condition(1)
   local g = s:capture(function()
     s:loop_while(c, function()
@@ -47,23 +46,23 @@ for _, turns in ipairs { 1, 10 } do
       c:count_down(s, turns)
     end)
   end)
-  local plain, with, ratio, sum, loop, missing = {}, {}, {}, {}, {}, 0
+  local plain, with, ratio, sum, loop, stamp = {}, {}, {}, {}, {}, {}
   for r = 1, REPS do
-    local p = g:profile { n = 50, cupti = true }
-    assert(p.method == "activity", p.note)
+    local p = g:profile(50)
+    assert(p.method == "stamps", p.note)
     local total = 0
     for _, nd in ipairs(p.nodes) do
       if nd.kind == "kernel" and nd.depth == 1 and nd.name == "nothing" then
-        total = total + (nd.us or 0)
-        missing = missing + (nd.us and 0 or 1)
+        assert(nd.runs == turns, "a body kernel ran other than once a turn")
+        total = total + nd.us
       end
     end
-    plain[r], with[r], ratio[r], sum[r], loop[r] = p.us, p.profiled_us, p.overhead, total, p.nodes[1].us
+    plain[r], with[r], ratio[r], sum[r], loop[r], stamp[r] = p.us,
+      p.profiled_us, p.overhead, total, p.nodes[1].us, p.stamp_us
   end
-  print(("%-22s %10.2f %12.2f %9.3f %12.2f %10.2f%s"):format(
+  print(("%-22s %10.2f %12.2f %9.3f %12.2f %10.2f %8.2f"):format(
         ("10 kernels x %d turns"):format(turns), stats.median(plain),
         stats.median(with), stats.median(ratio), stats.median(sum),
-        stats.median(loop), missing > 0
-          and ("  (%d kernel nodes with no record)"):format(missing) or ""))
+        stats.median(loop), stats.median(stamp)))
   g:free()
 end

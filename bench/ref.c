@@ -611,6 +611,39 @@ static int lfloor(lua_State *L) {
   return 1;
 }
 
+/* ref.bare() -> an object whose methods launch and rebind each make one
+   iteration of the set-up case's C loop, ignoring their arguments: the
+   Lua loop of the case, called the same way, with no binding behind the
+   call (the interpreter's share of a row). */
+static int lbare_call(lua_State *L) {
+  (void)L;
+  run.loop(1);
+  run.count += run.incs;
+  return 0;
+}
+
+static int lbare(lua_State *L) {
+  luaL_argcheck(L, run.loop != NULL, 1, "no case set up");
+  lua_newuserdatauv(L, 1, 0);
+  if (luaL_newmetatable(L, "ref.bare")) {
+    lua_createtable(L, 0, 2);
+    lua_pushcfunction(L, lbare_call);
+    lua_setfield(L, -2, "launch");
+    lua_pushcfunction(L, lbare_call);
+    lua_setfield(L, -2, "rebind");
+    lua_setfield(L, -2, "__index");
+  }
+  lua_setmetatable(L, -2);
+  return 1;
+}
+
+/* ref.sync(): the C loop's stream synchronized, as its blocks end. */
+static int lsync(lua_State *L) {
+  (void)L;
+  CU(cuStreamSynchronize, run.s ? run.s : b.s);
+  return 0;
+}
+
 static int lclose(lua_State *L) {
   if (b.mod) {
     release_run();
@@ -623,7 +656,8 @@ int luaopen_ref(lua_State *L);
 int luaopen_ref(lua_State *L) {
   static const luaL_Reg funcs[] = {
     {"open", lopen}, {"setup", lsetup}, {"block", lblock},
-    {"check", lcheck}, {"floor", lfloor}, {"close", lclose}, {NULL, NULL}
+    {"check", lcheck}, {"floor", lfloor}, {"bare", lbare}, {"sync", lsync},
+    {"close", lclose}, {NULL, NULL}
   };
   luaL_newlib(L, funcs);
   return 1;

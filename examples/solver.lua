@@ -9,8 +9,8 @@
 --   cugraph-lua examples/solver.lua --lua [n [tolerance]]
 --
 -- With "profile" the device loop's graph is profiled afterwards
--- (g:profile with CUPTI's kernel records, 5 replays): its nodes, the while
--- loop's among them, and the body's kernels with their lines.
+-- (g:profile by stamps, 5 replays): its nodes, the while loop's among
+-- them, and the body's kernels with their lines, each summed over its turns.
 --
 -- With --lua the same iterations run in Lua on the host instead (no GPU;
 -- slow past n = 64): the iteration counts of the two should agree.
@@ -78,14 +78,15 @@ print(("%dx%d Poisson, CG to %.0e: device loop %.2f ms (%.2f us/iteration), "
   device_ms, device_ms * 1e3 / iters, host_ms, host_ms * 1e3 / host_iters,
   host_ms / device_ms))
 if arg[first + 2] == "profile" then
-  local p = solver.solve:profile { n = 5, cupti = true }
-  print(("profile (%s): %.1f us a replay, %.1f while recording (%.3fx)%s"):format(
+  local p = solver.solve:profile(5)
+  print(("profile (%s): %.1f us a replay, %.1f profiled (%.3fx)%s"):format(
     p.method or "events", p.us, p.profiled_us or 0, p.overhead or 0,
     p.note and ("\n  " .. p.note) or ""))
   for _, nd in ipairs(p.nodes) do
     print(("  %s%-12s %-10s line %-4s %10s us%s"):format(("  "):rep(nd.depth or 0), nd.kind,
       nd.name or "", tostring(nd.line), nd.us and ("%.1f"):format(nd.us) or "-",
-      nd.children and ("  (its body's " .. nd.children .. " nodes below)") or ""))
+      nd.children and ("  (its body's " .. nd.children .. " nodes below)")
+        or (nd.runs or 1) > 1 and ("  in %d runs"):format(nd.runs) or ""))
   end
 end
 local ok = err < 1e-5 and herr < 1e-5 and iters == host_iters and iters < MAXIT

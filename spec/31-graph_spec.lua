@@ -546,7 +546,7 @@ describe("g:profile()", function()
     assert.equals(11 * 4, x:download()[1])
   end)
 
-  it("times a graph with conditional nodes as a whole unless asked to, or where CUPTI cannot be had", function()
+  it("times a graph with conditional nodes as a whole where CUPTI cannot be had", function()
     local code, out = H.script([[
       local cuda = require "cugraph"
       local m = cuda.load_module(os.getenv("CUGRAPH_LUA_BUILD") .. "/kernels.ptx")
@@ -557,12 +557,115 @@ describe("g:profile()", function()
       local q = g:profile { n = 3, cupti = true }
       print(q.note)
       print(q.us > 0, q.nodes[1].kind, q.nodes[1].us, q.lines, q.method)
-      print(g:profile(2).note) -- by default CUPTI is not asked
+      print(g:profile(2).method) -- by default: stamps, no tool needed
     ]], "CUGRAPH_LUA_LIBCUPTI=/nonexistent/libcupti.so")
     assert.equals(0, code, out)
-    assert.matches("cannot be copied %(cuGraphClone%), and CUPTI's kernel records cannot be had %(.*CUPTI.*%)", out)
+    assert.matches("cannot be timed by CUPTI's kernel records %(.*CUPTI.*%): they come without times", out)
     assert.matches("true\tconditional\tnil\tnil\tnil", out)
-    assert.matches("cannot be had %(ask for them with cupti = true%)", out)
+    assert.matches("\nstamps\n", out)
+  end)
+
+  it("times every turn of a loop's body by stamps, the loop as a whole, and the lines", function()
+    local x = cuda.buffer("i32", 64):fill(0)
+    local c = cuda.condition(1)
+    local line0 = debug.getinfo(1, "l").currentline
+    local g = s:capture(function()
+      m.inc_i32:launch(s, 1, 64, x, 64)
+      s:loop_while(c, function()
+        m.inc_i32:launch(s, 1, 64, x, 64)
+        s:label("twice", function() m.inc_i32:launch(s, 1, 64, x, 64) end)
+        c:count_down(s, 3)                 -- three turns a replay
+      end)
+      x:view(1, 1):fill(5, s)
+    end)
+    local path = os.tmpname()
+    local p = g:profile { n = 4, trace = path }
+    assert.equals("stamps", p.method)
+    assert.is_nil(p.note)
+    local got = {}
+    for i, nd in ipairs(p.nodes) do
+      got[i] = ("%s %d %d %s %s"):format(nd.kind, nd.line - line0, nd.depth, tostring(nd.runs),
+                                         tostring(nd.children))
+      assert.is_true(nd.us > 0 and nd.min_us <= nd.us and nd.us <= nd.max_us, got[i])
+    end
+    -- every turn counts: three runs a replay of each body node
+    assert.same({ "kernel 2 0 1 nil", "conditional 3 0 nil 3", "kernel 4 1 3 nil",
+                  "kernel 5 1 3 nil", "kernel 6 1 3 nil", "fill 8 0 1 nil" }, got)
+    assert.equals("twice", p.nodes[4].label)
+    assert.equals("cg_cond_countdown", p.nodes[5].name)
+    local body = p.nodes[3].us + p.nodes[4].us + p.nodes[5].us
+    assert.is_true(p.nodes[2].us >= body * 0.9, "the loop spans its turns")
+    assert.is_true(p.stamp_us > 0 and p.stamp_us < p.nodes[2].us)
+    assert.is_true(p.us > 0 and p.profiled_us > 0 and p.overhead > 0)
+    local nlines = 0 -- the body's lines count, not the loop's
+    for _, l in ipairs(p.lines) do nlines = nlines + l.nodes end
+    assert.equals(5, nlines)
+    local text = assert(io.open(path)):read("a")
+    os.remove(path)
+    local _, events = text:gsub('"ph": "X"', "")
+    assert.equals(6, events)               -- each node's last run
+    assert.matches('"label": "twice"', text, 1, true)
+    -- 1 + 4 replays of the graph, 1 + 4 + 4 of the copy: 7 incs each
+    assert.equals(14 * 7, x:download()[1])
+    assert.equals(5, x:download()[2])
+  end)
+
+  it("profiles by stamps nested bodies, forks, kernels given a condition, and the graph's current buffers", function()
+    local x, y = cuda.buffer("u32", 64):fill(0), cuda.buffer("u32", 64):fill(0)
+    local z, w = cuda.buffer("u32", 64):fill(0), cuda.buffer("u32", 64):fill(0)
+    local outer, inner = cuda.condition(1), cuda.condition(1)
+    local s2 = cuda.stream()
+    local g = s:capture(function()
+      s2:wait(s)
+      m.iota_u32:launch(s2, 1, 64, y, 0, 64)          -- beside the loop
+      s:loop_while(outer, function()
+        s:branch(inner, function() m.count_to:launch(s, 1, 1, x, inner, 1000) end)
+        outer:count_down(s, 2)
+      end)
+      s:wait(s2)
+      m.count_to:launch(s, 1, 1, z, outer, 1000)       -- outer's handle, in the top
+    end)
+    g:rebind(z, w)                                      -- the copy follows
+    local p = g:profile(2)
+    assert.equals("stamps", p.method)
+    local got = {}
+    for i, nd in ipairs(p.nodes) do
+      got[i] = ("%s %d %s"):format(nd.name or nd.kind, nd.depth, tostring(nd.runs or nd.children))
+      assert.is_true(nd.us > 0, got[i])
+    end
+    assert.same({ "iota_u32 0 1", "conditional 0 3", "conditional 1 1", "count_to 2 2",
+                  "cg_cond_countdown 1 2", "count_to 0 1" }, got)
+    -- 1 + 2 replays of the graph, 1 + 2 + 2 of the copy: two turns each
+    -- in the body, and the top's count_to in w since the rebind
+    assert.equals(8 * 2, x:download()[1])
+    assert.equals(0, z:download()[1])
+    assert.equals(8, w:download()[1])
+    assert.equals(63, y:download()[64])
+  end)
+
+  it("says why a closure that records other work now cannot be profiled by stamps", function()
+    local x = cuda.buffer("i32", 64):fill(0)
+    local c = cuda.condition(1)
+    local k = 1
+    local g = s:capture(function()
+      s:loop_while(c, function()
+        for _ = 1, k do m.inc_i32:launch(s, 1, 64, x, 64) end
+        c:count_down(s, 2)
+      end)
+    end)
+    k = 2
+    local p = g:profile(2)
+    assert.matches("cannot be timed by stamps %(its closure, captured again, recorded 4 nodes, not 3", p.note)
+    assert.is_nil(p.nodes[1].us)
+    k = 1
+    assert.equals("stamps", g:profile(2).method)
+    assert.error_matches(function() g:profile { method = "events" } end,
+      "cugraph.Graph #" .. g:id() .. " has conditional nodes, which the driver does not copy")
+    assert.error_matches(function() g:profile { method = "clock" } end, "invalid option 'clock'")
+    local h = s:capture(function() m.inc_i32:launch(s, 1, 64, x, 64) end)
+    local q = h:profile { n = 2, method = "stamps" }  -- any graph, asked
+    assert.equals("stamps", q.method)
+    assert.equals(1, q.nodes[1].runs)
   end)
 
   it("leaves a node that node:enable(false) turned off out of the copy's replays too", function()

@@ -922,7 +922,8 @@ function cuda.buffer(type, n_or_data, opts) end
 ---@field n? integer replays, 1 to 100000 (default 10)
 ---@field trace? string a path for the last replay as a Chrome trace
 ---@field stream? cugraph.Stream default: the capture stream
----@field cupti? boolean a graph with conditional nodes: its kernels timed from CUPTI's records
+---@field method? "events"|"stamps"|"activity" default: events where the driver copies the graph, stamps for one with conditional nodes
+---@field cupti? boolean the same as method = "activity": kernels timed from CUPTI's records
 
 ---@class cugraph.ProfileNode
 ---@field index integer in capture order
@@ -936,7 +937,7 @@ function cuda.buffer(type, n_or_data, opts) end
 ---@field us? number median time, µs (nil when untimed: see Profile.note, and non-kernels of method "activity")
 ---@field depth? integer 1 and more: in a child graph's or a conditional node's body
 ---@field children? integer a child graph's or conditional node's nodes, which follow it
----@field runs? integer method "activity": the kernel's records a replay (1: the last turn's)
+---@field runs? integer methods "stamps" and "activity": its runs a replay (activity: its records, 1 the last turn's; stamps: every turn, summed in us)
 ---@field min_us? number
 ---@field max_us? number
 ---@field start_us? number median start after the first node's
@@ -953,8 +954,9 @@ function cuda.buffer(type, n_or_data, opts) end
 ---@class cugraph.Profile
 ---@field replays integer
 ---@field us number µs a replay of the graph itself, back to back
----@field method? "activity" a graph with conditional nodes timed from CUPTI's kernel records (nil: event nodes)
----@field profiled_us? number the same for the copy with its event nodes (or while CUPTI records)
+---@field method? "stamps"|"activity" timed by stamps in a copy captured again, or from CUPTI's kernel records (nil: event nodes)
+---@field profiled_us? number the same for the copy with its event nodes or stamps (or while CUPTI records)
+---@field stamp_us? number method "stamps": a stamp's own time, which each node's includes
 ---@field overhead? number profiled_us / us
 ---@field nodes cugraph.ProfileNode[]
 ---@field lines? cugraph.ProfileLine[] the most time first

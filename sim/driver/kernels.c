@@ -71,10 +71,39 @@ static void k_cond_countdown(dbl_kctx *c) {
   dbl_set_conditional(c, h, v != 0);
 }
 
+/* g:profile's stamp: the global timer is the host's monotonic clock. */
+static void k_stamp(dbl_kctx *c) {
+  uint64_t clocks, sums, runs, last, t0, sum;
+  int32_t to, from, rec;
+  uint32_t n;
+  struct timespec ts;
+  dbl_arg(c, 0, &clocks, 8), dbl_arg(c, 1, &sums, 8);
+  dbl_arg(c, 2, &runs, 8), dbl_arg(c, 3, &last, 8);
+  dbl_arg(c, 4, &to, 4), dbl_arg(c, 5, &from, 4), dbl_arg(c, 6, &rec, 4);
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  uint64_t t = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+  if (rec >= 0) {
+    uint64_t r = (uint64_t)rec;
+    if (!dbl_ld(c, clocks + 8 * (uint64_t)from, &t0, 8) ||
+        !dbl_ld(c, sums + 8 * r, &sum, 8) || !dbl_ld(c, runs + 4 * r, &n, 4))
+      return;
+    sum += t - t0;
+    n++;
+    dbl_st(c, sums + 8 * r, &sum, 8);
+    dbl_st(c, runs + 4 * r, &n, 4);
+    dbl_st(c, last + 16 * r, &t0, 8);
+    dbl_st(c, last + 16 * r + 8, &t, 8);
+  } else if (rec == -2) {
+    dbl_st(c, clocks, &t, 8);
+  }
+  dbl_st(c, clocks + 8 * (uint64_t)to, &t, 8);
+}
+
 static const dbl_kimpl setters[] = {
   {"cg_cond_set", {k_cond_set, NULL}, 2, {8, 4}},
   {"cg_cond_when", {k_cond_when, NULL}, 5, {8, 8, 4, 4, 8}},
   {"cg_cond_countdown", {k_cond_countdown, NULL}, 3, {8, 8, 4}},
+  {"cg_stamp", {k_stamp, NULL}, 7, {8, 8, 8, 8, 4, 4, 4}},
 };
 
 static const dbl_kimpl *find_in(const dbl_kimpl *v, size_t n,

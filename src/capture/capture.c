@@ -111,6 +111,32 @@ void cg_stamp_set(lua_State *L, cg_ctx *ctx, int idx, unsigned id) {
   }
 }
 
+CUresult cg_stamp_launch(cg_ctx *ctx, CUstream s, int rec) {
+  cg_stamps *st = ctx->capture->top->stamps;
+  int slot = 0;
+  if (rec >= st->ncells) return CUDA_SUCCESS; /* more records than cells */
+  for (int i = 0; i < st->nstreams && !slot; i++)
+    if (st->streams[i] == s) slot = i + 1;
+  if (!slot) {
+    if (st->nstreams < CG_STAMP_SLOTS) st->streams[st->nstreams++] = s;
+    slot = st->nstreams;
+  }
+  void *args[] = { &st->clocks, &st->sums, &st->runs, &st->last, &slot,
+                   &slot, &rec };
+  return cg_drv.cuLaunchKernel(st->f, 1, 1, 1, 1, 1, 1, 0, s, args, NULL);
+}
+
+void cg_stamp_after(lua_State *L, cg_ctx *ctx, CUstream s) {
+  if (!ctx->capture || !ctx->capture->top->stamps) return;
+  size_t n = cg_recs_count(ctx->capture->top->recs);
+  if (n) cg_check(L, ctx, "cuLaunchKernel", cg_stamp_launch(ctx, s, (int)n - 1));
+}
+
+void cg_stamp_start(lua_State *L, cg_ctx *ctx, CUstream s) {
+  if (ctx->capture && ctx->capture->top->stamps)
+    cg_check(L, ctx, "cuLaunchKernel", cg_stamp_launch(ctx, s, -1));
+}
+
 CUgraphNode cg_capture_node(lua_State *L, cg_ctx *ctx, CUstream s,
                             CUgraphNodeParams *p) {
   if (!cg_drv.cuGraphAddNode || !cg_drv.cuStreamGetCaptureInfo ||
@@ -127,6 +153,9 @@ CUgraphNode cg_capture_node(lua_State *L, cg_ctx *ctx, CUstream s,
   CU(L, ctx, cuStreamUpdateCaptureDependencies, s, &node, NULL, 1,
      CU_STREAM_SET_CAPTURE_DEPENDENCIES);
   cg_note_node(L, ctx, node, p);
+  if (p->type == CU_GRAPH_NODE_TYPE_CONDITIONAL ||
+      p->type == CU_GRAPH_NODE_TYPE_GRAPH)
+    cg_stamp_after(L, ctx, s);
   return node;
 }
 

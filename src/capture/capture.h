@@ -8,6 +8,20 @@
 
 typedef struct cg_recs cg_recs;
 
+/* A profiling capture's stamps (g:profile, graph/profile_stamps.c): after
+   each node the capture records, a one-thread kernel on the node's stream
+   (cg_stamp of src/types/setters.cu) reads the global timer and adds the
+   time since the stream's previous stamp to the record's cell. */
+enum { CG_STAMP_SLOTS = 15 }; /* streams with a clock of their own */
+typedef struct cg_stamps {
+  CUfunction f;
+  CUdeviceptr clocks;   /* u64: [0] the replay's start, [i] stream i's */
+  CUdeviceptr sums, runs, last; /* u64, u32, 2 u64 a record */
+  int ncells;           /* records with cells: a stamp of another is left out */
+  CUstream streams[CG_STAMP_SLOTS]; /* stream i + 1; more share the last */
+  int nstreams;
+} cg_stamps;
+
 /* A capture in progress: the top level (s:capture, g:update), or the body
    of a conditional node, captured into its body graph while the node's
    stream object stands for the body's stream. Bodies share the top level's
@@ -27,6 +41,7 @@ struct cg_capture {
   unsigned conds;       /* top: conditional nodes made in it */
   cg_recs *recs;        /* top: its nodes so far, made on demand */
   const void *fn;       /* top: the closure captured */
+  cg_stamps *stamps;    /* top: a profiling capture's, or NULL */
   /* top: streams that joined it by a wait (s2:wait(s)), where, and
      whether a wait joined them back: named when the end finds work
      unjoined (the first CG_MAXFORKS) */
@@ -77,6 +92,15 @@ int cg_capturing_on(lua_State *L, cg_ctx *ctx, CUstream s);
    s is recorded by the capture in progress. */
 void cg_check_captured(lua_State *L, cg_ctx *ctx, CUstream s,
                        const char *what);
+/* A stamp on capture stream s, whose clock it sets: after the record rec
+   (its time from the stream's last stamp is added), or with rec -1 the
+   start of the stream's next node, -2 also the replay's. The driver's
+   result. */
+CUresult cg_stamp_launch(cg_ctx *ctx, CUstream s, int rec);
+/* In a profiling capture, the stamp after the record just made on s, or
+   (start) the start of s's next node; raises. Else nothing. */
+void cg_stamp_after(lua_State *L, cg_ctx *ctx, CUstream s);
+void cg_stamp_start(lua_State *L, cg_ctx *ctx, CUstream s);
 /* A node added to the graph that stream s captures into, after its work;
    the stream's later work depends on it. */
 CUgraphNode cg_capture_node(lua_State *L, cg_ctx *ctx, CUstream s,

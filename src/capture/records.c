@@ -292,6 +292,7 @@ void cg_note_kernel(lua_State *L, cg_ctx *ctx, CUstream s,
   }
   r->nobjs += (size_t)k->nparams;
   r->nwords += nw;
+  cg_stamp_after(L, ctx, s);
 }
 
 void cg_note_fill(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *dst,
@@ -305,6 +306,7 @@ void cg_note_fill(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *dst,
   e->width = width;
   e->height = height;
   e->pitch = pitch;
+  cg_stamp_after(L, ctx, s);
 }
 
 void cg_note_copy(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *dst,
@@ -315,6 +317,7 @@ void cg_note_copy(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *dst,
   e->bytes = bytes;
   e->off = doff;
   e->soff = soff;
+  cg_stamp_after(L, ctx, s);
 }
 
 void cg_note_copy3d(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *dst,
@@ -322,6 +325,7 @@ void cg_note_copy3d(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *dst,
   cg_rec *e = newrec(L, ctx, recs_of(L, ctx), lastnode(L, ctx, s), NK_COPY3D);
   e->obj[0] = dst;
   e->obj[1] = src;
+  cg_stamp_after(L, ctx, s);
 }
 
 void cg_note_hostcopy(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *dev,
@@ -329,6 +333,7 @@ void cg_note_hostcopy(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *dev,
   cg_rec *e = newrec(L, ctx, recs_of(L, ctx), lastnode(L, ctx, s), NK_HOSTCOPY);
   e->obj[0] = dev;
   e->obj[1] = host;
+  cg_stamp_after(L, ctx, s);
 }
 
 void cg_note_node(lua_State *L, cg_ctx *ctx, CUgraphNode node,

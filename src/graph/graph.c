@@ -176,7 +176,7 @@ static int stream_capture(lua_State *L) {
   int scalars;
   cg_recs *recs;
   CUgraph g = cg_capture_graph(L, ctx, s, 1, 2, gr->mode, gr->id, &scalars,
-                               &gr->conds, &recs, 0, NULL); /* 4: the pins */
+                               &gr->conds, &recs, 0, NULL, NULL); /* 4: the pins */
   gr->g = g;
   gr->recs = recs;
   gr->allocs = cg_recs_allocs(recs);
@@ -461,7 +461,7 @@ static int graph_update(lua_State *L) {
   cg_recs *recs;
   CUgraph g = cg_capture_graph(L, ctx, cg_checkobj(L, 3, CG_STREAM), 3, 2,
                                gr->mode, gr->id, &scalars, &conds, &recs, 4,
-                               &gr->h.open); /* 5: the new pins */
+                               &gr->h.open, NULL); /* 5: the new pins */
   CUgraphExecUpdateResultInfo info;
   memset(&info, 0, sizeof info);
   int semvals = count_semvals(recs);

@@ -65,7 +65,11 @@ cg_graphstate *cg_graphstate_of(lua_State *L, cg_ctx *ctx);
 CUgraph cg_capture_graph(lua_State *L, cg_ctx *ctx, cg_stream *s, int sidx,
                          int fnidx, CUstreamCaptureMode mode, unsigned id,
                          int *scalars, unsigned *conds, cg_recs **recs,
-                         int restamp, const unsigned char *alive);
+                         int restamp, const unsigned char *alive,
+                         cg_stamps *stamps);
+/* Pushes the closure that the graph whose set of pins is at pidx was
+   captured from (or last updated with). */
+void cg_push_closure(lua_State *L, int pidx);
 /* Captures fn (at fnidx) into body, a body graph of a conditional node,
    with the stream object at sidx standing for the body's stream; raises
    fn's error (or the driver's) once the body's capture is over. */
@@ -143,6 +147,29 @@ void profile_open(lua_State *L);
    whose n runs' starts and times (ms) are given, as a Chrome trace at
    path: run i is of node node_of[i] (0-based; NULL: node i). */
 void cg_profile_lines(lua_State *L, int nodes);
+/* The nodes array of records r, in capture order with their depths, each
+   timed from us[k * n + i] (µs of record i in replay k of reps) and runs
+   (its runs then), unless it never ran: the median, least and most, and
+   runs; a conditional node has children (its body's nodes, which follow
+   it) instead. Pushed. */
+void cg_profile_recnodes(lua_State *L, cg_recs *r, lua_Integer reps,
+                         const double *us, const double *runs);
+/* The profile files' helpers: zeroed room the collector frees, left on
+   the stack; t[k] = v for the table on top; the median of v[0], v[stride],
+   ... (n of them; tmp: room for n). */
+void *cg_profile_temp(lua_State *L, size_t n, size_t size);
+/* g:profile's result, pushed: replays, us (plain: ms a replay) and, when
+   timed, profiled_us and overhead (with); method unless NULL; the nodes
+   array at nodes, and when timed its lines and the trace path unless
+   NULL. */
+void cg_profile_result(lua_State *L, lua_Integer reps, double plain,
+                       double with, int timed, const char *method,
+                       int nodes, const char *trace);
+/* Registers metatable name for a profile's scratch, closed by close
+   (__close and __gc). */
+void cg_profile_scratch(lua_State *L, const char *name, lua_CFunction close);
+void cg_setnum(lua_State *L, const char *k, double v);
+double cg_median(const double *v, size_t n, size_t stride, double *tmp);
 void cg_profile_trace(lua_State *L, int nodes, size_t n, const size_t *node_of,
                       const double *start, const double *dur, const char *path,
                       unsigned id);
@@ -153,6 +180,11 @@ void cg_profile_trace(lua_State *L, int nodes, size_t n, const size_t *node_of,
 int cg_profile_activity(lua_State *L, cg_graph *gr, int sidx, CUstream st,
                         lua_Integer reps, double plain, const char *trace);
 void profile_kernels_open(lua_State *L);
+/* profile_stamps.c: the profile of graph gr (at 1) by stamps, from its
+   closure captured again with a stamp after each node; as above. */
+int cg_profile_stamps(lua_State *L, cg_graph *gr, int sidx, CUstream st,
+                      lua_Integer reps, double plain, const char *trace);
+void profile_stamps_open(lua_State *L);
 /* "kernel", "memcpy", ...: a node type as g:dot and g:profile name it */
 const char *cg_node_type_name(CUgraphNodeType t);
 void memory_open(lua_State *L); /* g:memory, cuda.memory().graphs */

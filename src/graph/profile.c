@@ -75,29 +75,6 @@ static void *alloc(lua_State *L, size_t n, size_t size) {
   return p;
 }
 
-/* Room that the collector frees, left on the stack */
-static void *temp(lua_State *L, size_t n, size_t size) {
-  void *p = lua_newuserdatauv(L, (n ? n : 1) * size, 0);
-  memset(p, 0, (n ? n : 1) * size);
-  return p;
-}
-
-static void setnum(lua_State *L, const char *k, double v) {
-  lua_pushnumber(L, v);
-  lua_setfield(L, -2, k);
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* The median of v[0], v[stride], ... (n of them); tmp: room for n */
-static double median(const double *v, size_t n, size_t stride, double *tmp) {
-  for (size_t i = 0; i < n; i++) tmp[i] = v[i * stride];
-  qsort(tmp, n, sizeof *tmp, cmp_double);
-  return n % 2 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
-}
 
 /* ms per replay of k replays back to back on st: the graph's own
    (g:replay, which flushes its scalars), or the exec x */
@@ -172,7 +149,7 @@ static void add_kids(lua_State *L, scratch *s, int graphs, size_t p) {
   CU(L, ctx, cuGraphGetNodes, ch->g, NULL, &m);
   CU(L, ctx, cuGraphGetNodes, body, NULL, &m2);
   if (m == 0 || m != m2) return;
-  CUgraphNode *v = temp(L, 2 * m, sizeof *v), *c = v + m;
+  CUgraphNode *v = cg_profile_temp(L, 2 * m, sizeof *v), *c = v + m;
   CU(L, ctx, cuGraphGetNodes, ch->g, v, &m);
   CU(L, ctx, cuGraphGetNodes, body, c, &m2);
   for (size_t i = 0; i < m; i++) {
@@ -200,7 +177,7 @@ static void add_kids(lua_State *L, scratch *s, int graphs, size_t p) {
 static void top_units(lua_State *L, scratch *s, cg_graph *gr) {
   size_t n = 0;
   CU(L, s->ctx, cuGraphGetNodes, gr->g, NULL, &n);
-  CUgraphNode *v = temp(L, n, sizeof *v);
+  CUgraphNode *v = cg_profile_temp(L, n, sizeof *v);
   if (n) CU(L, s->ctx, cuGraphGetNodes, gr->g, v, &n);
   for (size_t i = 0; i < n; i++) {
     unit *u = add_unit(L, s);
@@ -239,9 +216,9 @@ static void instrument(lua_State *L, scratch *s, CUgraph g, const size_t *m,
   cg_ctx *ctx = s->ctx;
   size_t ne = 0;
   CU(L, ctx, cuGraphGetEdges, g, NULL, NULL, NULL, &ne);
-  CUgraphNode *from = temp(L, 2 * ne + k, sizeof *from);
+  CUgraphNode *from = cg_profile_temp(L, 2 * ne + k, sizeof *from);
   CUgraphNode *to = from + ne, *deps = to + ne;
-  size_t *at = temp(L, 2 * ne + 3 * k, sizeof *at);
+  size_t *at = cg_profile_temp(L, 2 * ne + 3 * k, sizeof *at);
   size_t *efrom = at, *eto = at + ne, *order = at + 2 * ne, *left = order + k;
   size_t *succ = left + k;
   if (ne) CU(L, ctx, cuGraphGetEdges, g, from, to, NULL, &ne);
@@ -260,7 +237,7 @@ static void instrument(lua_State *L, scratch *s, CUgraph g, const size_t *m,
     for (size_t e = 0; e < ne; e++)
       if (efrom[e] == i) left[eto[e]]--;
   }
-  CUgraphNode *es = temp(L, k, sizeof *es);
+  CUgraphNode *es = cg_profile_temp(L, k, sizeof *es);
   CUresult r = CUDA_SUCCESS;
   const char *api = "cuGraphAddNode";
   for (size_t q = 0; r == CUDA_SUCCESS && q < k; q++) {
@@ -299,7 +276,7 @@ static void instrument(lua_State *L, scratch *s, CUgraph g, const size_t *m,
    graph's exec (which its driver graph does not know) off in it too. */
 static void instrument_all(lua_State *L, scratch *s, cg_graph *gr) {
   cg_ctx *ctx = s->ctx;
-  size_t *m = temp(L, s->nu, sizeof *m);
+  size_t *m = cg_profile_temp(L, s->nu, sizeof *m);
   for (size_t p = NONE;; p++) { /* the top (NONE), then each parent */
     if (p != NONE && p >= s->nu) break;
     if (p != NONE && !s->u[p].kids) continue;
@@ -370,10 +347,10 @@ static void push_node(lua_State *L, int graphs, int gi, const cg_rec *e,
     lua_setfield(L, -2, "line");
   }
   if (us) {
-    setnum(L, "us", us[0]);
-    setnum(L, "min_us", us[1]);
-    setnum(L, "max_us", us[2]);
-    setnum(L, "start_us", us[3]);
+    cg_setnum(L, "us", us[0]);
+    cg_setnum(L, "min_us", us[1]);
+    cg_setnum(L, "max_us", us[2]);
+    cg_setnum(L, "start_us", us[3]);
   }
   if (ins) {
     lua_pushinteger(L, (lua_Integer)*ins);
@@ -404,12 +381,15 @@ static void place(const scratch *s, const size_t *at, unsigned char *taken,
 }
 
 static int graph_profile(lua_State *L) {
-  static const char *const keys[] = { "n", "trace", "stream", "cupti", NULL };
+  static const char *const keys[] = { "n", "trace", "stream", "cupti",
+                                      "method", NULL };
+  static const char *const methods[] = { "events", "stamps", "activity",
+                                         NULL };
   cg_graph *gr = cg_checkobj(L, 1, CG_GRAPH);
   luaL_checkstack(L, 40, "g:profile");
   lua_Integer reps = 10;
   const char *trace = NULL;
-  int cupti = 0;
+  int method = -1; /* events, stamps, activity; -1: as the graph allows */
   lua_settop(L, 2);
   lua_pushnil(L); /* 3: the stream */
   if (lua_istable(L, 2)) {
@@ -419,8 +399,14 @@ static int graph_profile(lua_State *L) {
     lua_getfield(L, 2, "trace");
     trace = luaL_optstring(L, -1, NULL);
     lua_getfield(L, 2, "cupti");
-    cupti = lua_toboolean(L, -1);
+    if (lua_toboolean(L, -1)) method = 2;
     lua_pop(L, 1);
+    if (lua_getfield(L, 2, "method") != LUA_TNIL) {
+      method = luaL_checkoption(L, -1, NULL, methods);
+      lua_pop(L, 1);
+    } else {
+      lua_pop(L, 1);
+    }
     lua_getfield(L, 2, "stream");
     lua_replace(L, 3);
     lua_pop(L, 2);
@@ -448,6 +434,13 @@ static int graph_profile(lua_State *L) {
                  (int)gr->id);
   cg_graph_sync(L, gr);
   int copyable = !gr->conds;
+  if (method == 0 && !copyable)
+    luaL_error(L, "g:profile: cugraph.Graph #%d has conditional nodes, which "
+               "the driver does not copy (cuGraphClone) to add event nodes: "
+               "profile it by stamps (the default) or CUPTI's activity",
+               (int)gr->id);
+  if (method < 0) method = copyable ? 0 : 1;
+  if (method != 0) copyable = 0; /* no copy with event nodes */
   scratch *s = lua_newuserdatauv(L, sizeof *s, 0); /* 4 */
   memset(s, 0, sizeof *s);
   luaL_setmetatable(L, SCRATCH);
@@ -467,23 +460,23 @@ static int graph_profile(lua_State *L) {
   for (size_t i = 0; i < (timed ? 2 * nu : 0) + 2; i++, s->nev++)
     CU(L, ctx, cuEventCreate, &s->ev[i], CU_EVENT_DEFAULT);
   size_t cells = (size_t)reps * nu;
-  double *dur = temp(L, 2 * cells, sizeof *dur), *start = dur + cells; /* 6 ms */
-  double *work = temp(L, (size_t)reps, sizeof *work);                 /* 7 */
+  double *dur = cg_profile_temp(L, 2 * cells, sizeof *dur), *start = dur + cells; /* 6 ms */
+  double *work = cg_profile_temp(L, (size_t)reps, sizeof *work);                 /* 7 */
   int sim = cg_drv.cuSimEventInstructions != NULL; /* counts too */
-  double *ins = temp(L, sim ? cells + (size_t)reps : 0, sizeof *ins); /* 8 */
+  double *ins = cg_profile_temp(L, sim ? cells + (size_t)reps : 0, sizeof *ins); /* 8 */
   double *insw = ins + cells;
-  size_t *order = temp(L, 2 * nu, sizeof *order), *at = order + nu;  /* 9 */
+  size_t *order = cg_profile_temp(L, 2 * nu, sizeof *order), *at = order + nu;  /* 9 */
 
   /* the graph itself, back to back: one replay to warm up, then reps */
   back_to_back(L, s, gr, NULL, st, 1);
   double plain = back_to_back(L, s, gr, NULL, st, reps);
   double with = 0;
-  int why = 0; /* why a graph with conditional nodes has no node times */
-  if (!copyable && cupti) {
-    if (cg_profile_activity(L, gr, 3, st, reps, plain, trace)) return 1;
+  int why = 0; /* why a graph has no node times by stamps or activity */
+  if (method == 1) {
+    if (cg_profile_stamps(L, gr, 3, st, reps, plain, trace)) return 1;
     why = lua_gettop(L);
-  } else if (!copyable) {
-    lua_pushliteral(L, "ask for them with cupti = true");
+  } else if (method == 2) {
+    if (cg_profile_activity(L, gr, 3, st, reps, plain, trace)) return 1;
     why = lua_gettop(L);
   }
   if (timed) {
@@ -525,16 +518,16 @@ static int graph_profile(lua_State *L) {
     record_of(rs, s->u[i].orig, &at[i]);
   }
   size_t no = 0;
-  place(s, at, temp(L, nu, 1), order, &no, NONE);
+  place(s, at, cg_profile_temp(L, nu, 1), order, &no, NONE);
   lua_pop(L, 1);
   double t0 = 0; /* the earliest median start */
   for (size_t i = 0; timed && i < nu; i++) {
-    double m = median(start + i, (size_t)reps, nu, work);
+    double m = cg_median(start + i, (size_t)reps, nu, work);
     if (i == 0 || m < t0) t0 = m;
   }
   lua_createtable(L, (int)nu, 0); /* 10: the nodes */
   int nodes = lua_gettop(L);
-  size_t *pos = temp(L, nu, sizeof *pos); /* unit -> index in nodes */
+  size_t *pos = cg_profile_temp(L, nu, sizeof *pos); /* unit -> index in nodes */
   for (size_t k = 0; k < nu; k++) {
     size_t i = order[k];
     const unit *u = &s->u[i];
@@ -542,17 +535,17 @@ static int graph_profile(lua_State *L) {
     double us[4];
     if (timed) {
       const double *d = dur + i;
-      us[0] = 1e3 * median(d, (size_t)reps, nu, work);
+      us[0] = 1e3 * cg_median(d, (size_t)reps, nu, work);
       us[1] = us[2] = d[0];
       for (size_t q = 1; q < (size_t)reps; q++) {
         if (d[q * nu] < us[1]) us[1] = d[q * nu];
         if (d[q * nu] > us[2]) us[2] = d[q * nu];
       }
       us[1] *= 1e3, us[2] *= 1e3;
-      us[3] = 1e3 * (median(start + i, (size_t)reps, nu, work) - t0);
+      us[3] = 1e3 * (cg_median(start + i, (size_t)reps, nu, work) - t0);
     }
     double count = 0;
-    if (timed && sim) count = median(ins + i, (size_t)reps, nu, insw);
+    if (timed && sim) count = cg_median(ins + i, (size_t)reps, nu, insw);
     lua_rawgeti(L, graphs, u->graph);
     const cg_recs *rs = ((const cg_graph *)lua_touserdata(L, -1))->recs;
     lua_pop(L, 1);
@@ -580,7 +573,7 @@ static int graph_profile(lua_State *L) {
     lua_rawseti(L, nodes, (lua_Integer)k + 1);
   }
   if (trace && timed) { /* the last replay, the nodes in their order */
-    double *ts = temp(L, 2 * nu, sizeof *ts);
+    double *ts = cg_profile_temp(L, 2 * nu, sizeof *ts);
     size_t last = cells - nu;
     for (size_t k = 0; k < nu; k++) {
       ts[k] = start[last + order[k]];
@@ -590,41 +583,21 @@ static int graph_profile(lua_State *L) {
     lua_pop(L, 1);
   }
 
-  lua_createtable(L, 0, 8); /* the result */
-  lua_pushinteger(L, reps);
-  lua_setfield(L, -2, "replays");
-  setnum(L, "us", 1e3 * plain);
-  if (timed) {
-    setnum(L, "profiled_us", 1e3 * with);
-    setnum(L, "overhead", plain > 0 ? with / plain : 0);
-  } else if (!copyable) {
-    lua_pushfstring(L, "a graph with conditional nodes cannot be copied "
-                    "(cuGraphClone), and CUPTI's kernel records cannot be "
-                    "had (%s): its nodes come without times, and us is the "
-                    "whole replay's", lua_tostring(L, why));
+  cg_profile_result(L, reps, plain, with, timed, NULL, nodes, trace);
+  if (why) {
+    lua_pushfstring(L, "its nodes cannot be timed by %s (%s): they come "
+                    "without times, and us is the whole replay's",
+                    method == 1 ? "stamps" : "CUPTI's kernel records",
+                    lua_tostring(L, why));
     lua_setfield(L, -2, "note");
-  }
-  lua_pushvalue(L, nodes);
-  lua_setfield(L, -2, "nodes");
-  if (timed) {
-    cg_profile_lines(L, nodes);
-    lua_setfield(L, -2, "lines");
-  }
-  if (trace && timed) {
-    lua_pushstring(L, trace);
-    lua_setfield(L, -2, "trace");
   }
   return 1;
 }
 
 void profile_open(lua_State *L) {
   profile_kernels_open(L);
-  luaL_newmetatable(L, SCRATCH);
-  lua_pushcfunction(L, scratch_close);
-  lua_setfield(L, -2, "__close");
-  lua_pushcfunction(L, scratch_close);
-  lua_setfield(L, -2, "__gc");
-  lua_pop(L, 1);
+  profile_stamps_open(L);
+  cg_profile_scratch(L, SCRATCH, scratch_close);
   luaL_getmetatable(L, cg_kind_names[CG_GRAPH]);
   lua_getfield(L, -1, "methods");
   lua_pushcfunction(L, graph_profile);

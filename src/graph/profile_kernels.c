@@ -44,22 +44,6 @@ static int guard_close(lua_State *L) {
   return 0;
 }
 
-static void *temp(lua_State *L, size_t n, size_t size) {
-  void *p = lua_newuserdatauv(L, (n ? n : 1) * size, 0);
-  memset(p, 0, (n ? n : 1) * size);
-  return p;
-}
-
-static void setnum(lua_State *L, const char *k, double v) {
-  lua_pushnumber(L, v);
-  lua_setfield(L, -2, k);
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* k replays of the graph at 1 on the stream object at sidx (g:replay:
    its scalars and semaphore values are set as for any launch). */
 static void replay(lua_State *L, int sidx, lua_Integer k) {
@@ -127,7 +111,7 @@ int cg_profile_activity(lua_State *L, cg_graph *gr, int sidx, CUstream st,
   lua_pop(L, 1);
   /* each record's position in the instantiated graph, + 1 (a fill or a
      copy the driver runs as a kernel has kernel records too) */
-  size_t *pos = temp(L, n, sizeof *pos), total = 0;
+  size_t *pos = cg_profile_temp(L, n, sizeof *pos), total = 0;
   for (size_t k = 0; k < ng; k++) total += gsize[k];
   for (size_t i = 0; i < n; i++) {
     const cg_rec *e = &gr->recs->v[i];
@@ -148,11 +132,11 @@ int cg_profile_activity(lua_State *L, cg_graph *gr, int sidx, CUstream st,
     }
   }
   /* the record of each position */
-  size_t *at = temp(L, total + 1, sizeof *at);
+  size_t *at = cg_profile_temp(L, total + 1, sizeof *at);
   for (size_t i = 0; i < n; i++)
     if (pos[i]) at[pos[i]] = i + 1;
   size_t cells = (size_t)reps * n;
-  double *us = temp(L, 3 * cells, sizeof *us), *runs = us + cells;
+  double *us = cg_profile_temp(L, 3 * cells, sizeof *us), *runs = us + cells;
   double *t1 = runs + cells; /* each node's last end, ns */
   size_t cap = 64, nlast = 0; /* the last replay's runs, for the trace */
   double *tstart = NULL, *tdur = NULL;
@@ -177,7 +161,7 @@ int cg_profile_activity(lua_State *L, cg_graph *gr, int sidx, CUstream st,
   if ((why = cg_cupti_take(&v, &nv))) return luaL_error(L, "g:profile: %s", why);
   uint64_t exec = 0; /* the graph id of its first kernel run */
   for (size_t j = 0; j < nv && !exec; j++) exec = v[j].node >> 32;
-  double *lastend = temp(L, (size_t)reps, sizeof *lastend); /* ns */
+  double *lastend = cg_profile_temp(L, (size_t)reps, sizeof *lastend); /* ns */
   for (lua_Integer k = 0; k < reps; k++) {
     replay(L, sidx, 1);
     cg_wait_stream(L, ctx, st, ctx->root->timeout);
@@ -186,9 +170,9 @@ int cg_profile_activity(lua_State *L, cg_graph *gr, int sidx, CUstream st,
 
     int last = k == reps - 1;
     if (last) {
-      tstart = temp(L, cap = nv, 2 * sizeof *tstart);
+      tstart = cg_profile_temp(L, cap = nv, 2 * sizeof *tstart);
       tdur = tstart + cap;
-      tnode = temp(L, cap, sizeof *tnode);
+      tnode = cg_profile_temp(L, cap, sizeof *tnode);
     }
     for (size_t j = 0; j < nv; j++) {
       size_t p = (size_t)(v[j].node & 0xffffffffu) + 1;
@@ -246,88 +230,15 @@ int cg_profile_activity(lua_State *L, cg_graph *gr, int sidx, CUstream st,
     }
   }
 
-  double *tmp = temp(L, (size_t)reps, sizeof *tmp);
-  lua_createtable(L, (int)n, 0);
+  cg_profile_recnodes(L, gr->recs, reps, us, runs);
   int nodes = lua_gettop(L);
-  cg_recs *r = gr->recs;
-  r->busy++; /* the tables may run finalizers */
-  for (size_t i = 0; i < n; i++) {
-    const cg_rec *e = &r->v[i];
-    lua_createtable(L, 0, 12);
-    lua_pushinteger(L, (lua_Integer)i + 1);
-    lua_setfield(L, -2, "index");
-    lua_pushstring(L, cg_nk_names[e->kind]);
-    lua_setfield(L, -2, "kind");
-    if (e->kind == NK_KERNEL) {
-      lua_pushstring(L, ((const cg_kernel *)e->kernel)->name);
-      lua_setfield(L, -2, "name");
-    }
-    if (e->label) {
-      lua_pushstring(L, cg_recs_text(r, e->label));
-      lua_setfield(L, -2, "label");
-    }
-    if (e->src) {
-      lua_pushstring(L, cg_recs_text(r, e->src));
-      lua_setfield(L, -2, "source");
-      lua_pushinteger(L, e->line);
-      lua_setfield(L, -2, "line");
-    }
-    lua_pushinteger(L, e->depth);
-    lua_setfield(L, -2, "depth");
-    lua_pushboolean(L, e->enabled);
-    lua_setfield(L, -2, "enabled");
-    int timed = e->kind == NK_COND;
-    for (lua_Integer k = 0; k < reps && !timed; k++)
-      timed = runs[(size_t)k * n + i] > 0;
-    if (timed) {
-      double lo = 0, hi = 0;
-      for (lua_Integer k = 0; k < reps; k++) {
-        double t = us[(size_t)k * n + i];
-        if (k == 0 || t < lo) lo = t;
-        if (k == 0 || t > hi) hi = t;
-        tmp[k] = t;
-      }
-      qsort(tmp, (size_t)reps, sizeof *tmp, cmp_double);
-      setnum(L, "us", reps % 2 ? tmp[reps / 2]
-                      : (tmp[reps / 2 - 1] + tmp[reps / 2]) / 2);
-      setnum(L, "min_us", lo);
-      setnum(L, "max_us", hi);
-      for (lua_Integer k = 0; k < reps; k++) tmp[k] = runs[(size_t)k * n + i];
-      qsort(tmp, (size_t)reps, sizeof *tmp, cmp_double);
-      lua_pushinteger(L, (lua_Integer)tmp[reps / 2]);
-      /* a conditional node's body nodes follow it: they count, not it */
-      lua_setfield(L, -2, e->kind == NK_COND ? "children" : "runs");
-    }
-    lua_rawseti(L, nodes, (lua_Integer)i + 1);
-  }
-  r->busy--;
   if (trace) {
     cg_profile_trace(L, nodes, nlast, tnode, tstart, tdur, trace, gr->id);
   }
-  lua_createtable(L, 0, 9);
-  lua_pushinteger(L, reps);
-  lua_setfield(L, -2, "replays");
-  setnum(L, "us", 1e3 * plain);
-  setnum(L, "profiled_us", 1e3 * with);
-  setnum(L, "overhead", plain > 0 ? with / plain : 0);
-  lua_pushliteral(L, "activity");
-  lua_setfield(L, -2, "method");
-  lua_pushvalue(L, nodes);
-  lua_setfield(L, -2, "nodes");
-  cg_profile_lines(L, nodes);
-  lua_setfield(L, -2, "lines");
-  if (trace) {
-    lua_pushstring(L, trace);
-    lua_setfield(L, -2, "trace");
-  }
+  cg_profile_result(L, reps, plain, with, 1, "activity", nodes, trace);
   return 1;
 }
 
 void profile_kernels_open(lua_State *L) {
-  luaL_newmetatable(L, GUARD);
-  lua_pushcfunction(L, guard_close);
-  lua_setfield(L, -2, "__close");
-  lua_pushcfunction(L, guard_close);
-  lua_setfield(L, -2, "__gc");
-  lua_pop(L, 1);
+  cg_profile_scratch(L, GUARD, guard_close);
 }

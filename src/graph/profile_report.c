@@ -3,19 +3,93 @@
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "graph/graph.h"
 
-static void setnum(lua_State *L, const char *k, double v) {
+void cg_setnum(lua_State *L, const char *k, double v) {
   lua_pushnumber(L, v);
   lua_setfield(L, -2, k);
 }
 
-/* Zeroed room that the collector frees, left on the stack */
-static void *temp(lua_State *L, size_t n, size_t size) {
+void *cg_profile_temp(lua_State *L, size_t n, size_t size) {
   void *p = lua_newuserdatauv(L, (n ? n : 1) * size, 0);
   memset(p, 0, (n ? n : 1) * size);
   return p;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+double cg_median(const double *v, size_t n, size_t stride, double *tmp) {
+  for (size_t i = 0; i < n; i++) tmp[i] = v[i * stride];
+  qsort(tmp, n, sizeof *tmp, cmp_double);
+  return n % 2 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
+}
+
+void cg_profile_recnodes(lua_State *L, cg_recs *r, lua_Integer reps,
+                         const double *us, const double *runs) {
+  size_t n = cg_recs_count(r);
+  size_t stride = n ? n : 1;
+  double *tmp = cg_profile_temp(L, (size_t)reps, sizeof *tmp);
+  lua_createtable(L, (int)n, 0);
+  r->busy++; /* the tables may run finalizers */
+  for (size_t i = 0; i < n; i++) {
+    const cg_rec *e = &r->v[i];
+    lua_createtable(L, 0, 12);
+    lua_pushinteger(L, (lua_Integer)i + 1);
+    lua_setfield(L, -2, "index");
+    lua_pushstring(L, cg_nk_names[e->kind]);
+    lua_setfield(L, -2, "kind");
+    if (e->kind == NK_KERNEL) {
+      lua_pushstring(L, ((const cg_kernel *)e->kernel)->name);
+      lua_setfield(L, -2, "name");
+    }
+    if (e->label) {
+      lua_pushstring(L, cg_recs_text(r, e->label));
+      lua_setfield(L, -2, "label");
+    }
+    if (e->src) {
+      lua_pushstring(L, cg_recs_text(r, e->src));
+      lua_setfield(L, -2, "source");
+      lua_pushinteger(L, e->line);
+      lua_setfield(L, -2, "line");
+    }
+    lua_pushinteger(L, e->depth);
+    lua_setfield(L, -2, "depth");
+    lua_pushboolean(L, e->enabled);
+    lua_setfield(L, -2, "enabled");
+    int timed = 0;
+    for (lua_Integer k = 0; k < reps && !timed; k++)
+      timed = runs[(size_t)k * stride + i] > 0;
+    if (timed) {
+      const double *t = us + i;
+      cg_setnum(L, "us", cg_median(t, (size_t)reps, stride, tmp));
+      double lo = t[0], hi = t[0];
+      for (lua_Integer k = 1; k < reps; k++) {
+        double v = t[(size_t)k * stride];
+        if (v < lo) lo = v;
+        if (v > hi) hi = v;
+      }
+      cg_setnum(L, "min_us", lo);
+      cg_setnum(L, "max_us", hi);
+    }
+    if (e->kind == NK_COND) { /* its body nodes follow it: they count */
+      lua_Integer kids = 0;
+      for (size_t j = i + 1; j < n && r->v[j].depth > e->depth; j++) kids++;
+      lua_pushinteger(L, kids);
+      lua_setfield(L, -2, "children");
+    } else if (timed) {
+      lua_pushinteger(L, (lua_Integer)cg_median(runs + i, (size_t)reps,
+                                                stride, tmp));
+      lua_setfield(L, -2, "runs");
+    }
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  r->busy--;
+  lua_remove(L, -2); /* tmp */
 }
 
 /* The lines array from the nodes array at idx: {source, line, us, nodes},
@@ -51,7 +125,7 @@ void cg_profile_lines(lua_State *L, int nodes) {
       lua_setfield(L, -2, "source");
       lua_pushinteger(L, line);
       lua_setfield(L, -2, "line");
-      setnum(L, "us", 0);
+      cg_setnum(L, "us", 0);
       lua_pushinteger(L, 0);
       lua_setfield(L, -2, "nodes");
       lua_pushfstring(L, "%s:%I", src, (LUAI_UACINT)line);
@@ -63,7 +137,7 @@ void cg_profile_lines(lua_State *L, int nodes) {
     lua_getfield(L, -1, "us");
     double sum = lua_tonumber(L, -1) + us;
     lua_pop(L, 1);
-    setnum(L, "us", sum);
+    cg_setnum(L, "us", sum);
     lua_getfield(L, -1, "nodes");
     lua_Integer count = lua_tointeger(L, -1) + 1;
     lua_pop(L, 1);
@@ -107,8 +181,8 @@ void cg_profile_trace(lua_State *L, int nodes, size_t n, const size_t *node_of,
   FILE *f = fopen(path, "w");
   if (!f)
     luaL_error(L, "g:profile: cannot open %s: %s", path, strerror(errno));
-  double *row_end = temp(L, n, sizeof *row_end);
-  unsigned char *placed = temp(L, n, 1);
+  double *row_end = cg_profile_temp(L, n, sizeof *row_end);
+  unsigned char *placed = cg_profile_temp(L, n, 1);
   double t0 = 0;
   for (size_t i = 0; i < n; i++)
     if (i == 0 || start[i] < t0) t0 = start[i];
@@ -158,4 +232,40 @@ void cg_profile_trace(lua_State *L, int nodes, size_t n, const size_t *node_of,
   fprintf(f, "\n]}\n");
   lua_pop(L, 2);
   if (fclose(f) != 0) luaL_error(L, "g:profile: cannot write %s", path);
+}
+
+void cg_profile_result(lua_State *L, lua_Integer reps, double plain,
+                       double with, int timed, const char *method,
+                       int nodes, const char *trace) {
+  lua_createtable(L, 0, 10);
+  lua_pushinteger(L, reps);
+  lua_setfield(L, -2, "replays");
+  cg_setnum(L, "us", 1e3 * plain);
+  if (timed) {
+    cg_setnum(L, "profiled_us", 1e3 * with);
+    cg_setnum(L, "overhead", plain > 0 ? with / plain : 0);
+  }
+  if (method) {
+    lua_pushstring(L, method);
+    lua_setfield(L, -2, "method");
+  }
+  lua_pushvalue(L, nodes);
+  lua_setfield(L, -2, "nodes");
+  if (timed) {
+    cg_profile_lines(L, nodes);
+    lua_setfield(L, -2, "lines");
+  }
+  if (trace && timed) {
+    lua_pushstring(L, trace);
+    lua_setfield(L, -2, "trace");
+  }
+}
+
+void cg_profile_scratch(lua_State *L, const char *name, lua_CFunction close) {
+  luaL_newmetatable(L, name);
+  lua_pushcfunction(L, close);
+  lua_setfield(L, -2, "__close");
+  lua_pushcfunction(L, close);
+  lua_setfield(L, -2, "__gc");
+  lua_pop(L, 1);
 }

@@ -5,6 +5,9 @@
 #include <string.h>
 #include "graph/graph.h"
 
+/* The key of the closure a graph was captured from in its set of pins. */
+static const char closure_key = 'f';
+
 /* The registry slot of the set of pins of the capture in progress holds,
    between captures, an empty set the next capture may take (one a state):
    the set of a freed graph, emptied. */
@@ -50,12 +53,14 @@ static CUresult endcapture(lua_State *L, cg_ctx *ctx, CUstream s,
 CUgraph cg_capture_graph(lua_State *L, cg_ctx *ctx, cg_stream *s, int sidx,
                          int fnidx, CUstreamCaptureMode mode, unsigned id,
                          int *scalars, unsigned *conds, cg_recs **recs,
-                         int restamp, const unsigned char *alive) {
+                         int restamp, const unsigned char *alive,
+                         cg_stamps *stamps) {
   if (ctx->capture)
     luaL_error(L, "nested capture: a graph capture is already in progress");
   cg_capture cap = { .id = id, .serial = ++ctx->root->captures, .mode = mode };
   cap.top = &cap;
   cap.fn = lua_topointer(L, fnidx);
+  cap.stamps = stamps;
   cap.pins = pins_slot(L, ctx);
   s->h.pinned = cap.serial; /* pinned before the allocations below */
   if (s->h.uses++ == 0) s->h.graph = id;
@@ -69,6 +74,8 @@ CUgraph cg_capture_graph(lua_State *L, cg_ctx *ctx, cg_stream *s, int sidx,
   lua_pushvalue(L, sidx);
   lua_pushboolean(L, 1);
   lua_rawset(L, pins);
+  lua_pushvalue(L, fnidx); /* the graph's closure, for g:profile */
+  lua_rawsetp(L, pins, &closure_key);
   cap.origin = s->h.drv.stream;
   lua_pushcfunction(L, cg_traceback);
   lua_pushvalue(L, fnidx);
@@ -77,11 +84,17 @@ CUgraph cg_capture_graph(lua_State *L, cg_ctx *ctx, cg_stream *s, int sidx,
   cg_gate_enter(ctx); /* whole-device waits of other threads hold back */
   CUresult r = cg_drv.cuStreamBeginCapture(cap.origin, mode);
   int status = LUA_OK;
-  CUresult mark = CUDA_SUCCESS;
+  CUresult mark = CUDA_SUCCESS, stamp = CUDA_SUCCESS;
   if (r == CUDA_SUCCESS) {
     cg_set_capture(ctx, &cap);
-    status = lua_pcall(L, 1, 0, pins + 1);
-    if (status == LUA_OK) mark = cg_recs_end(ctx); /* the chain's end */
+    if (stamps) stamp = cg_stamp_launch(ctx, cap.origin, -2); /* the start */
+    if (stamp == CUDA_SUCCESS) status = lua_pcall(L, 1, 0, pins + 1);
+    else lua_pop(L, 2); /* as a pcall leaves it: the handler */
+    if (stamps && stamp == CUDA_SUCCESS && status == LUA_OK) /* a stamp's */
+      stamp = cg_stamp_launch(ctx, cap.origin,       /* own time */
+                              (int)cg_recs_count(cap.recs));
+    if (status == LUA_OK && stamp == CUDA_SUCCESS)
+      mark = cg_recs_end(ctx); /* the chain's end */
     cg_set_capture(ctx, NULL);
   }
   CUgraph g = NULL;
@@ -93,6 +106,10 @@ CUgraph cg_capture_graph(lua_State *L, cg_ctx *ctx, cg_stream *s, int sidx,
     if (mark != CUDA_SUCCESS) { /* the chain's end was not found */
       api = "cuStreamGetCaptureInfo";
       end = mark;
+    }
+    if (stamp != CUDA_SUCCESS) {
+      api = "cuLaunchKernel";
+      end = stamp;
     }
   }
   cg_gate_leave(ctx);
@@ -137,6 +154,10 @@ CUgraph cg_capture_graph(lua_State *L, cg_ctx *ctx, cg_stream *s, int sidx,
 
 static const char bodies_key = 'b';
 
+void cg_push_closure(lua_State *L, int pidx) {
+  lua_rawgetp(L, pidx, &closure_key);
+}
+
 CUstream cg_bodystream(lua_State *L, cg_ctx *ctx, int depth) {
   if (lua_rawgetp(L, LUA_REGISTRYINDEX, &bodies_key) != LUA_TTABLE) {
     lua_pop(L, 1);
@@ -180,6 +201,10 @@ void cg_capture_body(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
     api = "cuStreamGetCaptureInfo";
     r = cg_drv.cuStreamGetCaptureInfo(lvl.origin, &st, &lvl.seq, NULL, NULL,
                                       NULL, NULL);
+  }
+  if (r == CUDA_SUCCESS && up->top->stamps) { /* a turn's start */
+    api = "cuLaunchKernel";
+    r = cg_stamp_launch(ctx, lvl.origin, -1);
   }
   if (r == CUDA_SUCCESS) { /* s stands for the body's stream meanwhile */
     CUstream outer = s->h.drv.stream;

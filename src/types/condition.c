@@ -51,6 +51,49 @@ int cg_condition_arg(lua_State *L, cg_ctx *ctx, int idx, void *slot) {
   return 1;
 }
 
+/* -- the setters' module ------------------------------------------------- */
+
+static const char loader_key = 'l';
+
+/* Makes the module of src/types/setters.cu from its PTX text (upvalue 1:
+   core.module) and its kernels, once a state: outside captures. */
+static int load_setters(lua_State *L) {
+  static const char *const names[] = {
+    "cg_cond_set", "cg_cond_when", "cg_cond_countdown"
+  };
+  luaL_Buffer b;
+  lua_pushvalue(L, lua_upvalueindex(1));
+  luaL_buffinit(L, &b);
+  for (int i = 0; setters_ptx[i]; i++) luaL_addstring(&b, setters_ptx[i]);
+  luaL_pushresult(&b);
+  lua_pushliteral(L, "cugraph setters");
+  lua_call(L, 2, 1);
+  for (int i = 0; i < 3; i++) { /* the kernels, made once */
+    lua_getfield(L, -1, names[i]);
+    lua_pop(L, 1);
+  }
+  lua_pushvalue(L, -1);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &setters_key);
+  return 1;
+}
+
+/* Pushes the setters' module, made on first use. */
+static void push_setters(lua_State *L) {
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &setters_key) != LUA_TNIL) return;
+  lua_pop(L, 1);
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &loader_key);
+  lua_call(L, 0, 1);
+}
+
+CUfunction cg_setter_function(lua_State *L, const char *name) {
+  push_setters(L);
+  cg_obj *m = cg_checkobj(L, -1, CG_MODULE);
+  lua_pop(L, 1); /* the registry keeps it until the state closes */
+  CUfunction f;
+  CU(L, m->ctx, cuModuleGetFunction, &f, m->drv.module, name);
+  return f;
+}
+
 /* -- conditions ----------------------------------------------------------- */
 
 /* cuda.condition([default]): a default is the value at every launch;
@@ -65,23 +108,7 @@ static int condition_new(lua_State *L) {
   cg_check_outside(L, ctx, "cannot create a condition",
            "create conditions before capture");
   cg_check_conditional(L);
-  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &setters_key) == LUA_TNIL) {
-    static const char *const names[] = {
-      "cg_cond_set", "cg_cond_when", "cg_cond_countdown"
-    };
-    luaL_Buffer b;
-    lua_pushvalue(L, lua_upvalueindex(1)); /* core.module */
-    luaL_buffinit(L, &b);
-    for (int i = 0; setters_ptx[i]; i++) luaL_addstring(&b, setters_ptx[i]);
-    luaL_pushresult(&b);
-    lua_pushliteral(L, "cugraph setters");
-    lua_call(L, 2, 1);
-    for (int i = 0; i < 3; i++) { /* the kernels, made once */
-      lua_getfield(L, -1, names[i]);
-      lua_pop(L, 1);
-    }
-    lua_rawsetp(L, LUA_REGISTRYINDEX, &setters_key);
-  }
+  push_setters(L);
   lua_pop(L, 1);
   cg_condition *c = cg_newobj(L, ctx, sizeof *c, CG_CONDITION);
   c->dflt = (unsigned)v;
@@ -244,6 +271,9 @@ void condition_open(lua_State *L) {
   };
   cg_newtype(L, CG_CONDITION, methods, meta, NULL);
   lua_getfield(L, -1, "module");
+  lua_pushvalue(L, -1);
+  lua_pushcclosure(L, load_setters, 1);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &loader_key);
   lua_pushcclosure(L, condition_new, 1);
   lua_setfield(L, -2, "condition");
 }

@@ -52,4 +52,27 @@ __global__ void cg_cond_countdown(cudaGraphConditionalHandle h,
   cudaGraphSetConditional(h, v != 0);
 }
 
+// A profiling stamp (g:profile's stamps, src/graph/profile_stamps.c): reads
+// the global timer. rec >= 0: a run of record rec ended now; its time from
+// clocks[from] (when it could start: the stamp before it on its stream)
+// adds to sums[rec], counts in runs[rec], and the run's start and end stay
+// in last[2 rec] and last[2 rec + 1]. rec == -2 also sets clocks[0], the
+// replay's start. Then clocks[to] = now.
+__global__ void cg_stamp(unsigned long long *clocks, unsigned long long *sums,
+                         unsigned *runs, unsigned long long *last, int to,
+                         int from, int rec) {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  if (rec >= 0) {
+    unsigned long long t0 = clocks[from];
+    sums[rec] += t - t0;
+    runs[rec] += 1;
+    last[2 * rec] = t0;
+    last[2 * rec + 1] = t;
+  } else if (rec == -2) {
+    clocks[0] = t;
+  }
+  clocks[to] = t;
+}
+
 } // extern "C"

@@ -126,6 +126,7 @@ static int stream_wait(lua_State *L) {
   cg_current(L, ctx); /* the checks made the other's context current */
   cg_recs_mark(L, ctx, s->h.drv.stream); /* a join ends the chain */
   CU(L, ctx, cuStreamWaitEvent, s->h.drv.stream, e, 0);
+  cg_stamp_start(L, ctx, s->h.drv.stream); /* a profiling capture's */
   lua_settop(L, 1);
   return 1;
 }

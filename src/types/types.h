@@ -150,6 +150,9 @@ void cg_scalar_flush(lua_State *L, cg_scalar *sc, CUstream s);
 /* The Condition at idx as a kernel argument (its handle, in slot); 0 when
    the value is not a Condition. */
 int cg_condition_arg(lua_State *L, cg_ctx *ctx, int idx, void *slot);
+/* The kernel name of the runtime's own module of one-thread kernels
+   (src/types/setters.cu), made on first use (outside captures). */
+CUfunction cg_setter_function(lua_State *L, const char *name);
 /* Raises unless the driver has what conditional nodes need (CUDA 12.4). */
 void cg_check_conditional(lua_State *L);
 /* The handle of c (at idx) in the capture in progress, made in its top
