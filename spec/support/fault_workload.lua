@@ -165,6 +165,8 @@ local function workload()
   m:reload(f:read("a"))
   f:close()
   g4:launch()
+  local p4 = g4:profile { n = 1 } -- by stamps: its closure captured again
+  assert(p4.method == "stamps" and p4.nodes[2].runs == 2, p4.note)
   -- stream-ordered memory, and memory a graph allocates and frees
   local sb = keep(cuda.buffer("f32", N, { stream = s }))
   sb:fill(1, s)

@@ -55,7 +55,7 @@ static const char *differs(const cg_rec *o, const cg_rec *e) {
   if (o->kind != e->kind) return "another kind of node";
   if (o->depth != e->depth) return "a node at another depth";
   if (o->kind != NK_KERNEL) return NULL;
-  if (o->f != e->f) return "another kernel";
+  if (o->kernel != e->kernel) return "another kernel";
   if (memcmp(o->grid, e->grid, sizeof o->grid) ||
       memcmp(o->block, e->block, sizeof o->block) || o->shared != e->shared)
     return "another grid, block or shared memory";
