@@ -25,6 +25,7 @@ typedef struct scratch {
   unsigned id;          /* the graph's: its pins' */
   int pinned;           /* the user value holds pins to let go */
   cg_recs *recs;        /* the copy's records */
+  cg_recs *held;        /* the graph's, busy while the profile reads them */
   CUdeviceptr mem;
   CUgraph g;
   CUgraphExec x;
@@ -41,6 +42,7 @@ static int scratch_close(lua_State *L) {
   for (int i = 0; i < 2; i++)
     cg_release(L, ctx, CG_H_EVENT, (cg_handle){ .event = s->ev[i] });
   cg_recs_release(ctx, s->recs);
+  if (s->held) s->held->busy--;
   if (s->pinned) {
     lua_getiuservalue(L, 1, 1);
     cg_unpin_set(L, ctx, -1, s->id, 0);
@@ -134,6 +136,8 @@ int cg_profile_stamps(lua_State *L, cg_graph *gr, int sidx, CUstream st,
   lua_toclose(L, base + 1);
   s->ctx = ctx;
   s->id = gr->id;
+  s->held = gr->recs; /* the closure may free the graph: its records stay */
+  if (s->held) s->held->busy++;
   size_t cells = n + 1; /* the last: a stamp's own time, after the nodes */
   size_t bytes = 8 * (1 + CG_STAMP_SLOTS) + cells * (8 + 16 + 4);
   CU(L, ctx, cuMemAlloc, &s->mem, bytes);
@@ -162,6 +166,7 @@ int cg_profile_stamps(lua_State *L, cg_graph *gr, int sidx, CUstream st,
                           &scalars, &conds, &s->recs, 0, NULL, &stamps);
   lua_setiuservalue(L, base + 1, 1); /* its pins, let go at the close */
   s->pinned = 1;
+  cg_check_open(L, &gr->h); /* the closure ran */
   size_t m = cg_recs_count(s->recs);
   if (m != n && !gr->updated) {
     lua_pushfstring(L, "its closure, captured again, recorded %d nodes, not "
