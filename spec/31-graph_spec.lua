@@ -666,6 +666,11 @@ describe("g:profile()", function()
     local q = h:profile { n = 2, method = "stamps" }  -- any graph, asked
     assert.equals("stamps", q.method)
     assert.equals(1, q.nodes[1].runs)
+    local line = debug.getinfo(1, "l").currentline
+    h:update(function() m.inc_i32:launch(s, 1, 32, x, 64) end)
+    q = h:profile { n = 2, method = "stamps" }       -- the closure it took last
+    assert.equals(line + 1, q.nodes[1].line)
+    assert.is_true(q.nodes[1].us > 0)
   end)
 
   it("leaves a node that node:enable(false) turned off out of the copy's replays too", function()

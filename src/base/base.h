@@ -285,6 +285,9 @@ void cg_json_string(FILE *f, const char *s);
 /* A new object of kind, marked closed (open stays 0 until the driver call
    that fills it succeeds), owning its handle. */
 void *cg_newobj(lua_State *L, cg_ctx *ctx, size_t size, cg_kind kind);
+/* The same with nuv user values (cg_newobj: 2). */
+void *cg_newobjuv(lua_State *L, cg_ctx *ctx, size_t size, cg_kind kind,
+                  int nuv);
 void *cg_checkobj(lua_State *L, int idx, cg_kind kind); /* open, ctx sane */
 void *cg_toobj(lua_State *L, int idx, cg_kind kind);    /* freed is fine */
 void *cg_testobj(lua_State *L, int idx, cg_kind kind);  /* NULL if other */

@@ -17,7 +17,12 @@ const char *const cg_kind_names[] = {
 };
 
 void *cg_newobj(lua_State *L, cg_ctx *ctx, size_t size, cg_kind kind) {
-  cg_obj *o = lua_newuserdatauv(L, size, 2);
+  return cg_newobjuv(L, ctx, size, kind, 2);
+}
+
+void *cg_newobjuv(lua_State *L, cg_ctx *ctx, size_t size, cg_kind kind,
+                  int nuv) {
+  cg_obj *o = lua_newuserdatauv(L, size, nuv);
   memset(o, 0, size);
   o->ctx = ctx;
   o->kind = (unsigned char)kind;

@@ -141,6 +141,8 @@ static void close_graph(lua_State *L, cg_graph *gr, int idx) {
   lua_pop(L, 1);
   lua_pushnil(L);
   lua_setiuservalue(L, idx, 1);
+  lua_pushnil(L); /* the closure, and what it refers to */
+  lua_setiuservalue(L, idx, 3);
 }
 
 /* s:capture(fn [, {mode=, auto_free=, upload=}]) -> Graph */
@@ -169,7 +171,7 @@ static int stream_capture(lua_State *L) {
     lua_pop(L, 3);
   }
   lua_settop(L, 2);
-  cg_graph *gr = cg_newobj(L, ctx, sizeof *gr, CG_GRAPH); /* 3 */
+  cg_graph *gr = cg_newobjuv(L, ctx, sizeof *gr, CG_GRAPH, 3); /* 3 */
   gr->id = nextid(ctx);
   gr->mode = mode_values[mode];
   gr->stream = s->h.drv.stream;
@@ -187,6 +189,8 @@ static int stream_capture(lua_State *L) {
   lua_setiuservalue(L, 3, 1);
   lua_pushvalue(L, 1);
   lua_setiuservalue(L, 3, 2);
+  lua_pushvalue(L, 2);
+  lua_setiuservalue(L, 3, 3);
   collect(L, gr, 4, scalars);
   gr->semvals = semvals_of(L, recs, &gr->nsemvals);
   if (cg_graph_over_cap(L, gr)) { /* before the driver */
@@ -502,6 +506,8 @@ static int graph_update(lua_State *L) {
   cg_stamp_set(L, ctx, 5, gr->id);
   lua_pushvalue(L, 5);
   lua_setiuservalue(L, 1, 1);
+  lua_pushvalue(L, 2);
+  lua_setiuservalue(L, 1, 3);
   cg_unpin_spare(L, ctx, 4, gr->id);
   cg_release(L, ctx, CG_H_GRAPH, (cg_handle){ .graph = gr->g });
   gr->g = g;

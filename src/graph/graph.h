@@ -23,7 +23,8 @@ CUresult cg_semval_set(CUgraphExec x, const cg_semval *v, uint64_t bits,
                        const char **api);
 
 /* cugraph.Graph: h.drv.exec, and the driver graph it was made from. Its
-   user values: 1 the set of pins, 2 its capture stream. */
+   user values: 1 the set of pins, 2 its capture stream, 3 the closure it
+   was captured from or last updated with (g:profile runs it again). */
 struct cg_graph {
   cg_obj h;
   CUgraph g;
@@ -67,9 +68,6 @@ CUgraph cg_capture_graph(lua_State *L, cg_ctx *ctx, cg_stream *s, int sidx,
                          int *scalars, unsigned *conds, cg_recs **recs,
                          int restamp, const unsigned char *alive,
                          cg_stamps *stamps);
-/* Pushes the closure that the graph whose set of pins is at pidx was
-   captured from (or last updated with). */
-void cg_push_closure(lua_State *L, int pidx);
 /* Captures fn (at fnidx) into body, a body graph of a conditional node,
    with the stream object at sidx standing for the body's stream; raises
    fn's error (or the driver's) once the body's capture is over. */

@@ -151,9 +151,7 @@ int cg_profile_stamps(lua_State *L, cg_graph *gr, int sidx, CUstream st,
   stamps.ncells = (int)cells;
 
   /* the copy: the closure captured again on the graph's capture stream */
-  lua_getiuservalue(L, 1, 1);
-  cg_push_closure(L, lua_gettop(L));
-  lua_replace(L, -2); /* base + 2: the closure */
+  lua_getiuservalue(L, 1, 3); /* base + 2: the closure */
   if (!lua_isfunction(L, base + 2)) {
     lua_pushliteral(L, "its closure is not kept");
     return 0;
@@ -168,13 +166,13 @@ int cg_profile_stamps(lua_State *L, cg_graph *gr, int sidx, CUstream st,
   s->pinned = 1;
   cg_check_open(L, &gr->h); /* the closure ran */
   size_t m = cg_recs_count(s->recs);
-  if (m != n && !gr->updated) {
+  if (m != n) {
     lua_pushfstring(L, "its closure, captured again, recorded %d nodes, not "
                     "%d: it must record the same nodes each time it runs",
                     (int)m, (int)n);
     return 0;
   }
-  for (size_t i = 0; !gr->updated && i < n; i++) {
+  for (size_t i = 0; i < n; i++) {
     const char *why = differs(&r->v[i], &s->recs->v[i]);
     if (why) {
       lua_pushfstring(L, "its closure, captured again, recorded %s as node "
@@ -183,14 +181,7 @@ int cg_profile_stamps(lua_State *L, cg_graph *gr, int sidx, CUstream st,
       return 0;
     }
   }
-  if (m + 1 > cells) { /* an updated graph's latest closure records more */
-    lua_pushfstring(L, "its closure now records %d nodes, %d more than its "
-                    "first capture: capture a new graph to profile it",
-                    (int)m, (int)(m - n));
-    return 0;
-  }
-  n = m; /* an updated graph: the nodes of its latest closure */
-  if (!gr->updated) {
+  {
     size_t most = 0; /* the words of the largest kernel record */
     for (size_t i = 0; i < n; i++) {
       size_t w = 0;

@@ -5,9 +5,6 @@
 #include <string.h>
 #include "graph/graph.h"
 
-/* The key of the closure a graph was captured from in its set of pins. */
-static const char closure_key = 'f';
-
 /* The registry slot of the set of pins of the capture in progress holds,
    between captures, an empty set the next capture may take (one a state):
    the set of a freed graph, emptied. */
@@ -74,8 +71,6 @@ CUgraph cg_capture_graph(lua_State *L, cg_ctx *ctx, cg_stream *s, int sidx,
   lua_pushvalue(L, sidx);
   lua_pushboolean(L, 1);
   lua_rawset(L, pins);
-  lua_pushvalue(L, fnidx); /* the graph's closure, for g:profile */
-  lua_rawsetp(L, pins, &closure_key);
   cap.origin = s->h.drv.stream;
   lua_pushcfunction(L, cg_traceback);
   lua_pushvalue(L, fnidx);
@@ -154,9 +149,6 @@ CUgraph cg_capture_graph(lua_State *L, cg_ctx *ctx, cg_stream *s, int sidx,
 
 static const char bodies_key = 'b';
 
-void cg_push_closure(lua_State *L, int pidx) {
-  lua_rawgetp(L, pidx, &closure_key);
-}
 
 CUstream cg_bodystream(lua_State *L, cg_ctx *ctx, int depth) {
   if (lua_rawgetp(L, LUA_REGISTRYINDEX, &bodies_key) != LUA_TTABLE) {
