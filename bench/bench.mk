@@ -74,7 +74,12 @@ soak: all $(BUILD)/kernels.ptx
 bench-profile: all
 	CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) $(BUILD)/cugraph-lua bench/profile.lua $(PROFILE_ARGS)
 
-.PHONY: bench bench-nccl bench-decode soak bench-profile
+# The binding's own host instructions a call (bench/ir.lua): callgrind over
+# the test double, deterministic, no GPU needed.
+bench-ir: all $(DOUBLE) $(KERNELS) $(BUILD)/bench/ref.so
+	CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) $(BUILD)/cugraph-lua bench/ir.lua $(IR_CASES)
+
+.PHONY: bench bench-nccl bench-decode soak bench-profile bench-ir
 
 # The PTX simulator's speed on model.lua's MLP kernels (one host thread, and
 # all), beside Numba's CUDA simulator on the same layer (bench/sim.lua).
