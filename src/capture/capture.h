@@ -165,7 +165,8 @@ typedef struct cg_launchnote {
   CUfunction f;
   int nparams;
   const cg_param *params;
-  void *const *argp;
+  void *const *argp;    /* the slots, nwords 8-byte words from argp[0] */
+  size_t nwords;
   cg_obj *const *seen;
   int argidx;           /* stack index of the first argument */
   unsigned grid[3], block[3], shared;

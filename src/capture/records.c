@@ -255,16 +255,14 @@ static cg_rec *newrec(lua_State *L, cg_ctx *ctx, cg_recs *r, CUgraphNode node,
   return e;
 }
 
-static size_t words(const cg_param *p) { return (p->size + 7) / 8; }
-
 void cg_note_kernel(lua_State *L, cg_ctx *ctx, CUstream s,
                     const cg_launchnote *k) {
   cg_recs *r = recs_of(L, ctx);
-  size_t nw = 0;
-  for (int i = 0; i < k->nparams; i++) nw += words(&k->params[i]);
-  r->objs = grow(L, r->objs, &r->cobjs, r->nobjs + (size_t)k->nparams,
-                 sizeof *r->objs);
-  r->words = grow(L, r->words, &r->cwords, r->nwords + nw, 8);
+  size_t np = (size_t)k->nparams, nw = k->nwords;
+  if (r->nobjs + np > r->cobjs)
+    r->objs = grow(L, r->objs, &r->cobjs, r->nobjs + np, sizeof *r->objs);
+  if (r->nwords + nw > r->cwords)
+    r->words = grow(L, r->words, &r->cwords, r->nwords + nw, 8);
   int lazy = deferrable(ctx, r, s);
   cg_rec *e = newrec(L, ctx, r, lazy ? NULL : lastnode(L, ctx, s), NK_KERNEL);
   e->lazy = (unsigned char)lazy;
@@ -278,19 +276,18 @@ void cg_note_kernel(lua_State *L, cg_ctx *ctx, CUstream s,
   e->nargs = k->nparams;
   e->arg0 = r->nobjs;
   e->word0 = r->nwords;
-  uint64_t *w = r->words + r->nwords;
-  if (nw) memset(w, 0, nw * 8); /* no words yet: NULL */
-  for (int i = 0; i < k->nparams; i++) {
-    int idx = k->argidx + i;
-    memcpy(w, k->argp[i], k->params[i].size);
-    w += words(&k->params[i]);
-    int t = k->params[i].type; /* a pointer slot's object passed its check */
+  if (nw) memcpy(r->words + r->nwords, k->argp[0], nw * 8);
+  cg_obj **objs = r->objs + r->nobjs;
+  for (size_t i = 0; i < np; i++) {
+    /* a pointer slot's object passed its check; an integer-or-pointer
+       slot took it this time when it is the argument (the launch refused
+       any light userdata) */
+    int t = k->params[i].type;
     cg_obj *o = k->seen[i];
-    r->objs[r->nobjs + (size_t)i] = (t == CG_P_PTR || (t == CG_P_PTR_OR_INT &&
-      lua_type(L, idx) == LUA_TUSERDATA && lua_touserdata(L, idx) == o))
-      ? o : NULL;
+    objs[i] = t == CG_P_PTR || (t == CG_P_PTR_OR_INT && o &&
+              lua_touserdata(L, k->argidx + (int)i) == o) ? o : NULL;
   }
-  r->nobjs += (size_t)k->nparams;
+  r->nobjs += np;
   r->nwords += nw;
   cg_stamp_after(L, ctx, s);
 }

@@ -52,6 +52,7 @@ cg_kernel *cg_kernel_new(lua_State *L, cg_module *m, const char *entry,
                            + slots * 8, CG_KERNEL);
   k->h.parent = &m->h;
   k->nparams = n;
+  k->nwords = slots;
   snprintf(k->name, sizeof k->name, "%s", label);
   snprintf(k->entry, sizeof k->entry, "%s", entry);
   k->params = (cg_param *)(k + 1);
@@ -266,7 +267,8 @@ static _Thread_local unsigned self_epoch;
 /* Records the launch just made on the capture stream s. */
 static void note(lua_State *L, cg_kernel *k, CUstream s,
                  const unsigned grid[3], const unsigned block[3]) {
-  cg_launchnote n = { &k->h, k->f, k->nparams, k->params, k->argp, k->seen, 5,
+  cg_launchnote n = { &k->h, k->f, k->nparams, k->params, k->argp,
+                      k->nwords, k->seen, 5,
                       {grid[0], grid[1], grid[2]},
                       {block[0], block[1], block[2]}, k->shared };
   cg_note_kernel(L, k->h.ctx, s, &n);

@@ -26,6 +26,8 @@ typedef struct cg_kernel {
   CUfunction f;
   unsigned shared;      /* dynamic shared memory per launch */
   int nparams;
+  size_t nwords;        /* the argument slots' 8-byte words, contiguous
+                           from argp[0], each slot's unused bytes 0 */
   char name[208];       /* for messages and k:name(): the C++ name of
                            opts.names, the base name or the entry's */
   char entry[256];      /* the PTX entry (the lowered, mangled name) */
