@@ -20,6 +20,8 @@ void *cg_newobj(lua_State *L, cg_ctx *ctx, size_t size, cg_kind kind) {
   return cg_newobjuv(L, ctx, size, kind, 2);
 }
 
+static void remember(const void *u);
+
 void *cg_newobjuv(lua_State *L, cg_ctx *ctx, size_t size, cg_kind kind,
                   int nuv) {
   cg_obj *o = lua_newuserdatauv(L, size, nuv);
@@ -29,16 +31,10 @@ void *cg_newobjuv(lua_State *L, cg_ctx *ctx, size_t size, cg_kind kind,
   o->owned = 1;
   lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->root->mtref[kind]);
   lua_setmetatable(L, -2);
+  remember(o);
   return o; /* open stays 0 until the driver call that fills it succeeds */
 }
 
-void *cg_testobj(lua_State *L, int idx, cg_kind kind) {
-  cg_ctx *ctx = cg_sentinel(L);
-  if (!lua_getmetatable(L, idx)) return NULL;
-  const void *mt = lua_topointer(L, -1);
-  lua_pop(L, 1);
-  return mt == ctx->mt[kind] ? lua_touserdata(L, idx) : NULL;
-}
 
 /* Full userdata this thread found to be objects of the binding while
    cg_epoch stood where it stands: no finalizer of the binding has run
@@ -64,6 +60,19 @@ static void remember(const void *u) {
     known.epoch = e;
   }
   known.p[known_slot(u)] = u;
+}
+
+void *cg_testobj(lua_State *L, int idx, cg_kind kind) {
+  cg_obj *o = known_obj(L, idx, lua_touserdata(L, idx));
+  if (o) return o->kind == kind ? o : NULL;
+  cg_ctx *ctx = cg_sentinel(L);
+  if (!lua_getmetatable(L, idx)) return NULL;
+  const void *mt = lua_topointer(L, -1);
+  lua_pop(L, 1);
+  if (mt != ctx->mt[kind]) return NULL;
+  o = lua_touserdata(L, idx);
+  remember(o);
+  return o;
 }
 
 cg_obj *cg_toany(lua_State *L, const cg_ctx *ctx, int idx) {
