@@ -586,7 +586,7 @@ describe("g:profile()", function()
     for i, nd in ipairs(p.nodes) do
       got[i] = ("%s %d %d %s %s"):format(nd.kind, nd.line - line0, nd.depth, tostring(nd.runs),
                                          tostring(nd.children))
-      assert.is_true(nd.us > 0 and nd.min_us <= nd.us and nd.us <= nd.max_us, got[i])
+      assert.is_true(nd.us >= 0 and nd.min_us <= nd.us and nd.us <= nd.max_us, got[i])
     end
     -- every turn counts: three runs a replay of each body node
     assert.same({ "kernel 2 0 1 nil", "conditional 3 0 nil 3", "kernel 4 1 3 nil",
@@ -594,8 +594,8 @@ describe("g:profile()", function()
     assert.equals("twice", p.nodes[4].label)
     assert.equals("cg_cond_countdown", p.nodes[5].name)
     local body = p.nodes[3].us + p.nodes[4].us + p.nodes[5].us
-    assert.is_true(p.nodes[2].us >= body * 0.9, "the loop spans its turns")
-    assert.is_true(p.stamp_us > 0 and p.stamp_us < p.nodes[2].us)
+    assert.is_true(body > 0 and p.nodes[2].us >= body * 0.9, "the loop spans its turns")
+    assert.is_true(p.stamp_us >= 0 and p.stamp_us < p.nodes[2].us)
     assert.is_true(p.us > 0 and p.profiled_us > 0 and p.overhead > 0)
     local nlines = 0 -- the body's lines count, not the loop's
     for _, l in ipairs(p.lines) do nlines = nlines + l.nodes end
@@ -631,10 +631,11 @@ describe("g:profile()", function()
     local got = {}
     for i, nd in ipairs(p.nodes) do
       got[i] = ("%s %d %s"):format(nd.name or nd.kind, nd.depth, tostring(nd.runs or nd.children))
-      assert.is_true(nd.us > 0, got[i])
+      assert.is_true(nd.us >= 0, got[i]) -- a GPU's timer ticks coarsely
     end
     assert.same({ "iota_u32 0 1", "conditional 0 3", "conditional 1 1", "count_to 2 2",
                   "cg_cond_countdown 1 2", "count_to 0 1" }, got)
+    assert.is_true(p.nodes[2].us > 0)
     -- 1 + 2 replays of the graph, 1 + 2 + 2 of the copy: two turns each
     -- in the body, and the top's count_to in w since the rebind
     assert.equals(8 * 2, x:download()[1])
