@@ -660,6 +660,20 @@ describe("g:profile()", function()
     assert.is_nil(p.nodes[1].us)
     k = 1
     assert.equals("stamps", g:profile(2).method)
+    local boom, xb = true, cuda.buffer("i32", 64):fill(0)
+    local gb = s:capture(function() -- a closure that raises when run again
+      s:loop_while(c, function()
+        if not boom then error("boom") end
+        m.inc_i32:launch(s, 1, 64, xb, 64)
+        c:count_down(s, 2)
+      end)
+    end)
+    boom = false
+    assert.error_matches(function() gb:profile(1) end, "boom")
+    boom = true
+    assert.equals(2, gb:profile(1).nodes[2].runs)
+    gb:free()
+    xb:free() -- nothing of the failed profile's capture holds it
     assert.error_matches(function() g:profile { method = "events" } end,
       "cugraph.Graph #" .. g:id() .. " has conditional nodes, which the driver does not copy")
     assert.error_matches(function() g:profile { method = "clock" } end, "invalid option 'clock'")
