@@ -674,6 +674,11 @@ describe("g:profile()", function()
     assert.equals(2, gb:profile(1).nodes[2].runs)
     gb:free()
     xb:free() -- nothing of the failed profile's capture holds it
+    local blas = cuda.blas(s) -- nodes the runtime did not record
+    local bx, by = cuda.buffer("f32", 64):fill(1), cuda.buffer("f32", 64):fill(0)
+    local gl = s:capture(function() blas:axpy(2, bx, by, s) end)
+    assert.matches("by stamps %(its capture recorded none of its nodes%)",
+                   gl:profile { n = 1, method = "stamps" }.note)
     assert.error_matches(function() g:profile { method = "events" } end,
       "cugraph.Graph #" .. g:id() .. " has conditional nodes, which the driver does not copy")
     assert.error_matches(function() g:profile { method = "clock" } end, "invalid option 'clock'")

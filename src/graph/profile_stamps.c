@@ -124,6 +124,10 @@ int cg_profile_stamps(lua_State *L, cg_graph *gr, int sidx, CUstream st,
                       "semaphores");
       return 0;
     }
+  if (!n) { /* its nodes came from C, which the runtime does not see */
+    lua_pushliteral(L, "its capture recorded none of its nodes");
+    return 0;
+  }
   if (n + 1 > (size_t)INT32_MAX / 4) {
     lua_pushliteral(L, "it has too many nodes to stamp");
     return 0;
@@ -234,7 +238,7 @@ int cg_profile_stamps(lua_State *L, cg_graph *gr, int sidx, CUstream st,
   float ms = 0;
   CU(L, ctx, cuEventElapsedTime, &ms, s->ev[0], s->ev[1]);
   double with = (double)ms / (double)reps;
-  (void)sidx;
+  (void)sidx; /* the copy's launches go to st itself, not g:replay */
 
   cg_profile_recnodes(L, s->recs, reps, us, runs); /* base + 8 */
   int nodes = lua_gettop(L);
