@@ -674,6 +674,11 @@ describe("g:profile()", function()
     assert.equals(2, gb:profile(1).nodes[2].runs)
     gb:free()
     xb:free() -- nothing of the failed profile's capture holds it
+    local a, z = cuda.buffer("i64", 4):fill(0), cuda.buffer("i64", 4):fill(0)
+    local gv = s:capture(function() m.add_i64:launch(s, 1, 4, a, z, 5, 4) end)
+    gv:node(1):set(a, z, 7, 4) -- an 8-byte value the copy follows too
+    assert.equals("stamps", gv:profile { n = 1, method = "stamps" }.method)
+    assert.equals(7, a:download()[4])
     local blas = cuda.blas(s) -- nodes the runtime did not record
     local bx, by = cuda.buffer("f32", 64):fill(1), cuda.buffer("f32", 64):fill(0)
     local gl = s:capture(function() blas:axpy(2, bx, by, s) end)
@@ -785,6 +790,9 @@ describe("g:profile()", function()
     assert.error_matches(function() h:profile(0) end, "the number of replays must be 1 to 100000")
     assert.error_matches(function() h:profile { m = 2 } end, "unknown option 'm'")
     assert.error_matches(function() h:profile { stream = 3 } end, "cugraph.Stream expected")
+    assert.error_matches(function() h:profile { trace = 1 } end, "opts.trace must be a path")
+    assert.error_matches(function() h:profile { trace = "t\0.json" } end,
+      "opts.trace contains a NUL byte")
     assert.error_matches(function() s:capture(function() h:profile() end) end,
       "g:profile%(%) inside a graph capture")
     h:free()

@@ -87,7 +87,7 @@ static void k_stamp(dbl_kctx *c) {
     if (!dbl_ld(c, clocks + 8 * (uint64_t)from, &t0, 8) ||
         !dbl_ld(c, sums + 8 * r, &sum, 8) || !dbl_ld(c, runs + 4 * r, &n, 4))
       return;
-    sum += t - t0;
+    sum += t > t0 ? t - t0 : 0;
     n++;
     dbl_st(c, sums + 8 * r, &sum, 8);
     dbl_st(c, runs + 4 * r, &n, 4);

@@ -111,16 +111,26 @@ void cg_stamp_set(lua_State *L, cg_ctx *ctx, int idx, unsigned id) {
   }
 }
 
-CUresult cg_stamp_launch(cg_ctx *ctx, CUstream s, int rec) {
+int cg_stamp_newslot(cg_stamps *st) {
+  if (st->nslots == CG_STAMP_SLOTS) return CG_STAMP_SLOTS;
+  st->streams[st->nslots] = NULL;
+  return ++st->nslots;
+}
+
+int cg_stamp_slot(cg_ctx *ctx, CUstream s) {
+  cg_capture *c = ctx->capture;
+  cg_stamps *st = c->top->stamps;
+  if (c->depth && s == c->origin) return c->stampslot;
+  for (int i = 0; i < st->nslots; i++)
+    if (st->streams[i] == s) return i + 1;
+  int slot = cg_stamp_newslot(st);
+  st->streams[slot - 1] = s;
+  return slot;
+}
+
+CUresult cg_stamp_launch(cg_ctx *ctx, CUstream s, int slot, int rec) {
   cg_stamps *st = ctx->capture->top->stamps;
-  int slot = 0;
   if (rec >= st->ncells) return CUDA_SUCCESS; /* more records than cells */
-  for (int i = 0; i < st->nstreams && !slot; i++)
-    if (st->streams[i] == s) slot = i + 1;
-  if (!slot) {
-    if (st->nstreams < CG_STAMP_SLOTS) st->streams[st->nstreams++] = s;
-    slot = st->nstreams;
-  }
   void *args[] = { &st->clocks, &st->sums, &st->runs, &st->last, &slot,
                    &slot, &rec };
   return cg_drv.cuLaunchKernel(st->f, 1, 1, 1, 1, 1, 1, 0, s, args, NULL);
@@ -129,12 +139,15 @@ CUresult cg_stamp_launch(cg_ctx *ctx, CUstream s, int rec) {
 void cg_stamp_after(lua_State *L, cg_ctx *ctx, CUstream s) {
   if (!ctx->capture || !ctx->capture->top->stamps) return;
   size_t n = cg_recs_count(ctx->capture->top->recs);
-  if (n) cg_check(L, ctx, "cuLaunchKernel", cg_stamp_launch(ctx, s, (int)n - 1));
+  if (n)
+    cg_check(L, ctx, "cuLaunchKernel",
+             cg_stamp_launch(ctx, s, cg_stamp_slot(ctx, s), (int)n - 1));
 }
 
 void cg_stamp_start(lua_State *L, cg_ctx *ctx, CUstream s) {
-  if (ctx->capture && ctx->capture->top->stamps)
-    cg_check(L, ctx, "cuLaunchKernel", cg_stamp_launch(ctx, s, -1));
+  if (ctx->capture && ctx->capture->top->stamps && cg_capturing_on(L, ctx, s))
+    cg_check(L, ctx, "cuLaunchKernel",
+             cg_stamp_launch(ctx, s, cg_stamp_slot(ctx, s), -1));
 }
 
 CUgraphNode cg_capture_node(lua_State *L, cg_ctx *ctx, CUstream s,

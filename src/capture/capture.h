@@ -12,14 +12,15 @@ typedef struct cg_recs cg_recs;
    each node the capture records, a one-thread kernel on the node's stream
    (cg_stamp of src/types/setters.cu) reads the global timer and adds the
    time since the stream's previous stamp to the record's cell. */
-enum { CG_STAMP_SLOTS = 15 }; /* streams with a clock of their own */
+enum { CG_STAMP_SLOTS = 15 }; /* clocks: streams of the top level and
+                                 bodies; past them, the last is shared */
 typedef struct cg_stamps {
   CUfunction f;
-  CUdeviceptr clocks;   /* u64: [0] the replay's start, [i] stream i's */
+  CUdeviceptr clocks;   /* u64: [0] the replay's start, [i] slot i's */
   CUdeviceptr sums, runs, last; /* u64, u32, 2 u64 a record */
   int ncells;           /* records with cells: a stamp of another is left out */
-  CUstream streams[CG_STAMP_SLOTS]; /* stream i + 1; more share the last */
-  int nstreams;
+  CUstream streams[CG_STAMP_SLOTS]; /* slot i + 1's stream (NULL: a body's) */
+  int nslots;           /* slots taken */
 } cg_stamps;
 
 /* A capture in progress: the top level (s:capture, g:update), or the body
@@ -36,6 +37,7 @@ struct cg_capture {
   cg_capture *top;      /* the top level (itself there) */
   int depth;            /* 0 at the top, n in a body nested n deep */
   cuuint64_t seq;       /* bodies: the driver's id of this capture */
+  int stampslot;        /* bodies of a profiling capture: their clock's slot */
   CUgraph root;         /* top: the graph captured into, once asked for */
   unsigned handles;     /* top: condition handles made in this capture */
   unsigned conds;       /* top: conditional nodes made in it */
@@ -92,13 +94,19 @@ int cg_capturing_on(lua_State *L, cg_ctx *ctx, CUstream s);
    s is recorded by the capture in progress. */
 void cg_check_captured(lua_State *L, cg_ctx *ctx, CUstream s,
                        const char *what);
-/* A stamp on capture stream s, whose clock it sets: after the record rec
-   (its time from the stream's last stamp is added), or with rec -1 the
-   start of the stream's next node, -2 also the replay's. The driver's
+/* A profiling capture's clocks: a new slot (each body capture takes one,
+   so that bodies that run at once never share), and the slot of stream s
+   in the level in progress (its body's, or the stream's own). */
+int cg_stamp_newslot(cg_stamps *st);
+int cg_stamp_slot(cg_ctx *ctx, CUstream s);
+/* A stamp on capture stream s that sets clock slot: after the record rec
+   (its time from the slot's last stamp is added), or with rec -1 the
+   start of the next node there, -2 also the replay's. The driver's
    result. */
-CUresult cg_stamp_launch(cg_ctx *ctx, CUstream s, int rec);
+CUresult cg_stamp_launch(cg_ctx *ctx, CUstream s, int slot, int rec);
 /* In a profiling capture, the stamp after the record just made on s, or
-   (start) the start of s's next node; raises. Else nothing. */
+   (start) the start of s's next node when s is part of the capture;
+   raises. Else nothing. */
 void cg_stamp_after(lua_State *L, cg_ctx *ctx, CUstream s);
 void cg_stamp_start(lua_State *L, cg_ctx *ctx, CUstream s);
 /* A node added to the graph that stream s captures into, after its work;

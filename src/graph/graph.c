@@ -245,6 +245,7 @@ static int graph_free(lua_State *L) {
    while it lives; its copy of the graph does not need this one's. */
 static int graph_gc(lua_State *L) {
   cg_graph *gr = cg_toobj(L, 1, CG_GRAPH);
+  cg_collected(); /* its address may now be reused */
   close_graph(L, gr, 1);
   cg_recs_free(gr->recs); /* what a reader held at the close */
   gr->recs = NULL;

@@ -389,6 +389,7 @@ static int graph_profile(lua_State *L) {
   luaL_checkstack(L, 40, "g:profile");
   lua_Integer reps = 10;
   const char *trace = NULL;
+  char path[4096]; /* opts.trace, copied: the profile may run Lua code */
   int method = -1; /* events, stamps, activity; -1: as the graph allows */
   lua_settop(L, 2);
   lua_pushnil(L); /* 3: the stream */
@@ -396,8 +397,16 @@ static int graph_profile(lua_State *L) {
     cg_check_options(L, 2, "g:profile", keys);
     lua_getfield(L, 2, "n");
     reps = luaL_opt(L, luaL_checkinteger, -1, reps);
-    lua_getfield(L, 2, "trace");
-    trace = luaL_optstring(L, -1, NULL);
+    if (lua_getfield(L, 2, "trace") != LUA_TNIL) {
+      size_t len;
+      if (lua_type(L, -1) != LUA_TSTRING)
+        luaL_argerror(L, 2, "opts.trace must be a path (a string)");
+      trace = lua_tolstring(L, -1, &len);
+      luaL_argcheck(L, strlen(trace) == len, 2,
+                    "opts.trace contains a NUL byte");
+      luaL_argcheck(L, len < sizeof path, 2, "opts.trace is too long");
+      trace = memcpy(path, trace, len + 1);
+    }
     lua_getfield(L, 2, "cupti");
     if (lua_toboolean(L, -1)) method = 2;
     lua_pop(L, 1);

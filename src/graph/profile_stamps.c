@@ -22,7 +22,6 @@
    user value: the copy's set of pins. */
 typedef struct scratch {
   cg_ctx *ctx;
-  unsigned id;          /* the graph's: its pins' */
   int pinned;           /* the user value holds pins to let go */
   cg_recs *recs;        /* the copy's records */
   cg_recs *held;        /* the graph's, busy while the profile reads them */
@@ -44,8 +43,8 @@ static int scratch_close(lua_State *L) {
   cg_recs_release(ctx, s->recs);
   if (s->held) s->held->busy--;
   if (s->pinned) {
-    lua_getiuservalue(L, 1, 1);
-    cg_unpin_set(L, ctx, -1, s->id, 0);
+    lua_getiuservalue(L, 1, 1); /* with id 0: the graph keeps its id */
+    cg_unpin_set(L, ctx, -1, 0, 0);   /* on what it uses too */
     lua_pop(L, 1);
   }
   memset(s, 0, sizeof *s);
@@ -64,13 +63,32 @@ static const char *differs(const cg_rec *o, const cg_rec *e) {
   return NULL;
 }
 
+enum { MAXHANDLES = 64 };
+
+/* The handles the copy's capture made for its Conditions (pins at pidx),
+   in h[]; their number, or -1 past MAXHANDLES. */
+static int copy_handles(lua_State *L, cg_ctx *ctx, int pidx, uint64_t *h) {
+  int n = 0;
+  lua_pushnil(L);
+  while (lua_next(L, pidx)) {
+    lua_pop(L, 1);
+    cg_obj *o = cg_toany(L, ctx, -1);
+    if (!o || o->kind != CG_CONDITION) continue;
+    if (n == MAXHANDLES) n = -1;
+    if (n < 0) continue;
+    h[n++] = ((cg_condition *)o)->handle;
+  }
+  return n;
+}
+
 /* The copy takes what the graph's nodes hold now (g:rebind and node:set
    change them after the capture): each kernel node the graph's arguments,
-   but for the 8-byte values that may be a Condition's handle, a texture's
-   or a surface's, which are the copy's own; each fill and copy its
-   objects. argw: room for the words of any one record. */
+   but for a Condition's handle, which is the copy's own (an 8-byte value
+   equal to a handle the copy's capture made: any, when it made more than
+   MAXHANDLES); each fill and copy its objects. argw: room for the words
+   of any one record. */
 static void follow(lua_State *L, scratch *s, const cg_recs *r,
-                   uint64_t *argw) {
+                   uint64_t *argw, const uint64_t *handles, int nh) {
   cg_ctx *ctx = s->ctx;
   const char *api = NULL;
   CUresult res = cg_recs_resolve(s->recs, &api);
@@ -88,7 +106,11 @@ static void follow(lua_State *L, scratch *s, const cg_recs *r,
         size_t k = (p->size + 7) / 8;
         int own = !r->objs[o->arg0 + (size_t)j] &&
                   !s->recs->objs[e->arg0 + (size_t)j] &&
-                  (p->type == CG_U64 || p->type == CG_P_PTR_OR_INT);
+                  (p->type == CG_U64 || p->type == CG_P_PTR_OR_INT) &&
+                  nh != 0;
+        for (int q = 0; own && nh > 0; q++) /* a handle of the copy's? */
+          if (q == nh) own = 0;
+          else if (ew[w] == handles[q]) break;
         memcpy(argw + w, own ? ew + w : ow + w, 8 * k);
         change |= memcmp(argw + w, ew + w, 8 * k) != 0;
         w += k;
@@ -132,16 +154,22 @@ int cg_profile_stamps(lua_State *L, cg_graph *gr, int sidx, CUstream st,
     lua_pushliteral(L, "it has too many nodes to stamp");
     return 0;
   }
-  CUfunction f = cg_setter_function(L, "cg_stamp");
   int base = lua_gettop(L);
+  cg_recs *held = gr->recs; /* a finalizer may free the graph: the */
+  held->busy++;             /* records stay, busy until the close */
   scratch *s = lua_newuserdatauv(L, sizeof *s, 1); /* base + 1 */
   memset(s, 0, sizeof *s);
+  s->held = held;
   luaL_setmetatable(L, SCRATCH);
   lua_toclose(L, base + 1);
   s->ctx = ctx;
-  s->id = gr->id;
-  s->held = gr->recs; /* the closure may free the graph: its records stay */
-  if (s->held) s->held->busy++;
+  cg_check_open(L, &gr->h);
+  CUfunction f = cg_setter_function(L, ctx, "cg_stamp");
+  cg_check_open(L, &gr->h);
+  if (!f) {
+    lua_pushliteral(L, "the runtime's kernels are loaded on another device");
+    return 0;
+  }
   size_t cells = n + 1; /* the last: a stamp's own time, after the nodes */
   size_t bytes = 8 * (1 + CG_STAMP_SLOTS) + cells * (8 + 16 + 4);
   CU(L, ctx, cuMemAlloc, &s->mem, bytes);
@@ -193,7 +221,11 @@ int cg_profile_stamps(lua_State *L, cg_graph *gr, int sidx, CUstream st,
         w += (r->v[i].params[j].size + 7) / 8;
       if (w > most) most = w;
     }
-    follow(L, s, r, cg_profile_temp(L, most, 8));
+    uint64_t handles[MAXHANDLES];
+    lua_getiuservalue(L, base + 1, 1);
+    int nh = copy_handles(L, ctx, lua_gettop(L), handles);
+    lua_pop(L, 1);
+    follow(L, s, r, cg_profile_temp(L, most, 8), handles, nh);
     lua_pop(L, 1);
   }
   CU(L, ctx, cuGraphInstantiate, &s->x, s->g, 0);
@@ -212,6 +244,7 @@ int cg_profile_stamps(lua_State *L, cg_graph *gr, int sidx, CUstream st,
   uint64_t *last = sum + cells, *clock0 = last + 2 * cells;
   uint32_t *run = cg_profile_temp(L, cells, 4);           /* base + 6 */
   double *own = cg_profile_temp(L, (size_t)reps, sizeof *own); /* 7 */
+  cg_check_open(L, &gr->h); /* what the copy reads since follow() */
   for (lua_Integer k = -1; k < reps; k++) {
     CU(L, ctx, cuMemsetD8Async, s->mem, 0, bytes, st);
     CU(L, ctx, cuGraphLaunch, s->x, st);

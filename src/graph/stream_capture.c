@@ -82,11 +82,14 @@ CUgraph cg_capture_graph(lua_State *L, cg_ctx *ctx, cg_stream *s, int sidx,
   CUresult mark = CUDA_SUCCESS, stamp = CUDA_SUCCESS;
   if (r == CUDA_SUCCESS) {
     cg_set_capture(ctx, &cap);
-    if (stamps) stamp = cg_stamp_launch(ctx, cap.origin, -2); /* the start */
+    if (stamps) /* the replay's start */
+      stamp = cg_stamp_launch(ctx, cap.origin, cg_stamp_slot(ctx, cap.origin),
+                              -2);
     if (stamp == CUDA_SUCCESS) status = lua_pcall(L, 1, 0, pins + 1);
     else lua_pop(L, 2); /* as a pcall leaves it: the handler */
     if (stamps && stamp == CUDA_SUCCESS && status == LUA_OK) /* a stamp's */
-      stamp = cg_stamp_launch(ctx, cap.origin,       /* own time */
+      stamp = cg_stamp_launch(ctx, cap.origin,              /* own time */
+                              cg_stamp_slot(ctx, cap.origin),
                               (int)cg_recs_count(cap.recs));
     if (status == LUA_OK && stamp == CUDA_SUCCESS)
       mark = cg_recs_end(ctx); /* the chain's end */
@@ -194,9 +197,10 @@ void cg_capture_body(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
     r = cg_drv.cuStreamGetCaptureInfo(lvl.origin, &st, &lvl.seq, NULL, NULL,
                                       NULL, NULL);
   }
-  if (r == CUDA_SUCCESS && up->top->stamps) { /* a turn's start */
-    api = "cuLaunchKernel";
-    r = cg_stamp_launch(ctx, lvl.origin, -1);
+  if (r == CUDA_SUCCESS && up->top->stamps) { /* a turn's start, on a */
+    api = "cuLaunchKernel";                   /* clock of this body's */
+    lvl.stampslot = cg_stamp_newslot(up->top->stamps);
+    r = cg_stamp_launch(ctx, lvl.origin, lvl.stampslot, -1);
   }
   if (r == CUDA_SUCCESS) { /* s stands for the body's stream meanwhile */
     CUstream outer = s->h.drv.stream;

@@ -85,12 +85,14 @@ static void push_setters(lua_State *L) {
   lua_call(L, 0, 1);
 }
 
-CUfunction cg_setter_function(lua_State *L, const char *name) {
+CUfunction cg_setter_function(lua_State *L, cg_ctx *ctx, const char *name) {
   push_setters(L);
   cg_obj *m = cg_checkobj(L, -1, CG_MODULE);
   lua_pop(L, 1); /* the registry keeps it until the state closes */
-  CUfunction f;
-  CU(L, m->ctx, cuModuleGetFunction, &f, m->drv.module, name);
+  CUfunction f = NULL;
+  if (m->ctx == ctx)
+    CU(L, ctx, cuModuleGetFunction, &f, m->drv.module, name);
+  cg_current(L, ctx); /* the check made the module's context current */
   return f;
 }
 

@@ -65,7 +65,7 @@ __global__ void cg_stamp(unsigned long long *clocks, unsigned long long *sums,
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   if (rec >= 0) {
     unsigned long long t0 = clocks[from];
-    sums[rec] += t - t0;
+    sums[rec] += t > t0 ? t - t0 : 0; /* a shared clock may have moved on */
     runs[rec] += 1;
     last[2 * rec] = t0;
     last[2 * rec + 1] = t;

@@ -151,8 +151,9 @@ void cg_scalar_flush(lua_State *L, cg_scalar *sc, CUstream s);
    the value is not a Condition. */
 int cg_condition_arg(lua_State *L, cg_ctx *ctx, int idx, void *slot);
 /* The kernel name of the runtime's own module of one-thread kernels
-   (src/types/setters.cu), made on first use (outside captures). */
-CUfunction cg_setter_function(lua_State *L, const char *name);
+   (src/types/setters.cu), made on first use (outside captures) on the
+   device in use then: NULL when that is not ctx's device. */
+CUfunction cg_setter_function(lua_State *L, cg_ctx *ctx, const char *name);
 /* Raises unless the driver has what conditional nodes need (CUDA 12.4). */
 void cg_check_conditional(lua_State *L);
 /* The handle of c (at idx) in the capture in progress, made in its top
