@@ -209,10 +209,14 @@ local function graph(nodes, with_mark, kernel)
   end)
 end
 
-local function replay(iters)
-  local gr = g
-  for _ = 1, iters do gr:launch() end
+-- gr:launch() on o (the bare rows' ref.bare()) or the case's graph
+local function replay_loop(o)
+  return function(iters)
+    local gr = o or g
+    for _ = 1, iters do gr:launch() end
+  end
 end
+local replay = replay_loop()
 
 -- argsK:launch(s, 1, n, x, 0, ...) with K - 1 zeros, written out in the
 -- loop as a script would write it (kernel: argsK, or another object).
@@ -226,20 +230,14 @@ local function args_loop(k, kernel)
                                                      s, x, n)
 end
 
--- The loops of the bare rows: a case's Lua loop with o (ref.bare()) in
--- place of the kernel or the graph.
-local function bare_launch(o)
+-- k:launch(s, 1, n, x, n), k a kernel or (the bare rows) ref.bare()
+local function launch_loop(k0)
   return function(iters)
-    local k, st, buf, len = o, s, x, n
+    local k, st, buf, len = k0, s, x, n
     for _ = 1, iters do k:launch(st, 1, len, buf, len) end
   end
 end
-local function bare_replay(o)
-  return function(iters)
-    local gr = o
-    for _ = 1, iters do gr:launch() end
-  end
-end
+
 
 -- s:capture(fn):free() with fn launching inc_i32 k times.
 local function capture_loop(k)
@@ -261,17 +259,10 @@ end
 local cases = {
   {key = "eager_nop", label = "eager launch, nop (2 args, no memory)",
    target = 1.03, c = {"nop"}, incs = 0, nop = true, steady = true,
-   bare = bare_launch,
-   loop = function(iters)
-     local k, st, buf, len = am.nop, s, x, n
-     for _ = 1, iters do k:launch(st, 1, len, buf, len) end
-   end},
+   bare = launch_loop, loop = am and launch_loop(am.nop)},
   {key = "eager", label = "eager launch, inc_i32 (2 args)", target = 1.03,
-   c = {"eager"}, incs = 1, steady = true, bare = bare_launch,
-   loop = function(iters)
-     local k, st, buf, len = inc, s, x, n
-     for _ = 1, iters do k:launch(st, 1, len, buf, len) end
-   end},
+   c = {"eager"}, incs = 1, steady = true, bare = launch_loop,
+   loop = launch_loop(inc)},
 }
 for _, k in ipairs {1, 2, 4, 8, 16} do
   cases[#cases + 1] = {key = "args" .. k, label = ("eager launch, args%d "
@@ -284,13 +275,13 @@ for _, k in ipairs {1, 10, 100, 1000} do
   cases[#cases + 1] = {key = "replay_nop" .. k, label = ("graph replay, %d "
     .. "nop node%s"):format(k, k > 1 and "s" or ""), target = 1.02,
     c = {"replay", k}, nodes = k, incs = 0, nop = true, floor = true,
-    steady = true, loop = replay, bare = k == 1 and bare_replay or nil}
+    steady = true, loop = replay, bare = k == 1 and replay_loop or nil}
 end
 for _, k in ipairs {1, 10, 100, 1000} do
   cases[#cases + 1] = {key = "replay" .. k, label = ("graph replay, %d "
     .. "inc_i32 node%s"):format(k, k > 1 and "s" or ""), target = 1.02,
     c = {"replay", k}, nodes = k, incs = k, floor = true, steady = true,
-    loop = replay, bare = k == 1 and bare_replay or nil}
+    loop = replay, bare = k == 1 and replay_loop or nil}
 end
 cases[#cases + 1] = {key = "replayn", label = "g:replay(n), 10 nop nodes",
   target = 1.02, c = {"replay", 10}, nodes = 10, incs = 0, nop = true,
@@ -337,6 +328,19 @@ local function rebind_graph()
     inc:launch(s, RGRID, n, ra, n)
   end)
 end
+-- g:rebind(cur, other) swapping ra and rb, on o (the bare row's
+-- ref.bare()) or the case's graph, with a launch after each when launch.
+local function rebind_loop(o, launch)
+  return function(iters)
+    local gr, cur, other = o or g, ra, rb
+    for _ = 1, iters do
+      gr:rebind(cur, other)
+      cur, other = other, cur
+      if launch then gr:launch() end
+    end
+    if iters % 2 == 1 then gr:rebind(cur, other) end -- ra again
+  end
+end
 -- Each with a launch, and alone (no launch: what a script pays on the host
 -- to point the graph at the other buffer; with a launch, both loops wait
 -- for the ten kernels on the device). The C side: the one setter call.
@@ -345,24 +349,8 @@ for _, launch in ipairs {true, false} do
   cases[#cases + 1] = {key = launch and "rebind" or "rebind0",
     label = "g:rebind" .. with .. ", 10 nodes", target = launch and 1.10 or 1.25,
     c = {"rebind", k9}, rebind = true, incs = k9, steady = true,
-    bare = not launch and function(o)
-      return function(iters)
-        local gr, cur, other = o, ra, rb
-        for _ = 1, iters do
-          gr:rebind(cur, other)
-          cur, other = other, cur
-        end
-      end
-    end or nil,
-    loop = function(iters)
-      local gr, cur, other = g, ra, rb
-      for _ = 1, iters do
-        gr:rebind(cur, other)
-        cur, other = other, cur
-        if launch then gr:launch() end
-      end
-      if iters % 2 == 1 then gr:rebind(cur, other) end -- ra again
-    end}
+    bare = not launch and function(o) return rebind_loop(o, false) end or nil,
+    loop = rebind_loop(nil, launch)}
   cases[#cases + 1] = {key = launch and "update" or "update0",
     label = "g:update" .. with .. ", 10 nodes", c = {"rebind", k9},
     rebind = true, own = true, incs = k9, loop = function(iters)

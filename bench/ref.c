@@ -611,10 +611,26 @@ static int lfloor(lua_State *L) {
   return 1;
 }
 
-/* ref.bare() -> an object whose methods launch and rebind each make one
-   iteration of the set-up case's C loop, ignoring their arguments: the
-   Lua loop of the case, called the same way, with no binding behind the
-   call (the interpreter's share of a row). */
+/* A new object of metatable name whose methods launch and rebind are
+   call, pushed. */
+static int caller(lua_State *L, const char *name, lua_CFunction call) {
+  lua_newuserdatauv(L, 1, 0);
+  if (luaL_newmetatable(L, name)) {
+    lua_createtable(L, 0, 2);
+    lua_pushcfunction(L, call);
+    lua_setfield(L, -2, "launch");
+    lua_pushcfunction(L, call);
+    lua_setfield(L, -2, "rebind");
+    lua_setfield(L, -2, "__index");
+  }
+  lua_setmetatable(L, -2);
+  return 1;
+}
+
+/* ref.bare() -> an object whose methods each make one iteration of the
+   set-up case's C loop, ignoring their arguments: the Lua loop of the
+   case, called the same way, with no binding behind the call (the
+   interpreter's share of a row). */
 static int lbare_call(lua_State *L) {
   (void)L;
   run.loop(1);
@@ -624,20 +640,10 @@ static int lbare_call(lua_State *L) {
 
 static int lbare(lua_State *L) {
   luaL_argcheck(L, run.loop != NULL, 1, "no case set up");
-  lua_newuserdatauv(L, 1, 0);
-  if (luaL_newmetatable(L, "ref.bare")) {
-    lua_createtable(L, 0, 2);
-    lua_pushcfunction(L, lbare_call);
-    lua_setfield(L, -2, "launch");
-    lua_pushcfunction(L, lbare_call);
-    lua_setfield(L, -2, "rebind");
-    lua_setfield(L, -2, "__index");
-  }
-  lua_setmetatable(L, -2);
-  return 1;
+  return caller(L, "ref.bare", lbare_call);
 }
 
-/* ref.nothing() -> an object whose method launch does nothing: the Lua
+/* ref.nothing() -> an object whose methods do nothing: the Lua
    interpreter's own cost of a launch's call (bench/ir.lua). */
 static int lnothing_call(lua_State *L) {
   (void)L;
@@ -645,15 +651,7 @@ static int lnothing_call(lua_State *L) {
 }
 
 static int lnothing(lua_State *L) {
-  lua_newuserdatauv(L, 1, 0);
-  if (luaL_newmetatable(L, "ref.nothing")) {
-    lua_createtable(L, 0, 1);
-    lua_pushcfunction(L, lnothing_call);
-    lua_setfield(L, -2, "launch");
-    lua_setfield(L, -2, "__index");
-  }
-  lua_setmetatable(L, -2);
-  return 1;
+  return caller(L, "ref.nothing", lnothing_call);
 }
 
 /* ref.sync(): the C loop's stream synchronized, as its blocks end. */

@@ -384,6 +384,20 @@ describe("g:profile()", function()
     s = cuda.stream()
   end)
 
+  -- The nodes p.lines counts, and the trace at path (removed) with the
+  -- number of its events.
+  local function line_nodes(p)
+    local n = 0
+    for _, l in ipairs(p.lines) do n = n + l.nodes end
+    return n
+  end
+  local function trace_of(path)
+    local text = assert(io.open(path)):read("a")
+    os.remove(path)
+    local _, events = text:gsub('"ph": "X"', "")
+    return text, events
+  end
+
   it("times each node of a copy, names its kind, kernel, label and line, and sums the lines", function()
     local x, y = cuda.buffer("i32", 1024):fill(0), cuda.buffer("f32", 256):fill(0)
     local k = cuda.scalar("f32", 2)
@@ -534,12 +548,8 @@ describe("g:profile()", function()
     assert.equals("inc_i32", p.nodes[3].name)
     assert.is_true(p.nodes[2].us >= p.nodes[3].us + p.nodes[4].us)
     assert.is_true(p.us > 0 and p.profiled_us > 0 and p.overhead > 0)
-    local nlines = 0                     -- the kernels' lines, not the loop's
-    for _, l in ipairs(p.lines) do nlines = nlines + l.nodes end
-    assert.equals(3, nlines)
-    local text = assert(io.open(path)):read("a")
-    os.remove(path)
-    local _, events = text:gsub('"ph": "X"', "")
+    assert.equals(3, line_nodes(p))      -- the kernels' lines, not the loop's
+    local text, events = trace_of(path)
     assert.equals(3, events)             -- the last replay's kernel records
     assert.matches('"name": "inc_i32", "cat": "kernel"', text)
     -- 1 + 3 + 3 replays with activity, 1 + 3 without, four incs each
@@ -597,12 +607,8 @@ describe("g:profile()", function()
     assert.is_true(body > 0 and p.nodes[2].us >= body * 0.9, "the loop spans its turns")
     assert.is_true(p.stamp_us >= 0 and p.stamp_us < p.nodes[2].us)
     assert.is_true(p.us > 0 and p.profiled_us > 0 and p.overhead > 0)
-    local nlines = 0 -- the body's lines count, not the loop's
-    for _, l in ipairs(p.lines) do nlines = nlines + l.nodes end
-    assert.equals(5, nlines)
-    local text = assert(io.open(path)):read("a")
-    os.remove(path)
-    local _, events = text:gsub('"ph": "X"', "")
+    assert.equals(5, line_nodes(p)) -- the body's lines count, not the loop's
+    local text, events = trace_of(path)
     assert.equals(6, events)               -- each node's last run
     assert.matches('"label": "twice"', text, 1, true)
     -- 1 + 4 replays of the graph, 1 + 4 + 4 of the copy: 7 incs each

@@ -35,7 +35,6 @@ void *cg_newobjuv(lua_State *L, cg_ctx *ctx, size_t size, cg_kind kind,
   return o; /* open stays 0 until the driver call that fills it succeeds */
 }
 
-
 /* Full userdata this thread found to be objects of the binding while
    cg_epoch stood where it stands: no finalizer of the binding has run
    since, so each such address is still that object (any state's: one

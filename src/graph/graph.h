@@ -110,6 +110,9 @@ CUresult cg_rec_apply(cg_ctx *ctx, const cg_recs *r, const cg_rec *e,
 /* Whether record e, or any record of r, uses object o. */
 int cg_rec_uses(const cg_recs *r, const cg_rec *e, const cg_obj *o);
 int cg_recs_use(const cg_recs *r, const cg_obj *o);
+/* Pushes record i of r as g:nodes("detail") gives it: index, kind, name,
+   source, line, label, depth, enabled (node.c). */
+void cg_push_record(lua_State *L, const cg_recs *r, size_t i);
 /* Pins the object at oidx in gr's set at pidx unless there, and unpins. */
 void cg_graph_pin(lua_State *L, cg_graph *gr, int pidx, int oidx);
 void cg_graph_unpin(lua_State *L, cg_graph *gr, int pidx, int oidx);
@@ -179,8 +182,9 @@ int cg_profile_activity(lua_State *L, cg_graph *gr, int sidx, CUstream st,
                         lua_Integer reps, double plain, const char *trace);
 void profile_kernels_open(lua_State *L);
 /* profile_stamps.c: the profile of graph gr (at 1) by stamps, from its
-   closure captured again with a stamp after each node; as above. */
-int cg_profile_stamps(lua_State *L, cg_graph *gr, int sidx, CUstream st,
+   closure captured again with a stamp after each node, replayed on st;
+   returns as above. */
+int cg_profile_stamps(lua_State *L, cg_graph *gr, CUstream st,
                       lua_Integer reps, double plain, const char *trace);
 void profile_stamps_open(lua_State *L);
 /* "kernel", "memcpy", ...: a node type as g:dot and g:profile name it */

@@ -199,16 +199,17 @@ static void pusharg(lua_State *L, const cg_param *p, const uint64_t *w) {
   }
 }
 
-/* Pushes record i of gr as a table; map: pointers to objects. */
-static void pushrec(lua_State *L, cg_graph *gr, size_t i, int map) {
-  cg_recs *r = gr->recs;
+void cg_push_record(lua_State *L, const cg_recs *r, size_t i) {
   const cg_rec *e = &r->v[i];
-  r->busy++; /* the strings and tables below may run finalizers */
-  lua_createtable(L, 0, 10);
+  lua_createtable(L, 0, 12);
   lua_pushinteger(L, (lua_Integer)i + 1);
   lua_setfield(L, -2, "index");
   lua_pushstring(L, cg_nk_names[e->kind]);
   lua_setfield(L, -2, "kind");
+  if (e->kind == NK_KERNEL) {
+    lua_pushstring(L, ((const cg_kernel *)e->kernel)->name);
+    lua_setfield(L, -2, "name");
+  }
   if (e->src) {
     lua_pushstring(L, cg_recs_text(r, e->src));
     lua_setfield(L, -2, "source");
@@ -223,12 +224,18 @@ static void pushrec(lua_State *L, cg_graph *gr, size_t i, int map) {
   lua_setfield(L, -2, "depth");
   lua_pushboolean(L, e->enabled);
   lua_setfield(L, -2, "enabled");
+}
+
+/* Pushes record i of gr as a table; map: pointers to objects. */
+static void pushrec(lua_State *L, cg_graph *gr, size_t i, int map) {
+  cg_recs *r = gr->recs;
+  const cg_rec *e = &r->v[i];
+  r->busy++; /* the strings and tables below may run finalizers */
+  cg_push_record(L, r, i);
   if (e->kind == NK_KERNEL) {
     const cg_kernel *k = (const cg_kernel *)e->kernel;
     pushobj(L, map, e->kernel);
     lua_setfield(L, -2, "kernel");
-    lua_pushstring(L, k->name);
-    lua_setfield(L, -2, "name");
     lua_createtable(L, e->nargs, 0);
     const uint64_t *w = r->words + e->word0;
     for (int j = 0; j < e->nargs; j++) {

@@ -410,12 +410,9 @@ static int graph_profile(lua_State *L) {
     lua_getfield(L, 2, "cupti");
     if (lua_toboolean(L, -1)) method = 2;
     lua_pop(L, 1);
-    if (lua_getfield(L, 2, "method") != LUA_TNIL) {
+    if (lua_getfield(L, 2, "method") != LUA_TNIL)
       method = luaL_checkoption(L, -1, NULL, methods);
-      lua_pop(L, 1);
-    } else {
-      lua_pop(L, 1);
-    }
+    lua_pop(L, 1);
     lua_getfield(L, 2, "stream");
     lua_replace(L, 3);
     lua_pop(L, 2);
@@ -469,12 +466,15 @@ static int graph_profile(lua_State *L) {
   for (size_t i = 0; i < (timed ? 2 * nu : 0) + 2; i++, s->nev++)
     CU(L, ctx, cuEventCreate, &s->ev[i], CU_EVENT_DEFAULT);
   size_t cells = (size_t)reps * nu;
-  double *dur = cg_profile_temp(L, 2 * cells, sizeof *dur), *start = dur + cells; /* 6 ms */
-  double *work = cg_profile_temp(L, (size_t)reps, sizeof *work);                 /* 7 */
+  double *dur = cg_profile_temp(L, 2 * cells, sizeof *dur); /* 6, ms */
+  double *start = dur + cells;
+  double *work = cg_profile_temp(L, (size_t)reps, sizeof *work);  /* 7 */
   int sim = cg_drv.cuSimEventInstructions != NULL; /* counts too */
-  double *ins = cg_profile_temp(L, sim ? cells + (size_t)reps : 0, sizeof *ins); /* 8 */
+  double *ins = cg_profile_temp(L, sim ? cells + (size_t)reps : 0, /* 8 */
+                                sizeof *ins);
   double *insw = ins + cells;
-  size_t *order = cg_profile_temp(L, 2 * nu, sizeof *order), *at = order + nu;  /* 9 */
+  size_t *order = cg_profile_temp(L, 2 * nu, sizeof *order);     /* 9 */
+  size_t *at = order + nu;
 
   /* the graph itself, back to back: one replay to warm up, then reps */
   back_to_back(L, s, gr, NULL, st, 1);
@@ -482,7 +482,7 @@ static int graph_profile(lua_State *L) {
   double with = 0;
   int why = 0; /* why a graph has no node times by stamps or activity */
   if (method == 1) {
-    if (cg_profile_stamps(L, gr, 3, st, reps, plain, trace)) return 1;
+    if (cg_profile_stamps(L, gr, st, reps, plain, trace)) return 1;
     why = lua_gettop(L);
   } else if (method == 2) {
     if (cg_profile_activity(L, gr, 3, st, reps, plain, trace)) return 1;
@@ -536,7 +536,7 @@ static int graph_profile(lua_State *L) {
   }
   lua_createtable(L, (int)nu, 0); /* 10: the nodes */
   int nodes = lua_gettop(L);
-  size_t *pos = cg_profile_temp(L, nu, sizeof *pos); /* unit -> index in nodes */
+  size_t *pos = cg_profile_temp(L, nu, sizeof *pos); /* unit -> node index */
   for (size_t k = 0; k < nu; k++) {
     size_t i = order[k];
     const unit *u = &s->u[i];

@@ -38,29 +38,7 @@ void cg_profile_recnodes(lua_State *L, cg_recs *r, lua_Integer reps,
   r->busy++; /* the tables may run finalizers */
   for (size_t i = 0; i < n; i++) {
     const cg_rec *e = &r->v[i];
-    lua_createtable(L, 0, 12);
-    lua_pushinteger(L, (lua_Integer)i + 1);
-    lua_setfield(L, -2, "index");
-    lua_pushstring(L, cg_nk_names[e->kind]);
-    lua_setfield(L, -2, "kind");
-    if (e->kind == NK_KERNEL) {
-      lua_pushstring(L, ((const cg_kernel *)e->kernel)->name);
-      lua_setfield(L, -2, "name");
-    }
-    if (e->label) {
-      lua_pushstring(L, cg_recs_text(r, e->label));
-      lua_setfield(L, -2, "label");
-    }
-    if (e->src) {
-      lua_pushstring(L, cg_recs_text(r, e->src));
-      lua_setfield(L, -2, "source");
-      lua_pushinteger(L, e->line);
-      lua_setfield(L, -2, "line");
-    }
-    lua_pushinteger(L, e->depth);
-    lua_setfield(L, -2, "depth");
-    lua_pushboolean(L, e->enabled);
-    lua_setfield(L, -2, "enabled");
+    cg_push_record(L, r, i);
     int timed = 0;
     for (lua_Integer k = 0; k < reps && !timed; k++)
       timed = runs[(size_t)k * stride + i] > 0;

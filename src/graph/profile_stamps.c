@@ -2,9 +2,9 @@
    more into a copy in which each node the capture records is followed by
    a one-thread kernel on the node's stream (cg_stamp of
    src/types/setters.cu) that reads the global timer and adds the time
-   since the stream's previous stamp to the node's cell. Each turn of a
-   conditional body starts with a stamp of its own, and so does a stream's
-   next node after a wait. A node's time is thus from when the work before
+   since the previous stamp on its clock (its stream's, or its body's) to
+   the node's cell. Each turn of a conditional body starts with a stamp of
+   its own, and so does a stream's next node after a wait. A node's time is thus from when the work before
    it on its stream (its turn's start, or what it waited for) ended to when
    it ended, stamp included, summed over its runs in a replay: a loop's
    body nodes count every turn; a conditional node's time is its whole
@@ -81,6 +81,13 @@ static int copy_handles(lua_State *L, cg_ctx *ctx, int pidx, uint64_t *h) {
   return n;
 }
 
+/* Whether v may be one of the nh handles h (nh < 0: more than known). */
+static int is_handle(uint64_t v, const uint64_t *h, int nh) {
+  for (int i = 0; i < nh; i++)
+    if (h[i] == v) return 1;
+  return nh < 0;
+}
+
 /* The copy takes what the graph's nodes hold now (g:rebind and node:set
    change them after the capture): each kernel node the graph's arguments,
    but for a Condition's handle, which is the copy's own (an 8-byte value
@@ -107,10 +114,7 @@ static void follow(lua_State *L, scratch *s, const cg_recs *r,
         int own = !r->objs[o->arg0 + (size_t)j] &&
                   !s->recs->objs[e->arg0 + (size_t)j] &&
                   (p->type == CG_U64 || p->type == CG_P_PTR_OR_INT) &&
-                  nh != 0;
-        for (int q = 0; own && nh > 0; q++) /* a handle of the copy's? */
-          if (q == nh) own = 0;
-          else if (ew[w] == handles[q]) break;
+                  is_handle(ew[w], handles, nh);
         memcpy(argw + w, own ? ew + w : ow + w, 8 * k);
         change |= memcmp(argw + w, ew + w, 8 * k) != 0;
         w += k;
@@ -134,7 +138,7 @@ static void download(lua_State *L, cg_ctx *ctx, CUstream st, void *dst,
   cg_wait_stream(L, ctx, st, ctx->root->timeout);
 }
 
-int cg_profile_stamps(lua_State *L, cg_graph *gr, int sidx, CUstream st,
+int cg_profile_stamps(lua_State *L, cg_graph *gr, CUstream st,
                       lua_Integer reps, double plain, const char *trace) {
   cg_ctx *ctx = gr->h.ctx;
   cg_graph_resolve(L, gr);
@@ -215,12 +219,10 @@ int cg_profile_stamps(lua_State *L, cg_graph *gr, int sidx, CUstream st,
   }
   {
     size_t most = 0; /* the words of the largest kernel record */
-    for (size_t i = 0; i < n; i++) {
-      size_t w = 0;
-      for (int j = 0; j < r->v[i].nargs; j++)
-        w += (r->v[i].params[j].size + 7) / 8;
-      if (w > most) most = w;
-    }
+    for (size_t i = 0; i < n; i++)
+      if (r->v[i].kind == NK_KERNEL &&
+          ((const cg_kernel *)r->v[i].kernel)->nwords > most)
+        most = ((const cg_kernel *)r->v[i].kernel)->nwords;
     uint64_t handles[MAXHANDLES];
     lua_getiuservalue(L, base + 1, 1);
     int nh = copy_handles(L, ctx, lua_gettop(L), handles);
@@ -271,7 +273,6 @@ int cg_profile_stamps(lua_State *L, cg_graph *gr, int sidx, CUstream st,
   float ms = 0;
   CU(L, ctx, cuEventElapsedTime, &ms, s->ev[0], s->ev[1]);
   double with = (double)ms / (double)reps;
-  (void)sidx; /* the copy's launches go to st itself, not g:replay */
 
   cg_profile_recnodes(L, s->recs, reps, us, runs); /* base + 8 */
   int nodes = lua_gettop(L);

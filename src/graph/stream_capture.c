@@ -152,7 +152,6 @@ CUgraph cg_capture_graph(lua_State *L, cg_ctx *ctx, cg_stream *s, int sidx,
 
 static const char bodies_key = 'b';
 
-
 CUstream cg_bodystream(lua_State *L, cg_ctx *ctx, int depth) {
   if (lua_rawgetp(L, LUA_REGISTRYINDEX, &bodies_key) != LUA_TTABLE) {
     lua_pop(L, 1);

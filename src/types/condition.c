@@ -273,9 +273,8 @@ void condition_open(lua_State *L) {
   };
   cg_newtype(L, CG_CONDITION, methods, meta, NULL);
   lua_getfield(L, -1, "module");
-  lua_pushvalue(L, -1);
   lua_pushcclosure(L, load_setters, 1);
   lua_rawsetp(L, LUA_REGISTRYINDEX, &loader_key);
-  lua_pushcclosure(L, condition_new, 1);
+  lua_pushcfunction(L, condition_new);
   lua_setfield(L, -2, "condition");
 }
