@@ -40,15 +40,16 @@ void *cg_newobjuv(lua_State *L, cg_ctx *ctx, size_t size, cg_kind kind,
    since, so each such address is still that object (any state's: one
    state's values never reach another's stack), and a second look at it
    needs no metatable. */
-enum { NKNOWN = 16 };
-static _Thread_local struct { const void *p[NKNOWN]; unsigned epoch; } known;
+enum { NSETS = 32 }; /* two ways each: a loop's few objects seldom clash */
+static _Thread_local struct { const void *p[NSETS][2]; unsigned epoch; } known;
 
-static inline unsigned known_slot(const void *u) {
-  return (unsigned)(((uintptr_t)u * 0x9e3779b97f4a7c15u) >> 60); /* 16 */
+static inline const void **known_set(const void *u) {
+  return known.p[((uintptr_t)u * 0x9e3779b97f4a7c15u) >> 59]; /* 32 */
 }
 
 static inline cg_obj *known_obj(lua_State *L, int idx, void *u) {
-  return u && known.p[known_slot(u)] == u && known.epoch == cg_epoch_now() &&
+  const void **s = known_set(u);
+  return u && (s[0] == u || s[1] == u) && known.epoch == cg_epoch_now() &&
          lua_type(L, idx) == LUA_TUSERDATA ? u : NULL;
 }
 
@@ -58,7 +59,11 @@ static void remember(const void *u) {
     memset(known.p, 0, sizeof known.p);
     known.epoch = e;
   }
-  known.p[known_slot(u)] = u;
+  const void **s = known_set(u);
+  if (s[0] != u) { /* the newer way first */
+    s[1] = s[0];
+    s[0] = u;
+  }
 }
 
 void *cg_testobj(lua_State *L, int idx, cg_kind kind) {
