@@ -257,12 +257,16 @@ static int graph_rebind(lua_State *L) {
   cg_recs *r = gr->recs;
   size_t n = r ? r->n : 0;
   unsigned used = 0; /* bit i: olds[i] is used by a record */
-  for (size_t j = 0; j < n; j++) { /* one pass marks the records to change */
+  size_t first = n, last = 0; /* the records to change lie in [first, last) */
+  for (size_t j = 0; j < n; j++) { /* one pass marks them */
     cg_rec *e = &r->v[j];
     unsigned u = uses_which(r, e, olds, np);
     e->hit = u != 0;
-    if (u) cg_check_changeable(L, gr, e, j);
+    if (!u) continue;
+    cg_check_changeable(L, gr, e, j);
     used |= u;
+    if (first == n) first = j;
+    last = j + 1;
   }
   for (int i = 0; i < np; i++)
     if (!(used & 1u << i)) /* numbered as the caller wrote it: not self */
@@ -270,19 +274,19 @@ static int graph_rebind(lua_State *L) {
                     "that cugraph.Graph #%d recorded", (int)gr->id));
   const char *api = NULL;
   CUresult res = CUDA_SUCCESS;
-  size_t done = 0;
-  for (; done < n && res == CUDA_SUCCESS; done++)
+  size_t done = first;
+  for (; done < last && res == CUDA_SUCCESS; done++)
     if (r->v[done].hit)
       res = cg_rec_apply(ctx, r, &r->v[done], gr->h.drv.exec, olds, news, np,
                          NULL, &api);
   if (res != CUDA_SUCCESS) { /* the nodes changed so far change back */
     const char *ignored;
-    for (size_t j = 0; j + 1 < done; j++)
+    for (size_t j = first; j + 1 < done; j++)
       if (r->v[j].hit)
         cg_rec_apply(ctx, r, &r->v[j], gr->h.drv.exec, NULL, NULL, 0, NULL, &ignored);
     cg_check(L, ctx, api, res);
   }
-  for (size_t j = 0; j < n; j++) { /* the records follow */
+  for (size_t j = first; j < last; j++) { /* the records follow */
     cg_rec *e = &r->v[j];
     if (!e->hit) continue;
     e->dirty = 1;
