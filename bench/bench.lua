@@ -238,7 +238,6 @@ local function launch_loop(k0)
   end
 end
 
-
 -- s:capture(fn):free() with fn launching inc_i32 k times.
 local function capture_loop(k)
   local function fn() for _ = 1, k do inc:launch(s, 1, n, x, n) end end
@@ -338,7 +337,7 @@ local function rebind_loop(o, launch)
       cur, other = other, cur
       if launch then gr:launch() end
     end
-    if iters % 2 == 1 then gr:rebind(cur, other) end -- ra again
+    if not o and iters % 2 == 1 then gr:rebind(cur, other) end -- ra again
   end
 end
 -- Each with a launch, and alone (no launch: what a script pays on the host

@@ -1,18 +1,19 @@
 /* g:profile by stamps (profile.c): the graph's closure is captured once
-   more into a copy in which each node the capture records is followed by
-   a one-thread kernel on the node's stream (cg_stamp of
+   more into a copy in which each node the capture records is followed by a
+   one-thread kernel on the node's stream (cg_stamp of
    src/types/setters.cu) that reads the global timer and adds the time
    since the previous stamp on its clock (its stream's, or its body's) to
    the node's cell. Each turn of a conditional body starts with a stamp of
-   its own, and so does a stream's next node after a wait. A node's time is thus from when the work before
-   it on its stream (its turn's start, or what it waited for) ended to when
-   it ended, stamp included, summed over its runs in a replay: a loop's
-   body nodes count every turn; a conditional node's time is its whole
-   loop or branch. Any graph the driver runs can be timed so, conditional
-   nodes at any depth included, with no tool attached; a child graph node
-   is timed as one node. The copy must record the nodes the graph did
-   (same kinds, kernels and shapes; the graph's current arguments are set
-   into it), else the profile says why and times whole replays only. */
+   its own, and so does a stream's next node after a wait. A node's time is
+   thus from when the work before it on its stream (its turn's start, or
+   what it waited for) ended to when it ended, stamp included, summed over
+   its runs in a replay: a loop's body nodes count every turn; a
+   conditional node's time is its whole loop or branch. Any graph the
+   driver runs can be timed so, conditional nodes at any depth included,
+   with no tool attached; a child graph node is timed as one node. The copy
+   must record the nodes the graph did (same kinds, kernels and shapes; the
+   graph's current arguments are set into it), else the profile says why
+   and times whole replays only. */
 #include <string.h>
 #include "graph/graph.h"
 

@@ -160,7 +160,6 @@ int cg_recs_use(const cg_recs *r, const cg_obj *o) {
   return 0;
 }
 
-/* Pins the object at oidx in the graph's set at pidx, unless there. */
 /* Whether the object at oidx is in the graph's set at pidx: known without
    a lookup when no graph's set has it, or only this graph's. */
 static int pinned(lua_State *L, const cg_graph *gr, int pidx, int oidx) {
