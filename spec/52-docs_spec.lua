@@ -30,7 +30,7 @@ local function docs()
   return files
 end
 
-local known = { sim = true, gpu = true, ["2 devices"] = true }
+local known = { sim = true, gpu = true, ["2 devices"] = true, peer = true }
 
 -- The ```lua blocks of a Markdown text: {line, code, chain, needs}, where
 -- chain is the source the block runs (the blocks it follows, then its own).
@@ -62,7 +62,7 @@ local function blocks(path)
         elseif item == "continues" then continues = true
         elseif item == "alone" then alone = true
         elseif need and known[need] then b.needs[need] = true
-        else error(("%s:%d: unknown mark '%s' (setup, alone, continues, needs: sim|gpu|2 devices)")
+        else error(("%s:%d: unknown mark '%s' (setup, alone, continues, needs: sim|gpu|2 devices|peer)")
                    :format(path, start, item)) end
       end
       local before = ""
@@ -92,6 +92,10 @@ local function skip(b)
   end
   if b.needs["2 devices"] and H.gpu and H.cuda.device_count() < 2 then
     return "it needs two GPUs"
+  end
+  if b.needs.peer then
+    local p, why = H.peer()
+    if not p then return "it needs the specs' peer: " .. why end
   end
 end
 
