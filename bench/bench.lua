@@ -7,7 +7,11 @@
 -- BENCH_QUICK=1 is --quick (a smoke run: few short pairs, numbers
 -- meaningless); BENCH_CPU=n pins to CPU n instead of the current one;
 -- --only eager,capture10 runs those paired cases alone (the keys of
--- results.json; no solver, compile, cold start or CuPy/PyTorch rows).
+-- results.json; no solver, compile, cold start or CuPy/PyTorch rows), in
+-- this one process and in that order. A full run gives each paired case
+-- a process of its own (--case KEY, internal), so that no case runs after
+-- another's work: cases earlier in a process moved later replay rows by up
+-- to 23%, C and Lua alike (bench/RESULTS.md).
 --
 -- Method (bench/RESULTS.md says more): the thread is pinned to one CPU; a
 -- case runs as many pairs of short timed blocks, one block of C then one of
@@ -29,6 +33,7 @@ local cuda = require "cugraph"
 local quick, markdown, child_arch = os.getenv("BENCH_QUICK") == "1", false,
   nil
 local only -- --only: the set of case keys to run, nil for all
+local child_case -- --case KEY: run that case alone and print its row
 do
   local i = 1
   while arg[i] do
@@ -40,6 +45,10 @@ do
     elseif a == "--compile-child" then -- internal: see compile_child
       child_arch = math.tointeger(tonumber(arg[i + 1] or ""))
       if not child_arch then error("--compile-child: expected an arch", 0) end
+      i = i + 1
+    elseif a == "--case" and arg[i + 1] then -- internal: see in_child
+      child_case = arg[i + 1]
+      only = {[child_case] = true}
       i = i + 1
     elseif a == "--only" and arg[i + 1] then
       only = {}
@@ -446,8 +455,9 @@ local function run_case(c)
   local p = c.mark and pos:get()
   if c.mark and (p ~= last and p ~= clast or out:download("table", 1, 1)[1] ~= 2)
   then
-    error(c.label .. ": Lua side: the graph did not see the scalar's values",
-          0)
+    error(("%s: Lua side: the graph did not see the scalar's values (the scalar "
+      .. "reads %s; the last blocks: Lua %s, C %s)"):format(c.label, tostring(p),
+      tostring(last), tostring(clast)), 0)
   end
   if c.bare then -- the same Lua loop, its calls to a bare C method
     local bl = c.bare(ref.bare())
@@ -482,15 +492,57 @@ end
 
 local cpu, pin_err = clock.pin(math.tointeger(tonumber(os.getenv("BENCH_CPU")
                                                      or "")))
+-- A row's figures as Lua fields, one line ("row " then the fields).
+local function row_line(r)
+  local f = {}
+  for k, v in pairs(r) do
+    if math.type(v) == "integer" then f[#f + 1] = ("%s=%d"):format(k, v)
+    elseif type(v) == "number" then
+      f[#f + 1] = ("%s=%s"):format(k, v ~= v and "0/0" or v == 1 / 0 and
+        "1/0" or v == -1 / 0 and "-1/0" or ("%.17g"):format(v))
+    elseif type(v) == "string" or type(v) == "boolean" then
+      f[#f + 1] = ("%s=%s"):format(k, ("%q"):format(v):gsub("\\\n", "\\n"))
+    end
+  end
+  return "row " .. table.concat(f, ",")
+end
+
+-- Case c in a process of its own, on the CPU this one is pinned to: its
+-- row, parsed from the child's last "row" line (its progress goes to
+-- stderr as it runs).
+local function in_child(c)
+  local cmd = ("%s%s %s %s--case %s"):format(cpu and ("BENCH_CPU=%d ")
+    :format(cpu) or "", q(LUA), q(arg[0]), quick and "--quick " or "", c.key)
+  local p = assert(io.popen(cmd))
+  local out = p:read("a")
+  local ok, _, code = p:close()
+  local line = out:match("\n?row ([^\n]*)\n?$")
+  if not ok or not line then
+    error(("%s: the case's process failed (exit %s):\n%s"):format(c.key,
+          tostring(code), out), 0)
+  end
+  return assert(load("return {" .. line .. "}", "=row", "t", {}))()
+end
+
 local rows = {}
 for _, c in ipairs(cases) do
   if (not only or only[c.key]) and (not (c.args or c.loop_while or c.nop)
                                      or am) then
-    local r = run_case(c)
+    local alone = not only
+    local r = alone and in_child(c) or run_case(c)
     r.key, r.label, r.target = c.key, c.label, c.target
     rows[#rows + 1] = r
-    progress(r)
+    if not alone then progress(r) end
+    if child_case then
+      print(row_line(r))
+      os.exit(0)
+    end
   end
+end
+if child_case then error("--case " .. child_case .. ": no such case", 0) end
+if not only then
+  notes[#notes + 1] = "paired cases: each in a process of its own, started "
+    .. "for it (bench.lua --case KEY), none after another case's work"
 end
 
 -- The solver of examples/solver.lua (examples/cg.lua) at its default size,

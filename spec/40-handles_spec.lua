@@ -16,6 +16,36 @@ describe("C handles", function()
     assert.matches("ok %(b%)", out)
     assert.matches("ok %(c%)", out)
   end)
+
+  it("share a scalar's device value with the script, each side writing the value it set last", function()
+    local okp, out = H.capi([[
+      local cuda = require "cugraph"
+      package.path = os.getenv("CUGRAPH_LUA_SPEC") .. "/?.lua;" .. package.path
+      local H = require "support.helper"
+      local mark = H.kernels().mark_u32 -- out[pos] = pos + 1
+      local s = cuda.stream()
+      local pos = cuda.scalar("u32", 7) -- set, and not yet written
+      local out = cuda.buffer("u32", 16):fill(0)
+      local g = s:capture(function() mark:launch(s, 1, 1, out, pos, 16) end)
+      local h = capi.tograph(g)
+      local cs = capi.scalar(pos)
+      assert(capi.launch(h) == nil)
+      assert(out:download()[8] == 8, "C's first launch reads the script's 7")
+      capi.set(cs, 3)
+      assert(capi.launch(h) == nil)
+      assert(out:download()[4] == 4, "C's launch reads C's 3")
+      assert(pos:get() == 3, "the script reads C's 3, got " .. pos:get())
+      pos:set(5)
+      g:launch(s)
+      s:synchronize()
+      assert(out:download()[6] == 6 and pos:get() == 5, "the script's 5")
+      capi.release(h)
+      print("script done")
+    ]])
+    assert.matches("script done", out)
+    assert.matches("capi: all passed", out)
+    assert.is_true(okp, out)
+  end)
 end)
 
 describe("kernel reload", function()

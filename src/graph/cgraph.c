@@ -45,7 +45,7 @@ static CUresult scalar_flush(cg_share *sc, CUstream s) {
 }
 
 /* The share of o with one more reference; a scalar's starts from the
-   script's value (C then sets its own). */
+   script's value, which flush_scalar wrote (C then sets its own). */
 static cg_share *share_of(cg_obj *o) {
   int made = o->share == NULL;
   cg_share *sh = cg_share_of(o);
@@ -56,6 +56,15 @@ static cg_share *share_of(cg_obj *o) {
     sh->type = sc->type;
   }
   return sh;
+}
+
+/* Writes the script's pending value of sc before C may set its own: left
+   pending, the script's next flush (a launch, sc:get()) would write that
+   older value over what C launches wrote. 1 when it wrote. */
+static int flush_scalar(lua_State *L, cg_scalar *sc) {
+  if (!sc->pending || sc->h.share) return 0;
+  cg_scalar_flush(L, sc, sc->h.ctx->stream);
+  return 1;
 }
 
 /* -- C graphs ------------------------------------------------------------- */
@@ -169,10 +178,12 @@ cugraph_graph *cugraph_tograph(lua_State *L, int idx) {
   lua_getiuservalue(L, idx, 1); /* the pins */
   int pins = lua_gettop(L);
   size_t n = 0;
+  int flushed = 0;
   lua_pushnil(L);
   while (lua_next(L, pins)) {
     lua_pop(L, 1);
     cg_obj *o = cg_toany(L, ctx, -1);
+    if (o && o->kind == CG_SCALAR) flushed |= flush_scalar(L, (cg_scalar *)o);
     if (o && cg_in_graphmem(o))
       luaL_error(L, "cugraph_tograph: cugraph.Graph #%d uses memory that "
                  "cugraph.Graph #%d allocates, which a C graph cannot keep "
@@ -184,6 +195,7 @@ cugraph_graph *cugraph_tograph(lua_State *L, int idx) {
                  "map the resource from C instead", (int)gr->id);
     n++;
   }
+  if (flushed) cg_sync(L, ctx); /* before C's writes */
   cugraph_graph *h = calloc(1, sizeof *h);
   if (h) h->pins = malloc((n ? n : 1) * sizeof *h->pins);
   if (!h || !h->pins) {
@@ -303,6 +315,7 @@ CUresult cg_share_swap(cg_share *sh, CUmodule newmod, const cg_swap *sw,
 
 cugraph_scalar *cugraph_toscalar(lua_State *L, int idx) {
   cg_scalar *sc = cg_checkobj(L, idx, CG_SCALAR);
+  if (flush_scalar(L, sc)) cg_sync(L, sc->h.ctx); /* before C's writes */
   cg_share *sh = share_of(&sc->h);
   if (!sh) luaL_error(L, "cugraph_toscalar: out of host memory");
   return (cugraph_scalar *)sh;
