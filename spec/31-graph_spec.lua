@@ -340,6 +340,32 @@ describe("g:memory()", function()
                          "g:memory%(%) .*capture")
   end)
 
+  it("walks the open graphs while the collector finalizes unreachable ones", function()
+    -- each cuda.memory() walks graphs no one holds any more, whose
+    -- finalizers the walk's own allocations may run (seen on an H200: the
+    -- records of such a graph freed under the walk)
+    local s, m = cuda.stream(), H.kernels()
+    local x = cuda.buffer("i32", 64):fill(0)
+    local seen = 0
+    for _ = 1, 60 do
+      for _ = 1, 4 do
+        s:capture(function()
+          local t = cuda.buffer("i32", 64, { stream = s })
+          t:copy(x, s)
+          for _ = 1, 8 do m.inc_i32:launch(s, 1, 64, t, 64) end
+          x:copy(t, s)
+          t:free(s)
+        end)
+      end
+      for _, e in ipairs(cuda.memory().graphs) do
+        assert.is_true(e.allocations == 256 or e.allocations == 0)
+        seen = seen + 1
+      end
+    end
+    assert.is_true(seen > 0)
+    collectgarbage(); collectgarbage() -- the graphs go before the cap's spec
+  end)
+
   it("refuses, under cuda.graph_memory_cap, a graph that takes the open graphs past it", function()
     local s = cuda.stream()
     local line -- of the capture

@@ -326,29 +326,26 @@ static void busy(lua_State *L, cg_ctx *ctx, CUstream s) {
     lua_pushliteral(L, "");
     return;
   }
+  /* written in C first: the last graph may be one no one holds, whose
+     finalizer a Lua allocation could run, freeing its records */
+  char msg[1024];
+  size_t n = 0;
   const cg_recs *r = last->recs;
-  luaL_Buffer b;
-  luaL_buffinit(L, &b);
-  lua_pushfstring(L, ": cugraph.Graph #%d was launched last on %s",
-                  (int)last->id, s ? "this stream" : "the device");
-  luaL_addvalue(&b);
-  if (r && r->n && r->v[0].src) {
-    lua_pushfstring(L, " (captured at %s:%d)",
-                    cg_recs_text(r, r->v[0].src), r->v[0].line);
-    luaL_addvalue(&b);
-  }
+#define ADD(...) (n += (size_t)snprintf(msg + n, n < sizeof msg ? \
+                                        sizeof msg - n : 0, __VA_ARGS__))
+  ADD(": cugraph.Graph #%d was launched last on %s", (int)last->id,
+      s ? "this stream" : "the device");
+  if (r && r->n && r->v[0].src)
+    ADD(" (captured at %s:%d)", cg_recs_text(r, r->v[0].src), r->v[0].line);
   for (size_t i = 0; r && i < r->n; i++) {
     const cg_rec *e = &r->v[i];
     if (e->kind != NK_COND || e->value != CU_GRAPH_COND_TYPE_WHILE) continue;
-    lua_pushfstring(L, "; its %s node %d", loops[e->value], (int)i + 1);
-    luaL_addvalue(&b);
-    if (e->src) {
-      lua_pushfstring(L, " (%s:%d)", cg_recs_text(r, e->src), e->line);
-      luaL_addvalue(&b);
-    }
-    luaL_addstring(&b, " may not end: its body never clears the condition");
+    ADD("; its %s node %d", loops[e->value], (int)i + 1);
+    if (e->src) ADD(" (%s:%d)", cg_recs_text(r, e->src), e->line);
+    ADD(" may not end: its body never clears the condition");
   }
-  luaL_pushresult(&b);
+#undef ADD
+  lua_pushlstring(L, msg, n < sizeof msg ? n : sizeof msg - 1);
 }
 
 /* g:launch([stream]) inside a capture: a child graph node, a copy of the

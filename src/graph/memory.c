@@ -5,6 +5,7 @@
    instantiating and uploading a copy between two cuMemGetInfo calls. It
    keeps alive what its nodes refer to (its records). */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include "graph/graph.h"
 
@@ -18,24 +19,12 @@ static size_t buffer_bytes(const cg_buffer *b) {
   return b->n * cg_type_size[b->type];
 }
 
-/* One object a node of the graph refers to, counted once (seen: a table
-   at the top of the stack, keyed by the object's address). */
-static void add(lua_State *L, const cg_obj *o, int alloc, tally *t) {
-  while (o && o->parent) o = o->parent; /* a view: its buffer's memory */
-  if (!o) return;
-  void *key = (void *)(uintptr_t)o;
-  lua_pushlightuserdata(L, key);
-  if (lua_rawget(L, -2) != LUA_TNIL) {
-    lua_pop(L, 1);
-    return;
-  }
-  lua_pop(L, 1);
-  lua_pushlightuserdata(L, key);
-  lua_pushboolean(L, 1);
-  lua_rawset(L, -3);
+/* What one object a node refers to adds to t (alloc: the graph's own,
+   made by its allocation node). */
+static void add(const cg_obj *o, int alloc, tally *t) {
   switch (o->kind) {
   case CG_BUFFER:
-    if (alloc) { /* the graph's own: made by its allocation node */
+    if (alloc) {
       t->allocs += buffer_bytes((const cg_buffer *)o);
       break;
     }
@@ -57,18 +46,41 @@ static void add(lua_State *L, const cg_obj *o, int alloc, tally *t) {
   }
 }
 
-/* The objects the graph's nodes refer to (its records, any depth). */
-static void count(lua_State *L, const cg_graph *gr, tally *t) {
+typedef struct seen { const cg_obj *o; int alloc; } seen;
+
+/* By object, its allocation first. */
+static int by_object(const void *a, const void *b) {
+  const seen *x = a, *y = b;
+  uintptr_t p = (uintptr_t)x->o, q = (uintptr_t)y->o;
+  if (p != q) return p < q ? -1 : 1;
+  return y->alloc - x->alloc;
+}
+
+static void note(seen *v, size_t *n, const cg_obj *o, int alloc) {
+  while (o && o->parent) o = o->parent; /* a view: its buffer's memory */
+  if (o) v[(*n)++] = (seen){ o, alloc };
+}
+
+/* The objects the graph's nodes refer to (its records, any depth), each
+   once. Calls no Lua function, so no finalizer can run and free the
+   records meanwhile. 0 when out of host memory. */
+static int count(const cg_graph *gr, tally *t) {
   memset(t, 0, sizeof *t);
   const cg_recs *r = gr->recs;
-  if (!r) return;
-  lua_createtable(L, 0, 16);
-  for (size_t i = 0; i < r->n; i++) /* the graph's own memory first */
-    if (r->v[i].kind == NK_ALLOC) add(L, r->v[i].obj[0], 1, t);
-  for (size_t i = 0; i < r->n; i++)
-    for (int k = 0; k < 2; k++) add(L, r->v[i].obj[k], 0, t);
-  for (size_t i = 0; i < r->nobjs; i++) add(L, r->objs[i], 0, t);
-  lua_pop(L, 1);
+  if (!r) return 1;
+  seen *v = malloc((2 * r->n + r->nobjs + 1) * sizeof *v);
+  if (!v) return 0;
+  size_t n = 0;
+  for (size_t i = 0; i < r->n; i++) {
+    int alloc = r->v[i].kind == NK_ALLOC;
+    for (int k = 0; k < 2; k++) note(v, &n, r->v[i].obj[k], alloc && !k);
+  }
+  for (size_t i = 0; i < r->nobjs; i++) note(v, &n, r->objs[i], 0);
+  qsort(v, n, sizeof *v, by_object);
+  for (size_t i = 0; i < n; i++)
+    if (!i || v[i].o != v[i - 1].o) add(v[i].o, v[i].alloc, t);
+  free(v);
+  return 1;
 }
 
 static void setint(lua_State *L, const char *k, size_t v) {
@@ -125,7 +137,7 @@ static int graph_memory(lua_State *L) {
                gr->conds ? "conditional nodes" : "allocation nodes");
   size_t inst = want ? measure(L, gr) : 0;
   tally t;
-  count(L, gr, &t);
+  if (!count(gr, &t)) luaL_error(L, "g:memory(): out of host memory");
   push_tally(L, &t);
   if (want) setint(L, "instance", inst);
   return 1;
@@ -139,18 +151,33 @@ static int memory(lua_State *L) {
   lua_call(L, 0, 1);
   cg_ctx *ctx = cg_context(L);
   cg_graphstate *gs = cg_graphstate_of(L, ctx);
+  /* every graph's tally first, with no Lua call between: an allocation
+     could run the finalizer of a graph in the list, unreachable but not
+     yet collected, and free its records or unlink it */
+  size_t ng = 0;
+  for (cg_graph *gr = gs->graphs; gr; gr = gr->next) ng++;
+  struct { unsigned id; tally t; } *all = malloc((ng + 1) * sizeof *all);
+  int ok = all != NULL;
+  size_t k = 0;
+  for (cg_graph *gr = gs->graphs; ok && gr; gr = gr->next, k++) {
+    all[k].id = gr->id;
+    ok = count(gr, &all[k].t);
+  }
+  if (!ok) {
+    free(all);
+    luaL_error(L, "cuda.memory(): out of host memory");
+  }
   lua_newtable(L);
   int n = 0;
-  for (cg_graph *gr = gs->graphs; gr; gr = gr->next) {
-    tally t;
-    count(L, gr, &t);
+  for (size_t i = 0; i < ng; i++) {
     lua_createtable(L, 0, 4);
-    setint(L, "id", gr->id);
-    setint(L, "allocations", t.allocs);
-    setint(L, "keeps", t.device);
-    setint(L, "keeps_host", t.host);
+    setint(L, "id", all[i].id);
+    setint(L, "allocations", all[i].t.allocs);
+    setint(L, "keeps", all[i].t.device);
+    setint(L, "keeps_host", all[i].t.host);
     lua_rawseti(L, -2, ++n);
   }
+  free(all);
   /* largest first: allocations plus what it keeps, insertion sort */
   for (int i = 2; i <= n; i++)
     for (int j = i; j > 1; j--) {
@@ -178,20 +205,21 @@ int cg_graph_over_cap(lua_State *L, cg_graph *gr) {
   cg_graphstate *gs = cg_graphstate_of(L, gr->h.ctx);
   if (!gs->cap) return 0;
   enum { TOP = 3 };
-  cg_graph *top[TOP] = { NULL };
+  unsigned top[TOP] = { 0 }; /* ids: the list may change once Lua runs */
   size_t most[TOP] = { 0 }, sum = 0, mine;
   tally t;
-  count(L, gr, &t); /* its allocation nodes, those it frees itself too */
+  if (!count(gr, &t)) /* its allocation nodes, those it frees itself too */
+    luaL_error(L, "cuda.graph_memory_cap: out of host memory");
   if (!(mine = t.allocs)) return 0;
   for (cg_graph *o = gs->graphs; o; o = o->next) {
     if (o == gr) continue;
-    count(L, o, &t);
+    if (!count(o, &t)) luaL_error(L, "cuda.graph_memory_cap: out of host memory");
     sum += t.allocs;
     for (int i = 0; i < TOP; i++) /* the largest others, in order */
       if (t.allocs > most[i]) {
         memmove(top + i + 1, top + i, (TOP - 1 - i) * sizeof *top);
         memmove(most + i + 1, most + i, (TOP - 1 - i) * sizeof *most);
-        top[i] = o, most[i] = t.allocs;
+        top[i] = o->id, most[i] = t.allocs;
         break;
       }
   }
@@ -208,7 +236,7 @@ int cg_graph_over_cap(lua_State *L, cg_graph *gr) {
   luaL_addvalue(&b);
   for (int i = 0; i < TOP && top[i]; i++) {
     lua_pushfstring(L, "%s #%d (%I bytes)", i ? "," : "; the most:",
-                    (int)top[i]->id, (lua_Integer)most[i]);
+                    (int)top[i], (lua_Integer)most[i]);
     luaL_addvalue(&b);
   }
   luaL_addstring(&b, "; free graphs (g:free()) or raise the cap");
