@@ -39,7 +39,9 @@ void *cg_newobjuv(lua_State *L, cg_ctx *ctx, size_t size, cg_kind kind,
    cg_epoch stood where it stands: no finalizer of the binding has run
    since, so each such address is still that object (any state's: one
    state's values never reach another's stack), and a second look at it
-   needs no metatable. */
+   needs no metatable. A finalizer advances cg_epoch after its work too:
+   the objects it looked up (a graph's pins) may be unreachable as well,
+   and freed by the next cycle without a finalizer of their own. */
 enum { NSETS = 32 }; /* two ways each: a loop's few objects seldom clash */
 static _Thread_local struct { const void *p[NSETS][2]; unsigned epoch; } known;
 
@@ -210,6 +212,7 @@ int cg_close(lua_State *L, cg_kind kind, int collected) {
     cg_check_unused(L, o);
   }
   release(L, o);
+  if (collected) cg_collected(); /* what the release looked up, too */
   return 0;
 }
 

@@ -249,7 +249,8 @@ static int graph_gc(lua_State *L) {
   close_graph(L, gr, 1);
   cg_recs_free(gr->recs); /* what a reader held at the close */
   gr->recs = NULL;
-  return 0;
+  cg_collected(); /* and those of the pins it looked up: unreachable with */
+  return 0;       /* it, the next cycle may free them with no finalizer */
 }
 
 static CUstream launchstream(lua_State *L, cg_graph *gr, int idx,
