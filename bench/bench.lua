@@ -514,12 +514,12 @@ local function in_child(c)
   local cmd = ("%s%s %s %s--case %s"):format(cpu and ("BENCH_CPU=%d ")
     :format(cpu) or "", q(LUA), q(arg[0]), quick and "--quick " or "", c.key)
   local p = assert(io.popen(cmd))
-  local out = p:read("a")
+  local text = p:read("a")
   local ok, _, code = p:close()
-  local line = out:match("\n?row ([^\n]*)\n?$")
+  local line = text:match("\n?row ([^\n]*)\n?$")
   if not ok or not line then
     error(("%s: the case's process failed (exit %s):\n%s"):format(c.key,
-          tostring(code), out), 0)
+          tostring(code), text), 0)
   end
   return assert(load("return {" .. line .. "}", "=row", "t", {}))()
 end
