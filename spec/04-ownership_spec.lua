@@ -155,7 +155,7 @@ describe("every object kind", function()
   end)
 
   it("is kept by a C graph after the Lua graph is freed, and released at lua_close", function()
-    local okp, out = H.capi([[
+    H.capi_passes([[
       local cuda = require "cugraph"
       package.path = os.getenv("CUGRAPH_LUA_SPEC") .. "/?.lua;" .. package.path
       local H = require "support.helper"
@@ -208,8 +208,5 @@ describe("every object kind", function()
       end
       print("script done")
     ]])
-    assert.matches("script done", out)
-    assert.matches("capi: all passed", out)
-    assert.is_true(okp, out)
   end)
 end)

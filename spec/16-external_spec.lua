@@ -226,7 +226,7 @@ describe("cuda.external_semaphore", function()
 
   it("runs a frame graph from C with the values C sets (cugraph_tograph, cugraph_scalar_set)", function()
     if not peer() then return end
-    local okp, out = H.capi([[
+    H.capi_passes([[
       local cuda = require "cugraph"
       package.path = os.getenv("CUGRAPH_LUA_SPEC") .. "/?.lua;" .. package.path
       local H = require "support.helper"
@@ -263,9 +263,6 @@ describe("cuda.external_semaphore", function()
       capi.release(h)
       print("script done")
     ]])
-    assert.matches("script done", out)
-    assert.matches("capi: all passed", out)
-    assert.is_true(okp, out)
   end)
 
   it("refuses values that do not fit the semaphore, before the driver", function()

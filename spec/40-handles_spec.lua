@@ -18,7 +18,7 @@ describe("C handles", function()
   end)
 
   it("share a scalar's device value with the script, each side writing the value it set last", function()
-    local okp, out = H.capi([[
+    H.capi_passes([[
       local cuda = require "cugraph"
       package.path = os.getenv("CUGRAPH_LUA_SPEC") .. "/?.lua;" .. package.path
       local H = require "support.helper"
@@ -42,9 +42,6 @@ describe("C handles", function()
       capi.release(h)
       print("script done")
     ]])
-    assert.matches("script done", out)
-    assert.matches("capi: all passed", out)
-    assert.is_true(okp, out)
   end)
 end)
 

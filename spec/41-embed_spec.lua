@@ -16,7 +16,7 @@ describe("embedding API", function()
   end)
 
   it("lends an engine's CUDA array to scripts, which copy through it and never destroy it", function()
-    local ok, out = H.capi([[
+    H.capi_passes([[
       local cuda = require "cugraph"
       local a = capi.array(8, 4, 2)
       assert(tostring(a):find("f32x2[8x4]", 1, true), tostring(a))
@@ -41,8 +41,5 @@ describe("embedding API", function()
       collectgarbage(); collectgarbage() -- b stays the host's too
       print("script done", b ~= nil)
     ]])
-    assert.is_true(ok, out)
-    assert.matches("script done", out)
-    assert.matches("capi: all passed", out)
   end)
 end)

@@ -168,6 +168,18 @@ function H.capi(src, env)
   return ok, out
 end
 
+--- H.capi(src, env) for a script that ends by printing "script done":
+--- checks that it did and that every check of the host passed; returns
+--- the output.
+function H.capi_passes(src, env)
+  local check = require "luassert" -- busted's assert, from a spec only
+  local ok, out = H.capi(src, env)
+  check.matches("script done", out)
+  check.matches("capi: all passed", out)
+  check.is_true(ok, out)
+  return out
+end
+
 --- Runs the Lua chunk src in one cugraph-lua process per entry of envs (its
 -- variables, "A=1 B=2"), all at once, as srun or mpirun start a job's
 -- ranks, each after env (variables for all) and with args (cugraph-lua's
