@@ -156,17 +156,15 @@ static int memory(lua_State *L) {
      yet collected, and free its records or unlink it */
   size_t ng = 0;
   for (cg_graph *gr = gs->graphs; gr; gr = gr->next) ng++;
-  struct { unsigned id; tally t; } *all = malloc((ng + 1) * sizeof *all);
-  int ok = all != NULL;
-  size_t k = 0;
-  for (cg_graph *gr = gs->graphs; ok && gr; gr = gr->next, k++) {
+  struct tallied { unsigned id; tally t; } *all =  /* the collector's: */
+    lua_newuserdatauv(L, (ng + 1) * sizeof *all, 0); /* no leak on error */
+  size_t k = 0; /* its allocation may have unlinked some: at most ng */
+  for (cg_graph *gr = gs->graphs; gr && k < ng; gr = gr->next, k++) {
     all[k].id = gr->id;
-    ok = count(gr, &all[k].t);
+    if (!count(gr, &all[k].t))
+      luaL_error(L, "cuda.memory(): out of host memory");
   }
-  if (!ok) {
-    free(all);
-    luaL_error(L, "cuda.memory(): out of host memory");
-  }
+  ng = k;
   lua_newtable(L);
   int n = 0;
   for (size_t i = 0; i < ng; i++) {
@@ -177,7 +175,7 @@ static int memory(lua_State *L) {
     setint(L, "keeps_host", all[i].t.host);
     lua_rawseti(L, -2, ++n);
   }
-  free(all);
+  lua_remove(L, -2); /* the tallies */
   /* largest first: allocations plus what it keeps, insertion sort */
   for (int i = 2; i <= n; i++)
     for (int j = i; j > 1; j--) {
@@ -213,7 +211,8 @@ int cg_graph_over_cap(lua_State *L, cg_graph *gr) {
   if (!(mine = t.allocs)) return 0;
   for (cg_graph *o = gs->graphs; o; o = o->next) {
     if (o == gr) continue;
-    if (!count(o, &t)) luaL_error(L, "cuda.graph_memory_cap: out of host memory");
+    if (!count(o, &t))
+      luaL_error(L, "cuda.graph_memory_cap: out of host memory");
     sum += t.allocs;
     for (int i = 0; i < TOP; i++) /* the largest others, in order */
       if (t.allocs > most[i]) {
