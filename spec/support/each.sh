@@ -2,7 +2,8 @@
 # each.sh JOBS FILES -- COMMAND...: runs COMMAND FILE for each spec file in
 # FILES (one word, space-separated), JOBS at once. Each file's output is
 # kept and printed whole once it is done, so outputs do not interleave;
-# the end is one line with the files that failed. Exits 1 if any did.
+# the end is a line with the files that failed, then the sum of all their
+# busted summaries. Exits 1 if any failed.
 # The files numbered in EACH_ALONE (space-separated, "34 40") run after
 # the others, one at a time, with nothing else on the machine.
 jobs=${1:?usage: each.sh JOBS FILES -- COMMAND...}
@@ -31,4 +32,9 @@ run() {
 n=$(ls "$out"/*.done 2>/dev/null | wc -l)
 bad=$(cat "$out"/*.done 2>/dev/null | sed -n 's/^FAILED //p' | tr '\n' ' ')
 echo "each.sh: $n spec files in $jobs jobs${alone:+ (alone after them:$alone)}, failed: ${bad:-none}"
+# the sum of busted's summary lines (its terminal outputs print one a file)
+cat "$out"/*.log 2>/dev/null | sed 's/\x1b\[[0-9;]*m//g' | awk '
+  /^[0-9]+ success(es)? \/ [0-9]+ failures? \/ [0-9]+ errors? \/ [0-9]+ pending/ {
+    s += $1; f += $4; e += $7; p += $10; k++ }
+  END { if (k) printf "each.sh: %d successes / %d failures / %d errors / %d pending, summed over %d files\n", s, f, e, p, k }'
 [ -z "$bad" ] && [ "$n" -eq "$(printf '%s\n' $files | wc -l)" ]
