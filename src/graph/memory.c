@@ -143,6 +143,16 @@ static int graph_memory(lua_State *L) {
   return 1;
 }
 
+typedef struct tallied { unsigned id; tally t; } tallied;
+
+/* Largest first (allocations plus what it keeps), then the newest. */
+static int by_size(const void *a, const void *b) {
+  const tallied *x = a, *y = b;
+  size_t p = x->t.allocs + x->t.device, q = y->t.allocs + y->t.device;
+  if (p != q) return p > q ? -1 : 1;
+  return (x->id < y->id) - (x->id > y->id);
+}
+
 /* cuda.memory() with graphs = {{id =, allocations =, keeps = bytes}, ...}
    from the largest; upvalue 1: the memory function below this layer. */
 static int memory(lua_State *L) {
@@ -153,49 +163,30 @@ static int memory(lua_State *L) {
   cg_graphstate *gs = cg_graphstate_of(L, ctx);
   /* every graph's tally first, with no Lua call between: an allocation
      could run the finalizer of a graph in the list, unreachable but not
-     yet collected, and free its records or unlink it */
+     yet collected, and free its records or unlink it. The tallies are
+     the collector's (no leak on error); their own allocation may have
+     unlinked some graphs, so at most ng are walked. */
   size_t ng = 0;
   for (cg_graph *gr = gs->graphs; gr; gr = gr->next) ng++;
-  struct tallied { unsigned id; tally t; } *all =  /* the collector's: */
-    lua_newuserdatauv(L, (ng + 1) * sizeof *all, 0); /* no leak on error */
-  size_t k = 0; /* its allocation may have unlinked some: at most ng */
+  tallied *all = lua_newuserdatauv(L, (ng + 1) * sizeof *all, 0);
+  size_t k = 0;
   for (cg_graph *gr = gs->graphs; gr && k < ng; gr = gr->next, k++) {
     all[k].id = gr->id;
     if (!count(gr, &all[k].t))
       luaL_error(L, "cuda.memory(): out of host memory");
   }
-  ng = k;
-  lua_newtable(L);
-  int n = 0;
-  for (size_t i = 0; i < ng; i++) {
+  qsort(all, k, sizeof *all, by_size);
+  lua_createtable(L, (int)k, 0);
+  for (size_t i = 0; i < k; i++) {
     lua_createtable(L, 0, 4);
     setint(L, "id", all[i].id);
     setint(L, "allocations", all[i].t.allocs);
     setint(L, "keeps", all[i].t.device);
     setint(L, "keeps_host", all[i].t.host);
-    lua_rawseti(L, -2, ++n);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
-  lua_remove(L, -2); /* the tallies */
-  /* largest first: allocations plus what it keeps, insertion sort */
-  for (int i = 2; i <= n; i++)
-    for (int j = i; j > 1; j--) {
-      lua_rawgeti(L, -1, j - 1);
-      lua_rawgeti(L, -2, j);
-      lua_getfield(L, -2, "allocations");
-      lua_getfield(L, -3, "keeps");
-      lua_Integer a = lua_tointeger(L, -2) + lua_tointeger(L, -1);
-      lua_getfield(L, -3, "allocations");
-      lua_getfield(L, -4, "keeps");
-      lua_Integer b = lua_tointeger(L, -2) + lua_tointeger(L, -1);
-      lua_pop(L, 4);
-      if (a >= b) {
-        lua_pop(L, 2);
-        break;
-      }
-      lua_rawseti(L, -3, j - 1);
-      lua_rawseti(L, -2, j);
-    }
-  lua_setfield(L, -2, "graphs");
+  lua_setfield(L, 1, "graphs");
+  lua_settop(L, 1);
   return 1;
 }
 
