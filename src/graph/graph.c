@@ -249,8 +249,10 @@ static int graph_gc(lua_State *L) {
   close_graph(L, gr, 1);
   cg_recs_free(gr->recs); /* what a reader held at the close */
   gr->recs = NULL;
-  cg_collected(); /* and those of the pins it looked up: unreachable with */
-  return 0;       /* it, the next cycle may free them with no finalizer */
+  /* and those of the pins it looked up: unreachable with it, the next
+     cycle may free them with no finalizer of their own */
+  cg_collected();
+  return 0;
 }
 
 static CUstream launchstream(lua_State *L, cg_graph *gr, int idx,
