@@ -13,10 +13,10 @@ local function with_pending_finalizer(on_gc, fn)
   collectgarbage("incremental", 1, 1000, 30)
   collectgarbage("collect") -- the new pause applies from here
   setmetatable({}, mt)
-  local ok, err = pcall(fn)
+  local r = table.pack(pcall(fn))
   collectgarbage("incremental", 200, 100, 13)
   collectgarbage("collect")
-  return ok, err
+  return table.unpack(r, 1, r.n)
 end
 
 describe("finalizers inside calls", function()
@@ -123,7 +123,8 @@ describe("finalizers inside calls", function()
     other:free()
   end)
 
-  it("g:nodes('detail') and node:info() check the graph after allocating", function()
+  -- They hold the collector: a finalizer pending at the call runs after it.
+  it("g:nodes('detail') and node:info() run no finalizer inside", function()
     local s = cuda.stream()
     local x = cuda.buffer("i32", 64):fill(0)
     local k = H.kernels().inc_i32
@@ -131,16 +132,20 @@ describe("finalizers inside calls", function()
       return s:capture(function() for _ = 1, 3 do k:launch(s, 1, 64, x, 64) end end)
     end
     local g = make()
-    local ok, err = with_pending_finalizer(function() g:free(); make():free() end,
+    local ok, n, list = with_pending_finalizer(function() g:free(); make():free() end,
       function() return g:nodes("detail") end)
-    assert.is_false(ok)
-    assert.matches("attempt to use a freed cugraph.Graph", tostring(err))
+    assert.is_true(ok, n)
+    assert.equals(3, n)
+    assert.equals("kernel", list[3].kind)
+    assert.matches("%(freed%)", tostring(g)) -- the finalizer ran after the call
     g = make()
-    local n = g:node(2)
-    ok, err = with_pending_finalizer(function() g:free(); make():free() end,
-      function() return n:info() end)
-    assert.is_false(ok)
-    assert.matches("attempt to use a freed cugraph.Graph", tostring(err))
+    local node = g:node(2)
+    local info
+    ok, info = with_pending_finalizer(function() g:free(); make():free() end,
+      function() return node:info() end)
+    assert.is_true(ok, info)
+    assert.equals("kernel", info.kind)
+    assert.matches("%(freed%)", tostring(g))
   end)
 
   it("m:reload switches every graph that finalizers capture during it", function()

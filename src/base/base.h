@@ -312,6 +312,17 @@ static inline void cg_ready(lua_State *L, cg_obj *o) {
   if (!o->open || o->scoped || o->ctx->poison || o->ctx->cu != cg_bound)
     cg_ready_slow(L, o);
 }
+/* Holds the collector until the calling C function returns or raises: no
+   finalizer runs meanwhile, so nothing the function looked up (objects,
+   their handles, a graph's records) is freed under it by a finalizer that
+   one of its allocations would have run. Every C function of the runtime
+   that allocates after reading an object calls it first (spec/65 checks
+   every method); hot paths that allocate nothing need not. Pushes one
+   value: a to-be-closed guard, or nil where the collector is not running
+   (held by an outer call, stopped by the host, inside a finalizer); the
+   function must not pop below it (lua_settop there closes it early). */
+void cg_hold(lua_State *L);
+int cg_hold_end(lua_State *L); /* the guard's __close (the sentinel's) */
 /* Raises "attempt to use a freed ..." unless o is open. Any Lua allocation
    can run a finalizer that frees an object explicitly: a C function looks
    up driver handles only after its last allocation, or checks again. */

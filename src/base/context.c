@@ -21,6 +21,23 @@ cg_ctx *cg_sentinel(lua_State *L) {
   return ctx;
 }
 
+/* The guard is the sentinel, whose __close is cg_hold_end: made first in
+   luaopen, so pushing it allocates nothing. */
+void cg_hold(lua_State *L) {
+  if (lua_gc(L, LUA_GCISRUNNING) != 1) {
+    lua_pushnil(L);
+    return;
+  }
+  lua_gc(L, LUA_GCSTOP);
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &sentinel_key);
+  lua_toclose(L, -1);
+}
+
+int cg_hold_end(lua_State *L) {
+  lua_gc(L, LUA_GCRESTART);
+  return 0;
+}
+
 int cg_error_poisoned(lua_State *L, cg_ctx *ctx) {
   char buf[CG_ERRNAME];
   cg_pusherror(L, ctx->poison_api, (int)ctx->poison,
@@ -565,6 +582,8 @@ cg_ctx *cg_sentinel_new(lua_State *L) {
   lua_createtable(L, 0, 2);
   lua_pushcfunction(L, sentinel_gc);
   lua_setfield(L, -2, "__gc");
+  lua_pushcfunction(L, cg_hold_end);
+  lua_setfield(L, -2, "__close");
   lua_setmetatable(L, -2);
   lua_rawsetp(L, LUA_REGISTRYINDEX, &sentinel_key);
   return ctx;

@@ -161,9 +161,6 @@ struct cg_recs {
   size_t label;         /* while capturing: the label of nodes made now */
   size_t lazy;          /* lazy records not yet resolved */
   CUgraphNode tail;     /* the top stream's last node when they were */
-  unsigned busy;        /* readers holding pointers into these records
-                           across allocations (a finalizer they run may
-                           free the graph): the records stay the graph's */
 };
 
 /* A kernel launch as the kernel layer checked it: its parameters, the
@@ -214,10 +211,8 @@ void cg_label_end(cg_ctx *ctx, size_t saved);
 const char *cg_recs_text(const cg_recs *r, size_t at);
 void cg_recs_free(cg_recs *r);
 /* Lets go of a graph's records: kept for the state's next capture (one
-   set), else freed. Not while a reader marks them busy (cg_recs_busy): a
-   close then leaves them to the graph's __gc. */
+   set), else freed. */
 void cg_recs_release(cg_ctx *ctx, cg_recs *r);
-int cg_recs_busy(const cg_recs *r);
 size_t cg_recs_count(const cg_recs *r); /* records in r (NULL: 0) */
 void cg_recs_done(cg_ctx *ctx, const cg_recs *r);
 /* Kernel launches on the top capture stream are recorded without their

@@ -38,11 +38,8 @@ void cg_recs_release(cg_ctx *ctx, cg_recs *r) {
   r->tail = NULL;
   r->lastsrc = r->label = 0;
   r->lastfn = NULL;
-  r->busy = 0;
   cs->spare = r;
 }
-
-int cg_recs_busy(const cg_recs *r) { return r && r->busy; }
 
 size_t cg_recs_count(const cg_recs *r) { return r ? r->n : 0; }
 

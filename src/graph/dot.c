@@ -158,16 +158,12 @@ static int dot(lua_State *L, cg_graph *gr, const char *file, int pidx) {
   dotbuf d = { L, base + 2, 0 };
   size_t id = 0, n = 0;
   double top = 0, *us = NULL;
-  cg_check_open(L, &gr->h);
   if (pidx) {
     CU(L, gr->h.ctx, cuGraphGetNodes, gr->g, NULL, &n);
     us = profile_times(L, pidx, n, &top); /* base + 3 */
   }
   add(&d, "digraph cugraph {\n  node [shape=box];\n");
-  cg_recs *r = gr->recs; /* held by dotgraph across allocations */
-  if (r) r->busy++;
   dotgraph(&d, gr, gr->g, base + 1, &id, us, top);
-  if (r) r->busy--;
   add(&d, "}\n");
   luaL_Buffer b;
   luaL_buffinit(L, &b);
@@ -266,6 +262,9 @@ static int graph_dot(lua_State *L) {
   } else {
     verbose = lua_toboolean(L, 3);
   }
+  cg_hold(L); /* the walk calls the driver on the graph's nodes between
+                 allocations: no finalizer may free the graph meanwhile */
+  cg_check_open(L, &gr->h);
   const char *fmt = image_format(path);
   const char *file = path;
   if (fmt) { /* the description first, in a file removed however it ends */

@@ -129,15 +129,10 @@ static void close_graph(lua_State *L, cg_graph *gr, int idx) {
   free(gr->semvals);
   gr->semvals = NULL;
   gr->nsemvals = 0;
-  int busy = cg_recs_busy(gr->recs); /* a reader holds them: __gc frees */
-  if (!busy) {                       /* them, and the pins stay as they are */
-    cg_recs_release(gr->h.ctx, gr->recs);
-    gr->recs = NULL;
-  }
-  if (lua_getiuservalue(L, idx, 1) == LUA_TTABLE) {
-    if (busy) cg_unpin_set(L, gr->h.ctx, -1, gr->id, 0);
-    else cg_unpin_spare(L, gr->h.ctx, -1, gr->id);
-  }
+  cg_recs_release(gr->h.ctx, gr->recs);
+  gr->recs = NULL;
+  if (lua_getiuservalue(L, idx, 1) == LUA_TTABLE)
+    cg_unpin_spare(L, gr->h.ctx, -1, gr->id);
   lua_pop(L, 1);
   lua_pushnil(L);
   lua_setiuservalue(L, idx, 1);
@@ -171,30 +166,31 @@ static int stream_capture(lua_State *L) {
     lua_pop(L, 3);
   }
   lua_settop(L, 2);
-  cg_graph *gr = cg_newobjuv(L, ctx, sizeof *gr, CG_GRAPH, 3); /* 3 */
+  cg_hold(L); /* 3: no finalizer until the graph is made */
+  cg_graph *gr = cg_newobjuv(L, ctx, sizeof *gr, CG_GRAPH, 3); /* 4 */
   gr->id = nextid(ctx);
   gr->mode = mode_values[mode];
   gr->stream = s->h.drv.stream;
   int scalars;
   cg_recs *recs;
   CUgraph g = cg_capture_graph(L, ctx, s, 1, 2, gr->mode, gr->id, &scalars,
-                               &gr->conds, &recs, 0, NULL, NULL); /* 4: the pins */
+                               &gr->conds, &recs, 0, NULL, NULL); /* 5: the pins */
   gr->g = g;
   gr->recs = recs;
   gr->allocs = cg_recs_allocs(recs);
   gr->auto_free = (unsigned char)auto_free;
   gr->h.open = 1; /* from here __gc releases the graph and the pins */
   cg_track_graph(gr); /* until close_graph */
-  lua_pushvalue(L, 4);
-  lua_setiuservalue(L, 3, 1);
+  lua_pushvalue(L, 5);
+  lua_setiuservalue(L, 4, 1);
   lua_pushvalue(L, 1);
-  lua_setiuservalue(L, 3, 2);
+  lua_setiuservalue(L, 4, 2);
   lua_pushvalue(L, 2);
-  lua_setiuservalue(L, 3, 3);
-  collect(L, gr, 4, scalars);
+  lua_setiuservalue(L, 4, 3);
+  collect(L, gr, 5, scalars);
   gr->semvals = semvals_of(L, recs, &gr->nsemvals);
   if (cg_graph_over_cap(L, gr)) { /* before the driver */
-    close_graph(L, gr, 3);
+    close_graph(L, gr, 4);
     lua_error(L);
   }
   const char *api = "cuGraphInstantiate";
@@ -205,10 +201,10 @@ static int stream_capture(lua_State *L) {
     r = cg_drv.cuGraphUpload(gr->h.drv.exec, gr->stream);
   }
   if (r != CUDA_SUCCESS) { /* the graph never reaches the user: undo */
-    close_graph(L, gr, 3);
+    close_graph(L, gr, 4);
     cg_check(L, ctx, api, r);
   }
-  lua_settop(L, 3);
+  lua_settop(L, 4);
   return 1;
 }
 
@@ -452,21 +448,19 @@ static int graph_update(lua_State *L) {
   if (gr->conds)
     luaL_error(L, "cugraph.Graph #%d has conditional nodes, which the driver "
                "cannot update: capture a new graph", (int)gr->id);
-  if (cg_recs_busy(gr->recs))
-    luaL_error(L, "cugraph.Graph #%d: g:update while a method of the graph "
-               "reads its nodes (from a finalizer?)", (int)gr->id);
   if (gr->nsemvals)
     luaL_error(L, "cugraph.Graph #%d has external semaphore nodes whose "
                "value is a cugraph.Scalar's, which an update cannot keep: "
                "capture a new graph", (int)gr->id);
-  lua_getiuservalue(L, 1, 2); /* 3: the capture stream */
-  lua_getiuservalue(L, 1, 1); /* 4: the pins in use */
+  cg_hold(L);                 /* 3: no finalizer until it is done */
+  lua_getiuservalue(L, 1, 2); /* 4: the capture stream */
+  lua_getiuservalue(L, 1, 1); /* 5: the pins in use */
   int scalars;
   unsigned conds;
   cg_recs *recs;
-  CUgraph g = cg_capture_graph(L, ctx, cg_checkobj(L, 3, CG_STREAM), 3, 2,
-                               gr->mode, gr->id, &scalars, &conds, &recs, 4,
-                               &gr->h.open, NULL); /* 5: the new pins */
+  CUgraph g = cg_capture_graph(L, ctx, cg_checkobj(L, 4, CG_STREAM), 4, 2,
+                               gr->mode, gr->id, &scalars, &conds, &recs, 5,
+                               &gr->h.open, NULL); /* 6: the new pins */
   CUgraphExecUpdateResultInfo info;
   memset(&info, 0, sizeof info);
   int semvals = count_semvals(recs);
@@ -477,8 +471,8 @@ static int graph_update(lua_State *L) {
     r = CUDA_ERROR_NOT_SUPPORTED;
   if (r != CUDA_SUCCESS) {
     cg_recs_release(ctx, recs);
-    cg_unpin_set(L, ctx, 5, gr->id, 0);
-    if (gr->h.open) cg_stamp_set(L, ctx, 4, gr->id);
+    cg_unpin_set(L, ctx, 6, gr->id, 0);
+    if (gr->h.open) cg_stamp_set(L, ctx, 5, gr->id);
     cg_release(L, ctx, CG_H_GRAPH, (cg_handle){ .graph = g });
     if (!gr->h.open)
       return luaL_error(L, "cugraph.Graph #%d was freed inside its own "
@@ -504,18 +498,18 @@ static int graph_update(lua_State *L) {
                                  "graph instead", update_reason(info.result)));
     return lua_error(L);
   }
-  cg_stamp_set(L, ctx, 5, gr->id);
-  lua_pushvalue(L, 5);
+  cg_stamp_set(L, ctx, 6, gr->id);
+  lua_pushvalue(L, 6);
   lua_setiuservalue(L, 1, 1);
   lua_pushvalue(L, 2);
   lua_setiuservalue(L, 1, 3);
-  cg_unpin_spare(L, ctx, 4, gr->id);
+  cg_unpin_spare(L, ctx, 5, gr->id);
   cg_release(L, ctx, CG_H_GRAPH, (cg_handle){ .graph = gr->g });
   gr->g = g;
-  cg_recs_release(ctx, gr->recs); /* not busy: checked first */
+  cg_recs_release(ctx, gr->recs);
   gr->recs = recs;
   gr->updated = 1; /* the exec's nodes stay those of the first capture */
-  collect(L, gr, 5, scalars);
+  collect(L, gr, 6, scalars);
   lua_settop(L, 1);
   return 1;
 }

@@ -37,18 +37,6 @@ static cg_rec *noderec(lua_State *L, cg_graph **pgr) {
 
 static int nodes_detail(lua_State *L, cg_graph *gr);
 
-/* Record index of gr again after an allocation, which may have run a
-   finalizer that freed or changed the graph (its records then differ from
-   was): raises then. */
-static cg_rec *samerec(lua_State *L, cg_graph *gr, const cg_recs *was,
-                       size_t index) {
-  cg_check_open(L, &gr->h);
-  if (gr->recs != was || !was || index >= was->n)
-    luaL_error(L, "cugraph.Graph #%d changed while its node was set (a "
-               "finalizer updated it)", (int)gr->id);
-  return &gr->recs->v[index];
-}
-
 static const char *const kinds[] = {
   "kernel", "memcpy", "memset", "host", "graph", "empty", "wait_event",
   "event_record", "ext_semas_signal", "ext_semas_wait", "mem_alloc",
@@ -230,7 +218,6 @@ void cg_push_record(lua_State *L, const cg_recs *r, size_t i) {
 static void pushrec(lua_State *L, cg_graph *gr, size_t i, int map) {
   cg_recs *r = gr->recs;
   const cg_rec *e = &r->v[i];
-  r->busy++; /* the strings and tables below may run finalizers */
   cg_push_record(L, r, i);
   if (e->kind == NK_KERNEL) {
     const cg_kernel *k = (const cg_kernel *)e->kernel;
@@ -263,25 +250,21 @@ static void pushrec(lua_State *L, cg_graph *gr, size_t i, int map) {
       lua_setfield(L, -2, "src");
     }
   }
-  r->busy--;
 }
 
 static int nodes_detail(lua_State *L, cg_graph *gr) {
   lua_settop(L, 1);
+  cg_hold(L); /* 2: the records are read between allocations */
   lua_getiuservalue(L, 1, 1);
-  pushobjects(L, 2); /* 3 */
-  lua_newtable(L);   /* 4 */
-  cg_check_open(L, &gr->h); /* the allocations may have run a finalizer */
-  cg_recs *r = gr->recs;
-  size_t n = r ? r->n : 0;
-  if (r) r->busy++;
+  pushobjects(L, 3); /* 4 */
+  lua_newtable(L);   /* 5 */
+  size_t n = gr->recs ? gr->recs->n : 0;
   for (size_t i = 0; i < n; i++) {
-    pushrec(L, gr, i, 3);
-    lua_rawseti(L, 4, (lua_Integer)i + 1);
+    pushrec(L, gr, i, 4);
+    lua_rawseti(L, 5, (lua_Integer)i + 1);
   }
-  if (r) r->busy--;
   lua_pushinteger(L, (lua_Integer)n);
-  lua_insert(L, 4);
+  lua_insert(L, 5);
   return 2;
 }
 
@@ -289,11 +272,11 @@ static int nodes_detail(lua_State *L, cg_graph *gr) {
 static int node_info(lua_State *L) {
   cg_graph *gr;
   lua_settop(L, 1);
-  noderec(L, &gr); /* 2: the graph */
-  lua_getiuservalue(L, 2, 1);
-  pushobjects(L, 3); /* 4 */
-  noderec(L, &gr); /* again: the allocations may have run a finalizer */
-  pushrec(L, gr, ((cg_node *)lua_touserdata(L, 1))->index, 4);
+  cg_hold(L);      /* 2 */
+  noderec(L, &gr); /* 3: the graph */
+  lua_getiuservalue(L, 3, 1);
+  pushobjects(L, 4); /* 5 */
+  pushrec(L, gr, ((cg_node *)lua_touserdata(L, 1))->index, 5);
   return 1;
 }
 
@@ -302,6 +285,7 @@ static int node_info(lua_State *L) {
 static int node_set(lua_State *L) {
   int argc = lua_gettop(L) - 1;
   cg_graph *gr;
+  cg_hold(L); /* the node's record is read across allocations */
   cg_rec *e = noderec(L, &gr);
   size_t index = ((cg_node *)lua_touserdata(L, 1))->index;
   int gidx = lua_gettop(L);
@@ -310,16 +294,13 @@ static int node_set(lua_State *L) {
     return luaL_error(L, "node:set(): node %d is a %s node; rebind its "
                       "buffers with g:rebind", (int)index + 1,
                       cg_nk_names[e->kind]);
-  const cg_recs *was_recs = gr->recs;
   lua_getiuservalue(L, gidx, 1);
   int pidx = lua_gettop(L);
-  pushobjects(L, pidx); /* allocates: a finalizer may free or change gr */
+  pushobjects(L, pidx);
   int map = lua_gettop(L);
-  e = samerec(L, gr, was_recs, index);
   pushobj(L, map, e->kernel); /* the kernel, pinned by the graph */
   int kidx = lua_gettop(L);
   cg_kernel_args(L, kidx, 2, argc);
-  e = samerec(L, gr, was_recs, index);
   cg_recs *r = gr->recs;
   const cg_kernel *k = (const cg_kernel *)e->kernel;
   uint64_t argw[CG_MAX_PARAMS * 4];
@@ -349,7 +330,6 @@ static int node_set(lua_State *L) {
   }
   memcpy(r->words + e->word0, argw, nw * 8);
   e->dirty = 1;
-  r->busy++;
   for (int j = 0; j < k->nparams; j++)
     if (r->objs[e->arg0 + (size_t)j]) cg_graph_pin(L, gr, pidx, 2 + j);
   for (int j = 0; j < k->nparams; j++)
@@ -359,7 +339,6 @@ static int node_set(lua_State *L) {
       lua_pop(L, 1);
     }
   if (scalars) cg_graph_rescan(L, gr, gidx);
-  r->busy--;
   lua_settop(L, 1);
   return 1;
 }
@@ -406,6 +385,7 @@ static int node_gc(lua_State *L) { return cg_close(L, CG_NODE, 1); }
 static int node_tostring(lua_State *L) {
   cg_node *n = cg_toobj(L, 1, CG_NODE);
   if (!n->h.open) return cg_tostring(L, &n->h, "");
+  cg_hold(L); /* the record is read across the strings' allocations */
   lua_getiuservalue(L, 1, 1);
   cg_graph *gr = cg_toobj(L, -1, CG_GRAPH);
   if (!gr->h.open || !gr->recs || n->index >= gr->recs->n)
@@ -413,7 +393,6 @@ static int node_tostring(lua_State *L) {
   cg_recs *r = gr->recs;
   const cg_rec *e = &r->v[n->index];
   const char *what = cg_nk_names[e->kind];
-  r->busy++; /* the strings below may run finalizers */
   if (e->kind == NK_KERNEL) {
     const cg_kernel *k = (const cg_kernel *)e->kernel;
     what = lua_pushfstring(L, "kernel %s", k->name);
@@ -421,7 +400,6 @@ static int node_tostring(lua_State *L) {
   cg_tostring(L, &n->h, " %d of cugraph.Graph #%d (%s%s%s:%d)",
               (int)n->index + 1, (int)gr->id, what, e->src ? " at " : "",
               e->src ? cg_recs_text(r, e->src) : "", e->line);
-  r->busy--;
   return 1;
 }
 

@@ -447,13 +447,15 @@ static int graph_profile(lua_State *L) {
                (int)gr->id);
   if (method < 0) method = copyable ? 0 : 1;
   if (method != 0) copyable = 0; /* no copy with event nodes */
-  scratch *s = lua_newuserdatauv(L, sizeof *s, 0); /* 4 */
+  cg_hold(L); /* 4: no finalizer frees the graph, its stream or its
+                 buffers while the profile replays them */
+  scratch *s = lua_newuserdatauv(L, sizeof *s, 0); /* 5 */
   memset(s, 0, sizeof *s);
   luaL_setmetatable(L, SCRATCH);
-  lua_toclose(L, 4);
+  lua_toclose(L, 5);
   s->ctx = ctx;
-  lua_createtable(L, 4, 0); /* 5: the graph objects of the units */
-  int graphs = 5;
+  lua_createtable(L, 4, 0); /* 6: the graph objects of the units */
+  int graphs = 6;
   lua_pushvalue(L, 1);
   lua_rawseti(L, graphs, 1);
   size_t n = 0; /* the graph's own nodes: units 0 .. n - 1 */
@@ -466,14 +468,14 @@ static int graph_profile(lua_State *L) {
   for (size_t i = 0; i < (timed ? 2 * nu : 0) + 2; i++, s->nev++)
     CU(L, ctx, cuEventCreate, &s->ev[i], CU_EVENT_DEFAULT);
   size_t cells = (size_t)reps * nu;
-  double *dur = cg_profile_temp(L, 2 * cells, sizeof *dur); /* 6, ms */
+  double *dur = cg_profile_temp(L, 2 * cells, sizeof *dur); /* 7, ms */
   double *start = dur + cells;
-  double *work = cg_profile_temp(L, (size_t)reps, sizeof *work);  /* 7 */
+  double *work = cg_profile_temp(L, (size_t)reps, sizeof *work);  /* 8 */
   int sim = cg_drv.cuSimEventInstructions != NULL; /* counts too */
-  double *ins = cg_profile_temp(L, sim ? cells + (size_t)reps : 0, /* 8 */
+  double *ins = cg_profile_temp(L, sim ? cells + (size_t)reps : 0, /* 9 */
                                 sizeof *ins);
   double *insw = ins + cells;
-  size_t *order = cg_profile_temp(L, 2 * nu, sizeof *order);     /* 9 */
+  size_t *order = cg_profile_temp(L, 2 * nu, sizeof *order);     /* 10 */
   size_t *at = order + nu;
 
   /* the graph itself, back to back: one replay to warm up, then reps */
@@ -534,7 +536,7 @@ static int graph_profile(lua_State *L) {
     double m = cg_median(start + i, (size_t)reps, nu, work);
     if (i == 0 || m < t0) t0 = m;
   }
-  lua_createtable(L, (int)nu, 0); /* 10: the nodes */
+  lua_createtable(L, (int)nu, 0); /* 11: the nodes */
   int nodes = lua_gettop(L);
   size_t *pos = cg_profile_temp(L, nu, sizeof *pos); /* unit -> node index */
   for (size_t k = 0; k < nu; k++) {

@@ -35,7 +35,6 @@ void cg_profile_recnodes(lua_State *L, cg_recs *r, lua_Integer reps,
   size_t stride = n ? n : 1;
   double *tmp = cg_profile_temp(L, (size_t)reps, sizeof *tmp);
   lua_createtable(L, (int)n, 0);
-  r->busy++; /* the tables may run finalizers */
   for (size_t i = 0; i < n; i++) {
     const cg_rec *e = &r->v[i];
     cg_push_record(L, r, i);
@@ -66,7 +65,6 @@ void cg_profile_recnodes(lua_State *L, cg_recs *r, lua_Integer reps,
     }
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
-  r->busy--;
   lua_remove(L, -2); /* tmp */
 }
 

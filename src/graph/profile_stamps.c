@@ -25,7 +25,6 @@ typedef struct scratch {
   cg_ctx *ctx;
   int pinned;           /* the user value holds pins to let go */
   cg_recs *recs;        /* the copy's records */
-  cg_recs *held;        /* the graph's, busy while the profile reads them */
   CUdeviceptr mem;
   CUgraph g;
   CUgraphExec x;
@@ -42,7 +41,6 @@ static int scratch_close(lua_State *L) {
   for (int i = 0; i < 2; i++)
     cg_release(L, ctx, CG_H_EVENT, (cg_handle){ .event = s->ev[i] });
   cg_recs_release(ctx, s->recs);
-  if (s->held) s->held->busy--;
   if (s->pinned) {
     lua_getiuservalue(L, 1, 1); /* with id 0: the graph keeps its id */
     cg_unpin_set(L, ctx, -1, 0, 0);   /* on what it uses too */
@@ -160,11 +158,8 @@ int cg_profile_stamps(lua_State *L, cg_graph *gr, CUstream st,
     return 0;
   }
   int base = lua_gettop(L);
-  cg_recs *held = gr->recs; /* a finalizer may free the graph: the */
-  held->busy++;             /* records stay, busy until the close */
   scratch *s = lua_newuserdatauv(L, sizeof *s, 1); /* base + 1 */
   memset(s, 0, sizeof *s);
-  s->held = held;
   luaL_setmetatable(L, SCRATCH);
   lua_toclose(L, base + 1);
   s->ctx = ctx;

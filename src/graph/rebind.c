@@ -252,6 +252,7 @@ static int graph_rebind(lua_State *L) {
     news[i] = n;
     scalars |= o->kind == CG_SCALAR;
   }
+  cg_hold(L); /* the records are changed across the pins' allocations */
   cg_graph_resolve(L, gr);
   cg_recs *r = gr->recs;
   size_t n = r ? r->n : 0;
@@ -307,7 +308,6 @@ static int graph_rebind(lua_State *L) {
       w += words(&k->params[a]);
     }
   }
-  if (r) r->busy++;
   lua_getiuservalue(L, 1, 1); /* the pins: the news in, the olds unused out */
   int pidx = lua_gettop(L);
   for (int i = 0; i < np; i++) cg_graph_pin(L, gr, pidx, 3 + 2 * i);
@@ -315,7 +315,6 @@ static int graph_rebind(lua_State *L) {
     if (!subst_back(olds[i], news, np))     /* used only as another's new */
       cg_graph_unpin(L, gr, pidx, 2 + 2 * i);
   if (scalars) cg_graph_rescan(L, gr, 1);
-  if (r) r->busy--;
   lua_settop(L, 1);
   return 1;
 }
