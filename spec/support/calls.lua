@@ -9,7 +9,8 @@
 -- a list of such functions gives the call's variants (options that take
 -- other paths through it).
 -- F makes fresh objects for each call; F.mem(type, n) makes the buffers the
--- call uses as device memory (spec/66 gives bad ones in their place), and
+-- call uses as device memory (spec/66 gives bad ones in their place),
+-- F.buf(type, n) the buffers it does not (a view's buffer, a graph's), and
 -- F.fn(body) the Lua functions the call runs (spec/65 tells their code from
 -- the call's own). An entry may return nil and a reason where what it needs
 -- cannot be had here (no peer API, no NCCL, no GL).
@@ -33,12 +34,11 @@ return function(cuda, H)
     return setmetatable({ hooks = hooks or {}, made = {} }, F)
   end
 
+  function F:buf(t, n) return cuda.buffer(t or "f32", n or N):fill(1) end
   function F:mem(t, n)
-    if self.hooks.mem then
-      local b = self.hooks.mem(t or "f32", n or N)
-      if b then return b end
-    end
-    return cuda.buffer(t or "f32", n or N):fill(1)
+    self.nmem = (self.nmem or 0) + 1
+    local b = self.hooks.mem and self.hooks.mem(t or "f32", n or N, self.nmem)
+    return b or self:buf(t, n)
   end
   function F:fn(body)
     local hook = self.hooks.fn
@@ -57,7 +57,7 @@ return function(cuda, H)
   function F:kernel() return self:module().inc_i32 end
   function F:condition() return cuda.condition(0) end
   function F:graph()
-    local s, x = cuda.stream(), self:mem("i32")
+    local s, x = cuda.stream(), self:buf("i32")
     return s:capture(self:fn(function() m.inc_i32:launch(s, 1, N, x, N) end))
   end
   function F:array() return cuda.array("f32", 16, 16) end
@@ -110,11 +110,11 @@ return function(cuda, H)
 
   -- Stream
   def("Stream:capture", function(F)
-    local s, x = F:stream(), F:mem("i32")
+    local s, x = F:stream(), F:buf("i32")
     return s, F:fn(function() m.inc_i32:launch(s, 1, N, x, N) end)
   end)
   def("Stream:label", function(F)
-    local s, x = F:stream(), F:mem("i32")
+    local s, x = F:stream(), F:buf("i32")
     return s, "step", F:fn(function(ls) m.inc_i32:launch(ls, 1, N, x, N) end)
   end)
   def("Stream:wait", function(F) return F:stream(), F:event():record() end)
@@ -135,7 +135,7 @@ return function(cuda, H)
   def("Stream:handle", function(F) return F:stream() end)
   -- these record nodes: called inside a capture on their stream (in_capture)
   def("Stream:loop_while", function(F)
-    local c, y = cuda.condition(1), F:mem("i32")
+    local c, y = cuda.condition(1), F:buf("i32")
     return F:stream(), c, F:fn(function(bs)
       m.inc_i32:launch(bs, 1, N, y, N)
       c:count_down(bs, 1)
@@ -145,11 +145,11 @@ return function(cuda, H)
     return F:fn(function(bs) m.inc_i32:launch(bs, 1, N, x, N) end)
   end
   def("Stream:branch", function(F)
-    local x = F:mem("i32")
+    local x = F:buf("i32")
     return F:stream(), F:condition(), body(F, x), body(F, x)
   end)
   def("Stream:switch", function(F)
-    local x = F:mem("i32")
+    local x = F:buf("i32")
     return F:stream(), F:condition(), { body(F, x), body(F, x) }
   end)
 
@@ -183,27 +183,27 @@ return function(cuda, H)
   for i = 1, N do data[i] = i end
   def("Buffer:upload", function(F) return F:mem("f32"), data, 0, F:stream() end)
   def("Buffer:download_into", function(F) return F:mem("f32"), F:host("f32"), 0, F:stream() end)
-  def("Buffer:view", function(F) return F:mem("f32"), 8, 8 end)
-  def("Buffer:managed", function(F) return F:mem() end)
-  def("Buffer:pitch", function(F) return F:mem() end)
-  def("Buffer:shape", function(F) return F:mem() end)
+  def("Buffer:view", function(F) return F:buf("f32"), 8, 8 end)
+  def("Buffer:managed", function(F) return F:buf() end)
+  def("Buffer:pitch", function(F) return F:buf() end)
+  def("Buffer:shape", function(F) return F:buf() end)
   def("Buffer:copy2d", function(F) return F:mem("f32"), F:mem("f32"), 16, 16 end)
   def("Buffer:copy3d", function(F) return F:mem("f32"), F:mem("f32"), 8, 8, 4 end)
   def("Buffer:prefetch", function(F) return cuda.managed("f32", N), "device" end)
   def("Buffer:advise", function(F) return cuda.managed("f32", N), "read_mostly" end)
-  def("Buffer:parent", function(F) return F:mem():view(4) end)
+  def("Buffer:parent", function(F) return F:buf():view(4) end)
   def("Buffer:download", function(F) return F:mem("f32"), "table", 0, 16 end)
   def("Buffer:fill", function(F) return F:mem("f32"), 2, F:stream() end)
   def("Buffer:copy", function(F) return F:mem("f32"), F:mem("f32"), F:stream() end)
-  def("Buffer:type", function(F) return F:mem() end)
-  def("Buffer:bytes", function(F) return F:mem() end)
-  def("Buffer:address", function(F) return F:mem() end)
+  def("Buffer:type", function(F) return F:buf() end)
+  def("Buffer:bytes", function(F) return F:buf() end)
+  def("Buffer:address", function(F) return F:buf() end)
   def("Buffer:save", function(F) return F:mem("f32"), F:path() end)
   def("Buffer:dlpack", function(F) return F:mem("f32") end)
 
   -- DLTensor
-  def("DLTensor:shape", function(F) return F:mem():dlpack() end)
-  def("DLTensor:type", function(F) return F:mem():dlpack() end)
+  def("DLTensor:shape", function(F) return F:buf():dlpack() end)
+  def("DLTensor:type", function(F) return F:buf():dlpack() end)
 
   -- Comm
   local function comm2(F, ...)
@@ -323,14 +323,14 @@ return function(cuda, H)
   def("Graph:replay", function(F) return F:graph(), 2, F:stream() end)
   def("Graph:upload", function(F) return F:graph(), F:stream() end)
   def("Graph:update", function(F)
-    local s, x = F:stream(), F:mem("i32")
+    local s, x = F:stream(), F:buf("i32")
     local g = s:capture(function() m.inc_i32:launch(s, 1, N, x, N) end)
     return g, F:fn(function() m.inc_i32:launch(s, 1, N, x, N) end)
   end)
   def("Graph:nodes", function(F) return F:graph(), "detail" end)
   def("Graph:node", function(F) return F:graph(), 1 end)
   def("Graph:rebind", function(F)
-    local s, x = F:stream(), F:mem("i32")
+    local s, x = F:stream(), F:buf("i32")
     local g = s:capture(function() m.inc_i32:launch(s, 1, N, x, N) end)
     return g, x, F:mem("i32")
   end)
@@ -353,7 +353,7 @@ return function(cuda, H)
   def("Graph:id", function(F) return F:graph() end)
   def("Graph:handle", function(F) return F:graph() end)
   def("Node:set", function(F)
-    local s, x = F:stream(), F:mem("i32")
+    local s, x = F:stream(), F:buf("i32")
     local g = s:capture(function() m.inc_i32:launch(s, 1, N, x, N) end)
     return g:node(1), F:mem("i32"), N
   end)
@@ -387,7 +387,7 @@ return function(cuda, H)
   def("cuda.current_device", function() end)
   def("cuda.device", function() return 0 end)
   def("cuda.device_count", function() end)
-  def("cuda.device_of", function(F) return F:mem() end)
+  def("cuda.device_of", function(F) return F:buf() end)
   def("cuda.elementwise", function() return "f32 x -> f32 y", "y = 2 * x" end)
   def("cuda.enable_peer_access", function() return 0, 0 end)
   def("cuda.entries", function() return ptx end)
@@ -406,7 +406,7 @@ return function(cuda, H)
   end)
   def("cuda.fft", function() return { 16, 16 }, "c2c" end)
   def("cuda.fft_version", function() end)
-  def("cuda.from_dlpack", function(F) return F:mem():dlpack() end)
+  def("cuda.from_dlpack", function(F) return F:buf():dlpack() end)
   def("cuda.gl_buffer", function()
     if not gl then return nil, no_gl end
     return 8, "f32"
@@ -474,15 +474,113 @@ return function(cuda, H)
   -- an object of each type, for the methods every type has (free, close,
   -- __tostring, ...)
   local makers = {
-    Stream = F.stream, Buffer = F.mem, HostBuffer = F.host, Scalar = F.scalar,
+    Stream = F.stream, Buffer = F.buf, HostBuffer = F.host, Scalar = F.scalar,
     Event = F.event, Module = F.module, Kernel = F.kernel, Graph = F.graph,
     Node = function(F) return F:graph():node(1) end, Condition = F.condition,
     Array = F.array, Texture = F.texture, Surface = F.surface, Blas = F.blas,
     FFT = F.fft, Rng = F.rng, Elementwise = F.elementwise,
     Reduction = F.reduction, ExternalMemory = F.extmem,
     ExternalSemaphore = F.extsem, Comm = F.comm, GLResource = F.glres,
-    DLTensor = function(F) return F:mem():dlpack() end,
+    DLTensor = function(F) return F:buf():dlpack() end,
   }
-  return { calls = calls, fixtures = fixtures, in_capture = in_capture,
-           runs_kernels = runs_kernels, makers = makers }
+  -- the calls that hand a bare pointer to code of the script's: how much
+  -- of it the code touches is the code's own
+  local raw = { ["Kernel:launch"] = true, ["Node:set"] = true }
+  local C = { calls = calls, fixtures = fixtures, in_capture = in_capture,
+              runs_kernels = runs_kernels, makers = makers, raw = raw }
+
+  -- The names of every function and method, from the runtime.
+  function C.names()
+    local list, seen = {}, {}
+    local function add(name)
+      if not seen[name] then seen[name], list[#list + 1] = true, name end
+    end
+    for k, v in pairs(cuda) do
+      if type(v) == "function" then add("cuda." .. k) end
+    end
+    local types = {}
+    for name, mt in pairs(debug.getregistry()) do -- the core's types
+      if type(name) == "string" and type(mt) == "table" and name:match("^cugraph%.%u")
+         and type(mt.methods) == "table" then
+        types[name:sub(9)] = mt
+      end
+    end
+    for _, t in ipairs { "Rng", "Elementwise", "Reduction" } do -- the front end's
+      types[t] = debug.getmetatable(C.makers[t](C.fixtures()))
+    end
+    for t, mt in pairs(types) do
+      for k, v in pairs(mt.methods) do
+        if type(v) == "function" then add(t .. ":" .. k) end
+      end
+      for k, v in pairs(mt) do
+        if type(v) == "function" and k:match("^__") and k ~= "__gc" and k ~= "__close" then
+          add(t .. ":" .. k)
+        end
+      end
+    end
+    table.sort(list)
+    return list
+  end
+
+  -- Metamethods of one argument, and what every type has, made generically.
+  C.generic = { free = true, close = true, __tostring = true, __len = true,
+    __index = true }
+
+  -- The calls of name: its recipe, or the list of its variants.
+  function C.recipes(name)
+    local t, method = name:match("^(%w+):([%w_]+)$")
+    local r = C.calls[name]
+    if not r and t and C.generic[method] and C.makers[t] then
+      r = function(F) return C.makers[t](F), method == "__index" and "free" or nil end
+    end
+    if type(r) == "function" then return { r } end
+    return r
+  end
+
+  -- The function and the arguments of the call of name by recipe, or nil
+  -- and why.
+  function C.prepare(name, recipe, F)
+    local t, method = name:match("^(%w+):([%w_]+)$")
+    local args = table.pack(recipe(F))
+    if args[1] == nil and args.n >= 2 then return nil, args[2] end
+    if not t then return cuda[name:sub(6)], args end
+    if args[1] == nil then return nil, "no " .. t .. " here" end
+    local mt = debug.getmetatable(args[1])
+    return mt.methods[method] or mt[method], args
+  end
+
+  -- The objects of the runtime among the arguments (and in their tables),
+  -- and those they stand on (user value 1: a view's buffer, a kernel's
+  -- module, a node's graph).
+  function C.touched(args)
+    local list, seen = {}, {}
+    local function add(v, depth)
+      if type(v) == "table" and depth < 2 and not getmetatable(v) then
+        for _, x in pairs(v) do add(x, depth + 1) end
+      elseif type(v) == "userdata" or (type(v) == "table" and getmetatable(v)) then
+        if seen[v] or not pcall(function() return v.free end) or not v.free then return end
+        seen[v], list[#list + 1] = true, v
+        if type(v) == "userdata" then add(debug.getuservalue(v, 1), depth) end
+      end
+    end
+    for i = 1, args.n do add(args[i], 0) end
+    return list
+  end
+
+  local function first_stream(args)
+    for i = 1, args.n do
+      if getmetatable(args[i]) == "cugraph.Stream" then return args[i] end
+    end
+  end
+
+  -- The call itself, inside a capture where it records a node (the capture
+  -- on its first stream; the graph is freed).
+  function C.invoke(name, fn, args)
+    local wrap = C.in_capture[name]
+    if not wrap then return fn(table.unpack(args, 1, args.n)) end
+    local s = first_stream(args)
+    s:capture(function() wrap(fn, table.unpack(args, 1, args.n)) end):free()
+  end
+
+  return C
 end

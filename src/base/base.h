@@ -214,8 +214,10 @@ void cg_set_capture(cg_ctx *ctx, cg_capture *c); /* in every device's */
 /* Raises "what: objects of device a and device b" for work that must stay
    on one device. */
 int cg_error_devices(lua_State *L, cg_ctx *a, cg_ctx *b, const char *what);
-/* Raises unless a launch on device ctx may read memory of device other:
-   enables peer access on demand; the message names both devices. */
+/* NULL when work on device ctx may read memory of device other (peer
+   access is turned on here when it can be), else why not (pushed, naming
+   both devices); cg_check_reach raises "what: why". */
+const char *cg_reach_why(lua_State *L, cg_ctx *ctx, cg_ctx *other);
 void cg_check_reach(lua_State *L, cg_ctx *ctx, cg_ctx *other,
                     const char *what);
 /* Whether device a may access memory of device b (CG_PEER_*), asked once;

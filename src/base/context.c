@@ -241,22 +241,30 @@ void cg_enable_peer(lua_State *L, cg_ctx *a, cg_ctx *b) {
   if (b->ordinal < CG_MAXPEER) a->peer[b->ordinal] = CG_PEER_ON;
 }
 
-void cg_check_reach(lua_State *L, cg_ctx *ctx, cg_ctx *other,
-                    const char *what) {
-  if (ctx == other) return;
+const char *cg_reach_why(lua_State *L, cg_ctx *ctx, cg_ctx *other) {
+  if (ctx == other) return NULL;
   if (other->ordinal < CG_MAXPEER && ctx->peer[other->ordinal] == CG_PEER_ON)
-    return;
+    return NULL;
   if (ctx->capture)
-    luaL_error(L, "%s: device %d would read memory of device %d, and peer "
-               "access is enabled outside captures: call "
-               "cuda.enable_peer_access(%d, %d) before the capture", what,
-               ctx->ordinal, other->ordinal, ctx->ordinal, other->ordinal);
+    return lua_pushfstring(L, "device %d would read memory of device %d, and "
+                           "peer access is enabled outside captures: call "
+                           "cuda.enable_peer_access(%d, %d) before the "
+                           "capture", ctx->ordinal, other->ordinal,
+                           ctx->ordinal, other->ordinal);
   if (cg_peer_state(L, ctx, other) == CG_PEER_NONE)
-    luaL_error(L, "%s: device %d cannot access memory of device %d (no peer "
-               "access between them); copy the data with dst:copy(src)", what,
-               ctx->ordinal, other->ordinal);
+    return lua_pushfstring(L, "device %d cannot access memory of device %d "
+                           "(no peer access between them); copy the data "
+                           "with dst:copy(src)", ctx->ordinal,
+                           other->ordinal);
   cg_enable_peer(L, ctx, other);
   current(L, ctx);
+  return NULL;
+}
+
+void cg_check_reach(lua_State *L, cg_ctx *ctx, cg_ctx *other,
+                    const char *what) {
+  const char *why = cg_reach_why(L, ctx, other);
+  if (why) luaL_error(L, "%s: %s", what, why);
 }
 
 /* -- the gate between captures and whole-device waits -------------------- */

@@ -101,7 +101,9 @@ static const char *why(const char *call, CUptiResult r) {
 const char *cg_cupti_start(void) {
   const char *e = cg_cupti_load();
   if (e) return e;
-  pthread_mutex_lock(&recording);
+  if (pthread_mutex_trylock(&recording)) /* never waits, or waits for us */
+    return "another activity profile is running in this process (CUPTI's "
+           "records are one process's): profile one graph at a time";
   CUptiResult r = CUPTI_SUCCESS;
   if (!registered) {
     r = cg_cupti.cuptiActivityRegisterCallbacks(request, complete);

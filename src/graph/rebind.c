@@ -235,7 +235,8 @@ static int graph_rebind(lua_State *L) {
     cg_obj *o = bufobj(L, ctx, at), *n = bufobj(L, ctx, at + 1);
     if (!o || !n)
       luaL_typeerror(L, o ? at + 1 : at, "cugraph.Buffer or cugraph.Scalar");
-    cg_check_open(L, n);
+    const char *why = cg_mem_why(L, ctx, n);
+    if (why) luaL_argerror(L, at + 1, why);
     size_t on = o->kind == CG_SCALAR ? 1 : ((cg_buffer *)o)->n;
     size_t nn = n->kind == CG_SCALAR ? 1 : ((cg_buffer *)n)->n;
     int ot = o->kind == CG_SCALAR ? (int)((cg_scalar *)o)->type

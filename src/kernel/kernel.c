@@ -108,8 +108,11 @@ static inline CUdeviceptr pointer(lua_State *L, cg_kernel *k, int arg, int idx,
   cg_ctx *ctx = k->h.ctx;
   cg_obj *o = lua_touserdata(L, idx);
   int scalar;
+  const char *why;
   if (o && o == k->seen[arg - 1] && lua_type(L, idx) == LUA_TUSERDATA) {
-    scalar = o->kind == CG_SCALAR; /* its type passed before */
+    scalar = o->kind == CG_SCALAR; /* its type passed before, and the */
+    if ((!o->open || o->scoped) && (why = cg_mem_why(L, ctx, o))) /* door */
+      argerror(L, k, arg, why);
   } else {
     if (!lua_getmetatable(L, idx)) return 0; /* left pushed: kernel_launch */
     const void *mt = lua_topointer(L, -1);
@@ -120,15 +123,9 @@ static inline CUdeviceptr pointer(lua_State *L, cg_kernel *k, int arg, int idx,
     if (elem != CG_P_ANY && elem != type)
       typeerror(L, k, arg, idx, lua_pushfstring(L, "%s of %s",
                 "cugraph.Buffer or cugraph.Scalar", cg_type_names[elem]));
-    if (o->ctx != ctx) cg_check_reach(L, ctx, o->ctx, k->name);
-    if (!ctx->capture && cg_graphmem_gone(o))
-      argerror(L, k, arg, cg_graphmem_why(L, o));
+    if ((why = cg_mem_why(L, ctx, o))) argerror(L, k, arg, why);
     if (!cg_in_graphmem(o)) k->seen[arg - 1] = o; /* those are checked */
   }                                              /* at every launch */
-  if (!o->open)
-    argerror(L, k, arg, lua_pushfstring(L, "attempt to use a freed %s",
-                                        cg_kind_names[o->kind]));
-  if (o->scoped) cg_check_open(L, o); /* a view outliving its map scope */
   cg_pinobj(L, ctx, o, idx); /* in a capture: before the address is read */
   if (!scalar) return o->drv.mem;
   if (!ctx->capture) cg_scalar_flush(L, (cg_scalar *)o, st);
@@ -374,11 +371,8 @@ void cg_kernel_args(lua_State *L, int kidx, int idx, int nargs) {
     if (p->type == CG_P_PTR && p->elem != CG_P_ANY && p->elem != type)
       typeerror(L, k, i, idx, lua_pushfstring(L, "%s of %s",
                 "cugraph.Buffer or cugraph.Scalar", cg_type_names[p->elem]));
-    if (!o->open)
-      argerror(L, k, i, lua_pushfstring(L, "attempt to use a freed %s",
-                                        cg_kind_names[o->kind]));
-    if (o->scoped) cg_check_open(L, o);
-    if (o->ctx != k->h.ctx) cg_check_reach(L, k->h.ctx, o->ctx, k->name);
+    const char *why = cg_mem_why(L, k->h.ctx, o);
+    if (why) argerror(L, k, i, why);
     memcpy(k->argp[i - 1], &o->drv.mem, 8);
   }
 }

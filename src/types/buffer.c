@@ -137,6 +137,24 @@ static int buffer_view(lua_State *L) {
   return 1;
 }
 
+const char *cg_mem_why(lua_State *L, cg_ctx *ctx, const cg_obj *o) {
+  if (!o->open)
+    return lua_pushfstring(L, "attempt to use a freed %s",
+                           cg_kind_names[o->kind]);
+  for (const cg_obj *p = o->scoped ? o->parent : NULL; p; p = p->parent)
+    if (!p->open)
+      return lua_pushliteral(L, "attempt to use a view of a GLResource's "
+                             "mapped buffer after its map scope");
+  if (!ctx->capture && cg_graphmem_gone(o)) return cg_graphmem_why(L, o);
+  return cg_reach_why(L, ctx, o->ctx);
+}
+
+void cg_check_mem(lua_State *L, cg_ctx *ctx, const cg_obj *o,
+                  const char *what) {
+  const char *why = cg_mem_why(L, ctx, o);
+  if (why) luaL_error(L, "%s: %s", what, why);
+}
+
 /* b:parent(): the buffer a view was made from (or the ExternalMemory a
    mapping was), or nil */
 static int buffer_parent(lua_State *L) {

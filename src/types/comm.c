@@ -179,6 +179,8 @@ static int redop(lua_State *L, int idx) {
 static cg_buffer *buf(lua_State *L, cg_comm *c, int idx) {
   cg_buffer *b = fastobj(L, idx, CG_BUFFER, c->h.ctx);
   if (b->h.ctx != c->h.ctx) cg_error_devices(L, c->h.ctx, b->h.ctx, "cugraph.Comm");
+  const char *why = cg_mem_why(L, c->h.ctx, &b->h);
+  if (why) luaL_argerror(L, idx, why);
   return b;
 }
 

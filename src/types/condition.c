@@ -222,6 +222,8 @@ static int condition_set_when(lua_State *L) {
     }
     bits = (uint64_t)v;
   }
+  const char *why = cg_mem_why(L, c->h.ctx, &b->h); /* the door: the */
+  if (why) luaL_argerror(L, 3, why);       /* setter reads its address */
   cg_pinobj(L, c->h.ctx, &b->h, 3); /* read through its address below */
   lua_pushinteger(L, (lua_Integer)(b->h.drv.mem + (CUdeviceptr)i *
                                    cg_type_size[b->type]));

@@ -171,6 +171,18 @@ static inline int cg_graphmem_gone(const cg_obj *o) {
     if (o->graphmem == CG_GRAPHMEM_GONE) return 1;
   return 0;
 }
+/* The one door for device memory: NULL when the memory of o (a Buffer or
+   a Scalar) may be used by device work of device ctx now, else why not
+   (pushed): o or the memory it views is freed, its map scope has ended,
+   it is graph memory not allocated now (outside a capture: a capture's
+   graph orders its own work), or device ctx cannot reach it (peer access
+   is turned on here when it can be). Every call that hands memory to
+   device work asks it (spec/66 feeds each every kind); the extent and the
+   element type are the call's own to check. cg_check_mem raises "what:
+   why". */
+const char *cg_mem_why(lua_State *L, cg_ctx *ctx, const cg_obj *o);
+void cg_check_mem(lua_State *L, cg_ctx *ctx, const cg_obj *o,
+                  const char *what);
 /* Why such memory cannot be used now (pushed); cg_check_allocated raises
    it for work outside a capture. */
 const char *cg_graphmem_why(lua_State *L, const cg_obj *o);
