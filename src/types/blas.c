@@ -140,7 +140,8 @@ cg_buffer *cg_blas_buf(lua_State *L, cg_blas *b, int idx, const char *fn,
   if (x->h.ctx != b->h.ctx)
     cg_error_devices(L, b->h.ctx, x->h.ctx,
                      lua_pushfstring(L, "blas:%s: %s", fn, name));
-  cg_check_allocated(L, &x->h);
+  const char *why = cg_mem_why(L, b->h.ctx, &x->h);
+  if (why) luaL_error(L, "blas:%s: %s: %s", fn, name, why);
   return x;
 }
 
@@ -425,7 +426,8 @@ static CUdeviceptr result(lua_State *L, cg_blas *h, int idx, cg_type t,
     luaL_error(L, "blas:%s: the result is %s; the vectors are %s", fn,
                cg_type_names[rt], cg_type_names[t]);
   if (b) {
-    cg_check_allocated(L, o);
+    const char *why = cg_mem_why(L, h->h.ctx, o);
+    if (why) luaL_error(L, "blas:%s: result: %s", fn, why);
     if (!b->n) luaL_error(L, "blas:%s: the result buffer is empty", fn);
   }
   return sc ? sc->h.drv.mem : b->h.drv.mem;

@@ -253,7 +253,7 @@ static void optoffset_stream(lua_State *L) {
    record it (pinning h), or synchronously. */
 static int hostcopy(lua_State *L, cg_buffer *b, int up) {
   const char *what = up ? "upload" : "download_into";
-  cg_check_allocated(L, &b->h);
+  cg_check_mem(L, b->h.ctx, &b->h, what);
   cg_hostbuf *h = cg_checkobj(L, 2, CG_HOSTBUF);
   if (h->type != b->type)
     luaL_error(L, "%s: host buffer of %s, device buffer of %s; they must "
@@ -297,7 +297,7 @@ static int buffer_upload(lua_State *L) {
   cg_buffer *b = check(L);
   optoffset_stream(L);
   if (cg_testobj(L, 2, CG_HOSTBUF)) return hostcopy(L, b, 1);
-  cg_check_allocated(L, &b->h);
+  cg_check_mem(L, b->h.ctx, &b->h, "upload");
   cg_check_outside(L, b->h.ctx, "upload from host memory",
            "upload before capture, copy from a device buffer, or upload "
            "a cuda.host_buffer on the capture stream");
@@ -315,7 +315,7 @@ static int buffer_download(lua_State *L) {
   cg_buffer *b = check(L);
   cg_ctx *ctx = b->h.ctx;
   int fmt = cg_checkoption(L, 2, "table", fmts);
-  cg_check_allocated(L, &b->h);
+  cg_check_mem(L, ctx, &b->h, "download");
   lua_Integer c = luaL_optinteger(L, 4, -1);
   luaL_argcheck(L, c >= -1, 4, "count must not be negative");
   size_t count = c < 0 ? SIZE_MAX : (size_t)c;
@@ -387,7 +387,7 @@ static int buffer_fill(lua_State *L) {
   cg_buffer *b = check(L);
   uint64_t v;
   cg_tobits(L, 2, b->type, &v, NULL);
-  cg_check_allocated(L, &b->h);
+  cg_check_mem(L, b->h.ctx, &b->h, "fill");
   cg_pin(L, b->h.ctx, 1); /* pins allocate: handles are read after them */
   CUstream st = cg_work_begin(L, b->h.ctx, 3, "fill");
   fill(L, b->h.ctx, b, &v, st ? st : b->h.ctx->stream);
@@ -469,8 +469,8 @@ static int peer_copy(lua_State *L, cg_buffer *d, cg_buffer *s, int sidx,
 static int buffer_copy(lua_State *L) {
   cg_buffer *d = check(L);
   cg_buffer *s = cg_checkobj(L, 2, CG_BUFFER);
-  cg_check_allocated(L, &d->h);
-  cg_check_allocated(L, &s->h);
+  cg_check_mem(L, d->h.ctx, &d->h, "copy");
+  cg_check_mem(L, s->h.ctx, &s->h, "copy");
   size_t des = cg_type_size[d->type], ses = cg_type_size[s->type];
   size_t doff = 0, soff = 0, bytes = s->n * ses;
   int sidx = 3;

@@ -227,7 +227,8 @@ static cg_buffer *signal(lua_State *L, cg_fft *p, int idx, const char *fn,
   if (b->h.ctx != p->h.ctx)
     cg_error_devices(L, p->h.ctx, b->h.ctx,
                      lua_pushfstring(L, "fft:%s: %s", fn, name));
-  cg_check_allocated(L, &b->h);
+  const char *why = cg_mem_why(L, p->h.ctx, &b->h);
+  if (why) luaL_error(L, "fft:%s: %s: %s", fn, name, why);
   if (b->type != p->type)
     luaL_error(L, "fft:%s: %s is %s; the plan is %s", fn, name,
                cg_type_names[b->type], cg_type_names[p->type]);

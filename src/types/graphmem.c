@@ -54,11 +54,6 @@ const char *cg_graphmem_why(lua_State *L, const cg_obj *o) {
                          (int)o->graph);
 }
 
-void cg_check_allocated(lua_State *L, const cg_obj *o) {
-  if (!o->ctx->capture && cg_graphmem_gone(o))
-    luaL_error(L, "%s", cg_graphmem_why(L, o));
-}
-
 void cg_graphmem_allocated(lua_State *L, cg_buffer *b, CUstream st) {
   cg_ctx *ctx = b->h.ctx;
   if (!b->allocated)

@@ -153,7 +153,7 @@ static void get_side(lua_State *L, int idx, int opts, const char *what,
     s->array = a;
     s->type = a->type;
   } else if (b) {
-    cg_check_allocated(L, &b->h);
+    cg_check_mem(L, b->h.ctx, &b->h, what);
     s->o = &b->h;
     s->type = b->type;
     s->bytes = b->n * cg_type_size[b->type];

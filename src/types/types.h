@@ -183,10 +183,8 @@ static inline int cg_graphmem_gone(const cg_obj *o) {
 const char *cg_mem_why(lua_State *L, cg_ctx *ctx, const cg_obj *o);
 void cg_check_mem(lua_State *L, cg_ctx *ctx, const cg_obj *o,
                   const char *what);
-/* Why such memory cannot be used now (pushed); cg_check_allocated raises
-   it for work outside a capture. */
+/* Why such memory cannot be used now (pushed), for the door. */
 const char *cg_graphmem_why(lua_State *L, const cg_obj *o);
-void cg_check_allocated(lua_State *L, const cg_obj *o);
 /* The stream-ordered allocation of cuda.buffer (opts at optidx; 0 when
    they name no stream) and free (b:free(stream)), graphmem.c. */
 int cg_buffer_async(lua_State *L, cg_type t, size_t n, int optidx);
