@@ -403,6 +403,33 @@ describe("g:memory()", function()
     assert.error_matches(function() cuda.graph_memory_cap(0) end, "a positive number of bytes, or false")
     b:free(); c:free(); d:free(); plain:free()
   end)
+
+  it("refuses, under cuda.graph_memory_cap, an update past it as it refuses a capture", function()
+    local s = cuda.stream()
+    local function body()
+      local b = cuda.buffer("i32", 1024, { stream = s })
+      b:fill(1, s)
+      b:free(s)
+    end
+    local g, h = s:capture(body), s:capture(body)              -- 4096 bytes each
+    assert.is_nil(cuda.graph_memory_cap(6000))                 -- a cap below them
+    assert.error_matches(function() s:capture(body) end, "passes the cap of 6000")
+    local line
+    local ok, err = pcall(function()
+      line = debug.getinfo(1, "l").currentline + 1
+      g:update(body)
+    end)
+    assert.is_false(ok)
+    assert.matches("spec/31%-graph_spec.lua:" .. line .. ": cuda.graph_memory_cap: cugraph.Graph #"
+                   .. g:id() .. " allocates 4096 bytes, and with the 4096 bytes the open graphs "
+                   .. "allocate that passes the cap of 6000", err)
+    h:free()
+    g:update(body)                                             -- fits now
+    g:launch()
+    s:synchronize()
+    assert.equals(6000, cuda.graph_memory_cap(false))
+    g:free()
+  end)
 end)
 
 describe("g:profile()", function()

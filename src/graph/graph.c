@@ -461,6 +461,13 @@ static int graph_update(lua_State *L) {
   CUgraph g = cg_capture_graph(L, ctx, cg_checkobj(L, 4, CG_STREAM), 4, 2,
                                gr->mode, gr->id, &scalars, &conds, &recs, 5,
                                &gr->h.open, NULL); /* 6: the new pins */
+  if (gr->h.open && cg_graph_over_cap(L, gr)) { /* as a capture's, before */
+    cg_recs_release(ctx, recs);                /* the driver */
+    cg_unpin_set(L, ctx, 6, gr->id, 0);
+    cg_stamp_set(L, ctx, 5, gr->id);
+    cg_release(L, ctx, CG_H_GRAPH, (cg_handle){ .graph = g });
+    return lua_error(L);
+  }
   CUgraphExecUpdateResultInfo info;
   memset(&info, 0, sizeof info);
   int semvals = count_semvals(recs);
