@@ -343,4 +343,31 @@ describe("DLPack through the embedding API", function()
   it("does the same with a collection at every allocation", function()
     run("DLPACK_GCSTRESS=1")
   end)
+
+  -- work that takes a while: a loop of 5000 turns on a GPU, and on the
+  -- software drivers CUDA_DOUBLE_BUSY (the device busy 300 ms after it)
+  it("deletes once, after lua_close, a tensor whose free a timed-out wait held back", function()
+    local src = [[
+      local cuda = require "cugraph"
+      local function check(cond, msg) if not cond then error(msg, 2) end end
+      local m = cuda.load_module(os.getenv("CUGRAPH_LUA_BUILD") .. "/kernels.ptx")
+      local t = capi.tensor { code = 0, bits = 32, shape = { 8 }, value = 0 }
+      local b = capi.push(t)
+      local s, c = cuda.stream(), cuda.condition(1)
+      local g = s:capture(function()
+        s:loop_while(c, function()
+          m.inc_i32:launch(s, 1, 8, b, 8)
+          c:count_down(s, TURNS)
+        end)
+      end)
+      g:launch()
+      local ok, err = pcall(cuda.synchronize, 1e-6)
+      check(not ok and err.name == "CUDA_ERROR_TIMEOUT", tostring(err))
+      g:free(); b:free()
+      collectgarbage(); collectgarbage()
+      check(capi.deleted(t) == 0, "deleted while the work that reads it runs")
+      print("script done")
+    ]]
+    H.capi_passes(src:gsub("TURNS", H.gpu and 5000 or 50), "CUDA_DOUBLE_BUSY=300")
+  end)
 end)

@@ -56,10 +56,12 @@
    FAILED"); exits 0 only if all passed. */
 #define _POSIX_C_SOURCE 200809L
 #include <dlfcn.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <lauxlib.h>
 #include <lualib.h>
 #include "cugraph.h"
@@ -226,7 +228,8 @@ enum { MAXTENSORS = 128, MAXDIMS = 8 };
 static struct ext {
   DLManagedTensor m;
   DLManagedTensorVersioned v;
-  int versioned, deleted;
+  int versioned;
+  atomic_int deleted;   /* a thread of the runtime may run the deleter */
   CUdeviceptr mem;
   int64_t shape[MAXDIMS], strides[MAXDIMS];
 } exts[MAXTENSORS];
@@ -494,6 +497,14 @@ static void check_tensors(void) {
     }
     give(s);
   }
+  /* a tensor whose free a timed-out wait held back is deleted by a thread
+     once the work ends: wait for the device, then up to 10 s for it */
+  cu.cuCtxSynchronize();
+  for (int i = 0, tries = 0; i < nexts; i++)
+    while (exts[i].deleted == 0 && tries++ < 1000) {
+      struct timespec ms = { 0, 10000000 };
+      nanosleep(&ms, NULL);
+    }
   for (int i = 0; i < nexts; i++)
     if (exts[i].deleted != 1) {
       snprintf(msg, sizeof msg, "host tensor %d: its deleter ran %d times", i,

@@ -360,10 +360,13 @@ cg_hkind cg_hkind_of(cg_kind k);
 void cg_release(lua_State *L, cg_ctx *ctx, cg_hkind hk, cg_handle h);
 /* Frees the deferred handles of every device (after a capture ends). */
 void cg_flush_deferred(lua_State *L, cg_ctx *ctx);
-/* Forgets the deferred handles of a device that closes without freeing
-   them (a poisoned context, work still running): DLPack tensors' deleters
-   run all the same, unless that work still runs. No driver call. */
-void cg_drop_deferred(cg_ctx *ctx);
+/* The deferred handles of a device that closes without freeing them now:
+   while work a timed-out wait left behind still runs, a thread waits for
+   it, then frees them and lets go of the primary context when release is
+   set (1 returned: the context is the thread's); else (a poisoned or
+   closed context) they are left to the process's end, but for DLPack
+   tensors, whose deleters run now. No driver call on this thread. */
+int cg_drop_deferred(cg_ctx *ctx, int release);
 /* An error of a finalizer or :free(), "api: name": counted in cuda.status()
    and given as a warning, never raised. */
 void cg_record(lua_State *L, cg_ctx *ctx, const char *api, const char *name);

@@ -555,14 +555,15 @@ static void close_device(lua_State *L, cg_ctx *ctx) {
         cg_drv.cuDeviceGetDefaultMemPool(&pool, ctx->dev) == CUDA_SUCCESS)
       cg_drv.cuMemPoolTrimTo(pool, 0);
   }
-  int hung = cg_still_hung(ctx);
-  if (ctx->retained && !ctx->closed && !hung) {
+  int release = ctx->retained && !ctx->closed;
+  if (cg_drop_deferred(ctx, release)) release = 0; /* a finisher's now */
+  if (release && !cg_still_hung(ctx)) {
     cg_fft_unload(); /* with no plan left: cuFFT's own memory goes first */
     cg_drv.cuDevicePrimaryCtxRelease(ctx->dev);
   }
-  if (ctx->hung_wait && !hung) drop_wait(ctx->hung_wait);
+  if (ctx->hung_wait) drop_wait(ctx->hung_wait); /* the waiter keeps its own */
+  ctx->hung_wait = NULL;
   ctx->closed = 1;
-  cg_drop_deferred(ctx);
   free(ctx->deferred);
   ctx->deferred = NULL;
 }

@@ -192,13 +192,67 @@ void cg_release(lua_State *L, cg_ctx *ctx, cg_hkind hk, cg_handle h) {
   destroy_now(L, ctx, hk, h);
 }
 
-void cg_drop_deferred(cg_ctx *ctx) {
+/* What a device closing while work a timed-out wait left behind still runs
+   lets go of: its held frees and its context, taken by a thread that
+   waits for that work (cuCtxSynchronize) first. */
+struct finish {
+  CUdevice dev;
+  CUcontext cu;
+  int release;          /* the primary context is retained: let it go */
+  size_t n;
+  struct cg_deferred d[];
+};
+
+static void *finisher(void *arg) {
+  struct finish *f = arg;
+  int current = cg_make_current(f->cu) == CUDA_SUCCESS;
+  if (current) cg_drv.cuCtxSynchronize();
+  for (int last = 0; last < 2; last++) /* DLPack deleters last: a producer */
+    for (size_t i = 0; i < f->n; i++) {  /* that sees them run sees all */
+      const char *api;
+      cg_hkind hk = (cg_hkind)f->d[i].hk;
+      if ((hk == CG_H_DLPACK) != last) continue;
+      if (current || last) destroy(hk, f->d[i].h, 0, &api);
+      else forget(hk, f->d[i].h);
+    }
+  if (f->release) cg_drv.cuDevicePrimaryCtxRelease(f->dev);
+  free(f);
+  return NULL;
+}
+
+/* A finisher for hung ctx, with its held frees; 0 when none could be made
+   (out of host memory or threads). */
+static int finish_later(cg_ctx *ctx, int release) {
+  struct finish *f = malloc(sizeof *f + ctx->ndeferred * sizeof f->d[0]);
+  if (!f) return 0;
+  f->dev = ctx->dev;
+  f->cu = ctx->cu;
+  f->release = release;
+  f->n = ctx->ndeferred;
+  memcpy(f->d, ctx->deferred, ctx->ndeferred * sizeof f->d[0]);
+  pthread_t th;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  int bad = pthread_create(&th, &attr, finisher, f);
+  pthread_attr_destroy(&attr);
+  if (bad) free(f);
+  return !bad;
+}
+
+int cg_drop_deferred(cg_ctx *ctx, int release) {
+  int hung = cg_still_hung(ctx);
+  if (hung && finish_later(ctx, release)) {
+    ctx->ndeferred = 0;
+    return 1;
+  }
   for (size_t i = 0; i < ctx->ndeferred; i++) {
-    if (ctx->deferred[i].hk == CG_H_DLPACK && !cg_still_hung(ctx))
+    if (ctx->deferred[i].hk == CG_H_DLPACK && !hung)
       dlpack_delete(ctx->deferred[i].h.dlpack);
     forget((cg_hkind)ctx->deferred[i].hk, ctx->deferred[i].h);
   }
   ctx->ndeferred = 0;
+  return 0;
 }
 
 /* Called with ctx's context current on this thread, and left so; the
