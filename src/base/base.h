@@ -16,23 +16,56 @@
 #include "base/ctype.h"
 #include "base/driver.h"
 
-/* The Lua types; cg_obj.kind. */
+/* The driver handles the runtime holds, by how they are destroyed: the
+   enum and the name of the call that destroys each. release.c's destroy
+   switch has a case for each and no default, so a kind added here without
+   its way of being destroyed does not build (-Wswitch, -Werror in CI). */
+#define CG_HKINDS(X) \
+  X(NONE, "") X(MEM, "cuMemFree") X(HOST, "cuMemFreeHost") \
+  X(MODULE, "cuModuleUnload") X(STREAM, "cuStreamDestroy") \
+  X(EVENT, "cuEventDestroy") X(GRAPH, "cuGraphDestroy") \
+  X(EXEC, "cuGraphExecDestroy") X(GLRES, "cuGraphicsUnregisterResource") \
+  X(COMM, "ncclCommDestroy") X(DLPACK, "DLPack deleter") \
+  X(BLAS, "cublasDestroy") X(FFT, "cufftDestroy") \
+  X(ARRAY, "cuArrayDestroy") X(TEXOBJ, "cuTexObjectDestroy") \
+  X(SURFOBJ, "cuSurfObjectDestroy") X(EXTMEM, "cuDestroyExternalMemory") \
+  X(EXTSEM, "cuDestroyExternalSemaphore") \
+  X(PRIMARY, "cuDevicePrimaryCtxRelease") /* a device's primary context */
+typedef enum cg_hkind {
+#define CG_HKIND_ENUM(k, api) CG_H_##k,
+  CG_HKINDS(CG_HKIND_ENUM)
+#undef CG_HKIND_ENUM
+  CG_H_NKINDS
+} cg_hkind;
+
+/* The Lua types (cg_obj.kind), one descriptor each: its metatable's name,
+   the kind of driver handle it holds in cg_obj.drv, and whether a C graph
+   made from a graph that pins such an object holds that handle too (what
+   a graph's nodes read or run: memory, host memory, code, events, a
+   communicator's resources; a stream's nodes do not refer to it, a graph is
+   copied whole, a kernel's code is its module's, a node's records its
+   graph's, a GL resource is mapped only inside its map scope, out of which
+   a graph that captured it cannot live). The enum, the names and
+   release.c's table come from this one list. */
+#define CG_KINDS(X) \
+  X(STREAM, "Stream", STREAM, 0) X(BUFFER, "Buffer", MEM, 1) \
+  X(SCALAR, "Scalar", MEM, 1) X(EVENT, "Event", EVENT, 1) \
+  X(MODULE, "Module", MODULE, 1) X(KERNEL, "Kernel", NONE, 0) \
+  X(GRAPH, "Graph", EXEC, 0) X(GLRESOURCE, "GLResource", GLRES, 0) \
+  X(CONDITION, "Condition", MEM, 1) X(HOSTBUF, "HostBuffer", HOST, 1) \
+  X(NODE, "Node", NONE, 0) X(COMM, "Comm", COMM, 1) \
+  X(DLTENSOR, "DLTensor", DLPACK, 1) X(BLAS, "Blas", BLAS, 1) \
+  X(FFT, "FFT", FFT, 1) X(ARRAY, "Array", ARRAY, 1) \
+  X(TEXTURE, "Texture", TEXOBJ, 1) X(SURFACE, "Surface", SURFOBJ, 1) \
+  X(EXTMEM, "ExternalMemory", EXTMEM, 1) \
+  X(EXTSEM, "ExternalSemaphore", EXTSEM, 1)
 typedef enum cg_kind {
-  CG_STREAM, CG_BUFFER, CG_SCALAR, CG_EVENT, CG_MODULE, CG_KERNEL, CG_GRAPH,
-  CG_GLRESOURCE, CG_CONDITION, CG_HOSTBUF, CG_NODE, CG_COMM, CG_DLTENSOR,
-  CG_BLAS, CG_FFT, CG_ARRAY, CG_TEXTURE, CG_SURFACE, CG_EXTMEM, CG_EXTSEM,
+#define CG_KIND_ENUM(k, name, hk, shared) CG_##k,
+  CG_KINDS(CG_KIND_ENUM)
+#undef CG_KIND_ENUM
   CG_NKINDS
 } cg_kind;
 extern const char *const cg_kind_names[]; /* "cugraph.Buffer", ... */
-
-/* The driver handles the runtime holds, by how they are destroyed
-   (release.c): each object kind holds one kind of handle in cg_obj.drv. */
-typedef enum cg_hkind {
-  CG_H_NONE, CG_H_MEM, CG_H_HOST, CG_H_MODULE, CG_H_STREAM, CG_H_EVENT,
-  CG_H_GRAPH, CG_H_EXEC, CG_H_GLRES, CG_H_COMM, CG_H_DLPACK, CG_H_BLAS,
-  CG_H_FFT, CG_H_ARRAY, CG_H_TEXOBJ, CG_H_SURFOBJ, CG_H_EXTMEM, CG_H_EXTSEM,
-  CG_H_NKINDS
-} cg_hkind;
 
 typedef union cg_handle {
   CUdeviceptr mem;          /* CG_H_MEM: cuMemAlloc, cuMemAllocAsync */
@@ -57,6 +90,8 @@ typedef union cg_handle {
   struct cg_extmem_res *extmem; /* CG_H_EXTMEM: an imported memory and
                                what was mapped from it (base/external.h) */
   CUexternalSemaphore extsem; /* CG_H_EXTSEM: cuImportExternalSemaphore */
+  CUdevice dev;             /* CG_H_PRIMARY: the device whose primary
+                               context was retained (cg_destroy only) */
   void *p;                  /* any pointer handle, as release.c sees it */
 } cg_handle;
 
@@ -354,6 +389,15 @@ void cg_check_options(lua_State *L, int idx, const char *what,
 
 /* The kind of handle objects of kind k hold. */
 cg_hkind cg_hkind_of(cg_kind k);
+/* Destroys h now, its context current: for what has decided already (a
+   device's close, a C graph's release on any thread, a creation undone, a
+   scratch instantiation). The driver's (or NCCL's) result; nothing
+   recorded. Every destroy of a handle is here or in cg_release. */
+int cg_destroy(cg_hkind hk, cg_handle h);
+/* Frees memory a graph allocated on ctx's stream, ordered after event ev
+   (the launch that allocated it): 1 when done (else the caller's plain
+   release frees it). */
+int cg_free_after(cg_ctx *ctx, CUdeviceptr mem, CUevent ev);
 /* Releases a driver handle for a finalizer or :free(): never raises; held
    back while a capture runs (a free would break it); skipped when the
    context is gone or poisoned; driver errors are recorded (cuda.status). */

@@ -543,7 +543,7 @@ void cg_sync(lua_State *L, cg_ctx *ctx) {
 static void close_device(lua_State *L, cg_ctx *ctx) {
   if (cg_alive(ctx) && cg_make_current(ctx->cu) == CUDA_SUCCESS) {
     cg_flush_deferred(L, ctx);
-    if (ctx->stream) cg_drv.cuStreamDestroy(ctx->stream);
+    if (ctx->stream) cg_destroy(CG_H_STREAM, (cg_handle){ .stream = ctx->stream });
     CUmemoryPool pool;
     if (cg_still_hung(ctx)) {
       /* its work still runs: nothing more waits for it */
@@ -559,7 +559,7 @@ static void close_device(lua_State *L, cg_ctx *ctx) {
   if (cg_drop_deferred(ctx, release)) release = 0; /* a finisher's now */
   if (release && !cg_still_hung(ctx)) {
     cg_fft_unload(); /* with no plan left: cuFFT's own memory goes first */
-    cg_drv.cuDevicePrimaryCtxRelease(ctx->dev);
+    cg_destroy(CG_H_PRIMARY, (cg_handle){ .dev = ctx->dev });
   }
   if (ctx->hung_wait) drop_wait(ctx->hung_wait); /* the waiter keeps its own */
   ctx->hung_wait = NULL;

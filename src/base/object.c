@@ -8,12 +8,9 @@
 #include "base/base.h"
 
 const char *const cg_kind_names[] = {
-  "cugraph.Stream", "cugraph.Buffer", "cugraph.Scalar", "cugraph.Event",
-  "cugraph.Module", "cugraph.Kernel", "cugraph.Graph", "cugraph.GLResource",
-  "cugraph.Condition", "cugraph.HostBuffer", "cugraph.Node", "cugraph.Comm",
-  "cugraph.DLTensor", "cugraph.Blas", "cugraph.FFT", "cugraph.Array",
-  "cugraph.Texture", "cugraph.Surface", "cugraph.ExternalMemory",
-  "cugraph.ExternalSemaphore"
+#define CG_KIND_NAME(k, name, hk, shared) "cugraph." name,
+  CG_KINDS(CG_KIND_NAME)
+#undef CG_KIND_NAME
 };
 
 void *cg_newobj(lua_State *L, cg_ctx *ctx, size_t size, cg_kind kind) {

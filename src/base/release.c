@@ -15,36 +15,22 @@
 #include "base/fft.h"
 #include "cugraph.h"
 
-/* What each object kind holds in cg_obj.drv, and whether a C graph made
-   from a graph that pins such an object holds the handle too: what a
-   graph's nodes read or run (memory, host memory, code, events, a
-   communicator's resources). A stream's nodes do not refer to it; a graph
-   is copied whole; a kernel's code is its module's, a node's records its
-   graph's; a GL resource's memory is mapped only inside its map scope, out
-   of which a graph that captured it cannot live. A DLPack tensor holds the
-   memory of the Buffer made from it: it is shared like memory. */
+/* Each object kind's handle kind and sharing, from base.h's one list (a
+   DLPack tensor holds the memory of the Buffer made from it: it is shared
+   like memory). */
 static const struct {
   unsigned char hk;     /* cg_hkind */
   unsigned char shared;
-} kinds[CG_NKINDS] = {
-  [CG_STREAM] = { CG_H_STREAM, 0 },   [CG_BUFFER] = { CG_H_MEM, 1 },
-  [CG_SCALAR] = { CG_H_MEM, 1 },      [CG_EVENT] = { CG_H_EVENT, 1 },
-  [CG_MODULE] = { CG_H_MODULE, 1 },   [CG_KERNEL] = { CG_H_NONE, 0 },
-  [CG_GRAPH] = { CG_H_EXEC, 0 },      [CG_GLRESOURCE] = { CG_H_GLRES, 0 },
-  [CG_CONDITION] = { CG_H_MEM, 1 },   [CG_HOSTBUF] = { CG_H_HOST, 1 },
-  [CG_NODE] = { CG_H_NONE, 0 },       [CG_COMM] = { CG_H_COMM, 1 },
-  [CG_DLTENSOR] = { CG_H_DLPACK, 1 }, [CG_BLAS] = { CG_H_BLAS, 1 },
-  [CG_FFT] = { CG_H_FFT, 1 },          [CG_ARRAY] = { CG_H_ARRAY, 1 },
-  [CG_TEXTURE] = { CG_H_TEXOBJ, 1 },   [CG_SURFACE] = { CG_H_SURFOBJ, 1 },
-  [CG_EXTMEM] = { CG_H_EXTMEM, 1 },    [CG_EXTSEM] = { CG_H_EXTSEM, 1 },
+} kinds[] = {
+#define CG_KIND_ROW(k, name, hk, shared) { CG_H_##hk, shared },
+  CG_KINDS(CG_KIND_ROW)
+#undef CG_KIND_ROW
 };
 
-static const char *const destroy_api[CG_H_NKINDS] = {
-  "", "cuMemFree", "cuMemFreeHost", "cuModuleUnload", "cuStreamDestroy",
-  "cuEventDestroy", "cuGraphDestroy", "cuGraphExecDestroy",
-  "cuGraphicsUnregisterResource", "ncclCommDestroy", "DLPack deleter", "cublasDestroy", "cufftDestroy",
-  "cuArrayDestroy", "cuTexObjectDestroy", "cuSurfObjectDestroy",
-  "cuDestroyExternalMemory", "cuDestroyExternalSemaphore"
+static const char *const destroy_api[] = {
+#define CG_HKIND_API(k, api) api,
+  CG_HKINDS(CG_HKIND_API)
+#undef CG_HKIND_API
 };
 
 cg_hkind cg_hkind_of(cg_kind k) { return (cg_hkind)kinds[k].hk; }
@@ -123,8 +109,21 @@ static int destroy(cg_hkind hk, cg_handle h, int poisoned, const char **api) {
     if (poisoned) *api = "ncclCommAbort";
     return poisoned ? cg_nccl.ncclCommAbort(h.comm)
                     : cg_nccl.ncclCommDestroy(h.comm);
-  default: return 0;
+  case CG_H_PRIMARY: return cg_drv.cuDevicePrimaryCtxRelease(h.dev);
+  case CG_H_NONE: case CG_H_NKINDS: return 0;
   }
+  return 0;
+}
+
+int cg_free_after(cg_ctx *ctx, CUdeviceptr mem, CUevent ev) {
+  return cg_drv.cuMemFreeAsync && cg_make_current(ctx->cu) == CUDA_SUCCESS &&
+         cg_drv.cuStreamWaitEvent(ctx->stream, ev, 0) == CUDA_SUCCESS &&
+         cg_drv.cuMemFreeAsync(mem, ctx->stream) == CUDA_SUCCESS;
+}
+
+int cg_destroy(cg_hkind hk, cg_handle h) {
+  const char *api;
+  return destroy(hk, h, 0, &api);
 }
 
 void cg_record(lua_State *L, cg_ctx *ctx, const char *api, const char *name) {
@@ -215,7 +214,7 @@ static void *finisher(void *arg) {
       if (current || last) destroy(hk, f->d[i].h, 0, &api);
       else forget(hk, f->d[i].h);
     }
-  if (f->release) cg_drv.cuDevicePrimaryCtxRelease(f->dev);
+  if (f->release) cg_destroy(CG_H_PRIMARY, (cg_handle){ .dev = f->dev });
   free(f);
   return NULL;
 }
@@ -286,7 +285,7 @@ static void share_free(cg_share *sh) {
   else if (sh->h.p)
     forget((cg_hkind)sh->hk, sh->h);
   cg_fft_unload(); /* with no plan left: cuFFT's own memory goes first */
-  cg_drv.cuDevicePrimaryCtxRelease(sh->dev);
+  destroy(CG_H_PRIMARY, (cg_handle){ .dev = sh->dev }, 0, &api);
   pthread_mutex_destroy(&sh->lock);
   free(sh->users);
   free(sh);

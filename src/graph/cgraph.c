@@ -101,12 +101,13 @@ static void graph_destroy(cugraph_graph *h) {
   for (size_t i = 0; i < h->npins; i++)
     if (h->pins[i]->hk == CG_H_MODULE) remove_user(h->pins[i], h);
   if (cg_make_current(h->cu) == CUDA_SUCCESS) {
-    if (h->exec && !h->shared) cg_drv.cuGraphExecDestroy(h->exec);
-    if (h->g) cg_drv.cuGraphDestroy(h->g);
+    if (h->exec && !h->shared)
+      cg_destroy(CG_H_EXEC, (cg_handle){ .exec = h->exec });
+    if (h->g) cg_destroy(CG_H_GRAPH, (cg_handle){ .graph = h->g });
   }
   cg_share_drop(h->shared);
   for (size_t i = 0; i < h->npins; i++) cg_share_drop(h->pins[i]);
-  if (h->retained) cg_drv.cuDevicePrimaryCtxRelease(h->dev);
+  if (h->retained) cg_destroy(CG_H_PRIMARY, (cg_handle){ .dev = h->dev });
   pthread_mutex_destroy(&h->lock);
   free(h->pins);
   free(h->semvals);

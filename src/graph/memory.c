@@ -116,7 +116,7 @@ static size_t measure(lua_State *L, cg_graph *gr) {
   CUresult r = cg_drv.cuGraphUpload(x, gr->stream);
   if (r == CUDA_SUCCESS) r = cg_drv.cuStreamSynchronize(gr->stream);
   if (r == CUDA_SUCCESS) r = cg_drv.cuMemGetInfo(&after, &total);
-  CUresult d = cg_drv.cuGraphExecDestroy(x);
+  CUresult d = (CUresult)cg_destroy(CG_H_EXEC, (cg_handle){ .exec = x });
   cg_check(L, ctx, "cuGraphUpload", r);
   cg_check(L, ctx, "cuGraphExecDestroy", d);
   return before > after ? before - after : 0;

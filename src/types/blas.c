@@ -98,7 +98,7 @@ static int blas_new(lua_State *L) {
   cublasStatus_t st = e == CUDA_SUCCESS ?
                       cg_cublas.cublasCreate_v2(&r->handle) : 0;
   if (e != CUDA_SUCCESS || st != CUBLAS_STATUS_SUCCESS) {
-    if (r->mem) cg_drv.cuMemFree(r->mem);
+    if (r->mem) cg_destroy(CG_H_MEM, (cg_handle){ .mem = r->mem });
     free(r);
     cg_check(L, ctx, api, e);
     cg_blas_check(L, "cublasCreate", st);

@@ -199,10 +199,12 @@ static int fft_new(lua_State *L) {
     }
   }
   if (fr != CUFFT_SUCCESS || e != CUDA_SUCCESS) {
-    if (made) cg_cufft.cufftDestroy(r->plan);
-    if (r->work) cg_drv.cuMemFree(r->work);
-    free(r);
-    cg_fft_drop();
+    if (made) { /* the plan, its work area and r, as a plan is freed */
+      cg_destroy(CG_H_FFT, (cg_handle){ .fft = r });
+    } else {
+      free(r);
+      cg_fft_drop();
+    }
     cg_check(L, ctx, "cuMemAlloc", e);
     check(L, api, fr);
   }

@@ -76,11 +76,10 @@ int cg_graphmem_release(cg_buffer *b) {
   if (!ev) return 0;
   /* a capture holds frees back (release.c): then a plain free, later */
   if (b->h.graphmem == CG_GRAPHMEM_LIVE && b->h.owned && !b->h.share &&
-      !ctx->capture && ctx->ready && !ctx->poison && cg_drv.cuMemFreeAsync &&
-      cg_make_current(ctx->cu) == CUDA_SUCCESS)
-    done = cg_drv.cuStreamWaitEvent(ctx->stream, ev, 0) == CUDA_SUCCESS &&
-           cg_drv.cuMemFreeAsync(b->h.drv.mem, ctx->stream) == CUDA_SUCCESS;
-  if (ctx->ready && !ctx->root->closed) cg_drv.cuEventDestroy(ev);
+      !ctx->capture && ctx->ready && !ctx->poison)
+    done = cg_free_after(ctx, b->h.drv.mem, ev);
+  if (ctx->ready && !ctx->root->closed)
+    cg_destroy(CG_H_EVENT, (cg_handle){ .event = ev });
   return done;
 }
 
