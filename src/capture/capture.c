@@ -60,9 +60,45 @@ void cg_pin(lua_State *L, cg_ctx *ctx, int idx) {
 /* o is the object at idx. It counts as used before the set grows, so a
    finalizer that the allocation runs cannot free it; one freed earlier in
    the same call is refused here. */
+void cg_unuse(lua_State *L, cg_obj *o, unsigned id) {
+  if (o->uses) o->uses--;
+  if (!o->uses || o->graph == id) o->graph = 0;
+  if (!o->uses) cg_unpinned(L, o);
+}
+
+/* Whether the object at oidx is in the set at pidx: known without a
+   lookup when no graph's set has it, or only graph id's. */
+static int in_set(lua_State *L, int pidx, int oidx, unsigned id) {
+  const cg_obj *o = lua_touserdata(L, oidx);
+  if (!o->uses) return 0;
+  if (o->uses == 1 && o->graph == id) return 1;
+  lua_pushvalue(L, oidx);
+  int there = lua_rawget(L, pidx) != LUA_TNIL;
+  lua_pop(L, 1);
+  return there;
+}
+
+void cg_pin_in(lua_State *L, int pidx, int oidx, unsigned id) {
+  oidx = lua_absindex(L, oidx);
+  if (in_set(L, pidx, oidx, id)) return;
+  cg_use(lua_touserdata(L, oidx), id); /* before the set grows */
+  lua_pushvalue(L, oidx);
+  lua_pushboolean(L, 1);
+  lua_rawset(L, pidx);
+}
+
+void cg_unpin_in(lua_State *L, int pidx, int oidx, unsigned id) {
+  oidx = lua_absindex(L, oidx);
+  if (!in_set(L, pidx, oidx, id)) return;
+  lua_pushvalue(L, oidx);
+  lua_pushnil(L);
+  lua_rawset(L, pidx);
+  cg_unuse(L, lua_touserdata(L, oidx), id);
+}
+
 void cg_pin_new(lua_State *L, cg_ctx *ctx, cg_obj *o, int idx) {
   o->pinned = ctx->capture->serial;
-  if (o->uses++ == 0) o->graph = ctx->capture->id;
+  cg_use(o, ctx->capture->id);
   ctx->capture->top->scalars += o->kind == CG_SCALAR;
   idx = lua_absindex(L, idx);
   lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->capture->pins);
@@ -94,10 +130,7 @@ void cg_unpin_set(lua_State *L, cg_ctx *ctx, int idx, unsigned id,
       lua_rawset(L, idx);
     }
     cg_obj *o = cg_toany(L, ctx, -1);
-    if (!o) continue;
-    if (o->uses) o->uses--;
-    if (!o->uses || o->graph == id) o->graph = 0;
-    if (!o->uses) cg_unpinned(L, o);
+    if (o) cg_unuse(L, o, id);
   }
 }
 

@@ -82,6 +82,17 @@ static inline void cg_pinobj(lua_State *L, cg_ctx *ctx, cg_obj *o, int idx) {
   if (ctx->capture && o->pinned != ctx->capture->serial)
     cg_pin_new(L, ctx, o, idx);
 }
+/* The counts every pin keeps: one more live graph (id) uses o, or one
+   fewer (its last release lets a collected o go). All pin bookkeeping
+   goes through these two. */
+static inline void cg_use(cg_obj *o, unsigned id) {
+  if (o->uses++ == 0) o->graph = id;
+}
+void cg_unuse(lua_State *L, cg_obj *o, unsigned id);
+/* The set of pins at pidx of graph id, changed in place (g:rebind,
+   node:set): the object at oidx pinned there unless it is, or unpinned. */
+void cg_pin_in(lua_State *L, int pidx, int oidx, unsigned id);
+void cg_unpin_in(lua_State *L, int pidx, int oidx, unsigned id);
 /* Releases every pin of graph id in the set at idx (emptied when empty is
    set); an object a collection left for the last unpin is released. */
 void cg_unpin_set(lua_State *L, cg_ctx *ctx, int idx, unsigned id,

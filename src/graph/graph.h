@@ -113,9 +113,6 @@ int cg_recs_use(const cg_recs *r, const cg_obj *o);
 /* Pushes record i of r as g:nodes("detail") gives it: index, kind, name,
    source, line, label, depth, enabled (node.c). */
 void cg_push_record(lua_State *L, const cg_recs *r, size_t i);
-/* Pins the object at oidx in gr's set at pidx unless there, and unpins. */
-void cg_graph_pin(lua_State *L, cg_graph *gr, int pidx, int oidx);
-void cg_graph_unpin(lua_State *L, cg_graph *gr, int pidx, int oidx);
 
 /* -- reload (reload.c) ---------------------------------------------------- */
 

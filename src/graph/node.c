@@ -331,11 +331,11 @@ static int node_set(lua_State *L) {
   memcpy(r->words + e->word0, argw, nw * 8);
   e->dirty = 1;
   for (int j = 0; j < k->nparams; j++)
-    if (r->objs[e->arg0 + (size_t)j]) cg_graph_pin(L, gr, pidx, 2 + j);
+    if (r->objs[e->arg0 + (size_t)j]) cg_pin_in(L, pidx, 2 + j, gr->id);
   for (int j = 0; j < k->nparams; j++)
     if (was[j] && !cg_recs_use(r, was[j])) {
       pushobj(L, map, was[j]);
-      if (lua_type(L, -1) == LUA_TUSERDATA) cg_graph_unpin(L, gr, pidx, -1);
+      if (lua_type(L, -1) == LUA_TUSERDATA) cg_unpin_in(L, pidx, -1, gr->id);
       lua_pop(L, 1);
     }
   if (scalars) cg_graph_rescan(L, gr, gidx);

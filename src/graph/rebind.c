@@ -160,40 +160,6 @@ int cg_recs_use(const cg_recs *r, const cg_obj *o) {
   return 0;
 }
 
-/* Whether the object at oidx is in the graph's set at pidx: known without
-   a lookup when no graph's set has it, or only this graph's. */
-static int pinned(lua_State *L, const cg_graph *gr, int pidx, int oidx) {
-  const cg_obj *o = lua_touserdata(L, oidx);
-  if (!o->uses) return 0;
-  if (o->uses == 1 && o->graph == gr->id) return 1;
-  lua_pushvalue(L, oidx);
-  int there = lua_rawget(L, pidx) != LUA_TNIL;
-  lua_pop(L, 1);
-  return there;
-}
-
-/* Pins the object at oidx in the graph's set at pidx, unless there. */
-void cg_graph_pin(lua_State *L, cg_graph *gr, int pidx, int oidx) {
-  if (pinned(L, gr, pidx, oidx)) return;
-  cg_obj *o = lua_touserdata(L, oidx);
-  if (o->uses++ == 0) o->graph = gr->id; /* before the set grows */
-  lua_pushvalue(L, oidx);
-  lua_pushboolean(L, 1);
-  lua_rawset(L, pidx);
-}
-
-/* Unpins the object at oidx from the set at pidx. */
-void cg_graph_unpin(lua_State *L, cg_graph *gr, int pidx, int oidx) {
-  if (!pinned(L, gr, pidx, oidx)) return;
-  cg_obj *o = lua_touserdata(L, oidx);
-  lua_pushvalue(L, oidx);
-  lua_pushnil(L);
-  lua_rawset(L, pidx);
-  if (o->uses) o->uses--;
-  if (!o->uses || o->graph == gr->id) o->graph = 0;
-  if (!o->uses) cg_unpinned(L, o);
-}
-
 enum { MAXPAIRS = 16 };
 
 /* The olds record e uses, bit i for olds[i]. */
@@ -311,10 +277,10 @@ static int graph_rebind(lua_State *L) {
   }
   lua_getiuservalue(L, 1, 1); /* the pins: the news in, the olds unused out */
   int pidx = lua_gettop(L);
-  for (int i = 0; i < np; i++) cg_graph_pin(L, gr, pidx, 3 + 2 * i);
+  for (int i = 0; i < np; i++) cg_pin_in(L, pidx, 3 + 2 * i, gr->id);
   for (int i = 0; i < np; i++) /* every use of an old changed: it is still */
     if (!subst_back(olds[i], news, np))     /* used only as another's new */
-      cg_graph_unpin(L, gr, pidx, 2 + 2 * i);
+      cg_unpin_in(L, pidx, 2 + 2 * i, gr->id);
   if (scalars) cg_graph_rescan(L, gr, 1);
   lua_settop(L, 1);
   return 1;

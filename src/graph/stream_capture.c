@@ -60,7 +60,7 @@ CUgraph cg_capture_graph(lua_State *L, cg_ctx *ctx, cg_stream *s, int sidx,
   cap.stamps = stamps;
   cap.pins = pins_slot(L, ctx);
   s->h.pinned = cap.serial; /* pinned before the allocations below */
-  if (s->h.uses++ == 0) s->h.graph = id;
+  cg_use(&s->h, id);
   if (lua_rawgeti(L, LUA_REGISTRYINDEX, cap.pins) != LUA_TTABLE) {
     lua_pop(L, 1); /* no spare set */
     lua_createtable(L, 0, 8);
