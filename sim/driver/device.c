@@ -125,6 +125,17 @@ void dbl_free_obj(void *p) {
   free(o);
 }
 
+/* The free of each kind when its context is destroyed (double.h's list). */
+#define DBL_KIND_FREE(k, free, type) \
+  static void free_##k(obj *o) { free((type)(void *)o); }
+DBL_KINDS(DBL_KIND_FREE)
+#undef DBL_KIND_FREE
+static void (*const frees[O_NKINDS])(obj *) = {
+#define DBL_KIND_ROW(k, free, type) free_##k,
+  DBL_KINDS(DBL_KIND_ROW)
+#undef DBL_KIND_ROW
+};
+
 /* Frees everything made in device dev's context, which is being destroyed:
    all but the graphs, which belong to no context. */
 static void destroy_context(int dev) {
@@ -138,18 +149,7 @@ static void destroy_context(int dev) {
   for (int d = 0; d < dbl_ndevices; d++) dbl_primary[d].peer[dev] = 0;
   for (obj *o = dbl_live.next, *next; o != &dbl_live; o = next) {
     next = o->next;
-    if (o->dev != dev) continue;
-    switch (o->kind) {
-    case O_STREAM: dbl_free_stream((CUstream)o); break;
-    case O_EVENT: dbl_free_event((CUevent)o); break;
-    case O_MODULE: dbl_free_module((CUmodule)o); break;
-    case O_EXEC: dbl_free_exec((CUgraphExec)o); break;
-    case O_RESOURCE: dbl_free_resource((CUgraphicsResource)o); break;
-    case O_ARRAY: dbl_free_array((CUarray)o); break;
-    case O_SAMPLER: dbl_free_sampler(o); break;
-    case O_EXTMEM: case O_EXTSEM: case O_MIPMAP: dbl_free_external(o); break;
-    default: break;
-    }
+    if (o->dev == dev) frees[o->kind](o);
   }
   dbl_free_all_memory(dev);
 }

@@ -156,10 +156,27 @@ CUresult dbl_enter_graph(void);
 
 /* Every live handle is on one ring, so that destroying the context can free
    what the caller did not (all but graphs) and capture can find its
-   streams. Each handle struct starts with an obj. */
-enum { O_STREAM, O_EVENT, O_MODULE, O_GRAPH, O_EXEC, O_RESOURCE, O_ARRAY,
-       O_SAMPLER, O_EXTMEM, O_EXTSEM, O_MIPMAP };
+   streams. Each handle struct starts with an obj. The kinds (obj.kind),
+   one row each: the free that the destruction of its context makes, and
+   the handle's type (graphs belong to no context: dbl_keep). The enum and
+   device.c's table of frees come from this one list, so a kind added
+   without its free does not build. */
+#define DBL_KINDS(X) \
+  X(STREAM, dbl_free_stream, CUstream) X(EVENT, dbl_free_event, CUevent) \
+  X(MODULE, dbl_free_module, CUmodule) X(GRAPH, dbl_keep, void *) \
+  X(EXEC, dbl_free_exec, CUgraphExec) \
+  X(RESOURCE, dbl_free_resource, CUgraphicsResource) \
+  X(ARRAY, dbl_free_array, CUarray) X(SAMPLER, dbl_free_sampler, void *) \
+  X(EXTMEM, dbl_free_external, obj *) X(EXTSEM, dbl_free_external, obj *) \
+  X(MIPMAP, dbl_free_external, obj *)
+enum {
+#define DBL_KIND_ENUM(k, free, type) O_##k,
+  DBL_KINDS(DBL_KIND_ENUM)
+#undef DBL_KIND_ENUM
+  O_NKINDS
+};
 typedef struct obj { struct obj *prev, *next; int kind, dev; } obj;
+static inline void dbl_keep(void *o) { (void)o; }
 extern obj dbl_live;
 
 void *dbl_new_obj(size_t size, int kind);
