@@ -402,6 +402,19 @@ const char *cg_bits(lua_State *L, int idx, cg_type t, void *out);
 /* cg_bits, raising: an argument error when what is NULL, else "what: msg" */
 void cg_tobits(lua_State *L, int idx, cg_type t, void *out, const char *what);
 void cg_pushbits(lua_State *L, cg_type t, const void *p);
+/* a * b and a + b into *out: 1, or 0 (out untouched) when the result
+   overflows size_t. Every product of sizes, pitches and offsets from Lua
+   goes through these before it reaches a check or the driver. */
+static inline int cg_mul_ok(size_t a, size_t b, size_t *out) {
+  if (b && a > SIZE_MAX / b) return 0;
+  *out = a * b;
+  return 1;
+}
+static inline int cg_add_ok(size_t a, size_t b, size_t *out) {
+  if (a > SIZE_MAX - b) return 0;
+  *out = a + b;
+  return 1;
+}
 /* A count of elements of type t at idx, positive, whose byte size fits */
 size_t cg_checkcount(lua_State *L, int idx, cg_type t);
 size_t cg_checkinit(lua_State *L, int idx, cg_type t, int *init,

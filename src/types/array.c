@@ -47,6 +47,17 @@ void cg_check_array_format(lua_State *L, int idx, const char *what,
   *t = (cg_type)i;
 }
 
+size_t cg_check_array_bytes(lua_State *L, const char *what, size_t w,
+                            size_t h, size_t d, size_t texel) {
+  size_t bytes = 0;
+  if (!cg_mul_ok(w, h ? h : 1, &bytes) || !cg_mul_ok(bytes, d ? d : 1, &bytes)
+      || !cg_mul_ok(bytes, texel, &bytes))
+    luaL_error(L, "%s: %I x %I x %I texels of %I bytes overflow a size", what,
+               (LUAI_UACINT)w, (LUAI_UACINT)(h ? h : 1),
+               (LUAI_UACINT)(d ? d : 1), (LUAI_UACINT)texel);
+  return bytes;
+}
+
 /* A dimension at idx: 1..max, or 0 when absent (and allowed to be). */
 static size_t dim(lua_State *L, int idx, const char *name, int need) {
   if (!need && lua_isnoneornil(L, idx)) return 0;
@@ -94,6 +105,8 @@ static int array_new(lua_State *L) {
   size_t h = top >= 3 ? dim(L, 3, "height", 0) : 0;
   size_t d = top >= 4 ? dim(L, 4, "depth", 0) : 0;
   if (d && !h) return luaL_error(L, "cuda.array: a depth needs a height");
+  cg_check_array_bytes(L, "cuda.array", w, h, d,
+                       (size_t)channels * cg_type_size[t]);
   int surface = 0;
   if (oidx) {
     lua_getfield(L, oidx, "surface");
