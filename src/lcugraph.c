@@ -8,6 +8,23 @@
 
 void devices_open(lua_State *L);
 
+/* core.element_value(type, v) -> v as an element of type holds it, or nil
+   and why it cannot be one: the conversion of buffers, scalars and kernel
+   arguments, for the front end's generated kernels (internal). */
+static int element_value(lua_State *L) {
+  cg_type t = cg_checktype(L, 1);
+  uint64_t bits;
+  luaL_checkany(L, 2);
+  const char *why = cg_bits(L, 2, t, &bits);
+  if (why) {
+    luaL_pushfail(L);
+    lua_insert(L, -2);
+    return 2;
+  }
+  cg_pushbits(L, t, &bits);
+  return 1;
+}
+
 int luaopen_cugraph_core(lua_State *L) {
   cg_sentinel_new(L); /* first of all objects: it is finalized last */
   lua_newtable(L);
@@ -53,6 +70,8 @@ int luaopen_cugraph_core(lua_State *L) {
     lua_rawseti(L, -2, t + 1);
   }
   lua_setfield(L, -2, "types");
+  lua_pushcfunction(L, element_value);
+  lua_setfield(L, -2, "element_value");
   return 1;
 }
 

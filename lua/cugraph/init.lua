@@ -10,7 +10,7 @@ for k, v in pairs(core) do cuda[k] = v end
 -- Internal parts of the core, not part of the API.
 local readfile, add_method, compile = core.readfile, core.add_method, core.compile
 cuda.readfile, cuda.add_method, cuda.nvrtc_version = nil, nil, nil
-cuda.simulator_path, cuda.world_rendezvous = nil, nil
+cuda.simulator_path, cuda.world_rendezvous, cuda.element_value = nil, nil, nil
 local nvrtc_version = core.nvrtc_version
 
 cuda._VERSION = "cugraph-lua " .. core.version

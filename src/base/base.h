@@ -391,6 +391,14 @@ void cg_share_drop(cg_share *sh);
 
 /* -- values (value.c) ----------------------------------------------------- */
 
+/* The string at idx that names something (a type, an option, a kernel, a
+   label, a file): C reads it up to its first NUL byte, so one that holds
+   a NUL byte is refused, as an argument error, or "what: ..." when what is
+   given. A number is taken as its text, as luaL_checkstring takes it.
+   cg_optname: def when the value is absent or nil. */
+const char *cg_checkname(lua_State *L, int idx, const char *what);
+const char *cg_optname(lua_State *L, int idx, const char *def,
+                       const char *what);
 cg_type cg_checktype(lua_State *L, int idx);
 /* luaL_checkoption whose error lists the options: "invalid option 'x'
    (expected a, b or c)". */
@@ -399,6 +407,14 @@ int cg_checkoption(lua_State *L, int idx, const char *def,
 /* Converts the number at idx to element type t into out; NULL, or the
    reason it cannot (pushed). */
 const char *cg_bits(lua_State *L, int idx, cg_type t, void *out);
+/* Whether the value at idx is an integer: a Lua integer or a float with
+   an integral value in range (the rule of luaL_checkinteger, but never a
+   string); into *out. */
+int cg_tointeger(lua_State *L, int idx, lua_Integer *out);
+/* The entries of the table at idx when it is a launch's {x [, y [, z]]}:
+   keys 1..n with n from 1 to 3 and nothing else (no hole, no fourth);
+   else 0. No allocation. */
+int cg_xyz_size(lua_State *L, int idx);
 /* cg_bits, raising: an argument error when what is NULL, else "what: msg" */
 void cg_tobits(lua_State *L, int idx, cg_type t, void *out, const char *what);
 void cg_pushbits(lua_State *L, cg_type t, const void *p);

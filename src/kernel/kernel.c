@@ -226,6 +226,9 @@ static void dims(lua_State *L, cg_kernel *k, int idx, const char *what,
   if (t != LUA_TNUMBER && t != LUA_TTABLE)
     luaL_error(L, "%s: %s must be an integer or {x, y, z}, got %s", k->name,
                what, luaL_typename(L, idx));
+  if (t == LUA_TTABLE && !cg_xyz_size(L, idx))
+    luaL_error(L, "%s: %s must be an integer or {x [, y [, z]]}, got a table "
+               "with other entries (a hole, a fourth, a key)", k->name, what);
   for (int i = 0; i < 3; i++) {
     lua_Integer v = 1;
     isnum = 1;

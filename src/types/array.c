@@ -24,8 +24,8 @@ CUarray_format cg_array_format(cg_type t) {
 
 void cg_check_array_format(lua_State *L, int idx, const char *what,
                            cg_type *t, int *channels) {
-  size_t len;
-  const char *s = luaL_checklstring(L, idx, &len);
+  const char *s = cg_checkname(L, idx, what);
+  size_t len = strlen(s);
   char base[8];
   const char *x = strchr(s, 'x');
   size_t n = x ? (size_t)(x - s) : len;
