@@ -307,3 +307,32 @@ describe("names and paths", function()
     os.remove(dir)
   end)
 end)
+
+describe("strings of raw bytes", function()
+  -- the constructors docs/api.md lists as taking a count, a table or a string
+  local function byte_doors()
+    local f = assert(io.open("docs/api.md", "rb"))
+    local doors = {}
+    for name in f:read("a"):gmatch("\n### cuda%.([%w_]+)%(type, n | table | string%)") do
+      doors[#doors + 1] = name
+    end
+    f:close()
+    return doors
+  end
+
+  it("are never a string that reads as a number, at every door that also takes a count", function()
+    local doors = byte_doors()
+    assert.is_true(#doors >= 3, "doors: " .. table.concat(doors, ", "))
+    for _, name in ipairs(doors) do
+      local make = assert(cuda[name], name)
+      for _, text in ipairs { "1000", "4", " 0x10 ", "1e3", "8.0", "-4", "\t12\n" } do
+        local err = tostring(H.error_of(make, "f32", text))
+        assert.matches("bad argument #2 to '[%w.]-" .. name .. "' %(the string \".-\" reads as a number", err)
+        assert.matches("tonumber", err)
+      end
+      assert.equals(1000, #make("f32", 1000))
+      assert.equals(4, #make("u8", "abcd")) -- bytes that read as no number
+      assert.equals(2, #make("u16", "\0\1\0\2"))
+    end
+  end)
+end)

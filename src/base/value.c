@@ -206,9 +206,17 @@ size_t cg_checkcount(lua_State *L, int idx, cg_type t) {
 }
 
 /* The elements of a new buffer at idx: a count, or a table or string of
-   initial values (*init set), not empty; msg names the empty case. */
+   initial values (*init set), not empty; msg names the empty case. A
+   string is raw bytes: one that reads as a number (a count read from arg
+   or a file) is refused, never taken as its bytes. */
 size_t cg_checkinit(lua_State *L, int idx, cg_type t, int *init,
                     const char *msg) {
+  if (lua_type(L, idx) == LUA_TSTRING && lua_isnumber(L, idx))
+    luaL_argerror(L, idx, lua_pushfstring(L, "the string \"%s\" reads as a "
+                  "number, but a string here is the elements' raw bytes: "
+                  "pass a count as a number (tonumber(s)), or make it by "
+                  "count and write the bytes (b:upload, h:set)",
+                  lua_tostring(L, idx)));
   *init = lua_type(L, idx) == LUA_TTABLE || lua_type(L, idx) == LUA_TSTRING;
   if (!*init) return cg_checkcount(L, idx, t);
   size_t n = lua_istable(L, idx) ? lua_rawlen(L, idx)
