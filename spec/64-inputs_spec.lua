@@ -336,3 +336,58 @@ describe("strings of raw bytes", function()
     end
   end)
 end)
+
+describe("environment variables", function()
+  -- The variables `cugraph-lua --help` lists, each either text (a name, a
+  -- path, Lua code) or a number with a script that makes the runtime read
+  -- it, the extra variables that script needs and a value that is good.
+  local text = {
+    LUA_INIT_5_4 = true, LUA_INIT = true, LUA_PATH = true, LUA_CPATH = true, CUGRAPH_LUA_LIBCUDA = true,
+    CUGRAPH_LUA_PROFILE = true, CUGRAPH_RDZV = true, CUGRAPH_LUA_LIBNVRTC = true,
+    CUGRAPH_LUA_LIBNCCL = true, CUGRAPH_LUA_CACHE_DIR = true,
+  }
+  local loads = "require('cugraph'); print('read')"
+  local numbers = {
+    CUGRAPH_LUA_DEVICE = { script = loads, good = "0", bad = { "1.5", "2147483648" } },
+    CUGRAPH_LUA_TIMEOUT = { script = loads, good = "0.5", bad = { "inf" } },
+    CUGRAPH_LUA_CACHE_SIZE = { script = loads, good = "64M", bad = { "1.5", "99999999999999999999", "5T" } },
+    CUGRAPH_RDZV_TIMEOUT = {
+      script = "print(select(2, pcall(require('cugraph').comm_world)))",
+      env = "CUGRAPH_RANK=1 CUGRAPH_WORLD_SIZE=2 CUGRAPH_RDZV=127.0.0.1:1", good = "0.01", bad = { "0", "2e9" },
+    },
+  }
+
+  local function listed()
+    local code, out = H.run("--help", nil, { plain = true })
+    assert.equals(0, code, out)
+    local vars = {}
+    for line in (out:match("Environment variables:\n(.-)\n%S") or ""):gmatch("[^\n]+") do
+      -- "  NAME[, NAME]   what it does"
+      for name in (line:match("^  ([%u%d_, ]-)%s%s+%S") or ""):gmatch("[%u%d_]+") do
+        vars[#vars + 1] = name
+      end
+    end
+    return vars
+  end
+
+  it("read as numbers are checked and named in their errors, for every one --help lists", function()
+    local vars = listed()
+    assert.is_true(#vars >= 10, table.concat(vars, " "))
+    for _, name in ipairs(vars) do
+      assert.is_truthy(text[name] or numbers[name], name .. ": a variable --help lists that this spec does not know")
+    end
+    for name, how in pairs(numbers) do
+      local env = (how.env or "") .. " " .. name .. "="
+      -- a good value is taken (the rendezvous then fails in that time)
+      local code, out = H.script(how.script, env .. how.good)
+      assert.equals(0, code, out)
+      assert.is_falsy(out:find(name .. " is '", 1, true), name .. "=" .. how.good .. ": " .. out)
+      local bads = { "abc", "12abc", "-1", "nan", "1e999", "1 2", table.unpack(how.bad) }
+      for _, bad in ipairs(bads) do
+        code, out = H.script(how.script, env .. H.quote(bad))
+        local said = out:find(name .. " is '" .. bad .. "', not a", 1, true)
+        assert.is_truthy(said, ("%s=%s: %s"):format(name, bad, out))
+      end
+    end
+  end)
+end)

@@ -11,6 +11,7 @@ for k, v in pairs(core) do cuda[k] = v end
 local readfile, add_method, compile = core.readfile, core.add_method, core.compile
 cuda.readfile, cuda.add_method, cuda.nvrtc_version = nil, nil, nil
 cuda.simulator_path, cuda.world_rendezvous, cuda.element_value = nil, nil, nil
+cuda.env_number = nil
 local nvrtc_version = core.nvrtc_version
 
 cuda._VERSION = "cugraph-lua " .. core.version
@@ -197,15 +198,9 @@ function cuda.comm_world()
   if w.size == 1 then
     id = call(core.nccl_id)
   else
-    local t = os.getenv("CUGRAPH_RDZV_TIMEOUT")
-    local timeout = 600
-    if t and t ~= "" then
-      timeout = tonumber(t)
-      if not timeout or timeout <= 0 or timeout ~= timeout or timeout >= 1e9 then
-        error("cuda.comm_world: CUGRAPH_RDZV_TIMEOUT is '" .. t .. "', not a positive "
-              .. "number of seconds", 2)
-      end
-    end
+    local ok, t = pcall(core.env_number, "CUGRAPH_RDZV_TIMEOUT", 1e-3, 1e9, "seconds")
+    if not ok then error("cuda.comm_world: " .. t, 2) end
+    local timeout = t or 600
     local kind, at = call(core.world_rendezvous)
     if kind == "tcp" then
       id = call(core.nccl_rendezvous_tcp, at, w.rank, w.size, timeout, w.job)
