@@ -391,3 +391,61 @@ describe("environment variables", function()
     end
   end)
 end)
+
+describe("argument errors", function()
+  -- A fresh object of each type, for every method to be called on.
+  local function makers()
+    local s = cuda.stream()
+    local function module() return cuda.load_module(H.build .. "/kernels.ptx") end
+    local inc = H.kernels().inc_i32
+    local function graph()
+      local x = cuda.buffer("i32", 8)
+      return s:capture(function() inc:launch(s, 1, 8, x, 8) end)
+    end
+    return {
+      Stream = cuda.stream, Event = cuda.event,
+      Buffer = function() return cuda.buffer("f32", 4):fill(0) end,
+      HostBuffer = function() return cuda.host_buffer("f32", 4) end,
+      Scalar = function() return cuda.scalar("f32", 1) end,
+      Module = module, Kernel = function() return module().inc_i32 end,
+      Graph = graph, Node = function() return graph():node(1) end,
+      Condition = cuda.condition,
+      Array = function() return cuda.array("f32", 4, 4) end,
+      Texture = function() return cuda.array("f32", 4, 4):texture() end,
+      Surface = function() return cuda.array("f32", 4, 4, { surface = true }):surface() end,
+      FFT = function() return cuda.fft(8, "c2c") end,
+    }
+  end
+
+  -- An error of a call given no arguments names what was missing as "no
+  -- value", never nil nor a value the call itself pushed.
+  local function says_no_value(call, err)
+    err = tostring(err)
+    for what in err:gmatch("got (%a[%w. ]*)") do
+      assert.equals("no value", what:sub(1, 8), call .. ": " .. err)
+    end
+  end
+
+  it("of every method and function called with no arguments say 'no value'", function()
+    local count = 0
+    for name, make in pairs(makers()) do
+      local methods = assert(debug.getmetatable(make()).methods, name)
+      for method in pairs(methods) do
+        local obj = make()
+        local ok, err = pcall(obj[method], obj)
+        count = count + 1
+        if not ok then says_no_value(name .. ":" .. method .. "()", err) end
+      end
+    end
+    -- (these three wait for other processes)
+    local waits = { comm_world = true, nccl_rendezvous = true, nccl_rendezvous_tcp = true }
+    for name, fn in pairs(cuda) do
+      if type(fn) == "function" and not waits[name] then
+        local ok, err = pcall(fn)
+        count = count + 1
+        if not ok then says_no_value("cuda." .. name .. "()", err) end
+      end
+    end
+    assert.is_true(count > 150, tostring(count))
+  end)
+end)

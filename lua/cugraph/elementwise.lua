@@ -44,11 +44,12 @@ local function parse_params(text, what, level)
   return list
 end
 
-local function check_string(v, field, what, level, optional)
+-- got: what the caller gave (G.got), when v is an argument.
+local function check_string(v, field, what, level, optional, got)
   if v == nil and optional then return nil end
   if type(v) ~= "string" or (not optional and v:match("^%s*$")) then
     error(("%s: %s must be a%s string, got %s"):format(what, field, optional and "" or " non-empty",
-          type(v)), level + 1)
+          got or type(v)), level + 1)
   end
   return v
 end
@@ -307,10 +308,11 @@ return function(cuda)
   end
 
   --- cuda.elementwise(signature, body [, opts]) -> Elementwise
-  function cuda.elementwise(signature, body, opts)
-    local what = "cuda.elementwise"
-    check_string(signature, "the signature", what, 2)
-    check_string(body, "the body", what, 2)
+  function cuda.elementwise(...)
+    local signature, body, opts = ...
+    local what, n = "cuda.elementwise", select("#", ...)
+    check_string(signature, "the signature", what, 2, false, G.got(n, 1, signature))
+    check_string(body, "the body", what, 2, false, G.got(n, 2, body))
     opts = check_opts(opts, { name = true, preamble = true, block = true }, what, 2)
     local ins, outs = signature:match("^(.-)%->(.*)$")
     if not ins then
@@ -448,9 +450,12 @@ return function(cuda)
   end
 
   --- cuda.reduction(spec) -> Reduction
-  function cuda.reduction(spec)
+  function cuda.reduction(...)
+    local spec = ...
     local what = "cuda.reduction"
-    if type(spec) ~= "table" then error(what .. ": expected a table of fields, got " .. type(spec), 2) end
+    if type(spec) ~= "table" then
+      error(what .. ": expected a table of fields, got " .. G.got(select("#", ...), 1, spec), 2)
+    end
     check_opts(spec, { input = true, map = true, reduce = true, identity = true, post = true,
                        output = true, accumulate = true, name = true, preamble = true }, what, 2)
     check_string(spec.input, "input", what, 2)

@@ -40,6 +40,12 @@ function G.literal(t, v)
   return ("%d"):format(v)
 end
 
+--- What the caller gave as argument i of the n it gave, as Lua's own
+-- argument errors name it: a type, or "no value" past the last.
+function G.got(n, i, v)
+  return i > n and "no value" or type(v)
+end
+
 --- msg without the position the front end's own files give it.
 function G.strip(msg)
   return (msg:gsub("^[^\n]-/cugraph/[%w_]+%.lua:%d+: ", "", 1))

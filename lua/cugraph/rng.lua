@@ -107,19 +107,21 @@ return function(cuda)
     return st
   end
 
-  -- v as an integer (an integral float too), else an error at level.
-  local function check_integer(v, what, fname, level)
+  -- v as an integer (an integral float too), else an error at level;
+  -- given: what the caller gave (G.got), when v is an argument.
+  local function check_integer(v, what, fname, level, given)
     local i = type(v) == "number" and math.tointeger(v)
     if not i then
-      local got = type(v) == "number" and tostring(v) or type(v)
+      local got = type(v) == "number" and tostring(v) or given or type(v)
       error(("%s: %s must be an integer (its 64 bits are used), got %s"):format(fname, what, got), level + 1)
     end
     return i
   end
 
   --- cuda.rng(seed [, opts]) -> Rng: a generator on the current device.
-  function cuda.rng(seed, opts)
-    seed = check_integer(seed, "the seed", "cuda.rng", 2)
+  function cuda.rng(...)
+    local seed, opts = ...
+    seed = check_integer(seed, "the seed", "cuda.rng", 2, G.got(select("#", ...), 1, seed))
     local sub = 0
     if opts ~= nil then
       if type(opts) ~= "table" then
@@ -253,9 +255,10 @@ return function(cuda)
   end
 
   --- r:seed(seed [, subsequence]) -> r: a new key, the offset back to 0.
-  function Rng.seed(r, seed, sub)
+  function Rng.seed(r, ...)
+    local seed, sub = ...
     local st = state_of(r)
-    seed = check_integer(seed, "the seed", "r:seed", 2)
+    seed = check_integer(seed, "the seed", "r:seed", 2, G.got(select("#", ...), 1, seed))
     if sub ~= nil then sub = check_integer(sub, "the subsequence", "r:seed", 2) end
     sub = sub or r.sub
     G.call(2, st.upload, st, { seed, sub, 0 })
@@ -270,9 +273,10 @@ return function(cuda)
   end
 
   --- r:set_offset(n) -> r
-  function Rng.set_offset(r, n)
+  function Rng.set_offset(r, ...)
+    local n = ...
     local st = state_of(r)
-    n = check_integer(n, "the offset", "r:set_offset", 2)
+    n = check_integer(n, "the offset", "r:set_offset", 2, G.got(select("#", ...), 1, n))
     G.call(2, st.upload, st, { n }, 2)
     return r
   end

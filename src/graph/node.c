@@ -366,10 +366,10 @@ static int node_set(lua_State *L) {
 
 /* node:enable(on): whether launches of the graph run the node */
 static int node_enable(lua_State *L) {
+  luaL_checktype(L, 2, LUA_TBOOLEAN); /* before noderec pushes the graph */
+  int on = lua_toboolean(L, 2);
   cg_graph *gr;
   cg_rec *e = noderec(L, &gr);
-  luaL_checktype(L, 2, LUA_TBOOLEAN);
-  int on = lua_toboolean(L, 2);
   cg_check_changeable(L, gr, e, ((cg_node *)lua_touserdata(L, 1))->index);
   if (!cg_drv.cuGraphNodeSetEnabled)
     return luaL_error(L, "node:enable() needs CUDA 11.6 or later (the driver "

@@ -257,6 +257,9 @@ static int transform(lua_State *L, int dir) {
   int sidx = 4;
   if (lua_gettop(L) > sidx)
     luaL_error(L, "fft:%s: too many arguments: the stream is the last", fn);
+  if (lua_gettop(L) < 3) /* named before lua_settop makes it nil */
+    luaL_error(L, "fft:%s: %s must be a cugraph.Buffer, got no value", fn,
+               lua_gettop(L) < 2 ? "input" : "output");
   lua_settop(L, sidx);
   if (lua_isnil(L, sidx)) {
     lua_getiuservalue(L, 1, 2);
