@@ -449,3 +449,20 @@ describe("argument errors", function()
     assert.is_true(count > 150, tostring(count))
   end)
 end)
+
+describe("numbers written into compiled sources", function()
+  it("read back as the same value: compile defines", function()
+    -- each define checked by the compiler itself
+    local src = [[
+static_assert(MIN < 0 && MIN + 1 == -9223372036854775807LL, "MIN");
+static_assert(MAX == 9223372036854775807LL, "MAX");
+static_assert(HALF == 0.5 && NEG == -2.5 && BIG == 1e300, "floats");
+static_assert(sizeof(TWO) == sizeof(double) && TWO == 2.0, "2.0 stays a double");
+extern "C" __global__ void k() {}
+]]
+    local ptx = cuda.ptx(src, { arch = "sm_90", defines = {
+      MIN = math.mininteger, MAX = math.maxinteger, HALF = 0.5, NEG = -2.5, BIG = 1e300, TWO = 2.0,
+    } })
+    assert.matches("%.entry k", ptx)
+  end)
+end)
