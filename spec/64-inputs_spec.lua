@@ -414,6 +414,9 @@ describe("argument errors", function()
       Texture = function() return cuda.array("f32", 4, 4):texture() end,
       Surface = function() return cuda.array("f32", 4, 4, { surface = true }):surface() end,
       FFT = function() return cuda.fft(8, "c2c") end,
+      Rng = function() return cuda.rng(1) end,
+      Elementwise = function() return cuda.elementwise("f32 x -> f32 y", "y = x") end,
+      Reduction = function() return cuda.reduction { input = "f32 x", reduce = "a + b", identity = 0 } end,
     }
   end
 

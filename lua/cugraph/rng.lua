@@ -174,10 +174,11 @@ return function(cuda)
     return r
   end
 
-  local function check_buffer(buf, what, ok1, ok2)
+  -- n: the arguments the caller gave after r.
+  local function check_buffer(n, buf, what, ok1, ok2)
     if getmetatable(buf) ~= "cugraph.Buffer" then
       error(("%s: argument 1 must be a cugraph.Buffer of %s, got %s")
-            :format(what, ok2 and ok1 .. " or " .. ok2 or ok1, G.what(buf)), 3)
+            :format(what, ok2 and ok1 .. " or " .. ok2 or ok1, n < 1 and "no value" or G.what(buf)), 3)
     end
     local ok, t = pcall(buf.type, buf) -- a freed one: at the user's line
     if not ok then error(("%s: argument 1: %s"):format(what, G.strip(tostring(t))), 3) end
@@ -214,9 +215,10 @@ return function(cuda)
   end
 
   --- r:uniform(buf [, lo, hi] [, stream]) -> r
-  function Rng.uniform(r, buf, lo, hi, s)
+  function Rng.uniform(r, ...)
+    local buf, lo, hi, s = ...
     state_of(r)
-    local t = check_buffer(buf, "r:uniform", "f32", "f64")
+    local t = check_buffer(select("#", ...), buf, "r:uniform", "f32", "f64")
     lo, hi, s = two("r:uniform", t, lo, hi, s, 0.0, 1.0, "lo, hi")
     local a, b = G.value(t, lo), G.value(t, hi) -- as the kernel gets them
     if a >= b then
@@ -235,9 +237,10 @@ return function(cuda)
   local Z_MAX = { f32 = 6.77, f64 = 8.66 }
 
   --- r:normal(buf [, mean, std] [, stream]) -> r
-  function Rng.normal(r, buf, mean, sd, s)
+  function Rng.normal(r, ...)
+    local buf, mean, sd, s = ...
     state_of(r)
-    local t = check_buffer(buf, "r:normal", "f32", "f64")
+    local t = check_buffer(select("#", ...), buf, "r:normal", "f32", "f64")
     mean, sd, s = two("r:normal", t, mean, sd, s, 0.0, 1.0, "mean, std")
     if sd < 0 then error(("r:normal: std must not be negative, got %s"):format(sd), 2) end
     if not finite(t, math.abs(G.value(t, mean)) + Z_MAX[t] * G.value(t, sd)) then
@@ -248,9 +251,10 @@ return function(cuda)
   end
 
   --- r:bits(buf [, stream]) -> r: the raw 32-bit words.
-  function Rng.bits(r, buf, s)
+  function Rng.bits(r, ...)
+    local buf, s = ...
     state_of(r)
-    check_buffer(buf, "r:bits", "u32")
+    check_buffer(select("#", ...), buf, "r:bits", "u32")
     return fill(r, "r:bits", r.k_bits, 4, buf, nil, nil, s)
   end
 
