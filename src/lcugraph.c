@@ -3,10 +3,44 @@
    embedding API. */
 #include <stdint.h>
 #include <string.h>
+#include "base/env.h"
 #include "graph/graph.h"
 #include "cugraph.h"
 
 void devices_open(lua_State *L);
+
+/* core.element_value(type, v) -> v as an element of type holds it, or nil
+   and why it cannot be one: the conversion of buffers, scalars and kernel
+   arguments, for the front end's generated kernels (internal). */
+static int element_value(lua_State *L) {
+  cg_type t = cg_checktype(L, 1);
+  uint64_t bits;
+  luaL_checkany(L, 2);
+  const char *why = cg_bits(L, 2, t, &bits);
+  if (why) {
+    luaL_pushfail(L);
+    lua_insert(L, -2);
+    return 2;
+  }
+  cg_pushbits(L, t, &bits);
+  return 1;
+}
+
+/* core.env_number(name, lo, hi, unit) -> the number in environment
+   variable name, from lo to hi, or nil when it is unset or empty; any
+   other value raises, naming the variable (internal: the front end's
+   variables are read as the core's are). */
+static int env_number(lua_State *L) {
+  const char *name = cg_checkname(L, 1, NULL);
+  double lo = luaL_checknumber(L, 2), hi = luaL_checknumber(L, 3), v = 0;
+  char err[256];
+  int got = cg_env_number(name, lo, hi, luaL_checkstring(L, 4), &v, err,
+                          sizeof err);
+  if (got < 0) return luaL_error(L, "%s", err);
+  if (got) lua_pushnumber(L, v);
+  else lua_pushnil(L);
+  return 1;
+}
 
 int luaopen_cugraph_core(lua_State *L) {
   cg_sentinel_new(L); /* first of all objects: it is finalized last */
@@ -53,6 +87,10 @@ int luaopen_cugraph_core(lua_State *L) {
     lua_rawseti(L, -2, t + 1);
   }
   lua_setfield(L, -2, "types");
+  lua_pushcfunction(L, element_value);
+  lua_setfield(L, -2, "element_value");
+  lua_pushcfunction(L, env_number);
+  lua_setfield(L, -2, "env_number");
   return 1;
 }
 

@@ -44,11 +44,12 @@ local function parse_params(text, what, level)
   return list
 end
 
-local function check_string(v, field, what, level, optional)
+-- got: what the caller gave (G.got), when v is an argument.
+local function check_string(v, field, what, level, optional, got)
   if v == nil and optional then return nil end
   if type(v) ~= "string" or (not optional and v:match("^%s*$")) then
     error(("%s: %s must be a%s string, got %s"):format(what, field, optional and "" or " non-empty",
-          type(v)), level + 1)
+          got or type(v)), level + 1)
   end
   return v
 end
@@ -163,11 +164,12 @@ return function(cuda)
   end
 
   -- Argument checks shared by both kinds: each raises at the user's line
-  -- (level 3: the check, the generated function, its caller).
-  local function arg_error(self, j, msg)
+  -- (level 4: arg_error, the check, the generated function, its caller;
+  -- deeper by `depth` more).
+  local function arg_error(self, j, msg, depth)
     local p = self.params[j]
     error(("%s: argument %d '%s' (%s%s): %s"):format(self.name, j, p.name, p.type,
-          j > #self.inputs and " output" or "", msg), 4)
+          j > #self.inputs and " output" or "", msg), 4 + (depth or 0))
   end
 
   local function length_message(self, len, n)
@@ -178,13 +180,26 @@ return function(cuda)
 
   local E = { raise = G.raise }
 
+  local function type_length(a)
+    if getmetatable(a) == "cugraph.Buffer" then return a:type(), #a end
+    return a:type()
+  end
+  --- The element type and length (a Buffer's) of a Buffer or Scalar a,
+  -- argument j: a freed one is an error at the user's line, as any other
+  -- argument error.
+  local function describe(self, j, a)
+    local ok, t, len = pcall(type_length, a)
+    if not ok then arg_error(self, j, G.strip(tostring(t)), 1) end
+    return t, len
+  end
+
   --- An input: pointer, value, length so far, and the two masks.
   function E.input(self, j, a, n, ix, pt)
     local t = self.params[j].type
     local mt = getmetatable(a)
     if mt == "cugraph.Buffer" then
-      if a:type() ~= t then arg_error(self, j, "expected a cugraph.Buffer of " .. t .. ", got " .. G.what(a)) end
-      local len = #a
+      local at, len = describe(self, j, a)
+      if at ~= t then arg_error(self, j, "expected a cugraph.Buffer of " .. t .. ", got " .. G.what(a)) end
       if n < 0 then
         self.first = j
       elseif len ~= n then
@@ -192,7 +207,7 @@ return function(cuda)
       end
       return a, 0, len, ix | (1 << (j - 1)), pt
     elseif mt == "cugraph.Scalar" then
-      if a:type() ~= t then arg_error(self, j, "expected a cugraph.Scalar of " .. t .. ", got " .. G.what(a)) end
+      if describe(self, j, a) ~= t then arg_error(self, j, "expected a cugraph.Scalar of " .. t .. ", got " .. G.what(a)) end
       return a, 0, n, ix, pt | (1 << (j - 1))
     elseif type(a) == "number" then
       local bad = G.number_error(t, a)
@@ -205,10 +220,11 @@ return function(cuda)
   --- An output buffer (elementwise): the length so far.
   function E.output(self, j, a, n)
     local t = self.params[j].type
-    if getmetatable(a) ~= "cugraph.Buffer" or a:type() ~= t then
+    if getmetatable(a) ~= "cugraph.Buffer" then
       arg_error(self, j, "expected a cugraph.Buffer of " .. t .. ", got " .. G.what(a))
     end
-    local len = #a
+    local at, len = describe(self, j, a)
+    if at ~= t then arg_error(self, j, "expected a cugraph.Buffer of " .. t .. ", got " .. G.what(a)) end
     if n < 0 then
       self.first = j
     elseif len ~= n then
@@ -292,10 +308,11 @@ return function(cuda)
   end
 
   --- cuda.elementwise(signature, body [, opts]) -> Elementwise
-  function cuda.elementwise(signature, body, opts)
-    local what = "cuda.elementwise"
-    check_string(signature, "the signature", what, 2)
-    check_string(body, "the body", what, 2)
+  function cuda.elementwise(...)
+    local signature, body, opts = ...
+    local what, n = "cuda.elementwise", select("#", ...)
+    check_string(signature, "the signature", what, 2, false, G.got(n, 1, signature))
+    check_string(body, "the body", what, 2, false, G.got(n, 2, body))
     opts = check_opts(opts, { name = true, preamble = true, block = true }, what, 2)
     local ins, outs = signature:match("^(.-)%->(.*)$")
     if not ins then
@@ -317,6 +334,7 @@ return function(cuda)
     local name = check_name(opts.name, "elementwise", what, 2)
     local preamble = check_string(opts.preamble, "opts.preamble", what, 2, true)
     local block = opts.block or 256
+    block = type(block) == "number" and math.tointeger(block) or block
     if math.type(block) ~= "integer" or block < 32 or block > 1024 or block % 32 ~= 0 then
       error(what .. ": opts.block must be a multiple of 32 from 32 to 1024, got " .. tostring(block), 2)
     end
@@ -422,7 +440,7 @@ return function(cuda)
   function E.result(self, j, a)
     local t = self.out_type
     local mt = getmetatable(a)
-    if (mt ~= "cugraph.Buffer" and mt ~= "cugraph.Scalar") or a:type() ~= t then
+    if (mt ~= "cugraph.Buffer" and mt ~= "cugraph.Scalar") or describe(self, j, a) ~= t then
       arg_error(self, j, "expected a cugraph.Buffer or cugraph.Scalar of " .. t .. ", got " .. G.what(a))
     end
   end
@@ -432,9 +450,12 @@ return function(cuda)
   end
 
   --- cuda.reduction(spec) -> Reduction
-  function cuda.reduction(spec)
+  function cuda.reduction(...)
+    local spec = ...
     local what = "cuda.reduction"
-    if type(spec) ~= "table" then error(what .. ": expected a table of fields, got " .. type(spec), 2) end
+    if type(spec) ~= "table" then
+      error(what .. ": expected a table of fields, got " .. G.got(select("#", ...), 1, spec), 2)
+    end
     check_opts(spec, { input = true, map = true, reduce = true, identity = true, post = true,
                        output = true, accumulate = true, name = true, preamble = true }, what, 2)
     check_string(spec.input, "input", what, 2)
@@ -448,22 +469,21 @@ return function(cuda)
     end
     check_string(d.map, "map", what, 2)
     d.reduce = check_string(spec.reduce, "reduce", what, 2)
-    local id = spec.identity
-    if math.type(id) == "integer" then
-      d.identity = tostring(id)
-    elseif type(id) == "number" then
-      d.identity = ("%.17g"):format(id)
-      if id ~= id or id == math.huge or id == -math.huge then
-        d.identity = id ~= id and "NAN" or (id > 0 and "" or "-") .. "INFINITY"
-      end
-    else
-      d.identity = check_string(id, "identity (a number or a C expression)", what, 2)
-    end
     d.post = check_string(spec.post, "post", what, 2, true) or "r"
     check_string(d.post, "post", what, 2)
     d.output = type_field(spec.output, "output", what, 2, nil)
     d.accumulate = type_field(spec.accumulate, "accumulate", what, 2, d.output or inputs[1].type)
     d.output = d.output or d.accumulate
+    local id = spec.identity
+    if type(id) == "number" then -- the accumulator's value, written exactly
+      local v, why = G.value(d.accumulate, id)
+      if v == nil then
+        error(("%s: identity (accumulate %s): %s"):format(what, d.accumulate, why), 2)
+      end
+      d.identity = G.literal(d.accumulate, v)
+    else
+      d.identity = check_string(id, "identity (a number or a C expression)", what, 2)
+    end
     d.preamble = check_string(spec.preamble, "preamble", what, 2, true)
     local name = check_name(spec.name, "reduction", what, 2)
     local src = reduction_source(name, inputs, d)

@@ -12,28 +12,43 @@ G.ctype = {
 }
 G.type_list = "f32 f64 i8 u8 i16 u16 i32 u32 i64 u64 f16 bf16"
 
--- Integer types: their ranges, for numbers passed by value.
-local int_range = {
-  i8 = { -128, 127 }, u8 = { 0, 255 }, i16 = { -32768, 32767 }, u16 = { 0, 65535 },
-  i32 = { -2147483648, 2147483647 }, u32 = { 0, 4294967295 },
-  i64 = { math.mininteger, math.maxinteger }, u64 = { 0, math.maxinteger },
-}
-local FLT_MAX, HALF_MAX, BF16_MAX = 3.4028234663852886e38, 65504.0, 3.3895313892515355e38
+local element_value = require("cugraph.core").element_value
 
---- Why the number v does not fit element type t, or nil when it does. A
--- u64 takes integers up to 2^63-1 (Lua's), as everywhere in the runtime.
+--- v as an element of type t holds it, or nil and why it cannot be one:
+-- the runtime's one conversion of a number (buffers, scalars, k:launch).
+G.value = element_value
+
+--- Why the number v does not fit element type t, or nil when it does.
 function G.number_error(t, v)
-  local r = int_range[t]
-  if r then
-    local i = math.tointeger(v)
-    if not i then return ("expected an integer, got %s"):format(v) end
-    if i < r[1] or i > r[2] then return ("%d is out of range for %s"):format(i, t) end
-    return nil
+  local got, why = element_value(t, v)
+  if got == nil then return why end
+end
+
+local floats = { f32 = true, f64 = true, f16 = true, bf16 = true }
+
+--- A C expression of exactly v, a value of element type t (G.value's):
+-- floats as hexadecimal literals (-0.0 keeps its sign), integers as C
+-- reads them (-2^63 is no literal; a u64 past 2^63 is Lua's negative).
+function G.literal(t, v)
+  if floats[t] then
+    if v ~= v then return "NAN" end
+    if v == math.huge or v == -math.huge then return v > 0 and "INFINITY" or "(-INFINITY)" end
+    return ("%a"):format(v)
   end
-  local max = t == "f32" and FLT_MAX or t == "f16" and HALF_MAX or t == "bf16" and BF16_MAX
-  if max and v == v and v ~= math.huge and v ~= -math.huge and (v > max or v < -max) then
-    return ("%s is out of range for %s"):format(v, t)
-  end
+  if v == math.mininteger and t == "i64" then return "(-9223372036854775807LL - 1)" end
+  if v < 0 and t == "u64" then return ("0x%xULL"):format(v) end
+  return ("%d"):format(v)
+end
+
+--- What the caller gave as argument i of the n it gave, as Lua's own
+-- argument errors name it: a type, or "no value" past the last.
+function G.got(n, i, v)
+  return i > n and "no value" or type(v)
+end
+
+--- msg without the position the front end's own files give it.
+function G.strip(msg)
+  return (msg:gsub("^[^\n]-/cugraph/[%w_]+%.lua:%d+: ", "", 1))
 end
 
 --- The headers a source of these element types needs.
@@ -57,7 +72,7 @@ function G.init(cuda, raise)
     local ok, a, b = pcall(fn, ...)
     if not ok then
       if type(a) == "string" then
-        a = a:gsub("^[^\n]-/cugraph/[%w_]+%.lua:%d+: ", "", 1)
+        a = G.strip(a)
       elseif cuda.is_error(a) then
         a.where = nil
       end

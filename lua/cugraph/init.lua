@@ -3,6 +3,7 @@
 -- raised at the caller's line, as the core's own are.
 local core = require "cugraph.core"
 local npy = require "cugraph.npy"
+local got = require("cugraph.gen").got
 
 local cuda = {}
 for k, v in pairs(core) do cuda[k] = v end
@@ -10,7 +11,8 @@ for k, v in pairs(core) do cuda[k] = v end
 -- Internal parts of the core, not part of the API.
 local readfile, add_method, compile = core.readfile, core.add_method, core.compile
 cuda.readfile, cuda.add_method, cuda.nvrtc_version = nil, nil, nil
-cuda.simulator_path, cuda.world_rendezvous = nil, nil
+cuda.simulator_path, cuda.world_rendezvous, cuda.element_value = nil, nil, nil
+cuda.env_number = nil
 local nvrtc_version = core.nvrtc_version
 
 cuda._VERSION = "cugraph-lua " .. core.version
@@ -64,9 +66,10 @@ local function read_module(path, fname, level)
 end
 
 --- cuda.load_module(path [, name]) -> Module: a .ptx, .cubin or .fatbin file.
-function cuda.load_module(path, name)
+function cuda.load_module(...)
+  local path, name = ...
   if type(path) ~= "string" then
-    error("bad argument #1 to 'load_module' (string expected, got " .. type(path) .. ")", 2)
+    error("bad argument #1 to 'load_module' (string expected, got " .. got(select("#", ...), 1, path) .. ")", 2)
   end
   return (call(core.module, read_module(path, "load_module", 2), name or path))
 end
@@ -76,9 +79,10 @@ local warned = false
 --- cuda.module(image [, name]) -> Module: PTX text, a cubin or a fatbin.
 -- A string that is none of these but names a file is loaded from it, as
 -- before cuda.load_module existed, with a warning (see -W).
-function cuda.module(image, name)
+function cuda.module(...)
+  local image, name = ...
   if type(image) ~= "string" then
-    error("bad argument #1 to 'module' (string expected, got " .. type(image) .. ")", 2)
+    error("bad argument #1 to 'module' (string expected, got " .. got(select("#", ...), 1, image) .. ")", 2)
   end
   if not is_image(image) then
     local _, err = readfile(image, 0)
@@ -118,7 +122,9 @@ local function opt_name(opts)
 end
 
 --- cuda.ptx(source [, opts]) -> ptx, log: CUDA C compiled by NVRTC.
-function cuda.ptx(source, opts)
+function cuda.ptx(...)
+  if select("#", ...) == 0 then return call(compile) end -- "got no value"
+  local source, opts = ...
   if type(source) == "string" then source = locate(source) end
   local ptx, log = call(compile, source, opts)
   return ptx, log
@@ -133,7 +139,9 @@ local fallback = {
 --- cuda.compile(source [, opts]) -> Module: CUDA C compiled and loaded, as a
 -- cubin when the architecture is real (sm_XX, or the device's), else as
 -- PTX. extern "C" kernels get their C types from the compiler.
-function cuda.compile(source, opts)
+function cuda.compile(...)
+  if select("#", ...) == 0 then call(compile) end -- "got no value"
+  local source, opts = ...
   if type(source) == "string" then source = locate(source) end
   local ptx, _, cubin, typetext = call(compile, source, opts)
   local types = {}
@@ -170,14 +178,18 @@ function cuda.info()
 end
 
 --- cuda.load(path) -> Buffer, shape: a NumPy .npy file into a new buffer.
-function cuda.load(path)
+function cuda.load(...)
+  local path = ...
+  if select("#", ...) == 0 then error("bad argument #1 to 'load' (string expected, got no value)", 2) end
   local ok, t, data, shape = pcall(npy.read, path)
   if not ok then raise(t, 2) end
   return (call(core.buffer, t, data)), shape
 end
 
 --- b:save(path [, shape]) -> b: the buffer as a NumPy .npy file.
-add_method("cugraph.Buffer", "save", function(b, path, shape)
+add_method("cugraph.Buffer", "save", function(b, ...)
+  local path, shape = ...
+  if select("#", ...) == 0 then error("bad argument #1 to 'save' (string expected, got no value)", 2) end
   local t = call(b.type, b)
   local data = call(b.download, b, "string")
   local ok, err = pcall(npy.write, path, t, #b, data, shape)
@@ -197,15 +209,9 @@ function cuda.comm_world()
   if w.size == 1 then
     id = call(core.nccl_id)
   else
-    local t = os.getenv("CUGRAPH_RDZV_TIMEOUT")
-    local timeout = 600
-    if t and t ~= "" then
-      timeout = tonumber(t)
-      if not timeout or timeout <= 0 or timeout ~= timeout or timeout >= 1e9 then
-        error("cuda.comm_world: CUGRAPH_RDZV_TIMEOUT is '" .. t .. "', not a positive "
-              .. "number of seconds", 2)
-      end
-    end
+    local ok, t = pcall(core.env_number, "CUGRAPH_RDZV_TIMEOUT", 1e-3, 1e9, "seconds")
+    if not ok then error("cuda.comm_world: " .. t, 2) end
+    local timeout = t or 600
     local kind, at = call(core.world_rendezvous)
     if kind == "tcp" then
       id = call(core.nccl_rendezvous_tcp, at, w.rank, w.size, timeout, w.job)

@@ -183,9 +183,10 @@ function npy.write(path, t, n, data, shape)
   if #shape == 0 and next(shape) ~= nil then
     fail("save: shape must be a sequence of integers")
   end
-  for i, dim in ipairs(shape) do
-    if math.type(dim) ~= "integer" or dim < 0 then
-      fail("save: shape[%d] must be a non-negative integer, got %s", i, tostring(dim))
+  for i, entry in ipairs(shape) do
+    local dim = type(entry) == "number" and math.tointeger(entry) -- 2.0 too
+    if not dim or dim < 0 then
+      fail("save: shape[%d] must be a non-negative integer, got %s", i, tostring(entry))
     end
     count = mul(count, dim)
     if not count then fail("save: the shape's element count overflows at entry %d", i) end

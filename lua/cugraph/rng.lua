@@ -107,16 +107,21 @@ return function(cuda)
     return st
   end
 
-  local function check_integer(v, what, fname, level)
-    if math.type(v) ~= "integer" then
-      local got = type(v) == "number" and tostring(v) or type(v)
+  -- v as an integer (an integral float too), else an error at level;
+  -- given: what the caller gave (G.got), when v is an argument.
+  local function check_integer(v, what, fname, level, given)
+    local i = type(v) == "number" and math.tointeger(v)
+    if not i then
+      local got = type(v) == "number" and tostring(v) or given or type(v)
       error(("%s: %s must be an integer (its 64 bits are used), got %s"):format(fname, what, got), level + 1)
     end
+    return i
   end
 
   --- cuda.rng(seed [, opts]) -> Rng: a generator on the current device.
-  function cuda.rng(seed, opts)
-    check_integer(seed, "the seed", "cuda.rng", 2)
+  function cuda.rng(...)
+    local seed, opts = ...
+    seed = check_integer(seed, "the seed", "cuda.rng", 2, G.got(select("#", ...), 1, seed))
     local sub = 0
     if opts ~= nil then
       if type(opts) ~= "table" then
@@ -128,8 +133,7 @@ return function(cuda)
         end
       end
       if opts.subsequence ~= nil then
-        check_integer(opts.subsequence, "opts.subsequence", "cuda.rng", 2)
-        sub = opts.subsequence
+        sub = check_integer(opts.subsequence, "opts.subsequence", "cuda.rng", 2)
       end
     end
     local m, dev = G.call(2, G.module, SOURCE, "cugraph_rng")
@@ -170,12 +174,14 @@ return function(cuda)
     return r
   end
 
-  local function check_buffer(buf, what, ok1, ok2)
+  -- n: the arguments the caller gave after r.
+  local function check_buffer(n, buf, what, ok1, ok2)
     if getmetatable(buf) ~= "cugraph.Buffer" then
       error(("%s: argument 1 must be a cugraph.Buffer of %s, got %s")
-            :format(what, ok2 and ok1 .. " or " .. ok2 or ok1, G.what(buf)), 3)
+            :format(what, ok2 and ok1 .. " or " .. ok2 or ok1, n < 1 and "no value" or G.what(buf)), 3)
     end
-    local t = buf:type()
+    local ok, t = pcall(buf.type, buf) -- a freed one: at the user's line
+    if not ok then error(("%s: argument 1: %s"):format(what, G.strip(tostring(t))), 3) end
     if t ~= ok1 and t ~= ok2 then
       error(("%s: argument 1 must be a cugraph.Buffer of %s, got %s")
             :format(what, ok2 and ok1 .. " or " .. ok2 or ok1, G.what(buf)), 3)
@@ -203,36 +209,61 @@ return function(cuda)
     return a, b, s
   end
 
+  -- Whether x, a result the kernel computes in type t, is finite there.
+  local function finite(t, x)
+    return x == x and x ~= math.huge and x ~= -math.huge and G.number_error(t, x) == nil
+  end
+
   --- r:uniform(buf [, lo, hi] [, stream]) -> r
-  function Rng.uniform(r, buf, lo, hi, s)
+  function Rng.uniform(r, ...)
+    local buf, lo, hi, s = ...
     state_of(r)
-    local t = check_buffer(buf, "r:uniform", "f32", "f64")
+    local t = check_buffer(select("#", ...), buf, "r:uniform", "f32", "f64")
     lo, hi, s = two("r:uniform", t, lo, hi, s, 0.0, 1.0, "lo, hi")
-    if lo >= hi then error(("r:uniform: lo must be below hi, got %s and %s"):format(lo, hi), 2) end
+    local a, b = G.value(t, lo), G.value(t, hi) -- as the kernel gets them
+    if a >= b then
+      error(("r:uniform: lo must be below hi, got %s and %s%s"):format(lo, hi,
+            lo < hi and (" (both %s as %s)"):format(a, t) or ""), 2)
+    end
+    if not finite(t, b - a) then -- the kernel scales by hi - lo
+      error(("r:uniform: hi - lo of %s and %s is past the largest %s: the range cannot be drawn")
+            :format(lo, hi, t), 2)
+    end
     return fill(r, "r:uniform", r.k_uniform[t], t == "f32" and 4 or 2, buf, lo, hi, s)
   end
 
+  -- The most standard deviations a draw lies from the mean: sqrt(-2 ln u)
+  -- at the smallest u the kernels take (2^-33, 2^-54), rounded up.
+  local Z_MAX = { f32 = 6.77, f64 = 8.66 }
+
   --- r:normal(buf [, mean, std] [, stream]) -> r
-  function Rng.normal(r, buf, mean, sd, s)
+  function Rng.normal(r, ...)
+    local buf, mean, sd, s = ...
     state_of(r)
-    local t = check_buffer(buf, "r:normal", "f32", "f64")
+    local t = check_buffer(select("#", ...), buf, "r:normal", "f32", "f64")
     mean, sd, s = two("r:normal", t, mean, sd, s, 0.0, 1.0, "mean, std")
     if sd < 0 then error(("r:normal: std must not be negative, got %s"):format(sd), 2) end
+    if not finite(t, math.abs(G.value(t, mean)) + Z_MAX[t] * G.value(t, sd)) then
+      error(("r:normal: mean %s and std %s: draws reach %s std from the mean, past the largest %s")
+            :format(mean, sd, Z_MAX[t], t), 2)
+    end
     return fill(r, "r:normal", r.k_normal[t], t == "f32" and 4 or 2, buf, mean, sd, s)
   end
 
   --- r:bits(buf [, stream]) -> r: the raw 32-bit words.
-  function Rng.bits(r, buf, s)
+  function Rng.bits(r, ...)
+    local buf, s = ...
     state_of(r)
-    check_buffer(buf, "r:bits", "u32")
+    check_buffer(select("#", ...), buf, "r:bits", "u32")
     return fill(r, "r:bits", r.k_bits, 4, buf, nil, nil, s)
   end
 
   --- r:seed(seed [, subsequence]) -> r: a new key, the offset back to 0.
-  function Rng.seed(r, seed, sub)
+  function Rng.seed(r, ...)
+    local seed, sub = ...
     local st = state_of(r)
-    check_integer(seed, "the seed", "r:seed", 2)
-    if sub ~= nil then check_integer(sub, "the subsequence", "r:seed", 2) end
+    seed = check_integer(seed, "the seed", "r:seed", 2, G.got(select("#", ...), 1, seed))
+    if sub ~= nil then sub = check_integer(sub, "the subsequence", "r:seed", 2) end
     sub = sub or r.sub
     G.call(2, st.upload, st, { seed, sub, 0 })
     r.seed_value, r.sub = seed, sub
@@ -246,9 +277,10 @@ return function(cuda)
   end
 
   --- r:set_offset(n) -> r
-  function Rng.set_offset(r, n)
+  function Rng.set_offset(r, ...)
+    local n = ...
     local st = state_of(r)
-    check_integer(n, "the offset", "r:set_offset", 2)
+    n = check_integer(n, "the offset", "r:set_offset", 2, G.got(select("#", ...), 1, n))
     G.call(2, st.upload, st, { n }, 2)
     return r
   end

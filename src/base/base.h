@@ -451,6 +451,14 @@ void cg_share_drop(cg_share *sh);
 
 /* -- values (value.c) ----------------------------------------------------- */
 
+/* The string at idx that names something (a type, an option, a kernel, a
+   label, a file): C reads it up to its first NUL byte, so one that holds
+   a NUL byte is refused, as an argument error, or "what: ..." when what is
+   given. A number is taken as its text, as luaL_checkstring takes it.
+   cg_optname: def when the value is absent or nil. */
+const char *cg_checkname(lua_State *L, int idx, const char *what);
+const char *cg_optname(lua_State *L, int idx, const char *def,
+                       const char *what);
 cg_type cg_checktype(lua_State *L, int idx);
 /* luaL_checkoption whose error lists the options: "invalid option 'x'
    (expected a, b or c)". */
@@ -459,9 +467,30 @@ int cg_checkoption(lua_State *L, int idx, const char *def,
 /* Converts the number at idx to element type t into out; NULL, or the
    reason it cannot (pushed). */
 const char *cg_bits(lua_State *L, int idx, cg_type t, void *out);
+/* Whether the value at idx is an integer: a Lua integer or a float with
+   an integral value in range (the rule of luaL_checkinteger, but never a
+   string); into *out. */
+int cg_tointeger(lua_State *L, int idx, lua_Integer *out);
+/* The entries of the table at idx when it is a launch's {x [, y [, z]]}:
+   keys 1..n with n from 1 to 3 and nothing else (no hole, no fourth);
+   else 0. No allocation. */
+int cg_xyz_size(lua_State *L, int idx);
 /* cg_bits, raising: an argument error when what is NULL, else "what: msg" */
 void cg_tobits(lua_State *L, int idx, cg_type t, void *out, const char *what);
 void cg_pushbits(lua_State *L, cg_type t, const void *p);
+/* a * b and a + b into *out: 1, or 0 (out untouched) when the result
+   overflows size_t. Every product of sizes, pitches and offsets from Lua
+   goes through these before it reaches a check or the driver. */
+static inline int cg_mul_ok(size_t a, size_t b, size_t *out) {
+  if (b && a > SIZE_MAX / b) return 0;
+  *out = a * b;
+  return 1;
+}
+static inline int cg_add_ok(size_t a, size_t b, size_t *out) {
+  if (a > SIZE_MAX - b) return 0;
+  *out = a + b;
+  return 1;
+}
 /* A count of elements of type t at idx, positive, whose byte size fits */
 size_t cg_checkcount(lua_State *L, int idx, cg_type t);
 size_t cg_checkinit(lua_State *L, int idx, cg_type t, int *init,

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 #include "base/base.h"
+#include "base/env.h"
 #include "base/world.h"
 #include "base/fft.h"
 
@@ -579,14 +580,20 @@ static int sentinel_gc(lua_State *L) {
 cg_ctx *cg_sentinel_new(lua_State *L) {
   cg_ctx *ctx = cg_sentinel(L);
   if (ctx) return ctx;
+  /* the variables the state keeps, read once: a malformed one is an error
+     of loading the module, naming it */
+  int ordinal = 0; /* CUGRAPH_LUA_DEVICE, else the local rank */
+  double timeout = 0; /* CUGRAPH_LUA_TIMEOUT seconds; 0: none */
+  char err[256];
+  if (cg_world_device(&ordinal, err, sizeof err) < 0 ||
+      cg_env_number("CUGRAPH_LUA_TIMEOUT", 0, HUGE_VAL, "seconds", &timeout,
+                    err, sizeof err) < 0)
+    luaL_error(L, "%s", err);
   ctx = lua_newuserdatauv(L, sizeof *ctx, 0);
   memset(ctx, 0, sizeof *ctx);
   ctx->root = ctx;
-  ctx->ordinal = cg_world_device(); /* CUGRAPH_LUA_DEVICE, else the local rank */
-  const char *t = getenv("CUGRAPH_LUA_TIMEOUT"); /* seconds; malformed: none */
-  char *end;
-  double v = t ? strtod(t, &end) : 0;
-  ctx->timeout = t && end != t && !*end && v > 0 && v < HUGE_VAL ? v : 0;
+  ctx->ordinal = ordinal;
+  ctx->timeout = timeout;
   cg_trace_open(ctx);
   lua_createtable(L, 0, 2);
   lua_pushcfunction(L, sentinel_gc);

@@ -261,8 +261,10 @@ void cg_check_options(lua_State *L, int idx, const char *what,
   while (lua_next(L, idx)) {
     lua_pop(L, 1);
     int i = 0;
-    if (lua_type(L, -1) == LUA_TSTRING)
+    if (lua_type(L, -1) == LUA_TSTRING) { /* "stream\0x" is no key */
+      cg_checkname(L, -1, what);
       while (keys[i] && strcmp(keys[i], lua_tostring(L, -1))) i++;
+    }
     if (lua_type(L, -1) == LUA_TSTRING && keys[i]) continue;
     luaL_Buffer b;
     const char *key = luaL_tolstring(L, -1, NULL);

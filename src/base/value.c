@@ -7,12 +7,28 @@
 #include <string.h>
 #include "base/base.h"
 
-/* An element type: a short name ("f32") or a C name for one ("float",
-   "unsigned int", "uint8_t"); an error lists them. */
+const char *cg_checkname(lua_State *L, int idx, const char *what) {
+  size_t len;
+  const char *s = luaL_checklstring(L, idx, &len), *nul = memchr(s, 0, len);
+  if (!nul) return s;
+  const char *msg = lua_pushfstring(L, "the string contains a NUL byte (at "
+                                    "byte %d): a name or path ends there "
+                                    "in C", (int)(nul - s) + 1);
+  if (!what) luaL_argerror(L, idx, msg);
+  luaL_error(L, "%s: %s", what, msg);
+  return NULL;
+}
+
+const char *cg_optname(lua_State *L, int idx, const char *def,
+                       const char *what) {
+  return lua_isnoneornil(L, idx) ? def : cg_checkname(L, idx, what);
+}
+
+/* An option: one of list (def when absent); an error lists them. */
 int cg_checkoption(lua_State *L, int idx, const char *def,
                    const char *const list[]) {
-  const char *name = def ? luaL_optstring(L, idx, def)
-                         : luaL_checkstring(L, idx);
+  const char *name = def ? cg_optname(L, idx, def, NULL)
+                         : cg_checkname(L, idx, NULL);
   int i = 0, n = 0;
   for (; list[i]; i++)
     if (!strcmp(list[i], name)) return i;
@@ -27,8 +43,10 @@ int cg_checkoption(lua_State *L, int idx, const char *def,
                        "(expected %s)", name, lua_tostring(L, -1)));
 }
 
+/* An element type: a short name ("f32") or a C name for one ("float",
+   "unsigned int", "uint8_t"); an error lists them. */
 cg_type cg_checktype(lua_State *L, int idx) {
-  const char *s = luaL_checkstring(L, idx);
+  const char *s = cg_checkname(L, idx, NULL);
   cg_param p;
   for (int t = 0; t < CG_NTYPES; t++)
     if (!strcmp(s, cg_type_names[t])) return (cg_type)t;
@@ -128,6 +146,29 @@ const char *cg_bits(lua_State *L, int idx, cg_type t, void *out) {
   return NULL;
 }
 
+int cg_tointeger(lua_State *L, int idx, lua_Integer *out) {
+  int ok = 0;
+  if (lua_type(L, idx) == LUA_TNUMBER) *out = lua_tointegerx(L, idx, &ok);
+  return ok;
+}
+
+int cg_xyz_size(lua_State *L, int idx) {
+  lua_Integer n = 0, last = 0;
+  idx = lua_absindex(L, idx);
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    lua_pop(L, 1);
+    lua_Integer k = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : 0;
+    if (k < 1 || k > 3) {
+      lua_pop(L, 1);
+      return 0;
+    }
+    n++;
+    if (k > last) last = k;
+  }
+  return n == last ? (int)n : 0;
+}
+
 void cg_tobits(lua_State *L, int idx, cg_type t, void *out, const char *what) {
   const char *msg = cg_bits(L, idx, t, out);
   if (!msg) return;
@@ -165,9 +206,17 @@ size_t cg_checkcount(lua_State *L, int idx, cg_type t) {
 }
 
 /* The elements of a new buffer at idx: a count, or a table or string of
-   initial values (*init set), not empty; msg names the empty case. */
+   initial values (*init set), not empty; msg names the empty case. A
+   string is raw bytes: one that reads as a number (a count read from arg
+   or a file) is refused, never taken as its bytes. */
 size_t cg_checkinit(lua_State *L, int idx, cg_type t, int *init,
                     const char *msg) {
+  if (lua_type(L, idx) == LUA_TSTRING && lua_isnumber(L, idx))
+    luaL_argerror(L, idx, lua_pushfstring(L, "the string \"%s\" reads as a "
+                  "number, but a string here is the elements' raw bytes: "
+                  "pass a count as a number (tonumber(s)), or make it by "
+                  "count and write the bytes (b:upload, h:set)",
+                  lua_tostring(L, idx)));
   *init = lua_type(L, idx) == LUA_TTABLE || lua_type(L, idx) == LUA_TSTRING;
   if (!*init) return cg_checkcount(L, idx, t);
   size_t n = lua_istable(L, idx) ? lua_rawlen(L, idx)

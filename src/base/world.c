@@ -1,13 +1,13 @@
 /* The rank, size and local rank of this process, and its job, from the
    variables of its starter; the rendezvous of its job (base/world.h). */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/env.h"
 #include "base/hash.h"
 #include "base/world.h"
 
@@ -30,16 +30,10 @@ static const char *env(const char *name) {
    message when it is not one. */
 static int number_long(const char *name, long lo, long hi, long *out,
                        char *err, size_t n) {
-  const char *s = env(name);
-  if (!s) return 0;
-  char *end;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno || *end || v < lo || v > hi)
-    return cg_failf(err, n, "%s is '%s', not a whole number from %ld to %ld",
-                name, s, lo, hi);
-  *out = v;
-  return 1;
+  long long v = 0;
+  int got = cg_env_integer(name, lo, hi, &v, err, n);
+  if (got > 0) *out = (long)v;
+  return got;
 }
 
 static int number(const char *name, long lo, long hi, int *out, char *err,
@@ -286,14 +280,17 @@ int cg_world_rendezvous(const cg_world *w, char *where, size_t n, char *err,
                        ? " and the starter gives no job id" : "");
 }
 
-int cg_world_device(void) {
-  const char *dev = getenv("CUGRAPH_LUA_DEVICE");
-  if (dev && *dev) return atoi(dev);
+int cg_world_device(int *out, char *err, size_t n) {
+  long long dev = 0;
+  int got = cg_env_integer("CUGRAPH_LUA_DEVICE", 0, INT32_MAX, &dev, err, n);
+  *out = (int)dev;
+  if (got) return got < 0 ? -1 : 0;
   cg_world w;
-  char err[256];
-  if (cg_world_read(&w, 1, err, sizeof err) || !w.starter || w.local_rank < 0)
+  char why[256];
+  if (cg_world_read(&w, 1, why, sizeof why) || !w.starter || w.local_rank < 0)
     return 0;
   const char *vis = env("CUDA_VISIBLE_DEVICES");
   if (vis && !strchr(vis, ',')) return 0; /* the one GPU the starter gave it */
-  return w.local_rank;
+  *out = w.local_rank;
+  return 0;
 }

@@ -34,10 +34,12 @@ int cg_world_rendezvous(const cg_world *w, char *where, size_t n, char *err,
 /* The default port of a job: 20000 to 29999, from its id. */
 int cg_world_port(const char *job);
 
-/* The device a rank uses by default: CUGRAPH_LUA_DEVICE when set, else its
-   local rank (0 when only one device is visible, CUDA_VISIBLE_DEVICES), else
-   0. Never fails. */
-int cg_world_device(void);
+/* The device a rank uses by default, into *out: CUGRAPH_LUA_DEVICE when
+   set, else its local rank (0 when only one device is visible,
+   CUDA_VISIBLE_DEVICES), else 0 (a starter's variables that do not add up
+   are cuda.world's to report). 0, or -1 with the message in err when
+   CUGRAPH_LUA_DEVICE is not an ordinal. */
+int cg_world_device(int *out, char *err, size_t n);
 
 /* Writes the message into err (n bytes, printf's format); returns -1. */
 int cg_failf(char *err, size_t n, const char *fmt, ...);

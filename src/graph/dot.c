@@ -246,7 +246,7 @@ static int tempfile_close(lua_State *L) {
 static int graph_dot(lua_State *L) {
   static const char *const keys[] = { "verbose", "profile", NULL };
   cg_graph *gr = cg_checkobj(L, 1, CG_GRAPH);
-  const char *path = luaL_checkstring(L, 2);
+  const char *path = cg_checkname(L, 2, NULL);
   int verbose = 0, pidx = 0;
   lua_settop(L, 3);
   if (lua_istable(L, 3)) {

@@ -151,7 +151,8 @@ static int stream_capture(lua_State *L) {
     luaL_checktype(L, 3, LUA_TTABLE);
     cg_check_options(L, 3, "s:capture", keys);
     if (lua_getfield(L, 3, "mode") != LUA_TNIL) {
-      const char *name = lua_tostring(L, -1);
+      const char *name = lua_type(L, -1) == LUA_TSTRING
+                         ? cg_checkname(L, -1, "s:capture: opts.mode") : NULL;
       for (mode = 0; modes[mode] && (!name || strcmp(modes[mode], name));)
         mode++;
       if (!modes[mode])

@@ -113,7 +113,7 @@ static size_t pushnodes(lua_State *L, cg_obj *owner, CUgraph g, int pidx,
    count, {record, ...}. */
 static int graph_nodes(lua_State *L) {
   cg_graph *gr = cg_checkobj(L, 1, CG_GRAPH);
-  if (lua_type(L, 2) == LUA_TSTRING && !strcmp(lua_tostring(L, 2), "detail"))
+  if (lua_type(L, 2) == LUA_TSTRING && !strcmp(cg_checkname(L, 2, NULL), "detail"))
     return nodes_detail(L, gr);
   int deep = lua_toboolean(L, 2);
   lua_settop(L, 1);
@@ -131,7 +131,7 @@ static int graph_node(lua_State *L) {
   cg_recs *r = gr->recs;
   size_t n = r ? r->n : 0, i = 0;
   if (lua_type(L, 2) == LUA_TSTRING) {
-    const char *name = lua_tostring(L, 2);
+    const char *name = cg_checkname(L, 2, NULL);
     while (i < n && (!r->v[i].label || strcmp(cg_recs_text(r, r->v[i].label), name)))
       i++;
     if (i == n)
@@ -345,10 +345,10 @@ static int node_set(lua_State *L) {
 
 /* node:enable(on): whether launches of the graph run the node */
 static int node_enable(lua_State *L) {
+  luaL_checktype(L, 2, LUA_TBOOLEAN); /* before noderec pushes the graph */
+  int on = lua_toboolean(L, 2);
   cg_graph *gr;
   cg_rec *e = noderec(L, &gr);
-  luaL_checktype(L, 2, LUA_TBOOLEAN);
-  int on = lua_toboolean(L, 2);
   cg_check_changeable(L, gr, e, ((cg_node *)lua_touserdata(L, 1))->index);
   if (!cg_drv.cuGraphNodeSetEnabled)
     return luaL_error(L, "node:enable() needs CUDA 11.6 or later (the driver "
@@ -407,7 +407,7 @@ static int node_tostring(lua_State *L) {
    name (g:node(name) finds the first) */
 static int stream_label(lua_State *L) {
   cg_stream *s = cg_checkobj(L, 1, CG_STREAM);
-  const char *name = luaL_checkstring(L, 2);
+  const char *name = cg_checkname(L, 2, NULL);
   luaL_checktype(L, 3, LUA_TFUNCTION);
   cg_ctx *ctx = s->h.ctx;
   if (!ctx->capture)

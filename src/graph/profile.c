@@ -411,7 +411,7 @@ static int graph_profile(lua_State *L) {
     if (lua_toboolean(L, -1)) method = 2;
     lua_pop(L, 1);
     if (lua_getfield(L, 2, "method") != LUA_TNIL)
-      method = luaL_checkoption(L, -1, NULL, methods);
+      method = cg_checkoption(L, -1, NULL, methods);
     lua_pop(L, 1);
     lua_getfield(L, 2, "stream");
     lua_replace(L, 3);

@@ -215,8 +215,10 @@ static int module_reload(lua_State *L) {
   cg_check_outside(L, ctx, "module:reload()", "reload outside the capture");
   luaL_checkstring(L, 2);
   lua_settop(L, 3);
-  const char *name = lua_tostring(L, 3);
-  if (lua_type(L, 3) != LUA_TSTRING || !*name || strchr(name, '\n'))
+  const char *name = lua_type(L, 3) == LUA_TSTRING ? lua_tostring(L, 3) : "";
+  /* a log (cuda.ptx's second result) is no name: NUL bytes too */
+  if (lua_type(L, 3) != LUA_TSTRING || !*name || strchr(name, '\n') ||
+      strlen(name) != lua_rawlen(L, 3))
     lua_pushstring(L, m->name);
   else
     lua_pushvalue(L, 3);
@@ -278,7 +280,7 @@ static int poll(lua_State *L) {
    the file changed (its time, size or inode), e.g. to reload a module.
    A poll of an unchanged file is one stat and allocates nothing. */
 static int watch(lua_State *L) {
-  luaL_checkstring(L, 1);
+  cg_checkname(L, 1, NULL);
   luaL_checktype(L, 2, LUA_TFUNCTION);
   lua_settop(L, 2);
   filestamp *f = lua_newuserdatauv(L, sizeof *f, 0);

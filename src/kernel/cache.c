@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "base/env.h"
 #include "kernel/cache.h"
 
 #define CACHE_MAGIC "cugraph-lua-nvrtc 3" /* bump when the format changes */
@@ -55,22 +56,9 @@ int cg_cache_dir(char *out, size_t n) {
   return stat(out, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* The size cap: $CUGRAPH_LUA_CACHE_SIZE, bytes with an optional K, M or G
-   (powers of 1024); unset or malformed: 256M. */
-uint64_t cg_cache_cap(void) {
-  const char *s = getenv("CUGRAPH_LUA_CACHE_SIZE");
-  char *end;
-  unsigned long long v;
-  int shift = 0;
-  if (!s || !*s || *s < '0' || *s > '9') return CACHE_CAP;
-  errno = 0;
-  v = strtoull(s, &end, 10);
-  if (*end == 'K' || *end == 'k') shift = 10;
-  else if (*end == 'M' || *end == 'm') shift = 20;
-  else if (*end == 'G' || *end == 'g') shift = 30;
-  if (errno || end[shift != 0] != '\0' || v > (UINT64_MAX >> shift))
-    return CACHE_CAP;
-  return (uint64_t)v << shift;
+int cg_cache_cap(uint64_t *cap, char *err, size_t n) {
+  *cap = CACHE_CAP;
+  return cg_env_bytes("CUGRAPH_LUA_CACHE_SIZE", cap, err, n) < 0 ? -1 : 0;
 }
 
 static size_t read_all(int fd, char *buf, size_t n) {
@@ -209,7 +197,7 @@ static void cache_evict(const char *dir, uint64_t cap) {
    write. Failures leave no file behind. Then the cache is brought under
    its cap. */
 void cg_cache_put(const char *dir, const char *key, const char *data,
-                      size_t len) {
+                  size_t len, uint64_t cap) {
   char path[PATHLEN], tmp[PATHLEN], hdr[128];
   struct timespec ts;
   cg_hash h = CG_HASH_INIT;
@@ -228,7 +216,7 @@ void cg_cache_put(const char *dir, const char *key, const char *data,
   ok = write_all(fd, hdr, (size_t)n) && write_all(fd, data, len);
   ok = close(fd) == 0 && ok;
   if (!ok || rename(tmp, path) != 0) unlink(tmp);
-  cache_evict(dir, cg_cache_cap());
+  cache_evict(dir, cap);
 }
 
 

@@ -25,18 +25,17 @@ static void need(lua_State *L, cg_kernel *k, int have, const char *what) {
 /* opts.cluster: an integer or {x [, y [, z]]}, each at least 1. */
 static void cluster_dims(lua_State *L, cg_kernel *k, int idx, unsigned c[3]) {
   c[0] = c[1] = c[2] = 1;
-  if (lua_isinteger(L, idx)) {
-    lua_Integer v = lua_tointeger(L, idx);
+  lua_Integer v;
+  if (cg_tointeger(L, idx, &v)) {
     if (v < 1 || v > 64) goto bad;
     c[0] = (unsigned)v;
     return;
   }
-  if (!lua_istable(L, idx) || lua_rawlen(L, idx) < 1 || lua_rawlen(L, idx) > 3)
-    goto bad;
-  for (int i = 0; i < (int)lua_rawlen(L, idx); i++) {
+  int n = lua_istable(L, idx) ? cg_xyz_size(L, idx) : 0;
+  if (!n) goto bad;
+  for (int i = 0; i < n; i++) {
     lua_rawgeti(L, idx, i + 1);
-    int ok;
-    lua_Integer v = lua_tointegerx(L, -1, &ok);
+    int ok = cg_tointeger(L, -1, &v);
     lua_pop(L, 1);
     if (!ok || v < 1 || v > 64) goto bad;
     c[i] = (unsigned)v;

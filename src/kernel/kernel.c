@@ -223,6 +223,9 @@ static void dims(lua_State *L, cg_kernel *k, int idx, const char *what,
   if (t != LUA_TNUMBER && t != LUA_TTABLE)
     luaL_error(L, "%s: %s must be an integer or {x, y, z}, got %s", k->name,
                what, luaL_typename(L, idx));
+  if (t == LUA_TTABLE && !cg_xyz_size(L, idx))
+    luaL_error(L, "%s: %s must be an integer or {x [, y [, z]]}, got a table "
+               "with other entries (a hole, a fourth, a key)", k->name, what);
   for (int i = 0; i < 3; i++) {
     lua_Integer v = 1;
     isnum = 1;
@@ -271,11 +274,25 @@ static void note(lua_State *L, cg_kernel *k, CUstream s,
   cg_note_kernel(L, k->h.ctx, s, &n);
 }
 
+/* k:launch with fewer than its stream, grid and block: the first missing
+   one is named with "got no value" (the hot path's checks push values
+   where it would be). */
+static int launch_missing(lua_State *L) {
+  cg_kernel *k = cg_checkself(L, CG_KERNEL);
+  int top = lua_gettop(L);
+  cg_stream *s = cg_checkobj(L, 2, CG_STREAM);
+  unsigned grid[3];
+  if (top >= 3) dims(L, k, 3, "grid", s->h.ctx->max_grid, grid);
+  return luaL_error(L, "%s: %s must be an integer or {x, y, z}, got no "
+                    "value", k->name, top < 3 ? "grid" : "block");
+}
+
 /* k:launch(stream, grid, block, args...) */
 /* The checks leave the metatables they read on the stack (no pops on the
    hot path): the arguments are counted first and read by absolute index. */
 static int kernel_launch(lua_State *L) {
   int nargs = lua_gettop(L) - 4;
+  if (nargs < 0) return launch_missing(L);
   if (nargs > LUA_MINSTACK - 4) luaL_checkstack(L, nargs + 4, NULL);
   cg_kernel *k = lua_touserdata(L, 1);
   unsigned epoch = cg_epoch_now();

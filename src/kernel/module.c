@@ -180,7 +180,7 @@ static void settypes(lua_State *L, int idx, ptx_entry *e, int n) {
 int cg_module_new(lua_State *L) {
   size_t len;
   const char *img = luaL_checklstring(L, 1, &len);
-  const char *name = luaL_optstring(L, 2, "module");
+  const char *name = cg_optname(L, 2, "module", NULL);
   char err[256];
   ptx_entry *e = NULL;
   ptx_global *g = NULL;
@@ -317,11 +317,11 @@ static void ptxcheck(lua_State *L, const char *name, const ptx_entry *e,
 /* m:kernel(name [, signature]) */
 static int module_kernel(lua_State *L) {
   cg_module *m = cg_checkobj(L, 1, CG_MODULE);
-  const char *name = luaL_checkstring(L, 2);
+  const char *name = cg_checkname(L, 2, NULL);
   if (!lua_isnoneornil(L, 3)) {
     cg_param ps[CG_MAX_PARAMS];
     char err[200];
-    int n = cg_signature(luaL_checkstring(L, 3), ps, CG_MAX_PARAMS, err,
+    int n = cg_signature(cg_checkname(L, 3, NULL), ps, CG_MAX_PARAMS, err,
                           sizeof err);
     if (n < 0) return luaL_argerror(L, 3, err);
     const char *entry = name;
@@ -355,9 +355,7 @@ static int module_kernel(lua_State *L) {
    declaration gives, else of type. */
 static int module_global(lua_State *L) {
   cg_module *m = cg_checkself(L, CG_MODULE);
-  size_t len;
-  const char *name = luaL_checklstring(L, 2, &len);
-  if (strlen(name) != len) luaL_argerror(L, 2, "contains a NUL byte");
+  const char *name = cg_checkname(L, 2, NULL);
   int t = lua_isnoneornil(L, 3) ? -1 : (int)cg_checktype(L, 3);
   if (!cg_drv.cuModuleGetGlobal)
     return luaL_error(L, "m:global: this CUDA driver has no module globals "
@@ -420,7 +418,7 @@ static int module_kernels(lua_State *L) {
 static int module_index(lua_State *L) {
   if (cg_method(L)) return 1;
   cg_module *m = cg_checkobj(L, 1, CG_MODULE);
-  const char *name = luaL_checkstring(L, 2);
+  const char *name = cg_checkname(L, 2, NULL);
   int i = 0;
   while (m->entries && i < m->nentries && strcmp(m->entries[i].name, name) &&
          strcmp(m->entries[i].base, name) && strcmp(m->entries[i].cxx, name))

@@ -487,6 +487,14 @@ static int unpack(lua_State *L, int idx) {
   return 1;
 }
 
+/* The cache's size cap, raising when CUGRAPH_LUA_CACHE_SIZE is malformed. */
+static uint64_t cache_cap(lua_State *L) {
+  uint64_t cap;
+  char err[256];
+  if (cg_cache_cap(&cap, err, sizeof err)) luaL_error(L, "%s", err);
+  return cap;
+}
+
 /* core.compile(source [, opts]) -> ptx, log, cubin, types: the cubin is
    "" for a virtual architecture; types is the text push_lowered and
    compile_types make. */
@@ -580,7 +588,7 @@ static int l_compile(lua_State *L) {
     lua_pushvalue(L, types);
     lua_concat(L, 4);
     s = lua_tolstring(L, -1, &len);
-    cg_cache_put(dir, key, s, len);
+    cg_cache_put(dir, key, s, len, cache_cap(L));
   }
   lua_pushvalue(L, top - 1);
   lua_pushvalue(L, top - 2);
@@ -593,9 +601,10 @@ static int l_compile(lua_State *L) {
    its size cap in bytes */
 static int l_compile_cache_dir(lua_State *L) {
   char dir[DIRLEN];
+  uint64_t cap = cache_cap(L);
   if (cg_cache_dir(dir, sizeof dir)) lua_pushstring(L, dir);
   else lua_pushnil(L);
-  lua_pushinteger(L, (lua_Integer)cg_cache_cap());
+  lua_pushinteger(L, (lua_Integer)cap);
   return 2;
 }
 
@@ -612,6 +621,7 @@ static int l_nvrtc_version(lua_State *L) {
 }
 
 void nvrtc_open(lua_State *L) {
+  cache_cap(L); /* a malformed CUGRAPH_LUA_CACHE_SIZE fails the load */
   luaL_newmetatable(L, GUARD);
   lua_pushcfunction(L, guard_close);
   lua_setfield(L, -2, "__close");

@@ -125,8 +125,11 @@ static int push_define(lua_State *L, const char *name) {
     lua_pushfstring(L, "-D%s=%s", name, s);
     return 1;
   case LUA_TNUMBER:
-    if (lua_isinteger(L, idx)) {
-      lua_pushfstring(L, "-D%s=%I", name, lua_tointeger(L, idx));
+    if (lua_isinteger(L, idx)) { /* -2^63 is no C literal: an expression */
+      if (lua_tointeger(L, idx) == LUA_MININTEGER)
+        lua_pushfstring(L, "-D%s=(-9223372036854775807LL-1)", name);
+      else
+        lua_pushfstring(L, "-D%s=%I", name, lua_tointeger(L, idx));
       return 1;
     }
     v = lua_tonumber(L, idx);

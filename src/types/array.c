@@ -24,8 +24,8 @@ CUarray_format cg_array_format(cg_type t) {
 
 void cg_check_array_format(lua_State *L, int idx, const char *what,
                            cg_type *t, int *channels) {
-  size_t len;
-  const char *s = luaL_checklstring(L, idx, &len);
+  const char *s = cg_checkname(L, idx, what);
+  size_t len = strlen(s);
   char base[8];
   const char *x = strchr(s, 'x');
   size_t n = x ? (size_t)(x - s) : len;
@@ -45,6 +45,17 @@ void cg_check_array_format(lua_State *L, int idx, const char *what,
     luaL_error(L, "%s: format '%s': the element type must be one of "
                "u8, i8, u16, i16, u32, i32, f16, f32", what, s);
   *t = (cg_type)i;
+}
+
+size_t cg_check_array_bytes(lua_State *L, const char *what, size_t w,
+                            size_t h, size_t d, size_t texel) {
+  size_t bytes = 0;
+  if (!cg_mul_ok(w, h ? h : 1, &bytes) || !cg_mul_ok(bytes, d ? d : 1, &bytes)
+      || !cg_mul_ok(bytes, texel, &bytes))
+    luaL_error(L, "%s: %I x %I x %I texels of %I bytes overflow a size", what,
+               (LUAI_UACINT)w, (LUAI_UACINT)(h ? h : 1),
+               (LUAI_UACINT)(d ? d : 1), (LUAI_UACINT)texel);
+  return bytes;
 }
 
 /* A dimension at idx: 1..max, or 0 when absent (and allowed to be). */
@@ -94,6 +105,8 @@ static int array_new(lua_State *L) {
   size_t h = top >= 3 ? dim(L, 3, "height", 0) : 0;
   size_t d = top >= 4 ? dim(L, 4, "depth", 0) : 0;
   if (d && !h) return luaL_error(L, "cuda.array: a depth needs a height");
+  cg_check_array_bytes(L, "cuda.array", w, h, d,
+                       (size_t)channels * cg_type_size[t]);
   int surface = 0;
   if (oidx) {
     lua_getfield(L, oidx, "surface");

@@ -51,8 +51,7 @@ static int blas_new(lua_State *L) {
     cg_check_options(L, oidx, "cuda.blas", keys);
     lua_getfield(L, oidx, "workspace");
     if (!lua_isnil(L, -1)) {
-      ws = lua_tointeger(L, -1);
-      if (!lua_isinteger(L, -1) || ws < 0 || ws > ((lua_Integer)1 << 36))
+      if (!cg_tointeger(L, -1, &ws) || ws < 0 || ws > ((lua_Integer)1 << 36))
         luaL_error(L, "cuda.blas: workspace must be a byte count in 0 .. "
                    "2^36");
     }
@@ -153,10 +152,10 @@ int cg_blas_optint(lua_State *L, int oidx, const char *key, lua_Integer dflt,
   if (oidx) {
     lua_getfield(L, oidx, key);
     if (!lua_isnil(L, -1)) {
-      if (!lua_isinteger(L, -1))
+      if (!cg_tointeger(L, -1, &v))
         luaL_error(L, "blas:%s: %s must be an integer, got %s", fn, key,
-                   luaL_typename(L, -1));
-      v = lua_tointeger(L, -1);
+                   lua_type(L, -1) == LUA_TNUMBER ? luaL_tolstring(L, -1, NULL)
+                                                  : luaL_typename(L, -1));
     }
     lua_pop(L, 1);
   }
@@ -200,7 +199,10 @@ static void toscale(lua_State *L, int idx, double dflt, cg_type t,
   s->dev = 0;
   s->v = dflt;
   if (lua_isnil(L, idx)) return;
-  if (lua_type(L, idx) == LUA_TNUMBER) {
+  if (lua_type(L, idx) == LUA_TNUMBER) { /* as cuBLAS reads it, in range */
+    uint64_t bits;
+    const char *why = cg_bits(L, idx, t == CG_F64 ? CG_F64 : CG_F32, &bits);
+    if (why) luaL_error(L, "blas:%s: %s: %s", fn, name, why);
     s->v = lua_tonumber(L, idx);
     return;
   }

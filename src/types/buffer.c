@@ -302,6 +302,7 @@ static int buffer_upload(lua_State *L) {
            "upload before capture, copy from a device buffer, or upload "
            "a cuda.host_buffer on the capture stream");
   if (!lua_isnoneornil(L, 4)) cg_checkobj(L, 4, CG_STREAM); /* early word */
+  if (lua_isnone(L, 2)) luaL_typeerror(L, 2, "table"); /* before settop */
   lua_settop(L, 4); /* the stream's slot stays 4 while the data converts */
   upload_data(L, b, 2, 3, 4);
   lua_settop(L, 1);

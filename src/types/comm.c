@@ -125,8 +125,8 @@ static int comms_new(lua_State *L) {
   lua_createtable(L, (int)n, 0);
   for (lua_Integer i = 0; i < n; i++) {
     lua_geti(L, 1, i + 1);
-    lua_Integer d = lua_tointeger(L, -1);
-    if (!lua_isinteger(L, -1) || d < 0 || d > 1024)
+    lua_Integer d = -1;
+    if (!cg_tointeger(L, -1, &d) || d < 0 || d > 1024)
       luaL_error(L, "cuda.comms: entry %d is not a device ordinal", (int)i + 1);
     lua_pop(L, 1);
     for (lua_Integer j = 0; j < i; j++)

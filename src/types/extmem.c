@@ -193,9 +193,9 @@ static int extmem_array(lua_State *L) {
     off = luaL_optinteger(L, -1, 0);
     lua_pop(L, 1);
   }
-  size_t texel = (size_t)channels * cg_type_size[t];
-  size_t bytes = dims[0] * (dims[1] ? dims[1] : 1) * (dims[2] ? dims[2] : 1) *
-                 texel;
+  size_t bytes = cg_check_array_bytes(L, "mem:array", dims[0], dims[1],
+                                      dims[2], (size_t)channels *
+                                      cg_type_size[t]);
   lua_pushinteger(L, off);
   range(L, e, lua_gettop(L), bytes, "mem:array");
   cg_check_outside(L, e->h.ctx, "cannot map external memory",

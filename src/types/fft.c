@@ -65,9 +65,10 @@ static void need_fft(lua_State *L) {
 
 /* The lengths at idx (an integer, or a list of 1 to 3), into p. */
 static void lengths(lua_State *L, int idx, cg_fft *p) {
-  if (lua_isinteger(L, idx)) {
+  lua_Integer n;
+  if (cg_tointeger(L, idx, &n)) {
     p->rank = 1;
-    p->n[0] = lua_tointeger(L, idx);
+    p->n[0] = n;
   } else {
     luaL_argexpected(L, lua_istable(L, idx), idx, "a length or a list of 1 to 3");
     lua_Integer r = luaL_len(L, idx);
@@ -77,9 +78,9 @@ static void lengths(lua_State *L, int idx, cg_fft *p) {
     p->rank = (int)r;
     for (int i = 0; i < p->rank; i++) {
       lua_geti(L, idx, i + 1);
-      if (!lua_isinteger(L, -1))
+      if (!cg_tointeger(L, -1, &n))
         luaL_error(L, "cuda.fft: length %d is not an integer", i + 1);
-      p->n[i] = lua_tointeger(L, -1);
+      p->n[i] = n;
       lua_pop(L, 1);
     }
   }
@@ -141,9 +142,10 @@ static int fft_new(lua_State *L) {
     }
     lua_getfield(L, 3, "batch");
     if (!lua_isnil(L, -1)) {
-      tmp.batch = lua_tointeger(L, -1);
-      if (!lua_isinteger(L, -1) || tmp.batch < 1 || tmp.batch > (1LL << 31))
+      lua_Integer b = 0;
+      if (!cg_tointeger(L, -1, &b) || b < 1 || b > (1LL << 31))
         luaL_error(L, "cuda.fft: batch must be an integer in 1 .. 2^31");
+      tmp.batch = b;
     }
     lua_getfield(L, 3, "stream");
     if (!lua_isnil(L, -1)) sidx = lua_gettop(L);
@@ -258,6 +260,9 @@ static int transform(lua_State *L, int dir) {
   int sidx = 4;
   if (lua_gettop(L) > sidx)
     luaL_error(L, "fft:%s: too many arguments: the stream is the last", fn);
+  if (lua_gettop(L) < 3) /* named before lua_settop makes it nil */
+    luaL_error(L, "fft:%s: %s must be a cugraph.Buffer, got no value", fn,
+               lua_gettop(L) < 2 ? "input" : "output");
   lua_settop(L, sidx);
   if (lua_isnil(L, sidx)) {
     lua_getiuservalue(L, 1, 2);

@@ -54,17 +54,17 @@ static cg_buffer *checkmanaged(lua_State *L, const char *what) {
 static CUmemLocation location(lua_State *L, int idx, cg_buffer *b,
                               const char *what) {
   CUmemLocation loc = { CU_MEM_LOCATION_TYPE_DEVICE, b->h.ctx->ordinal };
+  lua_Integer d;
   if (lua_isnoneornil(L, idx)) return loc;
   if (lua_type(L, idx) == LUA_TSTRING) {
-    const char *s = lua_tostring(L, idx);
+    const char *s = cg_checkname(L, idx, what);
     if (!strcmp(s, "host")) {
       loc.type = CU_MEM_LOCATION_TYPE_HOST;
       loc.id = 0;
       return loc;
     }
     if (!strcmp(s, "device")) return loc;
-  } else if (lua_isinteger(L, idx)) {
-    lua_Integer d = lua_tointeger(L, idx);
+  } else if (cg_tointeger(L, idx, &d)) {
     int count = 0;
     CU(L, b->h.ctx, cuDeviceGetCount, &count);
     if (d >= 0 && d < count) {

@@ -184,9 +184,12 @@ static void get_side(lua_State *L, int idx, int opts, const char *what,
   if (a) { /* its texels, row by row, as far as the box's checks go */
     pitch = a->width * es;
     rows = a->height ? a->height : 1;
-    s->bytes = pitch * rows * (a->depth ? a->depth : 1);
+    s->bytes = cg_array_bytes(a);
   }
-  s->pitch = p ? p * es : pitch ? pitch : w * es;
+  if (p && !cg_mul_ok(p, es, &s->pitch))
+    luaL_error(L, "%s: opts.%s: %I elements of %I bytes overflow a size",
+               what, key, (LUAI_UACINT)p, (LUAI_UACINT)es);
+  if (!p) s->pitch = pitch ? pitch : w * es; /* w * es: below 2^35 */
   /* a plain buffer's rows: all there are for a rectangle, h a slice of a
      box */
   if (!pitch) rows = d == 1 ? s->bytes / s->pitch : h;
@@ -209,13 +212,16 @@ static void get_side(lua_State *L, int idx, int opts, const char *what,
                (LUAI_UACINT)s->z);
 }
 
-/* Whether the box of w x h x d elements at s's corner lies in its memory. */
+/* Whether the box of w x h x d elements at s's corner lies in its memory:
+   the end of its last row, exactly (an offset below 2^63 plus a size below
+   2^31 cannot wrap; a product that would wraps past every end). */
 static int fits(const side *s, size_t w, size_t h, size_t d) {
   size_t es = s->array ? cg_array_texel(s->array) : cg_type_size[s->type];
-  double last = ((double)(s->z + d - 1) * (double)s->rows +
-                 (double)(s->y + h - 1)) * (double)s->pitch +
-                (double)((s->x + w) * es);
-  return last <= (double)s->bytes;
+  size_t end;
+  return cg_mul_ok(s->z + d - 1, s->rows, &end) &&
+         cg_add_ok(end, s->y + h - 1, &end) &&
+         cg_mul_ok(end, s->pitch, &end) &&
+         cg_add_ok(end, (s->x + w) * es, &end) && end <= s->bytes;
 }
 
 static void fill(const side *s, CUmemorytype *mt, CUdeviceptr *dev,

@@ -90,24 +90,34 @@ static int write_id(lua_State *L, const char *path, const char *job) {
   return 1;
 }
 
+/* The job id argument at idx, else CUGRAPH_JOB_ID, else "": one line of
+   fewer than JOBLEN bytes; the variable is named when it
+   is what is wrong. */
+static const char *job_id(lua_State *L, int idx) {
+  const char *env = getenv("CUGRAPH_JOB_ID");
+  int given = !lua_isnoneornil(L, idx);
+  const char *job = given ? cg_checkname(L, idx, NULL) : env ? env : "";
+  if (strlen(job) < JOBLEN && !strchr(job, '\n')) return job;
+  if (given)
+    luaL_argerror(L, idx, "a job id is one line of fewer than 64 bytes");
+  luaL_error(L, "CUGRAPH_JOB_ID is '%s', not one line of fewer than 64 bytes",
+             job);
+  return NULL;
+}
+
 /* cuda.nccl_rendezvous(path, rank [, timeout_s [, job]]) -> id: the unique
    id of a run, made by rank 0 and written to path (a file on storage every
    rank sees) with the run's job id (job, else CUGRAPH_JOB_ID, else none),
    read there by the others, who wait up to timeout_s (600) for a whole
    record of their job. */
 static int nccl_rendezvous(lua_State *L) {
-  size_t len;
-  const char *path = luaL_checklstring(L, 1, &len);
+  const char *path = cg_checkname(L, 1, NULL);
   lua_Integer rank = luaL_checkinteger(L, 2);
   lua_Number timeout = luaL_optnumber(L, 3, 600);
-  const char *env = getenv("CUGRAPH_JOB_ID");
-  const char *job = luaL_optstring(L, 4, env ? env : "");
-  luaL_argcheck(L, strlen(path) == len, 1, "the path contains a NUL byte");
   luaL_argcheck(L, rank >= 0, 2, "rank must not be negative");
   luaL_argcheck(L, timeout > 0, 3, "the timeout must be a positive number of "
                 "seconds");
-  luaL_argcheck(L, strlen(job) < JOBLEN && !strpbrk(job, "\n"), 4,
-                "a job id is one line of fewer than 64 bytes");
+  const char *job = job_id(L, 4);
   cg_need_nccl(L);
   lua_settop(L, 4);
   if (rank == 0) return write_id(L, path, job);
@@ -141,19 +151,14 @@ static int nccl_rendezvous(lua_State *L) {
    Each waits up to timeout_s (600); job (else CUGRAPH_JOB_ID, else none)
    must be the same on every rank. */
 static int nccl_rendezvous_tcp(lua_State *L) {
-  size_t len;
-  const char *addr = luaL_checklstring(L, 1, &len);
+  const char *addr = cg_checkname(L, 1, NULL);
   lua_Integer rank = luaL_checkinteger(L, 2), size = luaL_checkinteger(L, 3);
   lua_Number timeout = luaL_optnumber(L, 4, 600);
-  const char *env = getenv("CUGRAPH_JOB_ID");
-  const char *job = luaL_optstring(L, 5, env ? env : "");
-  luaL_argcheck(L, strlen(addr) == len, 1, "the address contains a NUL byte");
   luaL_argcheck(L, size >= 1 && size <= 1 << 24, 3, "size out of range");
   luaL_argcheck(L, rank >= 0 && rank < size, 2, "rank must be in 0 .. size-1");
   luaL_argcheck(L, timeout > 0 && timeout < 1e9, 4, "the timeout must be a "
                 "positive number of seconds");
-  luaL_argcheck(L, strlen(job) < CG_JOBLEN && !strpbrk(job, "\n"), 5,
-                "a job id is one line of fewer than 64 bytes");
+  const char *job = job_id(L, 5);
   char host[256], port[8], err[1024];
   if (cg_rdzv_parse(addr, host, sizeof host, port, sizeof port, err, sizeof err))
     return luaL_argerror(L, 1, err);

@@ -12,8 +12,8 @@ static int priority_of(lua_State *L, cg_ctx *ctx, int idx) {
   if (!cg_drv.cuStreamCreateWithPriority || !cg_drv.cuCtxGetStreamPriorityRange)
     luaL_error(L, "cuda.stream: this CUDA driver has no stream priorities");
   CU(L, ctx, cuCtxGetStreamPriorityRange, &least, &greatest);
-  const char *name = lua_type(L, idx) == LUA_TSTRING ? lua_tostring(L, idx)
-                                                     : NULL;
+  const char *name = lua_type(L, idx) == LUA_TSTRING
+                     ? cg_checkname(L, idx, "cuda.stream: opts.priority") : NULL;
   if (name && !strcmp(name, "highest")) return greatest;
   if (name && !strcmp(name, "lowest")) return least;
   lua_Integer p = lua_tointegerx(L, idx, &ok);

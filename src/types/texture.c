@@ -15,7 +15,9 @@ static const char *const reads[] = { "element", "normalized", NULL };
 static int name_at(lua_State *L, int idx, const char *key,
                    const char *const *names) {
   idx = lua_absindex(L, idx);
-  const char *s = lua_tostring(L, idx);
+  const char *s = lua_type(L, idx) == LUA_TSTRING ? lua_tostring(L, idx) : NULL;
+  if (s && strlen(s) != lua_rawlen(L, idx)) /* raises */
+    cg_checkname(L, idx, lua_pushfstring(L, "a:texture: opts.%s", key));
   for (int i = 0; s && names[i]; i++)
     if (!strcmp(s, names[i])) return i;
   luaL_Buffer b;
@@ -80,8 +82,8 @@ static int array_texture(lua_State *L) {
     if (lua_getfield(L, opts, "border") != LUA_TNIL) {
       luaL_checktype(L, -1, LUA_TTABLE);
       for (int i = 0; i < 4; i++) {
-        lua_rawgeti(L, -1, i + 1);
-        border[i] = (float)luaL_optnumber(L, -1, 0);
+        if (lua_rawgeti(L, -1, i + 1) != LUA_TNIL)
+          cg_tobits(L, -1, CG_F32, &border[i], "a:texture: opts.border");
         lua_pop(L, 1);
       }
     }

@@ -209,6 +209,10 @@ void cg_push_array(lua_State *L, cg_ctx *ctx, CUarray a);
    an error that starts with what. */
 void cg_check_array_format(lua_State *L, int idx, const char *what,
                            cg_type *t, int *channels);
+/* The bytes of w x h x d texels of `texel` bytes (a dimension 0 counts as
+   1), or an error that starts with what when that overflows a size. */
+size_t cg_check_array_bytes(lua_State *L, const char *what, size_t w,
+                            size_t h, size_t d, size_t texel);
 /* The driver's format of element type t (0: arrays have none). */
 CUarray_format cg_array_format(cg_type t);
 /* A new Array object at the top of the stack, its handle not made yet. */
