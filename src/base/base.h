@@ -247,9 +247,12 @@ void cg_wait_event(lua_State *L, cg_ctx *ctx, CUevent e, double t);
    math.huge: none), positive and not NaN. */
 double cg_opttimeout(lua_State *L, int idx);
 /* A capture of the device opens and closes (capture.c): whole-device waits
-   of other threads hold back meanwhile. */
-void cg_gate_enter(cg_ctx *ctx);
+   of other threads hold back meanwhile. Opening waits while another
+   thread's whole-device wait runs, as long as the state's timeout allows:
+   0 when it ran out (nothing opened; cg_error_gate raises its error). */
+int cg_gate_enter(cg_ctx *ctx);
 void cg_gate_leave(cg_ctx *ctx);
+int cg_error_gate(lua_State *L, cg_ctx *ctx);
 
 /* -- the script's trace (trace.c) ----------------------------------------- */
 

@@ -2,6 +2,7 @@
    current on each thread, peer access, and the gate between captures and
    whole-device waits. */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -270,13 +271,31 @@ static struct gate *gate_of(CUcontext cu) {
   return free_slot;
 }
 
-void cg_gate_enter(cg_ctx *ctx) {
+/* The CLOCK_REALTIME time t seconds from now, for a timed wait. */
+static void deadline(struct timespec *ts, double t);
+
+/* Waits on gate_cond, which gate_lock holds, until *end (NULL: for ever):
+   0 once it passed. */
+static int gate_wait(const struct timespec *end) {
+  if (!end) return pthread_cond_wait(&gate_cond, &gate_lock), 1;
+  return pthread_cond_timedwait(&gate_cond, &gate_lock, end) != ETIMEDOUT;
+}
+
+int cg_gate_enter(cg_ctx *ctx) {
+  double t = ctx->root->timeout;
+  struct timespec end;
+  if (t > 0) deadline(&end, t);
   pthread_mutex_lock(&gate_lock);
   struct gate *g = gate_of(ctx->cu);
-  while (g && g->waiting && !held) pthread_cond_wait(&gate_cond, &gate_lock);
-  if (g) g->open++;
-  held++;
+  int in = 1;
+  while (in && g && g->waiting && !held) in = gate_wait(t > 0 ? &end : NULL);
+  in = in || !g->waiting; /* the last wait may have left as time ran out */
+  if (in) {
+    if (g) g->open++;
+    held++;
+  }
   pthread_mutex_unlock(&gate_lock);
+  return in;
 }
 
 void cg_gate_leave(cg_ctx *ctx) {
@@ -320,6 +339,24 @@ static int timed_out(lua_State *L, cg_ctx *ctx, const char *api, CUstream s,
   cg_pusherror(L, api, (int)CUDA_ERROR_TIMEOUT, "CUDA_ERROR_TIMEOUT",
                lua_tostring(L, -1));
   return lua_error(L);
+}
+
+/* Raises CUDA_ERROR_TIMEOUT for api after t seconds at the gate: msg says
+   what could not begin, and for what it waited. */
+static int error_gate(lua_State *L, const char *api, double t,
+                      const char *msg) {
+  lua_pushfstring(L, "the wait ended after %f s: %s", t, msg);
+  cg_pusherror(L, api, (int)CUDA_ERROR_TIMEOUT, "CUDA_ERROR_TIMEOUT",
+               lua_tostring(L, -1));
+  return lua_error(L);
+}
+
+int cg_error_gate(lua_State *L, cg_ctx *ctx) {
+  return error_gate(L, "cuStreamBeginCapture", ctx->root->timeout,
+                    "another thread's wait for the whole device (a "
+                    "cuda.synchronize, or a call that waits for the device) "
+                    "was still running, and holds new captures of the device "
+                    "back until it ends; the capture did not begin");
 }
 
 /* Polls query (a stream's or an event's) until it is not NOT_READY or t
@@ -484,15 +521,31 @@ void cg_sync_for(lua_State *L, cg_ctx *ctx, double t) {
     luaL_error(L, "waiting for the whole device while this thread captures "
                "a graph (in another lua_State): the driver refuses it and "
                "would break the capture; wait after the capture ends");
+  double t0 = now();
+  struct timespec end;
+  if (t > 0) deadline(&end, t);
   pthread_mutex_lock(&gate_lock);
   struct gate *g = gate_of(ctx->cu);
+  int in = 1;
   if (g) {
     g->waiting++;
-    while (g->open) pthread_cond_wait(&gate_cond, &gate_lock);
+    while (in && g->open) in = gate_wait(t > 0 ? &end : NULL);
+    in = in || !g->open;
+    if (!in) {
+      g->waiting--; /* captures held back meanwhile go on */
+      pthread_cond_broadcast(&gate_cond);
+    }
   }
   pthread_mutex_unlock(&gate_lock);
+  if (!in) error_gate(L, "cuCtxSynchronize", t, "another thread's graph "
+                      "capture on this device was still open, and a wait for "
+                      "the whole device begins only once no capture of it is "
+                      "open (the driver would refuse it and break the "
+                      "capture); wait after that capture ends, or for a "
+                      "stream (s:synchronize)");
   cg_ctxwait *left = NULL;
-  CUresult r = ctx_synchronize(ctx, t, &left);
+  double rest = t > 0 ? t - (now() - t0) : 0; /* what the gate left of t */
+  CUresult r = ctx_synchronize(ctx, t > 0 && rest < 1e-6 ? 1e-6 : rest, &left);
   pthread_mutex_lock(&gate_lock);
   if (g) g->waiting--;
   pthread_cond_broadcast(&gate_cond);
