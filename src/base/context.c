@@ -48,7 +48,12 @@ void cg_lua_line(lua_State *L, char *buf, size_t size) {
     }
 }
 
+static int error_stopped(lua_State *L, cg_ctx *ctx, const char *api, int why,
+                         const char *busy);
+
 void cg_fail(lua_State *L, cg_ctx *ctx, const char *api, CUresult r) {
+  int why = cg_work_stopped(r);
+  if (why) error_stopped(L, ctx, api, why, "");
   cg_poison(ctx, api, r);
   /* a capture error: which call broke the capture first, when another */
   struct cg_broke *b = &ctx->root->broke;
@@ -88,10 +93,13 @@ CUresult cg_make_current(CUcontext cu) {
   return r;
 }
 
-/* The same, raising: one compare on the hot path. */
+/* The same, raising: one compare on the hot path. A thread that takes the
+   context gives the software driver the state's bound on its work. */
 static void current(lua_State *L, cg_ctx *ctx) {
-  if (ctx->cu != cg_bound)
+  if (ctx->cu != cg_bound) {
     cg_check(L, ctx, "cuCtxSetCurrent", cg_make_current(ctx->cu));
+    cg_work_bound(ctx);
+  }
 }
 
 void cg_current(lua_State *L, cg_ctx *ctx) { current(L, ctx); }
@@ -117,6 +125,7 @@ static void start(lua_State *L, cg_ctx *ctx) {
     ctx->retained = 1; /* from here the sentinel releases the context */
   }
   current(L, ctx);
+  cg_work_bound(ctx);
   ctx->max_threads = attr(L, ctx, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
   for (int i = 0; i < 3; i++) {
     ctx->max_block[i] = attr(L, ctx, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X + i);
@@ -357,6 +366,53 @@ int cg_error_gate(lua_State *L, cg_ctx *ctx) {
                     "cuda.synchronize, or a call that waits for the device) "
                     "was still running, and holds new captures of the device "
                     "back until it ends; the capture did not begin");
+}
+
+/* -- simulated work ---------------------------------------------------------- */
+
+_Thread_local double cg_work_limit;
+
+void cg_work_limit_set(cg_ctx *ctx) {
+  if (cg_drv.cuSimSetWorkLimit(ctx->root->timeout) == CUDA_SUCCESS)
+    cg_work_limit = ctx->root->timeout;
+}
+
+void cg_interrupt(void) {
+  if (cg_drv.cuSimInterrupt) cg_drv.cuSimInterrupt();
+}
+
+int cg_work_stopped(CUresult r) {
+  int why = 0;
+  if (r != CUDA_ERROR_TIMEOUT || !cg_drv.cuSimStopReason ||
+      cg_drv.cuSimStopReason(&why) != CUDA_SUCCESS)
+    return 0;
+  return why;
+}
+
+/* Raises the error of api, whose work the software driver stopped for why;
+   busy: what ran (a string after ": ", or ""). A bound that passed is a
+   timed-out wait's error object; an interrupt, lua's "interrupted!". */
+static int error_stopped(lua_State *L, cg_ctx *ctx, const char *api, int why,
+                         const char *busy) {
+  cg_trace_raised(ctx);
+  if (why == CU_SIM_STOP_INTERRUPT)
+    return luaL_error(L, "interrupted! (the software driver stopped the "
+                      "work of %s%s)", api, busy);
+  lua_pushfstring(L, "the work ran %f s inside the call (the software "
+                  "driver runs work when it is launched), past the bound of "
+                  "every wait (CUGRAPH_LUA_TIMEOUT), and was stopped%s; the "
+                  "device stays usable, its memory as the work left it",
+                  cg_work_limit, busy);
+  cg_pusherror(L, api, (int)CUDA_ERROR_TIMEOUT, "CUDA_ERROR_TIMEOUT",
+               lua_tostring(L, -1));
+  return lua_error(L);
+}
+
+int cg_error_stopped(lua_State *L, cg_ctx *ctx, const char *api, int why,
+                     CUstream s) {
+  if (ctx->root->busy) ctx->root->busy(L, ctx, s);
+  else lua_pushliteral(L, "");
+  return error_stopped(L, ctx, api, why, lua_tostring(L, -1));
 }
 
 /* Polls query (a stream's or an event's) until it is not NOT_READY or t

@@ -31,8 +31,16 @@ static lua_State *running; /* the state ^C interrupts */
 
 /* -- signals and calls ---------------------------------------------------- */
 
+static int traceback(lua_State *L);
+
+/* Raises "interrupted!", but not in the message handler: an error already
+   on its way (a call's own "interrupted!" for the simulated work ^C
+   stopped) is reported, and host_call takes the hook off. */
 static void stop_hook(lua_State *L, lua_Debug *ar) {
-  (void)ar;
+  lua_getinfo(L, "f", ar);
+  int handler = lua_tocfunction(L, -1) == traceback;
+  lua_pop(L, 1);
+  if (handler) return;
   lua_sethook(L, NULL, 0, 0);
   luaL_error(L, "interrupted!");
 }
@@ -45,12 +53,14 @@ static void on_signal(int sig, void (*handler)(int)) {
   sigaction(sig, &sa, NULL);
 }
 
-/* ^C while Lua runs stops it at the next hook; a second ^C before that
-   kills the process (the default action is back). */
+/* ^C while Lua runs stops it at the next hook, and simulated work inside
+   a call stops too (cugraph_interrupt: the call raises); a second ^C
+   before that kills the process (the default action is back). */
 static void interrupt(int sig) {
   on_signal(sig, SIG_DFL);
   lua_sethook(running, stop_hook,
               LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE | LUA_MASKCOUNT, 1);
+  cugraph_interrupt();
 }
 
 /* Whether a function's source is the Lua front end (cugraph/init.lua, ...). */
@@ -97,6 +107,7 @@ int host_call(lua_State *L, int narg, int nres) {
   on_signal(SIGINT, interrupt);
   status = lua_pcall(L, narg, nres, base);
   on_signal(SIGINT, SIG_DFL);
+  if (lua_gethook(L) == stop_hook) lua_sethook(L, NULL, 0, 0);
   lua_remove(L, base);
   return status;
 }
