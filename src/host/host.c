@@ -28,6 +28,7 @@ typedef struct options {
 } options;
 
 static lua_State *running; /* the state ^C interrupts */
+static volatile sig_atomic_t signalled; /* ^C came in the last host_call */
 
 /* -- signals and calls ---------------------------------------------------- */
 
@@ -58,6 +59,7 @@ static void on_signal(int sig, void (*handler)(int)) {
    before that kills the process (the default action is back). */
 static void interrupt(int sig) {
   on_signal(sig, SIG_DFL);
+  signalled = 1;
   lua_sethook(running, stop_hook,
               LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE | LUA_MASKCOUNT, 1);
   cugraph_interrupt();
@@ -99,18 +101,32 @@ static int traceback(lua_State *L) {
   return 1;
 }
 
-int host_call(lua_State *L, int narg, int nres) {
-  int base = lua_gettop(L) - narg, status;
-  lua_pushcfunction(L, traceback);
-  lua_insert(L, base);
+/* lua_pcall with ^C stopping the running code; handler: the message
+   handler's index, or 0. */
+static int interruptible(lua_State *L, int narg, int nres, int handler) {
   running = L;
+  signalled = 0;
   on_signal(SIGINT, interrupt);
-  status = lua_pcall(L, narg, nres, base);
+  int status = lua_pcall(L, narg, nres, handler);
   on_signal(SIGINT, SIG_DFL);
   if (lua_gethook(L) == stop_hook) lua_sethook(L, NULL, 0, 0);
+  return status;
+}
+
+int host_call(lua_State *L, int narg, int nres) {
+  int base = lua_gettop(L) - narg;
+  lua_pushcfunction(L, traceback);
+  lua_insert(L, base);
+  int status = interruptible(L, narg, nres, base);
   lua_remove(L, base);
   return status;
 }
+
+int host_call_plain(lua_State *L, int narg, int nres) {
+  return interruptible(L, narg, nres, 0);
+}
+
+int host_interrupted(void) { return signalled; }
 
 const char *host_progname = HOST_NAME;
 
