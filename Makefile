@@ -199,8 +199,9 @@ deps:
 # finalizers on another thread (threads LUA_DIR PTX [N]); graphs replayed by
 # C from other threads, before and after lua_close (handles LUA_DIR PTX); a
 # host that closes its lua_State at exit, after the driver's teardown
-# (late_close); free and taken TCP ports for the rendezvous specs (port).
-SPEC_HOSTS = late_close capi threads handles port modes
+# (late_close); free and taken TCP ports for the rendezvous specs (port);
+# states on threads that take turns (turns LUA_DIR A.lua B.lua ...).
+SPEC_HOSTS = late_close capi threads handles port modes turns
 SPEC_BINS = $(SPEC_HOSTS:%=$(BUILD)/%)
 $(SPEC_BINS): $(BUILD)/%: spec/hosts/%.c spec/hosts/devmem.h $(LIB_A)
 	$(CC) $(ALL_CFLAGS) -pthread -o $@ $< $(LIB_A) $(LUA_LIBS) -ldl -lm

@@ -89,6 +89,102 @@ describe("bounded waits", function()
     assert.matches("turns\t" .. turns .. "\n", out)
   end)
 
+  -- A loop whose body never clears its condition, at line 7 of the chunk.
+  local endless = [[
+    local cuda = require "cugraph"
+    local m = cuda.load_module(os.getenv("CUGRAPH_LUA_BUILD") .. "/kernels.ptx")
+    local s = cuda.stream()
+    local x = cuda.buffer("i32", 8):fill(0)
+    local c = cuda.condition(1)
+    local g = s:capture(function()
+      s:loop_while(c, function() m.inc_i32:launch(s, 1, 8, x, 8) end)
+    end)
+  ]]
+  local loop_named = "cugraph%.Graph #1 was launched last on this stream %(captured at [^)]*:%d+%); " ..
+                     "its while loop node 1 %([^)]*:7%) may not end"
+
+  it("bound the launch of a graph whose loop never ends, naming the loop's line", function()
+    -- On a GPU the launch returns at once and the wait after it times out;
+    -- the software drivers run the work inside the launch, which is then
+    -- the wait: bounded the same, by CUGRAPH_LUA_TIMEOUT, the same words
+    local code, out = H.script(endless .. [[
+      local t0 = os.time()
+      local ok, err = pcall(function() g:launch(); s:synchronize() end)
+      print(ok, cuda.is_error(err) and err.name, cuda.is_error(err) and err.api,
+            os.time() - t0 < 10)
+      print(tostring(err))
+      print("closing")
+    ]], "CUGRAPH_LUA_TIMEOUT=0.3 timeout 120", { plain = true }) -- as above
+    assert.equals(0, code, out)
+    assert.matches("false\tCUDA_ERROR_TIMEOUT\t" .. (H.gpu and "cuStreamSynchronize" or "cuGraphLaunch")
+                   .. "\ttrue", out)
+    assert.matches(loop_named, out)
+    assert.matches("closing", out)
+  end)
+
+  it("stop simulated work on ^C with an error naming what ran", function()
+    if H.gpu then
+      pending("a GPU runs the loop on the device: the launch returns at once, and a wait " ..
+              "without a timeout blocks in the driver, which no signal ends")
+      return
+    end
+    -- ^C comes once the launch runs (a second would kill the process)
+    local code, out = H.script(endless .. [[
+      local mark = os.tmpname()
+      os.remove(mark)
+      local pid = io.open("/proc/self/stat"):read("n")
+      io.popen(("while [ ! -e %s ]; do sleep 0.05; done; sleep 0.3; kill -INT %d; rm -f %s")
+               :format(mark, pid, mark))
+      io.open(mark, "w"):close()
+      g:launch()
+      print("not reached")
+    ]], "timeout 120")
+    assert.equals(1, code, out)
+    assert.matches("^[^\n]*: [^\n]*:%d+: interrupted! %(the software driver stopped the work of " ..
+                   "cuGraphLaunch: " .. loop_named, out)
+    assert.not_matches("not reached", out)
+  end)
+
+  it("bound and stop a kernel that spins for ever on the simulator", function()
+    if not H.sim then
+      pending(H.gpu and "a GPU runs the kernel on the device: the launch returns at once"
+              or "the test double runs host twins of the spec kernels, none of which spins")
+      return
+    end
+    local spin = [[
+      local cuda = require "cugraph"
+      local m = cuda.compile('extern "C" __global__ void spin(volatile int *flag) { ' ..
+                             'while (*flag == 0) {} }')
+      local s = cuda.stream()
+      local flag = cuda.buffer("i32", 1):fill(0)
+    ]]
+    local code, out = H.script(spin .. [[
+      local ok, err = pcall(m.spin.launch, m.spin, s, 4, 32, flag)
+      print(ok, cuda.is_error(err) and err.name, tostring(err))
+      flag:fill(1)
+      m.spin:launch(s, 4, 32, flag) -- the device is still usable
+      s:synchronize()
+      print("usable")
+    ]], "CUGRAPH_LUA_TIMEOUT=0.3 timeout 120")
+    assert.equals(0, code, out)
+    assert.matches("false\tCUDA_ERROR_TIMEOUT\tcuLaunchKernel: CUDA_ERROR_TIMEOUT: the work ran 0%.3 s", out)
+    assert.matches("usable", out)
+    -- ^C once the launch runs
+    code, out = H.script(spin .. [[
+      local mark = os.tmpname()
+      os.remove(mark)
+      local pid = io.open("/proc/self/stat"):read("n")
+      io.popen(("while [ ! -e %s ]; do sleep 0.05; done; sleep 0.3; kill -INT %d; rm -f %s")
+               :format(mark, pid, mark))
+      io.open(mark, "w"):close()
+      m.spin:launch(s, 4, 32, flag)
+      print("not reached")
+    ]], "timeout 120")
+    assert.equals(1, code, out)
+    assert.matches("interrupted! %(the software driver stopped the work of cuLaunchKernel%)", out)
+    assert.not_matches("not reached", out)
+  end)
+
   it("take a timeout that is a positive number of seconds", function()
     local s = cuda.stream()
     for _, t in ipairs { 0, -1, 0 / 0, "x" } do

@@ -250,6 +250,45 @@ describe("the command line", function()
     assert.matches('{ 1, 2, name = "x", t = { a = true } }', out, 1, true)
     assert.matches("cugraph.Buffer f32%[2%]", out)
   end)
+
+  -- Runs the REPL on the lines of input (timeout 60: a print that never
+  -- ends fails the spec instead of hanging it).
+  local function repl(input)
+    local path = os.tmpname()
+    local f = assert(io.open(path, "w"))
+    f:write(input)
+    f:close()
+    local t0 = os.time()
+    local p = assert(io.popen("timeout 60 " .. H.sanitized(H.build .. "/cugraph-lua -i") .. " 2>&1 < " ..
+                              H.quote(path)))
+    local out = p:read("a")
+    local _, _, code = p:close()
+    os.remove(path)
+    return code, out, os.time() - t0
+  end
+
+  it("prints any table in the REPL at once: its raw contents, at most 100 entries each", function()
+    local code, out, took = repl("setmetatable({1, 2}, {__len = function() return 1e8 end, " ..
+                                 "__index = function() error('no') end})\n" ..
+                                 "t = {} for i = 1, 1e6 do t[i] = i end t.x = 1\nt\n" ..
+                                 "{ a = { b = { c = { d = { e = { f = 1 } } } } } }\n")
+    assert.equals(0, code, out)
+    assert.is_true(took < 30, out)
+    assert.matches("\n{ 1, 2 }\n", out)
+    assert.matches("\n  99,\n  100,\n  ...\n}\n", out)
+    assert.matches("{ a = { b = { c = { d = { e = {...} } } } } }", out, 1, true)
+  end)
+
+  it("stops a print that never ends in the REPL on ^C, and goes on", function()
+    -- lua5.4 -i dies of the ^C (its print runs without its handler)
+    local code, out = repl("pid = io.open('/proc/self/stat'):read('n'); mark = os.tmpname(); " ..
+                           "os.remove(mark); killer = io.popen(('while [ ! -e %s ]; do sleep 0.05; " ..
+                           "done; sleep 0.3; kill -INT %d; rm -f %s'):format(mark, pid, mark))\n" ..
+                           "setmetatable({}, {__tostring = function() io.open(mark, 'w'):close() " ..
+                           "while true do end end})\n1 + 1\n")
+    assert.equals(0, code, out)
+    assert.matches("interrupted!\n> 1 %+ 1\n2\n", out)
+  end)
 end)
 
 describe("one API", function()

@@ -125,6 +125,15 @@ int luaopen_cugraph_core(lua_State *L);
    front of package.path, so that require "cugraph" works. */
 void cugraph_openlibs(lua_State *L, const char *dir);
 
+/* Stops the simulated work running now, in every state of the process:
+   on the software driver (the simulator, the test double) a kernel's or a
+   graph's work runs inside the call that launches it, which then raises
+   "interrupted!" in its state. Async-signal-safe: a host calls it from its
+   SIGINT handler beside setting the hook that stops Lua code, as
+   cugraph-lua does. Work on a GPU runs on: waits are bounded by their
+   timeouts (CUGRAPH_LUA_TIMEOUT) instead. */
+void cugraph_interrupt(void);
+
 /* Pushes a borrowed Buffer of n elements of type ("f32", "u32", ...) at
    device address ptr. */
 void cugraph_pushbuffer(lua_State *L, CUdeviceptr ptr, const char *type,

@@ -94,6 +94,8 @@ int luaopen_cugraph_core(lua_State *L) {
   return 1;
 }
 
+void cugraph_interrupt(void) { cg_interrupt(); }
+
 void cugraph_openlibs(lua_State *L, const char *dir) {
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
   lua_pushcfunction(L, luaopen_cugraph_core);

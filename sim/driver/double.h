@@ -14,7 +14,8 @@
    at each launch, and a kernel sets one with the host twin of
    cudaGraphSetConditional. A while loop that runs past 2^24 turns stops the
    device as a watchdog would (CUDA_ERROR_LAUNCH_TIMEOUT, sticky): a GPU
-   would hang.
+   would hang; unless the caller bounded its work (stop.c), which then ends
+   it.
 
    External memory and semaphores (external.c) are file descriptors of the
    OPAQUE_FD kinds (a memfd, say), which the driver owns once imported.
@@ -65,12 +66,13 @@
 #include <string.h>
 #ifdef CUDA_SIM
 #include "ptx/ptx_sim.h"
-/* The simulator's one entry point of its own: the thread-instructions its
+/* The simulator's entry point of its own: the thread-instructions its
    kernels had run when the event was last recorded (g:profile reads it
    from event record nodes). */
 CUresult CUDAAPI cuSimEventInstructions(CUevent hEvent,
                                         unsigned long long *count);
 #endif
+#include "base/simstop.h" /* its bounds on simulated work (stop.c) */
 
 /* What the files share stays inside the library: it exports the driver's
    entry points only, and its calls of one file in another are direct. */
@@ -181,6 +183,20 @@ extern obj dbl_live;
 
 void *dbl_new_obj(size_t size, int kind);
 void dbl_free_obj(void *p);
+
+/* -- bounds on simulated work (stop.c) ------------------------------------ */
+
+/* The work a call sends: when its bound passes (CLOCK_MONOTONIC seconds;
+   0: none), cuSimInterrupt's count when it began, and why it stopped
+   (CU_SIM_STOP_*, 0: it did not). */
+typedef struct dbl_work { double deadline; unsigned seen; int why; } dbl_work;
+/* A call that runs work begins it (the thread's bound from now on), and
+   its work polls, from any thread: CUDA_ERROR_TIMEOUT once the bound
+   passed or an interrupt came since. dbl_work_now is the calling
+   thread's. */
+dbl_work *dbl_work_begin(void);
+dbl_work *dbl_work_now(void);
+CUresult dbl_work_check(dbl_work *w);
 
 /* -- device memory (memory.c) ---------------------------------------------- */
 
@@ -355,7 +371,9 @@ void dbl_activity_launch(void); /* a graph's launch begins */
 CUresult dbl_run_op(const op *o, int dry);
 int dbl_copy_op(op *dst, const op *src);
 CUresult dbl_prepare_launch(op *o, void **params, void **extra);
-void dbl_run_kernel(const op *o);
+/* Runs a kernel: SUCCESS, or CUDA_ERROR_TIMEOUT when its work was stopped
+   (dbl_work_check); a fault is sticky, not returned. */
+CUresult dbl_run_kernel(const op *o);
 CUresult dbl_run_memory_node(const op *o); /* memory.c */
 void dbl_free_resource(CUgraphicsResource res); /* a GL buffer's */
 /* A module variable's memory, which the module owns, as device memory. */

@@ -33,8 +33,9 @@
    stops, as the watchdog stops an endless while loop
    (CUDA_ERROR_LAUNCH_TIMEOUT, sticky), and the call returns that. A wait
    also ends with the error of a device broken meanwhile or of its context
-   destroyed, and with CUDA_ERROR_INVALID_HANDLE when its semaphore is
-   destroyed. In a capture a signal or wait is a graph node
+   destroyed, with CUDA_ERROR_INVALID_HANDLE when its semaphore is
+   destroyed, and with CUDA_ERROR_TIMEOUT when its work is stopped
+   (stop.c). In a capture a signal or wait is a graph node
    (EXT_SEMAS_SIGNAL, EXT_SEMAS_WAIT), as cuGraphAddNode makes them. */
 #include "double.h"
 
@@ -372,14 +373,15 @@ static int take(CUexternalSemaphore s, uint64_t value) {
 }
 
 /* Waits for each semaphore in turn (sems and params: a copy of o's, which
-   other threads may change meanwhile). */
+   other threads may change meanwhile), or until the work is stopped. */
 static CUresult wait_all(const op *o, const CUexternalSemaphore *sems,
                          const unsigned char *params) {
   double end = seconds() + wait_limit();
+  dbl_work *w = dbl_work_now();
   for (unsigned i = 0; i < o->nsems; i++)
     for (;;) {
       CUresult r = dbl_enter(); /* a device broken, a context gone */
-      if (r) return r;
+      if (r || (r = dbl_work_check(w))) return r;
       if (!live(sems[i], O_EXTSEM)) return CUDA_ERROR_INVALID_HANDLE;
       if (take(sems[i], fence(o, params, i))) break;
       if (seconds() >= end) { /* the watchdog's */

@@ -273,31 +273,37 @@ static unsigned cond_value(CUgraphConditionalHandle h) {
 #define WATCHDOG (1ul << 24) /* turns of a while loop */
 
 /* Runs a plan's nodes in order, bodies as their conditions say; a kernel's
-   fault stops the rest, as it stops a GPU. */
-static CUresult run_plan(const plan *p) {
+   fault stops the rest, as it stops a GPU, and so does a stop of the work
+   (checked at every node and turn). A loop past WATCHDOG turns stops the
+   device, unless the work is bounded (cuSimSetWorkLimit): then the bound
+   ends it. */
+static CUresult run_plan(const plan *p, dbl_work *w) {
   CUresult r = CUDA_SUCCESS;
   CUgraphExec self = running; /* a wait lets other launches run meanwhile */
   for (size_t k = 0; k < p->n && !dbl_sticky && !dbl_hung && !r; k++) {
     const op *o = &p->ops[p->order ? p->order[k] : k];
     unsigned long turns = 0;
     unsigned v;
-    if (o->disabled) {
+    if ((r = dbl_work_check(w))) {
+      break;
+    } else if (o->disabled) {
       continue;
     } else if (o->type == CU_GRAPH_NODE_TYPE_GRAPH) {
-      r = run_plan(&o->plans[0]);
+      r = run_plan(&o->plans[0], w);
     } else if (o->type != CU_GRAPH_NODE_TYPE_CONDITIONAL) {
       r = dbl_run_op(o, 0);
       running = self;
     } else if (o->ctype == CU_GRAPH_COND_TYPE_WHILE) {
       while (!r && !dbl_sticky && !dbl_hung && cond_value(o->handle)) {
         if (dbl_hang && turns >= dbl_hang) dbl_hung = 1;
-        else if (++turns > WATCHDOG) dbl_sticky = CUDA_ERROR_LAUNCH_TIMEOUT;
-        else r = run_plan(&o->plans[0]);
+        else if (++turns > WATCHDOG && !w->deadline)
+          dbl_sticky = CUDA_ERROR_LAUNCH_TIMEOUT;
+        else if (!(r = dbl_work_check(w))) r = run_plan(&o->plans[0], w);
       }
     } else if ((v = cond_value(o->handle)), o->ctype == CU_GRAPH_COND_TYPE_IF) {
-      if (v || o->nbodies == 2) r = run_plan(&o->plans[v ? 0 : 1]);
+      if (v || o->nbodies == 2) r = run_plan(&o->plans[v ? 0 : 1], w);
     } else if (v < o->nbodies) {
-      r = run_plan(&o->plans[v]);
+      r = run_plan(&o->plans[v], w);
     }
   }
   return r;
@@ -333,9 +339,10 @@ CUresult CUDAAPI cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
   if (r) return r;
   if (!hGraphExec) return CUDA_ERROR_INVALID_HANDLE;
   if ((r = graph_stream(dbl_stream_of(hStream)))) return r;
+  dbl_work *w = dbl_work_begin();
   while (hGraphExec->inflight) { /* after the launch that waits */
     dbl_nap(50);
-    if ((r = dbl_enter())) return r;
+    if ((r = dbl_enter()) || (r = dbl_work_check(w))) return r;
   }
   for (size_t i = 0; i < hGraphExec->nconds; i++)
     if (hGraphExec->conds[i].flags & CU_GRAPH_COND_ASSIGN_DEFAULT)
@@ -344,7 +351,7 @@ CUresult CUDAAPI cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
   running = hGraphExec;
   hGraphExec->inflight = 1;
   if (dbl_activity_on()) dbl_activity_launch();
-  r = run_plan(&p);
+  r = run_plan(&p, w);
   hGraphExec->inflight = 0;
   running = NULL;
   for (size_t i = 0; i < hGraphExec->nretired; i++)

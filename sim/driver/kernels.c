@@ -128,27 +128,28 @@ const dbl_kimpl *dbl_find_kernel(const char *name) {
 static unsigned char shared_mem[SHARED_OPTIN];
 
 /* Runs every thread of the grid, block by block; a fault makes the context
-   sticky and stops the kernel. */
+   sticky and stops the kernel, and so does a stop (dbl_work_check) before
+   a block, returned. */
 #ifdef CUDA_SIM
-static void run_sim(const op *o);
+static CUresult run_sim(const op *o);
 #endif
-void dbl_run_kernel(const op *o) {
+CUresult dbl_run_kernel(const op *o) {
 #ifdef CUDA_SIM
-  if (o->f->sim) { /* always: launches need it */
-    run_sim(o);
-    return;
-  }
+  if (o->f->sim) return run_sim(o); /* always: launches need it */
 #endif
   const dbl_kimpl *k = o->f->impl;
-  if (!k->body[0]) return;
+  if (!k->body[0]) return CUDA_SUCCESS;
   dbl_kctx c = {o->args, o->f->off, {0}, {0}, {0}, {0}, shared_mem,
                 o->shared, CUDA_SUCCESS};
   memcpy(c.grid, o->grid, sizeof c.grid);
   memcpy(c.block, o->block, sizeof c.block);
   unsigned *b = c.bid, *t = c.tid;
+  dbl_work *w = dbl_work_now();
+  CUresult r;
   for (b[2] = 0; b[2] < c.grid[2]; b[2]++)
     for (b[1] = 0; b[1] < c.grid[1]; b[1]++)
       for (b[0] = 0; b[0] < c.grid[0]; b[0]++) {
+        if ((r = dbl_work_check(w))) return r;
         memset(shared_mem, 0xCD, o->shared); /* shared memory is not zeroed */
         for (int phase = 0; phase < 2 && k->body[phase]; phase++)
           for (t[2] = 0; t[2] < c.block[2]; t[2]++)
@@ -157,10 +158,11 @@ void dbl_run_kernel(const op *o) {
                 k->body[phase](&c);
                 if (c.fault) {
                   dbl_sticky = c.fault;
-                  return;
+                  return CUDA_SUCCESS;
                 }
               }
       }
+  return CUDA_SUCCESS;
 }
 
 /* -- the simulator --------------------------------------------------------- */
@@ -183,9 +185,11 @@ static void sim_stats(void) {
           sim_seconds > 0 ? (double)sim_executed / sim_seconds / 1e6 : 0.0);
 }
 
+static int sim_stop(void *w) { return dbl_work_check(w) != 0; }
+
 /* Runs a kernel from its PTX; a fault makes the context sticky and is
-   told on stderr, as a memory checker would. */
-static void run_sim(const op *o) {
+   told on stderr, as a memory checker would. A stop is returned. */
+static CUresult run_sim(const op *o) {
   static int stats = -1;
   if (stats < 0) {
     const char *e = getenv("CUDA_SIM_STATS");
@@ -194,7 +198,7 @@ static void run_sim(const op *o) {
   sim_launch l = {{o->grid[0], o->grid[1], o->grid[2]},
                   {o->block[0], o->block[1], o->block[2]}, o->shared,
                   o->args, o->f->argbytes, dbl_sim_live, sim_cond, NULL, 0, 0,
-                  dbl_tex_fetch, dbl_surf_access};
+                  dbl_tex_fetch, dbl_surf_access, sim_stop, dbl_work_now()};
   char diag[400];
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -203,10 +207,12 @@ static void run_sim(const op *o) {
   sim_executed += l.executed;
   sim_seconds += (double)(t1.tv_sec - t0.tv_sec)
                  + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+  if (code == SIM_STOPPED) return CUDA_ERROR_TIMEOUT;
   if (code) {
     fprintf(stderr, "cuda sim: %s\n", diag);
     dbl_sticky = (CUresult)code;
   }
+  return CUDA_SUCCESS;
 }
 #endif
 

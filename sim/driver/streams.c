@@ -53,6 +53,7 @@ CUresult dbl_submit(CUstream s, op *o) {
   if (!r && s && s->cap) {
     if (!(r = dbl_capture_op(s, o))) return CUDA_SUCCESS;
   } else if (!r) {
+    dbl_work_begin();
     r = dbl_run_op(o, 0);
     dbl_keep_busy();
   }

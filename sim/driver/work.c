@@ -8,7 +8,8 @@
 /* -- work: kernel launches, copies and memsets ----------------------------- */
 
 /* Checks o's memory ranges and, unless dry, does it. A kernel's accesses are
-   checked as it runs: their faults are sticky, not returned. */
+   checked as it runs: their faults are sticky, not returned; a stop of its
+   work is (CUDA_ERROR_TIMEOUT). */
 CUresult dbl_run_op(const op *o, int dry) {
   if (o->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC
       || o->type == CU_GRAPH_NODE_TYPE_MEM_FREE)
@@ -16,9 +17,9 @@ CUresult dbl_run_op(const op *o, int dry) {
   if (o->type == CU_GRAPH_NODE_TYPE_KERNEL) {
     if (dry) return CUDA_SUCCESS;
     uint64_t t0 = o->id && dbl_activity_on() ? dbl_activity_now() : 0;
-    dbl_run_kernel(o);
+    CUresult r = dbl_run_kernel(o);
     if (t0) dbl_activity_kernel(o->id, t0, dbl_activity_now());
-    return CUDA_SUCCESS;
+    return r;
   }
   if (o->type == CU_GRAPH_NODE_TYPE_HOST) {
     if (!dry) o->fn(o->data);

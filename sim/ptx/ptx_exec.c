@@ -379,6 +379,10 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
                      w->rc->timeout);
           goto fault;
         }
+        if (exec_stopped(w->rc)) {
+          w->fault = SIM_STOPPED;
+          goto fault;
+        }
         if (!depth && w->nwarps > 1) { /* the others of the block go on */
           w->executed += executed;
           return RUN_YIELD;

@@ -195,6 +195,9 @@ enum { SIM_BACKS = 4096 };
 int exec_run(worker *w, warp *wp, frame *f, int depth);
 /* Whether the launch has run past its deadline. */
 int exec_late(const run_ctx *rc);
+/* Whether the caller wants the launch stopped (sim_launch.stop); then it
+   is marked stopped, which ends every worker as a fault does. */
+int exec_stopped(run_ctx *rc);
 
 #ifdef SIM_X86_FMA
 /* ptx_fma.c: fma.rn.f32 of a whole group (D = A * B + C), where

@@ -199,7 +199,7 @@ static void *work(void *arg) {
   for (;;) {
     if (__atomic_load_n(&rc->fault, __ATOMIC_RELAXED)) break;
     uint64_t b = __atomic_fetch_add(&rc->next, 1, __ATOMIC_RELAXED);
-    if (b >= rc->nblocks) break;
+    if (b >= rc->nblocks || exec_stopped(rc)) break;
     w->bid[0] = (unsigned)(b % g[0]);
     w->bid[1] = (unsigned)(b / g[0] % g[1]);
     w->bid[2] = (unsigned)(b / ((uint64_t)g[0] * g[1]));
@@ -269,6 +269,16 @@ static double now(void) {
 
 int exec_late(const run_ctx *rc) {
   return rc->timeout > 0 && now() > rc->deadline;
+}
+
+int exec_stopped(run_ctx *rc) {
+  const sim_launch *l = rc->l;
+  if (!l->stop || !l->stop(l->stop_arg)) return 0;
+  pthread_mutex_lock(&rc->mu);
+  if (!rc->fault) /* a fault before it stands */
+    __atomic_store_n(&rc->fault, SIM_STOPPED, __ATOMIC_SEQ_CST);
+  pthread_mutex_unlock(&rc->mu);
+  return 1;
 }
 
 /* CUDA_SIM_TIMEOUT: seconds a launch may run (default 600; 0: for ever). */

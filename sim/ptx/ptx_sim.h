@@ -33,6 +33,10 @@ typedef int sim_surf_fn(void *ud, uint64_t handle, int dims, int64_t x,
                         int64_t y, int64_t z, void *v, size_t n, int store,
                         int mode);
 
+/* Whether the caller wants the launch to stop now (nonzero: it ends with
+   SIM_STOPPED); polled from any worker thread. */
+typedef int sim_stop_fn(void *arg);
+
 typedef struct sim_launch {
   unsigned grid[3], block[3];
   unsigned dynamic_shared;      /* bytes of dynamic shared memory */
@@ -46,6 +50,9 @@ typedef struct sim_launch {
   uint64_t executed;            /* out: thread-instructions run */
   sim_tex_fn *tex;              /* texture and surface objects: NULL when */
   sim_surf_fn *surf;            /* the caller has none (a launch faults) */
+  sim_stop_fn *stop;            /* polled at every block and every 4096 */
+  void *stop_arg;               /* backward branches of a warp (NULL: the
+                                   launch runs to its end) */
 } sim_launch;
 
 /* Fault kinds sim_run returns (they are the driver's codes). */
@@ -57,6 +64,8 @@ enum {
   SIM_MISALIGNED = 716,
   SIM_ILLEGAL_INSTRUCTION = 715,
   SIM_OUT_OF_MEMORY = 2,
+  SIM_STOPPED = 909,   /* the caller's stop said so (CUDA_ERROR_TIMEOUT):
+                          not a fault of the kernel, and no diagnostic */
 };
 
 /* Decodes PTX text. NULL with the reason in err (instruction and line for

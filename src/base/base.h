@@ -284,9 +284,32 @@ void cg_wait_event(lua_State *L, cg_ctx *ctx, CUevent e, double t);
    math.huge: none), positive and not NaN. */
 double cg_opttimeout(lua_State *L, int idx);
 /* A capture of the device opens and closes (capture.c): whole-device waits
-   of other threads hold back meanwhile. */
-void cg_gate_enter(cg_ctx *ctx);
+   of other threads hold back meanwhile. Opening waits while another
+   thread's whole-device wait runs, as long as the state's timeout allows:
+   0 when it ran out (nothing opened; cg_error_gate raises its error). */
+int cg_gate_enter(cg_ctx *ctx);
 void cg_gate_leave(cg_ctx *ctx);
+int cg_error_gate(lua_State *L, cg_ctx *ctx);
+
+/* Simulated work: the software driver runs a kernel's or a graph's work
+   inside the call that launches it, so that call is a wait too, bounded by
+   the state's timeout (given to the driver before work is sent, once per
+   change on a thread: cg_work_bound; on a GPU one compare) and stopped by
+   cg_interrupt (async-signal-safe: cugraph_interrupt). A call whose work
+   was stopped returns CUDA_ERROR_TIMEOUT, and cg_work_stopped(r) says why
+   (CU_SIM_STOP_*; 0: r is no such stop). cg_fail raises a timed-out wait's
+   error object for it (an interrupt: "interrupted! ..."), cg_error_stopped
+   the same naming what ran on stream s (NULL: the device's last graph). */
+extern _Thread_local double cg_work_limit;
+void cg_work_limit_set(cg_ctx *ctx);
+static inline void cg_work_bound(cg_ctx *ctx) {
+  if (cg_drv.cuSimSetWorkLimit && ctx->root->timeout != cg_work_limit)
+    cg_work_limit_set(ctx);
+}
+void cg_interrupt(void);
+int cg_work_stopped(CUresult r);
+int cg_error_stopped(lua_State *L, cg_ctx *ctx, const char *api, int why,
+                     CUstream s);
 
 /* -- the script's trace (trace.c) ----------------------------------------- */
 

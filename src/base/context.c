@@ -2,6 +2,7 @@
    current on each thread, peer access, and the gate between captures and
    whole-device waits. */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,7 +66,12 @@ void cg_lua_line(lua_State *L, char *buf, size_t size) {
     }
 }
 
+static int error_stopped(lua_State *L, cg_ctx *ctx, const char *api, int why,
+                         const char *busy);
+
 void cg_fail(lua_State *L, cg_ctx *ctx, const char *api, CUresult r) {
+  int why = cg_work_stopped(r);
+  if (why) error_stopped(L, ctx, api, why, "");
   cg_poison(ctx, api, r);
   /* a capture error: which call broke the capture first, when another */
   struct cg_broke *b = &ctx->root->broke;
@@ -105,10 +111,13 @@ CUresult cg_make_current(CUcontext cu) {
   return r;
 }
 
-/* The same, raising: one compare on the hot path. */
+/* The same, raising: one compare on the hot path. A thread that takes the
+   context gives the software driver the state's bound on its work. */
 static void current(lua_State *L, cg_ctx *ctx) {
-  if (ctx->cu != cg_bound)
+  if (ctx->cu != cg_bound) {
     cg_check(L, ctx, "cuCtxSetCurrent", cg_make_current(ctx->cu));
+    cg_work_bound(ctx);
+  }
 }
 
 void cg_current(lua_State *L, cg_ctx *ctx) { current(L, ctx); }
@@ -134,6 +143,7 @@ static void start(lua_State *L, cg_ctx *ctx) {
     ctx->retained = 1; /* from here the sentinel releases the context */
   }
   current(L, ctx);
+  cg_work_bound(ctx);
   ctx->max_threads = attr(L, ctx, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
   for (int i = 0; i < 3; i++) {
     ctx->max_block[i] = attr(L, ctx, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X + i);
@@ -296,13 +306,31 @@ static struct gate *gate_of(CUcontext cu) {
   return free_slot;
 }
 
-void cg_gate_enter(cg_ctx *ctx) {
+/* The CLOCK_REALTIME time t seconds from now, for a timed wait. */
+static void deadline(struct timespec *ts, double t);
+
+/* Waits on gate_cond, which gate_lock holds, until *end (NULL: for ever):
+   0 once it passed. */
+static int gate_wait(const struct timespec *end) {
+  if (!end) return pthread_cond_wait(&gate_cond, &gate_lock), 1;
+  return pthread_cond_timedwait(&gate_cond, &gate_lock, end) != ETIMEDOUT;
+}
+
+int cg_gate_enter(cg_ctx *ctx) {
+  double t = ctx->root->timeout;
+  struct timespec end;
+  if (t > 0) deadline(&end, t);
   pthread_mutex_lock(&gate_lock);
   struct gate *g = gate_of(ctx->cu);
-  while (g && g->waiting && !held) pthread_cond_wait(&gate_cond, &gate_lock);
-  if (g) g->open++;
-  held++;
+  int in = 1;
+  while (in && g && g->waiting && !held) in = gate_wait(t > 0 ? &end : NULL);
+  in = in || !g->waiting; /* the last wait may have left as time ran out */
+  if (in) {
+    if (g) g->open++;
+    held++;
+  }
   pthread_mutex_unlock(&gate_lock);
+  return in;
 }
 
 void cg_gate_leave(cg_ctx *ctx) {
@@ -346,6 +374,71 @@ static int timed_out(lua_State *L, cg_ctx *ctx, const char *api, CUstream s,
   cg_pusherror(L, api, (int)CUDA_ERROR_TIMEOUT, "CUDA_ERROR_TIMEOUT",
                lua_tostring(L, -1));
   return lua_error(L);
+}
+
+/* Raises CUDA_ERROR_TIMEOUT for api after t seconds at the gate: msg says
+   what could not begin, and for what it waited. */
+static int error_gate(lua_State *L, const char *api, double t,
+                      const char *msg) {
+  lua_pushfstring(L, "the wait ended after %f s: %s", t, msg);
+  cg_pusherror(L, api, (int)CUDA_ERROR_TIMEOUT, "CUDA_ERROR_TIMEOUT",
+               lua_tostring(L, -1));
+  return lua_error(L);
+}
+
+int cg_error_gate(lua_State *L, cg_ctx *ctx) {
+  return error_gate(L, "cuStreamBeginCapture", ctx->root->timeout,
+                    "another thread's wait for the whole device (a "
+                    "cuda.synchronize, or a call that waits for the device) "
+                    "was still running, and holds new captures of the device "
+                    "back until it ends; the capture did not begin");
+}
+
+/* -- simulated work ---------------------------------------------------------- */
+
+_Thread_local double cg_work_limit;
+
+void cg_work_limit_set(cg_ctx *ctx) {
+  if (cg_drv.cuSimSetWorkLimit(ctx->root->timeout) == CUDA_SUCCESS)
+    cg_work_limit = ctx->root->timeout;
+}
+
+void cg_interrupt(void) {
+  if (cg_drv.cuSimInterrupt) cg_drv.cuSimInterrupt();
+}
+
+int cg_work_stopped(CUresult r) {
+  int why = 0;
+  if (r != CUDA_ERROR_TIMEOUT || !cg_drv.cuSimStopReason ||
+      cg_drv.cuSimStopReason(&why) != CUDA_SUCCESS)
+    return 0;
+  return why;
+}
+
+/* Raises the error of api, whose work the software driver stopped for why;
+   busy: what ran (a string after ": ", or ""). A bound that passed is a
+   timed-out wait's error object; an interrupt, lua's "interrupted!". */
+static int error_stopped(lua_State *L, cg_ctx *ctx, const char *api, int why,
+                         const char *busy) {
+  cg_trace_raised(ctx);
+  if (why == CU_SIM_STOP_INTERRUPT)
+    return luaL_error(L, "interrupted! (the software driver stopped the "
+                      "work of %s%s)", api, busy);
+  lua_pushfstring(L, "the work ran %f s inside the call (the software "
+                  "driver runs work when it is launched), past the bound of "
+                  "every wait (CUGRAPH_LUA_TIMEOUT), and was stopped%s; the "
+                  "device stays usable, its memory as the work left it",
+                  cg_work_limit, busy);
+  cg_pusherror(L, api, (int)CUDA_ERROR_TIMEOUT, "CUDA_ERROR_TIMEOUT",
+               lua_tostring(L, -1));
+  return lua_error(L);
+}
+
+int cg_error_stopped(lua_State *L, cg_ctx *ctx, const char *api, int why,
+                     CUstream s) {
+  if (ctx->root->busy) ctx->root->busy(L, ctx, s);
+  else lua_pushliteral(L, "");
+  return error_stopped(L, ctx, api, why, lua_tostring(L, -1));
 }
 
 /* Polls query (a stream's or an event's) until it is not NOT_READY or t
@@ -510,15 +603,31 @@ void cg_sync_for(lua_State *L, cg_ctx *ctx, double t) {
     luaL_error(L, "waiting for the whole device while this thread captures "
                "a graph (in another lua_State): the driver refuses it and "
                "would break the capture; wait after the capture ends");
+  double t0 = now();
+  struct timespec end;
+  if (t > 0) deadline(&end, t);
   pthread_mutex_lock(&gate_lock);
   struct gate *g = gate_of(ctx->cu);
+  int in = 1;
   if (g) {
     g->waiting++;
-    while (g->open) pthread_cond_wait(&gate_cond, &gate_lock);
+    while (in && g->open) in = gate_wait(t > 0 ? &end : NULL);
+    in = in || !g->open;
+    if (!in) {
+      g->waiting--; /* captures held back meanwhile go on */
+      pthread_cond_broadcast(&gate_cond);
+    }
   }
   pthread_mutex_unlock(&gate_lock);
+  if (!in) error_gate(L, "cuCtxSynchronize", t, "another thread's graph "
+                      "capture on this device was still open, and a wait for "
+                      "the whole device begins only once no capture of it is "
+                      "open (the driver would refuse it and break the "
+                      "capture); wait after that capture ends, or for a "
+                      "stream (s:synchronize)");
   cg_ctxwait *left = NULL;
-  CUresult r = ctx_synchronize(ctx, t, &left);
+  double rest = t > 0 ? t - (now() - t0) : 0; /* what the gate left of t */
+  CUresult r = ctx_synchronize(ctx, t > 0 && rest < 1e-6 ? 1e-6 : rest, &left);
   pthread_mutex_lock(&gate_lock);
   if (g) g->waiting--;
   pthread_cond_broadcast(&gate_cond);

@@ -10,6 +10,7 @@
 #include <lua.h>
 #include "base/loader.h"
 #include "base/sticky.h"
+#include "base/simstop.h"
 
 /* The simulator's own entry point (sim/driver/double.h): the thread-
    instructions its kernels had run when the event was last recorded. */
@@ -71,6 +72,7 @@ CUresult CUDAAPI cuSimEventInstructions(CUevent hEvent,
   X(cuDeviceCanAccessPeer) X(cuCtxEnablePeerAccess) X(cuMemcpyPeerAsync) \
   X(cuGraphChildGraphNodeGetGraph) X(cuGraphNodeFindInClone) \
   X(cuGraphAddDependencies) X(cuSimEventInstructions) \
+  X(cuSimSetWorkLimit) X(cuSimInterrupt) X(cuSimStopReason) \
   X(cuArray3DCreate) X(cuArrayDestroy) X(cuArray3DGetDescriptor) \
   X(cuTexObjectCreate) X(cuTexObjectDestroy) X(cuSurfObjectCreate) \
   X(cuSurfObjectDestroy) X(cuImportExternalMemory) \

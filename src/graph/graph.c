@@ -304,12 +304,18 @@ static void launch(lua_State *L, cg_graph *gr, CUstream st) {
     v->last = bits;
   }
   if (gr->allocs) allocs(L, gr, 0, st);
-  CU(L, gr->h.ctx, cuGraphLaunch, gr->h.drv.exec, st);
+  cg_work_bound(gr->h.ctx);
+  CUresult r = cg_drv.cuGraphLaunch(gr->h.drv.exec, st);
+  /* work the software driver stopped was launched, as the wait that times
+     out on a GPU finds it: the error then names what ran */
+  int stopped = cg_work_stopped(r);
+  if (r != CUDA_SUCCESS && !stopped) cg_fail(L, gr->h.ctx, "cuGraphLaunch", r);
   if (gr->allocs) allocs(L, gr, 1, st);
   cg_trace_end(L, gr->h.ctx, t);
   gr->launches++;
   gr->last_stream = st;
   gr->last_launch = ++gr->h.ctx->root->graphstate->launches;
+  if (stopped) cg_error_stopped(L, gr->h.ctx, "cuGraphLaunch", stopped, st);
 }
 
 /* For a wait that timed out: pushes which graph was launched last on s

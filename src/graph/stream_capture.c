@@ -76,8 +76,11 @@ CUgraph cg_capture_graph(lua_State *L, cg_ctx *ctx, cg_stream *s, int sidx,
   lua_pushvalue(L, fnidx);
   lua_pushvalue(L, sidx);
   ctx->root->broke.api = NULL; /* no call of this capture broke it yet */
-  cg_gate_enter(ctx); /* whole-device waits of other threads hold back */
-  CUresult r = cg_drv.cuStreamBeginCapture(cap.origin, mode);
+  /* whole-device waits of other threads hold back; one that outlasts the
+     state's timeout keeps the capture from beginning */
+  int gate = cg_gate_enter(ctx);
+  CUresult r = gate ? cg_drv.cuStreamBeginCapture(cap.origin, mode)
+                    : CUDA_ERROR_TIMEOUT;
   int status = LUA_OK;
   CUresult mark = CUDA_SUCCESS, stamp = CUDA_SUCCESS;
   if (r == CUDA_SUCCESS) {
@@ -110,7 +113,7 @@ CUgraph cg_capture_graph(lua_State *L, cg_ctx *ctx, cg_stream *s, int sidx,
       end = stamp;
     }
   }
-  cg_gate_leave(ctx);
+  if (gate) cg_gate_leave(ctx);
   lua_pushboolean(L, 0);
   lua_rawseti(L, LUA_REGISTRYINDEX, cap.pins);
   cg_flush_deferred(L, ctx);
@@ -134,6 +137,7 @@ CUgraph cg_capture_graph(lua_State *L, cg_ctx *ctx, cg_stream *s, int sidx,
   if (restamp && *alive) cg_stamp_set(L, ctx, restamp, id);
   cg_release(L, ctx, CG_H_GRAPH, (cg_handle){ .graph = g });
   if (status != LUA_OK) lua_error(L); /* the closure's error, on top */
+  if (!gate) cg_error_gate(L, ctx);
   if (end == CUDA_ERROR_STREAM_CAPTURE_UNJOINED) { /* name the forks */
     cg_driver_pusherror(L, api, end);
     cg_capture_pushforks(L, &cap);

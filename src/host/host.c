@@ -28,11 +28,20 @@ typedef struct options {
 } options;
 
 static lua_State *running; /* the state ^C interrupts */
+static volatile sig_atomic_t signalled; /* ^C came in the last host_call */
 
 /* -- signals and calls ---------------------------------------------------- */
 
+static int traceback(lua_State *L);
+
+/* Raises "interrupted!", but not in the message handler: an error already
+   on its way (a call's own "interrupted!" for the simulated work ^C
+   stopped) is reported, and host_call takes the hook off. */
 static void stop_hook(lua_State *L, lua_Debug *ar) {
-  (void)ar;
+  lua_getinfo(L, "f", ar);
+  int handler = lua_tocfunction(L, -1) == traceback;
+  lua_pop(L, 1);
+  if (handler) return;
   lua_sethook(L, NULL, 0, 0);
   luaL_error(L, "interrupted!");
 }
@@ -45,12 +54,15 @@ static void on_signal(int sig, void (*handler)(int)) {
   sigaction(sig, &sa, NULL);
 }
 
-/* ^C while Lua runs stops it at the next hook; a second ^C before that
-   kills the process (the default action is back). */
+/* ^C while Lua runs stops it at the next hook, and simulated work inside
+   a call stops too (cugraph_interrupt: the call raises); a second ^C
+   before that kills the process (the default action is back). */
 static void interrupt(int sig) {
   on_signal(sig, SIG_DFL);
+  signalled = 1;
   lua_sethook(running, stop_hook,
               LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE | LUA_MASKCOUNT, 1);
+  cugraph_interrupt();
 }
 
 /* Whether a function's source is the Lua front end (cugraph/init.lua, ...). */
@@ -89,17 +101,32 @@ static int traceback(lua_State *L) {
   return 1;
 }
 
+/* lua_pcall with ^C stopping the running code; handler: the message
+   handler's index, or 0. */
+static int interruptible(lua_State *L, int narg, int nres, int handler) {
+  running = L;
+  signalled = 0;
+  on_signal(SIGINT, interrupt);
+  int status = lua_pcall(L, narg, nres, handler);
+  on_signal(SIGINT, SIG_DFL);
+  if (lua_gethook(L) == stop_hook) lua_sethook(L, NULL, 0, 0);
+  return status;
+}
+
 int host_call(lua_State *L, int narg, int nres) {
-  int base = lua_gettop(L) - narg, status;
+  int base = lua_gettop(L) - narg;
   lua_pushcfunction(L, traceback);
   lua_insert(L, base);
-  running = L;
-  on_signal(SIGINT, interrupt);
-  status = lua_pcall(L, narg, nres, base);
-  on_signal(SIGINT, SIG_DFL);
+  int status = interruptible(L, narg, nres, base);
   lua_remove(L, base);
   return status;
 }
+
+int host_call_plain(lua_State *L, int narg, int nres) {
+  return interruptible(L, narg, nres, 0);
+}
+
+int host_interrupted(void) { return signalled; }
 
 const char *host_progname = HOST_NAME;
 

@@ -14,6 +14,10 @@ extern const char *host_progname;
    traceback for every error, error objects through __tostring) and ^C
    stopping the running code. Returns the status; the error stays on top. */
 int host_call(lua_State *L, int narg, int nres);
+/* The same without the message handler: the error as raised. */
+int host_call_plain(lua_State *L, int narg, int nres);
+/* Whether ^C came during the last of those calls. */
+int host_interrupted(void);
 
 /* Prints the error on top of the stack (when status is not LUA_OK), after
    the program name when named, and pops it. Returns status. */

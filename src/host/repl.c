@@ -26,8 +26,10 @@
 #define MAXINPUT 512 /* a line without readline */
 #define HISTORY_LINES 1000
 
-/* Completion and printing, in Lua: show(...) prints values, complete(text)
-   lists the completions of the dotted name that ends text. */
+/* Completion and printing, in Lua: format(...) makes the values one line,
+   complete(text) lists the completions of the dotted name that ends text.
+   A table prints its raw contents (no __len or __index runs), at most 100
+   entries of each and 10000 keys looked at in all, "..." for the rest. */
 static const char helpers[] =
   "local dgm = debug.getmetatable\n"
   "local function keys(v, out, methods)\n"
@@ -74,21 +76,26 @@ static const char helpers[] =
   "  if type(k) == 'string' and k:match('^[%a_][%w_]*$') then return k end\n"
   "  return '[' .. (type(k) == 'string' and ('%q'):format(k) or tostring(k)) .. ']'\n"
   "end\n"
-  "local function pretty(v, indent, seen)\n"
+  "local SHOWN, STEPS = 100, 10000\n"
+  "local function pretty(v, indent, seen, left)\n"
   "  if type(v) == 'string' then return ('%q'):format(v) end\n"
   "  if type(v) ~= 'table' or dgm(v) and dgm(v).__tostring then return tostring(v) end\n"
   "  if seen[v] then return '<cycle>' end\n"
   "  if #indent > 8 then return '{...}' end\n"
   "  seen[v] = true\n"
-  "  local n, ks, parts = #v, {}, {}\n"
-  "  for i = 1, n do parts[i] = pretty(v[i], indent .. '  ', seen) end\n"
+  "  local n, ks, parts = rawlen(v), {}, {}\n"
+  "  local more = n > SHOWN\n"
+  "  for i = 1, more and SHOWN or n do parts[i] = pretty(rawget(v, i), indent .. '  ', seen, left) end\n"
   "  for k in next, v do\n"
+  "    left[1] = left[1] - 1\n"
+  "    if left[1] < 0 or #ks == SHOWN then more = true break end\n"
   "    if not (math.type(k) == 'integer' and k >= 1 and k <= n) then ks[#ks + 1] = k end\n"
   "  end\n"
   "  table.sort(ks, function(a, b) return tostring(a) < tostring(b) end)\n"
   "  for _, k in ipairs(ks) do\n"
-  "    parts[#parts + 1] = key(k) .. ' = ' .. pretty(v[k], indent .. '  ', seen)\n"
+  "    parts[#parts + 1] = key(k) .. ' = ' .. pretty(rawget(v, k), indent .. '  ', seen, left)\n"
   "  end\n"
+  "  if more then parts[#parts + 1] = '...' end\n"
   "  seen[v] = nil\n"
   "  if #parts == 0 then return '{}' end\n"
   "  local line = '{ ' .. table.concat(parts, ', ') .. ' }'\n"
@@ -114,7 +121,7 @@ static const char helpers[] =
   "  local out = {}\n"
   "  for i = 1, select('#', ...) do\n"
   "    local v = select(i, ...)\n"
-  "    out[i] = type(v) == 'table' and pretty(v, '', {}) or tostring(v) .. elements(v)\n"
+  "    out[i] = type(v) == 'table' and pretty(v, '', {}, {STEPS}) or tostring(v) .. elements(v)\n"
   "  end\n"
   "  return table.concat(out, '\\t')\n"
   "end\n"
@@ -350,23 +357,28 @@ static int read_input(lua_State *L) {
 }
 
 /* Prints the values on the stack through the global print, as lua does:
-   tables in full, buffers with elements, the rest by tostring. */
+   tables in full, buffers with elements, the rest by tostring. ^C stops
+   the printing (a __tostring that loops) as it stops the code. */
 static void show(lua_State *L) {
   int n = lua_gettop(L);
   if (n == 0) return;
   luaL_checkstack(L, LUA_MINSTACK, "too many results to print");
   if (get_helper(L, "format")) { /* the values become one string */
     for (int i = 1; i <= n; i++) lua_pushvalue(L, i);
-    if (lua_pcall(L, n, 1, 0) == LUA_OK) {
+    int status = host_call_plain(L, n, 1);
+    if (status == LUA_OK) {
       lua_replace(L, 1);
       lua_settop(L, n = 1);
+    } else if (host_interrupted()) {
+      host_report(L, status, 0);
+      return;
     } else {
       lua_pop(L, 1); /* printed as they are */
     }
   }
   lua_getglobal(L, "print");
   lua_insert(L, 1);
-  if (lua_pcall(L, n, 0, 0) != LUA_OK)
+  if (host_call_plain(L, n, 0) != LUA_OK)
     fprintf(stderr, "error calling 'print' (%s)\n",
             lua_tostring(L, -1) ? lua_tostring(L, -1) : "?");
 }
