@@ -1,7 +1,26 @@
 # cugraph-lua. `make` builds build/cugraph-lua, build/cugraph/core.so and
 # the embedding library build/libcugraph-lua.a and .so; `make test` runs the
 # specs on the test double of the driver, `make test-gpu` on the real one;
-# `make run` runs the model example.
+# `make run` runs the model example; `make help` lists the targets.
+
+# A job a core unless -j is given, and never beside `clean` (it would race
+# the build) or for the fuzzers (one after another); sub-makes share the
+# top one's jobs.
+ifeq ($(MAKELEVEL)$(filter clean fuzz,$(MAKECMDGOALS)),0)
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 1)
+endif
+# A short line a file (none under -s); V=1 prints the whole commands.
+V ?= 0
+ifeq ($(V),1)
+say =
+Q =
+else ifneq ($(findstring s,$(firstword -$(MAKEFLAGS))),)
+say = @
+Q = @
+else
+say = @printf '  %-5s %s\n' '$(1)' '$(2)';
+Q = @
+endif
 
 CUDA_HOME ?= /usr/local/cuda
 NVCC ?= $(CUDA_HOME)/bin/nvcc
@@ -73,7 +92,7 @@ all: $(BUILD)/cugraph-lua $(BUILD)/cugraph/core.so $(LIB_A) $(LIB_SO) $(SIM)
 
 $(BUILD)/obj/%.o: src/%.c VERSION | deps
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) $(OBJ_DEFS) -c $< -o $@
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) $(DEPFLAGS) $(OBJ_DEFS) -c $< -o $@
 $(HOST_OBJS): OBJ_DEFS = $(HOST_DEFS)
 # where make install puts the simulator (also found beside the core)
 $(BUILD)/obj/base/driver.o: OBJ_DEFS = -DCG_SIM_DIR='"$(SIM_DIR)"'
@@ -81,60 +100,59 @@ SIM_DIR = $(PREFIX)/lib/cugraph-lua
 
 # Linked to the shared liblua5.4 so Lua C modules (busted's) load into it.
 $(BUILD)/cugraph-lua: $(HOST_OBJS) $(OBJS)
-	$(CC) $(CFLAGS) -pthread -rdynamic -o $@ $^ $(LUA_LIBS) $(HOST_LIBS) -ldl -lm
+	$(call say,LD,$@)$(CC) $(CFLAGS) -pthread -rdynamic -o $@ $^ $(LUA_LIBS) $(HOST_LIBS) -ldl -lm
 
 $(BUILD)/cugraph/core.so: $(OBJS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -pthread -shared -o $@ $^ -ldl -lm
+	$(call say,LD,$@)$(CC) $(CFLAGS) -pthread -shared -o $@ $^ -ldl -lm
 
 $(LIB_A): $(OBJS)
-	rm -f $@
-	ar rcs $@ $^
+	$(call say,AR,$@)rm -f $@ && ar rcs $@ $^
 
 $(LIB_SO): $(OBJS)
-	$(CC) $(CFLAGS) -pthread -shared -Wl,-soname,$(SONAME) -o $@ $^ $(LUA_LIBS) -ldl -lm
+	$(call say,LD,$@)$(CC) $(CFLAGS) -pthread -shared -Wl,-soname,$(SONAME) -o $@ $^ $(LUA_LIBS) -ldl -lm
 
 $(BUILD)/double/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(SIM_BUILD_CFLAGS) -c $< -o $@
+	$(call say,CC,$@)$(CC) $(SIM_BUILD_CFLAGS) -c $< -o $@
 
 $(DOUBLE): $(DOUBLE_OBJS)
-	$(CC) $(CFLAGS) -shared -o $@ $^ -pthread -lm
+	$(call say,LD,$@)$(CC) $(CFLAGS) -shared -o $@ $^ -pthread -lm
 
 # The NCCL stand-in: collectives on the software driver's memory, across
 # the ranks of one process or of several (shared memory).
 $(NCCL_DOUBLE): $(NCCL_SRC) sim/halfconv.h sim/standin.h
 	@mkdir -p $(@D)
-	$(CC) $(SIM_BUILD_CFLAGS) -shared -o $@ $(NCCL_SRC) -pthread -lm -ldl
+	$(call say,CC,$@)$(CC) $(SIM_BUILD_CFLAGS) -shared -o $@ $(NCCL_SRC) -pthread -lm -ldl
 
 # The cuBLAS stand-in: the calls the runtime makes, computed on the host.
 $(BLAS_DOUBLE): $(BLAS_SRC) sim/halfconv.h sim/standin.h
 	@mkdir -p $(@D)
-	$(CC) $(SIM_BUILD_CFLAGS) -shared -o $@ $(BLAS_SRC) -pthread -lm -ldl
+	$(call say,CC,$@)$(CC) $(SIM_BUILD_CFLAGS) -shared -o $@ $(BLAS_SRC) -pthread -lm -ldl
 
 # The cuFFT stand-in: direct DFTs on the host.
 $(FFT_DOUBLE): $(FFT_SRC) sim/standin.h
 	@mkdir -p $(@D)
-	$(CC) $(SIM_BUILD_CFLAGS) -shared -o $@ $(FFT_SRC) -pthread -lm -ldl
+	$(call say,CC,$@)$(CC) $(SIM_BUILD_CFLAGS) -shared -o $@ $(FFT_SRC) -pthread -lm -ldl
 
 # NVRTC with injected failures, for the fault sweep (spec/60).
 NVRTC_FAULT = $(BUILD)/libnvrtc-fault.so
 $(NVRTC_FAULT): spec/support/nvrtc_fault.c
 	@mkdir -p $(@D)
-	$(CC) $(SIM_BUILD_CFLAGS) -shared -o $@ $^ -pthread -ldl
+	$(call say,CC,$@)$(CC) $(SIM_BUILD_CFLAGS) -shared -o $@ $^ -pthread -ldl
 
 # An NVTX tool that logs the ranges pushed and popped (spec/31).
 NVTX_TOOL = $(BUILD)/libnvtx-tool.so
 $(NVTX_TOOL): spec/support/nvtx_tool.c
 	@mkdir -p $(@D)
-	$(CC) $(SIM_BUILD_CFLAGS) -shared -o $@ $^
+	$(call say,CC,$@)$(CC) $(SIM_BUILD_CFLAGS) -shared -o $@ $^
 
 # The other API of the external-memory specs (spec/16): memfds for the
 # software driver, Vulkan's exports (where its header is found) for a GPU.
 PEER = $(BUILD)/peer.so
 $(PEER): spec/support/peer.c
 	@mkdir -p $(@D)
-	$(CC) $(SIM_BUILD_CFLAGS) $(LUA_CFLAGS) -shared -o $@ $^ -ldl
+	$(call say,CC,$@)$(CC) $(SIM_BUILD_CFLAGS) $(LUA_CFLAGS) -shared -o $@ $^ -ldl
 
 # The PTX simulator: the software driver with kernels run from their PTX
 # (sim/ptx), built with -frounding-math for the rounding modes PTX names
@@ -145,28 +163,28 @@ SIM_ROUNDING = -frounding-math
 $(BUILD)/sim/sim/ptx/ptx_fma.o: SIM_ROUNDING =
 $(BUILD)/sim/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(SIM_BUILD_CFLAGS) $(SIM_CFLAGS) $(SIM_ROUNDING) -DCUDA_SIM -c $< -o $@
+	$(call say,CC,$@)$(CC) $(SIM_BUILD_CFLAGS) $(SIM_CFLAGS) $(SIM_ROUNDING) -DCUDA_SIM -c $< -o $@
 
 $(SIM): $(SIM_OBJS)
-	$(CC) $(CFLAGS) -shared -o $@ $^ -pthread -lm
+	$(call say,LD,$@)$(CC) $(CFLAGS) -shared -o $@ $^ -pthread -lm
 
 -include $(OBJS:.o=.d) $(HOST_OBJS:.o=.d) $(DOUBLE_OBJS:.o=.d) $(SIM_OBJS:.o=.d)
 
 $(BUILD)/kernels.ptx: spec/kernels/kernels.cu
 	@mkdir -p $(@D)
-	$(NVCC) -ptx -arch=compute_75 $< -o $@
+	$(call say,NVCC,$@)$(NVCC) -ptx -arch=compute_75 $< -o $@
 
 $(BUILD)/textures.ptx: spec/kernels/textures.cu
 	@mkdir -p $(@D)
-	$(NVCC) -ptx -arch=compute_75 $< -o $@
+	$(call say,NVCC,$@)$(NVCC) -ptx -arch=compute_75 $< -o $@
 
 $(BUILD)/kernels.cubin: spec/kernels/kernels.cu
 	@mkdir -p $(@D)
-	$(NVCC) -cubin -arch=sm_90 $< -o $@
+	$(call say,NVCC,$@)$(NVCC) -cubin -arch=sm_90 $< -o $@
 
 $(BUILD)/kernels.fatbin: spec/kernels/kernels.cu
 	@mkdir -p $(@D)
-	$(NVCC) -fatbin -no-compress -gencode arch=compute_90,code=sm_90 \
+	$(call say,NVCC,$@)$(NVCC) -fatbin -no-compress -gencode arch=compute_90,code=sm_90 \
 	  -gencode arch=compute_75,code=compute_75 $< -o $@
 
 # Debian packages the build and the tests need: installed when root, else
@@ -203,13 +221,13 @@ deps:
 SPEC_HOSTS = late_close capi threads handles port modes
 SPEC_BINS = $(SPEC_HOSTS:%=$(BUILD)/%)
 $(SPEC_BINS): $(BUILD)/%: spec/hosts/%.c spec/hosts/devmem.h $(LIB_A)
-	$(CC) $(ALL_CFLAGS) -pthread -o $@ $< $(LIB_A) $(LUA_LIBS) -ldl -lm
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -pthread -o $@ $< $(LIB_A) $(LUA_LIBS) -ldl -lm
 
 # A pseudo-terminal that types into the REPL (spec/50's line editing).
 PTY = $(BUILD)/pty
 $(PTY): spec/support/pty.c
 	@mkdir -p $(@D)
-	$(CC) -std=c11 $(CFLAGS) $(WARN) $(WERROR) -o $@ $<
+	$(call say,CC,$@)$(CC) -std=c11 $(CFLAGS) $(WARN) $(WERROR) -o $@ $<
 
 # Everything the specs need, for make test and its kin, and for plain
 # `busted` in a checkout (spec/support/busted-lua makes spec-needs).
@@ -230,14 +248,20 @@ SPEC_SKIP ?=
 # a time (EACH_ALONE of each.sh).
 SPEC_ALONE ?=
 SPEC_FILES = $(filter-out $(foreach n,$(SPEC_SKIP),spec/$(n)-%),$(sort $(wildcard spec/[0-9][0-9]-*_spec.lua)))
+# busted's output is spec/support/summary.lua (BUSTED_OUTPUT): a character
+# a test, the failures, the pending tests by cause, and a last line
+# "N passed, N pending (...), N failed".
+BUSTED_OUTPUT ?= spec/support/summary.lua
 define specs
-$(SPEC_ENV) $(if $(1),CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(1) \
+$(Q)$(SPEC_ENV) $(if $(1),CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(1) \
   CUGRAPH_LUA_LIBNCCL=$(CURDIR)/$(NCCL_DOUBLE)) \
   $(if $(filter-out 0 1,$(SPEC_JOBS)),EACH_ALONE="$(SPEC_ALONE)" sh spec/support/each.sh $(SPEC_JOBS) \
     "$(or $(4),$(SPEC_FILES))" -- env $(2),$(2)) \
-  $(BUILD)/cugraph-lua "$$(command -v busted)" --ignore-lua $(3) $(BUSTED_ARGS) \
-  $(if $(filter-out 0 1,$(SPEC_JOBS)),,$(or $(4),$(foreach n,$(SPEC_SKIP),--exclude-pattern='^$(n)%-')))
+  $(BUILD)/cugraph-lua "$$(command -v busted)" --ignore-lua -o $(BUSTED_OUTPUT) $(3) $(BUSTED_ARGS) \
+  $(if $(filter-out 0 1,$(SPEC_JOBS)),,$(or $(4),$(SPEC_FILES_GIVEN),$(foreach n,$(SPEC_SKIP),--exclude-pattern='^$(n)%-')))
 endef
+# make test SPEC_FILES=spec/34-waits_spec.lua runs those files alone.
+SPEC_FILES_GIVEN = $(if $(filter command line environment,$(origin SPEC_FILES)),$(SPEC_FILES))
 
 test: $(SPEC_NEEDS)
 	$(call specs,$(DOUBLE))
@@ -404,10 +428,10 @@ FUZZ_CC = clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -I$(CUDA_HOME)/
 PTX_FUZZ_SRC = src/kernel/ptx.c src/kernel/demangle.c src/base/ctype.c
 $(BUILD)/ptx_fuzz: spec/fuzz/ptx_fuzz.c $(PTX_FUZZ_SRC) src/kernel/ptx.h
 	@mkdir -p $(@D)
-	$(FUZZ_CC) -o $@ spec/fuzz/ptx_fuzz.c $(PTX_FUZZ_SRC)
+	$(call say,CC,$@)$(FUZZ_CC) -o $@ spec/fuzz/ptx_fuzz.c $(PTX_FUZZ_SRC)
 $(BUILD)/image_fuzz: spec/fuzz/image_fuzz.c src/kernel/image.c src/kernel/image.h
 	@mkdir -p $(@D)
-	$(FUZZ_CC) -o $@ spec/fuzz/image_fuzz.c src/kernel/image.c
+	$(call say,CC,$@)$(FUZZ_CC) -o $@ spec/fuzz/image_fuzz.c src/kernel/image.c
 fuzz-ptx: $(BUILD)/ptx_fuzz
 	@mkdir -p $(BUILD)/fuzz-corpus
 	$(BUILD)/ptx_fuzz -max_total_time=$(FUZZ_TIME) -print_final_stats=1 \

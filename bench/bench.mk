@@ -19,30 +19,30 @@ BENCH_CFLAGS = -std=c11 -O2 $(WARN) -Werror -Wno-unused-function \
 # libcuda and NVRTC are opened with dlopen, as the binding opens them.
 $(BUILD)/bench-ref: bench/ref.c | deps
 	@mkdir -p $(@D)
-	$(CC) $(BENCH_CFLAGS) -o $@ $< -ldl
+	$(call say,CC,$@)$(CC) $(BENCH_CFLAGS) -o $@ $< -ldl
 
 $(BUILD)/bench/clock.so: bench/clock.c | deps
 	@mkdir -p $(@D)
-	$(CC) $(BENCH_CFLAGS) $(LUA_CFLAGS) -fPIC -shared -o $@ $<
+	$(call say,CC,$@)$(CC) $(BENCH_CFLAGS) $(LUA_CFLAGS) -fPIC -shared -o $@ $<
 
 $(BUILD)/bench/ref.so: bench/ref.c | deps
 	@mkdir -p $(@D)
-	$(CC) $(BENCH_CFLAGS) $(LUA_CFLAGS) -DBENCH_REF_MODULE -fPIC -shared -o $@ $< -ldl
+	$(call say,CC,$@)$(CC) $(BENCH_CFLAGS) $(LUA_CFLAGS) -DBENCH_REF_MODULE -fPIC -shared -o $@ $< -ldl
 
 # The C handle row's engine loop; cugraph_* come from $(BUILD)/cugraph-lua.
 $(BUILD)/bench/engine.so: bench/engine.c src/cugraph.h | deps
 	@mkdir -p $(@D)
-	$(CC) $(BENCH_CFLAGS) $(LUA_CFLAGS) -Isrc -fPIC -shared -o $@ $<
+	$(call say,CC,$@)$(CC) $(BENCH_CFLAGS) $(LUA_CFLAGS) -Isrc -fPIC -shared -o $@ $<
 
 # The argsN kernels of the argument rows.
 $(BUILD)/bench/kernels.ptx: bench/kernels.cu
 	@mkdir -p $(@D)
-	$(NVCC) -ptx -arch=compute_75 $< -o $@
+	$(call say,NVCC,$@)$(NVCC) -ptx -arch=compute_75 $< -o $@
 
 # The C side of the all-reduce benchmark (bench/nccl.lua).
 $(BUILD)/bench/nccl_ref.so: bench/nccl_ref.c | deps
 	@mkdir -p $(@D)
-	$(CC) $(BENCH_CFLAGS) $(LUA_CFLAGS) -fPIC -shared -o $@ $< -ldl
+	$(call say,CC,$@)$(CC) $(BENCH_CFLAGS) $(LUA_CFLAGS) -fPIC -shared -o $@ $< -ldl
 
 bench: all $(BUILD)/kernels.ptx $(BUILD)/bench/kernels.ptx $(BUILD)/bench-ref \
        $(BUILD)/bench/clock.so $(BUILD)/bench/ref.so $(BUILD)/bench/engine.so

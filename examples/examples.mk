@@ -32,21 +32,21 @@ examples: $(BUILD)/examples/hello $(BUILD)/examples/engine $(BUILD)/examples/dlp
 
 $(BUILD)/examples/png.so: examples/png.c
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(PNG_CFLAGS) -shared -o $@ $< $(PNG_LIBS)
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) $(PNG_CFLAGS) -shared -o $@ $< $(PNG_LIBS)
 
 $(BUILD)/examples/hello: examples/embed/hello.c $(LIB_A) src/cugraph.h
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIB_A) $(LUA_LIBS) -pthread -ldl -lm
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $< $(LIB_A) $(LUA_LIBS) -pthread -ldl -lm
 
 $(BUILD)/examples/engine: examples/embed/engine.c $(LIB_A) src/cugraph.h
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -DCUGRAPH_LUA_DIR='"$(CURDIR)/lua"' \
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -DCUGRAPH_LUA_DIR='"$(CURDIR)/lua"' \
 	  -DENGINE_SCRIPT='"$(CURDIR)/examples/embed/frame.lua"' -o $@ $< \
 	  $(LIB_A) $(LUA_LIBS) -pthread -ldl -lm
 
 $(BUILD)/examples/dlpack: examples/embed/dlpack.c $(LIB_A) src/cugraph.h
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -DCUGRAPH_LUA_DIR='"$(CURDIR)/lua"' \
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -DCUGRAPH_LUA_DIR='"$(CURDIR)/lua"' \
 	  -DTRADE_SCRIPT='"$(CURDIR)/examples/embed/trade.lua"' -o $@ $< \
 	  $(LIB_A) $(LUA_LIBS) -pthread -ldl -lm
 
@@ -54,7 +54,7 @@ $(BUILD)/examples/dlpack: examples/embed/dlpack.c $(LIB_A) src/cugraph.h
 # to build.
 $(BUILD)/examples/render: examples/embed/render.c $(LIB_A) src/cugraph.h
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -DCUGRAPH_LUA_DIR='"$(CURDIR)/lua"' \
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -DCUGRAPH_LUA_DIR='"$(CURDIR)/lua"' \
 	  -DRENDER_SCRIPT='"$(CURDIR)/examples/embed/render.lua"' \
 	  -DPNG_DIR='"$(CURDIR)/$(BUILD)/examples"' -o $@ $< \
 	  $(LIB_A) $(LUA_LIBS) -pthread -ldl -lm
@@ -65,7 +65,7 @@ $(BUILD)/examples/render: examples/embed/render.c $(LIB_A) src/cugraph.h
 $(BUILD)/examples/vulkan: examples/embed/vulkan.c examples/embed/vulkan_spv.h \
   $(LIB_A) src/cugraph.h
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -DCUGRAPH_LUA_DIR='"$(CURDIR)/lua"' \
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -DCUGRAPH_LUA_DIR='"$(CURDIR)/lua"' \
 	  -DVULKAN_SCRIPT='"$(CURDIR)/examples/embed/vulkan.lua"' \
 	  -DPNG_DIR='"$(CURDIR)/$(BUILD)/examples"' -o $@ $< \
 	  $(LIB_A) $(LUA_LIBS) -pthread -ldl -lm
