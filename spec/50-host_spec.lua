@@ -289,6 +289,8 @@ describe("cugraph-lua against lua5.4, case by case", function()
     "LUA --- 2>&1 | head -n 2", "LUA -Ex 2>&1 | head -n 2", "LUA -vv 2>&1 | head -n 2",
     "LUA -iv 2>&1 | head -n 2", "LUA -e 2>&1 | head -n 2", "LUA -l 2>&1 | head -n 2", "LUA -e a",
     "LUA -e 'os.exit(false, true)'", "LUA -e 'os.exit(1, true)'",
+    -- require's message lists only the places Lua's own searchers looked
+    "env LUA_PATH='x/?.lua' LUA_CPATH='x/?.so' LUA -e 'require \"nosuchmodule\"'",
   }
   for _, case in ipairs(cases) do
     it(case, function()

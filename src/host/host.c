@@ -352,14 +352,13 @@ static int run_script(lua_State *L, char **argv) {
    module "cugraph" and its submodules in the front end beside the
    executable: the build tree (<bin>/../lua) or an install
    (<bin>/../share/lua/5.4). So the front end always matches the core built
-   in, and package.path stays the user's (LUA_PATH, -E). Upvalue: the
-   template for package.searchpath. */
+   in, and package.path stays the user's (LUA_PATH, -E). Other names it
+   leaves silently to the next searchers, so that require's message for a
+   missing module is lua5.4's. Upvalue: the template for
+   package.searchpath. */
 static int search_front_end(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
-  if (strcmp(name, "cugraph") && strncmp(name, "cugraph.", 8)) {
-    lua_pushfstring(L, "no front-end module '%s'", name);
-    return 1;
-  }
+  if (strcmp(name, "cugraph") && strncmp(name, "cugraph.", 8)) return 0;
   lua_getglobal(L, "package");
   lua_getfield(L, -1, "searchpath");
   lua_pushvalue(L, 1);
