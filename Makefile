@@ -94,9 +94,19 @@ $(BUILD)/obj/%.o: src/%.c VERSION | deps
 	@mkdir -p $(@D)
 	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) $(DEPFLAGS) $(OBJ_DEFS) -c $< -o $@
 $(HOST_OBJS): OBJ_DEFS = $(HOST_DEFS)
-# where make install puts the simulator (also found beside the core)
-$(BUILD)/obj/base/driver.o: OBJ_DEFS = -DCG_SIM_DIR='"$(SIM_DIR)"'
+# Where make install puts the simulator, and the build folder: the core
+# also looks there for it, beside itself and the program. A stamp holds
+# both, so that make install PREFIX=p after make rebuilds the core with p.
 SIM_DIR = $(PREFIX)/lib/cugraph-lua
+SIM_STAMP = $(BUILD)/sim-dirs
+$(BUILD)/obj/base/driver.o: OBJ_DEFS = -DCG_SIM_DIR='"$(SIM_DIR)"' \
+  -DCG_BUILD_DIR='"$(abspath $(BUILD))"'
+$(BUILD)/obj/base/driver.o: $(SIM_STAMP)
+$(SIM_STAMP): FORCE
+	@mkdir -p $(@D)
+	@echo '$(SIM_DIR) $(abspath $(BUILD))' | cmp -s - $@ || \
+	  echo '$(SIM_DIR) $(abspath $(BUILD))' > $@
+FORCE:
 
 # Linked to the shared liblua5.4 so Lua C modules (busted's) load into it.
 $(BUILD)/cugraph-lua: $(HOST_OBJS) $(OBJS)
@@ -454,7 +464,7 @@ fuzz-api: $(SPEC_NEEDS)
 clean:
 	rm -rf build build-asan
 
-.PHONY: all deps spec-needs test test-sim test-gpu test-gcstress test-valgrind test-threads-helgrind \
+.PHONY: FORCE all deps spec-needs test test-sim test-gpu test-gcstress test-valgrind test-threads-helgrind \
   test-asan fault-sweep sanitize-gpu fuzz fuzz-ptx fuzz-image fuzz-api run clean
 
 # -- install ------------------------------------------------------------------
