@@ -355,6 +355,66 @@ local api_types = {
   FFT = { section = "Fourier transforms (cuFFT)", as = { "p" } },
 }
 
+-- Every type the runtime registers, and the front end's: an unknown field
+-- or index raises, naming the type, with the spelling it has here.
+describe("unknown fields", function()
+  local reg = debug.getregistry()
+
+  it("of every type raise, naming the type (m.name of a module is its kernel or nil)", function()
+    local seen = 0
+    for name, mt in pairs(reg) do
+      if type(name) == "string" and name:find("^cugraph%.") and type(mt) == "table"
+         and type(rawget(mt, "methods")) == "table" then
+        seen = seen + 1
+        local methods = rawget(mt, "methods")
+        local ok, err = pcall(function() return methods.no_such_field end)
+        assert.is_false(ok, name)
+        assert.matches(name:gsub("%p", "%%%0") .. " has no field 'no_such_field'$", err)
+        ok, err = pcall(function() return methods[0] end)
+        assert.is_false(ok, name)
+        assert.matches(name:gsub("%p", "%%%0") .. " cannot be indexed with 0", err)
+        -- the objects look their methods up there (or through a function of their own)
+        local index = rawget(mt, "__index")
+        assert.is_true(index == methods or type(index) == "function", name)
+      end
+    end
+    assert.is_true(seen >= 20, "the runtime registers " .. seen .. " types")
+    local h = cuda.host_buffer("f32", 2)
+    assert.matches("cugraph.HostBuffer has no field 'size': its element count is #h",
+                   tostring(H.error_of(function() return h.size end)), 1, true)
+    local m = H.kernels()
+    assert.is_nil(m.missing) -- a module's fields are its kernels
+    local objects = { cuda.rng(1), cuda.elementwise("f32 x -> f32 y", "y = x"),
+                      cuda.reduction { input = "f32 x", reduce = "a + b", identity = 0 } }
+    for _, o in ipairs(objects) do
+      local name = getmetatable(o)
+      assert.matches(name:gsub("%p", "%%%0") .. " has no field 'no_such_field'",
+                     tostring(H.error_of(function() return o.no_such_field end)))
+    end
+  end)
+
+  it("give the spelling a NumPy or CuPy habit wants, at the caller's line", function()
+    local b = cuda.buffer("f32", 4)
+    local function err(f) return tostring(H.error_of(f)) end
+    assert.matches("^" .. here:gsub("%p", "%%%0") .. ":%d+: cugraph.Buffer cannot be indexed with 0: its "
+                   .. "elements are in device memory; read them with b:download%(%)", err(function() return b[0] end))
+    assert.matches("cugraph.Buffer has no field 'size': its element count is #b", err(function() return b.size end),
+                   1, true)
+    assert.matches("cugraph.Buffer has no field 'size': its element count is #b", err(function() return b:size() end),
+                   1, true)
+    assert.matches("cugraph.Buffer has no field 'dtype': its element type is b:type()",
+                   err(function() return b.dtype end), 1, true)
+    assert.matches("cugraph.Buffer has no field 'downlaod' (did you mean b:download?)",
+                   err(function() return b:downlaod() end), 1, true)
+    local s = cuda.stream()
+    assert.matches("cugraph.Stream has no field 'synchronise' (did you mean s:synchronize?)",
+                   err(function() s:synchronise() end), 1, true)
+    assert.matches("cugraph.Stream has no field 'zzz'$", err(function() return s.zzz end))
+    assert.matches("cugraph.Scalar has no field 'value': read it with sc:get()",
+                   err(function() return cuda.scalar("f32").value end), 1, true)
+  end)
+end)
+
 describe("annotations and docs", function()
   local s = cuda.stream()
   local m = H.kernels()
@@ -405,7 +465,7 @@ describe("annotations and docs", function()
         assert.is_true((methods[t] or {})[name], "types/cugraph.lua lacks " .. t .. ":" .. name)
       end
       for name in pairs(methods[t] or {}) do
-        assert.is_function(have[name], "annotated but absent: " .. t .. ":" .. name)
+        assert.is_function(rawget(have, name), "annotated but absent: " .. t .. ":" .. name)
       end
     end
   end)
@@ -432,13 +492,13 @@ describe("annotations and docs", function()
           local found = false
           for _, t in ipairs(types) do
             if t == own then documented[t][name] = true end
-            if methods_of(t)[name] then found = true end
+            if rawget(methods_of(t), name) then found = true end
           end
           assert.is_true(found, ("docs/api.md, ## %s: documented but absent: %s:%s (%s)")
                                 :format(title, recv, name, table.concat(types, " or ")))
-          if own and not methods_of(own)[name] then
+          if own and not rawget(methods_of(own), name) then
             local elsewhere = false
-            for _, t in ipairs(types) do if t ~= own and methods_of(t)[name] then elsewhere = true end end
+            for _, t in ipairs(types) do if t ~= own and rawget(methods_of(t), name) then elsewhere = true end end
             assert.is_true(elsewhere, ("docs/api.md, ## %s: cugraph.%s has no method %s")
                                       :format(title, own, name))
           end

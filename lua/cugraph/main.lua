@@ -11,7 +11,7 @@ for k, v in pairs(core) do cuda[k] = v end
 -- Internal parts of the core, not part of the API.
 local readfile, add_method, compile = core.readfile, core.add_method, core.compile
 cuda.readfile, cuda.add_method, cuda.nvrtc_version = nil, nil, nil
-cuda.simulator_path, cuda.world_rendezvous = nil, nil
+cuda.simulator_path, cuda.world_rendezvous, cuda.guard_methods = nil, nil, nil
 local nvrtc_version = core.nvrtc_version
 
 cuda._VERSION = "cugraph-lua " .. core.version
@@ -218,7 +218,7 @@ function cuda.comm_world()
 end
 
 local gen = require "cugraph.gen"
-gen.init(cuda, raise)
+gen.init(cuda, raise, core.guard_methods)
 require "cugraph.rng" (cuda)
 require "cugraph.elementwise" (cuda)
 
