@@ -281,6 +281,17 @@ describe("one API", function()
     assert.matches("%(1 node, 0 launches%)$", tostring(g))
   end)
 
+  it("gives a kernel again from its module after k:free()", function()
+    local m = cuda.load_module(H.build .. "/kernels.ptx")
+    local k = m.saxpy
+    k:free()
+    assert.matches("%(freed%)$", tostring(k))
+    local again = m.saxpy
+    assert.is_not.equal(k, again)
+    assert.equals(again, m:kernel("saxpy"))
+    assert.equals("saxpy", (again:name()))
+  end)
+
   it("gives nil for m.missing and raises for m:kernel('missing')", function()
     local m = H.kernels()
     assert.is_nil(m.missing)
