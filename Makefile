@@ -88,6 +88,7 @@ LIB_A = $(BUILD)/libcugraph-lua.a
 LIB_SO = $(BUILD)/libcugraph-lua.so
 SONAME = libcugraph-lua.so.$(firstword $(subst ., ,$(VERSION)))
 
+## all: build cugraph-lua, the core, the embedding library and the simulator (the default)
 all: $(BUILD)/cugraph-lua $(BUILD)/cugraph/core.so $(LIB_A) $(LIB_SO) $(SIM)
 
 $(BUILD)/obj/%.o: src/%.c VERSION | deps
@@ -201,6 +202,7 @@ $(BUILD)/kernels.fatbin: spec/kernels/kernels.cu
 # named. CUDA comes from the toolkit (CUDA_HOME). `make deps` also installs
 # what the REPL (readline) and the examples (libpng) use; the build goes on
 # without them and says what it left out. NO_DEPS=1 (the rock) skips all.
+## deps: install (as root) or name the Debian packages the build, the REPL and the examples use
 deps:
 	@test -z "$(NO_DEPS)" || exit 0; missing=""; \
 	$(PKG_CONFIG) --exists lua5.4 2>/dev/null || missing="$$missing liblua5.4-dev pkgconf"; \
@@ -243,6 +245,7 @@ $(PTY): spec/support/pty.c
 # `busted` in a checkout (spec/support/busted-lua makes spec-needs).
 SPEC_NEEDS = all $(DOUBLE) $(NCCL_DOUBLE) $(BLAS_DOUBLE) $(FFT_DOUBLE) $(NVRTC_FAULT) $(NVTX_TOOL) $(PEER) $(KERNELS) \
   $(SPEC_BINS) $(PTY)
+## spec-needs: build what the specs need (plain busted in the checkout does it itself)
 spec-needs: $(SPEC_NEEDS)
 
 # $(call specs,DRIVER,PREFIX,ARGS[,FILES]): the suite (or FILES) with
@@ -273,15 +276,18 @@ endef
 # make test SPEC_FILES=spec/34-waits_spec.lua runs those files alone.
 SPEC_FILES_GIVEN = $(if $(filter command line environment,$(origin SPEC_FILES)),$(SPEC_FILES))
 
+## test: the specs on the test double; the last line is the verdict (SPEC_FILES=... picks files)
 test: $(SPEC_NEEDS)
 	$(call specs,$(DOUBLE))
 
 # The same specs on the PTX simulator: the kernels run from their PTX.
+## test-sim: the specs on the PTX simulator
 test-sim: $(SPEC_NEEDS) $(SIM)
 	$(call specs,$(SIM))
 
 # What the GPU suites need: the specs' hosts, kernels and stand-ins.
 GPU_NEEDS = all $(KERNELS) $(SPEC_BINS) $(NVRTC_FAULT) $(NVTX_TOOL) $(PEER) $(PTY)
+## test-gpu: the specs on the real driver and GPU
 test-gpu: $(GPU_NEEDS)
 	$(call specs,)
 # spec/34 compares the device's free memory before and after (other
@@ -290,6 +296,7 @@ test-gpu: $(GPU_NEEDS)
 # beside seven other spec processes: CUDA_ERROR_LAUNCH_FAILED instead)
 test-gpu: SPEC_ALONE = 34
 
+## run: the example model, on the GPU or else on the simulator
 run: all
 	@if $(BUILD)/cugraph-lua -e 'os.exit(require("cugraph").available() and 0 or 1)' \
 	    2>/dev/null; then $(BUILD)/cugraph-lua examples/model.lua; \
@@ -304,6 +311,7 @@ run: all
 # So are the specs whose work runs in child processes or only checks names
 # and types (05 jobs, 50 host, 53 stubs): a collection at every allocation
 # of their large heaps makes them slow and finds nothing the rest does not.
+## test-gcstress: the specs with a full collection at every allocation
 test-gcstress: $(SPEC_NEEDS)
 	$(call specs,$(DOUBLE),,--helper=spec/support/gcstress.lua)
 test-gcstress: SPEC_SKIP += 05 50 53 60
@@ -314,6 +322,7 @@ test-gcstress: SPEC_SKIP += 05 50 53 60
 VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full \
   --errors-for-leak-kinds=definite --show-leak-kinds=definite \
   --suppressions=$(CURDIR)/spec/support/valgrind.supp
+## test-valgrind: the specs under valgrind memcheck (SPEC_JOBS=n: n at once)
 test-valgrind: $(SPEC_NEEDS)
 	$(call specs,$(DOUBLE),CUGRAPH_LUA_VALGRIND="$(VALGRIND)" $(VALGRIND))
 
@@ -330,6 +339,7 @@ test-valgrind: $(SPEC_NEEDS)
 # only in dynamic TLS are not scanned.
 ASAN_FLAGS = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
   -fno-sanitize-recover=undefined
+## test-asan: the specs built with ASan and UBSan into build-asan
 test-asan:
 	ASAN_OPTIONS=detect_leaks=1:intercept_tls_get_addr=0 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -338,6 +348,7 @@ test-asan:
 ASAN_GOAL ?= test # test-gcstress: with a collection at every allocation
 
 # Every call of the fault sweep (spec/60-faults_spec.lua), not three per API.
+## fault-sweep: every driver call of the fault sweep failed in turn
 fault-sweep: $(SPEC_NEEDS)
 	$(call specs,$(DOUBLE),CUGRAPH_FULL_SWEEP=1,,spec/60-faults_spec.lua)
 
@@ -348,6 +359,7 @@ HELGRIND = CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
   CUGRAPH_LUA_LIBNCCL=$(CURDIR)/$(NCCL_DOUBLE) \
   valgrind --tool=helgrind -q --error-exitcode=99 \
   --suppressions=spec/support/threads.supp
+## test-threads-helgrind: the threads and handles hosts under helgrind
 test-threads-helgrind: $(SPEC_NEEDS)
 	rm -rf $(BUILD)/threads-cache
 	XDG_CACHE_HOME=$(CURDIR)/$(BUILD)/threads-cache $(HELGRIND) \
@@ -407,6 +419,7 @@ SANITIZE_ONE = sh -c 'kind=$$0 f=$$1; \
     run) $(SANITIZER) $(BUILD)/cugraph-lua "$$@" ;; \
     bin) $(SANITIZER) "$$f" ;; \
   esac > $$log 2>&1; echo "exit $$?" >> $$log'
+## sanitize-gpu: the GPU specs and the examples under compute-sanitizer
 sanitize-gpu: $(GPU_NEEDS) examples
 	@rm -rf $(BUILD)/sanitize && mkdir -p $(BUILD)/sanitize/children
 	@{ for f in $(SANITIZE_SPECS); do n=$$(basename $$f); n=$${n%%-*}; \
@@ -442,29 +455,42 @@ $(BUILD)/ptx_fuzz: spec/fuzz/ptx_fuzz.c $(PTX_FUZZ_SRC) src/kernel/ptx.h
 $(BUILD)/image_fuzz: spec/fuzz/image_fuzz.c src/kernel/image.c src/kernel/image.h
 	@mkdir -p $(@D)
 	$(call say,CC,$@)$(FUZZ_CC) -o $@ spec/fuzz/image_fuzz.c src/kernel/image.c
+## fuzz-ptx: libFuzzer on the PTX signature parser (FUZZ_TIME seconds)
 fuzz-ptx: $(BUILD)/ptx_fuzz
 	@mkdir -p $(BUILD)/fuzz-corpus
 	$(BUILD)/ptx_fuzz -max_total_time=$(FUZZ_TIME) -print_final_stats=1 \
 	  $(BUILD)/fuzz-corpus spec/fuzz/corpus
+## fuzz-image: libFuzzer on the cubin and fatbin checker
 fuzz-image: $(BUILD)/image_fuzz $(BUILD)/kernels.cubin $(BUILD)/kernels.fatbin
 	@mkdir -p $(BUILD)/fuzz-image-corpus $(BUILD)/fuzz-image-seeds
 	cp $(BUILD)/kernels.cubin $(BUILD)/kernels.fatbin $(BUILD)/fuzz-image-seeds/
 	$(BUILD)/image_fuzz -max_total_time=$(FUZZ_TIME) -print_final_stats=1 \
 	  $(BUILD)/fuzz-image-corpus $(BUILD)/fuzz-image-seeds spec/fuzz/image-corpus
+## fuzz: fuzz-ptx, fuzz-image and fuzz-api, one after another
 fuzz: fuzz-ptx fuzz-image fuzz-api
 
 # Random calls of the whole API (spec/61-fuzz_spec.lua), FUZZ_API_COUNT
 # calls from seed FUZZ_API_SEED (a fresh one unless given; failures name it).
 FUZZ_API_COUNT ?= 200000
 FUZZ_API_SEED ?= $(shell date +%s)
+## fuzz-api: random calls of the whole API (FUZZ_API_COUNT from FUZZ_API_SEED)
 fuzz-api: $(SPEC_NEEDS)
 	$(call specs,$(DOUBLE),CUGRAPH_FUZZ_SEED=$(FUZZ_API_SEED) \
 	  CUGRAPH_FUZZ_COUNT=$(FUZZ_API_COUNT),,spec/61-fuzz_spec.lua)
 
+## clean: remove build and build-asan
 clean:
 	rm -rf build build-asan
 
-.PHONY: FORCE all deps spec-needs test test-sim test-gpu test-gcstress test-valgrind test-threads-helgrind \
+# The targets, a line each: the "## target: what it does" comment above
+# each in this file, bench/bench.mk and examples/examples.mk.
+## help: this list
+help:
+	@echo 'make [target] [V=1] [-jN]: a job a core by default; V=1 prints the commands'
+	@awk '/^## [a-z][a-z0-9-]*: / { t = $$2; sub(/:$$/, "", t); \
+	  sub(/^## [^:]*: /, ""); printf "  %-22s %s\n", t, $$0 }' $(MAKEFILE_LIST)
+
+.PHONY: FORCE help all deps spec-needs test test-sim test-gpu test-gcstress test-valgrind test-threads-helgrind \
   test-asan fault-sweep sanitize-gpu fuzz fuzz-ptx fuzz-image fuzz-api run clean
 
 # -- install ------------------------------------------------------------------
@@ -475,6 +501,7 @@ LIBDIR ?= $(PREFIX)/lib
 INCDIR ?= $(PREFIX)/include/cugraph-lua
 TYPES_DIR ?= $(PREFIX)/share/cugraph-lua/types
 
+## install: install into PREFIX (default /usr/local; DESTDIR too)
 install: all $(NCCL_DOUBLE) $(BLAS_DOUBLE) $(FFT_DOUBLE)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LUA_CDIR)/cugraph \
 	  $(DESTDIR)$(LUA_LDIR)/cugraph $(DESTDIR)$(INCDIR) \
@@ -501,6 +528,7 @@ endif
 	  -e 's|@VERSION@|$(VERSION)|' \
 	  cugraph-lua.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/cugraph-lua.pc
 
+## uninstall: remove what make install put in PREFIX
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/cugraph-lua $(DESTDIR)$(LUA_CDIR)/cugraph/core.so \
 	  $(DESTDIR)$(LUA_LDIR)/cugraph/*.lua \
@@ -519,6 +547,7 @@ include examples/examples.mk
 
 # src/types/setters.h from src/types/setters.cu (needs nvcc; the header is committed):
 # the PTX text a line a string, as ISO C limits the length of one string.
+## setters: regenerate src/types/setters.h from setters.cu (needs nvcc)
 setters:
 	{ echo '/* Generated from src/types/setters.cu by `make setters`: do not edit. */'; \
 	  echo 'static const char *const setters_ptx[] = {'; \

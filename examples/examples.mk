@@ -27,6 +27,7 @@ PNG_LIBS ?= $(shell $(PKG_CONFIG) --libs libpng 2>/dev/null || echo -lpng16)
 VULKAN_H := $(shell printf '#include <vulkan/vulkan.h>\n' | $(CC) -E - >/dev/null 2>&1 && echo y)
 VULKAN_EXAMPLE = $(if $(VULKAN_H),$(BUILD)/examples/vulkan)
 
+## examples: build the examples' native parts (C hosts, png.so)
 examples: $(BUILD)/examples/hello $(BUILD)/examples/engine $(BUILD)/examples/dlpack \
   $(BUILD)/examples/render $(VULKAN_EXAMPLE) $(BUILD)/examples/png.so
 
@@ -75,6 +76,7 @@ $(BUILD)/examples/vulkan: examples/embed/vulkan.c examples/embed/vulkan_spv.h \
 GLSLANG ?= glslangValidator
 SPIRV_VAL ?= spirv-val
 SHADERS = examples/embed/shaders
+## vulkan-shaders: regenerate examples/embed/vulkan_spv.h (needs glslangValidator)
 vulkan-shaders:
 	@mkdir -p $(BUILD)/shaders
 	for s in vert frag; do \
@@ -99,9 +101,11 @@ vulkan-shaders:
 	  done; \
 	  printf '#endif\n'; } > examples/embed/vulkan_spv.h
 
+## run-examples: run every example and check each (examples/run-all.sh)
 run-examples: all examples
 	CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) examples/run-all.sh $(BUILD)/examples/out
 
+## check-examples: compile the examples' kernels for sm_90 (no GPU needed)
 check-examples: all
 	CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) $(BUILD)/cugraph-lua examples/check-kernels.lua
 

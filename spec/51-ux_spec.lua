@@ -212,7 +212,7 @@ describe("without a GPU", function()
     code, out = H.run("--info", "CUGRAPH_LUA_LIBCUDA=sim")
     assert.equals(0, code, out)
     assert.matches("simulator%s+/%S*libcuda%-sim%.so", out)
-    assert.matches("driver%s+%d", out)
+    assert.matches("driver%s+PTX simulator %(/%S*libcuda%-sim%.so%), no GPU: CUDA %d", out)
   end)
 end)
 
@@ -227,6 +227,21 @@ describe("the command line", function()
     local code, out = H.run("--version")
     assert.equals(0, code)
     assert.matches("^cugraph%-lua " .. cuda.version:gsub("%p", "%%%0") .. " %(Lua 5%.4[%.%d]*%)\n$", out)
+  end)
+
+  it("suggests the long option meant, and --info names a software driver", function()
+    local code, out = H.run("--simm")
+    assert.equals(1, code)
+    assert.matches("unrecognized option '%-%-simm' %(did you mean '%-%-sim'%?%)\nusage: ", out)
+    code, out = H.run("--inof")
+    assert.matches("unrecognized option '%-%-inof' %(did you mean '%-%-info'%?%)", out)
+    code, out = H.run("--sim --info")
+    assert.equals(0, code, out)
+    assert.matches("\ndriver +PTX simulator %([^)]*libcuda%-sim%.so%), no GPU: CUDA %d+%.%d+\n", out)
+    if H.double and not H.sim then -- the double, as make test runs it
+      code, out = H.run("--info")
+      assert.matches("\ndriver +test double %([^)]*libcuda%-double%.so%), no GPU", out)
+    end
   end)
 
   it("prints the paths stock lua5.4 needs (--paths), which let it require cugraph", function()
@@ -556,6 +571,26 @@ describe("annotations and docs", function()
 end)
 
 describe("release files", function()
+  it("make help lists every target, a line each", function()
+    local p = assert(io.popen("env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS make -s help 2>&1"))
+    local out = p:read("a")
+    assert.is_true(p:close(), out)
+    local listed = {}
+    for t, what in out:gmatch("\n  ([%w-]+) +([^\n]+)") do
+      assert.is_nil(listed[t], "listed twice: " .. t)
+      listed[t] = what
+    end
+    local phony = {}
+    for _, f in ipairs { "Makefile", "bench/bench.mk", "examples/examples.mk" } do
+      for list in read(f):gsub("\\\n", " "):gmatch("\n%.PHONY:([^\n]*)") do
+        for t in list:gmatch("%S+") do phony[t] = true end
+      end
+    end
+    phony.FORCE = nil -- the stamp's, no target to run
+    for t in pairs(phony) do assert.is_string(listed[t], "make help does not list " .. t) end
+    for t in pairs(listed) do assert.is_true(phony[t], "make help lists " .. t .. ", not a target") end
+  end)
+
   it("take the version from VERSION", function()
     local v = read("VERSION"):match("^(%d+%.%d+%.%d+)\n$")
     assert.is_string(v)

@@ -192,7 +192,15 @@ static const char info_chunk[] =
   "local i = require('cugraph').info()\n"
   "local function row(k, v) print(('%-14s %s'):format(k, v)) end\n"
   "row('cugraph-lua', i.version .. ' (' .. i.lua .. ')')\n"
-  "row('driver', i.driver or ('none: ' .. i.reason))\n"
+  "local d = i.devices[1]\n"
+  "local soft = d and d.name and d.name:match('^cugraph%-lua (.+)$')\n"
+  "local lib = os.getenv('CUGRAPH_LUA_LIBCUDA')\n"
+  "if soft then\n"
+  "  row('driver', ('%s (%s), no GPU: CUDA %s'):format(soft,\n"
+  "      lib ~= 'sim' and lib or i.simulator or '?', i.driver))\n"
+  "else\n"
+  "  row('driver', i.driver or ('none: ' .. i.reason))\n"
+  "end\n"
   "row('simulator', i.simulator or 'not found')\n"
   "row('devices', i.device_count)\n"
   "for _, d in ipairs(i.devices) do\n"
@@ -226,6 +234,39 @@ static int info(lua_State *L) {
 }
 
 /* -- options ---------------------------------------------------------------- */
+
+/* The long option within two edits of a bad one (--simm: --sim), or NULL;
+   a short option is lua's and gets lua's message alone. */
+static const char *nearest_option(const char *bad) {
+  static const char *const longs[] = {
+    "--help", "--version", "--info", "--sim", "--paths", "--profile",
+    "--nproc"
+  };
+  size_t lb = strlen(bad), row[40], best = 3;
+  const char *found = NULL;
+  if (strncmp(bad, "--", 2) || lb >= sizeof row / sizeof *row) return NULL;
+  for (size_t k = 0; k < sizeof longs / sizeof *longs; k++) {
+    const char *a = longs[k]; /* edit distance, one row */
+    size_t la = strlen(a);
+    for (size_t j = 0; j <= lb; j++) row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+      size_t diag = row[0];
+      row[0] = i;
+      for (size_t j = 1; j <= lb; j++) {
+        size_t up = row[j], d = diag + (a[i - 1] != bad[j - 1]);
+        if (up + 1 < d) d = up + 1;
+        if (row[j - 1] + 1 < d) d = row[j - 1] + 1;
+        diag = up;
+        row[j] = d;
+      }
+    }
+    if (row[lb] > 0 && row[lb] < best) { /* an exact one is misplaced */
+      best = row[lb];
+      found = a;
+    }
+  }
+  return found;
+}
 
 /* Reads the options up to the script; sets o->bad on a bad one. */
 static void parse(char **argv, options *o) {
@@ -447,8 +488,12 @@ static int main_protected(lua_State *L) {
   parse(argv, &o);
   if (o.bad) {
     fprintf(stderr, "%s: ", host_progname);
+    const char *near = nearest_option(o.bad);
     if ((o.bad[1] == 'e' || o.bad[1] == 'l') && o.bad[2] == '\0')
       fprintf(stderr, "'%s' needs argument\n", o.bad);
+    else if (near)
+      fprintf(stderr, "unrecognized option '%s' (did you mean '%s'?)\n",
+              o.bad, near);
     else
       fprintf(stderr, "unrecognized option '%s'\n", o.bad);
     usage(stderr);
