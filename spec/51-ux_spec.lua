@@ -187,6 +187,13 @@ describe("without a GPU", function()
     assert.matches("cache%s+", out)
   end)
 
+  it("on the simulator, the examples' speed-ups and profiles say they are not a GPU's timings", function()
+    local code, out = H.run("examples/solver.lua 16 1e-8 profile", "CUGRAPH_LUA_LIBCUDA=sim", { plain = true })
+    assert.equals(0, code, out)
+    assert.matches("host%-driven [^\n]*: [%d.]+x %(the PTX simulator's clock, not a GPU's%)\n", out)
+    assert.matches("\nprofile %(stamps%): [^\n]*\n  on the PTX simulator: its own clock, not a GPU's timings", out)
+  end)
+
   it("names --sim when there is no driver, and --sim runs on the simulator beside the module", function()
     local code, out = H.script("require 'cugraph'.buffer('f32', 1)", env)
     assert.not_equals(0, code)
