@@ -3,10 +3,10 @@
 # specs on the test double of the driver, `make test-gpu` on the real one;
 # `make run` runs the model example; `make help` lists the targets.
 
-# A job a core unless -j is given, and never beside `clean` (it would race
-# the build) or for the fuzzers (one after another); sub-makes share the
-# top one's jobs.
-ifeq ($(MAKELEVEL)$(filter clean fuzz,$(MAKECMDGOALS)),0)
+# A job a core unless -j is given, for one goal (two, such as clean and
+# all or two suites, run one after the other) that is not the fuzzers (one
+# after another); sub-makes share the top one's jobs.
+ifeq ($(MAKELEVEL)$(word 2,$(MAKECMDGOALS))$(filter fuzz,$(MAKECMDGOALS)),0)
 MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 1)
 endif
 # A short line a file (none under -s); V=1 prints the whole commands.
