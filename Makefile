@@ -1,7 +1,26 @@
 # cugraph-lua. `make` builds build/cugraph-lua, build/cugraph/core.so and
 # the embedding library build/libcugraph-lua.a and .so; `make test` runs the
 # specs on the test double of the driver, `make test-gpu` on the real one;
-# `make run` runs the model example.
+# `make run` runs the model example; `make help` lists the targets.
+
+# A job a core unless -j is given, for one goal (two, such as clean and
+# all or two suites, run one after the other) that is not the fuzzers (one
+# after another); sub-makes share the top one's jobs.
+ifeq ($(MAKELEVEL)$(word 2,$(MAKECMDGOALS))$(filter fuzz,$(MAKECMDGOALS)),0)
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 1)
+endif
+# A short line a file (none under -s); V=1 prints the whole commands.
+V ?= 0
+ifeq ($(V),1)
+say =
+Q =
+else ifneq ($(findstring s,$(firstword -$(MAKEFLAGS))),)
+say = @
+Q = @
+else
+say = @printf '  %-5s %s\n' '$(1)' '$(2)';
+Q = @
+endif
 
 CUDA_HOME ?= /usr/local/cuda
 NVCC ?= $(CUDA_HOME)/bin/nvcc
@@ -69,72 +88,82 @@ LIB_A = $(BUILD)/libcugraph-lua.a
 LIB_SO = $(BUILD)/libcugraph-lua.so
 SONAME = libcugraph-lua.so.$(firstword $(subst ., ,$(VERSION)))
 
+## all: build cugraph-lua, the core, the embedding library and the simulator (the default)
 all: $(BUILD)/cugraph-lua $(BUILD)/cugraph/core.so $(LIB_A) $(LIB_SO) $(SIM)
 
 $(BUILD)/obj/%.o: src/%.c VERSION | deps
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) $(OBJ_DEFS) -c $< -o $@
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) $(DEPFLAGS) $(OBJ_DEFS) -c $< -o $@
 $(HOST_OBJS): OBJ_DEFS = $(HOST_DEFS)
-# where make install puts the simulator (also found beside the core)
-$(BUILD)/obj/base/driver.o: OBJ_DEFS = -DCG_SIM_DIR='"$(SIM_DIR)"'
+# Where make install puts the simulator, and the build folder: the core
+# also looks there for it, beside itself and the program. A stamp holds
+# both, so that make install PREFIX=p after make rebuilds the core with p.
 SIM_DIR = $(PREFIX)/lib/cugraph-lua
+SIM_STAMP = $(BUILD)/sim-dirs
+$(BUILD)/obj/base/driver.o: OBJ_DEFS = -DCG_SIM_DIR='"$(SIM_DIR)"' \
+  -DCG_BUILD_DIR='"$(abspath $(BUILD))"'
+$(BUILD)/obj/base/driver.o: $(SIM_STAMP)
+$(SIM_STAMP): FORCE
+	@mkdir -p $(@D)
+	@echo '$(SIM_DIR) $(abspath $(BUILD))' | cmp -s - $@ || \
+	  echo '$(SIM_DIR) $(abspath $(BUILD))' > $@
+FORCE:
 
 # Linked to the shared liblua5.4 so Lua C modules (busted's) load into it.
 $(BUILD)/cugraph-lua: $(HOST_OBJS) $(OBJS)
-	$(CC) $(CFLAGS) -pthread -rdynamic -o $@ $^ $(LUA_LIBS) $(HOST_LIBS) -ldl -lm
+	$(call say,LD,$@)$(CC) $(CFLAGS) -pthread -rdynamic -o $@ $^ $(LUA_LIBS) $(HOST_LIBS) -ldl -lm
 
 $(BUILD)/cugraph/core.so: $(OBJS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -pthread -shared -o $@ $^ -ldl -lm
+	$(call say,LD,$@)$(CC) $(CFLAGS) -pthread -shared -o $@ $^ -ldl -lm
 
 $(LIB_A): $(OBJS)
-	rm -f $@
-	ar rcs $@ $^
+	$(call say,AR,$@)rm -f $@ && ar rcs $@ $^
 
 $(LIB_SO): $(OBJS)
-	$(CC) $(CFLAGS) -pthread -shared -Wl,-soname,$(SONAME) -o $@ $^ $(LUA_LIBS) -ldl -lm
+	$(call say,LD,$@)$(CC) $(CFLAGS) -pthread -shared -Wl,-soname,$(SONAME) -o $@ $^ $(LUA_LIBS) -ldl -lm
 
 $(BUILD)/double/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(SIM_BUILD_CFLAGS) -c $< -o $@
+	$(call say,CC,$@)$(CC) $(SIM_BUILD_CFLAGS) -c $< -o $@
 
 $(DOUBLE): $(DOUBLE_OBJS)
-	$(CC) $(CFLAGS) -shared -o $@ $^ -pthread -lm
+	$(call say,LD,$@)$(CC) $(CFLAGS) -shared -o $@ $^ -pthread -lm
 
 # The NCCL stand-in: collectives on the software driver's memory, across
 # the ranks of one process or of several (shared memory).
 $(NCCL_DOUBLE): $(NCCL_SRC) sim/halfconv.h sim/standin.h
 	@mkdir -p $(@D)
-	$(CC) $(SIM_BUILD_CFLAGS) -shared -o $@ $(NCCL_SRC) -pthread -lm -ldl
+	$(call say,CC,$@)$(CC) $(SIM_BUILD_CFLAGS) -shared -o $@ $(NCCL_SRC) -pthread -lm -ldl
 
 # The cuBLAS stand-in: the calls the runtime makes, computed on the host.
 $(BLAS_DOUBLE): $(BLAS_SRC) sim/halfconv.h sim/standin.h
 	@mkdir -p $(@D)
-	$(CC) $(SIM_BUILD_CFLAGS) -shared -o $@ $(BLAS_SRC) -pthread -lm -ldl
+	$(call say,CC,$@)$(CC) $(SIM_BUILD_CFLAGS) -shared -o $@ $(BLAS_SRC) -pthread -lm -ldl
 
 # The cuFFT stand-in: direct DFTs on the host.
 $(FFT_DOUBLE): $(FFT_SRC) sim/standin.h
 	@mkdir -p $(@D)
-	$(CC) $(SIM_BUILD_CFLAGS) -shared -o $@ $(FFT_SRC) -pthread -lm -ldl
+	$(call say,CC,$@)$(CC) $(SIM_BUILD_CFLAGS) -shared -o $@ $(FFT_SRC) -pthread -lm -ldl
 
 # NVRTC with injected failures, for the fault sweep (spec/60).
 NVRTC_FAULT = $(BUILD)/libnvrtc-fault.so
 $(NVRTC_FAULT): spec/support/nvrtc_fault.c
 	@mkdir -p $(@D)
-	$(CC) $(SIM_BUILD_CFLAGS) -shared -o $@ $^ -pthread -ldl
+	$(call say,CC,$@)$(CC) $(SIM_BUILD_CFLAGS) -shared -o $@ $^ -pthread -ldl
 
 # An NVTX tool that logs the ranges pushed and popped (spec/31).
 NVTX_TOOL = $(BUILD)/libnvtx-tool.so
 $(NVTX_TOOL): spec/support/nvtx_tool.c
 	@mkdir -p $(@D)
-	$(CC) $(SIM_BUILD_CFLAGS) -shared -o $@ $^
+	$(call say,CC,$@)$(CC) $(SIM_BUILD_CFLAGS) -shared -o $@ $^
 
 # The other API of the external-memory specs (spec/16): memfds for the
 # software driver, Vulkan's exports (where its header is found) for a GPU.
 PEER = $(BUILD)/peer.so
 $(PEER): spec/support/peer.c
 	@mkdir -p $(@D)
-	$(CC) $(SIM_BUILD_CFLAGS) $(LUA_CFLAGS) -shared -o $@ $^ -ldl
+	$(call say,CC,$@)$(CC) $(SIM_BUILD_CFLAGS) $(LUA_CFLAGS) -shared -o $@ $^ -ldl
 
 # The PTX simulator: the software driver with kernels run from their PTX
 # (sim/ptx), built with -frounding-math for the rounding modes PTX names
@@ -145,34 +174,35 @@ SIM_ROUNDING = -frounding-math
 $(BUILD)/sim/sim/ptx/ptx_fma.o: SIM_ROUNDING =
 $(BUILD)/sim/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(SIM_BUILD_CFLAGS) $(SIM_CFLAGS) $(SIM_ROUNDING) -DCUDA_SIM -c $< -o $@
+	$(call say,CC,$@)$(CC) $(SIM_BUILD_CFLAGS) $(SIM_CFLAGS) $(SIM_ROUNDING) -DCUDA_SIM -c $< -o $@
 
 $(SIM): $(SIM_OBJS)
-	$(CC) $(CFLAGS) -shared -o $@ $^ -pthread -lm
+	$(call say,LD,$@)$(CC) $(CFLAGS) -shared -o $@ $^ -pthread -lm
 
 -include $(OBJS:.o=.d) $(HOST_OBJS:.o=.d) $(DOUBLE_OBJS:.o=.d) $(SIM_OBJS:.o=.d)
 
 $(BUILD)/kernels.ptx: spec/kernels/kernels.cu
 	@mkdir -p $(@D)
-	$(NVCC) -ptx -arch=compute_75 $< -o $@
+	$(call say,NVCC,$@)$(NVCC) -ptx -arch=compute_75 $< -o $@
 
 $(BUILD)/textures.ptx: spec/kernels/textures.cu
 	@mkdir -p $(@D)
-	$(NVCC) -ptx -arch=compute_75 $< -o $@
+	$(call say,NVCC,$@)$(NVCC) -ptx -arch=compute_75 $< -o $@
 
 $(BUILD)/kernels.cubin: spec/kernels/kernels.cu
 	@mkdir -p $(@D)
-	$(NVCC) -cubin -arch=sm_90 $< -o $@
+	$(call say,NVCC,$@)$(NVCC) -cubin -arch=sm_90 $< -o $@
 
 $(BUILD)/kernels.fatbin: spec/kernels/kernels.cu
 	@mkdir -p $(@D)
-	$(NVCC) -fatbin -no-compress -gencode arch=compute_90,code=sm_90 \
+	$(call say,NVCC,$@)$(NVCC) -fatbin -no-compress -gencode arch=compute_90,code=sm_90 \
 	  -gencode arch=compute_75,code=compute_75 $< -o $@
 
 # Debian packages the build and the tests need: installed when root, else
 # named. CUDA comes from the toolkit (CUDA_HOME). `make deps` also installs
 # what the REPL (readline) and the examples (libpng) use; the build goes on
 # without them and says what it left out. NO_DEPS=1 (the rock) skips all.
+## deps: install (as root) or name the Debian packages the build, the REPL and the examples use
 deps:
 	@test -z "$(NO_DEPS)" || exit 0; missing=""; \
 	$(PKG_CONFIG) --exists lua5.4 2>/dev/null || missing="$$missing liblua5.4-dev pkgconf"; \
@@ -204,18 +234,19 @@ deps:
 SPEC_HOSTS = late_close capi threads handles port modes turns
 SPEC_BINS = $(SPEC_HOSTS:%=$(BUILD)/%)
 $(SPEC_BINS): $(BUILD)/%: spec/hosts/%.c spec/hosts/devmem.h $(LIB_A)
-	$(CC) $(ALL_CFLAGS) -pthread -o $@ $< $(LIB_A) $(LUA_LIBS) -ldl -lm
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -pthread -o $@ $< $(LIB_A) $(LUA_LIBS) -ldl -lm
 
 # A pseudo-terminal that types into the REPL (spec/50's line editing).
 PTY = $(BUILD)/pty
 $(PTY): spec/support/pty.c
 	@mkdir -p $(@D)
-	$(CC) -std=c11 $(CFLAGS) $(WARN) $(WERROR) -o $@ $<
+	$(call say,CC,$@)$(CC) -std=c11 $(CFLAGS) $(WARN) $(WERROR) -o $@ $<
 
 # Everything the specs need, for make test and its kin, and for plain
 # `busted` in a checkout (spec/support/busted-lua makes spec-needs).
 SPEC_NEEDS = all $(DOUBLE) $(NCCL_DOUBLE) $(BLAS_DOUBLE) $(FFT_DOUBLE) $(NVRTC_FAULT) $(NVTX_TOOL) $(PEER) $(KERNELS) \
   $(SPEC_BINS) $(PTY)
+## spec-needs: build what the specs need (plain busted in the checkout does it itself)
 spec-needs: $(SPEC_NEEDS)
 
 # $(call specs,DRIVER,PREFIX,ARGS[,FILES]): the suite (or FILES) with
@@ -231,24 +262,33 @@ SPEC_SKIP ?=
 # a time (EACH_ALONE of each.sh).
 SPEC_ALONE ?=
 SPEC_FILES = $(filter-out $(foreach n,$(SPEC_SKIP),spec/$(n)-%),$(sort $(wildcard spec/[0-9][0-9]-*_spec.lua)))
+# busted's output is spec/support/summary.lua (BUSTED_OUTPUT): a character
+# a test, the failures, the pending tests by cause, and a last line
+# "N passed, N pending (...), N failed".
+BUSTED_OUTPUT ?= spec/support/summary.lua
 define specs
-$(SPEC_ENV) $(if $(1),CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(1) \
+$(Q)$(SPEC_ENV) $(if $(1),CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(1) \
   CUGRAPH_LUA_LIBNCCL=$(CURDIR)/$(NCCL_DOUBLE)) \
   $(if $(filter-out 0 1,$(SPEC_JOBS)),EACH_ALONE="$(SPEC_ALONE)" sh spec/support/each.sh $(SPEC_JOBS) \
     "$(or $(4),$(SPEC_FILES))" -- env $(2),$(2)) \
-  $(BUILD)/cugraph-lua "$$(command -v busted)" --ignore-lua $(3) $(BUSTED_ARGS) \
-  $(if $(filter-out 0 1,$(SPEC_JOBS)),,$(or $(4),$(foreach n,$(SPEC_SKIP),--exclude-pattern='^$(n)%-')))
+  $(BUILD)/cugraph-lua "$$(command -v busted)" --ignore-lua -o $(BUSTED_OUTPUT) $(3) $(BUSTED_ARGS) \
+  $(if $(filter-out 0 1,$(SPEC_JOBS)),,$(or $(4),$(SPEC_FILES_GIVEN),$(foreach n,$(SPEC_SKIP),--exclude-pattern='^$(n)%-')))
 endef
+# make test SPEC_FILES=spec/34-waits_spec.lua runs those files alone.
+SPEC_FILES_GIVEN = $(if $(filter command line environment,$(origin SPEC_FILES)),$(SPEC_FILES))
 
+## test: the specs on the test double; the last line is the verdict (SPEC_FILES=... picks files)
 test: $(SPEC_NEEDS)
 	$(call specs,$(DOUBLE))
 
 # The same specs on the PTX simulator: the kernels run from their PTX.
+## test-sim: the specs on the PTX simulator
 test-sim: $(SPEC_NEEDS) $(SIM)
 	$(call specs,$(SIM))
 
 # What the GPU suites need: the specs' hosts, kernels and stand-ins.
 GPU_NEEDS = all $(KERNELS) $(SPEC_BINS) $(NVRTC_FAULT) $(NVTX_TOOL) $(PEER) $(PTY)
+## test-gpu: the specs on the real driver and GPU
 test-gpu: $(GPU_NEEDS)
 	$(call specs,)
 # spec/34 compares the device's free memory before and after (other
@@ -257,6 +297,7 @@ test-gpu: $(GPU_NEEDS)
 # beside seven other spec processes: CUDA_ERROR_LAUNCH_FAILED instead)
 test-gpu: SPEC_ALONE = 34
 
+## run: the example model, on the GPU or else on the simulator
 run: all
 	@if $(BUILD)/cugraph-lua -e 'os.exit(require("cugraph").available() and 0 or 1)' \
 	    2>/dev/null; then $(BUILD)/cugraph-lua examples/model.lua; \
@@ -271,6 +312,7 @@ run: all
 # So are the specs whose work runs in child processes or only checks names
 # and types (05 jobs, 50 host, 53 stubs): a collection at every allocation
 # of their large heaps makes them slow and finds nothing the rest does not.
+## test-gcstress: the specs with a full collection at every allocation
 test-gcstress: $(SPEC_NEEDS)
 	$(call specs,$(DOUBLE),,--helper=spec/support/gcstress.lua)
 test-gcstress: SPEC_SKIP += 05 50 53 60
@@ -281,6 +323,7 @@ test-gcstress: SPEC_SKIP += 05 50 53 60
 VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full \
   --errors-for-leak-kinds=definite --show-leak-kinds=definite \
   --suppressions=$(CURDIR)/spec/support/valgrind.supp
+## test-valgrind: the specs under valgrind memcheck (SPEC_JOBS=n: n at once)
 test-valgrind: $(SPEC_NEEDS)
 	$(call specs,$(DOUBLE),CUGRAPH_LUA_VALGRIND="$(VALGRIND)" $(VALGRIND))
 
@@ -297,6 +340,7 @@ test-valgrind: $(SPEC_NEEDS)
 # only in dynamic TLS are not scanned.
 ASAN_FLAGS = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
   -fno-sanitize-recover=undefined
+## test-asan: the specs built with ASan and UBSan into build-asan
 test-asan:
 	ASAN_OPTIONS=detect_leaks=1:intercept_tls_get_addr=0 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -305,6 +349,7 @@ test-asan:
 ASAN_GOAL ?= test # test-gcstress: with a collection at every allocation
 
 # Every call of the fault sweep (spec/60-faults_spec.lua), not three per API.
+## fault-sweep: every driver call of the fault sweep failed in turn
 fault-sweep: $(SPEC_NEEDS)
 	$(call specs,$(DOUBLE),CUGRAPH_FULL_SWEEP=1,,spec/60-faults_spec.lua)
 
@@ -315,6 +360,7 @@ HELGRIND = CUGRAPH_LUA_LIBCUDA=$(CURDIR)/$(DOUBLE) \
   CUGRAPH_LUA_LIBNCCL=$(CURDIR)/$(NCCL_DOUBLE) \
   valgrind --tool=helgrind -q --error-exitcode=99 \
   --suppressions=spec/support/threads.supp
+## test-threads-helgrind: the threads and handles hosts under helgrind
 test-threads-helgrind: $(SPEC_NEEDS)
 	rm -rf $(BUILD)/threads-cache
 	XDG_CACHE_HOME=$(CURDIR)/$(BUILD)/threads-cache $(HELGRIND) \
@@ -374,6 +420,7 @@ SANITIZE_ONE = sh -c 'kind=$$0 f=$$1; \
     run) $(SANITIZER) $(BUILD)/cugraph-lua "$$@" ;; \
     bin) $(SANITIZER) "$$f" ;; \
   esac > $$log 2>&1; echo "exit $$?" >> $$log'
+## sanitize-gpu: the GPU specs and the examples under compute-sanitizer
 sanitize-gpu: $(GPU_NEEDS) examples
 	@rm -rf $(BUILD)/sanitize && mkdir -p $(BUILD)/sanitize/children
 	@{ for f in $(SANITIZE_SPECS); do n=$$(basename $$f); n=$${n%%-*}; \
@@ -405,33 +452,46 @@ FUZZ_CC = clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -I$(CUDA_HOME)/
 PTX_FUZZ_SRC = src/kernel/ptx.c src/kernel/demangle.c src/base/ctype.c
 $(BUILD)/ptx_fuzz: spec/fuzz/ptx_fuzz.c $(PTX_FUZZ_SRC) src/kernel/ptx.h
 	@mkdir -p $(@D)
-	$(FUZZ_CC) -o $@ spec/fuzz/ptx_fuzz.c $(PTX_FUZZ_SRC)
+	$(call say,CC,$@)$(FUZZ_CC) -o $@ spec/fuzz/ptx_fuzz.c $(PTX_FUZZ_SRC)
 $(BUILD)/image_fuzz: spec/fuzz/image_fuzz.c src/kernel/image.c src/kernel/image.h
 	@mkdir -p $(@D)
-	$(FUZZ_CC) -o $@ spec/fuzz/image_fuzz.c src/kernel/image.c
+	$(call say,CC,$@)$(FUZZ_CC) -o $@ spec/fuzz/image_fuzz.c src/kernel/image.c
+## fuzz-ptx: libFuzzer on the PTX signature parser (FUZZ_TIME seconds)
 fuzz-ptx: $(BUILD)/ptx_fuzz
 	@mkdir -p $(BUILD)/fuzz-corpus
 	$(BUILD)/ptx_fuzz -max_total_time=$(FUZZ_TIME) -print_final_stats=1 \
 	  $(BUILD)/fuzz-corpus spec/fuzz/corpus
+## fuzz-image: libFuzzer on the cubin and fatbin checker
 fuzz-image: $(BUILD)/image_fuzz $(BUILD)/kernels.cubin $(BUILD)/kernels.fatbin
 	@mkdir -p $(BUILD)/fuzz-image-corpus $(BUILD)/fuzz-image-seeds
 	cp $(BUILD)/kernels.cubin $(BUILD)/kernels.fatbin $(BUILD)/fuzz-image-seeds/
 	$(BUILD)/image_fuzz -max_total_time=$(FUZZ_TIME) -print_final_stats=1 \
 	  $(BUILD)/fuzz-image-corpus $(BUILD)/fuzz-image-seeds spec/fuzz/image-corpus
+## fuzz: fuzz-ptx, fuzz-image and fuzz-api, one after another
 fuzz: fuzz-ptx fuzz-image fuzz-api
 
 # Random calls of the whole API (spec/61-fuzz_spec.lua), FUZZ_API_COUNT
 # calls from seed FUZZ_API_SEED (a fresh one unless given; failures name it).
 FUZZ_API_COUNT ?= 200000
 FUZZ_API_SEED ?= $(shell date +%s)
+## fuzz-api: random calls of the whole API (FUZZ_API_COUNT from FUZZ_API_SEED)
 fuzz-api: $(SPEC_NEEDS)
 	$(call specs,$(DOUBLE),CUGRAPH_FUZZ_SEED=$(FUZZ_API_SEED) \
 	  CUGRAPH_FUZZ_COUNT=$(FUZZ_API_COUNT),,spec/61-fuzz_spec.lua)
 
+## clean: remove build and build-asan
 clean:
 	rm -rf build build-asan
 
-.PHONY: all deps spec-needs test test-sim test-gpu test-gcstress test-valgrind test-threads-helgrind \
+# The targets, a line each: the "## target: what it does" comment above
+# each in this file, bench/bench.mk and examples/examples.mk.
+## help: this list
+help:
+	@echo 'make [target] [V=1] [-jN]: a job a core by default; V=1 prints the commands'
+	@awk '/^## [a-z][a-z0-9-]*: / { t = $$2; sub(/:$$/, "", t); \
+	  sub(/^## [^:]*: /, ""); printf "  %-22s %s\n", t, $$0 }' $(MAKEFILE_LIST)
+
+.PHONY: FORCE help all deps spec-needs test test-sim test-gpu test-gcstress test-valgrind test-threads-helgrind \
   test-asan fault-sweep sanitize-gpu fuzz fuzz-ptx fuzz-image fuzz-api run clean
 
 # -- install ------------------------------------------------------------------
@@ -442,6 +502,7 @@ LIBDIR ?= $(PREFIX)/lib
 INCDIR ?= $(PREFIX)/include/cugraph-lua
 TYPES_DIR ?= $(PREFIX)/share/cugraph-lua/types
 
+## install: install into PREFIX (default /usr/local; DESTDIR too)
 install: all $(NCCL_DOUBLE) $(BLAS_DOUBLE) $(FFT_DOUBLE)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LUA_CDIR)/cugraph \
 	  $(DESTDIR)$(LUA_LDIR)/cugraph $(DESTDIR)$(INCDIR) \
@@ -468,6 +529,7 @@ endif
 	  -e 's|@VERSION@|$(VERSION)|' \
 	  cugraph-lua.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/cugraph-lua.pc
 
+## uninstall: remove what make install put in PREFIX
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/cugraph-lua $(DESTDIR)$(LUA_CDIR)/cugraph/core.so \
 	  $(DESTDIR)$(LUA_LDIR)/cugraph/*.lua \
@@ -486,6 +548,7 @@ include examples/examples.mk
 
 # src/types/setters.h from src/types/setters.cu (needs nvcc; the header is committed):
 # the PTX text a line a string, as ISO C limits the length of one string.
+## setters: regenerate src/types/setters.h from setters.cu (needs nvcc)
 setters:
 	{ echo '/* Generated from src/types/setters.cu by `make setters`: do not edit. */'; \
 	  echo 'static const char *const setters_ptx[] = {'; \

@@ -9,7 +9,7 @@
 -- and loads on machines without a GPU. The build is the project's Makefile
 -- (the module, the cugraph-lua interpreter, the annotations); `luarocks
 -- make` builds from the current directory and never fetches source.url. The
--- version here must match the file VERSION (spec/18-ux_spec.lua checks).
+-- version here must match the file VERSION (spec/51-ux_spec.lua checks).
 rockspec_format = "3.0"
 package = "cugraph-lua"
 version = "0.1.0-1"
@@ -54,7 +54,10 @@ external_dependencies = {
 build = {
    type = "make",
    build_target = "all",
+   -- PREFIX in both passes: the core holds where make install puts the
+   -- simulator, and is not built again by the install pass.
    build_variables = {
+      PREFIX = "$(PREFIX)",
       CFLAGS = "$(CFLAGS)",
       CUDA_HOME = "$(CUDA_DIR)",
       LUA_CFLAGS = "-I$(LUA_INCDIR)",

@@ -19,31 +19,32 @@ BENCH_CFLAGS = -std=c11 -O2 $(WARN) -Werror -Wno-unused-function \
 # libcuda and NVRTC are opened with dlopen, as the binding opens them.
 $(BUILD)/bench-ref: bench/ref.c | deps
 	@mkdir -p $(@D)
-	$(CC) $(BENCH_CFLAGS) -o $@ $< -ldl
+	$(call say,CC,$@)$(CC) $(BENCH_CFLAGS) -o $@ $< -ldl
 
 $(BUILD)/bench/clock.so: bench/clock.c | deps
 	@mkdir -p $(@D)
-	$(CC) $(BENCH_CFLAGS) $(LUA_CFLAGS) -fPIC -shared -o $@ $<
+	$(call say,CC,$@)$(CC) $(BENCH_CFLAGS) $(LUA_CFLAGS) -fPIC -shared -o $@ $<
 
 $(BUILD)/bench/ref.so: bench/ref.c | deps
 	@mkdir -p $(@D)
-	$(CC) $(BENCH_CFLAGS) $(LUA_CFLAGS) -DBENCH_REF_MODULE -fPIC -shared -o $@ $< -ldl
+	$(call say,CC,$@)$(CC) $(BENCH_CFLAGS) $(LUA_CFLAGS) -DBENCH_REF_MODULE -fPIC -shared -o $@ $< -ldl
 
 # The C handle row's engine loop; cugraph_* come from $(BUILD)/cugraph-lua.
 $(BUILD)/bench/engine.so: bench/engine.c src/cugraph.h | deps
 	@mkdir -p $(@D)
-	$(CC) $(BENCH_CFLAGS) $(LUA_CFLAGS) -Isrc -fPIC -shared -o $@ $<
+	$(call say,CC,$@)$(CC) $(BENCH_CFLAGS) $(LUA_CFLAGS) -Isrc -fPIC -shared -o $@ $<
 
 # The argsN kernels of the argument rows.
 $(BUILD)/bench/kernels.ptx: bench/kernels.cu
 	@mkdir -p $(@D)
-	$(NVCC) -ptx -arch=compute_75 $< -o $@
+	$(call say,NVCC,$@)$(NVCC) -ptx -arch=compute_75 $< -o $@
 
 # The C side of the all-reduce benchmark (bench/nccl.lua).
 $(BUILD)/bench/nccl_ref.so: bench/nccl_ref.c | deps
 	@mkdir -p $(@D)
-	$(CC) $(BENCH_CFLAGS) $(LUA_CFLAGS) -fPIC -shared -o $@ $< -ldl
+	$(call say,CC,$@)$(CC) $(BENCH_CFLAGS) $(LUA_CFLAGS) -fPIC -shared -o $@ $< -ldl
 
+## bench: the hot paths from Lua against C, CuPy and PyTorch (GPU)
 bench: all $(BUILD)/kernels.ptx $(BUILD)/bench/kernels.ptx $(BUILD)/bench-ref \
        $(BUILD)/bench/clock.so $(BUILD)/bench/ref.so $(BUILD)/bench/engine.so
 	CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) $(BUILD)/cugraph-lua bench/bench.lua $(BENCH_ARGS)
@@ -52,6 +53,7 @@ bench: all $(BUILD)/kernels.ptx $(BUILD)/bench/kernels.ptx $(BUILD)/bench-ref \
 
 # The decoder rows: examples/decode.lua eager and captured against the same
 # model in PyTorch (bench/decode.lua; DECODE_BENCH_ARGS: runs and size).
+## bench-decode: the decoder example against PyTorch (GPU)
 bench-decode: all
 	CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) $(BUILD)/cugraph-lua bench/decode.lua $(DECODE_BENCH_ARGS)
 
@@ -59,6 +61,7 @@ bench-decode: all
 # (BENCH_NCCL_GPUS); skipped with a note on fewer. NCCL_BENCH_ARGS:
 # --quick, --markdown, --max BYTES.
 BENCH_NCCL_GPUS ?= 2
+## bench-nccl: all-reduce from Lua against C (two GPUs)
 bench-nccl: all $(BUILD)/bench/clock.so $(BUILD)/bench/nccl_ref.so
 	@n=$$($(BUILD)/cugraph-lua -e 'print(require("cugraph").device_count())' 2>/dev/null); \
 	if [ "$${n:-0}" -ge $(BENCH_NCCL_GPUS) ]; then \
@@ -67,15 +70,18 @@ bench-nccl: all $(BUILD)/bench/clock.so $(BUILD)/bench/nccl_ref.so
 	  echo "bench-nccl: skipped: $${n:-0} GPU(s); the all-reduce rows need $(BENCH_NCCL_GPUS)"; \
 	fi
 
+## soak: 10 million pos:set(i); g:launch() iterations; fails if memory grows
 soak: all $(BUILD)/kernels.ptx
 	CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) $(BUILD)/cugraph-lua bench/soak.lua $(SOAK_ARGS)
 
 # The cost of g:profile's event nodes (bench/profile.lua).
+## bench-profile: what a g:profile stamp and event node cost (GPU)
 bench-profile: all
 	CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) $(BUILD)/cugraph-lua bench/profile.lua $(PROFILE_ARGS)
 
 # The binding's own host instructions a call (bench/ir.lua): callgrind over
 # the test double, deterministic, no GPU needed.
+## bench-ir: host instructions a call costs, by callgrind on the test double
 bench-ir: all $(DOUBLE) $(KERNELS) $(BUILD)/bench/ref.so
 	CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) $(BUILD)/cugraph-lua bench/ir.lua $(IR_CASES)
 
@@ -83,6 +89,7 @@ bench-ir: all $(DOUBLE) $(KERNELS) $(BUILD)/bench/ref.so
 
 # The PTX simulator's speed on model.lua's MLP kernels (one host thread, and
 # all), beside Numba's CUDA simulator on the same layer (bench/sim.lua).
+## bench-sim: the simulator's speed on model.lua's kernels, beside Numba's simulator
 bench-sim: all $(BUILD)/libcuda-sim.so
 	CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) $(BUILD)/cugraph-lua bench/sim.lua $(BENCH_SIM_ARGS)
 

@@ -27,26 +27,27 @@ PNG_LIBS ?= $(shell $(PKG_CONFIG) --libs libpng 2>/dev/null || echo -lpng16)
 VULKAN_H := $(shell printf '#include <vulkan/vulkan.h>\n' | $(CC) -E - >/dev/null 2>&1 && echo y)
 VULKAN_EXAMPLE = $(if $(VULKAN_H),$(BUILD)/examples/vulkan)
 
+## examples: build the examples' native parts (C hosts, png.so)
 examples: $(BUILD)/examples/hello $(BUILD)/examples/engine $(BUILD)/examples/dlpack \
   $(BUILD)/examples/render $(VULKAN_EXAMPLE) $(BUILD)/examples/png.so
 
 $(BUILD)/examples/png.so: examples/png.c
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(PNG_CFLAGS) -shared -o $@ $< $(PNG_LIBS)
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) $(PNG_CFLAGS) -shared -o $@ $< $(PNG_LIBS)
 
 $(BUILD)/examples/hello: examples/embed/hello.c $(LIB_A) src/cugraph.h
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIB_A) $(LUA_LIBS) -pthread -ldl -lm
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -o $@ $< $(LIB_A) $(LUA_LIBS) -pthread -ldl -lm
 
 $(BUILD)/examples/engine: examples/embed/engine.c $(LIB_A) src/cugraph.h
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -DCUGRAPH_LUA_DIR='"$(CURDIR)/lua"' \
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -DCUGRAPH_LUA_DIR='"$(CURDIR)/lua"' \
 	  -DENGINE_SCRIPT='"$(CURDIR)/examples/embed/frame.lua"' -o $@ $< \
 	  $(LIB_A) $(LUA_LIBS) -pthread -ldl -lm
 
 $(BUILD)/examples/dlpack: examples/embed/dlpack.c $(LIB_A) src/cugraph.h
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -DCUGRAPH_LUA_DIR='"$(CURDIR)/lua"' \
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -DCUGRAPH_LUA_DIR='"$(CURDIR)/lua"' \
 	  -DTRADE_SCRIPT='"$(CURDIR)/examples/embed/trade.lua"' -o $@ $< \
 	  $(LIB_A) $(LUA_LIBS) -pthread -ldl -lm
 
@@ -54,7 +55,7 @@ $(BUILD)/examples/dlpack: examples/embed/dlpack.c $(LIB_A) src/cugraph.h
 # to build.
 $(BUILD)/examples/render: examples/embed/render.c $(LIB_A) src/cugraph.h
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -DCUGRAPH_LUA_DIR='"$(CURDIR)/lua"' \
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -DCUGRAPH_LUA_DIR='"$(CURDIR)/lua"' \
 	  -DRENDER_SCRIPT='"$(CURDIR)/examples/embed/render.lua"' \
 	  -DPNG_DIR='"$(CURDIR)/$(BUILD)/examples"' -o $@ $< \
 	  $(LIB_A) $(LUA_LIBS) -pthread -ldl -lm
@@ -65,7 +66,7 @@ $(BUILD)/examples/render: examples/embed/render.c $(LIB_A) src/cugraph.h
 $(BUILD)/examples/vulkan: examples/embed/vulkan.c examples/embed/vulkan_spv.h \
   $(LIB_A) src/cugraph.h
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -DCUGRAPH_LUA_DIR='"$(CURDIR)/lua"' \
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -DCUGRAPH_LUA_DIR='"$(CURDIR)/lua"' \
 	  -DVULKAN_SCRIPT='"$(CURDIR)/examples/embed/vulkan.lua"' \
 	  -DPNG_DIR='"$(CURDIR)/$(BUILD)/examples"' -o $@ $< \
 	  $(LIB_A) $(LUA_LIBS) -pthread -ldl -lm
@@ -75,6 +76,7 @@ $(BUILD)/examples/vulkan: examples/embed/vulkan.c examples/embed/vulkan_spv.h \
 GLSLANG ?= glslangValidator
 SPIRV_VAL ?= spirv-val
 SHADERS = examples/embed/shaders
+## vulkan-shaders: regenerate examples/embed/vulkan_spv.h (needs glslangValidator)
 vulkan-shaders:
 	@mkdir -p $(BUILD)/shaders
 	for s in vert frag; do \
@@ -99,9 +101,11 @@ vulkan-shaders:
 	  done; \
 	  printf '#endif\n'; } > examples/embed/vulkan_spv.h
 
+## run-examples: run every example and check each (examples/run-all.sh)
 run-examples: all examples
 	CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) examples/run-all.sh $(BUILD)/examples/out
 
+## check-examples: compile the examples' kernels for sm_90 (no GPU needed)
 check-examples: all
 	CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) $(BUILD)/cugraph-lua examples/check-kernels.lua
 

@@ -242,9 +242,11 @@ end
 
 local eager_ms = time(eager_pass)
 local graph_ms = time(graph_pass)
+-- on the simulator the times are its own clock's: the ratio is not a GPU's
 print(("forward pass (batch %d, %d-%d-%d-%d): eager %.1f us, graph %.1f us, "
-       .. "speed-up %.2fx"):format(B, D0, D1, D2, D3, eager_ms * 1000,
-                                   graph_ms * 1000, eager_ms / graph_ms))
+       .. "speed-up %.2fx%s"):format(B, D0, D1, D2, D3, eager_ms * 1000,
+                                     graph_ms * 1000, eager_ms / graph_ms,
+                                     dev.name:find("simulator") and " (the PTX simulator's clock, not a GPU's)" or ""))
 
 -- Every batch, eagerly and through the graph, over a sentinel that no
 -- softmax produces.

@@ -193,8 +193,9 @@ if bytes ~= 0 or counted ~= N then os.exit(1) end
 
 if arg[4] then -- where a frame's time goes, node by node
   local p = graph:profile { n = 20, trace = arg[4] }
-  print(("profile: %.1f us a frame, %.1f with the event nodes (%.3fx)")
-        :format(p.us, p.profiled_us, p.overhead))
+  print(("profile: %.1f us a frame, %.1f with the event nodes (%.3fx)%s")
+        :format(p.us, p.profiled_us, p.overhead, cuda.device().name:find("simulator")
+                and " (the PTX simulator's clock, not a GPU's)" or ""))
   for _, nd in ipairs(p.nodes) do
     print(("  %-8s %-8s line %3d  %8.1f us  (%.1f-%.1f)"):format(nd.kind,
           nd.name or "", nd.line or 0, nd.us, nd.min_us, nd.max_us))

@@ -663,6 +663,28 @@ describe("g:profile()", function()
     assert.is_true(p.stamp_us >= 0 and p.stamp_us < p.nodes[2].us)
     assert.is_true(p.us > 0 and p.profiled_us > 0 and p.overhead > 0)
     assert.equals(5, line_nodes(p)) -- the body's lines count, not the loop's
+    -- g:dot shades the loop and its body's nodes by these times
+    local dot = os.tmpname()
+    g:dot(dot, { profile = p })
+    local f = assert(io.open(dot))
+    local drawn = f:read("a")
+    f:close()
+    os.remove(dot)
+    local _, shaded = drawn:gsub('%d+%.%d us", style=filled, fillcolor="#ff%x%x%x%x"', "")
+    assert.equals(6, shaded, drawn)
+    assert.matches('conditional\\n[^"]*%d+%.%d us", style=filled', drawn)
+    -- a profile prints as its report, a line a node, the body's indented
+    local report = tostring(p)
+    assert.matches("^profile %(stamps%): %d+%.%d us a replay, %d+%.%d profiled %(%d+%.%d+x%)", report)
+    assert.matches("\n  conditional +line %d+ +%d+%.%d us  %(its body's 3 nodes below%)", report)
+    assert.matches("\n    kernel +inc_i32 +line %d+ +%d+%.%d us  in 3 runs", report)
+    if H.sim then -- the simulator's clock, and its count of a replay's instructions
+      assert.matches("on the PTX simulator: its own clock, not a GPU's timings; %d+ thread%-instructions a replay",
+                     report)
+      assert.is_true(math.type(p.instructions) == "integer" and p.instructions > 0)
+    else
+      assert.is_nil(report:find("simulator"))
+    end
     local text, events = trace_of(path)
     assert.equals(6, events)               -- each node's last run
     assert.matches('"label": "twice"', text, 1, true)

@@ -42,4 +42,40 @@ describe("embedding API", function()
       print("script done", b ~= nil)
     ]])
   end)
+
+  -- The checkout's line of docs/embedding.md's link recipes, as printed,
+  -- in a folder with src/ and build/ linked in; the program, static, runs
+  -- from another folder on the simulator, which the library finds where it
+  -- was built (the program's own folder has none).
+  it("builds as docs/embedding.md prints, and finds the simulator from any folder", function()
+    if os.getenv("CUGRAPH_LUA_PRELOAD") then
+      pending("the recipe links no sanitizer runtime: make test runs it")
+      return
+    end
+    local doc = assert(io.open("docs/embedding.md")):read("a")
+    local block = doc:match("<!%-%- link recipes:[^\n]*\n```sh\n(.-)\n```")
+    assert.is_string(block, "docs/embedding.md has no marked link recipes")
+    local cmd
+    for line in (block:gsub("\\\n", "") .. "\n"):gmatch("([^\n]*)\n") do
+      if line:match("#%s*checkout$") then cmd = line:gsub("%s*#.*$", "") end
+    end
+    assert.is_string(cmd, "no checkout recipe in docs/embedding.md")
+    local here = io.popen("pwd"):read("l")
+    local build = H.build:sub(1, 1) == "/" and H.build or here .. "/" .. H.build
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute(("mkdir -p %s && ln -s %s %s/src && ln -s %s %s/build && cp %s %s/engine.c")
+                      :format(H.quote(dir), H.quote(here .. "/src"), H.quote(dir), H.quote(build),
+                              H.quote(dir), H.quote(here .. "/examples/embed/hello.c"), H.quote(dir))))
+    local p = assert(io.popen("cd " .. H.quote(dir) .. " && " .. cmd .. " 2>&1"))
+    local out = p:read("a")
+    assert.is_true(p:close(), cmd .. "\n" .. out)
+    p = assert(io.popen("cd / && env -u CUGRAPH_LUA_LIBNCCL CUGRAPH_LUA_LIBCUDA=sim "
+                        .. H.quote(dir .. "/engine") .. " " .. H.quote(here .. "/lua") .. " 2>&1"))
+    out = p:read("a")
+    local ok = p:close()
+    os.execute("rm -rf " .. H.quote(dir))
+    assert.is_true(ok, out)
+    assert.matches("hello: cugraph%-lua PTX simulator, x%[1%] = 10", out)
+  end)
 end)

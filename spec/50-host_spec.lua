@@ -284,17 +284,21 @@ describe("cugraph-lua against lua5.4, case by case", function()
     "LUA -e \"_PROMPT='' _PROMPT2=''\" -i < k.lua | tail -n +2",
     "LUA -e \"local C = 0; _PROMPT = setmetatable({}, {__tostring = function () C = C + 1; " ..
       "return C end})\" -i < j.lua | tail -n +2",
-    "echo 10 | LUA -e 'print = nil' -i | tail -n +2",
+    "echo 10 | LUA -e 'print = nil' -i 2>&1 | tail -n +2",
     -- a bad option: the message, then a usage (longer here: its first line)
-    "LUA --- | head -n 2", "LUA -Ex | head -n 2", "LUA -vv | head -n 2", "LUA -iv | head -n 2",
-    "LUA -e | head -n 2", "LUA -l | head -n 2", "LUA -e a",
+    "LUA --- 2>&1 | head -n 2", "LUA -Ex 2>&1 | head -n 2", "LUA -vv 2>&1 | head -n 2",
+    "LUA -iv 2>&1 | head -n 2", "LUA -e 2>&1 | head -n 2", "LUA -l 2>&1 | head -n 2", "LUA -e a",
     "LUA -e 'os.exit(false, true)'", "LUA -e 'os.exit(1, true)'",
+    -- require's message lists only the places Lua's own searchers looked
+    "env LUA_PATH='x/?.lua' LUA_CPATH='x/?.so' LUA -e 'require \"nosuchmodule\"'",
   }
   for _, case in ipairs(cases) do
     it(case, function()
       if not lua then pending("no lua5.4 on this machine") return end
       local function run(interp)
-        local cmd = "cd " .. H.quote(dir) .. " && " .. case:gsub("LUA", (H.quote(interp):gsub("%%", "%%%%"))) .. " 2>&1"
+        -- the whole line's stderr too: nothing reaches the terminal
+        local cmd = "cd " .. H.quote(dir) .. " && { " .. case:gsub("LUA", (H.quote(interp):gsub("%%", "%%%%")))
+                    .. "; } 2>&1"
         local p = assert(io.popen(cmd))
         local out = p:read("a")
         local _, _, code = p:close()

@@ -168,6 +168,7 @@ describe("without a GPU", function()
       print(cuda.device_count())
       print(select(2, pcall(cuda.ptx, "__global__ void k() {}")))
       print(#cuda.ptx("__global__ void k() {}", {arch = "sm_90"}) > 0)
+      print(select(2, pcall(cuda.compile, "__global__ void k() {}")))
     ]], env)
     assert.equals(0, code, out)
     assert.matches("false\tno CUDA driver found %(/nonexistent/libcuda.so%)", out)
@@ -175,12 +176,22 @@ describe("without a GPU", function()
     assert.matches("compile: no GPU to take the architecture from %(no CUDA driver found.*%); " ..
                    "pass one, e.g. {arch = \"sm_90\"}", out)
     assert.matches("\ntrue\n", out)
+    -- a module needs a driver: an arch would not help, the simulator does
+    assert.matches("\n[^\n]*compile: no CUDA driver found %(/nonexistent/libcuda.so%)[^\n]*; without a GPU, " ..
+                   "run on the PTX simulator: cugraph%-lua %-%-sim script%.lua %(or CUGRAPH_LUA_LIBCUDA=sim%)\n", out)
     code, out = H.run("--info", env)
     assert.equals(0, code, out)
     assert.matches("driver%s+none: no CUDA driver found", out)
     assert.matches("devices%s+0", out)
     assert.matches("NVRTC%s+%d+%.%d+", out)
     assert.matches("cache%s+", out)
+  end)
+
+  it("on the simulator, the examples' speed-ups and profiles say they are not a GPU's timings", function()
+    local code, out = H.run("examples/solver.lua 16 1e-8 profile", "CUGRAPH_LUA_LIBCUDA=sim", { plain = true })
+    assert.equals(0, code, out)
+    assert.matches("host%-driven [^\n]*: [%d.]+x %(the PTX simulator's clock, not a GPU's%)\n", out)
+    assert.matches("\nprofile %(stamps%): [^\n]*\n  on the PTX simulator: its own clock, not a GPU's timings", out)
   end)
 
   it("names --sim when there is no driver, and --sim runs on the simulator beside the module", function()
@@ -208,7 +219,7 @@ describe("without a GPU", function()
     code, out = H.run("--info", "CUGRAPH_LUA_LIBCUDA=sim")
     assert.equals(0, code, out)
     assert.matches("simulator%s+/%S*libcuda%-sim%.so", out)
-    assert.matches("driver%s+%d", out)
+    assert.matches("driver%s+PTX simulator %(/%S*libcuda%-sim%.so%), no GPU: CUDA %d", out)
   end)
 end)
 
@@ -223,6 +234,23 @@ describe("the command line", function()
     local code, out = H.run("--version")
     assert.equals(0, code)
     assert.matches("^cugraph%-lua " .. cuda.version:gsub("%p", "%%%0") .. " %(Lua 5%.4[%.%d]*%)\n$", out)
+  end)
+
+  it("suggests the long option meant, and --info names a software driver", function()
+    local code, out = H.run("--simm")
+    assert.equals(1, code)
+    assert.matches("unrecognized option '%-%-simm' %(did you mean '%-%-sim'%?%)\nusage: ", out)
+    code, out = H.run("--inof")
+    assert.equals(1, code)
+    assert.matches("unrecognized option '%-%-inof' %(did you mean '%-%-info'%?%)", out)
+    code, out = H.run("--sim --info")
+    assert.equals(0, code, out)
+    assert.matches("\ndriver +PTX simulator %([^)]*libcuda%-sim%.so%), no GPU: CUDA %d+%.%d+\n", out)
+    if H.double and not H.sim then -- the double, as make test runs it
+      code, out = H.run("--info")
+      assert.equals(0, code, out)
+      assert.matches("\ndriver +test double %([^)]*libcuda%-double%.so%), no GPU", out)
+    end
   end)
 
   it("prints the paths stock lua5.4 needs (--paths), which let it require cugraph", function()
@@ -316,6 +344,17 @@ describe("one API", function()
     assert.matches("%(1 node, 0 launches%)$", tostring(g))
   end)
 
+  it("gives a kernel again from its module after k:free()", function()
+    local m = cuda.load_module(H.build .. "/kernels.ptx")
+    local k = m.saxpy
+    k:free()
+    assert.matches("%(freed%)$", tostring(k))
+    local again = m.saxpy
+    assert.is_not.equal(k, again)
+    assert.equals(again, m:kernel("saxpy"))
+    assert.equals("saxpy", (again:name()))
+  end)
+
   it("gives nil for m.missing and raises for m:kernel('missing')", function()
     local m = H.kernels()
     assert.is_nil(m.missing)
@@ -390,6 +429,66 @@ local api_types = {
   FFT = { section = "Fourier transforms (cuFFT)", as = { "p" } },
 }
 
+-- Every type the runtime registers, and the front end's: an unknown field
+-- or index raises, naming the type, with the spelling it has here.
+describe("unknown fields", function()
+  local reg = debug.getregistry()
+
+  it("of every type raise, naming the type (m.name of a module is its kernel or nil)", function()
+    local seen = 0
+    for name, mt in pairs(reg) do
+      if type(name) == "string" and name:find("^cugraph%.") and type(mt) == "table"
+         and type(rawget(mt, "methods")) == "table" then
+        seen = seen + 1
+        local methods = rawget(mt, "methods")
+        local ok, err = pcall(function() return methods.no_such_field end)
+        assert.is_false(ok, name)
+        assert.matches(name:gsub("%p", "%%%0") .. " has no field 'no_such_field'$", err)
+        ok, err = pcall(function() return methods[0] end)
+        assert.is_false(ok, name)
+        assert.matches(name:gsub("%p", "%%%0") .. " cannot be indexed with 0", err)
+        -- the objects look their methods up there (or through a function of their own)
+        local index = rawget(mt, "__index")
+        assert.is_true(index == methods or type(index) == "function", name)
+      end
+    end
+    assert.is_true(seen >= 20, "the runtime registers " .. seen .. " types")
+    local h = cuda.host_buffer("f32", 2)
+    assert.matches("cugraph.HostBuffer has no field 'size': its element count is #h",
+                   tostring(H.error_of(function() return h.size end)), 1, true)
+    local m = H.kernels()
+    assert.is_nil(m.missing) -- a module's fields are its kernels
+    local objects = { cuda.rng(1), cuda.elementwise("f32 x -> f32 y", "y = x"),
+                      cuda.reduction { input = "f32 x", reduce = "a + b", identity = 0 } }
+    for _, o in ipairs(objects) do
+      local name = getmetatable(o)
+      assert.matches(name:gsub("%p", "%%%0") .. " has no field 'no_such_field'",
+                     tostring(H.error_of(function() return o.no_such_field end)))
+    end
+  end)
+
+  it("give the spelling a NumPy or CuPy habit wants, at the caller's line", function()
+    local b = cuda.buffer("f32", 4)
+    local function err(f) return tostring(H.error_of(f)) end
+    assert.matches("^" .. here:gsub("%p", "%%%0") .. ":%d+: cugraph.Buffer cannot be indexed with 0: its "
+                   .. "elements are in device memory; read them with b:download%(%)", err(function() return b[0] end))
+    assert.matches("cugraph.Buffer has no field 'size': its element count is #b", err(function() return b.size end),
+                   1, true)
+    assert.matches("cugraph.Buffer has no field 'size': its element count is #b", err(function() return b:size() end),
+                   1, true)
+    assert.matches("cugraph.Buffer has no field 'dtype': its element type is b:type()",
+                   err(function() return b.dtype end), 1, true)
+    assert.matches("cugraph.Buffer has no field 'downlaod' (did you mean b:download?)",
+                   err(function() return b:downlaod() end), 1, true)
+    local s = cuda.stream()
+    assert.matches("cugraph.Stream has no field 'synchronise' (did you mean s:synchronize?)",
+                   err(function() s:synchronise() end), 1, true)
+    assert.matches("cugraph.Stream has no field 'zzz'$", err(function() return s.zzz end))
+    assert.matches("cugraph.Scalar has no field 'value': read it with sc:get()",
+                   err(function() return cuda.scalar("f32").value end), 1, true)
+  end)
+end)
+
 describe("annotations and docs", function()
   local s = cuda.stream()
   local m = H.kernels()
@@ -440,7 +539,7 @@ describe("annotations and docs", function()
         assert.is_true((methods[t] or {})[name], "types/cugraph.lua lacks " .. t .. ":" .. name)
       end
       for name in pairs(methods[t] or {}) do
-        assert.is_function(have[name], "annotated but absent: " .. t .. ":" .. name)
+        assert.is_function(rawget(have, name), "annotated but absent: " .. t .. ":" .. name)
       end
     end
   end)
@@ -467,13 +566,13 @@ describe("annotations and docs", function()
           local found = false
           for _, t in ipairs(types) do
             if t == own then documented[t][name] = true end
-            if methods_of(t)[name] then found = true end
+            if rawget(methods_of(t), name) then found = true end
           end
           assert.is_true(found, ("docs/api.md, ## %s: documented but absent: %s:%s (%s)")
                                 :format(title, recv, name, table.concat(types, " or ")))
-          if own and not methods_of(own)[name] then
+          if own and not rawget(methods_of(own), name) then
             local elsewhere = false
-            for _, t in ipairs(types) do if t ~= own and methods_of(t)[name] then elsewhere = true end end
+            for _, t in ipairs(types) do if t ~= own and rawget(methods_of(t), name) then elsewhere = true end end
             assert.is_true(elsewhere, ("docs/api.md, ## %s: cugraph.%s has no method %s")
                                       :format(title, own, name))
           end
@@ -520,6 +619,26 @@ describe("annotations and docs", function()
 end)
 
 describe("release files", function()
+  it("make help lists every target, a line each", function()
+    local p = assert(io.popen("env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS make -s help 2>&1"))
+    local out = p:read("a")
+    assert.is_true(p:close(), out)
+    local listed = {}
+    for t, what in out:gmatch("\n  ([%w-]+) +([^\n]+)") do
+      assert.is_nil(listed[t], "listed twice: " .. t)
+      listed[t] = what
+    end
+    local phony = {}
+    for _, f in ipairs { "Makefile", "bench/bench.mk", "examples/examples.mk" } do
+      for list in read(f):gsub("\\\n", " "):gmatch("\n%.PHONY:([^\n]*)") do
+        for t in list:gmatch("%S+") do phony[t] = true end
+      end
+    end
+    phony.FORCE = nil -- the stamp's, no target to run
+    for t in pairs(phony) do assert.is_string(listed[t], "make help does not list " .. t) end
+    for t in pairs(listed) do assert.is_true(phony[t], "make help lists " .. t .. ", not a target") end
+  end)
+
   it("take the version from VERSION", function()
     local v = read("VERSION"):match("^(%d+%.%d+%.%d+)\n$")
     assert.is_string(v)
@@ -655,6 +774,43 @@ describe("messages name what was wrong", function()
     assert.matches("block.y must be an integer .*, got 1.5", e)
   end)
 
+  it("a kernel the test double cannot run names the double and what runs it", function()
+    local m = cuda.compile [[extern "C" __global__ void mine(float *x) { x[threadIdx.x] = 2; }]]
+    local s, b = cuda.stream(), cuda.buffer("f32", 4):fill(0)
+    if H.double and not H.sim then
+      local e = H.error_of(m.mine.launch, m.mine, s, 1, 4, b)
+      assert.equals("CUDA_ERROR_NOT_SUPPORTED", e.name)
+      assert.matches("the test double runs only the specs' kernels %(mine is not one%); "
+                     .. "use CUGRAPH_LUA_LIBCUDA=sim", tostring(e))
+    else
+      m.mine:launch(s, 1, 4, b)
+      s:synchronize()
+      assert.same({ 2, 2, 2, 2 }, b:download())
+    end
+  end)
+
+  it("the front end, loaded by a Lua other than 5.4, says which it needs", function()
+    -- the check runs first, before any 5.4 syntax: the file holds none
+    local src = read("lua/cugraph/init.lua")
+    local code = src:gsub("%-%-[^\n]*", ""):gsub('"[^"\n]*"', '""')
+    for _, op in ipairs { "//", "<<", ">>", "&", "|", "<const>", "<close>", "goto", "::" } do
+      assert.is_nil(code:find(op, 1, true), "lua/cugraph/init.lua uses " .. op .. ", which Lua 5.1 cannot parse")
+    end
+    assert.is_nil(code:find("~[^=]"), "lua/cugraph/init.lua uses ~, which Lua 5.1 cannot parse")
+    local env = setmetatable({ _VERSION = "Lua 5.1" }, { __index = _G })
+    local ok, err = pcall(assert(loadfile("lua/cugraph/init.lua", "t", env)))
+    assert.is_false(ok)
+    assert.matches("^cugraph needs Lua 5.4, and this is Lua 5.1: run the script with cugraph%-lua or lua5.4", err)
+    -- a Lua 5.1 of the machine's own, where there is one
+    local lua51 = io.popen("command -v lua5.1 luajit 2>/dev/null"):read("l")
+    if lua51 then
+      local p = io.popen("LUA_PATH='lua/?.lua;lua/?/init.lua' " .. H.quote(lua51)
+                         .. " -e 'require \"cugraph\"' 2>&1")
+      assert.matches("cugraph needs Lua 5.4, and this is Lua 5.1", p:read("a"))
+      p:close()
+    end
+  end)
+
   it("c:set_when lists its operators", function()
     local s, b, c = cuda.stream(), cuda.buffer("f32", 1):fill(0), cuda.condition(1)
     local e = H.error_of(s.capture, s, function(st) c:set_when(st, b, "=<", 1) end)
@@ -671,7 +827,7 @@ cuda.load("/nonexistent/k.ptx")
 ]])
     assert.equals(1, code, out)
     assert.matches("stack traceback:\n\t[^\n]*:2: in main chunk", out)
-    assert.is_nil(out:find("cugraph/init.lua", 1, true), out)
+    assert.is_nil(out:find("cugraph/[%w_]+%.lua"), out)
   end)
 
   it("warns at capture when a condition without a default is read before anything set it", function()

@@ -143,3 +143,72 @@ describe("the lua blocks of the docs", function()
     end
   end
 end)
+
+-- What every page says of the runtime, checked against it: the list of
+-- element types, the methods called on a receiver named as the reference
+-- names each type's objects (in the pages' prose and tables: a code block's
+-- variables are its own), and the spec files named.
+describe("every page of the docs agrees with the runtime", function()
+  local cuda = H.cuda
+  -- the receivers of docs/api.md's sections (spec/51 checks them there)
+  local receivers = {
+    s = { "Stream" }, e = { "Event" }, start = { "Event" }, stop = { "Event" },
+    b = { "Buffer" }, dst = { "Buffer" }, v = { "Buffer" }, h = { "HostBuffer" },
+    a = { "Array" }, tex = { "Texture" }, surf = { "Surface" }, mem = { "ExternalMemory" },
+    sem = { "ExternalSemaphore" }, sc = { "Scalar" }, m = { "Module" }, k = { "Kernel" },
+    g = { "Graph" }, node = { "Node" }, c = { "Condition", "Comm" }, cond = { "Condition" },
+    comm = { "Comm" }, r = { "GLResource", "Rng" }, t = { "DLTensor" }, ew = { "Elementwise" },
+    red = { "Reduction" }, blas = { "Blas" }, p = { "FFT" },
+  }
+  -- the front end's types have no registered metatable: an object each
+  local objects = {
+    Rng = function() return cuda.rng(1) end,
+    Elementwise = function() return cuda.elementwise("f32 x -> f32 y", "y = x") end,
+    Reduction = function() return cuda.reduction { input = "f32 x", reduce = "a + b", identity = 0 } end,
+  }
+  local methods = {}
+  local function has(t, name)
+    if not methods[t] then
+      local mt = debug.getregistry()["cugraph." .. t]
+      methods[t] = mt and rawget(mt, "methods") or debug.getmetatable(assert(objects[t], t)()).methods
+    end
+    return rawget(methods[t], name) ~= nil
+  end
+
+  for _, file in ipairs(docs()) do
+    it(file, function()
+      local text = read(file)
+      local types = table.concat(cuda.types, " ")
+      for list in text:gsub("%s+", " "):gmatch("f32 f64 i8 u8[%w ]*") do
+        assert.equals(types, list:sub(1, #types), file .. ": a list of the element types")
+      end
+      local n, fenced = 0, false
+      for line in (text .. "\n"):gmatch("([^\n]*)\n") do
+        n = n + 1
+        if line:match("^```") then fenced = not fenced end
+        for span in (fenced and "" or line):gmatch("`([^`]+)`") do
+          for dot, recv, name in span:gmatch("(%.?)%f[%w_]([%a_][%w_]*):([%a_][%w_]*)%(") do
+            local kinds = receivers[recv]
+            if kinds and dot == "" then
+              local found = false
+              for _, t in ipairs(kinds) do found = found or has(t, name) end
+              assert.is_true(found, ("%s:%d: %s:%s(), but cugraph.%s has no method %s")
+                                    :format(file, n, recv, name, table.concat(kinds, " or cugraph."), name))
+            end
+          end
+        end
+      end
+    end)
+  end
+
+  it("name spec files that exist (the docs, the rockspec, the Makefile)", function()
+    local files = docs()
+    for f in io.popen("ls *.rockspec"):lines() do files[#files + 1] = f end
+    files[#files + 1] = "Makefile"
+    for _, file in ipairs(files) do
+      for spec in read(file):gmatch("spec/%d%d%-[%w_]+_spec%.lua") do
+        assert.is_not_nil(io.open(spec), file .. " names " .. spec .. ", which does not exist")
+      end
+    end
+  end)
+end)

@@ -257,7 +257,8 @@ void devices_open(lua_State *L) {
     {"status", status}, {"on", on}, {"current_device", current_device},
     {"device_of", device_of}, {"can_access_peer", can_access_peer},
     {"enable_peer_access", enable_peer_access},
-    {"simulator_path", simulator_path}, {NULL, NULL}
+    {"simulator_path", simulator_path}, {"guard_methods", cg_guard_methods},
+    {NULL, NULL}
   };
   luaL_setfuncs(L, funcs, 0);
 }

@@ -941,7 +941,7 @@ function cuda.buffer(type, n_or_data, opts) end
 ---@field min_us? number
 ---@field max_us? number
 ---@field start_us? number median start after the first node's
----@field instructions? integer the simulator only: thread-instructions its kernels ran
+---@field instructions? integer the simulator only, by event nodes: thread-instructions its kernels ran
 ---@field enabled? boolean false for a node node:enable(false) turned off
 
 ---@class cugraph.ProfileLine
@@ -962,6 +962,7 @@ function cuda.buffer(type, n_or_data, opts) end
 ---@field lines? cugraph.ProfileLine[] the most time first
 ---@field trace? string the path written
 ---@field note? string why there are no node times
+---@field instructions? integer the simulator only: a replay's thread-instructions
 
 ---@class cugraph.GraphMemory
 ---@field allocations integer bytes its allocation nodes allocate

@@ -1,7 +1,6 @@
-/* hello: the smallest C program that embeds cugraph-lua, built against an
-   installed copy through pkg-config:
+/* hello: the smallest C program that embeds cugraph-lua, built by the link
+   lines of docs/embedding.md ("Building a host"), then run as
 
-     cc hello.c $(pkg-config --cflags --libs cugraph-lua) -o hello
      ./hello [lua_dir]
 
    lua_dir is the folder holding cugraph/init.lua (PREFIX/share/lua/5.4 for

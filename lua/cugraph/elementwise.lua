@@ -280,6 +280,7 @@ return function(cuda)
 
   local Elementwise = {}
   local ew_kind = { name = "cugraph.Elementwise", methods = Elementwise }
+  G.guard_methods(Elementwise, ew_kind.name, "ew")
 
   --- e:source() -> string: the CUDA C it compiled.
   function Elementwise.source(e) return e.src end
@@ -372,6 +373,7 @@ return function(cuda)
 
   local Reduction = {}
   local red_kind = { name = "cugraph.Reduction", methods = Reduction }
+  G.guard_methods(Reduction, red_kind.name, "red")
 
   --- red:source() -> string
   function Reduction.source(r) return r.src end

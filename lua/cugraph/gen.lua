@@ -63,8 +63,10 @@ end
 
 --- Installs what needs the module table and the front end's raise(e,
 -- level): G.module, G.stream, G.dummy, G.begin_unstreamed, G.raise, G.call.
-function G.init(cuda, raise)
+function G.init(cuda, raise, guard_methods)
   G.raise = raise
+  -- an unknown key of a front-end object raises as the core's objects do
+  G.guard_methods = guard_methods
   --- fn(...), its error raised at `level` above the caller.
   -- A position the front end gave (its own line, not the user's) is
   -- dropped first.

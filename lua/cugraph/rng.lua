@@ -100,6 +100,7 @@ return function(cuda)
   local mt = {
     __name = "cugraph.Rng", __index = Rng, methods = Rng, __metatable = "cugraph.Rng",
   }
+  G.guard_methods(Rng, "cugraph.Rng", "r")
 
   local function state_of(r)
     local st = rawget(r, "state")

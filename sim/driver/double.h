@@ -99,6 +99,11 @@ typedef struct dbl_site {
 } dbl_site;
 
 extern CUresult dbl_sticky;
+/* Why this thread's last call returned CUDA_ERROR_NOT_SUPPORTED, when the
+   reason is this driver's own (a kernel the test double cannot run):
+   cuGetErrorString gives it for that code until the thread's next call of
+   another entry point. */
+extern _Thread_local char dbl_refusal[256];
 
 pthread_mutex_t *dbl_take_lock(void);
 void dbl_drop_lock(pthread_mutex_t **held);

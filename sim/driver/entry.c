@@ -264,8 +264,11 @@ static void configure(void) {
 
 /* Counts a call of s (whose symbol is func) and returns its armed fault, or
    SUCCESS. A sticky fault breaks the device from here on. */
+_Thread_local char dbl_refusal[256];
+
 CUresult dbl_called(dbl_site *s, const char *func) {
   if (!configured) configure();
+  if (strncmp(s->name, "cuGetError", 10)) dbl_refusal[0] = '\0';
   if (!s->calls++) {
     s->next = sites;
     sites = s;
@@ -298,5 +301,6 @@ CUresult CUDAAPI cuGetErrorString(CUresult error, const char **pStr) {
   if (!pStr) return CUDA_ERROR_INVALID_VALUE;
   int i = error_index(error);
   *pStr = i < 0 ? NULL : errors[i].text;
+  if (error == CUDA_ERROR_NOT_SUPPORTED && dbl_refusal[0]) *pStr = dbl_refusal;
   return i < 0 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }

@@ -2,6 +2,7 @@
    run at once or recorded by a capture (dbl_submit). */
 #include "double.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -233,8 +234,12 @@ CUresult dbl_prepare_launch(op *o, void **params, void **extra) {
 #ifdef CUDA_SIM
   if (extra || !f->sim) return CUDA_ERROR_NOT_SUPPORTED;
 #else
-  if (extra || !f->impl) /* the double reads only kernelParams, and runs */
-    return CUDA_ERROR_NOT_SUPPORTED; /* only the kernels it has */
+  if (!f->impl) /* the double runs only the kernels it has */
+    snprintf(dbl_refusal, sizeof dbl_refusal, "operation not supported: "
+             "the test double runs only the specs' kernels (%.80s is not "
+             "one); use CUGRAPH_LUA_LIBCUDA=sim", f->name);
+  if (extra || !f->impl) /* and reads only kernelParams */
+    return CUDA_ERROR_NOT_SUPPORTED;
 #endif
   if (f->nparams && !params) return CUDA_ERROR_INVALID_VALUE;
   for (size_t i = 0; i < f->nparams; i++)

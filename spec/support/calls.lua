@@ -546,7 +546,7 @@ return function(cuda, H)
     if not t then return cuda[name:sub(6)], args end
     if args[1] == nil then return nil, "no " .. t .. " here" end
     local mt = debug.getmetatable(args[1])
-    return mt.methods[method] or mt[method], args
+    return rawget(mt.methods, method) or mt[method], args
   end
 
   -- The objects of the runtime among the arguments (and in their tables),

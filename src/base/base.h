@@ -391,6 +391,13 @@ void cg_check_open(lua_State *L, const cg_obj *o);
    live graph uses o. */
 void cg_check_unused(lua_State *L, const cg_obj *o);
 int cg_method(lua_State *L); /* in __index: pushes methods[key], or 0 */
+/* In __index: pushes methods[key], or raises the object model's error for
+   an unknown key ("cugraph.Buffer has no field 'size': its element count
+   is #b"), which the methods table's own __index raises for every type. */
+int cg_index(lua_State *L);
+/* core.guard_methods(methods, name, receiver): the same error for the
+   front end's own types (cugraph.Rng, ...), whose methods are Lua tables. */
+int cg_guard_methods(lua_State *L);
 int cg_tostring(lua_State *L, cg_obj *o, const char *fmt, ...);
 /* Registers a type in this state, with what it frees beside its handle. */
 void cg_newtype(lua_State *L, cg_kind kind, const luaL_Reg *methods,

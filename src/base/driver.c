@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <lauxlib.h>
 #include "base/driver.h"
 #include "base/loader.h"
@@ -27,9 +28,14 @@ static const char *start(char *msg, size_t n) {
 #ifndef CG_SIM_DIR /* where make install puts the simulator */
 #define CG_SIM_DIR "/usr/local/lib/cugraph-lua"
 #endif
+#ifndef CG_BUILD_DIR /* where make built it */
+#define CG_BUILD_DIR "build"
+#endif
 
-int cg_simulator_paths(char paths[][CG_PATHLEN], int max) {
-  static const char *const beside[] = {
+/* Appends to paths the places beside the file at path (a library or a
+   program) where the layouts put the simulator. */
+static int beside(const char *path, char paths[][CG_PATHLEN], int n, int max) {
+  static const char *const where[] = {
     "%s/libcuda-sim.so",                      /* build/cugraph-lua, build/lib* */
     "%s/../libcuda-sim.so",                   /* build/cugraph/core.so */
     "%s/cugraph-lua/libcuda-sim.so",          /* PREFIX/lib/libcugraph-lua.so */
@@ -38,35 +44,59 @@ int cg_simulator_paths(char paths[][CG_PATHLEN], int max) {
     "%s/../cugraph-lua/libcuda-sim.so",       /* a rock's lib/lua/5.4/cugraph */
     "%s/../lib/lua/5.4/cugraph-lua/libcuda-sim.so", /* a rock's bin */
   };
-  Dl_info info;
-  char dir[CG_PATHLEN / 2];
-  int n = 0;
-  const char *slash;
-  void *self;
-  memcpy(&self, &(void (*)(void)){ (void (*)(void))cg_simulator_paths },
-         sizeof self);
-  if (dladdr(self, &info) && info.dli_fname &&
-      (slash = strrchr(info.dli_fname, '/')) &&
-      (size_t)(slash - info.dli_fname) < sizeof dir) {
-    snprintf(dir, sizeof dir, "%.*s", (int)(slash - info.dli_fname),
-             info.dli_fname);
-    for (size_t i = 0; i < sizeof beside / sizeof *beside && n < max; i++)
-      snprintf(paths[n++], CG_PATHLEN, beside[i], dir);
+  const char *slash = path ? strrchr(path, '/') : NULL;
+  if (!slash || (size_t)(slash - path) >= CG_PATHLEN / 2) return n;
+  for (size_t i = 0; i < sizeof where / sizeof *where && n < max; i++) {
+    char dir[CG_PATHLEN / 2];
+    snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    snprintf(paths[n++], CG_PATHLEN, where[i], dir);
   }
-  if (n < max) snprintf(paths[n++], CG_PATHLEN, "%s/libcuda-sim.so", CG_SIM_DIR);
   return n;
 }
 
+/* The places that hold the simulator, in turn: beside the library or
+   program this core is in (dladdr), beside the running program (a host
+   that linked the static library anywhere), where make install put it
+   (the PREFIX of the last make or make install), and the build folder. */
+int cg_simulator_paths(char paths[][CG_PATHLEN], int max) {
+  char all[24][CG_PATHLEN], exe[CG_PATHLEN];
+  Dl_info info;
+  void *self;
+  int n = 0, found = 0;
+  memcpy(&self, &(void (*)(void)){ (void (*)(void))cg_simulator_paths },
+         sizeof self);
+  if (dladdr(self, &info)) n = beside(info.dli_fname, all, n, 22);
+  ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (len > 0) {
+    exe[len] = '\0';
+    n = beside(exe, all, n, 22);
+  }
+  snprintf(all[n++], CG_PATHLEN, "%s/libcuda-sim.so", CG_SIM_DIR);
+  snprintf(all[n++], CG_PATHLEN, "%s/libcuda-sim.so", CG_BUILD_DIR);
+  for (int i = 0; i < n && found < max; i++)
+    if (access(all[i], R_OK) == 0)
+      memcpy(paths[found++], all[i], CG_PATHLEN);
+  return found;
+}
+
 /* CUGRAPH_LUA_LIBCUDA names the library; "sim" names the PTX simulator
-   wherever it is installed or built; unset, the system's libcuda. */
+   wherever it is installed or built (when it is nowhere, the message names
+   the installed place); unset, the system's libcuda. */
 static cg_library libcuda;
 
 static int candidates(char paths[][CG_PATHLEN], int max) {
   const char *env = getenv("CUGRAPH_LUA_LIBCUDA");
   if (env && !strcmp(env, "sim")) {
-    libcuda.hint = "; the simulator is libcuda-sim.so: make builds it in "
-                   "build/, make install and the rock install it";
-    return cg_simulator_paths(paths, max);
+    libcuda.what = "PTX simulator";
+    libcuda.hint = "; CUGRAPH_LUA_LIBCUDA=sim looks for libcuda-sim.so "
+                   "beside the program and its library, in " CG_SIM_DIR
+                   " (make install) and " CG_BUILD_DIR " (make): build or "
+                   "install it there, or name it: CUGRAPH_LUA_LIBCUDA="
+                   "<dir>/libcuda-sim.so";
+    int n = cg_simulator_paths(paths, max);
+    if (n == 0 && max > 0)
+      snprintf(paths[n++], CG_PATHLEN, "%s/libcuda-sim.so", CG_SIM_DIR);
+    return n;
   }
   snprintf(paths[0], CG_PATHLEN, "%s", env && *env ? env : "libcuda.so.1");
   return max > 0;

@@ -175,6 +175,181 @@ int cg_method(lua_State *L) {
   return 0;
 }
 
+/* -- unknown fields -------------------------------------------------------- */
+
+/* How the docs name an object of each kind in `b:download()` and `#b`. */
+static const char *const receivers[] = {
+  "s", "b", "sc", "e", "m", "k", "g", "r", "c", "h", "node", "comm", "t",
+  "blas", "p", "a", "tex", "surf", "mem", "sem"
+};
+_Static_assert(sizeof receivers / sizeof *receivers == CG_NKINDS,
+               "a receiver name for every kind");
+
+/* Keys other libraries' users reach for, and what they are here; %s is
+   the receiver. A number key's entry has key NULL. */
+static const struct hint { cg_kind kind; const char *key, *hint; } hints[] = {
+  { CG_BUFFER, NULL, "its elements are in device memory; read them with "
+    "%s:download() (a table, 1-based) or %s:download('table', i, 1)" },
+  { CG_BUFFER, "size", "its element count is #%s" },
+  { CG_BUFFER, "len", "its element count is #%s" },
+  { CG_BUFFER, "length", "its element count is #%s" },
+  { CG_BUFFER, "count", "its element count is #%s" },
+  { CG_BUFFER, "nbytes", "its size in bytes is %s:bytes()" },
+  { CG_BUFFER, "dtype", "its element type is %s:type()" },
+  { CG_BUFFER, "ndim", "its shape is %s:shape()" },
+  { CG_BUFFER, "data", "its device address is %s:address()" },
+  { CG_BUFFER, "ptr", "its device address is %s:address()" },
+  { CG_BUFFER, "get", "read it with %s:download()" },
+  { CG_BUFFER, "tolist", "read it with %s:download()" },
+  { CG_BUFFER, "totable", "read it with %s:download()" },
+  { CG_BUFFER, "read", "read it with %s:download()" },
+  { CG_BUFFER, "set", "write it with %s:upload(t)" },
+  { CG_BUFFER, "write", "write it with %s:upload(t)" },
+  { CG_HOSTBUF, "size", "its element count is #%s" },
+  { CG_HOSTBUF, "len", "its element count is #%s" },
+  { CG_HOSTBUF, "length", "its element count is #%s" },
+  { CG_HOSTBUF, "nbytes", "its size in bytes is %s:bytes()" },
+  { CG_HOSTBUF, "dtype", "its element type is %s:type()" },
+  { CG_HOSTBUF, "get", "its elements are %s[0] .. %s[#h - 1]" },
+  { CG_HOSTBUF, "tolist", "read it with %s:totable()" },
+  { CG_SCALAR, "value", "read it with %s:get(), write it with %s:set(v)" },
+  { CG_SCALAR, "read", "read it with %s:get()" },
+  { CG_SCALAR, "write", "write it with %s:set(v)" },
+  { CG_SCALAR, "dtype", "its element type is %s:type()" },
+  { CG_STREAM, "sync", "wait for it with %s:synchronize()" },
+  { CG_STREAM, "record", "an event records a stream: e:record(%s)" },
+  { CG_EVENT, "sync", "wait for it with %s:synchronize()" },
+  { CG_EVENT, "elapsed_time", "the milliseconds since start are "
+    "%s:elapsed(start)" },
+  { CG_GRAPH, "run", "replay it with %s:launch()" },
+  { CG_GRAPH, "execute", "replay it with %s:launch()" },
+  { CG_GRAPH, "instantiate", "a captured graph is ready: %s:launch()" },
+  { CG_KERNEL, "run", "%s:launch(s, grid, block, args...) launches it" },
+  { CG_KERNEL, "call", "%s:launch(s, grid, block, args...) launches it" },
+  { CG_ARRAY, "size", "its extent is %s:shape()" },
+  { CG_ARRAY, "dtype", "its element format is %s:format()" },
+};
+
+/* Edit distance of two short names, for a suggestion; large past 31. */
+static size_t distance(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b), row[32];
+  if (la > 31 || lb > 31) return 99;
+  for (size_t j = 0; j <= lb; j++) row[j] = j;
+  for (size_t i = 1; i <= la; i++) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= lb; j++) {
+      size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+      if (up + 1 < best) best = up + 1;
+      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+      diag = up;
+      row[j] = best;
+    }
+  }
+  return row[lb];
+}
+
+/* "chunk:line:" of the nearest Lua function below the index, or "". */
+static void where(lua_State *L) {
+  lua_Debug ar;
+  for (int level = 1; lua_getstack(L, level, &ar); level++)
+    if (lua_getinfo(L, "l", &ar) && ar.currentline > 0) {
+      luaL_where(L, level);
+      return;
+    }
+  lua_pushliteral(L, "");
+}
+
+/* Raises for key (at index key) of an object of type name (kind, or -1
+   for a type of the front end's), whose methods are the table at index
+   methods and which the docs call r: "cugraph.Buffer has no field 'size':
+   its element count is #b", or a method of a near spelling where one is. */
+static int error_field(lua_State *L, int kind, const char *name,
+                       const char *r, int methods, int key) {
+  const char *k = lua_type(L, key) == LUA_TSTRING ? lua_tostring(L, key)
+                                                  : NULL;
+  const char *best = NULL;
+  size_t bestd = 3;
+  where(L);
+  for (size_t i = 0; i < sizeof hints / sizeof *hints; i++)
+    if ((int)hints[i].kind == kind &&
+        (hints[i].key ? k && !strcmp(hints[i].key, k)
+                      : lua_type(L, key) == LUA_TNUMBER)) {
+      if (k) lua_pushfstring(L, "%s has no field '%s': ", name, k);
+      else {
+        lua_pushfstring(L, "%s cannot be indexed with %s: ", name,
+                        luaL_tolstring(L, key, NULL));
+        lua_remove(L, -2);
+      }
+      lua_pushfstring(L, hints[i].hint, r, r, r);
+      lua_concat(L, 3);
+      return lua_error(L);
+    }
+  if (!k) {
+    if (lua_type(L, key) == LUA_TNUMBER) {
+      lua_pushfstring(L, "%s cannot be indexed with %s", name,
+                      luaL_tolstring(L, key, NULL));
+      lua_remove(L, -2);
+    } else {
+      lua_pushfstring(L, "%s cannot be indexed with a %s", name,
+                      luaL_typename(L, key));
+    }
+    lua_concat(L, 2);
+    return lua_error(L);
+  }
+  lua_pushnil(L);
+  while (lua_next(L, methods)) {
+    lua_pop(L, 1);
+    size_t d = lua_type(L, -1) == LUA_TSTRING
+             ? distance(k, lua_tostring(L, -1)) : 99;
+    if (d < bestd && d < strlen(k)) {
+      bestd = d;
+      best = lua_tostring(L, -1); /* a key of methods: stays valid */
+    }
+  }
+  if (best)
+    lua_pushfstring(L, "%s has no field '%s' (did you mean %s:%s?)", name,
+                    k, r, best);
+  else
+    lua_pushfstring(L, "%s has no field '%s'", name, k);
+  lua_concat(L, 2);
+  return lua_error(L);
+}
+
+/* A methods table's __index (upvalues: the kind or -1, the type's name,
+   its receiver): what the object's __index (the methods table, or a
+   type's own function) did not find. */
+static int no_field(lua_State *L) {
+  return error_field(L, (int)lua_tointeger(L, lua_upvalueindex(1)),
+                     lua_tostring(L, lua_upvalueindex(2)),
+                     lua_tostring(L, lua_upvalueindex(3)), 1, 2);
+}
+
+/* Gives the table at idx the metatable whose __index is no_field. */
+static void guard(lua_State *L, int idx, int kind, const char *name,
+                  const char *r) {
+  idx = lua_absindex(L, idx);
+  lua_createtable(L, 0, 1);
+  lua_pushinteger(L, kind);
+  lua_pushstring(L, name);
+  lua_pushstring(L, r);
+  lua_pushcclosure(L, no_field, 3);
+  lua_setfield(L, -2, "__index");
+  lua_setmetatable(L, idx);
+}
+
+int cg_guard_methods(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  guard(L, 1, -1, luaL_checkstring(L, 2), luaL_checkstring(L, 3));
+  return 0;
+}
+
+int cg_index(lua_State *L) {
+  lua_pushvalue(L, 2);
+  lua_gettable(L, lua_upvalueindex(1)); /* a miss raises (no_field) */
+  return 1;
+}
+
 int cg_tostring(lua_State *L, cg_obj *o, const char *fmt, ...) {
   if (!o->open) {
     lua_pushfstring(L, "%s (freed)", cg_kind_names[o->kind]);
@@ -240,6 +415,8 @@ void cg_newtype(lua_State *L, cg_kind kind, const luaL_Reg *methods,
     lua_newtable(L); /* an __index function has them as its upvalue */
     lua_pushvalue(L, -2);
     luaL_setfuncs(L, methods, 1);
+    /* a method looked up stays one table read; an unknown key raises */
+    guard(L, -1, (int)kind, cg_kind_names[kind], receivers[kind]);
     lua_pushvalue(L, -1);
     lua_setfield(L, -3, "methods"); /* for the layers above to add to */
     if (lua_getfield(L, -2, "__index") == LUA_TFUNCTION) {

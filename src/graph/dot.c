@@ -44,12 +44,18 @@ const char *cg_node_type_name(CUgraphNodeType t) {
   return (size_t)t < sizeof types / sizeof *types ? types[t] : "node";
 }
 
+/* A profile's times (µs, negative: none), top the largest: by the
+   position of a node of the top graph in the driver's list (event nodes),
+   and by record (stamps and activity, whose nodes are the records, in
+   bodies too). */
+typedef struct times { const double *at, *rec; double top; } times;
+
 /* Adds the nodes and edges of g, numbered from *id on, labelled from the
    records; the bodies of conditional nodes as clusters, from what the
-   capture noted in the pins (at pidx). us: the times of g's nodes in µs
-   (by position, negative: none), top the largest, or NULL. */
+   capture noted in the pins (at pidx). tm: the profile's times, or NULL;
+   top: g is the top graph. */
 static void dotgraph(dotbuf *d, cg_graph *gr, CUgraph g, int pidx,
-                     size_t *id, const double *us, double top) {
+                     size_t *id, const times *tm, int top) {
   lua_State *L = d->L;
   cg_ctx *ctx = gr->h.ctx;
   size_t n = 0, ne = 0;
@@ -66,8 +72,12 @@ static void dotgraph(dotbuf *d, cg_graph *gr, CUgraph g, int pidx,
   const cg_recs *r = gr->recs;
   for (size_t i = 0; i < n; i++) {
     const cg_rec *e = NULL;
+    size_t at = 0;
     for (size_t j = 0; j < r->n && !e; j++)
-      if (r->v[j].node == v[i]) e = &r->v[j];
+      if (r->v[j].node == v[i]) e = &r->v[(at = j)];
+    double us = -1;
+    if (tm && top && tm->at[i] >= 0) us = tm->at[i];
+    else if (tm && e && at < r->n) us = tm->rec[at];
     CUgraphNodeType t;
     CU(L, ctx, cuGraphNodeGetType, v[i], &t);
     lua_pushfstring(L, "  n%I [label=\"%s", (LUAI_UACINT)(base + i),
@@ -88,12 +98,12 @@ static void dotgraph(dotbuf *d, cg_graph *gr, CUgraph g, int pidx,
       addlabel(d, cg_recs_text(r, e->src));
       addf(d, ":%zu", (size_t)e->line, 0);
     }
-    if (us && us[i] >= 0) { /* white to red by its share of the most */
-      double f = top > 0 ? us[i] / top : 0;
+    if (us >= 0) { /* white to red by its share of the most */
+      double f = tm->top > 0 ? us / tm->top : 0;
       unsigned gb = 255 - (unsigned)(191 * (f > 1 ? 1 : f) + 0.5);
       char shade[96];
       snprintf(shade, sizeof shade, "\\n%.1f us\", style=filled, "
-               "fillcolor=\"#ff%02x%02x", us[i], gb, gb);
+               "fillcolor=\"#ff%02x%02x", us, gb, gb);
       add(d, shade);
     }
     add(d, "\"];\n");
@@ -105,7 +115,7 @@ static void dotgraph(dotbuf *d, cg_graph *gr, CUgraph g, int pidx,
         size_t first = *id;
         addf(d, "  subgraph cluster_%zu_%zu {\n", base + i, (size_t)j);
         addf(d, "  label=\"body %zu\";\n", (size_t)j, 0);
-        dotgraph(d, gr, body, pidx, id, NULL, 0);
+        dotgraph(d, gr, body, pidx, id, tm, 0);
         add(d, "  }\n");
         if (*id > first)
           addf(d, "  n%zu -> n%zu [style=dashed];\n", base + i, first);
@@ -126,26 +136,34 @@ static void dotgraph(dotbuf *d, cg_graph *gr, CUgraph g, int pidx,
   lua_pop(L, 1); /* the node arrays */
 }
 
-/* The times of a g:profile result (at pidx) by node position, for the n
-   nodes of the top graph: a userdata left on the stack. */
-static double *profile_times(lua_State *L, int pidx, size_t n, double *top) {
-  double *us = lua_newuserdatauv(L, (n ? n : 1) * sizeof *us, 0);
-  for (size_t i = 0; i < n; i++) us[i] = -1;
-  *top = 0;
+/* The times of a g:profile result (at pidx): by event nodes, by position
+   for the n nodes of the top graph (the nodes' node field); by stamps or
+   activity, by record for the nr records of the graph (their index); in a
+   userdata left on the stack. */
+static void profile_times(lua_State *L, int pidx, size_t n, size_t nr,
+                          times *tm) {
+  double *us = lua_newuserdatauv(L, (n + nr + 1) * sizeof *us, 0);
+  for (size_t i = 0; i < n + nr; i++) us[i] = -1;
+  tm->at = us;
+  tm->rec = us + n;
+  tm->top = 0;
+  int by_rec = lua_getfield(L, pidx, "method") == LUA_TSTRING; /* stamps, */
+  lua_pop(L, 1);                            /* activity: nodes are records */
   if (lua_getfield(L, pidx, "nodes") != LUA_TTABLE)
     luaL_error(L, "g:dot: opts.profile must be what g:profile returned");
   for (lua_Integer k = 1; lua_rawgeti(L, -1, k) == LUA_TTABLE; k++) {
-    lua_getfield(L, -1, "node");
+    lua_getfield(L, -1, by_rec ? "index" : "node");
     lua_getfield(L, -2, "us");
     lua_Integer at = lua_tointeger(L, -2);
-    if (at >= 1 && (size_t)at <= n && lua_isnumber(L, -1)) {
-      us[at - 1] = lua_tonumber(L, -1);
-      if (us[at - 1] > *top) *top = us[at - 1];
+    size_t count = by_rec ? nr : n;
+    double *to = by_rec ? us + n : us;
+    if (at >= 1 && (size_t)at <= count && lua_isnumber(L, -1)) {
+      to[at - 1] = lua_tonumber(L, -1);
+      if (to[at - 1] > tm->top) tm->top = to[at - 1];
     }
     lua_pop(L, 3);
   }
   lua_pop(L, 2);
-  return us;
 }
 
 /* Writes the graph's description to file; 0 when the driver lacks what
@@ -157,13 +175,13 @@ static int dot(lua_State *L, cg_graph *gr, const char *file, int pidx) {
   lua_newtable(L);            /* base + 2: the text */
   dotbuf d = { L, base + 2, 0 };
   size_t id = 0, n = 0;
-  double top = 0, *us = NULL;
+  times tm;
   if (pidx) {
     CU(L, gr->h.ctx, cuGraphGetNodes, gr->g, NULL, &n);
-    us = profile_times(L, pidx, n, &top); /* base + 3 */
+    profile_times(L, pidx, n, gr->recs->n, &tm); /* base + 3 */
   }
   add(&d, "digraph cugraph {\n  node [shape=box];\n");
-  dotgraph(&d, gr, gr->g, base + 1, &id, us, top);
+  dotgraph(&d, gr, gr->g, base + 1, &id, pidx ? &tm : NULL, 1);
   add(&d, "}\n");
   luaL_Buffer b;
   luaL_buffinit(L, &b);

@@ -159,7 +159,7 @@ void *cg_profile_temp(lua_State *L, size_t n, size_t size);
 /* g:profile's result, pushed: replays, us (plain: ms a replay) and, when
    timed, profiled_us and overhead (with); method unless NULL; the nodes
    array at nodes, and when timed its lines and the trace path unless
-   NULL. */
+   NULL; the metatable that prints it as a report. */
 void cg_profile_result(lua_State *L, lua_Integer reps, double plain,
                        double with, int timed, const char *method,
                        int nodes, const char *trace);
@@ -184,6 +184,9 @@ void profile_kernels_open(lua_State *L);
 int cg_profile_stamps(lua_State *L, cg_graph *gr, CUstream st,
                       lua_Integer reps, double plain, const char *trace);
 void profile_stamps_open(lua_State *L);
+/* profile_report.c: the metatable of g:profile's results, whose
+   __tostring is the report print(p) shows. */
+void profile_report_open(lua_State *L);
 /* "kernel", "memcpy", ...: a node type as g:dot and g:profile name it */
 const char *cg_node_type_name(CUgraphNodeType t);
 void memory_open(lua_State *L); /* g:memory, cuda.memory().graphs */

@@ -79,7 +79,8 @@ static void *alloc(lua_State *L, size_t n, size_t size) {
 /* ms per replay of k replays back to back on st: the graph's own
    (g:replay, which flushes its scalars), or the exec x */
 static double back_to_back(lua_State *L, scratch *s, cg_graph *gr,
-                           CUgraphExec x, CUstream st, lua_Integer k) {
+                           CUgraphExec x, CUstream st, lua_Integer k,
+                           double *ins) {
   cg_ctx *ctx = gr->h.ctx;
   CUevent b = s->ev[s->nev - 2], e = s->ev[s->nev - 1];
   CU(L, ctx, cuEventRecord, b, st);
@@ -96,7 +97,23 @@ static double back_to_back(lua_State *L, scratch *s, cg_graph *gr,
   cg_wait_stream(L, ctx, st, ctx->root->timeout);
   float ms = 0;
   CU(L, ctx, cuEventElapsedTime, &ms, b, e);
+  if (ins && cg_drv.cuSimEventInstructions) { /* the simulator's count */
+    unsigned long long c0 = 0, c1 = 0;
+    CU(L, ctx, cuSimEventInstructions, b, &c0);
+    CU(L, ctx, cuSimEventInstructions, e, &c1);
+    *ins = (double)(c1 - c0) / (double)k;
+  }
   return (double)ms / (double)k;
+}
+
+/* On the simulator, the result's instructions: a replay's, whatever the
+   method (its nodes' own come by event nodes only). */
+static int replay_instructions(lua_State *L, double ins) {
+  if (ins >= 0) {
+    lua_pushinteger(L, (lua_Integer)(ins + 0.5));
+    lua_setfield(L, -2, "instructions");
+  }
+  return 1;
 }
 
 static unit *add_unit(lua_State *L, scratch *s) {
@@ -479,22 +496,25 @@ static int graph_profile(lua_State *L) {
   size_t *at = order + nu;
 
   /* the graph itself, back to back: one replay to warm up, then reps */
-  back_to_back(L, s, gr, NULL, st, 1);
-  double plain = back_to_back(L, s, gr, NULL, st, reps);
+  double plain_ins = -1;
+  back_to_back(L, s, gr, NULL, st, 1, NULL);
+  double plain = back_to_back(L, s, gr, NULL, st, reps, &plain_ins);
   double with = 0;
   int why = 0; /* why a graph has no node times by stamps or activity */
   if (method == 1) {
-    if (cg_profile_stamps(L, gr, st, reps, plain, trace)) return 1;
+    if (cg_profile_stamps(L, gr, st, reps, plain, trace))
+      return replay_instructions(L, plain_ins);
     why = lua_gettop(L);
   } else if (method == 2) {
-    if (cg_profile_activity(L, gr, 3, st, reps, plain, trace)) return 1;
+    if (cg_profile_activity(L, gr, 3, st, reps, plain, trace))
+      return replay_instructions(L, plain_ins);
     why = lua_gettop(L);
   }
   if (timed) {
     instrument_all(L, s, gr);
     CU(L, ctx, cuGraphUpload, s->exec, st);
-    back_to_back(L, s, gr, s->exec, st, 1);
-    with = back_to_back(L, s, gr, s->exec, st, reps);
+    back_to_back(L, s, gr, s->exec, st, 1, NULL);
+    with = back_to_back(L, s, gr, s->exec, st, reps, NULL);
     CUevent b = s->ev[s->nev - 2];
     for (lua_Integer k = 0; k < reps; k++) { /* replay by replay */
       CU(L, ctx, cuEventRecord, b, st);
@@ -602,12 +622,13 @@ static int graph_profile(lua_State *L) {
                     lua_tostring(L, why));
     lua_setfield(L, -2, "note");
   }
-  return 1;
+  return replay_instructions(L, plain_ins);
 }
 
 void profile_open(lua_State *L) {
   profile_kernels_open(L);
   profile_stamps_open(L);
+  profile_report_open(L);
   cg_profile_scratch(L, SCRATCH, scratch_close);
   luaL_getmetatable(L, cg_kind_names[CG_GRAPH]);
   lua_getfield(L, -1, "methods");

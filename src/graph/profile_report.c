@@ -7,6 +7,8 @@
 #include <string.h>
 #include "graph/graph.h"
 
+#define PROFILE "cugraph.Profile" /* the results' metatable */
+
 void cg_setnum(lua_State *L, const char *k, double v) {
   lua_pushnumber(L, v);
   lua_setfield(L, -2, k);
@@ -214,6 +216,7 @@ void cg_profile_result(lua_State *L, lua_Integer reps, double plain,
                        double with, int timed, const char *method,
                        int nodes, const char *trace) {
   lua_createtable(L, 0, 10);
+  luaL_setmetatable(L, PROFILE);
   lua_pushinteger(L, reps);
   lua_setfield(L, -2, "replays");
   cg_setnum(L, "us", 1e3 * plain);
@@ -235,6 +238,104 @@ void cg_profile_result(lua_State *L, lua_Integer reps, double plain,
     lua_pushstring(L, trace);
     lua_setfield(L, -2, "trace");
   }
+}
+
+/* t[k] as a number, or def */
+static double num(lua_State *L, int t, const char *k, double def) {
+  double v = lua_getfield(L, t, k) == LUA_TNUMBER ? lua_tonumber(L, -1) : def;
+  lua_pop(L, 1);
+  return v;
+}
+
+/* Appends s to the parts table at index 3. */
+static void part(lua_State *L, const char *s) {
+  lua_pushstring(L, s);
+  lua_rawseti(L, 3, (lua_Integer)lua_rawlen(L, 3) + 1);
+}
+
+/* The report print(p) shows: a line for the replay, then one a node in
+   capture order (a body's or a child graph's nodes indented below theirs)
+   with its kind, kernel, Lua line and time, and its runs, spread, or
+   instructions; on the simulator, that the times are its clock's. */
+static int profile_tostring(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_settop(L, 1);
+  lua_getfield(L, 1, "nodes"); /* 2 */
+  lua_newtable(L);             /* 3: the parts */
+  char line[256];
+  double us = num(L, 1, "us", 0), with = num(L, 1, "profiled_us", -1);
+  int method = lua_getfield(L, 1, "method") == LUA_TSTRING;
+  snprintf(line, sizeof line, "profile (%.20s): %.1f us a replay",
+           method ? lua_tostring(L, -1) : "event nodes", us);
+  lua_pop(L, 1);
+  part(L, line);
+  if (with >= 0) {
+    snprintf(line, sizeof line, ", %.1f profiled (%.3fx)", with,
+             num(L, 1, "overhead", 0));
+    part(L, line);
+  }
+  if (cg_drv.cuSimEventInstructions) {
+    double ins = num(L, 1, "instructions", -1);
+    part(L, "\n  on the PTX simulator: its own clock, not a GPU's timings");
+    if (ins >= 0) {
+      snprintf(line, sizeof line, "; %.0f thread-instructions a replay",
+               ins);
+      part(L, line);
+    }
+  }
+  if (lua_getfield(L, 1, "note") == LUA_TSTRING) {
+    part(L, "\n  ");
+    lua_rawseti(L, 3, (lua_Integer)lua_rawlen(L, 3) + 1);
+  } else {
+    lua_pop(L, 1);
+  }
+  for (lua_Integer i = 1; lua_istable(L, 2); i++) {
+    if (lua_rawgeti(L, 2, i) != LUA_TTABLE) {
+      lua_pop(L, 1);
+      break;
+    }
+    int depth = (int)num(L, 4, "depth", 0);
+    double t = num(L, 4, "us", -1), runs = num(L, 4, "runs", 1);
+    double lo = num(L, 4, "min_us", -1), hi = num(L, 4, "max_us", -1);
+    double kids = num(L, 4, "children", 0);
+    double ins = num(L, 4, "instructions", -1);
+    lua_getfield(L, 4, "kind");
+    lua_getfield(L, 4, "name");
+    lua_getfield(L, 4, "line");
+    const char *kind = lua_tostring(L, 5), *name = lua_tostring(L, 6);
+    char time[32] = "-", at[24] = "", more[96] = "";
+    if (t >= 0) snprintf(time, sizeof time, "%.1f", t);
+    if (lua_isinteger(L, 7))
+      snprintf(at, sizeof at, "line %d", (int)lua_tointeger(L, 7));
+    if (kids > 0)
+      snprintf(more, sizeof more, "  (its body's %.0f nodes below)", kids);
+    else if (runs > 1)
+      snprintf(more, sizeof more, "  in %.0f runs", runs);
+    else if (!method && lo >= 0 && hi > lo) /* event nodes: the spread */
+      snprintf(more, sizeof more, "  (%.1f-%.1f)", lo, hi);
+    if (ins >= 0)
+      snprintf(more + strlen(more), sizeof more - strlen(more),
+               "  %.0f instructions", ins);
+    snprintf(line, sizeof line, "\n  %*s%-12.40s %-10.60s %-9s %10s us%s",
+             2 * (depth > 8 ? 8 : depth), "", kind ? kind : "?",
+             name ? name : "", at, time, more);
+    lua_pop(L, 4);
+    part(L, line);
+  }
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  for (lua_Integer i = 1; lua_rawgeti(L, 3, i) == LUA_TSTRING; i++)
+    luaL_addvalue(&b);
+  lua_pop(L, 1);
+  luaL_pushresult(&b);
+  return 1;
+}
+
+void profile_report_open(lua_State *L) {
+  luaL_newmetatable(L, PROFILE);
+  lua_pushcfunction(L, profile_tostring);
+  lua_setfield(L, -2, "__tostring");
+  lua_pop(L, 1);
 }
 
 void cg_profile_scratch(lua_State *L, const char *name, lua_CFunction close) {

@@ -219,7 +219,15 @@ static const char info_chunk[] =
   "local i = require('cugraph').info()\n"
   "local function row(k, v) print(('%-14s %s'):format(k, v)) end\n"
   "row('cugraph-lua', i.version .. ' (' .. i.lua .. ')')\n"
-  "row('driver', i.driver or ('none: ' .. i.reason))\n"
+  "local d = i.devices[1]\n"
+  "local soft = d and d.name and d.name:match('^cugraph%-lua (.+)$')\n"
+  "local lib = os.getenv('CUGRAPH_LUA_LIBCUDA')\n"
+  "if soft then\n"
+  "  row('driver', ('%s (%s), no GPU: CUDA %s'):format(soft,\n"
+  "      lib ~= 'sim' and lib or i.simulator or '?', i.driver))\n"
+  "else\n"
+  "  row('driver', i.driver or ('none: ' .. i.reason))\n"
+  "end\n"
   "row('simulator', i.simulator or 'not found')\n"
   "row('devices', i.device_count)\n"
   "for _, d in ipairs(i.devices) do\n"
@@ -253,6 +261,39 @@ static int info(lua_State *L) {
 }
 
 /* -- options ---------------------------------------------------------------- */
+
+/* The long option within two edits of a bad one (--simm: --sim), or NULL;
+   a short option is lua's and gets lua's message alone. */
+static const char *nearest_option(const char *bad) {
+  static const char *const longs[] = {
+    "--help", "--version", "--info", "--sim", "--paths", "--profile",
+    "--nproc"
+  };
+  size_t lb = strlen(bad), row[40], best = 3;
+  const char *found = NULL;
+  if (strncmp(bad, "--", 2) || lb >= sizeof row / sizeof *row) return NULL;
+  for (size_t k = 0; k < sizeof longs / sizeof *longs; k++) {
+    const char *a = longs[k]; /* edit distance, one row */
+    size_t la = strlen(a);
+    for (size_t j = 0; j <= lb; j++) row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+      size_t diag = row[0];
+      row[0] = i;
+      for (size_t j = 1; j <= lb; j++) {
+        size_t up = row[j], d = diag + (a[i - 1] != bad[j - 1]);
+        if (up + 1 < d) d = up + 1;
+        if (row[j - 1] + 1 < d) d = row[j - 1] + 1;
+        diag = up;
+        row[j] = d;
+      }
+    }
+    if (row[lb] > 0 && row[lb] < best) { /* an exact one is misplaced */
+      best = row[lb];
+      found = a;
+    }
+  }
+  return found;
+}
 
 /* Reads the options up to the script; sets o->bad on a bad one. */
 static void parse(char **argv, options *o) {
@@ -379,14 +420,13 @@ static int run_script(lua_State *L, char **argv) {
    module "cugraph" and its submodules in the front end beside the
    executable: the build tree (<bin>/../lua) or an install
    (<bin>/../share/lua/5.4). So the front end always matches the core built
-   in, and package.path stays the user's (LUA_PATH, -E). Upvalue: the
-   template for package.searchpath. */
+   in, and package.path stays the user's (LUA_PATH, -E). Other names it
+   leaves silently to the next searchers, so that require's message for a
+   missing module is lua5.4's. Upvalue: the template for
+   package.searchpath. */
 static int search_front_end(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
-  if (strcmp(name, "cugraph") && strncmp(name, "cugraph.", 8)) {
-    lua_pushfstring(L, "no front-end module '%s'", name);
-    return 1;
-  }
+  if (strcmp(name, "cugraph") && strncmp(name, "cugraph.", 8)) return 0;
   lua_getglobal(L, "package");
   lua_getfield(L, -1, "searchpath");
   lua_pushvalue(L, 1);
@@ -475,8 +515,12 @@ static int main_protected(lua_State *L) {
   parse(argv, &o);
   if (o.bad) {
     fprintf(stderr, "%s: ", host_progname);
+    const char *near = nearest_option(o.bad);
     if ((o.bad[1] == 'e' || o.bad[1] == 'l') && o.bad[2] == '\0')
       fprintf(stderr, "'%s' needs argument\n", o.bad);
+    else if (near)
+      fprintf(stderr, "unrecognized option '%s' (did you mean '%s'?)\n",
+              o.bad, near);
     else
       fprintf(stderr, "unrecognized option '%s'\n", o.bad);
     usage(stderr);

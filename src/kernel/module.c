@@ -337,10 +337,13 @@ static int module_kernel(lua_State *L) {
     return luaL_error(L, "kernel '%s': a cubin or fatbin module has no "
                       "signatures; use m:kernel(name, signature)", name);
   lua_settop(L, 2);
-  lua_getiuservalue(L, 1, 1); /* 3: kernels by name and by entry name */
-  if (lua_getfield(L, 3, name) != LUA_TNIL) return 1;
+  lua_getiuservalue(L, 1, 1); /* 3: kernels by name and by entry name, */
+  if (lua_getfield(L, 3, name) != LUA_TNIL && /* until k:free() */
+      ((cg_obj *)lua_touserdata(L, -1))->open)
+    return 1;
   const ptx_entry *e = find(L, m, name);
-  if (lua_getfield(L, 3, e->name) == LUA_TNIL) {
+  if (lua_getfield(L, 3, e->name) == LUA_TNIL ||
+      !((cg_obj *)lua_touserdata(L, -1))->open) {
     cg_kernel_new(L, m, e->name, label(e), e->params, e->nparams);
     lua_pushvalue(L, -1);
     lua_setfield(L, 3, e->name);

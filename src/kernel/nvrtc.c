@@ -495,9 +495,10 @@ static uint64_t cache_cap(lua_State *L) {
   return cap;
 }
 
-/* core.compile(source [, opts]) -> ptx, log, cubin, types: the cubin is
-   "" for a virtual architecture; types is the text push_lowered and
-   compile_types make. */
+/* core.compile(source [, opts [, module]]) -> ptx, log, cubin, types: the
+   cubin is "" for a virtual architecture; types is the text push_lowered
+   and compile_types make; module: the caller loads the result (its
+   message without a driver names the simulator, not opts.arch). */
 static int l_compile(lua_State *L) {
   char dir[DIRLEN], path[PATHLEN], key[33], ver[32];
   const char *s, **argv;
@@ -512,13 +513,14 @@ static int l_compile(lua_State *L) {
   if (!lua_isnoneornil(L, OPTS) && !lua_istable(L, OPTS))
     luaL_error(L, "compile: opts: expected a table, got %s",
                luaL_typename(L, OPTS));
+  int module = lua_toboolean(L, OPTS + 1);
   lua_settop(L, OPTS);
   lua_newtable(L);                 /* LIST */
   lua_pushliteral(L, "kernel.cu"); /* NAME */
   lua_newtable(L);                 /* NAMES */
   if (lua_istable(L, OPTS)) cache = cg_nvrtc_options(L, &n);
   if (lua_rawgeti(L, LIST, 1) == LUA_TNIL) {
-    cg_nvrtc_device_arch(L);
+    cg_nvrtc_device_arch(L, module);
     lua_rawseti(L, LIST, 1);
   }
   lua_pop(L, 1);

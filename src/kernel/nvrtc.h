@@ -14,7 +14,7 @@ enum { SRC = 1, OPTS, LIST, NAME, NAMES };
 int cg_nvrtc_options(lua_State *L, int *n);
 /* Pushes the -arch option of the current device (a real architecture), or
    raises why there is none. */
-void cg_nvrtc_device_arch(lua_State *L);
+void cg_nvrtc_device_arch(lua_State *L, int module);
 /* Appends -I options for the toolkit's headers. */
 void cg_nvrtc_toolkit_include(lua_State *L, int *n);
 

@@ -232,13 +232,19 @@ static void push_arch(lua_State *L, int idx) {
 }
 
 /* The current device's compute capability, as a real architecture; the
-   only driver use here. Without a driver or a device it says to pass
-   opts.arch. */
-void cg_nvrtc_device_arch(lua_State *L) {
-  const char *why = cg_driver_load();
+   only driver use here. Without a driver or a device: for PTX alone
+   (cuda.ptx) it says to pass opts.arch; for a module (cuda.compile, which
+   a driver must load), or when the simulator was asked for and is
+   missing, it says why first and ends with what runs without a GPU. */
+void cg_nvrtc_device_arch(lua_State *L, int module) {
+  const char *why = cg_driver_load(), *env = getenv("CUGRAPH_LUA_LIBCUDA");
   int major = 0, minor = 0, count = 0;
   if (!why && cg_drv.cuDeviceGetCount(&count) == CUDA_SUCCESS && count == 0)
     why = "no CUDA device found";
+  if (why && (module || (env && !strcmp(env, "sim"))))
+    luaL_error(L, "compile: %s%s", why, strstr(why, "simulator") ? "" :
+               "; without a GPU, run on the PTX simulator: cugraph-lua "
+               "--sim script.lua (or CUGRAPH_LUA_LIBCUDA=sim)");
   if (why)
     luaL_error(L, "compile: no GPU to take the architecture from (%s); pass "
                "one, e.g. {arch = \"sm_90\"}", why);

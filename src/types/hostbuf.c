@@ -93,7 +93,7 @@ static size_t checkindex(lua_State *L, cg_hostbuf *h) {
 
 /* h[i], or a method */
 static int hostbuf_index(lua_State *L) {
-  if (lua_type(L, 2) != LUA_TNUMBER) return cg_method(L);
+  if (lua_type(L, 2) != LUA_TNUMBER) return cg_index(L);
   cg_hostbuf *h = check(L);
   size_t es = cg_type_size[h->type];
   cg_pushbits(L, h->type, (char *)h->h.drv.host + checkindex(L, h) * es);
