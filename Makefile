@@ -52,7 +52,7 @@ endif
 
 # The core's layers (src/<layer>/, lowest first; .ci/layers checks that no
 # file includes from a layer above its own), then the two files above them.
-LAYERS = base capture types kernel graph
+LAYERS = base capture types kernel graph inspect embed
 CORE_SRC = $(foreach d,$(LAYERS),$(wildcard src/$(d)/*.c)) $(wildcard src/*.c)
 HOST_SRC = $(wildcard src/host/*.c)
 OBJS = $(CORE_SRC:src/%.c=$(BUILD)/obj/%.o)

@@ -4,7 +4,8 @@
 #include <stdint.h>
 #include <string.h>
 #include "base/env.h"
-#include "graph/graph.h"
+#include "inspect/inspect.h"
+#include "embed/embed.h"
 #include "cugraph.h"
 
 void devices_open(lua_State *L);
@@ -74,6 +75,7 @@ int luaopen_cugraph_core(lua_State *L) {
   cond_open(L);
   node_open(L);
   rebind_open(L);
+  registry_open(L);
   dot_open(L);
   profile_open(L);
   memory_open(L);

@@ -1,7 +1,9 @@
-/* The graph layer: graphs captured from Lua closures (graph.c, the capture
+/* The graph core: graphs captured from Lua closures (graph.c, the capture
    itself in stream_capture.c), conditional nodes (cond.c), node handles
-   (node.c), in-place changes (rebind.c), Graphviz output (dot.c), profiles
-   (profile.c), kernel reload (reload.c) and graphs owned by C (cgraph.c). */
+   (node.c), in-place changes (rebind.c) and the state's open graphs
+   (registry.c). What reads graphs (profiles, g:dot, memory reports) is
+   the layer src/inspect/ above it; what hands them to C and reloads their
+   code, src/embed/. */
 #ifndef CUGRAPH_GRAPH_H
 #define CUGRAPH_GRAPH_H
 
@@ -54,11 +56,26 @@ struct cg_graphstate {
   size_t cap;           /* cuda.graph_memory_cap: the bytes the open graphs'
                            allocation nodes may allocate together (0: any) */
 };
+
+/* -- the open graphs (registry.c) ----------------------------------------- */
+
+cg_graphstate *cg_graphstate_of(lua_State *L, cg_ctx *ctx);
+void cg_track_graph(cg_graph *gr);   /* one opened */
+void cg_untrack_graph(cg_graph *gr); /* one closed */
+/* What a graph's nodes keep, by kind (bytes, counts): its allocation
+   nodes' memory, and the device and host memory its nodes refer to. */
+typedef struct cg_tally {
+  size_t allocs, device, host;
+  unsigned buffers, host_buffers, scalars, conditions, arrays, others;
+} cg_tally;
+/* The objects the graph's nodes refer to (its records, any depth), each
+   once, tallied. Calls no Lua function, so no finalizer can run and free
+   the records meanwhile. 0 when out of host memory. */
+int cg_graph_tally(const cg_graph *gr, cg_tally *t);
 /* Under a cap, when gr (open, tracked) takes the open graphs' allocations
    past it: pushes the message naming the graphs that hold the most and
-   returns 1; else 0 (memory.c). */
+   returns 1; else 0. */
 int cg_graph_over_cap(lua_State *L, cg_graph *gr);
-cg_graphstate *cg_graphstate_of(lua_State *L, cg_ctx *ctx);
 
 /* -- capture (stream_capture.c) ------------------------------------------- */
 
@@ -114,82 +131,10 @@ int cg_recs_use(const cg_recs *r, const cg_obj *o);
    source, line, label, depth, enabled (node.c). */
 void cg_push_record(lua_State *L, const cg_recs *r, size_t i);
 
-/* -- reload (reload.c) ---------------------------------------------------- */
-
-void cg_track_graph(cg_graph *gr);   /* one opened */
-void cg_untrack_graph(cg_graph *gr); /* one closed */
-/* The kernel nodes of g and of its child graphs switch as sw says, and
-   those recs notes in conditional bodies (recs NULL: none); then x (if not
-   NULL) is updated from g. No Lua call. */
-CUresult cg_swap_kernels(CUgraph g, CUgraphExec x, const cg_recs *recs,
-                         const cg_swap *sw, int n, const char **api);
-
-/* -- graphs owned by C (cgraph.c) ----------------------------------------- */
-
-/* The C graphs that launch module share sh's code switch as sw says; then
-   sh holds module newmod. The first failure, or SUCCESS. */
-CUresult cg_share_swap(cg_share *sh, CUmodule newmod, const cg_swap *sw,
-                       int n, const char **api);
-/* Whether a C graph that launches module share sh's code has conditional
-   nodes (their bodies cannot switch). */
-int cg_share_conds(cg_share *sh);
-
 void graph_open(lua_State *L);
 void cond_open(lua_State *L);
 void node_open(lua_State *L);
 void rebind_open(lua_State *L);
-void dot_open(lua_State *L);
-void profile_open(lua_State *L);
-/* profile_report.c: the lines array of g:profile's nodes array at idx
-   {source, line, us, nodes}, the most time first, pushed; and the replay
-   whose n runs' starts and times (ms) are given, as a Chrome trace at
-   path: run i is of node node_of[i] (0-based; NULL: node i). */
-void cg_profile_lines(lua_State *L, int nodes);
-/* The nodes array of records r, in capture order with their depths, each
-   timed from us[k * n + i] (µs of record i in replay k of reps) and runs
-   (its runs then), unless it never ran: the median, least and most, and
-   runs; a conditional node has children (its body's nodes, which follow
-   it) instead. Pushed. */
-void cg_profile_recnodes(lua_State *L, cg_recs *r, lua_Integer reps,
-                         const double *us, const double *runs);
-/* The profile files' helpers: zeroed room the collector frees, left on
-   the stack; t[k] = v for the table on top; the median of v[0], v[stride],
-   ... (n of them; tmp: room for n). */
-void *cg_profile_temp(lua_State *L, size_t n, size_t size);
-/* g:profile's result, pushed: replays, us (plain: ms a replay) and, when
-   timed, profiled_us and overhead (with); method unless NULL; the nodes
-   array at nodes, and when timed its lines and the trace path unless
-   NULL; the metatable that prints it as a report. */
-void cg_profile_result(lua_State *L, lua_Integer reps, double plain,
-                       double with, int timed, const char *method,
-                       int nodes, const char *trace);
-/* Registers metatable name for a profile's scratch, closed by close
-   (__close and __gc). */
-void cg_profile_scratch(lua_State *L, const char *name, lua_CFunction close);
-void cg_setnum(lua_State *L, const char *k, double v);
-double cg_median(const double *v, size_t n, size_t stride, double *tmp);
-void cg_profile_trace(lua_State *L, int nodes, size_t n, const size_t *node_of,
-                      const double *start, const double *dur, const char *path,
-                      unsigned id);
-/* profile_kernels.c: the profile of graph gr (at 1) with conditional
-   nodes, from CUPTI's kernel records over reps replays on st (the stream
-   object at sidx), plain its ms a replay: 1 with the result pushed, or 0
-   with why it cannot be had pushed. */
-int cg_profile_activity(lua_State *L, cg_graph *gr, int sidx, CUstream st,
-                        lua_Integer reps, double plain, const char *trace);
-void profile_kernels_open(lua_State *L);
-/* profile_stamps.c: the profile of graph gr (at 1) by stamps, from its
-   closure captured again with a stamp after each node, replayed on st;
-   returns as above. */
-int cg_profile_stamps(lua_State *L, cg_graph *gr, CUstream st,
-                      lua_Integer reps, double plain, const char *trace);
-void profile_stamps_open(lua_State *L);
-/* profile_report.c: the metatable of g:profile's results, whose
-   __tostring is the report print(p) shows. */
-void profile_report_open(lua_State *L);
-/* "kernel", "memcpy", ...: a node type as g:dot and g:profile name it */
-const char *cg_node_type_name(CUgraphNodeType t);
-void memory_open(lua_State *L); /* g:memory, cuda.memory().graphs */
-void reload_open(lua_State *L);
+void registry_open(lua_State *L);
 
 #endif

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "graph/graph.h"
+#include "inspect/inspect.h"
 
 #define PROFILE "cugraph.Profile" /* the results' metatable */
 

@@ -15,7 +15,7 @@
    graph's current arguments are set into it), else the profile says why
    and times whole replays only. */
 #include <string.h>
-#include "graph/graph.h"
+#include "inspect/inspect.h"
 
 #define SCRATCH "cugraph.profile.stamps"
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "graph/graph.h"
+#include "inspect/inspect.h"
 
 /* Text gathered as strings in a table (at t), joined at the end: the stack
    stays free for the driver's node arrays. */

@@ -18,7 +18,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
-#include "graph/graph.h"
+#include "inspect/inspect.h"
 
 #define SCRATCH "cugraph.profile"
 

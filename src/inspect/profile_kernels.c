@@ -18,7 +18,7 @@
    its position in its graph after the nodes of the graphs made before. */
 #include <stdlib.h>
 #include <string.h>
-#include "graph/graph.h"
+#include "inspect/inspect.h"
 #include "base/cupti.h"
 
 #define GUARD "cugraph.profile.activity"

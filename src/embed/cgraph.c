@@ -9,7 +9,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include "graph/graph.h"
+#include "embed/embed.h"
 #include "cugraph.h"
 
 struct cugraph_graph {

@@ -10,34 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "graph/graph.h"
-
-static const char graphstate_key = 'g';
-
-cg_graphstate *cg_graphstate_of(lua_State *L, cg_ctx *ctx) {
-  cg_ctx *root = ctx->root;
-  if (root->graphstate) return root->graphstate;
-  /* plain userdata in the registry: freed after every finalizer */
-  cg_graphstate *gs = lua_newuserdatauv(L, sizeof *gs, 0);
-  memset(gs, 0, sizeof *gs);
-  lua_rawsetp(L, LUA_REGISTRYINDEX, &graphstate_key);
-  root->graphstate = gs;
-  return gs;
-}
-
-void cg_track_graph(cg_graph *gr) {
-  cg_graphstate *gs = gr->h.ctx->root->graphstate;
-  gr->prev = NULL;
-  gr->next = gs->graphs;
-  if (gr->next) gr->next->prev = gr;
-  gs->graphs = gr;
-}
-
-void cg_untrack_graph(cg_graph *gr) {
-  if (gr->prev) gr->prev->next = gr->next;
-  else gr->h.ctx->root->graphstate->graphs = gr->next;
-  if (gr->next) gr->next->prev = gr->prev;
-}
+#include "embed/embed.h"
 
 /* Sets node's function to s->to with copies of its arguments: what
    cuGraphKernelNodeGetParams points to belongs to the node. */
