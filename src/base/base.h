@@ -391,6 +391,9 @@ void cg_check_open(lua_State *L, const cg_obj *o);
    live graph uses o. */
 void cg_check_unused(lua_State *L, const cg_obj *o);
 int cg_method(lua_State *L); /* in __index: pushes methods[key], or 0 */
+/* The edit distance of two short names, for a "did you mean" (99 past 31
+   characters). */
+size_t cg_distance(const char *a, const char *b);
 /* In __index: pushes methods[key], or raises the object model's error for
    an unknown key ("cugraph.Buffer has no field 'size': its element count
    is #b"), which the methods table's own __index raises for every type. */

@@ -230,8 +230,7 @@ static const struct hint { cg_kind kind; const char *key, *hint; } hints[] = {
   { CG_ARRAY, "dtype", "its element format is %s:format()" },
 };
 
-/* Edit distance of two short names, for a suggestion; large past 31. */
-static size_t distance(const char *a, const char *b) {
+size_t cg_distance(const char *a, const char *b) {
   size_t la = strlen(a), lb = strlen(b), row[32];
   if (la > 31 || lb > 31) return 99;
   for (size_t j = 0; j <= lb; j++) row[j] = j;
@@ -301,7 +300,7 @@ static int error_field(lua_State *L, int kind, const char *name,
   while (lua_next(L, methods)) {
     lua_pop(L, 1);
     size_t d = lua_type(L, -1) == LUA_TSTRING
-             ? distance(k, lua_tostring(L, -1)) : 99;
+             ? cg_distance(k, lua_tostring(L, -1)) : 99;
     if (d < bestd && d < strlen(k)) {
       bestd = d;
       best = lua_tostring(L, -1); /* a key of methods: stays valid */

@@ -15,6 +15,7 @@
 #include <lua.h>
 #include <lualib.h>
 
+#include "base/base.h"
 #include "cugraph.h"
 #include "host/host.h"
 
@@ -269,27 +270,14 @@ static const char *nearest_option(const char *bad) {
     "--help", "--version", "--info", "--sim", "--paths", "--profile",
     "--nproc"
   };
-  size_t lb = strlen(bad), row[40], best = 3;
+  size_t best = 3;
   const char *found = NULL;
-  if (strncmp(bad, "--", 2) || lb >= sizeof row / sizeof *row) return NULL;
+  if (strncmp(bad, "--", 2)) return NULL;
   for (size_t k = 0; k < sizeof longs / sizeof *longs; k++) {
-    const char *a = longs[k]; /* edit distance, one row */
-    size_t la = strlen(a);
-    for (size_t j = 0; j <= lb; j++) row[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-      size_t diag = row[0];
-      row[0] = i;
-      for (size_t j = 1; j <= lb; j++) {
-        size_t up = row[j], d = diag + (a[i - 1] != bad[j - 1]);
-        if (up + 1 < d) d = up + 1;
-        if (row[j - 1] + 1 < d) d = row[j - 1] + 1;
-        diag = up;
-        row[j] = d;
-      }
-    }
-    if (row[lb] > 0 && row[lb] < best) { /* an exact one is misplaced */
-      best = row[lb];
-      found = a;
+    size_t d = cg_distance(longs[k], bad);
+    if (d > 0 && d < best) { /* an exact one is misplaced */
+      best = d;
+      found = longs[k];
     }
   }
   return found;
