@@ -427,6 +427,7 @@ local api_types = {
   Reduction = { section = "Reductions", as = { "red" } },
   Blas = { section = "Matrix products (cuBLAS)", as = { "blas" } },
   FFT = { section = "Fourier transforms (cuFFT)", as = { "p" } },
+  Graphed = { section = "Graphed functions", as = { "f" } },
 }
 
 -- Every type the runtime registers, and the front end's: an unknown field

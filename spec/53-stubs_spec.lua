@@ -67,6 +67,7 @@ local OBJECTS = {
   Graph = true, Node = true, Condition = true, HostBuffer = true, Comm = true, GLResource = true,
   DLTensor = true, Rng = true, Elementwise = true, Reduction = true, Blas = true, FFT = true,
   Array = true, Texture = true, Surface = true, ExternalMemory = true, ExternalSemaphore = true,
+  Graphed = true,
 }
 
 -- Whether v is of the annotated type t (a LuaCATS type, as the stubs write them).
@@ -382,6 +383,14 @@ local recipes = {
   ["Elementwise:kernel"] = function() return cuda.elementwise("f32 x -> f32 y", "y = x") end,
   ["Reduction:source"] = function() return cuda.reduction { input = "f32 x", reduce = "a + b", identity = 0 } end,
   ["Reduction:kernels"] = function() return cuda.reduction { input = "f32 x", reduce = "a + b", identity = 0 } end,
+  ["cuda.graphed"] = function(F)
+    return function(st) F.m.inc_i32:launch(st, 1, 4, F.buf(4, "i32"), 4) end,
+           { graphs = 2, key = function() return 1 end, stream = F.s, eager = false }
+  end,
+  ["Graphed:graphs"] = function(F) return cuda.graphed(function() end) end,
+  ["Graphed:stats"] = function(F) return cuda.graphed(function() end) end,
+  ["Graphed:free"] = function(F) return cuda.graphed(function() end) end,
+  ["Graphed:close"] = function(F) return cuda.graphed(function() end) end,
 }
 
 -- Calls that launch kernels of the runtime's own (the test double runs

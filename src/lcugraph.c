@@ -76,6 +76,7 @@ int luaopen_cugraph_core(lua_State *L) {
   node_open(L);
   rebind_open(L);
   registry_open(L);
+  graphed_open(L);
   dot_open(L);
   profile_open(L);
   memory_open(L);

@@ -786,6 +786,28 @@ function Node:handle() end
 function Node:free() end
 function Node:close() end
 
+---@class cugraph.GraphedStats
+---@field calls integer
+---@field graphs integer graphs kept now
+---@field builds integer graphs built from a call's record
+---@field set integer nodes set in place
+
+---@class cugraph.GraphedOptions
+---@field graphs? integer graphs kept, 1 to 64 (default 8); the least recently used goes first
+---@field key? fun(...): any its value joins the call's key (numbers too)
+---@field stream? cugraph.Stream the stream calls run on (default: the first Stream argument)
+---@field eager? boolean run fn itself at each call (also CUGRAPH_LUA_EAGER=1)
+
+---@class cugraph.Graphed
+---@overload fun(...): ...
+local Graphed = {}
+---@return cugraph.Graph[] graphs the most recently used first
+function Graphed:graphs() end
+---@return cugraph.GraphedStats
+function Graphed:stats() end
+function Graphed:free() end
+function Graphed:close() end
+
 
 ---@param ordinal? integer
 ---@return cugraph.DeviceInfo
@@ -1063,5 +1085,9 @@ function cuda.elementwise(signature, body, opts) end
 ---@param spec cugraph.ReductionSpec
 ---@return cugraph.Reduction
 function cuda.reduction(spec) end
+---@param fn function eager code: launches, fills, copies, library calls on the stream it is given
+---@param opts? cugraph.GraphedOptions
+---@return cugraph.Graphed
+function cuda.graphed(fn, opts) end
 
 return cuda

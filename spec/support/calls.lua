@@ -363,6 +363,17 @@ return function(cuda, H)
   def("Node:index", function(F) return F:graph():node(1) end)
   def("Node:handle", function(F) return F:graph():node(1) end)
 
+  -- Graphed
+  function F:graphed()
+    local x = self:buf("i32")
+    local f = cuda.graphed(function(st, n) m.inc_i32:launch(st, 1, N, x, n) end)
+    f(self:stream(), N)
+    return f
+  end
+  def("Graphed:__call", function(F) return F:graphed(), F:stream(), N end)
+  def("Graphed:graphs", function(F) return F:graphed() end)
+  def("Graphed:stats", function(F) return F:graphed() end)
+
   -- the module's functions
   def("cuda.array", function() return "f32", 16, 16 end)
   def("cuda.available", function() end)
@@ -389,6 +400,7 @@ return function(cuda, H)
   def("cuda.device_count", function() end)
   def("cuda.device_of", function(F) return F:buf() end)
   def("cuda.elementwise", function() return "f32 x -> f32 y", "y = 2 * x" end)
+  def("cuda.graphed", function(F) return F:fn(function() end), { graphs = 2 } end)
   def("cuda.enable_peer_access", function() return 0, 0 end)
   def("cuda.entries", function() return ptx end)
   def("cuda.event", function() return { timing = false } end)
@@ -482,6 +494,7 @@ return function(cuda, H)
     Reduction = F.reduction, ExternalMemory = F.extmem,
     ExternalSemaphore = F.extsem, Comm = F.comm, GLResource = F.glres,
     DLTensor = function(F) return F:buf():dlpack() end,
+    Graphed = F.graphed,
   }
   -- the calls that hand a bare pointer to code of the script's: how much
   -- of it the code touches is the code's own

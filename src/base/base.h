@@ -45,22 +45,25 @@ typedef enum cg_hkind {
    communicator's resources; a stream's nodes do not refer to it, a graph is
    copied whole, a kernel's code is its module's, a node's records its
    graph's, a GL resource is mapped only inside its map scope, out of which
-   a graph that captured it cannot live). The enum, the names and
-   release.c's table come from this one list. */
+   a graph that captured it cannot live), and how the docs name one
+   (`b:download()`, `#b`). The enum, the names and release.c's table come
+   from this one list. */
 #define CG_KINDS(X) \
-  X(STREAM, "Stream", STREAM, 0) X(BUFFER, "Buffer", MEM, 1) \
-  X(SCALAR, "Scalar", MEM, 1) X(EVENT, "Event", EVENT, 1) \
-  X(MODULE, "Module", MODULE, 1) X(KERNEL, "Kernel", NONE, 0) \
-  X(GRAPH, "Graph", EXEC, 0) X(GLRESOURCE, "GLResource", GLRES, 0) \
-  X(CONDITION, "Condition", MEM, 1) X(HOSTBUF, "HostBuffer", HOST, 1) \
-  X(NODE, "Node", NONE, 0) X(COMM, "Comm", COMM, 1) \
-  X(DLTENSOR, "DLTensor", DLPACK, 1) X(BLAS, "Blas", BLAS, 1) \
-  X(FFT, "FFT", FFT, 1) X(ARRAY, "Array", ARRAY, 1) \
-  X(TEXTURE, "Texture", TEXOBJ, 1) X(SURFACE, "Surface", SURFOBJ, 1) \
-  X(EXTMEM, "ExternalMemory", EXTMEM, 1) \
-  X(EXTSEM, "ExternalSemaphore", EXTSEM, 1)
+  X(STREAM, "Stream", STREAM, 0, "s") X(BUFFER, "Buffer", MEM, 1, "b") \
+  X(SCALAR, "Scalar", MEM, 1, "sc") X(EVENT, "Event", EVENT, 1, "e") \
+  X(MODULE, "Module", MODULE, 1, "m") X(KERNEL, "Kernel", NONE, 0, "k") \
+  X(GRAPH, "Graph", EXEC, 0, "g") X(GLRESOURCE, "GLResource", GLRES, 0, "r") \
+  X(CONDITION, "Condition", MEM, 1, "c") \
+  X(HOSTBUF, "HostBuffer", HOST, 1, "h") X(NODE, "Node", NONE, 0, "node") \
+  X(COMM, "Comm", COMM, 1, "comm") X(DLTENSOR, "DLTensor", DLPACK, 1, "t") \
+  X(BLAS, "Blas", BLAS, 1, "blas") X(FFT, "FFT", FFT, 1, "p") \
+  X(ARRAY, "Array", ARRAY, 1, "a") X(TEXTURE, "Texture", TEXOBJ, 1, "tex") \
+  X(SURFACE, "Surface", SURFOBJ, 1, "surf") \
+  X(EXTMEM, "ExternalMemory", EXTMEM, 1, "mem") \
+  X(EXTSEM, "ExternalSemaphore", EXTSEM, 1, "sem") \
+  X(GRAPHED, "Graphed", NONE, 0, "f")
 typedef enum cg_kind {
-#define CG_KIND_ENUM(k, name, hk, shared) CG_##k,
+#define CG_KIND_ENUM(k, name, hk, shared, recv) CG_##k,
   CG_KINDS(CG_KIND_ENUM)
 #undef CG_KIND_ENUM
   CG_NKINDS

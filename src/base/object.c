@@ -8,7 +8,7 @@
 #include "base/base.h"
 
 const char *const cg_kind_names[] = {
-#define CG_KIND_NAME(k, name, hk, shared) "cugraph." name,
+#define CG_KIND_NAME(k, name, hk, shared, recv) "cugraph." name,
   CG_KINDS(CG_KIND_NAME)
 #undef CG_KIND_NAME
 };
@@ -179,11 +179,10 @@ int cg_method(lua_State *L) {
 
 /* How the docs name an object of each kind in `b:download()` and `#b`. */
 static const char *const receivers[] = {
-  "s", "b", "sc", "e", "m", "k", "g", "r", "c", "h", "node", "comm", "t",
-  "blas", "p", "a", "tex", "surf", "mem", "sem"
+#define CG_KIND_RECEIVER(k, name, hk, shared, recv) recv,
+  CG_KINDS(CG_KIND_RECEIVER)
+#undef CG_KIND_RECEIVER
 };
-_Static_assert(sizeof receivers / sizeof *receivers == CG_NKINDS,
-               "a receiver name for every kind");
 
 /* Keys other libraries' users reach for, and what they are here; %s is
    the receiver. A number key's entry has key NULL. */

@@ -22,7 +22,7 @@ static const struct {
   unsigned char hk;     /* cg_hkind */
   unsigned char shared;
 } kinds[] = {
-#define CG_KIND_ROW(k, name, hk, shared) { CG_H_##hk, shared },
+#define CG_KIND_ROW(k, name, hk, shared, recv) { CG_H_##hk, shared },
   CG_KINDS(CG_KIND_ROW)
 #undef CG_KIND_ROW
 };

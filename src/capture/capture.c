@@ -33,7 +33,16 @@ cg_capstate *cg_capstate_of(lua_State *L, cg_ctx *ctx) {
 
 void capture_open(lua_State *L) { cg_capstate_of(L, cg_sentinel(L)); }
 
+/* Work that reaches a capture's checks in a recording is work the
+   recording does not know how to note: refused, never sent. */
+static void unrecorded(lua_State *L, const char *what) {
+  luaL_error(L, "%s cannot be recorded in a graphed function "
+             "(cuda.graphed): make the call outside the function, or run "
+             "it eagerly (opts.eager)", what);
+}
+
 int cg_capturing_on(lua_State *L, cg_ctx *ctx, CUstream s) {
+  if (cg_recording(ctx)) unrecorded(L, "this work");
   if (ctx->capture && s == ctx->capture->origin) return 1;
   CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
   if (ctx->capture && ctx->capture->depth) { /* a body: its own capture */
@@ -47,6 +56,7 @@ int cg_capturing_on(lua_State *L, cg_ctx *ctx, CUstream s) {
 
 void cg_check_captured(lua_State *L, cg_ctx *ctx, CUstream s,
                        const char *what) {
+  if (cg_recording(ctx)) unrecorded(L, what);
   if (!cg_capturing_on(L, ctx, s))
     luaL_error(L, "%s: the stream is not part of the capture; make it wait "
                "on the capture stream first", what);

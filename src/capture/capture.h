@@ -26,7 +26,11 @@ typedef struct cg_stamps {
 /* A capture in progress: the top level (s:capture, g:update), or the body
    of a conditional node, captured into its body graph while the node's
    stream object stands for the body's stream. Bodies share the top level's
-   pins, serial and id. */
+   pins, serial and id. A recording (cuda.graphed's, graph/graphed.c) is a
+   capture to every rule and guard, but no driver call is made: each piece
+   of work is noted in recs (and its Lua values in the table vals) instead
+   of being sent, to be compared with a graph's and made again under a
+   real capture when a graph must be built from it. */
 struct cg_capture {
   CUstream origin;      /* the stream this level began on */
   unsigned id;          /* the graph's id, for messages */
@@ -50,6 +54,9 @@ struct cg_capture {
   struct cg_fork { CUstream s; unsigned char back; char where[94]; }
       forks[8];
   int nforks;
+  unsigned char recording; /* top: a recording */
+  int vals;             /* top, a recording: registry ref of its values */
+  size_t nvals;         /* values in it so far */
 };
 enum { CG_MAXFORKS = 8 };
 /* s2 (waiter) waited on stream s (waited) inside the capture in progress:
@@ -79,7 +86,8 @@ void cg_pin_new(lua_State *L, cg_ctx *ctx, cg_obj *o, int idx);
 /* o (at idx) is pinned by the capture in progress, if any, and so are its
    parents: a compare when this capture pinned it before */
 static inline void cg_pinobj(lua_State *L, cg_ctx *ctx, cg_obj *o, int idx) {
-  if (ctx->capture && o->pinned != ctx->capture->serial)
+  if (ctx->capture && o->pinned != ctx->capture->serial &&
+      !ctx->capture->top->recording) /* a recording's graph pins later */
     cg_pin_new(L, ctx, o, idx);
 }
 /* The counts every pin keeps: one more live graph (id) uses o, or one
@@ -125,10 +133,32 @@ void cg_stamp_start(lua_State *L, cg_ctx *ctx, CUstream s);
 CUgraphNode cg_capture_node(lua_State *L, cg_ctx *ctx, CUstream s,
                             CUgraphNodeParams *p);
 
+/* -- recordings (records.c) ---------------------------------------------- */
+
+/* Whether the capture in progress is a recording: no work is sent. */
+static inline int cg_recording(const cg_ctx *ctx) {
+  return ctx->capture && ctx->capture->top->recording;
+}
+/* Raises unless work on s is part of the recording (its stream, or one that
+   waited on it: s2:wait(s)). */
+void cg_record_stream(lua_State *L, cg_ctx *ctx, CUstream s,
+                      const char *what);
+/* In a recording, the running C function's call (the function and its
+   arguments 1..nargs, as it was called), made again when the graph is
+   built: a piece of work the graph cannot change in place (a library
+   call, a fork or join, a conditional node). The caller returns what it
+   returns after the work. s: the stream it goes to. */
+void cg_record_call(lua_State *L, cg_ctx *ctx, CUstream s, int nargs);
+/* In a recording, the stream and the Lua values (the stack's at idx[0 ..
+   n-1], absolute) of the record just noted: a fill's stream and buffer, a
+   copy's stream, destination and source. Nothing outside one. */
+void cg_note_vals(lua_State *L, cg_ctx *ctx, CUstream s, const int *idx,
+                  int n);
+
 /* -- records (records.c) -------------------------------------------------- */
 
 enum { NK_KERNEL, NK_FILL, NK_COPY, NK_ALLOC, NK_FREE, NK_COND, NK_GRAPH,
-       NK_HOSTCOPY, NK_COPY3D, NK_EXTWAIT, NK_EXTSIGNAL };
+       NK_HOSTCOPY, NK_COPY3D, NK_EXTWAIT, NK_EXTSIGNAL, NK_CALL };
 extern const char *const cg_nk_names[];
 
 typedef struct cg_rec {
@@ -155,6 +185,13 @@ typedef struct cg_rec {
   size_t off, bytes, width, height, pitch; /* FILL: off and shape; COPY */
   size_t soff;          /* COPY: the source's byte offset (off: dst's) */
   unsigned value, elem;  /* FILL; COND: value is the CUgraphConditionalNodeType */
+  /* a recording's: the stream the work went to, its Lua values (vals[v0],
+     ... vals[v0 + nvals - 1]: a kernel's stream and arguments, a fill's
+     stream and buffer, a copy's stream, destination and source; a CALL's
+     function and arguments), and the record of the graph built from it
+     that made the same node */
+  CUstream stream;
+  size_t v0, nvals, peer;
 } cg_rec;
 
 /* Objects are referenced by pointer: the graph's pins keep them alive. */
@@ -185,6 +222,8 @@ typedef struct cg_launchnote {
   size_t nwords;
   cg_obj *const *seen;
   int argidx;           /* stack index of the first argument */
+  int streamidx;        /* ... of the stream object, and of the kernel */
+  int kernelidx;
   unsigned grid[3], block[3], shared;
 } cg_launchnote;
 
@@ -224,6 +263,10 @@ void cg_recs_free(cg_recs *r);
 /* Lets go of a graph's records: kept for the state's next capture (one
    set), else freed. */
 void cg_recs_release(cg_ctx *ctx, cg_recs *r);
+/* Empties r, its arrays kept; and makes to (a new one when NULL) a copy of
+   from (raising when out of host memory). */
+void cg_recs_reset(cg_recs *r);
+cg_recs *cg_recs_copy(lua_State *L, const cg_recs *from, cg_recs *to);
 size_t cg_recs_count(const cg_recs *r); /* records in r (NULL: 0) */
 void cg_recs_done(cg_ctx *ctx, const cg_recs *r);
 /* Kernel launches on the top capture stream are recorded without their

@@ -34,11 +34,15 @@ void cg_recs_release(cg_ctx *ctx, cg_recs *r) {
     cg_recs_free(r);
     return;
   }
+  cg_recs_reset(r);
+  cs->spare = r;
+}
+
+void cg_recs_reset(cg_recs *r) {
   r->n = r->nobjs = r->nwords = r->ntext = r->lazy = 0; /* the arrays stay */
   r->tail = NULL;
   r->lastsrc = r->label = 0;
   r->lastfn = NULL;
-  cs->spare = r;
 }
 
 size_t cg_recs_count(const cg_recs *r) { return r ? r->n : 0; }
@@ -79,6 +83,24 @@ void cg_recs_done(cg_ctx *ctx, const cg_recs *r) {
   cs->hint[0] = r->n;
   cs->hint[1] = r->nobjs;
   cs->hint[2] = r->nwords;
+}
+
+cg_recs *cg_recs_copy(lua_State *L, const cg_recs *from, cg_recs *to) {
+  if (!to && !(to = calloc(1, sizeof *to))) luaL_error(L, "out of host memory");
+  cg_recs_reset(to);
+  to->v = grow(L, to->v, &to->cap, from->n, sizeof *to->v);
+  to->objs = grow(L, to->objs, &to->cobjs, from->nobjs, sizeof *to->objs);
+  to->words = grow(L, to->words, &to->cwords, from->nwords, 8);
+  to->text = grow(L, to->text, &to->ctext, from->ntext, 1);
+  if (from->n) memcpy(to->v, from->v, from->n * sizeof *to->v);
+  if (from->nobjs) memcpy(to->objs, from->objs, from->nobjs * sizeof *to->objs);
+  if (from->nwords) memcpy(to->words, from->words, from->nwords * 8);
+  if (from->ntext) memcpy(to->text, from->text, from->ntext);
+  to->n = from->n;
+  to->nobjs = from->nobjs;
+  to->nwords = from->nwords;
+  to->ntext = from->ntext;
+  return to;
 }
 
 static size_t addtext(lua_State *L, cg_recs *r, const char *s) {
@@ -140,10 +162,11 @@ static CUresult chain_end(CUstream s, CUgraphNode *node) {
   return res;
 }
 
-/* The node the last work on s made: the stream's one dependency now. */
+/* The node the last work on s made: the stream's one dependency now (none
+   in a recording, which sends no work). */
 static CUgraphNode lastnode(lua_State *L, cg_ctx *ctx, CUstream s) {
   CUgraphNode v = NULL;
-  if (cg_drv.cuStreamGetCaptureInfo)
+  if (cg_drv.cuStreamGetCaptureInfo && !ctx->capture->top->recording)
     cg_check(L, ctx, "cuStreamGetCaptureInfo", chain_end(s, &v));
   return v;
 }
@@ -154,6 +177,7 @@ static CUgraphNode lastnode(lua_State *L, cg_ctx *ctx, CUstream s) {
    chain a wait broke. */
 static int deferrable(const cg_ctx *ctx, const cg_recs *r, CUstream s) {
   return ctx->capture->depth == 0 && s == ctx->capture->origin &&
+         !ctx->capture->top->recording &&
          !r->tail && cg_drv.cuGraphNodeGetDependencies &&
          cg_drv.cuStreamGetCaptureInfo;
 }
@@ -237,6 +261,24 @@ void cg_recs_mark(lua_State *L, cg_ctx *ctx, CUstream s) {
   if (res != CUDA_SUCCESS) cg_check(L, ctx, "cuStreamGetCaptureInfo", res);
 }
 
+/* A recording's values of record e: the stack's values at idx[0 .. n-1],
+   absolute (0: nil), in the recording's table from its next free index. */
+static void putvals(lua_State *L, cg_ctx *ctx, cg_rec *e, const int *idx,
+                    int n) {
+  cg_capture *top = ctx->capture->top;
+  if (!top->recording) return;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, top->vals);
+  e->v0 = top->nvals + 1;
+  e->nvals = (size_t)n;
+  for (int i = 0; i < n; i++) {
+    if (idx[i]) lua_pushvalue(L, idx[i]);
+    else lua_pushnil(L);
+    lua_rawseti(L, -2, (lua_Integer)(e->v0 + (size_t)i));
+  }
+  top->nvals += (size_t)n;
+  lua_pop(L, 1);
+}
+
 static cg_rec *newrec(lua_State *L, cg_ctx *ctx, cg_recs *r, CUgraphNode node,
                    int kind) {
   r->v = grow(L, r->v, &r->cap, r->n + 1, sizeof *r->v);
@@ -286,7 +328,49 @@ void cg_note_kernel(lua_State *L, cg_ctx *ctx, CUstream s,
   }
   r->nobjs += np;
   r->nwords += nw;
+  e->stream = s;
+  if (ctx->capture->top->recording) { /* the kernel, its stream, then */
+    int idx[2 + CG_MAX_PARAMS];        /* the arguments */
+    idx[0] = k->kernelidx;
+    idx[1] = k->streamidx;
+    for (int i = 0; i < k->nparams; i++) idx[2 + i] = k->argidx + i;
+    putvals(L, ctx, e, idx, 2 + k->nparams);
+  }
   cg_stamp_after(L, ctx, s);
+}
+
+void cg_note_vals(lua_State *L, cg_ctx *ctx, CUstream s, const int *idx,
+                  int n) {
+  if (!cg_recording(ctx)) return;
+  cg_recs *r = recs_of(L, ctx);
+  cg_rec *e = &r->v[r->n - 1];
+  e->stream = s;
+  putvals(L, ctx, e, idx, n);
+}
+
+void cg_record_stream(lua_State *L, cg_ctx *ctx, CUstream s,
+                      const char *what) {
+  cg_capture *c = ctx->capture;
+  if (s == c->origin) return;
+  for (int i = 0; !c->depth && i < c->top->nforks; i++)
+    if (c->top->forks[i].s == s) return;
+  luaL_error(L, "%s: the stream is not part of the graphed function's work; "
+             "make it wait on the stream the function runs on first "
+             "(s2:wait(s))", what);
+}
+
+void cg_record_call(lua_State *L, cg_ctx *ctx, CUstream s, int n) {
+  cg_record_stream(L, ctx, s, "work in a graphed function");
+  int idx[1 + 16];
+  lua_Debug ar;
+  if (n > 16 || !lua_getstack(L, 0, &ar) || !lua_getinfo(L, "f", &ar))
+    luaL_error(L, "a call of more than 16 arguments cannot be recorded");
+  cg_rec *e = newrec(L, ctx, recs_of(L, ctx), NULL, NK_CALL);
+  e->stream = s;
+  idx[0] = lua_gettop(L); /* the function getinfo pushed */
+  for (int i = 1; i <= n; i++) idx[i] = i;
+  putvals(L, ctx, e, idx, 1 + n);
+  lua_pop(L, 1);
 }
 
 void cg_note_fill(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *dst,

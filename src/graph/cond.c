@@ -41,6 +41,13 @@ static int node(lua_State *L, CUgraphConditionalNodeType type,
   if (!ctx->capture)
     luaL_error(L, "%s outside a capture: conditional nodes are made inside "
                "s:capture(fn)", what);
+  if (cg_recording(ctx)) { /* made again when the graph is built; the */
+    cg_record_call(L, ctx, s->h.drv.stream, /* the bodies' work is */
+                   type == CU_GRAPH_COND_TYPE_SWITCH ? 3 : 2 + n); /* recorded */
+    for (int i = 0; i < n; i++) cg_record_body(L, ctx, 1, first + i);
+    lua_settop(L, 1);
+    return 1;
+  }
   if (n > 1 || type == CU_GRAPH_COND_TYPE_SWITCH) {
     int version = 0;
     CU(L, ctx, cuDriverGetVersion, &version);

@@ -284,7 +284,7 @@ static void allocs(lua_State *L, cg_graph *gr, int after, CUstream st) {
   }
 }
 
-static void launch(lua_State *L, cg_graph *gr, CUstream st) {
+void cg_graph_launch(lua_State *L, cg_graph *gr, CUstream st) {
   int t = -1;
   if (gr->h.ctx->root->trace) {
     char name[24];
@@ -373,6 +373,10 @@ static int embed(lua_State *L, cg_graph *gr) {
   }
   cg_stream *s = cg_checkobj(L, 2, CG_STREAM);
   if (s->h.ctx != ctx) cg_error_devices(L, ctx, s->h.ctx, "graph:launch()");
+  if (cg_recording(ctx)) { /* made again when the graph is built */
+    cg_record_call(L, ctx, s->h.drv.stream, 2);
+    return 0;
+  }
   cg_pinobj(L, ctx, &s->h, 2);
   cg_pinobj(L, ctx, &gr->h, 1);
   cg_check_captured(L, ctx, s->h.drv.stream, "graph:launch()");
@@ -401,7 +405,7 @@ static int graph_launch(lua_State *L) {
   cg_graph *gr = cg_checkself(L, CG_GRAPH);
   if (gr->scoped) check_scoped(L, gr, 1);
   if (gr->h.ctx->capture) return embed(L, gr);
-  launch(L, gr, launchstream(L, gr, 2, "launch"));
+  cg_graph_launch(L, gr, launchstream(L, gr, 2, "launch"));
   return 0;
 }
 
@@ -412,7 +416,7 @@ static int graph_replay(lua_State *L) {
   luaL_argcheck(L, n >= 0, 2, "count must not be negative");
   CUstream st = launchstream(L, gr, 3, "replay");
   if (gr->scoped) check_scoped(L, gr, 1);
-  for (lua_Integer i = 0; i < n; i++) launch(L, gr, st);
+  for (lua_Integer i = 0; i < n; i++) cg_graph_launch(L, gr, st);
   return 0;
 }
 

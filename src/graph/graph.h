@@ -90,6 +90,10 @@ CUgraph cg_capture_graph(lua_State *L, cg_ctx *ctx, cg_stream *s, int sidx,
    fn's error (or the driver's) once the body's capture is over. */
 void cg_capture_body(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
                      CUgraph body);
+/* In a recording, fn (at fnidx) recorded as a body of the conditional node
+   just recorded, with the stream object at sidx standing for the body's
+   stream: its work is noted a level deeper, never sent. */
+void cg_record_body(lua_State *L, cg_ctx *ctx, int sidx, int fnidx);
 /* The stream that captures bodies nested depth deep, made once per state
    (a cugraph.Stream kept in the registry, never given out). */
 CUstream cg_bodystream(lua_State *L, cg_ctx *ctx, int depth);
@@ -98,6 +102,10 @@ CUstream cg_bodystream(lua_State *L, cg_ctx *ctx, int depth);
 void cg_unpin_spare(lua_State *L, cg_ctx *ctx, int idx, unsigned id);
 
 /* -- graphs (graph.c) ----------------------------------------------------- */
+
+/* One launch of gr on st, as g:launch makes it (its scalars written first,
+   its allocations' state kept); outside captures. */
+void cg_graph_launch(lua_State *L, cg_graph *gr, CUstream st);
 
 /* The driver graph and executable graph of the Graph at idx (NULL when it
    is freed), its nodes up to date with its exec. */
@@ -136,5 +144,6 @@ void cond_open(lua_State *L);
 void node_open(lua_State *L);
 void rebind_open(lua_State *L);
 void registry_open(lua_State *L);
+void graphed_open(lua_State *L); /* cuda.graphed (graphed.c) */
 
 #endif

@@ -178,6 +178,27 @@ CUstream cg_bodystream(lua_State *L, cg_ctx *ctx, int depth) {
   return s->h.drv.stream;
 }
 
+void cg_record_body(lua_State *L, cg_ctx *ctx, int sidx, int fnidx) {
+  cg_capture *up = ctx->capture, lvl = *up;
+  sidx = lua_absindex(L, sidx);
+  fnidx = lua_absindex(L, fnidx);
+  lvl.origin = cg_bodystream(L, ctx, up->depth + 1);
+  lvl.depth = up->depth + 1;
+  cg_stream *s = lua_touserdata(L, sidx);
+  int base = lua_gettop(L);
+  lua_pushcfunction(L, cg_traceback);
+  lua_pushvalue(L, fnidx);
+  lua_pushvalue(L, sidx);
+  CUstream outer = s->h.drv.stream; /* s stands for the body's stream */
+  s->h.drv.stream = lvl.origin;
+  cg_set_capture(ctx, &lvl);
+  int status = lua_pcall(L, 1, 0, base + 1);
+  cg_set_capture(ctx, up);
+  s->h.drv.stream = outer;
+  if (status != LUA_OK) lua_error(L);
+  lua_settop(L, base);
+}
+
 void cg_capture_body(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
                      CUgraph body) {
   cg_capture *up = ctx->capture, lvl = *up;

@@ -264,11 +264,14 @@ static inline int dim(lua_State *L, int idx, int lim, unsigned out[3]) {
 static _Thread_local const void *self_seen;
 static _Thread_local unsigned self_epoch;
 
-/* Records the launch just made on the capture stream s. */
+/* Records the launch just made on the capture stream s: the kernel, the
+   stream and the arguments at kidx, kidx + 1 and kidx + 4 on, each slot's
+   object in seen. */
 static void note(lua_State *L, cg_kernel *k, CUstream s,
-                 const unsigned grid[3], const unsigned block[3]) {
+                 const unsigned grid[3], const unsigned block[3], int kidx,
+                 cg_obj **seen) {
   cg_launchnote n = { &k->h, k->f, k->nparams, k->params, k->argp,
-                      k->nwords, k->seen, 5,
+                      k->nwords, seen, kidx + 4, kidx + 1, kidx,
                       {grid[0], grid[1], grid[2]},
                       {block[0], block[1], block[2]}, k->shared };
   cg_note_kernel(L, k->h.ctx, s, &n);
@@ -285,6 +288,17 @@ static int launch_missing(lua_State *L) {
   if (top >= 3) dims(L, k, 3, "grid", s->h.ctx->max_grid, grid);
   return luaL_error(L, "%s: %s must be an integer or {x, y, z}, got no "
                     "value", k->name, top < 3 ? "grid" : "block");
+}
+
+/* Whether an argument of the launch is a cugraph.Condition (a recording
+   makes such a launch again under the capture, where its handle is). */
+static int conditions(lua_State *L, cg_kernel *k, int nargs) {
+  for (int i = 0; i < nargs; i++)
+    if ((k->params[i].type == CG_P_PTR_OR_INT ||
+         k->params[i].type == CG_U64) &&
+        cg_testobj(L, i + 5, CG_CONDITION))
+      return 1;
+  return 0;
 }
 
 /* k:launch(stream, grid, block, args...) */
@@ -333,7 +347,14 @@ static int kernel_launch(lua_State *L) {
   if (nargs != k->nparams)
     return luaL_error(L, "%s: expected %d argument%s, got %d", k->name,
                       k->nparams, k->nparams == 1 ? "" : "s", nargs < 0 ? 0 : nargs);
-  if (ctx->capture) { /* pins allocate: handles are read after them */
+  int recording = 0;
+  if (ctx->capture && (recording = ctx->capture->top->recording)) {
+    cg_record_stream(L, ctx, s->h.drv.stream, k->name);
+    if (conditions(L, k, nargs)) { /* their handles are a capture's */
+      cg_record_call(L, ctx, s->h.drv.stream, 4 + nargs);
+      return 0;
+    }
+  } else if (ctx->capture) { /* pins allocate: handles are read after them */
     cg_check_captured(L, ctx, s->h.drv.stream, k->name);
     cg_pinobj(L, ctx, &s->h, 2);
     cg_pinobj(L, ctx, &k->h, 1);
@@ -343,10 +364,11 @@ static int kernel_launch(lua_State *L) {
     int idx = i + 5;
     if (p->type == CG_P_PTR || p->type == CG_P_PTR_OR_INT) {
       /* the buffer this slot passed its checks with, outside a capture
-         or pinned by this one already */
+         or pinned by this one already (a recording pins nothing) */
       cg_buffer *b = lua_touserdata(L, idx);
       if (b && &b->h == k->seen[i] && b->h.kind == CG_BUFFER && b->h.open &&
-          (!ctx->capture || b->h.pinned == ctx->capture->serial) &&
+          (!ctx->capture || recording ||
+           b->h.pinned == ctx->capture->serial) &&
           lua_type(L, idx) == LUA_TUSERDATA) {
         memcpy(k->argp[i], &b->h.drv.mem, 8);
         continue;
@@ -360,13 +382,45 @@ static int kernel_launch(lua_State *L) {
     }
     setarg(L, k, i + 1, idx, s->h.drv.stream); /* every other case, and the errors */
   }
+  if (recording) { /* noted, not sent */
+    note(L, k, s->h.drv.stream, grid, block, 1, k->seen);
+    return 0;
+  }
   int t = cg_trace_begin(L, ctx, s->h.drv.stream, "kernel", k->name);
   if (k->nattrs) cg_launch_ex(L, k, s->h.drv.stream, grid, block);
   else CU(L, ctx, cuLaunchKernel, k->f, grid[0], grid[1], grid[2], block[0],
           block[1], block[2], k->shared, s->h.drv.stream, k->argp, NULL);
   cg_trace_end(L, ctx, t);
-  if (ctx->capture) note(L, k, s->h.drv.stream, grid, block);
+  if (ctx->capture) note(L, k, s->h.drv.stream, grid, block, 1, k->seen);
   return 0;
+}
+
+void cg_kernel_replay(lua_State *L, const cg_recs *r, const cg_rec *e,
+                      int kidx) {
+  cg_kernel *k = lua_touserdata(L, kidx);
+  cg_stream *s = lua_touserdata(L, kidx + 1);
+  cg_ctx *ctx = k->h.ctx;
+  cg_obj **objs = r->objs + e->arg0;
+  cg_check_open(L, &k->h);
+  cg_check_open(L, &s->h);
+  cg_check_captured(L, ctx, s->h.drv.stream, k->name);
+  cg_pinobj(L, ctx, &s->h, kidx + 1); /* pins allocate: handles are read */
+  cg_pinobj(L, ctx, &k->h, kidx);     /* after them */
+  for (int i = 0; i < e->nargs; i++)
+    if (objs[i]) {
+      const char *why = cg_mem_why(L, ctx, objs[i]); /* the door, again */
+      if (why) argerror(L, k, i + 1, why);
+      cg_pinobj(L, ctx, objs[i], kidx + 4 + i);
+    }
+  if (k->nwords) memcpy(k->argp[0], r->words + e->word0, k->nwords * 8);
+  unsigned shared = k->shared;
+  k->shared = e->shared;
+  if (k->nattrs) cg_launch_ex(L, k, s->h.drv.stream, e->grid, e->block);
+  else CU(L, ctx, cuLaunchKernel, k->f, e->grid[0], e->grid[1], e->grid[2],
+          e->block[0], e->block[1], e->block[2], e->shared, s->h.drv.stream,
+          k->argp, NULL);
+  note(L, k, s->h.drv.stream, e->grid, e->block, kidx, objs);
+  k->shared = shared;
 }
 
 void cg_kernel_args(lua_State *L, int kidx, int idx, int nargs) {

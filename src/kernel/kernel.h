@@ -44,6 +44,12 @@ typedef struct cg_kernel {
   unsigned cluster[3];  /* 0: none */
 } cg_kernel;
 
+/* A recording's kernel launch e (of records r) made again under the
+   capture in progress: the kernel, its stream, two values (for grid and
+   block, unread) and its arguments are on the stack from kidx, as k:launch
+   has them. */
+void cg_kernel_replay(lua_State *L, const cg_recs *r, const cg_rec *e,
+                      int kidx);
 /* A kernel of `module` at 1 for entry `entry` with parameters ps[n],
    labelled `label` in messages: pushed. */
 cg_kernel *cg_kernel_new(lua_State *L, cg_module *m, const char *entry,

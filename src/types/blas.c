@@ -273,6 +273,13 @@ CUstream cg_blas_begin(lua_State *L, cg_blas *b, int sidx, int mode,
                       const char *what) {
   cg_ctx *ctx = b->h.ctx;
   int top = lua_gettop(L);
+  if (cg_recording(ctx)) { /* the call is made again when the graph is */
+    if (lua_isnoneornil(L, sidx))                                /* built */
+      luaL_error(L, "%s without a stream in a graphed function: pass the "
+                 "stream the function runs on", what);
+    cg_record_call(L, ctx, cg_optstream(L, sidx, ctx), sidx);
+    return NULL;
+  }
   for (int i = 1; i <= top; i++) cg_pin(L, ctx, i);
   CUstream st = cg_work_begin(L, ctx, lua_isnil(L, sidx) ? 0 : sidx, what);
   cg_recs_mark(L, ctx, st); /* cuBLAS may fork and join */
@@ -362,6 +369,7 @@ static int blas_gemv(lua_State *L) {
   scales p;
   cg_blas_pointers(L, h, s, 2, a->type, "gemv", names, &p);
   CUstream st = cg_blas_begin(L, h, sidx, p.mode, "blas:gemv");
+  if (cg_recording(h->h.ctx)) return 0;
   int tok = cg_trace_begin(L, h->h.ctx, st ? st : h->h.ctx->stream, "blas",
                            "gemv");
   cublasHandle_t hd = RES(h)->handle;
@@ -400,6 +408,7 @@ static int blas_axpy(lua_State *L) {
   scales p;
   cg_blas_pointers(L, h, &s, 1, x->type, "axpy", names, &p);
   CUstream st = cg_blas_begin(L, h, sidx, p.mode, "blas:axpy");
+  if (cg_recording(h->h.ctx)) return 0;
   int tok = cg_trace_begin(L, h->h.ctx, st ? st : h->h.ctx->stream, "blas",
                            "axpy");
   cublasHandle_t hd = RES(h)->handle;
@@ -473,6 +482,7 @@ static int reduction(lua_State *L, int dot) {
   CUstream st = cg_blas_begin(L, h, sidx, out ? CUBLAS_POINTER_MODE_DEVICE
                                       : CUBLAS_POINTER_MODE_HOST,
                       dot ? "blas:dot" : "blas:nrm2");
+  if (cg_recording(h->h.ctx)) return 0;
   int tok = cg_trace_begin(L, h->h.ctx, st ? st : h->h.ctx->stream, "blas",
                            fn);
   cublasHandle_t hd = RES(h)->handle;

@@ -66,6 +66,8 @@ void cg_blas_pointers(lua_State *L, cg_blas *b, scale *s, int n, cg_type t,
 /* The stream of the call (after the capture checks, NULL for none: then
    after all device work); pins the call's objects, writes pending
    DeviceScalars, and gives cuBLAS the stream, its workspace and mode. */
+/* In a recording (cuda.graphed): the call recorded instead, NULL returned,
+   and the caller returns at once. */
 CUstream cg_blas_begin(lua_State *L, cg_blas *b, int sidx, int mode,
                        const char *what);
 

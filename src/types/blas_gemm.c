@@ -112,6 +112,7 @@ int cg_blas_gemm(lua_State *L) {
   product_args(L, "gemm", cg_blas_gemm_keys, 1, &x);
   cg_blas *h = x.h;
   CUstream st = cg_blas_begin(L, h, x.sidx, x.p.mode, "blas:gemm");
+  if (cg_recording(h->h.ctx)) return 0;
   int tok = cg_trace_begin(L, h->h.ctx, st ? st : h->h.ctx->stream, "blas",
                            "gemm");
   cublasHandle_t hd = RES(h)->handle;
@@ -222,6 +223,7 @@ int cg_blas_matmul(lua_State *L) {
   if (why) luaL_error(L, "%s", why);
   cg_blas *h = x.h;
   CUstream st = cg_blas_begin(L, h, x.sidx, x.p.mode, "blas:matmul");
+  if (cg_recording(h->h.ctx)) return 0;
   cg_blas_res *r = RES(h);
   if (!r->lt) {
     if (h->h.ctx->capture)

@@ -215,6 +215,18 @@ static const char *host_data(lua_State *L, cg_type t, int didx,
   return lua_tostring(L, -1);
 }
 
+/* A recording's work: the stream at sidx, which must be given and
+   part of the recording. */
+static CUstream recorded_stream(lua_State *L, cg_ctx *ctx, int sidx,
+                                const char *what) {
+  if (lua_isnoneornil(L, sidx))
+    luaL_error(L, "%s without a stream in a graphed function: pass the "
+               "stream the function runs on", what);
+  CUstream st = cg_optstream(L, sidx, ctx);
+  cg_record_stream(L, ctx, st, what);
+  return st;
+}
+
 /* Copies a table or a binary string (host_data) to the buffer at element
    offset (index oidx, 0 = none), on the stream at sidx or synchronously
    (0). The stream is looked up after the conversion, whose allocations may
@@ -262,6 +274,11 @@ static int hostcopy(lua_State *L, cg_buffer *b, int up) {
                cg_type_names[b->type], cg_type_names[h->type]);
   size_t count = h->n;
   size_t off = checkrange(L, b, 3, &count, what);
+  if (cg_recording(b->h.ctx)) { /* made again when the graph is built */
+    cg_record_call(L, b->h.ctx, recorded_stream(L, b->h.ctx, 4, what), 4);
+    lua_settop(L, 1);
+    return 1;
+  }
   cg_pin(L, b->h.ctx, 1); /* pins allocate: handles are read after them */
   cg_pin(L, b->h.ctx, 2);
   CUstream st = cg_work_begin(L, b->h.ctx, 4, what);
@@ -345,42 +362,93 @@ static int buffer_download(lua_State *L) {
 }
 
 /* Sets every element to the pattern v; for 8-byte types the halves are set
-   with two strided 2D memsets. */
-/* Sets every element to the pattern v; for 8-byte types the halves are set
-   with two strided 2D memsets. In a capture each memset's node is noted. */
+   with two strided 2D memsets. In a capture each memset's node is noted;
+   a recording notes them without sending them (the stream object at sidx,
+   the buffer at 1). */
 static void fill(lua_State *L, cg_ctx *ctx, cg_buffer *b, const void *v,
-                 CUstream st) {
+                 CUstream st, int sidx) {
   CUdeviceptr p = b->h.drv.mem;
   size_t n = b->n;
   uint32_t w[2] = {0, 0};
   uint16_t h;
-  int t = cg_trace_begin(L, ctx, st, "fill", NULL);
+  int send = !cg_recording(ctx), vals[2] = { sidx, 1 };
+  int t = send ? cg_trace_begin(L, ctx, st, "fill", NULL) : -1;
   switch (cg_type_size[b->type]) {
   case 1:
     w[0] = *(const uint8_t *)v;
-    CU(L, ctx, cuMemsetD8Async, p, (unsigned char)w[0], n, st);
+    if (send) CU(L, ctx, cuMemsetD8Async, p, (unsigned char)w[0], n, st);
     break;
   case 2:
     memcpy(&h, v, 2);
     w[0] = h;
-    CU(L, ctx, cuMemsetD16Async, p, h, n, st);
+    if (send) CU(L, ctx, cuMemsetD16Async, p, h, n, st);
     break;
   case 4:
     memcpy(w, v, 4);
-    CU(L, ctx, cuMemsetD32Async, p, w[0], n, st);
+    if (send) CU(L, ctx, cuMemsetD32Async, p, w[0], n, st);
     break;
   default:
     memcpy(w, v, 8);
-    CU(L, ctx, cuMemsetD2D32Async, p, 8, w[0], 1, n, st);
-    if (ctx->capture) cg_note_fill(L, ctx, st, &b->h, 0, w[0], 4, 1, n, 8);
-    CU(L, ctx, cuMemsetD2D32Async, p + 4, 8, w[1], 1, n, st);
-    if (ctx->capture) cg_note_fill(L, ctx, st, &b->h, 4, w[1], 4, 1, n, 8);
+    for (int half = 0; half < 2; half++) {
+      if (send)
+        CU(L, ctx, cuMemsetD2D32Async, p + 4 * (size_t)half, 8, w[half], 1,
+           n, st);
+      if (ctx->capture) {
+        cg_note_fill(L, ctx, st, &b->h, 4 * (size_t)half, w[half], 4, 1, n, 8);
+        cg_note_vals(L, ctx, st, vals, 2);
+      }
+    }
     cg_trace_end(L, ctx, t);
     return;
   }
   cg_trace_end(L, ctx, t);
-  if (ctx->capture)
+  if (ctx->capture) {
     cg_note_fill(L, ctx, st, &b->h, 0, w[0], cg_type_size[b->type], n, 1, 0);
+    cg_note_vals(L, ctx, st, vals, 2);
+  }
+}
+
+void cg_fill_replay(lua_State *L, const cg_rec *e, int sidx) {
+  cg_stream *s = lua_touserdata(L, sidx);
+  cg_buffer *b = lua_touserdata(L, sidx + 1);
+  cg_ctx *ctx = b->h.ctx;
+  cg_check_open(L, &s->h);
+  cg_check_mem(L, ctx, &b->h, "fill");
+  cg_check_captured(L, ctx, s->h.drv.stream, "fill");
+  cg_pinobj(L, ctx, &s->h, sidx); /* pins allocate: handles are read after */
+  cg_pinobj(L, ctx, &b->h, sidx + 1);
+  CUdeviceptr p = b->h.drv.mem + e->off;
+  CUstream st = s->h.drv.stream;
+  unsigned v = e->value;
+  size_t w = e->width, h = e->height, pitch = e->pitch;
+  switch (e->elem) { /* the memset that made the node (fill's: strided */
+  case 1:                                   /* only for 8-byte elements) */
+    CU(L, ctx, cuMemsetD8Async, p, (unsigned char)v, w, st);
+    break;
+  case 2:
+    CU(L, ctx, cuMemsetD16Async, p, (unsigned short)v, w, st);
+    break;
+  default:
+    if (pitch) CU(L, ctx, cuMemsetD2D32Async, p, pitch, v, w, h, st);
+    else CU(L, ctx, cuMemsetD32Async, p, v, w, st);
+  }
+  cg_note_fill(L, ctx, st, &b->h, e->off, v, e->elem, w, h, pitch);
+}
+
+void cg_copy_replay(lua_State *L, const cg_rec *e, int sidx) {
+  cg_stream *s = lua_touserdata(L, sidx);
+  cg_buffer *d = lua_touserdata(L, sidx + 1), *src = lua_touserdata(L, sidx + 2);
+  cg_ctx *ctx = d->h.ctx;
+  cg_check_open(L, &s->h);
+  cg_check_mem(L, ctx, &d->h, "copy");
+  cg_check_mem(L, ctx, &src->h, "copy");
+  cg_check_captured(L, ctx, s->h.drv.stream, "copy");
+  for (int i = 0; i < 3; i++) /* pins allocate: handles are read after */
+    cg_pinobj(L, ctx, lua_touserdata(L, sidx + i), sidx + i);
+  CU(L, ctx, cuMemcpyDtoDAsync, d->h.drv.mem + e->off,
+     src->h.drv.mem + e->soff, e->bytes, s->h.drv.stream);
+  cg_note_copy(L, ctx, s->h.drv.stream, &d->h, &src->h, e->bytes, e->off,
+               e->soff);
 }
 
 /* b:fill(v [, stream]) */
@@ -389,9 +457,14 @@ static int buffer_fill(lua_State *L) {
   uint64_t v;
   cg_tobits(L, 2, b->type, &v, NULL);
   cg_check_mem(L, b->h.ctx, &b->h, "fill");
+  if (cg_recording(b->h.ctx)) {
+    fill(L, b->h.ctx, b, &v, recorded_stream(L, b->h.ctx, 3, "fill"), 3);
+    lua_settop(L, 1);
+    return 1;
+  }
   cg_pin(L, b->h.ctx, 1); /* pins allocate: handles are read after them */
   CUstream st = cg_work_begin(L, b->h.ctx, 3, "fill");
-  fill(L, b->h.ctx, b, &v, st ? st : b->h.ctx->stream);
+  fill(L, b->h.ctx, b, &v, st ? st : b->h.ctx->stream, 3);
   cg_work_finish(L, b->h.ctx, st);
   lua_settop(L, 1);
   return 1;
@@ -508,6 +581,17 @@ static int buffer_copy(lua_State *L) {
   }
   if (d->h.ctx != s->h.ctx) return peer_copy(L, d, s, sidx, bytes,
                                              doff * des, soff * ses);
+  if (cg_recording(d->h.ctx)) { /* noted, not sent */
+    CUstream st = recorded_stream(L, d->h.ctx, sidx, "copy");
+    int vals[3] = { sidx, 1, 2 };
+    if (bytes) {
+      cg_note_copy(L, d->h.ctx, st, &d->h, &s->h, bytes, doff * des,
+                   soff * ses);
+      cg_note_vals(L, d->h.ctx, st, vals, 3);
+    }
+    lua_settop(L, 1);
+    return 1;
+  }
   cg_pin(L, d->h.ctx, 1); /* pins allocate: handles are read after them */
   cg_pin(L, d->h.ctx, 2);
   CUstream st = cg_work_begin(L, d->h.ctx, sidx, "copy");

@@ -200,6 +200,10 @@ static CUstream begin(lua_State *L, cg_comm *c, int sidx, const char *what) {
   cg_stream *so = fastobj(L, sidx, CG_STREAM, ctx);
   if (so->h.ctx != ctx) cg_error_devices(L, ctx, so->h.ctx, "stream argument");
   CUstream s = so->h.drv.stream;
+  if (cg_recording(ctx)) { /* made again when the graph is built: the */
+    cg_record_call(L, ctx, s, sidx); /* the caller returns at once */
+    return NULL;
+  }
   if (ctx->capture) {
     cg_check_captured(L, ctx, s, lua_pushfstring(L, "comm:%s()", what));
     cg_recs_mark(L, ctx, s); /* NCCL may fork and join */
@@ -255,6 +259,7 @@ static int comm_all_reduce(lua_State *L) {
   same(L, s, r, s->n == r->n, "all_reduce", "they must be equal");
   int t = nccl_type(L, s->type);
   CUstream st = begin(L, c, sidx, "all_reduce");
+  if (cg_recording(c->h.ctx)) return 0;
   NCCL(L, COMM(c), ncclAllReduce, DPTR(s), DPTR(r), s->n, t, op, COMM(c),
        STREAM(c, st));
   done(L, c, st);
@@ -271,6 +276,7 @@ static int comm_reduce(lua_State *L) {
   same(L, s, r, s->n == r->n, "reduce", "they must be equal");
   int t = nccl_type(L, s->type);
   CUstream st = begin(L, c, sidx, "reduce");
+  if (cg_recording(c->h.ctx)) return 0;
   NCCL(L, COMM(c), ncclReduce, DPTR(s), DPTR(r), s->n, t, op, root, COMM(c),
        STREAM(c, st));
   done(L, c, st);
@@ -285,6 +291,7 @@ static int comm_broadcast(lua_State *L) {
   same(L, s, r, s->n == r->n, "broadcast", "they must be equal");
   int t = nccl_type(L, s->type);
   CUstream st = begin(L, c, 5, "broadcast");
+  if (cg_recording(c->h.ctx)) return 0;
   NCCL(L, COMM(c), ncclBroadcast, DPTR(s), DPTR(r), s->n, t, root, COMM(c),
        STREAM(c, st));
   done(L, c, st);
@@ -300,6 +307,7 @@ static int comm_all_gather(lua_State *L) {
        "all_gather", "recv must have size() times send's");
   int t = nccl_type(L, s->type);
   CUstream st = begin(L, c, 4, "all_gather");
+  if (cg_recording(c->h.ctx)) return 0;
   NCCL(L, COMM(c), ncclAllGather, DPTR(s), DPTR(r), s->n, t, COMM(c),
        STREAM(c, st));
   done(L, c, st);
@@ -316,6 +324,7 @@ static int comm_reduce_scatter(lua_State *L) {
        "reduce_scatter", "send must have size() times recv's");
   int t = nccl_type(L, s->type);
   CUstream st = begin(L, c, sidx, "reduce_scatter");
+  if (cg_recording(c->h.ctx)) return 0;
   NCCL(L, COMM(c), ncclReduceScatter, DPTR(s), DPTR(r), r->n, t, op, COMM(c),
        STREAM(c, st));
   done(L, c, st);
@@ -330,6 +339,7 @@ static int point(lua_State *L, int send) {
                 "peer must be another rank");
   int t = nccl_type(L, b->type);
   CUstream st = begin(L, c, 4, send ? "send" : "recv");
+  if (cg_recording(c->h.ctx)) return 0;
   if (send)
     NCCL(L, COMM(c), ncclSend, DPTR(b), b->n, t, (int)peer,
          COMM(c), STREAM(c, st));
@@ -353,6 +363,10 @@ static int nccl_group(lua_State *L) {
   luaL_checktype(L, 1, LUA_TFUNCTION);
   cg_need_nccl(L);
   cg_ctx *root = cg_sentinel(L);
+  if (cg_recording(root))
+    luaL_error(L, "cuda.nccl_group cannot be recorded in a graphed function "
+               "(cuda.graphed): make the group outside the function, or run "
+               "it eagerly (opts.eager)");
   check(L, NULL, "ncclGroupStart", cg_nccl.ncclGroupStart());
   root->nccl_group++;
   int status = lua_pcall(L, lua_gettop(L) - 1, LUA_MULTRET, 0);

@@ -135,6 +135,10 @@ static cg_condition *setter_args(lua_State *L, const char *what) {
     luaL_error(L, "condition:%s() outside a capture: setters run on the "
                "device as nodes of a graph; call them inside s:capture(fn)",
                what);
+  if (cg_recording(c->h.ctx)) /* made again when the graph is built, */
+    cg_record_call(L, c->h.ctx, /* where its handle is; setter() sends */
+                   ((cg_stream *)lua_touserdata(L, 2))->h.drv.stream,
+                   lua_gettop(L));
   cg_pinobj(L, c->h.ctx, &c->h, 1); /* its cell is read below */
   return c;
 }
@@ -142,6 +146,7 @@ static cg_condition *setter_args(lua_State *L, const char *what) {
 /* Launches setter `name` on the stream at 2 with the n values on top of the
    stack, the condition (1) first: one thread, a node of the capture. */
 static int setter(lua_State *L, const char *name, int n) {
+  if (cg_recording(cg_sentinel(L))) return 0; /* recorded by setter_args */
   int base = lua_gettop(L) - n;
   luaL_checkstack(L, n + 8, NULL);
   lua_rawgetp(L, LUA_REGISTRYINDEX, &setters_key);

@@ -37,6 +37,11 @@ static int event_record(lua_State *L) {
   if (ctx->capture && lua_isnoneornil(L, 2))
     luaL_error(L, "event:record() without a stream inside a graph capture: "
                "pass the capture stream");
+  if (cg_recording(ctx)) { /* made again when the graph is built */
+    cg_record_call(L, ctx, cg_optstream(L, 2, ctx), 2);
+    lua_settop(L, 1);
+    return 1;
+  }
   cg_pin(L, ctx, 1); /* pins allocate: handles are read after them */
   cg_pin(L, ctx, 2);
   CUstream s = cg_optstream(L, 2, ctx);

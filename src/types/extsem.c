@@ -101,7 +101,9 @@ static int external(lua_State *L, int wait) {
   memset(&wp, 0, sizeof wp);
   memset(&sp, 0, sizeof sp);
   wp.params.fence.value = sp.params.fence.value = v;
-  if (ctx->capture && cg_capturing_on(L, ctx, st)) {
+  if (cg_recording(ctx)) { /* made again when the graph is built */
+    cg_record_call(L, ctx, st, 3);
+  } else if (ctx->capture && cg_capturing_on(L, ctx, st)) {
     if (sc && ctx->capture->depth)
       return luaL_error(L, "%s: a u64 cugraph.Scalar value is set per "
                         "launch in the top graph only, not in the body of "

@@ -282,6 +282,13 @@ static int transform(lua_State *L, int dir) {
                p->kind == C2C ? "in place, give the same buffer twice"
                               : "a real transform needs two buffers");
   cg_ctx *ctx = p->h.ctx;
+  if (cg_recording(ctx)) { /* the call is made again when the graph is */
+    if (lua_isnoneornil(L, sidx))                                /* built */
+      luaL_error(L, "fft:%s without a stream in a graphed function: pass "
+                 "the stream the function runs on", fn);
+    cg_record_call(L, ctx, cg_optstream(L, sidx, ctx), sidx);
+    return 0;
+  }
   for (int i = 1; i <= sidx; i++) cg_pin(L, ctx, i);
   CUstream st = cg_work_begin(L, ctx, lua_isnil(L, sidx) ? 0 : sidx,
                               dir == CUFFT_FORWARD ? "fft:forward"

@@ -261,7 +261,7 @@ static int copy_box(lua_State *L, int three) {
     "dst_pitch", "src_pitch", "dst_height", "src_height", NULL
   };
   const char *what = three ? "copy3d" : "copy2d";
-  int oidx = three ? 6 : 5;
+  int oidx = three ? 6 : 5, nargs = lua_gettop(L);
   lua_Integer w = luaL_checkinteger(L, 3), h = luaL_checkinteger(L, 4);
   lua_Integer d = three ? luaL_checkinteger(L, 5) : 1;
   luaL_argcheck(L, w > 0 && w <= (1 << 30), 3, "width must be 1..2^30");
@@ -299,10 +299,19 @@ static int copy_box(lua_State *L, int three) {
     return cg_error_devices(L, dst.o->ctx, src.o->ctx, what);
   if (!cg_drv.cuMemcpy3DAsync)
     return luaL_error(L, "%s: this CUDA driver has no 3-D copies", what);
-  cg_pin(L, ctx, 1); /* pins allocate: handles are read after them */
-  cg_pin(L, ctx, 2);
   int sidx = 0;
   if (opts && lua_getfield(L, opts, "stream") != LUA_TNIL) sidx = lua_gettop(L);
+  if (cg_recording(ctx)) { /* made again when the graph is built */
+    if (!sidx)
+      luaL_error(L, "%s without a stream in a graphed function: pass the "
+                 "stream the function runs on (opts.stream)", what);
+    CUstream rs = cg_optstream(L, sidx, ctx);
+    cg_record_call(L, ctx, rs, nargs); /* the call as it was made */
+    lua_settop(L, 1);
+    return 1;
+  }
+  cg_pin(L, ctx, 1); /* pins allocate: handles are read after them */
+  cg_pin(L, ctx, 2);
   CUstream st = cg_work_begin(L, ctx, sidx, what);
   cg_check_open(L, dst.o);
   cg_check_open(L, src.o);

@@ -110,6 +110,16 @@ static int stream_wait(lua_State *L) {
     luaL_error(L, "stream:wait() inside a conditional body across its edges: "
                "a body forks and joins only streams of its own (s2:wait(s) "
                "with s the body's stream), never events or outer streams");
+  if (cg_recording(ctx)) { /* a fork or join, made again when the graph */
+    if (other)                              /* is built */
+      cg_capture_wait(L, ctx, s->h.drv.stream,
+                      ((cg_stream *)cg_checkobj(L, 2, CG_STREAM))->h.drv.stream);
+    else
+      cg_checkobj(L, 2, CG_EVENT);
+    cg_record_call(L, ctx, s->h.drv.stream, 2);
+    lua_settop(L, 1);
+    return 1;
+  }
   if (other) { /* its event is made and recorded in its own context */
     other = cg_checkobj(L, 2, CG_STREAM);
     if (!other->join)

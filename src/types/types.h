@@ -136,6 +136,11 @@ typedef struct cg_condition {
   CUgraphConditionalHandle handle;
 } cg_condition;
 
+/* A recording's fill or copy e made again under the capture in progress:
+   its stream and buffer (a copy's stream, destination and source) on the
+   stack from sidx. */
+void cg_fill_replay(lua_State *L, const cg_rec *e, int sidx);
+void cg_copy_replay(lua_State *L, const cg_rec *e, int sidx);
 /* Raises while views are open over b: every way to free a buffer asks. */
 void cg_check_no_views(lua_State *L, const cg_buffer *b);
 /* The stream at idx (nil: ctx's default stream), of device ctx. */
