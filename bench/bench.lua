@@ -377,6 +377,29 @@ for _, launch in ipairs {true, false} do
     end}
 end
 
+-- A function of K inc_i32 launches on one buffer, its buffer alternating
+-- between ra and rb call by call: through cuda.graphed (a recording, the K
+-- nodes set, a launch), by hand (a captured graph, g:rebind of its K nodes
+-- and g:launch) and eagerly (K launches). The C side of the first two: the
+-- driver's own K node setters and the launch on the graph Lua made; of the
+-- eager row, K launches.
+local function alt_fn(k)
+  return function(st, b)
+    for _ = 1, k do inc:launch(st, 1, n, b, n) end
+  end
+end
+for _, k in ipairs {10, 100} do
+  cases[#cases + 1] = {key = "graphed" .. k, label = ("graphed call, %d "
+    .. "kernels, buffers alternating"):format(k), c = {"setnodes", k},
+    alt = k, graphed = true, steady = true}
+  cases[#cases + 1] = {key = "hand" .. k, label = ("g:rebind + launch, %d "
+    .. "kernels, buffers alternating"):format(k), c = {"setnodes", k},
+    alt = k, hand = true, steady = true}
+  cases[#cases + 1] = {key = "eagerk" .. k, label = ("eager, %d kernels, "
+    .. "buffers alternating"):format(k), c = {"eagerk", k}, alt = k,
+    steady = true}
+end
+
 -- Host data into a graph's input: 1 MiB from a pinned cuda.host_buffer and
 -- from a Lua string (pageable memory), each followed by a launch; the C
 -- side copies from cuMemHostAlloc and malloc memory.
@@ -407,6 +430,39 @@ local function run_case(c)
   out:fill(0)
   if c.nodes then g = graph(c.nodes, c.mark, c.nop and am.nop) end
   if c.rebind then g = rebind_graph() end
+  local alt -- the alternating rows: their loop, and the graph of the C side
+  if c.alt then
+    ra:fill(0); rb:fill(0)
+    local fn, bufs = alt_fn(c.alt), {ra, rb}
+    if c.graphed then
+      local f = cuda.graphed(fn)
+      f(s, ra)
+      g = f:graphs()[1]
+      alt = {f = f, loop = function(iters)
+        local call, st, b = f, s, bufs
+        for i = 1, iters do call(st, b[i % 2 + 1]) end
+      end}
+    elseif c.hand then
+      g = s:capture(function() fn(s, ra) end)
+      g:launch()
+      alt = {loop = function(iters)
+        local gr, cur, other = g, ra, rb
+        for _ = 1, iters do
+          gr:rebind(cur, other)
+          cur, other = other, cur
+          gr:launch()
+        end
+        if iters % 2 == 1 then gr:rebind(cur, other) end -- ra again
+      end}
+    else
+      alt = {loop = function(iters)
+        local st, b = s, bufs
+        for i = 1, iters do fn(st, b[i % 2 + 1]) end
+      end}
+    end
+    s:synchronize() -- the first call's (or launch's) work is not counted
+    ra:fill(0); rb:fill(0)
+  end
   if c.loop_while then
     local cond = cuda.condition(1)
     local turns = cuda.buffer("u32", 1):fill(0)
@@ -424,11 +480,16 @@ local function run_case(c)
     exec = cg_graph:handle()
     ref.setup(c.c[1], c.c[2], nil, exec, s:handle(),
               cg_graph:node(10):handle(), ra:address(), rb:address())
+  elseif c.alt and g then
+    local nodes = {}
+    for i = 1, c.alt do nodes[i] = g:node(i):handle() end
+    ref.setup(c.c[1], c.c[2], nil, exec, s:handle(), nodes, ra:address(),
+              rb:address())
   else
     ref.setup(c.c[1], c.c[2], nil, exec, g and s:handle(),
               c.mark and pos:address())
   end
-  local loop = c.loop or c.args and args_loop(c.args)
+  local loop = c.loop or alt and alt.loop or c.args and args_loop(c.args)
     or capture_loop(c.capture)
   local count, last = 0, 0
   local function lside(iters)
@@ -447,10 +508,19 @@ local function run_case(c)
   collectgarbage("restart")
   local cincs, clast = ref.check() -- a shared graph: the C side's share
   if c.nop then cincs = 0 end -- nop counts nothing
-  local want = c.incs * count + (cincs or 0)
-  local got = x:download("table", 0, 1)[1]
-  if got ~= want then
-    error(("%s: x[0] is %d, not %d launches"):format(c.label, got, want), 0)
+  if c.alt then -- the Lua side's work on ra and rb (and the shared graph's)
+    local want = c.alt * count + (g and cincs or 0)
+    local got = ra:download("table", 0, 1)[1] + rb:download("table", 0, 1)[1]
+    if got ~= want then
+      error(("%s: ra[0] + rb[0] is %d, not %d launches"):format(c.label, got,
+            want), 0)
+    end
+  else
+    local want = c.incs * count + (cincs or 0)
+    local got = x:download("table", 0, 1)[1]
+    if got ~= want then
+      error(("%s: x[0] is %d, not %d launches"):format(c.label, got, want), 0)
+    end
   end
   local p = c.mark and pos:get()
   if c.mark and (p ~= last and p ~= clast or out:download("table", 1, 1)[1] ~= 2)
@@ -479,6 +549,11 @@ local function run_case(c)
   end
   if c.handle then engine.release() end
   if c.own then cg_graph:free() end
+  if alt and alt.f then
+    r.builds = alt.f:stats().builds
+    alt.f:free()
+    g = nil
+  end
   if g then g:free() end
   g = nil
   return r
@@ -851,6 +926,27 @@ do
     notes[#notes + 1] = ("Lua against the device's floor (target at most "
       .. "1.05): %d of %d rows within it (%s)"):format(met, n_floor,
       table.concat(parts, ", "))
+  end
+end
+
+-- The graphed rows against their eager and hand-captured twins (targets:
+-- eager at least 3x the graphed call's time at 10 kernels and 10x at 100;
+-- the graphed call at most the hand-captured rebind + launch).
+do
+  local by = {}
+  for _, r in ipairs(rows) do by[r.key] = r end
+  for _, k in ipairs {10, 100} do
+    local gr, e, h = by["graphed" .. k], by["eagerk" .. k], by["hand" .. k]
+    if gr and e and h and gr.lua then
+      local want = k == 10 and 3 or 10
+      local speed, hand = e.lua / gr.lua, gr.lua / h.lua
+      notes[#notes + 1] = ("graphed call, %d kernels: %.2f µs, eager %.2f µs "
+        .. "(%.1fx, target >= %d: %s), g:rebind + launch %.2f µs (graphed/hand "
+        .. "%.3f, target <= 1: %s), %s Lua B/call, %s graph%s built"):format(
+        k, gr.lua, e.lua, speed, want, speed >= want and "met" or "MISS",
+        h.lua, hand, hand <= 1 and "met" or "MISS", tostring(gr.bytes or "-"),
+        tostring(gr.builds or "-"), gr.builds == 1 and "" or "s")
+    end
   end
 end
 

@@ -35,6 +35,18 @@ if arg[1] == "--run" then
     inc:launch(s, 1, n, ra, n)
   end)
   local nothing = require("ref").nothing()
+  -- K inc_i32 on one buffer, the buffer alternating call by call: graphed,
+  -- and eagerly (bench.lua's graphedK and eagerkK rows)
+  local function alt(k, graphed)
+    local function fn(st, b) for _ = 1, k do inc:launch(st, 1, n, b, n) end end
+    local f = graphed and cuda.graphed(fn) or fn
+    local bufs = {ra, rb}
+    if graphed then f(s, ra) end
+    return function(iters)
+      local call, st, b = f, s, bufs
+      for i = 1, iters do call(st, b[i % 2 + 1]) end
+    end
+  end
   local loops = {
     eager = function(iters)
       local k, st, buf, len = inc, s, x, n
@@ -53,6 +65,8 @@ if arg[1] == "--run" then
       for i = 1, iters do sc:set(i); gr:launch() end
     end,
     capture1 = capture(1), capture10 = capture(10), capture100 = capture(100),
+    graphed10 = alt(10, true), graphed100 = alt(100, true),
+    eager10 = alt(10, false), eager100 = alt(100, false),
     rebind = function(iters) -- bench.lua's rebind0: one node of ten
       local gr, cur, other = g10, ra, rb
       for _ = 1, iters do
@@ -68,7 +82,8 @@ if arg[1] == "--run" then
 end
 
 local CASES = {"bare", "eager", "replay1", "scalar", "rebind", "capture1",
-               "capture10", "capture100"}
+               "capture10", "capture100", "graphed10", "eager10",
+               "graphed100", "eager100"}
 local LUA = build .. "/cugraph-lua"
 local DOUBLE = build .. "/libcuda-double.so"
 

@@ -28,8 +28,12 @@
                               other buffer, then a launch unless k is 0),
                               pinned or pageable (a copy of bytes from
                               pinned or pageable host memory to a buffer,
-                              then inc_i32) or nop (nop launched as
-                              inc_i32 is); x zeroed
+                              then inc_i32), nop (nop launched as
+                              inc_i32 is), eagerk (k launches of inc_i32)
+                              or setnodes (the exec of k inc_i32 on a or
+                              b, every node's parameters switched to the
+                              other buffer, then a launch); x zeroed
+     ref.setup("setnodes", k, nil, exec, stream, {node, ...}, a, b)
      ref.block(n)             n iterations of the case's loop and a stream
                               synchronize: microseconds per iteration
      ref.floor(exec, stream, seconds)
@@ -198,6 +202,7 @@ static struct {
   CUgraphExec start; /* cg: the start graph, */
   double tol;        /* and the tolerance */
   CUgraphNode node;  /* rebind: the node of exec that switches buffers, */
+  CUgraphNode *nodes; /* setnodes: its k nodes */
   CUDA_KERNEL_NODE_PARAMS kp; /* its parameters, */
   CUdeviceptr ab[2];          /* the two buffers, */
   void *argv[2][2];           /* its arguments with each, */
@@ -333,6 +338,24 @@ static void rebind(long n) {
   }
 }
 
+/* for i = 1, n do for j = 1, k do inc:launch(s, 1, 256, x, 256) end end */
+static void eagerk(long n) {
+  for (long i = 0; i < n; i++) record(run.k);
+}
+
+/* for i = 1, n do f(s, bufs[i % 2 + 1]) end, f graphed over k inc_i32 on
+   its buffer: what the driver takes for it, each node's parameters set to
+   the other buffer, then the launch */
+static void setnodes(long n) {
+  for (long i = 0; i < n; i++) {
+    run.flip ^= 1;
+    run.kp.kernelParams = run.argv[run.flip];
+    for (int j = 0; j < run.k; j++)
+      CU(cuGraphExecKernelNodeSetParams, run.exec, run.nodes[j], &run.kp);
+    CU(cuGraphLaunch, run.exec, run.s);
+  }
+}
+
 /* for i = 1, n do dst:upload(h, s); inc:launch(s, 1, 256, x, 256) end:
    from pinned memory (a cuda.host_buffer) or pageable (a Lua string) */
 static void upload(long n) {
@@ -347,6 +370,7 @@ static void release_run(void) {
   if (run.dst) CU(cuMemFree, run.dst);
   if (run.host && run.pinned) CU(cuMemFreeHost, run.host);
   if (!run.pinned) free(run.host);
+  free(run.nodes);
   memset(&run, 0, sizeof run);
 }
 
@@ -480,7 +504,8 @@ static int lsetup(lua_State *L) {
   static const char *const names[] = {"eager", "args", "replay", "scalar",
                                       "capture", "while", "compile", "cg",
                                       "rebind", "pinned", "pageable", "nop",
-                                      "compile_sm", NULL};
+                                      "compile_sm", "eagerk", "setnodes",
+                                      NULL};
   int c = luaL_checkoption(L, 1, NULL, names);
   int k = (int)luaL_optinteger(L, 2, 0), i = 0;
   if (!b.mod) return luaL_error(L, "ref.setup: not open");
@@ -547,6 +572,33 @@ static int lsetup(lua_State *L) {
   case 11:
     luaL_argcheck(L, b.nop != NULL, 1, "no nop kernel");
     run.loop = eager_nop;
+    break;
+  case 13:
+    luaL_argcheck(L, k > 0, 2, "expected a launch count");
+    run.loop = eagerk;
+    run.incs = k;
+    break;
+  case 14:
+    luaL_argcheck(L, k > 0, 2, "expected a node count");
+    luaL_checktype(L, 6, LUA_TTABLE);
+    run.exec = handle(L, 4);
+    run.s = handle(L, 5);
+    if (!(run.nodes = calloc((size_t)k, sizeof *run.nodes)))
+      fail("setnodes", "out of memory");
+    for (i = 0; i < k; i++) {
+      lua_rawgeti(L, 6, i + 1);
+      run.nodes[i] = handle(L, -1);
+      lua_pop(L, 1);
+    }
+    run.ab[0] = (CUdeviceptr)(uintptr_t)handle(L, 7);
+    run.ab[1] = (CUdeviceptr)(uintptr_t)handle(L, 8);
+    for (i = 0; i < 2; i++) {
+      run.argv[i][0] = &run.ab[i];
+      run.argv[i][1] = &b.n;
+    }
+    CU(cuGraphKernelNodeGetParams, run.nodes[0], &run.kp); /* Lua's function */
+    run.loop = setnodes;
+    run.incs = k;
     break;
   default: /* compile, compile_sm */
     compile_setup(luaL_checkstring(L, 3), k, c == 12);

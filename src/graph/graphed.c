@@ -315,19 +315,71 @@ static int free_slot(lua_State *L, cg_graphed *gf, int t) {
   return lru;
 }
 
+/* Adds o (when it is a buffer or scalar) to the set v of *n, unless there
+   (at most MAXOBJS: 0 when full). */
+enum { MAXOBJS = 32 };
+static int add_obj(cg_obj **v, int *n, cg_obj *o) {
+  if (!o || (o->kind != CG_BUFFER && o->kind != CG_SCALAR)) return 1;
+  for (int i = 0; i < *n; i++)
+    if (v[i] == o) return 1;
+  if (*n == MAXOBJS) return 0;
+  v[(*n)++] = o;
+  return 1;
+}
+
+/* The buffers and scalars record e (of r) refers to, added to v. */
+static int add_objs(cg_obj **v, int *n, const cg_recs *r, const cg_rec *e) {
+  int ok = 1;
+  if (e->kind == NK_KERNEL)
+    for (int j = 0; j < e->nargs; j++) ok &= add_obj(v, n, r->objs[e->arg0 + (size_t)j]);
+  else
+    ok = add_obj(v, n, e->obj[0]) & add_obj(v, n, e->obj[1]);
+  return ok;
+}
+
+/* Whether graph record e refers to o. */
+static int uses(const cg_recs *g, const cg_rec *e, const cg_obj *o) {
+  if (e->kind != NK_KERNEL) return e->obj[0] == o || e->obj[1] == o;
+  for (int j = 0; j < e->nargs; j++)
+    if (g->objs[e->arg0 + (size_t)j] == o) return 1;
+  return 0;
+}
+
+/* Pins (pin set) or unpins the object o of the graph at pidx: its value is
+   found among the values at vals of the records of r that ch marks. */
+static void repin(lua_State *L, int pidx, unsigned id, const cg_recs *r,
+                  int vals, const unsigned char *ch, cg_obj *o, int pin) {
+  for (size_t i = 0; i < r->n; i++) {
+    const cg_rec *e = &r->v[i];
+    if (!ch[i]) continue;
+    for (size_t j = 0; j < e->nvals; j++) {
+      lua_rawgeti(L, vals, (lua_Integer)(e->v0 + j));
+      if (lua_touserdata(L, -1) == o) {
+        if (pin) cg_pin_in(L, pidx, lua_gettop(L), id);
+        else cg_unpin_in(L, pidx, lua_gettop(L), id);
+        lua_pop(L, 1);
+        return;
+      }
+      lua_pop(L, 1);
+    }
+  }
+}
+
 /* The parameters of the records of rec that ch marks go to their nodes in
-   slot's graph (at gidx, its pins at pidx) and its log (values at lv). */
+   slot's graph (at gidx) and its log (values at lv). The graph pins what
+   they refer to now and lets go of what no node refers to any more. */
 static void set_nodes(lua_State *L, cg_graphed *gf, int slot, int gidx,
                       int rv, int lv) {
   variant *v = &gf->var[slot];
   cg_graph *gr = v->gr;
   cg_recs *g = gr->recs, *rec = gf->rec, *log = v->log;
   cg_ctx *ctx = gr->h.ctx;
-  lua_getiuservalue(L, gidx, 1);
-  int pidx = lua_gettop(L), scalars = 0;
+  cg_obj *news[MAXOBJS], *olds[MAXOBJS];
+  int nnew = 0, nold = 0, all = 1;
   for (size_t i = 0; i < rec->n; i++) {
     if (!gf->changed[i]) continue;
     cg_rec *x = &rec->v[i], *y = &log->v[i], *e = &g->v[y->peer];
+    all &= add_objs(news, &nnew, rec, x) & add_objs(olds, &nold, log, y);
     if (x->kind == NK_KERNEL) {
       memcpy(e->grid, x->grid, sizeof e->grid);
       memcpy(e->block, x->block, sizeof e->block);
@@ -351,30 +403,53 @@ static void set_nodes(lua_State *L, cg_graphed *gf, int slot, int gidx,
     if (res != CUDA_SUCCESS) cg_check(L, ctx, api, res);
     e->dirty = 1; /* the graph's own node follows on demand */
     gf->set++;
-    for (size_t j = 0; j < x->nvals; j++) { /* what it uses now: pinned */
-      lua_rawgeti(L, rv, (lua_Integer)(x->v0 + j));
-      cg_obj *o = cg_toany(L, ctx, -1);
-      if (o) {
-        cg_pin_in(L, pidx, lua_gettop(L), gr->id);
-        scalars |= o->kind == CG_SCALAR;
-      }
-      lua_pop(L, 1);
-    }
   }
-  for (size_t i = 0; i < rec->n; i++) { /* what it used before and no */
-    if (!gf->changed[i]) continue;      /* node uses now: let go */
-    cg_rec *x = &rec->v[i], *y = &log->v[i];
-    for (size_t j = 0; j < y->nvals; j++) {
-      lua_rawgeti(L, lv, (lua_Integer)(y->v0 + j));
-      cg_obj *o = cg_toany(L, ctx, -1);
-      if (o && (o->kind == CG_BUFFER || o->kind == CG_SCALAR) &&
-          !cg_recs_use(g, o)) {
-        cg_unpin_in(L, pidx, lua_gettop(L), gr->id);
-        scalars |= o->kind == CG_SCALAR;
+  lua_getiuservalue(L, gidx, 1);
+  int pidx = lua_gettop(L), scalars = 0;
+  for (int i = 0; i < nnew; i++) { /* what the nodes use now: pinned */
+    cg_obj *o = news[i];
+    scalars |= o->kind == CG_SCALAR;
+    if (!(o->uses == 1 && o->graph == gr->id)) /* not its alone already */
+      repin(L, pidx, gr->id, rec, rv, gf->changed, o, 1);
+  }
+  /* what no node uses any more: let go (one pass over the graph's records
+     finds what is still used; a set too large to hold is scanned per
+     record changed, as rebind does) */
+  unsigned long used = 0;
+  for (size_t j = 0; all && nold && j < g->n; j++)
+    for (int i = 0; i < nold; i++)
+      if (!(used >> i & 1) && uses(g, &g->v[j], olds[i])) used |= 1ul << i;
+  for (int i = 0; i < nold; i++)
+    if (all ? !(used >> i & 1) : !cg_recs_use(g, olds[i])) {
+      scalars |= olds[i]->kind == CG_SCALAR;
+      repin(L, pidx, gr->id, log, lv, gf->changed, olds[i], 0);
+    }
+  if (!all) /* objects past the sets: each checked as rebind checks them */
+    for (size_t i = 0; i < rec->n; i++) {
+      if (!gf->changed[i]) continue;
+      const cg_rec *y = &log->v[i];
+      for (size_t j = 0; j < y->nvals; j++) {
+        lua_rawgeti(L, lv, (lua_Integer)(y->v0 + j));
+        cg_obj *o = cg_toany(L, ctx, -1);
+        if (o && (o->kind == CG_BUFFER || o->kind == CG_SCALAR) &&
+            !cg_recs_use(g, o))
+          cg_unpin_in(L, pidx, lua_gettop(L), gr->id);
+        lua_pop(L, 1);
       }
-      lua_pop(L, 1);
-      lua_rawgeti(L, rv, (lua_Integer)(x->v0 + j)); /* the log takes */
-      lua_rawseti(L, lv, (lua_Integer)(y->v0 + j)); /* the new values */
+      const cg_rec *x = &rec->v[i];
+      for (size_t j = 0; j < x->nvals; j++) {
+        lua_rawgeti(L, rv, (lua_Integer)(x->v0 + j));
+        if (cg_toany(L, ctx, -1)) cg_pin_in(L, pidx, lua_gettop(L), gr->id);
+        lua_pop(L, 1);
+      }
+      scalars = 1;
+    }
+  for (size_t i = 0; i < rec->n; i++) { /* the log takes the new record */
+    if (!gf->changed[i]) continue;
+    cg_rec *x = &rec->v[i], *y = &log->v[i];
+    for (size_t j = 0; j < x->nvals; j++) {
+      lua_rawgeti(L, rv, (lua_Integer)(x->v0 + j));
+      lua_rawseti(L, lv, (lua_Integer)(y->v0 + j));
     }
     size_t peer = y->peer;
     if (x->kind == NK_KERNEL) {
