@@ -228,9 +228,38 @@ describe("cuda.graphed", function()
     local n, b = f(s, x, y, N)
     assert.equals(N, n)
     assert.equals(y, b)
-    local bufs = { x, x2 }
-    assert.equals(0, H.garbage(function(i) f(s, bufs[i % 2 + 1], y, N - i % 3) end, 1000))
+    local bufs, c = { x, x2 }, 0
+    -- nodes set on every call (no size comes back within 97 calls)
+    assert.equals(0, H.garbage(function()
+      c = c + 1
+      f(s, bufs[c % 2 + 1], y, N - c % 97)
+    end, 1000))
     assert.equals(1, f:stats().builds)
+    -- two graphs, each launched as it is
+    assert.equals(0, H.garbage(function(i) f(s, bufs[i % 2 + 1], y, N) end, 1000))
+    assert.equals(2, f:stats().builds)
+  end)
+
+  it("gives parameters that come back a graph of their own, while it has room", function()
+    local f = cuda.graphed(function(st, x) m.inc_i32:launch(st, 1, 64, x, 64) end,
+                           { graphs = 3 })
+    local bufs = {}
+    for i = 1, 4 do bufs[i] = cuda.buffer("i32", 64):fill(0) end
+    f(s, bufs[1]); f(s, bufs[2])  -- one graph, its node set for the second
+    assert.same({ 1, 1, 0 }, { f:stats().builds, f:stats().set, f:stats().same })
+    f(s, bufs[1])                 -- the first's buffer again: a graph of its own
+    assert.same({ 2, 2 }, { f:stats().builds, f:stats().graphs })
+    for _ = 1, 10 do f(s, bufs[1]); f(s, bufs[2]) end
+    local st = f:stats()          -- each call found its graph: nothing set
+    assert.same({ 2, 1, 20 }, { st.builds, st.set, st.same })
+    for _ = 1, 5 do
+      for i = 1, 4 do f(s, bufs[i]) end
+    end
+    st = f:stats()                -- four buffers in turn, room for three
+    assert.same({ 3, 3 }, { st.builds, st.graphs })
+    s:synchronize()
+    assert.same({ 17, 16, 5, 5 }, { bufs[1]:download()[1], bufs[2]:download()[1],
+                                    bufs[3]:download()[1], bufs[4]:download()[64] })
   end)
 
   it("lists its graphs in cuda.memory() and frees them with itself", function()

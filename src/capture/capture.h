@@ -7,6 +7,7 @@
 #include "base/base.h"
 
 typedef struct cg_recs cg_recs;
+typedef struct cg_follow cg_follow;
 
 /* A profiling capture's stamps (g:profile, graph/profile_stamps.c): after
    each node the capture records, a one-thread kernel on the node's stream
@@ -57,7 +58,28 @@ struct cg_capture {
   unsigned char recording; /* top: a recording */
   int vals;             /* top, a recording: registry ref of its values */
   size_t nvals;         /* values in it so far */
+  cg_follow *follow;    /* top, a recording: the logs it follows, or NULL */
 };
+
+/* The records of earlier recordings a recording follows (cuda.graphed's,
+   of the graphs of the call's key): while one of them has the work so far,
+   record by record, kernels, fills and copies are only compared with
+   theirs, and nothing is noted; at the first difference, or any other
+   work, the records matched are copied from one of them (their values
+   from the table at ref, log i's at vals[i]) and noting goes on. */
+enum { CG_FOLLOW_MAX = 64 };
+struct cg_follow {
+  const cg_recs *log[CG_FOLLOW_MAX];
+  int vals[CG_FOLLOW_MAX];
+  int n, ref;
+  uint64_t live;        /* the logs matching every record so far */
+  size_t at;            /* records matched */
+  unsigned char hit;    /* the last note was matched (cg_note_vals skips) */
+  unsigned char stopped;
+};
+/* At the recording's end: the log (its index in f->log) the recording
+   matched whole, or -1, its records then noted as if nothing was followed. */
+int cg_follow_end(lua_State *L, cg_ctx *ctx);
 enum { CG_MAXFORKS = 8 };
 /* s2 (waiter) waited on stream s (waited) inside the capture in progress:
    records a fork, or a join back (stream.c). */

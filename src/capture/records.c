@@ -279,8 +279,140 @@ static void putvals(lua_State *L, cg_ctx *ctx, cg_rec *e, const int *idx,
   lua_pop(L, 1);
 }
 
+/* -- following earlier recordings ----------------------------------------- */
+
+/* The 8-byte words of kernel record e's arguments. */
+static size_t words_of(const cg_rec *e) {
+  size_t w = 0;
+  for (int i = 0; i < e->nargs; i++) w += (e->params[i].size + 7) / 8;
+  return w;
+}
+
+/* Whether record y of log is the work x describes (a kernel's argument
+   words at w, nw of them, and its arguments' objects at o). */
+static int same_work(const cg_recs *log, const cg_rec *y, const cg_rec *x,
+                     const void *w, size_t nw, cg_obj *const *o) {
+  if (y->kind != x->kind || y->depth || y->label || y->stream != x->stream)
+    return 0;
+  switch (x->kind) {
+  case NK_KERNEL: { /* few words and objects: compared inline */
+    if (y->kernel != x->kernel || y->f != x->f || y->shared != x->shared ||
+        y->grid[0] != x->grid[0] || y->grid[1] != x->grid[1] ||
+        y->grid[2] != x->grid[2] || y->block[0] != x->block[0] ||
+        y->block[1] != x->block[1] || y->block[2] != x->block[2])
+      return 0;
+    const uint64_t *a = log->words + y->word0;
+    for (size_t i = 0; i < nw; i++) {
+      uint64_t b;
+      memcpy(&b, (const char *)w + 8 * i, 8);
+      if (a[i] != b) return 0;
+    }
+    cg_obj *const *p = log->objs + y->arg0;
+    for (int i = 0; i < x->nargs; i++)
+      if (p[i] != o[i]) return 0;
+    return 1;
+  }
+  case NK_FILL:
+    return y->obj[0] == x->obj[0] && y->off == x->off &&
+           y->value == x->value && y->elem == x->elem &&
+           y->width == x->width && y->height == x->height &&
+           y->pitch == x->pitch;
+  default: /* NK_COPY */
+    return y->obj[0] == x->obj[0] && y->obj[1] == x->obj[1] &&
+           y->bytes == x->bytes && y->off == x->off && y->soff == x->soff;
+  }
+}
+
+/* Stops following: the records matched so far are copied, with their
+   values, from a log that has them all. */
+static void stop(lua_State *L, cg_ctx *ctx, cg_follow *f) {
+  f->stopped = 1;
+  f->hit = 0;
+  if (!f->at) return;
+  int from = 0;
+  while (!(f->live >> from & 1)) from++;
+  const cg_recs *log = f->log[from];
+  cg_capture *top = ctx->capture->top;
+  cg_recs *r = recs_of(L, ctx);
+  luaL_checkstack(L, 4, NULL);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, f->ref);
+  lua_rawgeti(L, -1, f->vals[from]);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, top->vals);
+  size_t was = 0, src = 0;
+  for (size_t i = 0; i < f->at; i++) {
+    const cg_rec *y = &log->v[i];
+    size_t nw = y->kind == NK_KERNEL ? words_of(y) : 0;
+    size_t no = y->kind == NK_KERNEL ? (size_t)y->nargs : 0;
+    r->v = grow(L, r->v, &r->cap, r->n + 1, sizeof *r->v);
+    r->objs = grow(L, r->objs, &r->cobjs, r->nobjs + no, sizeof *r->objs);
+    r->words = grow(L, r->words, &r->cwords, r->nwords + nw, 8);
+    cg_rec *e = &r->v[r->n++];
+    *e = *y;
+    if (no) {
+      memcpy(r->objs + r->nobjs, log->objs + y->arg0, no * sizeof *r->objs);
+      e->arg0 = r->nobjs;
+      r->nobjs += no;
+    }
+    if (nw) {
+      memcpy(r->words + r->nwords, log->words + y->word0, nw * 8);
+      e->word0 = r->nwords;
+      r->nwords += nw;
+    }
+    if (y->src != was) { /* one text a run of records from one source */
+      was = y->src;
+      src = was ? addtext(L, r, cg_recs_text(log, was)) : 0;
+    }
+    e->src = src;
+    e->v0 = top->nvals + 1;
+    for (size_t j = 0; j < y->nvals; j++) {
+      lua_rawgeti(L, -2, (lua_Integer)(y->v0 + j));
+      lua_rawseti(L, -2, (lua_Integer)(e->v0 + j));
+    }
+    top->nvals += y->nvals;
+  }
+  lua_pop(L, 3);
+}
+
+/* Whether the work x describes (see same_work) is the next record of a log
+   the recording follows: then nothing is noted. */
+static int follow(lua_State *L, cg_ctx *ctx, const cg_rec *x, const void *w,
+                  size_t nw, cg_obj *const *o) {
+  cg_capture *c = ctx->capture;
+  cg_follow *f = c->top->follow;
+  uint64_t live = 0;
+  if (!c->depth && !(c->top->recs && c->top->recs->label))
+    for (int i = 0; i < f->n; i++)
+      if (f->live >> i & 1 && f->at < f->log[i]->n &&
+          same_work(f->log[i], &f->log[i]->v[f->at], x, w, nw, o))
+        live |= (uint64_t)1 << i;
+  if (!live) {
+    stop(L, ctx, f);
+    return 0;
+  }
+  f->live = live;
+  f->at++;
+  f->hit = 1;
+  return 1;
+}
+
+/* Whether the recording in progress still follows logs. */
+static int following(const cg_ctx *ctx) {
+  const cg_follow *f = ctx->capture->top->follow;
+  return f && !f->stopped;
+}
+
+int cg_follow_end(lua_State *L, cg_ctx *ctx) {
+  cg_follow *f = ctx->capture->top->follow;
+  if (!f || f->stopped) return -1;
+  for (int i = 0; i < f->n; i++)
+    if (f->live >> i & 1 && f->log[i]->n == f->at) return i;
+  stop(L, ctx, f);
+  return -1;
+}
+
 static cg_rec *newrec(lua_State *L, cg_ctx *ctx, cg_recs *r, CUgraphNode node,
                    int kind) {
+  if (following(ctx)) stop(L, ctx, ctx->capture->top->follow);
   r->v = grow(L, r->v, &r->cap, r->n + 1, sizeof *r->v);
   cg_rec *e = &r->v[r->n];
   memset(e, 0, sizeof *e);
@@ -294,10 +426,36 @@ static cg_rec *newrec(lua_State *L, cg_ctx *ctx, cg_recs *r, CUgraphNode node,
   return e;
 }
 
+/* The object each argument of launch k passes (NULL: none): a pointer
+   slot's object passed its check; an integer-or-pointer slot took it this
+   time when it is the argument (the launch refused any light userdata). */
+static void launch_objs(lua_State *L, const cg_launchnote *k, cg_obj **objs) {
+  for (int i = 0; i < k->nparams; i++) {
+    int t = k->params[i].type;
+    cg_obj *o = k->seen[i];
+    objs[i] = t == CG_P_PTR || (t == CG_P_PTR_OR_INT && o &&
+              lua_touserdata(L, k->argidx + i) == o) ? o : NULL;
+  }
+}
+
 void cg_note_kernel(lua_State *L, cg_ctx *ctx, CUstream s,
                     const cg_launchnote *k) {
-  cg_recs *r = recs_of(L, ctx);
   size_t np = (size_t)k->nparams, nw = k->nwords;
+  if (ctx->capture->top->follow && following(ctx)) {
+    cg_obj *objs[CG_MAX_PARAMS];
+    cg_rec x;
+    x.kind = NK_KERNEL;
+    x.stream = s;
+    x.kernel = k->kernel;
+    x.f = k->f;
+    memcpy(x.grid, k->grid, sizeof x.grid);
+    memcpy(x.block, k->block, sizeof x.block);
+    x.shared = k->shared;
+    x.nargs = k->nparams;
+    launch_objs(L, k, objs);
+    if (follow(L, ctx, &x, nw ? k->argp[0] : NULL, nw, objs)) return;
+  }
+  cg_recs *r = recs_of(L, ctx);
   if (r->nobjs + np > r->cobjs)
     r->objs = grow(L, r->objs, &r->cobjs, r->nobjs + np, sizeof *r->objs);
   if (r->nwords + nw > r->cwords)
@@ -316,16 +474,7 @@ void cg_note_kernel(lua_State *L, cg_ctx *ctx, CUstream s,
   e->arg0 = r->nobjs;
   e->word0 = r->nwords;
   if (nw) memcpy(r->words + r->nwords, k->argp[0], nw * 8);
-  cg_obj **objs = r->objs + r->nobjs;
-  for (size_t i = 0; i < np; i++) {
-    /* a pointer slot's object passed its check; an integer-or-pointer
-       slot took it this time when it is the argument (the launch refused
-       any light userdata) */
-    int t = k->params[i].type;
-    cg_obj *o = k->seen[i];
-    objs[i] = t == CG_P_PTR || (t == CG_P_PTR_OR_INT && o &&
-              lua_touserdata(L, k->argidx + (int)i) == o) ? o : NULL;
-  }
+  launch_objs(L, k, r->objs + r->nobjs);
   r->nobjs += np;
   r->nwords += nw;
   e->stream = s;
@@ -342,6 +491,8 @@ void cg_note_kernel(lua_State *L, cg_ctx *ctx, CUstream s,
 void cg_note_vals(lua_State *L, cg_ctx *ctx, CUstream s, const int *idx,
                   int n) {
   if (!cg_recording(ctx)) return;
+  cg_follow *f = ctx->capture->top->follow;
+  if (f && f->hit) return; /* the record followed has them */
   cg_recs *r = recs_of(L, ctx);
   cg_rec *e = &r->v[r->n - 1];
   e->stream = s;
@@ -376,6 +527,19 @@ void cg_record_call(lua_State *L, cg_ctx *ctx, CUstream s, int n) {
 void cg_note_fill(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *dst,
                   size_t off, unsigned value, unsigned elem, size_t width,
                   size_t height, size_t pitch) {
+  cg_rec x;
+  if (ctx->capture->top->follow && following(ctx)) {
+    x.kind = NK_FILL;
+    x.stream = s;
+    x.obj[0] = dst;
+    x.off = off;
+    x.value = value;
+    x.elem = elem;
+    x.width = width;
+    x.height = height;
+    x.pitch = pitch;
+    if (follow(L, ctx, &x, NULL, 0, NULL)) return;
+  }
   cg_rec *e = newrec(L, ctx, recs_of(L, ctx), lastnode(L, ctx, s), NK_FILL);
   e->obj[0] = dst;
   e->off = off;
@@ -389,6 +553,17 @@ void cg_note_fill(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *dst,
 
 void cg_note_copy(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *dst,
                   cg_obj *src, size_t bytes, size_t doff, size_t soff) {
+  cg_rec x;
+  if (ctx->capture->top->follow && following(ctx)) {
+    x.kind = NK_COPY;
+    x.stream = s;
+    x.obj[0] = dst;
+    x.obj[1] = src;
+    x.bytes = bytes;
+    x.off = doff;
+    x.soff = soff;
+    if (follow(L, ctx, &x, NULL, 0, NULL)) return;
+  }
   cg_rec *e = newrec(L, ctx, recs_of(L, ctx), lastnode(L, ctx, s), NK_COPY);
   e->obj[0] = dst;
   e->obj[1] = src;

@@ -39,7 +39,12 @@ typedef struct cg_graphed {
   unsigned char *changed; /* per record of rec: set in place */
   size_t cchanged;
   unsigned long calls;
-  lua_Integer set, builds; /* nodes set, graphs built */
+  lua_Integer set, builds, same; /* nodes set, graphs built, calls that
+                                    found a graph with their parameters */
+  int uv;               /* registry ref: uv[UV_T] (the logs' values) */
+  uint64_t seen[4];     /* the parameters of the last calls that set nodes
+                           or built a graph (params), the latest at */
+  int at;
   variant var[MAXGRAPHS];
 } cg_graphed;
 
@@ -187,6 +192,46 @@ static int differ(lua_State *L, const cg_recs *a, int av, const cg_recs *b,
     }
   }
   return worst;
+}
+
+/* What the nodes of recording r take in place (kernels' arguments and
+   shapes, fills' and copies' targets and values), hashed: calls that
+   alternate between a few sets of buffers or values are told by it. */
+static uint64_t params(const cg_recs *r, uint64_t h) {
+  for (size_t i = 0; i < r->n; i++) {
+    const cg_rec *e = &r->v[i];
+    h = mix(h, e->kind);
+    switch (e->kind) {
+    case NK_KERNEL:
+      for (size_t j = 0; j < ((const cg_kernel *)e->kernel)->nwords; j++)
+        h = mix(h, r->words[e->word0 + j]);
+      for (int j = 0; j < e->nargs; j++)
+        h = mix(h, (uintptr_t)r->objs[e->arg0 + (size_t)j]);
+      for (int j = 0; j < 3; j++)
+        h = mix(mix(h, e->grid[j]), e->block[j]);
+      break;
+    case NK_FILL:
+      h = mix(mix(mix(h, (uintptr_t)e->obj[0]), e->off), e->value);
+      h = mix(h, e->width);
+      break;
+    case NK_COPY:
+      h = mix(mix(h, (uintptr_t)e->obj[0]), (uintptr_t)e->obj[1]);
+      h = mix(mix(mix(h, e->off), e->soff), e->bytes);
+      break;
+    default: break;
+    }
+  }
+  return h;
+}
+
+/* Whether parameters h were among the last calls', which they join. */
+static int seen_again(cg_graphed *gf, uint64_t h) {
+  enum { N = sizeof gf->seen / sizeof *gf->seen };
+  for (int i = 0; i < N; i++)
+    if (gf->seen[i] == h) return 1;
+  gf->at = (gf->at + 1) % N;
+  gf->seen[gf->at] = h;
+  return 0;
 }
 
 /* -- graphs ---------------------------------------------------------------- */
@@ -467,11 +512,19 @@ static void set_nodes(lua_State *L, cg_graphed *gf, int slot, int gidx,
 
 /* -- the call --------------------------------------------------------------- */
 
+/* The end of a following recording (argument: the context): which log it
+   matched whole, or -1. */
+static int follow_end(lua_State *L) {
+  lua_pushinteger(L, cg_follow_end(L, lua_touserdata(L, 1)));
+  return 1;
+}
+
 /* Runs fn (at fidx) with the nargs arguments from 2 as a recording on the
-   stream object at sidx; its results left on the stack above the message
-   handler, their count returned. */
+   stream object at sidx, following the logs of f (or none); its results
+   left on the stack above the message handler, their count returned;
+   *whole: the log of f it matched whole, or -1. */
 static int record(lua_State *L, cg_graphed *gf, int fidx, int nargs,
-                  int sidx) {
+                  int sidx, cg_follow *f, int *whole) {
   cg_ctx *ctx = gf->h.ctx;
   cg_stream *s = lua_touserdata(L, sidx);
   cg_recs_reset(gf->rec);
@@ -484,6 +537,8 @@ static int record(lua_State *L, cg_graphed *gf, int fidx, int nargs,
   cap.vals = cap.pins = gf->vals;
   cap.recs = gf->rec;
   cap.fn = lua_topointer(L, fidx);
+  cap.follow = f;
+  *whole = -1;
   int h = lua_gettop(L) + 1;
   lua_pushcfunction(L, cg_traceback);
   luaL_checkstack(L, nargs + 2, NULL);
@@ -491,7 +546,17 @@ static int record(lua_State *L, cg_graphed *gf, int fidx, int nargs,
   for (int i = 0; i < nargs; i++) lua_pushvalue(L, 2 + i);
   cg_set_capture(ctx, &cap);
   int status = lua_pcall(L, nargs, LUA_MULTRET, h);
+  if (status == LUA_OK && f && !f->stopped) {
+    lua_pushcfunction(L, follow_end); /* a light function: no allocation */
+    lua_pushlightuserdata(L, ctx);
+    if ((status = lua_pcall(L, 1, 1, h)) == LUA_OK) {
+      *whole = (int)lua_tointeger(L, -1);
+      lua_pop(L, 1);
+    }
+  }
   cg_set_capture(ctx, NULL);
+  if (status != LUA_OK) lua_error(L);
+  if (*whole >= 0) return lua_gettop(L) - h; /* nothing noted */
   size_t was = gf->nvals; /* values of a longer recording go */
   gf->nvals = cap.nvals;
   if (was > gf->nvals) {
@@ -502,7 +567,6 @@ static int record(lua_State *L, cg_graphed *gf, int fidx, int nargs,
     }
     lua_pop(L, 1);
   }
-  if (status != LUA_OK) lua_error(L);
   return lua_gettop(L) - h;
 }
 
@@ -547,49 +611,86 @@ static int graphed_call(lua_State *L) {
     key = mix(key, keyof(L, ctx, -1, 1));
   }
   lua_pop(L, 1);
-  int nres = record(L, gf, fidx, nargs, sidx);
+  cg_follow f; /* the key's graphs' logs */
+  int slots[MAXGRAPHS], whole;
+  f.n = 0;
+  for (int i = 0; i < gf->max; i++)
+    if (gf->var[i].gr && gf->var[i].key == key) {
+      slots[f.n] = i;
+      f.vals[f.n] = 2 * i + 2;
+      f.log[f.n++] = gf->var[i].log;
+    }
+  f.live = f.n == 64 ? ~(uint64_t)0 : ((uint64_t)1 << f.n) - 1;
+  f.ref = gf->uv;
+  f.at = 0;
+  f.hit = f.stopped = 0;
+  int nres = record(L, gf, fidx, nargs, sidx, f.n ? &f : NULL, &whole);
   int top = lua_gettop(L);
-  lua_rawgeti(L, LUA_REGISTRYINDEX, gf->vals);
-  int rv = lua_gettop(L);
   gf->calls++;
-  if (gf->cchanged < gf->rec->n) {
-    size_t c = gf->rec->n + 64;
-    unsigned char *p = realloc(gf->changed, c);
-    if (!p) return luaL_error(L, "out of host memory");
-    gf->changed = p;
-    gf->cchanged = c;
+  int slot = whole >= 0 ? slots[whole] : -1, how = whole >= 0 ? 0 : -1;
+  if (how < 0) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, gf->vals);
+    int rv = lua_gettop(L);
+    if (gf->cchanged < gf->rec->n) {
+      size_t c = gf->rec->n + 64;
+      unsigned char *p = realloc(gf->changed, c);
+      if (!p) return luaL_error(L, "out of host memory");
+      gf->changed = p;
+      gf->cchanged = c;
+    }
+    /* the key's graphs, the most recently used first: one with the
+       recording's parameters, else the least recently used whose work is
+       its work (others may have parameters that come back) */
+    int last = -1;
+    unsigned long below = (unsigned long)-1;
+    for (;;) {
+      int next = -1;
+      for (int i = 0; i < gf->max; i++)
+        if (gf->var[i].gr && gf->var[i].key == key &&
+            gf->var[i].used < below &&
+            (next < 0 || gf->var[i].used > gf->var[next].used))
+          next = i;
+      if (next < 0) break;
+      below = gf->var[next].used;
+      lua_rawgeti(L, t, 2 * next + 2);
+      int d = differ(L, gf->rec, rv, gf->var[next].log, lua_gettop(L),
+                     gf->var[next].gr, gf->changed);
+      lua_pop(L, 1);
+      last = next;
+      if (d == 0) {
+        slot = next, how = 0;
+        break;
+      }
+      if (d > 0 && (slot < 0 || d <= how)) slot = next, how = d;
+    }
+    if (how == 1 && last != slot) { /* its changes again */
+      lua_rawgeti(L, t, 2 * slot + 2);
+      differ(L, gf->rec, rv, gf->var[slot].log, lua_gettop(L),
+             gf->var[slot].gr, gf->changed);
+      lua_pop(L, 1);
+    }
+    int again = how != 0 && seen_again(gf, params(gf->rec, key));
+    if (how == 1 && again) { /* parameters that come back: a graph of */
+      int i = 0;             /* their own, while there is room */
+      while (i < gf->max && gf->var[i].gr) i++;
+      if (i < gf->max) slot = i, how = -1;
+    }
+    if (how == 1) { /* the same graph, nodes set in place */
+      lua_rawgeti(L, t, 2 * slot + 1);
+      lua_rawgeti(L, t, 2 * slot + 2);
+      set_nodes(L, gf, slot, lua_gettop(L) - 1, rv, lua_gettop(L));
+      lua_pop(L, 2);
+    } else if (slot >= 0 && how == 2) { /* the same work, built again */
+      keep_log(L, gf, t, slot, rv);
+      build(L, gf, t, slot, sidx);
+    } else if (how < 0) { /* new work (or parameters): a new graph */
+      if (slot < 0) slot = free_slot(L, gf, t);
+      keep_log(L, gf, t, slot, rv);
+      gf->var[slot].key = key;
+      build(L, gf, t, slot, sidx);
+    }
   }
-  int slot = -1, how = -1;
-  unsigned long below = (unsigned long)-1;
-  while (slot < 0) { /* the key's graphs, the most recently used first, */
-    int next = -1;   /* until one whose work is the recording's */
-    for (int i = 0; i < gf->max; i++)
-      if (gf->var[i].gr && gf->var[i].key == key &&
-          gf->var[i].used < below &&
-          (next < 0 || gf->var[i].used > gf->var[next].used))
-        next = i;
-    if (next < 0) break;
-    below = gf->var[next].used;
-    lua_rawgeti(L, t, 2 * next + 2);
-    int d = differ(L, gf->rec, rv, gf->var[next].log, lua_gettop(L),
-                   gf->var[next].gr, gf->changed);
-    lua_pop(L, 1);
-    if (d >= 0) slot = next, how = d;
-  }
-  if (how == 1) { /* the same graph, nodes set in place */
-    lua_rawgeti(L, t, 2 * slot + 1);
-    lua_rawgeti(L, t, 2 * slot + 2);
-    set_nodes(L, gf, slot, lua_gettop(L) - 1, rv, lua_gettop(L));
-    lua_pop(L, 2);
-  } else if (slot >= 0 && how == 2) { /* the same work, built again */
-    keep_log(L, gf, t, slot, rv);
-    build(L, gf, t, slot, sidx);
-  } else if (slot < 0) { /* new work: a new graph */
-    slot = free_slot(L, gf, t);
-    keep_log(L, gf, t, slot, rv);
-    gf->var[slot].key = key;
-    build(L, gf, t, slot, sidx);
-  }
+  if (how == 0) gf->same++;
   variant *v = &gf->var[slot];
   v->used = gf->calls;
   cg_graph_launch(L, v->gr, s->h.drv.stream);
@@ -633,7 +734,7 @@ static int graphed_new(lua_State *L) {
   cg_graphed *gf = cg_newobjuv(L, ctx, sizeof *gf, CG_GRAPHED, 3); /* 3 */
   gf->max = (int)max;
   gf->eager = (unsigned char)eager;
-  gf->vals = LUA_NOREF;
+  gf->vals = gf->uv = LUA_NOREF;
   lua_pushvalue(L, 1);
   lua_setiuservalue(L, 3, UV_FN);
   if (!lua_isnil(L, 2)) {
@@ -645,6 +746,8 @@ static int graphed_new(lua_State *L) {
     lua_getfield(L, 2, "stream");
     lua_setfield(L, -2, "stream");
   }
+  lua_pushvalue(L, -1);
+  gf->uv = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_setiuservalue(L, 3, UV_T);
   lua_newtable(L);
   gf->vals = luaL_ref(L, LUA_REGISTRYINDEX);
@@ -668,7 +771,8 @@ static void graphed_release(lua_State *L, cg_obj *o) {
   free(gf->changed);
   gf->changed = NULL;
   luaL_unref(L, LUA_REGISTRYINDEX, gf->vals);
-  gf->vals = LUA_NOREF;
+  luaL_unref(L, LUA_REGISTRYINDEX, gf->uv);
+  gf->vals = gf->uv = LUA_NOREF;
 }
 
 /* g:free(): its graphs too */
@@ -708,12 +812,12 @@ static int graphed_graphs(lua_State *L) {
   return 1;
 }
 
-/* g:stats() -> {calls =, graphs =, builds =, set =} */
+/* g:stats() -> {calls =, graphs =, builds =, set =, same =} */
 static int graphed_stats(lua_State *L) {
   cg_graphed *gf = check(L);
   int n = 0;
   for (int i = 0; i < gf->max; i++) n += gf->var[i].gr != NULL;
-  lua_createtable(L, 0, 4);
+  lua_createtable(L, 0, 5);
   lua_pushinteger(L, (lua_Integer)gf->calls);
   lua_setfield(L, -2, "calls");
   lua_pushinteger(L, n);
@@ -722,6 +826,8 @@ static int graphed_stats(lua_State *L) {
   lua_setfield(L, -2, "builds");
   lua_pushinteger(L, gf->set);
   lua_setfield(L, -2, "set");
+  lua_pushinteger(L, gf->same);
+  lua_setfield(L, -2, "same");
   return 1;
 }
 

@@ -296,6 +296,7 @@ static int conditions(lua_State *L, cg_kernel *k, int nargs) {
   for (int i = 0; i < nargs; i++)
     if ((k->params[i].type == CG_P_PTR_OR_INT ||
          k->params[i].type == CG_U64) &&
+        lua_type(L, i + 5) == LUA_TUSERDATA &&
         cg_testobj(L, i + 5, CG_CONDITION))
       return 1;
   return 0;
