@@ -423,8 +423,10 @@ describe("g:memory()", function()
     assert.matches("spec/31%-graph_spec.lua:" .. line .. ": cuda.graph_memory_cap: cugraph.Graph #"
                    .. g:id() .. " allocates 4096 bytes, and with the 4096 bytes the open graphs "
                    .. "allocate that passes the cap of 6000", err)
-    h:free()
-    g:update(body)                                             -- fits now
+    h:free()                                                   -- fits now: the
+    err = H.error_of(function() g:update(body) end)            -- driver's turn,
+    assert.matches("cuGraphExecUpdate", err)                   -- which updates no
+    assert.not_matches("graph_memory_cap", err)                -- memory nodes
     g:launch()
     s:synchronize()
     assert.equals(6000, cuda.graph_memory_cap(false))

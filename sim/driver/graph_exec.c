@@ -378,6 +378,9 @@ CUresult CUDAAPI cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream) {
 static CUgraphExecUpdateResult node_change(const op *old, const op *new_op) {
   if (old->type != new_op->type)
     return CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED;
+  if (old->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC ||
+      old->type == CU_GRAPH_NODE_TYPE_MEM_FREE) /* as an H200 with driver */
+    return CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED; /* 580 answers */
   if (old->nsems != new_op->nsems) /* as the driver: the number stays */
     return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
   if (old->type == CU_GRAPH_NODE_TYPE_MEMCPY

@@ -127,7 +127,8 @@ return function(cuda, H)
   end)
   def("Stream:signal_external", function(F)
     local e = F:extsem()
-    return need(e, no_peer) and F:stream(), e
+    if not e then return nil, no_peer end
+    return F:stream(), e
   end)
   def("Stream:synchronize", function(F) return F:stream() end)
   def("Stream:query", function(F) return F:stream() end)
@@ -555,9 +556,10 @@ return function(cuda, H)
   function C.prepare(name, recipe, F)
     local t, method = name:match("^(%w+):([%w_]+)$")
     local args = table.pack(recipe(F))
-    if args[1] == nil and args.n >= 2 then return nil, args[2] end
+    if args[1] == nil and (args.n >= 2 or t) then -- what is missing here
+      return nil, args[2] or ("no " .. t .. " here")
+    end
     if not t then return cuda[name:sub(6)], args end
-    if args[1] == nil then return nil, "no " .. t .. " here" end
     local mt = debug.getmetatable(args[1])
     return rawget(mt.methods, method) or mt[method], args
   end
