@@ -791,6 +791,7 @@ function Node:close() end
 ---@field graphs integer graphs kept now
 ---@field builds integer graphs built from a call's record
 ---@field set integer nodes set in place
+---@field same integer calls that found a graph with their work and parameters
 
 ---@class cugraph.GraphedOptions
 ---@field graphs? integer graphs kept, 1 to 64 (default 8); the least recently used goes first
