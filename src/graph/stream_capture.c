@@ -178,39 +178,50 @@ CUstream cg_bodystream(lua_State *L, cg_ctx *ctx, int depth) {
   return s->h.drv.stream;
 }
 
-void cg_record_body(lua_State *L, cg_ctx *ctx, int sidx, int fnidx) {
-  cg_capture *up = ctx->capture, lvl = *up;
+/* Makes *lvl the level of a body under the capture in progress, on the
+   body's stream, and pushes what run_body calls: the message handler, the
+   body (at fnidx) and the stream object (at sidx), which it returns. */
+static cg_stream *body_level(lua_State *L, cg_ctx *ctx, cg_capture *lvl,
+                             int sidx, int fnidx) {
+  cg_capture *up = ctx->capture;
+  *lvl = *up;
   sidx = lua_absindex(L, sidx);
   fnidx = lua_absindex(L, fnidx);
-  lvl.origin = cg_bodystream(L, ctx, up->depth + 1);
-  lvl.depth = up->depth + 1;
-  cg_stream *s = lua_touserdata(L, sidx);
-  int base = lua_gettop(L);
+  lvl->origin = cg_bodystream(L, ctx, up->depth + 1);
+  lvl->depth = up->depth + 1;
   lua_pushcfunction(L, cg_traceback);
   lua_pushvalue(L, fnidx);
   lua_pushvalue(L, sidx);
-  CUstream outer = s->h.drv.stream; /* s stands for the body's stream */
-  s->h.drv.stream = lvl.origin;
-  cg_set_capture(ctx, &lvl);
-  int status = lua_pcall(L, 1, 0, base + 1);
+  return lua_touserdata(L, sidx);
+}
+
+/* Runs the body body_level pushed (its handler at h) at level lvl, s
+   standing for the body's stream meanwhile; the pcall's status. */
+static int run_body(lua_State *L, cg_ctx *ctx, cg_capture *lvl, cg_stream *s,
+                    int h) {
+  cg_capture *up = ctx->capture;
+  CUstream outer = s->h.drv.stream;
+  s->h.drv.stream = lvl->origin;
+  cg_set_capture(ctx, lvl);
+  int status = lua_pcall(L, 1, 0, h);
   cg_set_capture(ctx, up);
   s->h.drv.stream = outer;
-  if (status != LUA_OK) lua_error(L);
+  return status;
+}
+
+void cg_record_body(lua_State *L, cg_ctx *ctx, int sidx, int fnidx) {
+  cg_capture lvl;
+  int base = lua_gettop(L);
+  cg_stream *s = body_level(L, ctx, &lvl, sidx, fnidx);
+  if (run_body(L, ctx, &lvl, s, base + 1) != LUA_OK) lua_error(L);
   lua_settop(L, base);
 }
 
 void cg_capture_body(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
                      CUgraph body) {
-  cg_capture *up = ctx->capture, lvl = *up;
-  sidx = lua_absindex(L, sidx);
-  fnidx = lua_absindex(L, fnidx);
-  lvl.origin = cg_bodystream(L, ctx, up->depth + 1);
-  lvl.depth = up->depth + 1;
-  cg_stream *s = lua_touserdata(L, sidx);
+  cg_capture *up = ctx->capture, lvl;
   int base = lua_gettop(L);
-  lua_pushcfunction(L, cg_traceback);
-  lua_pushvalue(L, fnidx);
-  lua_pushvalue(L, sidx);
+  cg_stream *s = body_level(L, ctx, &lvl, sidx, fnidx);
   const char *api = "cuStreamBeginCaptureToGraph";
   CUresult r = cg_drv.cuStreamBeginCaptureToGraph(lvl.origin, body, NULL,
                                                   NULL, 0, up->mode);
@@ -226,14 +237,7 @@ void cg_capture_body(lua_State *L, cg_ctx *ctx, int sidx, int fnidx,
     lvl.stampslot = cg_stamp_newslot(up->top->stamps);
     r = cg_stamp_launch(ctx, lvl.origin, lvl.stampslot, -1);
   }
-  if (r == CUDA_SUCCESS) { /* s stands for the body's stream meanwhile */
-    CUstream outer = s->h.drv.stream;
-    s->h.drv.stream = lvl.origin;
-    cg_set_capture(ctx, &lvl);
-    status = lua_pcall(L, 1, 0, base + 1);
-    cg_set_capture(ctx, up);
-    s->h.drv.stream = outer;
-  }
+  if (r == CUDA_SUCCESS) status = run_body(L, ctx, &lvl, s, base + 1);
   if (began) { /* the body graph belongs to its node: never destroyed here */
     CUgraph g = NULL;
     CUresult end = endcapture(L, ctx, lvl.origin, &g, 0);
