@@ -15,7 +15,8 @@ torch, each in its own process); prints one JSON object a line:
                                                 graphs, divided by G
 L is cupy or torch, R a row key of bench.lua (eager_nop, eager,
 replay_nop1 to replay_nop1000, replay1 to replay1000, scalar, capture1 to
-capture100), M the median microseconds per iteration
+capture100; PyTorch also eagerk10, eagerk100, hand10, hand100, graphed10
+and graphed100), M the median microseconds per iteration
 over K timed blocks of N iterations (each block: its loop plus a stream
 synchronize, N calibrated to about --block seconds), after warm-up blocks
 until two successive rates agree within 1% (at most --warm-max); A and B
@@ -38,7 +39,11 @@ The loops (each on one non-blocking stream, Python's defaults otherwise):
     pos.fill_(i) of a one-element tensor, then a replay of 9 add_ and
     y.add_(pos), which reads it. A capture row: a CUDAGraph captured
     with torch.cuda.graph (which instantiates it) over k add_, then
-    reset().
+    reset(). The alternating rows: k add_ on one of two tensors, the
+    other each call: eagerly (eagerk), by a torch.cuda.graph over a static
+    tensor with the call's tensor copied in and back out (hand), and by
+    torch.compile(mode="reduce-overhead") of the same function (graphed).
+--only R1,R2,... measures only those rows (no graph memory rows).
 """
 import argparse
 import json
@@ -87,6 +92,8 @@ def measure(loop, sync, opts):
 
 def rows(lib, cases, sync, opts):
     for row, make in cases:
+        if opts.only and row not in opts.only:
+            continue
         try:
             loop = make()
             say(lib=lib, row=row, **measure(loop, sync, opts))
@@ -219,8 +226,10 @@ def cupy_rows(opts):
              + [("scalar", scalar)]
              + [("capture%d" % k, capture(k)) for k in (1, 10, 100)],
              s.synchronize, opts)
-        graph_memory("cupy", uploaded,
-                     lambda: cupy.cuda.runtime.memGetInfo()[0], s.synchronize)
+        if not opts.only:
+            graph_memory("cupy", uploaded,
+                         lambda: cupy.cuda.runtime.memGetInfo()[0],
+                         s.synchronize)
 
 
 def torch_rows(opts):
@@ -298,7 +307,56 @@ def torch_rows(opts):
             g.replay()
             return g
 
+        # K add_ on one of two buffers, alternating call by call (bench.lua's
+        # graphed, hand and eagerk rows): eagerly; by torch.cuda.graph over
+        # a static buffer, each call copying its buffer in and out (a
+        # graph's input cannot change in place); by torch.compile's
+        # mode="reduce-overhead" (its CUDA graphs, copies and fusion)
+        bufs = (torch.zeros(N, dtype=torch.int32, device="cuda"),
+                torch.zeros(N, dtype=torch.int32, device="cuda"))
+
+        def kinc(k):
+            def f(b):
+                for _ in range(k):
+                    b.add_(1)
+            return f
+
+        def alternating(f):
+            def loop(iters):
+                for i in range(iters):
+                    f(bufs[i % 2])
+            return loop
+
+        def eagerk(k):
+            return lambda: alternating(kinc(k))
+
+        def handk(k):
+            def make():
+                st = torch.zeros(N, dtype=torch.int32, device="cuda")
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g, stream=s):
+                    kinc(k)(st)
+
+                def call(b):
+                    st.copy_(b)
+                    g.replay()
+                    b.copy_(st)
+                return alternating(call)
+            return make
+
+        def compiledk(k):
+            def make():
+                f = torch.compile(kinc(k), mode="reduce-overhead")
+                for i in range(4):  # compiles, then records its graphs
+                    f(bufs[i % 2])
+                return alternating(f)
+            return make
+
         nop()
+        rows("torch", [("eagerk%d" % k, eagerk(k)) for k in (10, 100)]
+             + [("hand%d" % k, handk(k)) for k in (10, 100)]
+             + [("graphed%d" % k, compiledk(k)) for k in (10, 100)],
+             s.synchronize, opts)
         rows("torch", [("eager_nop", eager(nop)), ("eager", eager())]
              + [("replay_nop%d" % k, replay(k, nop))
                 for k in (1, 10, 100, 1000)]
@@ -308,8 +366,10 @@ def torch_rows(opts):
              s.synchronize, opts)
         # torch.cuda.graph empties the caching allocator as it begins: so
         # does each measurement, or the drop would hide that much
-        graph_memory("torch", replayed, lambda: torch.cuda.mem_get_info()[0],
-                     lambda: (s.synchronize(), torch.cuda.empty_cache()))
+        if not opts.only:
+            graph_memory("torch", replayed,
+                         lambda: torch.cuda.mem_get_info()[0],
+                         lambda: (s.synchronize(), torch.cuda.empty_cache()))
 
 
 def main():
@@ -321,7 +381,9 @@ def main():
     p.add_argument("--block", type=float, default=2e-3)
     p.add_argument("--warm-max", type=int, default=100)
     p.add_argument("--cpu", type=int)
+    p.add_argument("--only", help="row keys, comma-separated: only these")
     opts = p.parse_args()
+    opts.only = set(opts.only.split(",")) if opts.only else None
     (cupy_rows if opts.lib == "cupy" else torch_rows)(opts)
 
 

@@ -7,8 +7,8 @@
 -- BENCH_QUICK=1 is --quick (a smoke run: few short pairs, numbers
 -- meaningless); BENCH_CPU=n pins to CPU n instead of the current one;
 -- --only eager,capture10 runs those paired cases alone (the keys of
--- results.json; no solver, compile, cold start or CuPy/PyTorch rows), in
--- this one process and in that order. A full run gives each paired case
+-- results.json; no solver, compile or cold start rows; CuPy and PyTorch
+-- only for those keys), in this one process and in that order. A full run gives each paired case
 -- a process of its own (--case KEY, internal), so that no case runs after
 -- another's work: cases earlier in a process moved later replay rows by up
 -- to 23%, C and Lua alike (bench/RESULTS.md).
@@ -813,14 +813,15 @@ end
 -- Each library's rows, from anchors.py in its own process; other output
 -- (a library's warnings, a failure) becomes notes, 5 lines at most.
 local anchors = {cupy = {}, torch = {}}
-if not only then
-  local by_key = {}
-  for _, r in ipairs(rows) do by_key[r.key] = r end
+do -- under --only, the rows run only
+  local by_key, keys = {}, {}
+  for _, r in ipairs(rows) do by_key[r.key], keys[#keys + 1] = r, r.key end
   for _, lib in ipairs {"cupy", "torch"} do
     local cmd = ("python3 %s --lib %s --source %s --bench-source %s "
-      .. "--blocks %d --block %g --warm-max %d%s"):format(
+      .. "--blocks %d --block %g --warm-max %d%s%s"):format(
       q(here .. "/anchors.py"), lib, q(SOURCE), q(here .. "/kernels.cu"),
-      PAIRS, BLOCK, WARM_MAX, cpu and " --cpu " .. cpu or "")
+      PAIRS, BLOCK, WARM_MAX, cpu and " --cpu " .. cpu or "",
+      only and " --only " .. q(table.concat(keys, ",")) or "")
     local text, err = run(cmd)
     local other = 0
     if not text then

@@ -53,7 +53,8 @@ describe("cuda.graphed", function()
     local f = cuda.graphed(function(st, x, y, n) saxpy(st, 1.5, x, y, n) end)
     local x, y = cuda.buffer("f32", ramp(N, 3)), cuda.buffer("f32", N):fill(0)
     local rx, ry = cuda.buffer("f32", N), cuda.buffer("f32", N)
-    for n = 1, N, 11 do -- 94 sizes, the grid following n
+    for i = 1, 100 do -- 100 sizes, the grid following n
+      local n = (i * 10 + i % 7) % N + 1
       rx:copy(x); ry:copy(y)
       saxpy(s, 1.5, rx, ry, n)
       f(s, x, y, n)
