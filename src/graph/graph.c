@@ -454,6 +454,7 @@ static const char *update_reason(CUgraphExecUpdateResult r) {
 static int graph_update(lua_State *L) {
   cg_graph *gr = check(L);
   cg_ctx *ctx = gr->h.ctx;
+  cg_check_own(L, gr, "g:update");
   luaL_checktype(L, 2, LUA_TFUNCTION);
   lua_settop(L, 2);
   if (gr->conds)

@@ -44,6 +44,7 @@ struct cg_graph {
   unsigned scoped;      /* pinned buffers of a map scope (cg_obj.scoped) */
   unsigned char auto_free; /* instantiated with AUTO_FREE_ON_LAUNCH */
   unsigned char updated;   /* g:update ran: exec's nodes are not recs' */
+  unsigned char graphed;   /* a graphed function's: its calls set the nodes */
   CUstream last_stream;    /* the stream of its latest launch, and that */
   unsigned long last_launch; /* launch's number in the state */
   cg_graph *prev, *next;   /* while open: the state's list (reload.c) */
@@ -56,6 +57,10 @@ struct cg_graphstate {
   size_t cap;           /* cuda.graph_memory_cap: the bytes the open graphs'
                            allocation nodes may allocate together (0: any) */
 };
+
+/* Raises when gr is a graphed function's, whose nodes only its calls set
+   (what: the call refused). */
+void cg_check_own(lua_State *L, const cg_graph *gr, const char *what);
 
 /* -- the open graphs (registry.c) ----------------------------------------- */
 

@@ -335,6 +335,7 @@ static void build(lua_State *L, cg_graphed *gf, int t, int slot, int sidx) {
   lua_call(L, 2, 1);
   free_graph(L, t, 2 * slot + 1); /* the one it replaces, if any */
   v->gr = lua_touserdata(L, -1);
+  v->gr->graphed = 1;
   lua_rawseti(L, t, 2 * slot + 1);
   cg_graph_resolve(L, v->gr); /* its nodes, which set_nodes changes */
   gf->builds++;
@@ -614,6 +615,8 @@ static int graphed_call(lua_State *L) {
   cg_follow f; /* the key's graphs' logs */
   int slots[MAXGRAPHS], whole;
   f.n = 0;
+  for (int i = 0; i < gf->max; i++) /* one freed through f:graphs() goes */
+    if (gf->var[i].gr && !gf->var[i].gr->h.open) drop(L, gf, t, i);
   for (int i = 0; i < gf->max; i++)
     if (gf->var[i].gr && gf->var[i].key == key) {
       slots[f.n] = i;

@@ -116,9 +116,17 @@ void cg_graph_resolve(lua_State *L, cg_graph *gr) {
 }
 
 /* Raises unless record i of gr can change in place. */
+void cg_check_own(lua_State *L, const cg_graph *gr, const char *what) {
+  if (gr->graphed)
+    luaL_error(L, "%s: cugraph.Graph #%d is a graphed function's, whose "
+               "calls set its nodes: call the function with the new "
+               "arguments instead", what, (int)gr->id);
+}
+
 void cg_check_changeable(lua_State *L, cg_graph *gr, const cg_rec *e,
                          size_t i) {
   int id = (int)gr->id, at = (int)i + 1;
+  cg_check_own(L, gr, "node");
   if (gr->h.ctx->capture)
     luaL_error(L, "cugraph.Graph #%d: nodes change outside captures", id);
   if (gr->updated)
@@ -191,6 +199,7 @@ static int subst_back(const cg_obj *o, cg_obj *const *news, int np) {
 static int graph_rebind(lua_State *L) {
   cg_graph *gr = cg_checkself(L, CG_GRAPH);
   cg_ctx *ctx = gr->h.ctx;
+  cg_check_own(L, gr, "g:rebind");
   int top = lua_gettop(L), np = (top - 1) / 2, scalars = 0;
   if (top < 3 || (top - 1) % 2 || np > MAXPAIRS)
     return luaL_error(L, "g:rebind(old, new [, old2, new2, ...]): 1 to %d "
