@@ -117,7 +117,7 @@ describe("cuda.graphed", function()
       blas:gemm(a, b, c, { m = 4, n = 4, k = 4 }, st)
       st:wait(st) -- a join on itself: recorded, made again
       side:wait(st)
-      m.inc_i32:launch(side, 1, 16, c:view(0, 16, "i32"), 0)
+      m.inc_i32:launch(side, 1, 16, c:view(0, 16, "i32"), 0) -- a view a call
       st:wait(side)
     end)
     local a = cuda.buffer("f32", 16):fill(1)
@@ -132,6 +132,18 @@ describe("cuda.graphed", function()
     s:synchronize()
     assert.equals(8, c2:download()[1])
     assert.equals(2, f:stats().builds)
+    -- operands that come back get a graph of their own, then no builds
+    -- (views made once: a view made anew is another object each call)
+    local g = cuda.graphed(function(st, c, v)
+      blas:gemm(a, b, c, { m = 4, n = 4, k = 4 }, st)
+      m.inc_i32:launch(st, 1, 16, v, 0)
+    end)
+    local v1, v2 = c1:view(0, 16, "i32"), c2:view(0, 16, "i32")
+    for _ = 1, 5 do g(s, c1, v1); g(s, c2, v2) end
+    assert.same({ 3, 2 }, { g:stats().builds, g:stats().graphs })
+    s:synchronize()
+    assert.equals(8, c1:download()[1])
+    assert.equals(8, c2:download()[16])
   end)
 
   it("records conditional nodes and labels, their bodies made again when it builds", function()

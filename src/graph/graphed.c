@@ -194,10 +194,42 @@ static int differ(lua_State *L, const cg_recs *a, int av, const cg_recs *b,
   return worst;
 }
 
-/* What the nodes of recording r take in place (kernels' arguments and
-   shapes, fills' and copies' targets and values), hashed: calls that
-   alternate between a few sets of buffers or values are told by it. */
-static uint64_t params(const cg_recs *r, uint64_t h) {
+/* The value at idx, hashed by identity (an object's address, a number's
+   bits, a boolean, an interned string's address; a plain table by its
+   contents, in any order, one level deep: options made anew each call). */
+static uint64_t ident(lua_State *L, int idx, int deep) {
+  switch (lua_type(L, idx)) {
+  case LUA_TTABLE:
+    if (deep && !lua_getmetatable(L, idx)) {
+      uint64_t h = 0;
+      idx = lua_absindex(L, idx);
+      lua_pushnil(L);
+      while (lua_next(L, idx)) {
+        h += mix(ident(L, -2, 0), ident(L, -1, 0));
+        lua_pop(L, 1);
+      }
+      return h;
+    }
+    if (deep) lua_pop(L, 1);
+    return (uint64_t)(uintptr_t)lua_topointer(L, idx);
+  case LUA_TNUMBER: {
+    if (lua_isinteger(L, idx)) return (uint64_t)lua_tointeger(L, idx);
+    lua_Number n = lua_tonumber(L, idx);
+    uint64_t bits;
+    memcpy(&bits, &n, 8);
+    return bits;
+  }
+  case LUA_TBOOLEAN: return (uint64_t)lua_toboolean(L, idx);
+  case LUA_TNIL: case LUA_TFUNCTION: return 0; /* bodies: recorded apart */
+  default: return (uint64_t)(uintptr_t)lua_topointer(L, idx);
+  }
+}
+
+/* What the nodes of recording r (its values at rv) take (kernels' arguments
+   and shapes, fills' and copies' targets and values, other calls'
+   arguments), hashed: calls that alternate between a few sets of buffers
+   or values are told by it. */
+static uint64_t params(lua_State *L, const cg_recs *r, int rv, uint64_t h) {
   for (size_t i = 0; i < r->n; i++) {
     const cg_rec *e = &r->v[i];
     h = mix(h, e->kind);
@@ -217,6 +249,13 @@ static uint64_t params(const cg_recs *r, uint64_t h) {
     case NK_COPY:
       h = mix(mix(h, (uintptr_t)e->obj[0]), (uintptr_t)e->obj[1]);
       h = mix(mix(mix(h, e->off), e->soff), e->bytes);
+      break;
+    case NK_CALL:
+      for (size_t j = 0; j < e->nvals; j++) {
+        lua_rawgeti(L, rv, (lua_Integer)(e->v0 + j));
+        h = mix(h, ident(L, -1, 1));
+        lua_pop(L, 1);
+      }
       break;
     default: break;
     }
@@ -672,9 +711,9 @@ static int graphed_call(lua_State *L) {
              gf->var[slot].gr, gf->changed);
       lua_pop(L, 1);
     }
-    int again = how != 0 && seen_again(gf, params(gf->rec, key));
-    if (how == 1 && again) { /* parameters that come back: a graph of */
-      int i = 0;             /* their own, while there is room */
+    int again = how != 0 && seen_again(gf, params(L, gf->rec, rv, key));
+    if (how > 0 && again) { /* parameters that come back: a graph of */
+      int i = 0;            /* their own, while there is room */
       while (i < gf->max && gf->var[i].gr) i++;
       if (i < gf->max) slot = i, how = -1;
     }
