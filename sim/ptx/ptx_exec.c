@@ -9,6 +9,14 @@
 
 #include <limits.h>
 
+int exec_read(worker *w, warp *wp, int lane, const ins *in, uint64_t p,
+              void *v, size_t n) {
+  const unsigned char *h = addr_of(w, wp, lane, in, SP_GENERIC, p,
+                                   (unsigned)n, 0);
+  if (h) memcpy(v, h, n);
+  return h != NULL;
+}
+
 /* -- the interpreter ------------------------------------------------------ */
 
 #ifdef SIM_X86_FMA
@@ -113,8 +121,10 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
     case X: {                                                               \
       const uint64_t *Bs = R(in->base);                                     \
       uint64_t off = (uint64_t)in->off, *D = R(in->d[0]);                   \
-      if (SH ? !span_ok(wp, in, em, Bs, off, N, 0, w->rc->nshared)          \
-             : !global_span_ok(w, wp, in, em, Bs, off, N))                  \
+      int64_t mn_, mx_;                                                     \
+      if (SH ? !span_ok(wp, in, em, Bs, off, N, 0, w->rc->nshared, &mn_,    \
+                        &mx_)                                               \
+             : !global_span_ok(w, wp, in, em, Bs, off, N, 0))               \
         break;                                                              \
       uintptr_t h = (SH ? (uintptr_t)w->shared : 0) + (uintptr_t)off;      \
       LD_LANES(h, N, SGN);                                                  \
@@ -125,8 +135,10 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
     case X: {                                                               \
       const uint64_t *Bs = R(in->base), *V = R(in->d[0]);                   \
       uint64_t off = (uint64_t)in->off;                                     \
-      if (SH ? !span_ok(wp, in, em, Bs, off, N, 0, w->rc->nshared)          \
-             : !global_span_ok(w, wp, in, em, Bs, off, N))                  \
+      int64_t mn_, mx_;                                                     \
+      if (SH ? !span_ok(wp, in, em, Bs, off, N, 0, w->rc->nshared, &mn_,    \
+                        &mx_)                                               \
+             : !global_span_ok(w, wp, in, em, Bs, off, N, 1))               \
         break;                                                              \
       uintptr_t h = (SH ? (uintptr_t)w->shared : 0) + (uintptr_t)off;      \
       ST_LANES(h, N);                                                       \
@@ -327,6 +339,12 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
       break;
     case OP_SETCOND:
       LOOP(cond_call(w, wp, l, in); if (w->fault) goto fault);
+      break;
+    case OP_PRINTF:
+      if (exec_printf(w, wp, in, em)) goto fault;
+      break;
+    case OP_ASSERT:
+      if (em && exec_assert(w, wp, in, em)) goto fault;
       break;
     case OP_TRAP:
       if (em) {

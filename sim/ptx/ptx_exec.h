@@ -78,6 +78,15 @@ typedef struct run_ctx run_ctx;
    several in turn). */
 enum { SIM_RANGES = 4 };
 
+/* A record of printf's or assert's text: the lane's block and thread
+   (key), its order among the worker's records, stderr or stdout, where
+   in the worker's text. */
+typedef struct sim_rec {
+  uint64_t key;
+  uint32_t seq, err;
+  size_t off, len;
+} sim_rec;
+
 typedef struct worker {
   run_ctx *rc;
   warp *warps;
@@ -90,6 +99,16 @@ typedef struct worker {
   uint64_t lo[SIM_RANGES], hi[SIM_RANGES]; /* the allocations last found
                            live, the next replaced at lo[nextr] */
   unsigned nextr;
+  /* where the launch read ([0]) and wrote ([1]) in each of them, while
+     the caller follows accesses (touch): [lo, hi), empty when lo >= hi */
+  uint64_t tlo[2][SIM_RANGES], thi[2][SIM_RANGES];
+  int touch;
+  /* printf's and assert's text (ptx_print.c) */
+  char *out;
+  size_t nout, cout, out_total;
+  sim_rec *recs;
+  size_t nrecs, crecs;
+  uint32_t seq;
   uint64_t executed;
   unsigned backs;       /* backward branches taken */
   int red;              /* a bar.red at the barrier: the threads whose */
@@ -206,7 +225,24 @@ int exec_fma_f32_x86(uint64_t *D, const uint64_t *A, const uint64_t *B,
                      const uint64_t *C);
 #endif
 
+/* ptx_print.c: vprintf and __assertfail for the lanes of em (1: the
+   launch stops: a fault, or the assertion); the records handed over once
+   the launch is over. */
+int exec_printf(worker *w, warp *wp, const ins *in, uint32_t em);
+int exec_assert(worker *w, warp *wp, const ins *in, uint32_t em);
+void exec_print_all(worker *ws, unsigned n, sim_launch *l);
+
+/* ptx_exec.c: reads n bytes at generic address p for a lane (0 after a
+   fault). */
+int exec_read(worker *w, warp *wp, int lane, const ins *in, uint64_t p,
+              void *v, size_t n);
+
 /* ptx_launch.c */
+/* The thread index of a lane of warp warp_index of w's block. */
+void exec_thread_of(const worker *w, int warp_index, int lane, unsigned t[3]);
+/* Gives the caller (touch) where w's launch read and wrote allocation i,
+   and forgets it. */
+void exec_touch_flush(worker *w, unsigned i);
 /* The value of special register s (S_READ and after) for the block w
    runs, clock the worker's count of thread-instructions so far. */
 uint64_t exec_sreg(const worker *w, int s, uint64_t clock);

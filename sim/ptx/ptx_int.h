@@ -17,6 +17,7 @@ enum {
   OP_SETCOND, OP_PACK, OP_UNPACK, OP_ISSPACEP, OP_MUL24, OP_MAD24, OP_SAD,
   OP_LOP3, OP_REDUX, OP_WSYNC, OP_SREG, OP_SET, OP_HALF, OP_BMSK, OP_SZEXT,
   OP_CARRY, OP_TEX, OP_SULD, OP_SUST,
+  OP_PRINTF, OP_ASSERT, /* calls of vprintf and __assertfail */
 };
 
 /* Fast forms: the commonest instructions in one form each, run by the
@@ -158,6 +159,9 @@ struct sim_kernel {
   struct sim_module *m;
 };
 
+/* The source line of an instruction (.loc): file index, line (0: none). */
+typedef struct loc { int32_t file, line; } loc;
+
 typedef struct var {          /* a module variable in global or const space */
   char *name;
   unsigned char *data;
@@ -180,6 +184,9 @@ struct sim_module {
   size_t pframe;             /* .param frames of all functions */
   var *vars;
   size_t nvars;
+  loc *locs;                 /* of each instruction; NULL without .loc */
+  char **files;              /* .file names by index (NULL: none) */
+  size_t nfiles;
 };
 
 /* Calls nested deeper than this end the launch (each takes host stack, of

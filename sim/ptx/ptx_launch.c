@@ -12,12 +12,29 @@
 
 /* -- faults --------------------------------------------------------------- */
 
-static void thread_of(const worker *w, int warp_index, int lane, unsigned t[3]) {
+void exec_thread_of(const worker *w, int warp_index, int lane, unsigned t[3]) {
   const unsigned *b = w->rc->l->block;
   unsigned i = (unsigned)warp_index * 32 + (unsigned)lane;
   t[0] = i % b[0];
   t[1] = i / b[0] % b[1];
   t[2] = i / (b[0] * b[1]);
+}
+
+/* "file:line, " of in's source line, where the PTX has one (.loc): the
+   file named as NVRTC wrote it (a script's own name, from the #line that
+   cuda.compile puts before its source), relative to the working folder
+   when under it; else "". */
+static void source_of(const sim_module *m, const ins *in, char *buf,
+                      size_t n) {
+  buf[0] = '\0';
+  const loc *at = m->locs ? &m->locs[in - m->code] : NULL;
+  if (!at || at->line <= 0) return;
+  const char *f = at->file >= 0 && (size_t)at->file < m->nfiles &&
+                  m->files[at->file] ? m->files[at->file] : "?";
+  char cwd[512];
+  size_t k = getcwd(cwd, sizeof cwd) ? strlen(cwd) : 0;
+  if (k && !strncmp(f, cwd, k) && f[k] == '/') f += k + 1;
+  snprintf(buf, n, "%s:%d, ", f, at->line);
 }
 
 /* Records the launch's first fault with its diagnostic. */
@@ -33,10 +50,12 @@ void exec_fault(worker *w, const warp *wp, int lane, const ins *in,
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
     unsigned t[3];
-    thread_of(w, wp->index, lane, t);
-    snprintf(rc->diag, rc->ndiag, "kernel %s: %s (PTX line %d), thread "
-             "(%u,%u,%u) of block (%u,%u,%u)", rc->k->name, what, in->line,
-             t[0], t[1], t[2], w->bid[0], w->bid[1], w->bid[2]);
+    char src[300];
+    exec_thread_of(w, wp->index, lane, t);
+    source_of(rc->m, in, src, sizeof src);
+    snprintf(rc->diag, rc->ndiag, "kernel %s: %s (%sPTX line %d), thread "
+             "(%u,%u,%u) of block (%u,%u,%u)", rc->k->name, what, src,
+             in->line, t[0], t[1], t[2], w->bid[0], w->bid[1], w->bid[2]);
     __atomic_store_n(&rc->fault, code, __ATOMIC_SEQ_CST);
   }
   pthread_mutex_unlock(&rc->mu);
@@ -212,7 +231,23 @@ static void *work(void *arg) {
   return NULL;
 }
 
+void exec_touch_flush(worker *w, unsigned i) {
+  const sim_launch *l = w->rc->l;
+  for (int k = 0; k < 2; k++) {
+    if (w->touch && w->tlo[k][i] < w->thi[k][i]) {
+      pthread_mutex_lock(&w->rc->mu);
+      l->touch(l->ud, w->lo[i], w->tlo[k][i], w->thi[k][i], k);
+      pthread_mutex_unlock(&w->rc->mu);
+    }
+    w->tlo[k][i] = UINT64_MAX;
+    w->thi[k][i] = 0;
+  }
+}
+
 static void free_worker(worker *w) {
+  for (unsigned i = 0; i < SIM_RANGES; i++) exec_touch_flush(w, i);
+  free(w->out);
+  free(w->recs);
   free(w->warps);
   free(w->regs);
   free(w->preds);
@@ -224,6 +259,9 @@ static void free_worker(worker *w) {
 static int init_worker(worker *w, run_ctx *rc) {
   memset(w, 0, sizeof *w);
   w->rc = rc;
+  w->touch = rc->l->touch != NULL;
+  for (unsigned i = 0; i < SIM_RANGES; i++) /* nothing touched */
+    for (int k = 0; k < 2; k++) w->tlo[k][i] = UINT64_MAX;
   const sim_module *m = rc->m;
   unsigned nt = rc->l->block[0] * rc->l->block[1] * rc->l->block[2];
   w->nwarps = (nt + 31) / 32;
@@ -329,6 +367,7 @@ int sim_run(const sim_kernel *k, sim_launch *l, char *diag, size_t ndiag) {
       if (joined[i]) pthread_join(th[i], NULL);
   }
   free(joined);
+  exec_print_all(ws, made, l);
   for (unsigned i = 0; i < made; i++) {
     l->executed += ws[i].executed;
     free_worker(&ws[i]);

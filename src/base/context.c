@@ -66,6 +66,32 @@ void cg_lua_line(lua_State *L, char *buf, size_t size) {
     }
 }
 
+/* The Lua line of the calls this thread last gave the simulator, hashed. */
+static _Thread_local uint64_t sim_line_sent;
+
+/* Whether a function's source is the Lua front end (cugraph/init.lua). */
+static int front_end(const lua_Debug *ar) {
+  const char *slash = strrchr(ar->source, '/');
+  return ar->source[0] == '@' && slash && slash - ar->source >= 8 &&
+         !strncmp(slash - 8, "/cugraph/", 9);
+}
+
+void cg_sim_line_(lua_State *L) {
+  lua_Debug ar;
+  char buf[300];
+  buf[0] = 0;
+  for (int lv = 1; lua_getstack(L, lv, &ar); lv++)
+    if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0 && !front_end(&ar)) {
+      snprintf(buf, sizeof buf, "%s:%d", ar.short_src, ar.currentline);
+      break;
+    }
+  uint64_t h = 1469598103934665603u;
+  for (const char *p = buf; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211u;
+  if (h != sim_line_sent &&
+      cg_drv.cuSimSetLuaLine(buf[0] ? buf : NULL) == CUDA_SUCCESS)
+    sim_line_sent = h;
+}
+
 static int error_stopped(lua_State *L, cg_ctx *ctx, const char *api, int why,
                          const char *busy);
 
@@ -158,6 +184,7 @@ static void start(lua_State *L, cg_ctx *ctx) {
 }
 
 static cg_ctx *ready(lua_State *L, cg_ctx *ctx) {
+  cg_sim_line(L);
   if (ctx->poison) cg_error_poisoned(L, ctx);
   if (ctx->root->closed) luaL_error(L, "cugraph is closed");
   if (!ctx->ready) start(L, ctx);
