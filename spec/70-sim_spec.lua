@@ -1596,7 +1596,7 @@ describe("the PTX simulator's loader and faults", function()
     ]])
     assert.equals(0, code, out)
     assert.matches("cuda sim: kernel k: misaligned global access of 4 bytes at 0x%x+ " ..
-                   "%(PTX line %d+%), thread %(0,0,0%) of block %(0,0,0%)", out)
+                   "%(kernel%.cu:1, PTX line %d+%), thread %(0,0,0%) of block %(0,0,0%)", out)
     assert.matches("false\tCUDA_ERROR_MISALIGNED_ADDRESS", out, 1, true)
   end)
 

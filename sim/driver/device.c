@@ -139,8 +139,7 @@ static void (*const frees[O_NKINDS])(obj *) = {
 /* Frees everything made in device dev's context, which is being destroyed:
    all but the graphs, which belong to no context. */
 static void destroy_context(int dev) {
-  dbl_settle(); /* its work ends, and what its kernels printed is shown */
-  dbl_flush_output();
+  dbl_flush_output(); /* what its kernels printed; work still to run goes */
   for (capture *c = dbl_captures, *next; c; c = next) {
     next = c->next;
     if (c->origin && c->origin->h.dev != dev) continue;
@@ -314,14 +313,14 @@ CUresult CUDAAPI cuCtxSynchronize(void) {
   ENTRY(cuCtxSynchronize);
   CUresult r = dbl_enter();
   if (r) return r;
-  if (dbl_hung) dbl_wait_forever(held_);
-  dbl_wait_busy(held_);
   for (capture *c = dbl_captures; c; c = c->next) {
     c->invalid = 1;
     r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   }
-  if (!r && dbl_strict) r = dbl_wait_device();
+  if (!r && dbl_strict && !dbl_hung) r = dbl_wait_device();
   else if (!r) dbl_flush_output();
+  if (dbl_hung) dbl_wait_forever(held_);
+  dbl_wait_busy(held_);
   return r;
 }
 

@@ -585,7 +585,8 @@ extern int dbl_strict;
 const char *dbl_intern(const char *s);
 const char *dbl_lua_line(void);          /* this thread's (cuSimSetLuaLine) */
 queue *dbl_queue_new(int dev, int blocking);
-void dbl_queue_free(queue *q);           /* after its work ran */
+void dbl_queue_free(queue *q);           /* its work still to run goes */
+void dbl_queue_drop(queue *q);           /* its stream goes; the work stays */
 void dbl_queues_end(int dev);            /* the last context of dev goes */
 /* Sending: the op (whose args the queue takes either way), a graph's
    launch, an event's record, a wait on an event. */
@@ -603,9 +604,10 @@ void dbl_event_ran(CUevent e);
 CUresult dbl_wait_stream(CUstream s);
 CUresult dbl_wait_event(CUevent e);
 CUresult dbl_wait_device(void);
-/* Runs all pending work, before a free or a change of what it uses; a
-   failed check is kept for the next wait. */
-void dbl_settle(void);
+/* Runs all pending work, before a free or a change of what it uses (as
+   the driver's implicit synchronization): the sticky error, if the work
+   faulted; a failed check is kept for the next wait. */
+CUresult dbl_settle(void);
 /* Tells text to this thread's next cuSimTakeReport. */
 void dbl_tell(const char *text);
 /* The Lua line of the graph launch running on this thread, or NULL. */

@@ -499,7 +499,7 @@ CUresult CUDAAPI cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph,
   if (r) return r;
   if (!hGraphExec || !hGraph) return CUDA_ERROR_INVALID_HANDLE;
   if (!resultInfo) return CUDA_ERROR_INVALID_VALUE;
-  dbl_settle(); /* launches sent before run the graph they were sent with */
+  if ((r = dbl_settle())) return r; /* launches sent before run the graph they were sent with */
   CUgraphExecUpdateResultInfo info = {CU_GRAPH_EXEC_UPDATE_SUCCESS, NULL, NULL};
   plan p;
   cond *conds = NULL;

@@ -324,7 +324,7 @@ CUresult CUDAAPI cuMemFree(CUdeviceptr dptr) {
   CUresult r = dbl_enter();
   if (r || !dptr) return r;
   if ((r = dbl_unsafe_call())) return r;
-  dbl_settle(); /* as the driver: the work before runs first */
+  if ((r = dbl_settle())) return r; /* as the driver: the work before runs first */
   return free_span(dptr);
 }
 
@@ -358,7 +358,7 @@ CUresult CUDAAPI cuMemFreeHost(void *p) {
   CUresult r = dbl_enter();
   if (r) return r;
   if ((r = dbl_unsafe_call())) return r;
-  dbl_settle(); /* copies of it still to run run */
+  if ((r = dbl_settle())) return r; /* copies of it still to run run */
   for (size_t i = 0; i < nhosts; i++)
     if (hosts[i].p == p) {
       dbl_forget_block((uint64_t)(uintptr_t)p);
@@ -407,7 +407,7 @@ CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
   long i = span_at(dptr);
   if (i < 0) return CUDA_ERROR_INVALID_VALUE;
   if (!s || !s->cap) {
-    dbl_settle(); /* stream-ordered: the work before it runs first */
+    if ((r = dbl_settle())) return r; /* stream-ordered: the work before it runs first */
     return free_span(dptr);
   }
   if (spans[i].kind != SPAN_GRAPH) return CUDA_ERROR_INVALID_VALUE;
@@ -617,7 +617,7 @@ CUresult CUDAAPI cuGraphicsMapResources(unsigned int count,
   CUresult r = dbl_enter();
   if (r) return r;
   if ((r = dbl_unsafe_call())) return r;
-  dbl_settle(); /* stream-ordered: the work before it runs first */
+  if ((r = dbl_settle())) return r; /* stream-ordered: the work before it runs first */
   return map_all(count, res, 1);
 }
 
@@ -628,7 +628,7 @@ CUresult CUDAAPI cuGraphicsUnmapResources(unsigned int count,
   CUresult r = dbl_enter();
   if (r) return r;
   if ((r = dbl_unsafe_call())) return r;
-  dbl_settle();
+  if ((r = dbl_settle())) return r;
   return map_all(count, res, 0);
 }
 
@@ -653,7 +653,7 @@ CUresult CUDAAPI cuGraphicsUnregisterResource(CUgraphicsResource res) {
   if (r) return r;
   if (!res) return CUDA_ERROR_INVALID_HANDLE;
   if ((r = dbl_unsafe_call())) return r;
-  dbl_settle();
+  if ((r = dbl_settle())) return r;
   if (res->image) dbl_free_array(res->image);
   dbl_free_resource(res);
   return CUDA_SUCCESS;

@@ -75,13 +75,20 @@ const char *dbl_intern(const char *s) {
   return names[j];
 }
 
+/* The simulator's own entry points take the lock as every entry point
+   does, but are neither counted nor failed on purpose (CUDA_DOUBLE_TRACE,
+   CUDA_DOUBLE_FAULT): they check the work, and are no part of it. */
+#define LOCKED()                                                            \
+  pthread_mutex_t *held_ __attribute__((cleanup(dbl_drop_lock), unused)) =  \
+    dbl_take_lock()
+
 static _Thread_local const char *lua_line; /* of the calls this thread sends */
 
 const char *dbl_lua_line(void) { return lua_line; }
 
 #ifdef CUDA_SIM
 CUresult CUDAAPI cuSimSetLuaLine(const char *where) {
-  ENTRY(cuSimSetLuaLine);
+  LOCKED();
   lua_line = where && *where ? dbl_intern(where) : NULL;
   return CUDA_SUCCESS;
 }
@@ -193,6 +200,7 @@ struct queue {
   vclock *done_vc;      /* what its last task run followed, and that task */
   unsigned host_seen;   /* host_version last joined */
   int busy;             /* a task of it runs (a semaphore wait naps) */
+  int orphan;           /* its stream is destroyed */
   struct queue *prev, *next; /* every queue, for the device's waits */
 };
 
@@ -278,7 +286,7 @@ void dbl_tell(const char *text) {
 
 #ifdef CUDA_SIM
 CUresult CUDAAPI cuSimTakeReport(char *text, size_t size) {
-  ENTRY(cuSimTakeReport);
+  LOCKED();
   if (!text || !size) return CUDA_ERROR_INVALID_VALUE;
   if (!told) return CUDA_ERROR_NOT_FOUND;
   snprintf(text, size, "%s", told);
@@ -394,10 +402,25 @@ CUresult dbl_wait_device(void) {
   return waited(run_device(dbl_cur_dev()));
 }
 
-void dbl_settle(void) {
-  if (!dbl_strict) return;
+#ifdef CUDA_SIM
+/* A library stand-in's call computes at once on the host: the work sent
+   to s before it runs first (a failed check is kept for the next wait). */
+CUresult CUDAAPI cuSimRunStream(CUstream s) {
+  LOCKED();
+  CUresult r = dbl_enter();
+  if (r || !dbl_strict) return r;
+  queue *q = queue_of(dbl_stream_of(s));
+  dbl_work_begin();
+  r = run_upto(q, q->sent);
+  return r == CUDA_ERROR_TIMEOUT ? CUDA_SUCCESS : r;
+}
+#endif
+
+CUresult dbl_settle(void) {
+  if (!dbl_strict) return dbl_sticky;
   dbl_work_begin();
   if (run_device(-1) == CUDA_SUCCESS) dbl_flush_output();
+  return dbl_sticky;
 }
 
 /* -- sending --------------------------------------------------------------- */
@@ -578,9 +601,19 @@ void dbl_queue_free(queue *q) {
   else free(q);
 }
 
-/* The legacy streams' queues go with the last context. */
+/* A queue whose stream is destroyed: its work still to run stays, for the
+   device's waits, until its context goes. */
+void dbl_queue_drop(queue *q) {
+  if (q && q->done < q->sent) q->orphan = 1;
+  else dbl_queue_free(q);
+}
+
+/* The queues of device dev go with its context, work still to run too. */
 void dbl_queues_end(int dev) {
-  if (legacy[dev].id) dbl_queue_free(&legacy[dev]);
+  for (queue *q = all.next, *next; q != &all; q = next) {
+    next = q->next;
+    if (q->dev == dev) dbl_queue_free(q);
+  }
 }
 
 /* -- host memory ----------------------------------------------------------- */
@@ -623,7 +656,7 @@ static const task *host_conflict(uint64_t p, uint64_t n, int write,
 
 CUresult CUDAAPI cuSimHostAccess(const void *p, size_t n, int write,
                                  char *text, size_t size) {
-  ENTRY(cuSimHostAccess);
+  LOCKED();
   if (!dbl_strict || !host_tasks || !n) return CUDA_SUCCESS;
   int into = 0;
   const task *t = host_conflict((uint64_t)(uintptr_t)p, n, write, &into);

@@ -57,7 +57,7 @@ CUresult dbl_submit(CUstream s, op *o) {
 }
 
 void dbl_free_stream(CUstream s) {
-  dbl_queue_free(s->q);
+  dbl_queue_drop(s->q);
   free(s->tips.v);
   dbl_free_obj(s);
 }
@@ -115,13 +115,14 @@ static CUresult create(CUstream *phStream, unsigned int Flags, int prio) {
 }
 
 /* A joined stream that is destroyed leaves its work in the capture, never
-   to be joined; the origin takes its capture with it. */
+   to be joined; the origin takes its capture with it. Its work still to
+   run goes on, as on a GPU (strict mode: the device's waits run it). */
 CUresult CUDAAPI cuStreamDestroy(CUstream hStream) {
   ENTRY(cuStreamDestroy);
   CUresult r = dbl_enter();
   if (r) return r;
   if (!hStream) return CUDA_ERROR_INVALID_HANDLE;
-  dbl_settle(); /* its work goes on to its end, as on a GPU */
+  if ((r = dbl_settle())) return r; /* its work goes on to its end, as on a GPU */
   capture *c = hStream->cap;
   if (c && c->origin == hStream) {
     if (c->owned) dbl_free_graph(c->g);
@@ -136,11 +137,11 @@ CUresult CUDAAPI cuStreamDestroy(CUstream hStream) {
 CUresult CUDAAPI cuStreamSynchronize(CUstream hStream) {
   ENTRY(cuStreamSynchronize);
   CUresult r = dbl_enter();
+  if (!r) r = no_sync(dbl_stream_of(hStream));
+  if (!r && dbl_strict && !dbl_hung) r = dbl_wait_stream(dbl_stream_of(hStream));
+  else if (!r) dbl_flush_output();
   if (!r && dbl_hung) dbl_wait_forever(held_);
   if (!r) dbl_wait_busy(held_);
-  if (!r) r = no_sync(dbl_stream_of(hStream));
-  if (!r && dbl_strict) r = dbl_wait_stream(dbl_stream_of(hStream));
-  else if (!r) dbl_flush_output();
   return r;
 }
 
@@ -150,9 +151,9 @@ CUresult CUDAAPI cuStreamSynchronize(CUstream hStream) {
 CUresult CUDAAPI cuStreamQuery(CUstream hStream) {
   ENTRY(cuStreamQuery);
   CUresult r = dbl_enter();
-  if (!r && (dbl_hung || dbl_busy())) return CUDA_ERROR_NOT_READY;
   if (!r) r = no_sync(dbl_stream_of(hStream));
-  if (!r && dbl_strict) r = dbl_wait_stream(dbl_stream_of(hStream));
+  if (!r && dbl_strict && !dbl_hung) r = dbl_wait_stream(dbl_stream_of(hStream));
+  if (!r && (dbl_hung || dbl_busy())) return CUDA_ERROR_NOT_READY;
   return r;
 }
 
@@ -296,11 +297,11 @@ static CUresult event_done(CUevent e) {
 
 CUresult CUDAAPI cuEventSynchronize(CUevent hEvent) {
   ENTRY(cuEventSynchronize);
+  CUresult r = event_done(hEvent);
+  if (!r && dbl_strict && !dbl_hung) r = dbl_wait_event(hEvent);
+  else if (!r) dbl_flush_output();
   if (dbl_hung) dbl_wait_forever(held_);
   dbl_wait_busy(held_);
-  CUresult r = event_done(hEvent);
-  if (!r && dbl_strict) r = dbl_wait_event(hEvent);
-  else if (!r) dbl_flush_output();
   return r;
 }
 
@@ -308,9 +309,9 @@ CUresult CUDAAPI cuEventSynchronize(CUevent hEvent) {
    polling it would. */
 CUresult CUDAAPI cuEventQuery(CUevent hEvent) {
   ENTRY(cuEventQuery);
-  if (dbl_hung || dbl_busy()) return CUDA_ERROR_NOT_READY;
   CUresult r = event_done(hEvent);
-  if (!r && dbl_strict) r = dbl_wait_event(hEvent);
+  if (!r && dbl_strict && !dbl_hung) r = dbl_wait_event(hEvent);
+  if (!r && (dbl_hung || dbl_busy())) return CUDA_ERROR_NOT_READY;
   return r;
 }
 

@@ -31,5 +31,8 @@ CUresult CUDAAPI cuSimSetLuaLine(const char *where);
 CUresult CUDAAPI cuSimHostAccess(const void *p, size_t n, int write,
                                  char *text, size_t size);
 CUresult CUDAAPI cuSimTakeReport(char *text, size_t size);
+/* For the library stand-ins (sim/standin.h), which compute at once on the
+   host: runs the work sent to stream s so far. */
+CUresult CUDAAPI cuSimRunStream(CUstream s);
 
 #endif
