@@ -261,6 +261,26 @@ describe("the simulator's strict mode", function()
   end)
 end)
 
+describe("the simulator's source lines", function()
+  it("compile from a string chunk, whose name has quotes, with lineinfo", function()
+    if not runs_kernels() then return end
+    -- NVRTC writes the #line name into the PTX's .file as it is
+    local code, out = H.script([=[
+      local f = load([[
+        local cuda = require "cugraph"
+        local m = cuda.compile('extern "C" __global__ void k(int *x) { x[0] = 1; }',
+                               { lineinfo = true })
+        local x = cuda.buffer("i32", 1):fill(0)
+        m.k:launch(cuda.stream(), 1, 1, x)
+        return x:download()[1]
+      ]])
+      print("got", f())
+    ]=])
+    assert.equals(0, code, out)
+    assert.matches("got	1", out, 1, true)
+  end)
+end)
+
 describe("the simulator's faults", function()
   -- A script whose kernel faults at the line marked FAULT; prints the
   -- wait's error.
