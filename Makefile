@@ -147,6 +147,21 @@ $(BUILD)/sim/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(SIM_BUILD_CFLAGS) $(SIM_CFLAGS) $(SIM_ROUNDING) -DCUDA_SIM -c $< -o $@
 
+# The interpreter's loop again for x86-64 CPUs with wider vectors, AVX2
+# and AVX-512 (x86-64-v4): its lane loops vectorize that wide, and sim_run
+# picks the widest the host runs (ptx_exec.c).
+ifneq ($(findstring x86_64,$(shell $(CC) -dumpmachine)),)
+SIM_VARIANTS = avx2 avx512
+endif
+SIM_ARCH_avx2 = -mavx2 -mfma -mbmi -mbmi2 -mpopcnt
+SIM_ARCH_avx512 = -march=x86-64-v4
+SIM_OBJS += $(SIM_VARIANTS:%=$(BUILD)/sim/sim/ptx/ptx_exec_%.o)
+$(SIM_VARIANTS:%=$(BUILD)/sim/sim/ptx/ptx_exec_%.o): \
+$(BUILD)/sim/sim/ptx/ptx_exec_%.o: sim/ptx/ptx_exec.c
+	@mkdir -p $(@D)
+	$(CC) $(SIM_BUILD_CFLAGS) $(SIM_CFLAGS) $(SIM_ROUNDING) -DCUDA_SIM \
+	  -DEXEC_VARIANT=$* $(SIM_ARCH_$*) -c $< -o $@
+
 $(SIM): $(SIM_OBJS)
 	$(CC) $(CFLAGS) -shared -o $@ $^ -pthread -lm
 

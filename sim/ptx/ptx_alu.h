@@ -57,30 +57,47 @@ static inline void setp_write(warp *wp, const ins *in, uint32_t em,
     wp->p[in->d[1]] = (wp->p[in->d[1]] & ~em) | (q & em);
 }
 
-/* setp of integers of type T, each comparison its own loop (a whole
-   group's bits shifted in from lane 31 down). */
-#define SETP_LANES(T, OP)                                                   \
+/* setp of integers of 32 and 64 bits, the fast forms': each operand's
+   key (the value moved to the top of the word, the sign bit flipped for
+   unsigned types) compared as signed 64-bit integers. With AVX2, every
+   lane compared (setp_write keeps those of em), each lane's result
+   masked to its bit and ORed, in a loop the compiler vectorizes, with no
+   branch a lane whatever em is. */
+static const uint64_t lane_bit[32] = {
+  1ull << 0, 1ull << 1, 1ull << 2, 1ull << 3, 1ull << 4, 1ull << 5,
+  1ull << 6, 1ull << 7, 1ull << 8, 1ull << 9, 1ull << 10, 1ull << 11,
+  1ull << 12, 1ull << 13, 1ull << 14, 1ull << 15, 1ull << 16, 1ull << 17,
+  1ull << 18, 1ull << 19, 1ull << 20, 1ull << 21, 1ull << 22, 1ull << 23,
+  1ull << 24, 1ull << 25, 1ull << 26, 1ull << 27, 1ull << 28, 1ull << 29,
+  1ull << 30, 1ull << 31,
+};
+#define SETP_KEY(X) ((int64_t)(((X) << sh_) ^ flip_))
+#ifdef __AVX2__
+#define SETP_FAST(OP)                                                       \
   do {                                                                      \
+    unsigned sh_ = 64 - in->tb;                                             \
+    uint64_t flip_ = in->tk == K_S ? 0 : 1ull << 63, acc_ = 0;              \
+    for (int l = 0; l < 32; l++)                                            \
+      acc_ |= (0 - (uint64_t)(SETP_KEY(A[l]) OP SETP_KEY(B[l]))) & lane_bit[l]; \
+    setp_write(wp, in, em, (uint32_t)acc_);                                 \
+  } while (0)
+#else /* without 64-bit vector compares: the lanes of em, one by one */
+#define SETP_FAST(OP)                                                       \
+  do {                                                                      \
+    unsigned sh_ = 64 - in->tb;                                             \
+    uint64_t flip_ = in->tk == K_S ? 0 : 1ull << 63;                        \
+    uint32_t v_ = 0;                                                        \
     if (em == ALL)                                                          \
       for (int l = 31; l >= 0; l--)                                         \
-        v = v << 1 | (uint32_t)((T)A[l] OP (T)B[l]);                        \
+        v_ = v_ << 1 | (uint32_t)(SETP_KEY(A[l]) OP SETP_KEY(B[l]));        \
     else                                                                    \
       for (uint32_t m_ = em; m_; m_ &= m_ - 1) {                            \
         int l = __builtin_ctz(m_);                                          \
-        v |= (uint32_t)((T)A[l] OP (T)B[l]) << l;                           \
+        v_ |= (uint32_t)(SETP_KEY(A[l]) OP SETP_KEY(B[l])) << l;            \
       }                                                                     \
+    setp_write(wp, in, em, v_);                                             \
   } while (0)
-#define SETP_INT(T)                                                         \
-  do {                                                                      \
-    switch (in->cmp) {                                                      \
-    case C_EQ: SETP_LANES(T, ==); break;                                    \
-    case C_NE: SETP_LANES(T, !=); break;                                    \
-    case C_LT: case C_LO: SETP_LANES(T, <); break;                          \
-    case C_LE: case C_LS: SETP_LANES(T, <=); break;                         \
-    case C_GT: case C_HI: SETP_LANES(T, >); break;                          \
-    default: SETP_LANES(T, >=);                                             \
-    }                                                                       \
-  } while (0)
+#endif
 
 /* Runs in if it is a value instruction: 1, else 0 (the loop's other
    cases, or an instruction it does not run). */

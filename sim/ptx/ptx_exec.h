@@ -69,10 +69,18 @@ typedef struct warp {
   uint32_t wait, exited;
   uint32_t carry;       /* each lane's carry flag (add.cc, addc, ...) */
   span spans[SIM_SPANS];
+  /* lane masks expanded, one word a lane (all ones where the bit is set):
+     of the group running (ptx_exec.c's lane_masks) */
+  uint64_t km[1][32];
+  uint32_t kmask[1];
+
   int done, index;
 } warp;
 
 typedef struct run_ctx run_ctx;
+typedef struct worker worker;
+/* Runs the group of frame f of warp wp of w's block (ptx_exec.c). */
+typedef int exec_fn(worker *w, warp *wp, frame *f, int depth);
 
 /* Allocations a worker keeps as found live (a kernel reads and writes
    several in turn). */
@@ -87,7 +95,7 @@ typedef struct sim_rec {
   size_t off, len;
 } sim_rec;
 
-typedef struct worker {
+struct worker {
   run_ctx *rc;
   warp *warps;
   uint64_t *regs;
@@ -115,7 +123,7 @@ typedef struct worker {
   unsigned red_count;   /* predicate holds, and whether none or all */
   int red_none, red_all;
   int fault;
-} worker;
+};
 
 struct run_ctx {
   const func *k;
@@ -126,6 +134,7 @@ struct run_ctx {
   uint64_t nblocks, next;
   int fault;            /* set once, by the first fault */
   int fma;              /* the host has FMA and AVX2 (x86-64) */
+  exec_fn *run;         /* exec_run, or the variant the host runs */
   double timeout;       /* CUDA_SIM_TIMEOUT, seconds; 0: none */
   double deadline;      /* CLOCK_MONOTONIC seconds when it times out */
   pthread_mutex_t mu;
@@ -210,8 +219,12 @@ enum { RUN_DONE, RUN_BLOCKED, RUN_FAULT, RUN_YIELD };
 /* Backward branches of a worker between a yield and a look at the clock. */
 enum { SIM_BACKS = 4096 };
 
-/* ptx_exec.c */
-int exec_run(worker *w, warp *wp, frame *f, int depth);
+/* ptx_exec.c, and its variants for wider vectors (the Makefile builds
+   them on x86-64) */
+exec_fn exec_run;
+#ifdef SIM_X86_FMA
+exec_fn exec_run_avx2, exec_run_avx512;
+#endif
 /* Whether the launch has run past its deadline. */
 int exec_late(const run_ctx *rc);
 /* Whether the caller wants the launch stopped (sim_launch.stop); then it

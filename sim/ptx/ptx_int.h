@@ -35,8 +35,11 @@ enum {
   X_SHL_I, X_SHR_U, X_SHR_S, X_AND_I, X_OR_I, X_SELP,
   X_MOV,                          /* mov, cvta.to, cvt of one 64-bit value */
   X_CVT_S64_S32, X_CVT_U64_U32, X_CVT_TO32,
-  X_SETP_S32, X_SETP_U32, X_SETP_S64, X_SETP_U64, /* eq ne lt le gt ge,
-                                    lo ls hi hs of integers of 32, 64 bits */
+  X_SETP_EQ, X_SETP_NE, X_SETP_LT, X_SETP_LE, X_SETP_GT, X_SETP_GE,
+                                  /* setp of integers of 32 and 64 bits
+                                     (lo ls hi hs: LT LE GT GE) */
+  X_PLOGIC,                       /* and, or, xor of predicates */
+  X_BRA,                          /* every bra */
 };
 
 /* Generic addresses of shared and local memory: a tag in the top bits

@@ -149,6 +149,8 @@ static void start_warp(worker *w, warp *wp, unsigned index) {
   wp->index = (int)index;
   wp->wait = 0;
   wp->carry = 0;
+  memset(wp->km, 0, sizeof wp->km); /* the masks of no lane */
+  wp->kmask[0] = 0;
   for (int i = 0; i < SIM_SPANS; i++) wp->spans[i].slot = -1;
   wp->exited = ~live;
   wp->done = !live;
@@ -198,7 +200,7 @@ static int run_block(worker *w) {
     for (unsigned i = 0; i < w->nwarps; i++) {
       warp *wp = &w->warps[i];
       if (wp->done) continue;
-      int r = exec_run(w, wp, &wp->top, 0);
+      int r = w->rc->run(w, wp, &wp->top, 0);
       if (r == RUN_FAULT) return 1;
       if (r == RUN_DONE) wp->done = 1;
       else if (r == RUN_YIELD) yielded = 1;
@@ -327,13 +329,34 @@ static double launch_timeout(void) {
   return e && *e && (*end || !(v >= 0)) ? 600 : v;
 }
 
+/* The interpreter's variant for the host: the widest vectors it has, or
+   fewer where CUDA_SIM_ISA says (generic, avx2, avx512: for tests and
+   measurements); *fma: the host has FMA and AVX2. */
+static exec_fn *pick_run(int *fma) {
+  *fma = 0;
+#ifdef SIM_X86_FMA
+  const char *e = getenv("CUDA_SIM_ISA");
+  int cap = !e || !*e ? 2 : !strcmp(e, "avx512") ? 2 : !strcmp(e, "avx2") ? 1
+          : 0;
+  __builtin_cpu_init();
+  *fma = __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2");
+  int avx2 = *fma && __builtin_cpu_supports("bmi") &&
+             __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("popcnt");
+  int avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
+               __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512dq") &&
+               __builtin_cpu_supports("avx512vl") &&
+               __builtin_cpu_supports("avx512cd");
+  if (avx512 && cap >= 2) return exec_run_avx512;
+  if (avx2 && cap >= 1) return exec_run_avx2;
+#endif
+  return exec_run;
+}
+
 int sim_run(const sim_kernel *k, sim_launch *l, char *diag, size_t ndiag) {
   run_ctx rc;
   memset(&rc, 0, sizeof rc);
-#ifdef SIM_X86_FMA
-  __builtin_cpu_init();
-  rc.fma = __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2");
-#endif
+  rc.run = pick_run(&rc.fma);
   rc.timeout = launch_timeout();
   rc.deadline = now() + rc.timeout;
   rc.k = k;
