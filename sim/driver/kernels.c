@@ -180,9 +180,10 @@ static double sim_seconds;
 uint64_t dbl_sim_executed(void) { return sim_executed; }
 
 static void sim_stats(void) {
-  fprintf(stderr, "cuda sim: %llu thread-instructions in %.3f s of kernel "
-          "time: %.1f M/s\n", (unsigned long long)sim_executed, sim_seconds,
-          sim_seconds > 0 ? (double)sim_executed / sim_seconds / 1e6 : 0.0);
+  fprintf(stderr, "cuda sim: %llu thread-instructions in %.6f s of kernel "
+          "time: %.1f M/s (interpreter: %s)\n", (unsigned long long)sim_executed,
+          sim_seconds, sim_seconds > 0 ? (double)sim_executed / sim_seconds / 1e6
+                                       : 0.0, sim_isa());
 }
 
 static int sim_stop(void *w) { return dbl_work_check(w) != 0; }

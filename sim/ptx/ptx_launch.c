@@ -353,6 +353,16 @@ static exec_fn *pick_run(int *fma) {
   return exec_run;
 }
 
+const char *sim_isa(void) {
+  int fma;
+  exec_fn *run = pick_run(&fma);
+#ifdef SIM_X86_FMA
+  if (run == exec_run_avx512) return "avx512";
+  if (run == exec_run_avx2) return "avx2";
+#endif
+  return run == exec_run ? "generic" : "?";
+}
+
 int sim_run(const sim_kernel *k, sim_launch *l, char *diag, size_t ndiag) {
   run_ctx rc;
   memset(&rc, 0, sizeof rc);

@@ -98,6 +98,9 @@ size_t sim_static_shared(const sim_kernel *k);
    a diagnostic naming kernel, source line (where the PTX has .loc lines:
    NVRTC's -lineinfo), PTX line, thread and block in diag. */
 int sim_run(const sim_kernel *k, sim_launch *l, char *diag, size_t ndiag);
+/* The interpreter's variant sim_run uses on this host: "avx512", "avx2"
+   or "generic" (CUDA_SIM_ISA caps it). */
+const char *sim_isa(void);
 /* The PTX image inside a fatbin of nbytes: a malloc'd NUL-terminated copy,
    NULL with the reason in err ("no PTX in this image; ..."). */
 char *sim_fatbin_ptx(const unsigned char *fatbin, size_t nbytes, char *err,
