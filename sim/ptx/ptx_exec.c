@@ -271,12 +271,12 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
     FAST_ST(X_ST_GL8, 0, 8)
 #undef FAST_LD
 #undef FAST_ST
-    case X_SETP_EQ: { OPS; (void)D; SETP_FAST(==); NEXT; }
-    case X_SETP_NE: { OPS; (void)D; SETP_FAST(!=); NEXT; }
-    case X_SETP_LT: { OPS; (void)D; SETP_FAST(<); NEXT; }
-    case X_SETP_LE: { OPS; (void)D; SETP_FAST(<=); NEXT; }
-    case X_SETP_GT: { OPS; (void)D; SETP_FAST(>); NEXT; }
-    case X_SETP_GE: { OPS; (void)D; SETP_FAST(>=); NEXT; }
+    case X_SETP_EQ: { OPS; (void)D; SETP_FAST(==, C_EQ); NEXT; }
+    case X_SETP_NE: { OPS; (void)D; SETP_FAST(!=, C_NE); NEXT; }
+    case X_SETP_LT: { OPS; (void)D; SETP_FAST(<, C_LT); NEXT; }
+    case X_SETP_LE: { OPS; (void)D; SETP_FAST(<=, C_LE); NEXT; }
+    case X_SETP_GT: { OPS; (void)D; SETP_FAST(>, C_GT); NEXT; }
+    case X_SETP_GE: { OPS; (void)D; SETP_FAST(>=, C_GE); NEXT; }
     case X_FMA_F32: {
       OPS;
       const uint64_t *C = R(in->c);
