@@ -344,7 +344,6 @@ static exec_fn *pick_run(int *fma) {
              __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("popcnt");
   int avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
                __builtin_cpu_supports("avx512bw") &&
-               __builtin_cpu_supports("avx512dq") &&
                __builtin_cpu_supports("avx512vl") &&
                __builtin_cpu_supports("avx512cd");
   if (avx512 && cap >= 2) return exec_run_avx512;
