@@ -397,9 +397,19 @@ static CUresult run_device(int dev) {
   return r;
 }
 
+/* The queues of destroyed streams whose work has all run go. */
+static void sweep(void) {
+  for (queue *q = all.next, *next; q != &all; q = next) {
+    next = q->next;
+    if (q->orphan && q->done == q->sent) dbl_queue_free(q);
+  }
+}
+
 CUresult dbl_wait_device(void) {
   dbl_work_begin();
-  return waited(run_device(dbl_cur_dev()));
+  CUresult r = run_device(dbl_cur_dev());
+  sweep();
+  return waited(r);
 }
 
 #ifdef CUDA_SIM
@@ -420,6 +430,7 @@ CUresult dbl_settle(void) {
   if (!dbl_strict) return dbl_sticky;
   dbl_work_begin();
   if (run_device(-1) == CUDA_SUCCESS) dbl_flush_output();
+  sweep();
   return dbl_sticky;
 }
 
