@@ -283,7 +283,8 @@ end)
 
 describe("the simulator's faults", function()
   -- A script whose kernel faults at the line marked FAULT; prints the
-  -- wait's error.
+  -- wait's error. (Out of bounds by 4 TiB: a GPU faults only on an
+  -- unmapped page.)
   local function faulting(body, launch)
     return ([[
       local cuda = require "cugraph"
@@ -303,7 +304,7 @@ describe("the simulator's faults", function()
   end
 
   local cases = {
-    { "an out-of-bounds store", "if (blockIdx.x == 1 && threadIdx.x == 3) x[n + 1000] = 1; // FAULT",
+    { "an out-of-bounds store", "if (blockIdx.x == 1 && threadIdx.x == 3) x[n + (1ull << 40)] = 1; // FAULT",
       "CUDA_ERROR_ILLEGAL_ADDRESS", "out%-of%-bounds global access of 4 bytes", "3,0,0", "1,0,0" },
     { "a misaligned load", "if (threadIdx.x == 5) x[0] = *(float *)((char *)x + 2); // FAULT",
       "CUDA_ERROR_MISALIGNED_ADDRESS", "misaligned global access of 4 bytes", "5,0,0", "0,0,0" },
@@ -331,7 +332,7 @@ describe("the simulator's faults", function()
 
   it("name a graph node's fault by the line of its capture and of the graph's launch", function()
     if not runs_kernels() then return end
-    local src = faulting("if (threadIdx.x == 2) x[n + 4096] = 1; // FAULT", [[
+    local src = faulting("if (threadIdx.x == 2) x[n + (1ull << 40)] = 1; // FAULT", [[
       local g = s:capture(function()
         m.k:launch(s, 1, 32, x, 64)                     -- CAPTURE
       end)
