@@ -176,6 +176,23 @@ $(BUILD)/sim/%.o: %.c
 	@mkdir -p $(@D)
 	$(call say,CC,$@)$(CC) $(SIM_BUILD_CFLAGS) $(SIM_CFLAGS) $(SIM_ROUNDING) -DCUDA_SIM -c $< -o $@
 
+# The interpreter's loop again for x86-64 CPUs with wider vectors, AVX2
+# and AVX-512 (x86-64-v4): its lane loops vectorize that wide, and sim_run
+# picks the widest the host runs (ptx_exec.c). Without AVX512DQ's vpmullq,
+# which GCC picks for 32-bit products of 64-bit lanes (3 uops, latency 15)
+# where vpmuludq (1 uop) does.
+ifneq ($(findstring x86_64,$(shell $(CC) -dumpmachine)),)
+SIM_VARIANTS = avx2 avx512
+endif
+SIM_ARCH_avx2 = -mavx2 -mfma -mbmi -mbmi2 -mpopcnt
+SIM_ARCH_avx512 = -march=x86-64-v4 -mno-avx512dq
+SIM_OBJS += $(SIM_VARIANTS:%=$(BUILD)/sim/sim/ptx/ptx_exec_%.o)
+$(SIM_VARIANTS:%=$(BUILD)/sim/sim/ptx/ptx_exec_%.o): \
+$(BUILD)/sim/sim/ptx/ptx_exec_%.o: sim/ptx/ptx_exec.c
+	@mkdir -p $(@D)
+	$(CC) $(SIM_BUILD_CFLAGS) $(SIM_CFLAGS) $(SIM_ROUNDING) -DCUDA_SIM \
+	  -DEXEC_VARIANT=$* $(SIM_ARCH_$*) -c $< -o $@
+
 $(SIM): $(SIM_OBJS)
 	$(call say,LD,$@)$(CC) $(CFLAGS) -shared -o $@ $^ -pthread -lm
 

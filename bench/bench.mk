@@ -88,9 +88,15 @@ bench-ir: all $(DOUBLE) $(KERNELS) $(BUILD)/bench/ref.so
 .PHONY: bench bench-nccl bench-decode soak bench-profile bench-ir
 
 # The PTX simulator's speed on model.lua's MLP kernels (one host thread, and
-# all), beside Numba's CUDA simulator on the same layer (bench/sim.lua).
-## bench-sim: the simulator's speed on model.lua's kernels, beside Numba's simulator
-bench-sim: all $(BUILD)/libcuda-sim.so
+# all), on a reduction and a divergent kernel beside the same kernels built
+# for the host as plain C loops (bench/sim_native.c), and beside Numba's
+# CUDA simulator on the MLP's layer (bench/sim.lua).
+$(BUILD)/bench/sim_native: bench/sim_native.c | deps
+	@mkdir -p $(@D)
+	$(call say,CC,$@)$(CC) -std=c11 $(CFLAGS) $(WARN) -o $@ $<
+
+## bench-sim: the simulator's speed on model.lua's kernels, beside the host's and Numba's
+bench-sim: all $(BUILD)/libcuda-sim.so $(BUILD)/bench/sim_native
 	CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) $(BUILD)/cugraph-lua bench/sim.lua $(BENCH_SIM_ARGS)
 
 .PHONY: bench-sim

@@ -1,8 +1,11 @@
 -- bench/sim.lua: the PTX simulator's speed on the MLP kernels of
 -- examples/model.lua, on one host thread and on all, on a block reduction
--- and on a divergent kernel (one thread), and Numba's CUDA simulator on the
--- same dense GELU layer (bench/sim_numba.py) where python3 has Numba
--- (Debian's python3-numba; NUMBA_PYTHON names another interpreter).
+-- and on a divergent kernel (one thread), each beside the same kernel
+-- built for the host as plain C loops (bench/sim_native.c, the build's
+-- compiler and CFLAGS: the distance to native code), and Numba's CUDA
+-- simulator on the same dense GELU layer (bench/sim_numba.py) where
+-- python3 has Numba (Debian's python3-numba; NUMBA_PYTHON names another
+-- interpreter).
 --
 --   make bench-sim            (build/cugraph-lua bench/sim.lua [--markdown])
 --
@@ -170,7 +173,18 @@ local function sim_run(what, reps, rows, k, n, threads)
   local ok = p:close()
   local count, secs = out:match("cuda sim: (%d+) thread%-instructions in ([%d.]+) s")
   assert(ok and count, "the simulator's run failed:\n" .. out)
-  return tonumber(count), tonumber(secs)
+  return tonumber(count), tonumber(secs), out:match("interpreter: (%w+)")
+end
+
+-- The native build's seconds a launch of each kernel (reps launches).
+local function native_run(reps)
+  local p = assert(io.popen(quote(build .. "/bench/sim_native") .. " " .. reps))
+  local out = p:read("a")
+  p:close()
+  local t = {}
+  for name, secs in out:gmatch("(%a+) ([%d.e+-]+)") do t[name] = tonumber(secs) end
+  assert(t.reduce and t.diverge, "bench/sim_native failed: " .. out)
+  return t
 end
 
 -- Numba's CUDA simulator on the same layer: seconds, or nil and why.
@@ -194,7 +208,11 @@ local function row(name, value, note)
   if not markdown then print(("%-52s %14s  %s"):format(name, value, note or "")) end
 end
 
-local count, secs = sim_run("model", 3, nil, nil, nil, 1)
+local count, secs, isa = sim_run("model", 3, nil, nil, nil, 1)
+local cpu = (io.open("/proc/cpuinfo") or io.open("/dev/null")):read("a"):match("model name%s*:%s*([^\n]+)")
+if not markdown then
+  print(("CPU: %s; the simulator's interpreter: %s"):format(cpu or "unknown", isa or "?"))
+end
 local rate = count / secs
 row("MLP forward pass (model.lua), simulator, 1 thread",
     ("%.0f M/s"):format(rate / 1e6),
@@ -207,33 +225,40 @@ if cores > 1 then
       ("%.0f M/s"):format(c2 / s2 / 1e6), ("%.0f ms a pass"):format(s2 / 3 * 1000))
 end
 
--- The reduction and the divergent kernel, one thread.
+-- The reduction and the divergent kernel, one thread, and the same as
+-- host code: the simulator's time over the native one's.
+local native = native_run(10)
 local rc, rs = sim_run("reduce", 10, nil, nil, nil, 1)
 row("block sum of 2^20 f32 (shared tree, shuffles), 1 thread", ("%.0f M/s"):format(rc / rs / 1e6),
-    ("%.3g thread-instructions in %.2f s; %.1f ms a launch"):format(rc, rs, rs / 10 * 1000))
+    ("%.3g thread-instructions in %.2f s; %.1f ms a launch; %.1fx the time of the same "
+     .. "kernel as host C (%.2f ms)"):format(rc, rs, rs / 10 * 1000, rs / 10 / native.reduce,
+                                            native.reduce * 1000))
 local dc, ds = sim_run("diverge", 10, nil, nil, nil, 1)
 row("divergent paths, 2^16 threads, 1 thread", ("%.0f M/s"):format(dc / ds / 1e6),
-    ("%.3g thread-instructions in %.2f s; %.1f ms a launch"):format(dc, ds, ds / 10 * 1000))
+    ("%.3g thread-instructions in %.2f s; %.1f ms a launch; %.1fx the time of the same "
+     .. "kernel as host C (%.2f ms)"):format(dc, ds, ds / 10 * 1000, ds / 10 / native.diverge,
+                                            native.diverge * 1000))
 
 -- One small dense GELU layer on both simulators: Numba runs a Python
 -- thread per CUDA thread.
-local R, K, N = 16, 64, 64
-local lc, ls = sim_run("layer", 20, R, K, N, 1)
-ls = ls / 20
+local R, K, N, LAYERS = 16, 64, 64, 200
+local lc, ls = sim_run("layer", LAYERS, R, K, N, 1)
+ls = ls / LAYERS
 row(("dense GELU %dx%d -> %d, simulator, 1 thread"):format(R, K, N),
     ("%.3f ms"):format(ls * 1000),
-    ("%.0f M thread-instructions/s"):format(lc / 20 / ls / 1e6))
+    ("%.0f M thread-instructions/s"):format(lc / LAYERS / ls / 1e6))
 local nsecs, why = numba_run(R, K, N)
 if nsecs then
   row(("dense GELU %dx%d -> %d, Numba CUDA simulator"):format(R, K, N),
       ("%.1f ms"):format(nsecs * 1000),
       ("%.0fx slower; %.3g PTX thread-instructions/s equivalent")
-      :format(nsecs / ls, lc / 20 / nsecs))
+      :format(nsecs / ls, lc / LAYERS / nsecs))
 else
   row("Numba CUDA simulator", "skipped", why)
 end
 
 if markdown then
+  print(("CPU: %s; the simulator's interpreter: %s\n"):format(cpu or "unknown", isa or "?"))
   print("| run | figure | note |")
   print("|---|---:|---|")
   for _, r in ipairs(rows) do print(("| %s | %s | %s |"):format(r[1], r[2], r[3] or "")) end

@@ -1,5 +1,6 @@
 /* What the library stand-ins (sim/nccl, sim/blas, sim/fft) need of the
-   software driver that loaded them: its capture test and host nodes, found
+   software driver that loaded them: its capture test and host nodes, and
+   the simulator's run of a stream's work still to run, found
    among the process's libcuda* objects by the symbol only the software
    driver exports (it is opened by path, with RTLD_LOCAL, and --sim names it
    by no variable). */
@@ -83,6 +84,24 @@ static void standin_driver(standin_capturing_fn *capturing,
   memcpy(capturing, &p, sizeof p);
   p = dlsym(lib, "cuLaunchHostFunc");
   memcpy(host, &p, sizeof p);
+}
+
+typedef CUresult (*standin_run_fn)(CUstream);
+
+/* Before a call computes at once on the stream s: the work sent to s
+   before it runs first (the simulator's strict mode runs work only when
+   something waits for it: cuSimRunStream). */
+static inline void standin_settle(CUstream s) {
+  static standin_run_fn run;
+  static int looked;
+  if (!__atomic_load_n(&looked, __ATOMIC_ACQUIRE)) {
+    void *lib = NULL;
+    dl_iterate_phdr(standin_find, &lib);
+    void *p = lib ? dlsym(lib, "cuSimRunStream") : NULL;
+    memcpy(&run, &p, sizeof p);
+    __atomic_store_n(&looked, 1, __ATOMIC_RELEASE);
+  }
+  if (run) run(s);
 }
 
 #endif

@@ -195,8 +195,10 @@ describe("devices", function()
       assert(not ok and err:find("cuda.enable_peer_access(1, 0) before the capture", 1, true), err)
       cuda.enable_peer_access(1, 0)
       local g = s1:capture(function() b1:copy(a0, s1) end)
-      ok, err = pcall(b1.copy, b1, a0, cuda.on(1, cuda.stream), nil)
+      local s2 = cuda.on(1, cuda.stream)
+      ok, err = pcall(b1.copy, b1, a0, s2, nil)
       assert(ok, err)
+      s2:synchronize() -- before a0 and b1 change: the copy may still run
       a0:upload { 8, 7, 6, 5, 4, 3, 2, 1 }
       g:launch(); s1:synchronize()
       assert(table.concat(b1:download(), ",") == "8,7,6,5,4,3,2,1")

@@ -105,11 +105,13 @@ describe("the fault sweep", function()
     -- counts (the simulator's), C graphs' copies, an engine's arrays (C
     -- only: spec/41), peers (two devices: the NCCL and devices specs); and
     -- the software driver's bounds on simulated work, which take no lock
-    -- and count no call (a signal handler calls one)
+    -- and count no call (a signal handler calls one), and the simulator's
+    -- checks, which count no call (they are no part of the work)
     local beside = {
       cuGetErrorName = true, cuGetErrorString = true, cuGraphClone = true,
       cuModuleGetGlobal = true, cuSimEventInstructions = true,
       cuSimSetWorkLimit = true, cuSimInterrupt = true, cuSimStopReason = true,
+      cuSimSetLuaLine = true, cuSimHostAccess = true, cuSimTakeReport = true,
       cuDeviceCanAccessPeer = true, cuArray3DGetDescriptor = true,
       cuCtxEnablePeerAccess = true, cuMemcpyPeerAsync = true,
     }

@@ -115,7 +115,10 @@ local function locate(source)
   local at = text and text:find(source, 1, true)
   if not at then return source end
   local _, lines = text:sub(1, at - 1):gsub("\n", "")
-  return ('#line %d "%s"\n'):format(lines + 1, info.short_src:gsub('[\\"]', "\\%0")) .. source
+  -- NVRTC's -lineinfo writes the name into the PTX's .file unescaped, where
+  -- ptxas cannot read a quote: a string chunk's [string "..."] gets ' instead
+  local name = info.short_src:gsub('"', "'"):gsub("\\", "\\\\")
+  return ('#line %d "%s"\n'):format(lines + 1, name) .. source
 end
 
 local function opt_name(opts)

@@ -223,6 +223,7 @@ static cublasStatus_t issue_on(CUstream s, op **kept, op *o) {
     return launch_host(s, host_node, k) == CUDA_SUCCESS
                ? OK : EXECUTION_FAILED;
   }
+  standin_settle(s);
   run(o);
   return OK;
 }

@@ -95,6 +95,7 @@ CUresult CUDAAPI cuArrayDestroy(CUarray hArray) {
   if (!hArray) return CUDA_ERROR_INVALID_HANDLE;
   if (hArray->mipmap) return CUDA_ERROR_INVALID_VALUE; /* its array's */
   if ((r = dbl_unsafe_call())) return r;
+  if ((r = dbl_settle())) return r; /* the work still to run that uses it runs first */
   dbl_free_array(hArray);
   return CUDA_SUCCESS;
 }

@@ -139,6 +139,7 @@ static void (*const frees[O_NKINDS])(obj *) = {
 /* Frees everything made in device dev's context, which is being destroyed:
    all but the graphs, which belong to no context. */
 static void destroy_context(int dev) {
+  dbl_flush_output(); /* what its kernels printed; work still to run goes */
   for (capture *c = dbl_captures, *next; c; c = next) {
     next = c->next;
     if (c->origin && c->origin->h.dev != dev) continue;
@@ -151,6 +152,7 @@ static void destroy_context(int dev) {
     next = o->next;
     if (o->dev == dev) frees[o->kind](o);
   }
+  dbl_queues_end(dev);
   dbl_free_all_memory(dev);
 }
 
@@ -213,6 +215,11 @@ CUresult CUDAAPI cuInit(unsigned int Flags) {
   v = busy && *busy ? strtoull(busy, &end, 10) : 0;
   busy_for = busy && *busy && !*end ? (double)v * 1e-3 : 0;
   for (int d = 0; d < MAX_DEVICES; d++) dbl_primary[d].dev = d;
+#ifdef CUDA_SIM
+  /* strict mode, unless CUDA_SIM_STRICT=0 (queue.c) */
+  const char *strict = getenv("CUDA_SIM_STRICT");
+  dbl_strict = !strict || strcmp(strict, "0");
+#endif
   initialized = 1;
   return CUDA_SUCCESS;
 }
@@ -306,12 +313,14 @@ CUresult CUDAAPI cuCtxSynchronize(void) {
   ENTRY(cuCtxSynchronize);
   CUresult r = dbl_enter();
   if (r) return r;
-  if (dbl_hung) dbl_wait_forever(held_);
-  dbl_wait_busy(held_);
   for (capture *c = dbl_captures; c; c = c->next) {
     c->invalid = 1;
     r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   }
+  if (!r && dbl_strict && !dbl_hung) r = dbl_wait_device();
+  else if (!r) dbl_flush_output();
+  if (dbl_hung) dbl_wait_forever(held_);
+  dbl_wait_busy(held_);
   return r;
 }
 

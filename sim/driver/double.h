@@ -64,6 +64,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 #ifdef CUDA_SIM
 #include "ptx/ptx_sim.h"
 /* The simulator's entry point of its own: the thread-instructions its
@@ -73,6 +74,7 @@ CUresult CUDAAPI cuSimEventInstructions(CUevent hEvent,
                                         unsigned long long *count);
 #endif
 #include "base/simstop.h" /* its bounds on simulated work (stop.c) */
+#include "base/simcheck.h" /* the simulator's checks (queue.c) */
 
 /* What the files share stays inside the library: it exports the driver's
    entry points only, and its calls of one file in another are direct. */
@@ -212,6 +214,10 @@ extern int dbl_capture_check;
 void *dbl_dev_range(CUdeviceptr p, size_t n) __attribute__((pure));
 int dbl_dev_of(CUdeviceptr p, size_t n);
 void dbl_free_all_memory(int dev);
+/* The allocation (device memory) or page-locked host block (cuMemHostAlloc)
+   that holds p: 1 with its base and size. */
+int dbl_device_block(uint64_t p, uint64_t *base, uint64_t *size);
+int dbl_host_block(uint64_t p, uint64_t *base, uint64_t *size);
 #ifdef CUDA_SIM
 int dbl_sim_live(void *ud, uint64_t p, size_t n, uint64_t *lo, uint64_t *hi);
 #endif
@@ -364,6 +370,8 @@ typedef struct op {
                                its position there; an instantiated graph's
                                copies are renumbered as its own nodes
                                (graph_exec.c); 0 for eager work */
+  const char *where;        /* the Lua line of the call that sent it, or
+                               captured it (queue.c's interned; NULL) */
 } op;
 /* Kernel activity records (activity.c): whether they are on, the time in
    ns, and a kernel node's run. */
@@ -496,6 +504,15 @@ int dbl_default_edges(const CUgraphEdgeData *d, size_t n);
 
 void dbl_free_exec(CUgraphExec x);
 op *dbl_exec_op(CUgraphExec x, CUgraphNode hNode);
+/* Runs a launch of x (graph_exec.c): cuGraphLaunch's work. */
+CUresult dbl_graph_run(CUgraphExec x);
+/* Whether x has semaphore nodes (its launch runs when sent), or copy nodes
+   with a host side; and whether one of these breaks the rules of an
+   access of [p, p + n) (1: it reads the memory and the access writes; 2:
+   it writes the memory). */
+int dbl_exec_semas(CUgraphExec x);
+int dbl_exec_host_side(CUgraphExec x);
+int dbl_exec_host_meets(CUgraphExec x, uint64_t p, uint64_t n, int write);
 int dbl_set_handle(uint64_t h, unsigned v);
 int dbl_auto_free(void);
 
@@ -515,13 +532,32 @@ typedef struct capture {
   nodeset orphans;      /* tips of joined streams destroyed meanwhile */
 } capture;
 
+typedef struct queue queue; /* a stream's pending work (queue.c) */
+
 struct CUstream_st {
   obj h;
   unsigned flags;
   int priority;
+  queue *q;             /* its work still to run (strict mode) */
   capture *cap;         /* the capture this stream takes part in, or NULL */
   nodeset tips;         /* while capturing: what new work depends on; has
                            room for one node from creation on */
+};
+
+struct CUevent_st {
+  obj h;
+  unsigned flags;
+  int recorded;         /* recorded outside capture: t is its time once done */
+  int done;             /* its record has run (strict mode: when its queue
+                           reached it) */
+  struct timespec t;
+  unsigned long cap_id; /* last recorded in this capture (0: not in one); it
+                           stays set after the capture */
+  nodeset tips;         /* that stream's tips then */
+  uint64_t executed;    /* the simulator's thread-instructions then */
+  queue *rq;            /* strict mode: the queue of its last record, and */
+  uint64_t rseq;        /* the record's place there (NULL: nothing to run) */
+  struct vclock *vc;    /* what the record follows */
 };
 
 extern capture *dbl_captures; /* in progress */
@@ -542,6 +578,56 @@ void dbl_event_now(CUevent e);
 #ifdef CUDA_SIM
 uint64_t dbl_sim_executed(void); /* thread-instructions so far (kernels.c) */
 #endif
+/* The record of e ran (or ran at once): its time taken. */
+void dbl_event_done(CUevent e);
+
+/* -- deferred work: strict mode (queue.c) ---------------------------------- */
+
+/* Whether work waits for a wait (the simulator, unless CUDA_SIM_STRICT=0;
+   never the test double). */
+extern int dbl_strict;
+/* A string kept for the process's life (NULL: out of memory). */
+const char *dbl_intern(const char *s);
+const char *dbl_lua_line(void);          /* this thread's (cuSimSetLuaLine) */
+queue *dbl_queue_new(int dev, int blocking);
+void dbl_queue_free(queue *q);           /* its work still to run goes */
+void dbl_queue_drop(queue *q);           /* its stream goes; the work stays */
+void dbl_queues_end(int dev);            /* the last context of dev goes */
+/* Sending: the op (whose args the queue takes either way), a graph's
+   launch, an event's record, a wait on an event. */
+CUresult dbl_enqueue(CUstream s, op *o);
+CUresult dbl_enqueue_graph(CUstream s, CUgraphExec x);
+CUresult dbl_enqueue_record(CUstream s, CUevent e);
+CUresult dbl_enqueue_wait(CUstream s, CUevent e);
+void dbl_forget_event(CUevent e);
+/* e recorded now, by the task running (a graph's event record node), or
+   at once: waits on it follow that task. */
+void dbl_event_ran(CUevent e);
+/* Waits that run the work they wait for; the host knows it done. A check
+   that failed meanwhile ends the wait with CUDA_ERROR_NOT_PERMITTED and its
+   report told to the thread (cuSimTakeReport). */
+CUresult dbl_wait_stream(CUstream s);
+CUresult dbl_wait_event(CUevent e);
+CUresult dbl_wait_device(void);
+/* Runs all pending work, before a free or a change of what it uses (as
+   the driver's implicit synchronization): the sticky error, if the work
+   faulted; a failed check is kept for the next wait. */
+CUresult dbl_settle(void);
+/* Tells text to this thread's next cuSimTakeReport. */
+void dbl_tell(const char *text);
+/* The Lua line of the graph launch running on this thread, or NULL. */
+const char *dbl_running_where(void);
+/* The accesses of the op running (copies and fills, and kernels through
+   sim_launch.touch with a runner as its ud): checked for races. */
+void dbl_track_op(const op *o);
+typedef struct dbl_runner { void *task, *queue; const op *o; } dbl_runner;
+int dbl_runner_now(dbl_runner *r, const op *o); /* 0: nothing followed */
+void dbl_track_kernel(void *runner, uint64_t base, uint64_t lo, uint64_t hi,
+                      int write);
+void dbl_forget_block(uint64_t base); /* its memory is freed */
+/* Writes what kernels' printf and assert left (stdout and stderr): at
+   synchronization, as a GPU flushes its printf buffer (kernels.c). */
+void dbl_flush_output(void);
 
 #pragma GCC visibility pop
 

@@ -148,6 +148,7 @@ CUresult CUDAAPI cuDestroyExternalMemory(CUexternalMemory extMem) {
   if (r) return r;
   if (!live(extMem, O_EXTMEM)) return CUDA_ERROR_INVALID_HANDLE;
   if ((r = dbl_unsafe_call())) return r;
+  if ((r = dbl_settle())) return r; /* the work still to run that uses it runs first */
   dbl_free_external(&extMem->h);
   return CUDA_SUCCESS;
 }
@@ -267,6 +268,7 @@ CUresult CUDAAPI cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray) {
   if (r) return r;
   if (!live(hMipmappedArray, O_MIPMAP)) return CUDA_ERROR_INVALID_HANDLE;
   if ((r = dbl_unsafe_call())) return r;
+  if ((r = dbl_settle())) return r; /* the work still to run that uses it runs first */
   dbl_free_external(&hMipmappedArray->h);
   return CUDA_SUCCESS;
 }
@@ -305,6 +307,7 @@ CUresult CUDAAPI cuDestroyExternalSemaphore(CUexternalSemaphore extSem) {
   CUresult r = dbl_enter();
   if (r) return r;
   if (!live(extSem, O_EXTSEM)) return CUDA_ERROR_INVALID_HANDLE;
+  if ((r = dbl_settle())) return r; /* the work still to run that uses it runs first */
   dbl_free_external(&extSem->h);
   return CUDA_SUCCESS;
 }

@@ -69,6 +69,7 @@ CUgraphNode dbl_add_node(CUgraph g, const op *o, const nodeset *deps) {
     return NULL;
   }
   n->op = *o;
+  if (!n->op.where) n->op.where = dbl_lua_line(); /* added where */
   n->idx = g->nodes.n - 1;
   n->op.id = (uint64_t)g->cupti_id << 32 | n->idx;
   n->graph = g;

@@ -114,6 +114,54 @@ struct CUgraphExec_st {
   size_t nretired;
 };
 
+/* Whether p (its bodies too) has an op that type says: semaphore nodes
+   (1), copy nodes with a host side (2). */
+static int plan_has(const plan *p, int type) {
+  for (size_t i = 0; i < p->n; i++) {
+    const op *o = &p->ops[i];
+    if (type == 1 ? o->type == CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL ||
+                    o->type == CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT
+                  : o->type == CU_GRAPH_NODE_TYPE_MEMCPY &&
+                    (o->hdst || o->hsrc))
+      return 1;
+    for (unsigned j = 0; o->plans && j < o->nbodies; j++)
+      if (plan_has(&o->plans[j], type)) return 1;
+  }
+  return 0;
+}
+
+int dbl_exec_semas(CUgraphExec x) { return plan_has(&x->p, 1); }
+int dbl_exec_host_side(CUgraphExec x) { return plan_has(&x->p, 2); }
+
+/* The extent of a copy's host side. */
+static uint64_t extent(const op *o, int dst) {
+  if (!o->height) return o->bytes;
+  return (o->depth - 1) * (dst ? o->dslice : o->sslice) +
+         (o->height - 1) * (dst ? o->dpitch : o->spitch) + o->bytes;
+}
+
+static int plan_meets(const plan *p, uint64_t a, uint64_t n, int write) {
+  for (size_t i = 0; i < p->n; i++) {
+    const op *o = &p->ops[i];
+    uint64_t d = (uint64_t)(uintptr_t)o->hdst, s = (uint64_t)(uintptr_t)o->hsrc;
+    if (o->type == CU_GRAPH_NODE_TYPE_MEMCPY && o->hdst && a < d + extent(o, 1)
+        && d < a + n)
+      return 2;
+    if (o->type == CU_GRAPH_NODE_TYPE_MEMCPY && write && o->hsrc &&
+        a < s + extent(o, 0) && s < a + n)
+      return 1;
+    for (unsigned j = 0; o->plans && j < o->nbodies; j++) {
+      int r = plan_meets(&o->plans[j], a, n, write);
+      if (r) return r;
+    }
+  }
+  return 0;
+}
+
+int dbl_exec_host_meets(CUgraphExec x, uint64_t p, uint64_t n, int write) {
+  return plan_meets(&x->p, p, n, write);
+}
+
 void dbl_forget_graph(CUgraph g) {
   for (obj *o = dbl_live.next; o != &dbl_live; o = o->next)
     if (o->kind == O_EXEC && ((CUgraphExec)o)->from == g)
@@ -315,6 +363,7 @@ CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec hGraphExec) {
   if (r) return r;
   if (!hGraphExec) return CUDA_ERROR_INVALID_HANDLE;
   if ((r = dbl_unsafe_call())) return r;
+  dbl_settle(); /* its launches still to run run */
   dbl_free_exec(hGraphExec);
   return CUDA_SUCCESS;
 }
@@ -339,7 +388,16 @@ CUresult CUDAAPI cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
   if (r) return r;
   if (!hGraphExec) return CUDA_ERROR_INVALID_HANDLE;
   if ((r = graph_stream(dbl_stream_of(hStream)))) return r;
-  dbl_work *w = dbl_work_begin();
+  if (dbl_strict) return dbl_enqueue_graph(dbl_stream_of(hStream), hGraphExec);
+  dbl_work_begin();
+  return dbl_graph_run(hGraphExec);
+}
+
+/* A launch of hGraphExec, with the work bound of the thread that runs it
+   (dbl_work_now). */
+CUresult dbl_graph_run(CUgraphExec hGraphExec) {
+  CUresult r;
+  dbl_work *w = dbl_work_now();
   while (hGraphExec->inflight) { /* after the launch that waits */
     dbl_nap(50);
     if ((r = dbl_enter()) || (r = dbl_work_check(w))) return r;
@@ -444,6 +502,7 @@ CUresult CUDAAPI cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph,
   if (r) return r;
   if (!hGraphExec || !hGraph) return CUDA_ERROR_INVALID_HANDLE;
   if (!resultInfo) return CUDA_ERROR_INVALID_VALUE;
+  if ((r = dbl_settle())) return r; /* launches sent before run the graph they were sent with */
   CUgraphExecUpdateResultInfo info = {CU_GRAPH_EXEC_UPDATE_SUCCESS, NULL, NULL};
   plan p;
   cond *conds = NULL;
@@ -483,5 +542,6 @@ CUresult CUDAAPI cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph,
 op *dbl_exec_op(CUgraphExec x, CUgraphNode hNode) {
   if (!x || !hNode || hNode->graph != x->from || hNode->idx >= x->p.n)
     return NULL;
+  dbl_settle(); /* the caller changes it: launches sent before run first */
   return &x->p.ops[hNode->idx];
 }

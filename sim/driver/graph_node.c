@@ -72,7 +72,8 @@ CUresult CUDAAPI cuGraphExecKernelNodeSetParams(CUgraphExec hGraphExec,
           .shared = p->sharedMemBytes, .disabled = o->disabled};
   if ((r = dbl_prepare_launch(&n, p->kernelParams, p->extra))) return r;
   free(o->args);
-  n.id = o->id; /* the same node */
+  n.id = o->id; /* the same node, captured where it was */
+  n.where = o->where;
   *o = n;
   return CUDA_SUCCESS;
 }
@@ -87,6 +88,7 @@ static CUresult memset_params(op *o, const CUDA_MEMSET_NODE_PARAMS *p) {
           .elem = p->elementSize, .disabled = o->disabled};
   CUresult r = dbl_run_op(&n, 1);
   n.id = o->id;
+  n.where = o->where;
   if (!r) *o = n;
   return r;
 }
@@ -127,6 +129,7 @@ static CUresult memcpy_params(op *o, const CUDA_MEMCPY3D *p) {
           .disabled = o->disabled};
   CUresult r = dbl_run_op(&n, 1);
   n.id = o->id;
+  n.where = o->where;
   if (!r) *o = n;
   return r;
 }

@@ -180,26 +180,81 @@ static double sim_seconds;
 uint64_t dbl_sim_executed(void) { return sim_executed; }
 
 static void sim_stats(void) {
-  fprintf(stderr, "cuda sim: %llu thread-instructions in %.3f s of kernel "
-          "time: %.1f M/s\n", (unsigned long long)sim_executed, sim_seconds,
-          sim_seconds > 0 ? (double)sim_executed / sim_seconds / 1e6 : 0.0);
+  fprintf(stderr, "cuda sim: %llu thread-instructions in %.6f s of kernel "
+          "time: %.1f M/s (interpreter: %s)\n", (unsigned long long)sim_executed,
+          sim_seconds, sim_seconds > 0 ? (double)sim_executed / sim_seconds / 1e6
+                                       : 0.0, sim_isa());
 }
 
 static int sim_stop(void *w) { return dbl_work_check(w) != 0; }
 
+/* What kernels' printf and assert wrote since the last flush, in order:
+   chunks of text for stdout or stderr. */
+typedef struct chunk { int err; size_t off, len; } chunk;
+static char *out;
+static size_t nout, cout;
+static chunk *chunks;
+static size_t nchunks, cchunks;
+
+static void sim_print(void *ud, const char *text, size_t n, int err) {
+  if (nout + n > cout) {
+    size_t c = cout ? cout : 4096;
+    while (c < nout + n) c *= 2;
+    char *v = realloc(out, c);
+    if (!v) return;
+    out = v;
+    cout = c;
+  }
+  if (nchunks && chunks[nchunks - 1].err == err &&
+      chunks[nchunks - 1].off + chunks[nchunks - 1].len == nout) {
+    chunks[nchunks - 1].len += n;
+  } else {
+    if (nchunks == cchunks) {
+      size_t c = cchunks ? 2 * cchunks : 16;
+      chunk *v = realloc(chunks, c * sizeof *v);
+      if (!v) return;
+      chunks = v;
+      cchunks = c;
+    }
+    chunks[nchunks++] = (chunk){err, nout, n};
+  }
+  memcpy(out + nout, text, n);
+  nout += n;
+}
+
+void dbl_flush_output(void) {
+  if (!nchunks) return;
+  for (size_t i = 0; i < nchunks; i++)
+    fwrite(out + chunks[i].off, 1, chunks[i].len,
+           chunks[i].err ? stderr : stdout);
+  fflush(stdout);
+  fflush(stderr);
+  free(out);
+  free(chunks);
+  out = NULL;
+  chunks = NULL;
+  nout = cout = nchunks = cchunks = 0;
+}
+
 /* Runs a kernel from its PTX; a fault makes the context sticky and is
-   told on stderr, as a memory checker would. A stop is returned. */
+   told on stderr, as a memory checker would, with the Lua lines of its
+   launch (or its node's capture and its graph's launch), and to the
+   thread whose call sees it first (cuSimTakeReport). A stop is returned.
+   Its accesses are followed in strict mode (races, queue.c). */
 static CUresult run_sim(const op *o) {
   static int stats = -1;
   if (stats < 0) {
     const char *e = getenv("CUDA_SIM_STATS");
     if ((stats = e && *e && strcmp(e, "0"))) atexit(sim_stats);
   }
+  dbl_runner runner;
+  int track = dbl_runner_now(&runner, o);
   sim_launch l = {{o->grid[0], o->grid[1], o->grid[2]},
                   {o->block[0], o->block[1], o->block[2]}, o->shared,
-                  o->args, o->f->argbytes, dbl_sim_live, sim_cond, NULL, 0, 0,
-                  dbl_tex_fetch, dbl_surf_access, sim_stop, dbl_work_now()};
-  char diag[400];
+                  o->args, o->f->argbytes, dbl_sim_live, sim_cond, &runner,
+                  0, 0, dbl_tex_fetch, dbl_surf_access, sim_stop,
+                  dbl_work_now(), sim_print, track ? dbl_track_kernel : NULL};
+  char diag[600], full[1000];
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   int code = sim_run(o->f->sim, &l, diag, sizeof diag);
@@ -209,11 +264,26 @@ static CUresult run_sim(const op *o) {
                  + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
   if (code == SIM_STOPPED) return CUDA_ERROR_TIMEOUT;
   if (code) {
-    fprintf(stderr, "cuda sim: %s\n", diag);
+    const char *graph = dbl_running_where();
+    if (graph)
+      snprintf(full, sizeof full, "%s; its node captured at %s, the graph "
+               "launched at %s", diag, o->where ? o->where : "(no Lua line)",
+               graph);
+    else if (o->where)
+      snprintf(full, sizeof full, "%s; launched at %s", diag, o->where);
+    else
+      snprintf(full, sizeof full, "%s", diag);
+    if (code != SIM_ASSERT) { /* an assertion printed its own message */
+      dbl_flush_output();
+      fprintf(stderr, "cuda sim: %s\n", full);
+    }
+    dbl_tell(full);
     dbl_sticky = (CUresult)code;
   }
   return CUDA_SUCCESS;
 }
+#else
+void dbl_flush_output(void) {}
 #endif
 
 /* -- occupancy ------------------------------------------------------------- */

@@ -83,16 +83,41 @@ void *dbl_dev_range(CUdeviceptr p, size_t n) {
 /* Page-locked host memory (cuMemHostAlloc): plain host memory, each block
    listed so that freeing anything else fails, as on the driver. Like device
    memory it belongs to the context and goes with it. */
-static void **hosts;
+typedef struct hostblock { void *p; size_t size; } hostblock;
+static hostblock *hosts;
 static size_t nhosts, chosts;
+
+int dbl_host_block(uint64_t p, uint64_t *base, uint64_t *size) {
+  for (size_t i = 0; i < nhosts; i++) {
+    uint64_t b = (uint64_t)(uintptr_t)hosts[i].p;
+    if (p >= b && p - b < hosts[i].size) {
+      *base = b;
+      *size = hosts[i].size;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+int dbl_device_block(uint64_t p, uint64_t *base, uint64_t *size) {
+  size_t i = spans_upto((uintptr_t)p);
+  if (!i || p - spans[i - 1].base >= spans[i - 1].size) return 0;
+  *base = spans[i - 1].base;
+  *size = spans[i - 1].size;
+  return 1;
+}
 
 /* Frees the memory of device dev; page-locked host memory goes with the
    last context. */
 void dbl_free_all_memory(int dev) {
   size_t n = 0;
   for (size_t i = 0; i < nspans; i++)
-    if (spans[i].dev == dev) drop_memory(&spans[i]);
-    else spans[n++] = spans[i];
+    if (spans[i].dev == dev) {
+      dbl_forget_block(spans[i].base);
+      drop_memory(&spans[i]);
+    } else {
+      spans[n++] = spans[i];
+    }
   nspans = n;
   mem_used[dev] = 0;
   for (int d = 0; d < dbl_ndevices; d++)
@@ -100,7 +125,10 @@ void dbl_free_all_memory(int dev) {
   free(spans);
   spans = NULL;
   nspans = cspans = 0;
-  for (size_t i = 0; i < nhosts; i++) free(hosts[i]);
+  for (size_t i = 0; i < nhosts; i++) {
+    dbl_forget_block((uint64_t)(uintptr_t)hosts[i].p);
+    free(hosts[i].p);
+  }
   free(hosts);
   hosts = NULL;
   nhosts = chosts = 0;
@@ -187,6 +215,7 @@ static long span_at(CUdeviceptr dptr) {
 
 /* The memory of span i goes back to the device. */
 static void release_span(long i) {
+  dbl_forget_block(spans[i].base);
   drop_memory(&spans[i]);
   if (!external(spans[i].kind)) mem_used[spans[i].dev] -= spans[i].size;
   memmove(spans + i, spans + i + 1, (nspans - (size_t)i - 1) * sizeof *spans);
@@ -295,6 +324,7 @@ CUresult CUDAAPI cuMemFree(CUdeviceptr dptr) {
   CUresult r = dbl_enter();
   if (r || !dptr) return r;
   if ((r = dbl_unsafe_call())) return r;
+  if ((r = dbl_settle())) return r; /* as the driver: the work before runs first */
   return free_span(dptr);
 }
 
@@ -310,7 +340,7 @@ CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t bytesize,
   if ((r = dbl_unsafe_call())) return r;
   if (nhosts == chosts) {
     size_t cap = chosts ? 2 * chosts : 16;
-    void **v = realloc(hosts, cap * sizeof *v);
+    hostblock *v = realloc(hosts, cap * sizeof *v);
     if (!v) return CUDA_ERROR_OUT_OF_MEMORY;
     hosts = v;
     chosts = cap;
@@ -318,7 +348,7 @@ CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t bytesize,
   void *p = malloc(bytesize);
   if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
   memset(p, 0xCD, bytesize); /* not zeroed */
-  hosts[nhosts++] = p;
+  hosts[nhosts++] = (hostblock){p, bytesize};
   *pp = p;
   return CUDA_SUCCESS;
 }
@@ -328,8 +358,10 @@ CUresult CUDAAPI cuMemFreeHost(void *p) {
   CUresult r = dbl_enter();
   if (r) return r;
   if ((r = dbl_unsafe_call())) return r;
+  if ((r = dbl_settle())) return r; /* copies of it still to run run */
   for (size_t i = 0; i < nhosts; i++)
-    if (hosts[i] == p) {
+    if (hosts[i].p == p) {
+      dbl_forget_block((uint64_t)(uintptr_t)p);
       free(p);
       hosts[i] = hosts[--nhosts];
       return CUDA_SUCCESS;
@@ -374,7 +406,10 @@ CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
   if ((r = dbl_stream_usable(s))) return r;
   long i = span_at(dptr);
   if (i < 0) return CUDA_ERROR_INVALID_VALUE;
-  if (!s || !s->cap) return free_span(dptr);
+  if (!s || !s->cap) {
+    if ((r = dbl_settle())) return r; /* stream-ordered: the work before it runs first */
+    return free_span(dptr);
+  }
   if (spans[i].kind != SPAN_GRAPH) return CUDA_ERROR_INVALID_VALUE;
   return graph_memory_node(s, CU_GRAPH_NODE_TYPE_MEM_FREE, dptr,
                            spans[i].size);
@@ -582,6 +617,7 @@ CUresult CUDAAPI cuGraphicsMapResources(unsigned int count,
   CUresult r = dbl_enter();
   if (r) return r;
   if ((r = dbl_unsafe_call())) return r;
+  if ((r = dbl_settle())) return r; /* stream-ordered: the work before it runs first */
   return map_all(count, res, 1);
 }
 
@@ -592,6 +628,7 @@ CUresult CUDAAPI cuGraphicsUnmapResources(unsigned int count,
   CUresult r = dbl_enter();
   if (r) return r;
   if ((r = dbl_unsafe_call())) return r;
+  if ((r = dbl_settle())) return r;
   return map_all(count, res, 0);
 }
 
@@ -616,6 +653,7 @@ CUresult CUDAAPI cuGraphicsUnregisterResource(CUgraphicsResource res) {
   if (r) return r;
   if (!res) return CUDA_ERROR_INVALID_HANDLE;
   if ((r = dbl_unsafe_call())) return r;
+  if ((r = dbl_settle())) return r;
   if (res->image) dbl_free_array(res->image);
   dbl_free_resource(res);
   return CUDA_SUCCESS;

@@ -234,6 +234,7 @@ CUresult CUDAAPI cuModuleUnload(CUmodule hmod) {
   if (r) return r;
   if (!hmod) return CUDA_ERROR_INVALID_HANDLE;
   if ((r = dbl_unsafe_call())) return r;
+  if ((r = dbl_settle())) return r; /* the work still to run that uses it runs first */
   dbl_free_module(hmod);
   return CUDA_SUCCESS;
 }

@@ -9,17 +9,6 @@
 
 /* -- streams --------------------------------------------------------------- */
 
-struct CUevent_st {
-  obj h;
-  unsigned flags;
-  int recorded;         /* recorded outside capture: t is its time */
-  struct timespec t;
-  unsigned long cap_id; /* last recorded in this capture (0: not in one); it
-                           stays set after the capture */
-  nodeset tips;         /* that stream's tips then */
-  uint64_t executed;    /* the simulator's thread-instructions then */
-};
-
 /* NULL and CU_STREAM_LEGACY are the legacy stream. */
 CUstream dbl_stream_of(CUstream s) {
   return s == CU_STREAM_LEGACY ? NULL : s;
@@ -43,15 +32,21 @@ static CUresult no_sync(CUstream s) {
   return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 }
 
-/* Runs o on s now or, while s captures, records it as a node after s's tips.
-   Takes o->args either way. */
+/* Runs o on s now (strict mode: when it is waited for) or, while s
+   captures, records it as a node after s's tips. Takes o->args either
+   way. */
 CUresult dbl_submit(CUstream s, op *o) {
   CUresult r = dbl_stream_usable(s);
   dbl_capture_check = s && s->cap;
   if (!r) r = dbl_run_op(o, 1);
   dbl_capture_check = 0;
+  o->where = dbl_lua_line();
   if (!r && s && s->cap) {
     if (!(r = dbl_capture_op(s, o))) return CUDA_SUCCESS;
+  } else if (!r && dbl_strict) {
+    r = dbl_enqueue(s, o);
+    dbl_keep_busy();
+    return r;
   } else if (!r) {
     dbl_work_begin();
     r = dbl_run_op(o, 0);
@@ -62,11 +57,13 @@ CUresult dbl_submit(CUstream s, op *o) {
 }
 
 void dbl_free_stream(CUstream s) {
+  dbl_queue_drop(s->q);
   free(s->tips.v);
   dbl_free_obj(s);
 }
 
 void dbl_free_event(CUevent e) {
+  dbl_forget_event(e);
   free(e->tips.v);
   dbl_free_obj(e);
 }
@@ -104,8 +101,10 @@ static CUresult create(CUstream *phStream, unsigned int Flags, int prio) {
   if (!phStream || (Flags & ~(unsigned)CU_STREAM_NON_BLOCKING))
     return CUDA_ERROR_INVALID_VALUE;
   CUstream s = dbl_new_obj(sizeof *s, O_STREAM);
-  if (!s || dbl_set_push(&s->tips, NULL, 1)) {
-    if (s) dbl_free_obj(s);
+  if (!s || dbl_set_push(&s->tips, NULL, 1) ||
+      (dbl_strict && !(s->q = dbl_queue_new(s->h.dev,
+                                            !(Flags & CU_STREAM_NON_BLOCKING))))) {
+    if (s) free(s->tips.v), dbl_free_obj(s);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   s->tips.n = 0;
@@ -116,12 +115,14 @@ static CUresult create(CUstream *phStream, unsigned int Flags, int prio) {
 }
 
 /* A joined stream that is destroyed leaves its work in the capture, never
-   to be joined; the origin takes its capture with it. */
+   to be joined; the origin takes its capture with it. Its work still to
+   run goes on, as on a GPU (strict mode: the device's waits run it). */
 CUresult CUDAAPI cuStreamDestroy(CUstream hStream) {
   ENTRY(cuStreamDestroy);
   CUresult r = dbl_enter();
   if (r) return r;
   if (!hStream) return CUDA_ERROR_INVALID_HANDLE;
+  if ((r = dbl_settle())) return r; /* its work goes on to its end, as on a GPU */
   capture *c = hStream->cap;
   if (c && c->origin == hStream) {
     if (c->owned) dbl_free_graph(c->g);
@@ -136,18 +137,24 @@ CUresult CUDAAPI cuStreamDestroy(CUstream hStream) {
 CUresult CUDAAPI cuStreamSynchronize(CUstream hStream) {
   ENTRY(cuStreamSynchronize);
   CUresult r = dbl_enter();
+  if (!r) r = no_sync(dbl_stream_of(hStream));
+  if (!r && dbl_strict && !dbl_hung) r = dbl_wait_stream(dbl_stream_of(hStream));
+  else if (!r) dbl_flush_output();
   if (!r && dbl_hung) dbl_wait_forever(held_);
   if (!r) dbl_wait_busy(held_);
-  return r ? r : no_sync(dbl_stream_of(hStream));
+  return r;
 }
 
-/* All work is done when it is sent, so a stream is never busy (but on a
-   device left running for ever). */
+/* Work is done when it is sent (strict mode: a query runs it, as the
+   wait polling it would), so a stream is never busy (but on a device left
+   running for ever). */
 CUresult CUDAAPI cuStreamQuery(CUstream hStream) {
   ENTRY(cuStreamQuery);
   CUresult r = dbl_enter();
+  if (!r) r = no_sync(dbl_stream_of(hStream));
+  if (!r && dbl_strict && !dbl_hung) r = dbl_wait_stream(dbl_stream_of(hStream));
   if (!r && (dbl_hung || dbl_busy())) return CUDA_ERROR_NOT_READY;
-  return r ? r : no_sync(dbl_stream_of(hStream));
+  return r;
 }
 
 /* Orders hStream after hEvent's work. In a capture that is how streams fork
@@ -167,6 +174,7 @@ CUresult CUDAAPI cuStreamWaitEvent(CUstream hStream, CUevent hEvent,
   if ((r = dbl_stream_usable(s))) return r;
   capture *mine = s ? s->cap : NULL;
   if (!hEvent->cap_id) { /* never recorded, or recorded outside capture */
+    if (!mine && dbl_strict) return dbl_enqueue_wait(s, hEvent);
     if (!mine || !hEvent->recorded) return CUDA_SUCCESS;
     mine->invalid = 1;
     return CUDA_ERROR_STREAM_CAPTURE_ISOLATION;
@@ -214,7 +222,7 @@ CUresult CUDAAPI cuEventDestroy(CUevent hEvent) {
   CUresult r = dbl_enter();
   if (r) return r;
   if (!hEvent) return CUDA_ERROR_INVALID_HANDLE;
-  dbl_free_event(hEvent);
+  dbl_free_event(hEvent); /* a record still to run records nothing */
   return CUDA_SUCCESS;
 }
 
@@ -234,14 +242,26 @@ CUresult CUDAAPI cuEventRecord(CUevent hEvent, CUstream hStream) {
     hEvent->recorded = 0;
     return CUDA_SUCCESS;
   }
+  if (dbl_strict) { /* it records when its stream's work reaches it */
+    hEvent->recorded = 1;
+    hEvent->done = 0;
+    hEvent->cap_id = 0;
+    return dbl_enqueue_record(s, hEvent);
+  }
   dbl_event_now(hEvent);
   return CUDA_SUCCESS;
 }
 
 void dbl_event_now(CUevent e) {
-  clock_gettime(CLOCK_MONOTONIC, &e->t);
+  dbl_event_done(e);
   e->recorded = 1;
   e->cap_id = 0;
+  dbl_event_ran(e);
+}
+
+void dbl_event_done(CUevent e) {
+  clock_gettime(CLOCK_MONOTONIC, &e->t);
+  e->done = 1;
 #ifdef CUDA_SIM
   e->executed = dbl_sim_executed();
 #endif
@@ -255,6 +275,7 @@ CUresult CUDAAPI cuSimEventInstructions(CUevent hEvent,
   if (r) return r;
   if (!hEvent) return CUDA_ERROR_INVALID_HANDLE;
   if (!count || !hEvent->recorded) return CUDA_ERROR_INVALID_VALUE;
+  if (!hEvent->done) return CUDA_ERROR_NOT_READY;
   *count = hEvent->executed;
   return CUDA_SUCCESS;
 }
@@ -276,15 +297,22 @@ static CUresult event_done(CUevent e) {
 
 CUresult CUDAAPI cuEventSynchronize(CUevent hEvent) {
   ENTRY(cuEventSynchronize);
+  CUresult r = event_done(hEvent);
+  if (!r && dbl_strict && !dbl_hung) r = dbl_wait_event(hEvent);
+  else if (!r) dbl_flush_output();
   if (dbl_hung) dbl_wait_forever(held_);
   dbl_wait_busy(held_);
-  return event_done(hEvent);
+  return r;
 }
 
+/* Strict mode: a query runs the work before the record, as the wait
+   polling it would. */
 CUresult CUDAAPI cuEventQuery(CUevent hEvent) {
   ENTRY(cuEventQuery);
-  if (dbl_hung || dbl_busy()) return CUDA_ERROR_NOT_READY;
-  return event_done(hEvent);
+  CUresult r = event_done(hEvent);
+  if (!r && dbl_strict && !dbl_hung) r = dbl_wait_event(hEvent);
+  if (!r && (dbl_hung || dbl_busy())) return CUDA_ERROR_NOT_READY;
+  return r;
 }
 
 CUresult CUDAAPI cuEventElapsedTime(float *pMilliseconds, CUevent hStart,
@@ -297,6 +325,7 @@ CUresult CUDAAPI cuEventElapsedTime(float *pMilliseconds, CUevent hStart,
   if (!pMilliseconds || !hStart->recorded || !hEnd->recorded
       || ((hStart->flags | hEnd->flags) & CU_EVENT_DISABLE_TIMING))
     return CUDA_ERROR_INVALID_HANDLE;
+  if (!hStart->done || !hEnd->done) return CUDA_ERROR_NOT_READY;
   double ms = (double)(hEnd->t.tv_sec - hStart->t.tv_sec) * 1e3
               + (double)(hEnd->t.tv_nsec - hStart->t.tv_nsec) / 1e6;
   *pMilliseconds = (float)ms;

@@ -84,6 +84,7 @@ static CUresult destroy(unsigned long long h, int magic) {
   if (r) return r;
   struct dbl_sampler *s = sampler_of(h, magic);
   if (!s) return CUDA_ERROR_INVALID_VALUE;
+  if ((r = dbl_settle())) return r; /* the work still to run that uses it runs first */
   dbl_free_sampler(s);
   return CUDA_SUCCESS;
 }

@@ -12,6 +12,7 @@
    checked as it runs: their faults are sticky, not returned; a stop of its
    work is (CUDA_ERROR_TIMEOUT). */
 CUresult dbl_run_op(const op *o, int dry) {
+  if (!dry && dbl_strict) dbl_track_op(o); /* its accesses, for races */
   if (o->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC
       || o->type == CU_GRAPH_NODE_TYPE_MEM_FREE)
     return dry ? CUDA_SUCCESS : dbl_run_memory_node(o);
@@ -331,15 +332,20 @@ CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f,
 }
 
 /* The synchronous forms an embedding host may call itself: work of the
-   legacy stream, done at once. */
+   legacy stream, done when they return (strict mode: the legacy stream's
+   work, and so the blocking streams' before it, runs). */
+static CUresult synchronous(CUresult r) {
+  return !r && dbl_strict ? dbl_wait_stream(NULL) : r;
+}
+
 CUresult CUDAAPI cuMemsetD32(CUdeviceptr dstDevice, unsigned int ui,
                              size_t N) {
   ENTRY(cuMemsetD32);
-  return memset_op(dstDevice, 0, ui, 4, N, 1, NULL);
+  return synchronous(memset_op(dstDevice, 0, ui, 4, N, 1, NULL));
 }
 
 CUresult CUDAAPI cuMemcpyDtoH(void *dstHost, CUdeviceptr srcDevice,
                               size_t ByteCount) {
   ENTRY(cuMemcpyDtoH);
-  return memcpy_op(0, dstHost, srcDevice, NULL, ByteCount, NULL);
+  return synchronous(memcpy_op(0, dstHost, srcDevice, NULL, ByteCount, NULL));
 }

@@ -201,6 +201,7 @@ static cufftResult issue(plan *p, const void *in, void *out, int dir,
     return launch_host(p->stream, host_node, k) == CUDA_SUCCESS ? OK
                                                                 : EXEC_FAILED;
   }
+  standin_settle(p->stream);
   execute(&r);
   return OK;
 }

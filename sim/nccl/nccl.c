@@ -257,6 +257,7 @@ static ncclResult_t issue(call *c) {
                ? ncclSuccess
                : fail(ncclUnhandledCudaError, "cuLaunchHostFunc failed");
   }
+  standin_settle(c->stream);
   return ranks_run(c) ? fail(ncclSystemError, "timed out waiting for the other "
                              "ranks") : ncclSuccess;
 }

@@ -8,6 +8,9 @@
 
 #include "ptx_arith.h"
 #include "ptx_convert.h"
+#ifdef __AVX2__
+#include <immintrin.h>
+#endif
 
 /* f32 operations with x, y, z the operands (flushed under .ftz); a NaN
    result is the GPU's canonical NaN (gpu_f32). */
@@ -57,30 +60,96 @@ static inline void setp_write(warp *wp, const ins *in, uint32_t em,
     wp->p[in->d[1]] = (wp->p[in->d[1]] & ~em) | (q & em);
 }
 
-/* setp of integers of type T, each comparison its own loop (a whole
-   group's bits shifted in from lane 31 down). */
-#define SETP_LANES(T, OP)                                                   \
+/* setp of integers of 32 and 64 bits, the fast forms': each operand's
+   key (the value moved to the top of the word, the sign bit flipped for
+   unsigned types) compared as signed 64-bit integers. With AVX2 or
+   AVX-512 every lane is compared (setp_write keeps those of em), a
+   vector of lanes at a time, with no branch a lane whatever em is: bit l
+   of setp_bits is lane l's result (kind: C_EQ, C_NE, C_LT, C_LE, C_GT or
+   C_GE, a constant where it is inlined). */
+static const uint64_t lane_bit[32] = {
+  1ull << 0, 1ull << 1, 1ull << 2, 1ull << 3, 1ull << 4, 1ull << 5,
+  1ull << 6, 1ull << 7, 1ull << 8, 1ull << 9, 1ull << 10, 1ull << 11,
+  1ull << 12, 1ull << 13, 1ull << 14, 1ull << 15, 1ull << 16, 1ull << 17,
+  1ull << 18, 1ull << 19, 1ull << 20, 1ull << 21, 1ull << 22, 1ull << 23,
+  1ull << 24, 1ull << 25, 1ull << 26, 1ull << 27, 1ull << 28, 1ull << 29,
+  1ull << 30, 1ull << 31,
+};
+#if defined(__AVX512F__)
+static ALWAYS_INLINE uint32_t setp_bits(const uint64_t *A, const uint64_t *B,
+                                        unsigned sh, uint64_t flip,
+                                        int kind) {
+  __m512i F = _mm512_set1_epi64((long long)flip);
+  __m128i S = _mm_cvtsi32_si128((int)sh);
+  uint32_t v = 0;
+  for (int c = 0; c < 4; c++) {
+    __m512i a = _mm512_xor_si512(
+        _mm512_sll_epi64(_mm512_loadu_si512((const void *)(A + 8 * c)), S), F);
+    __m512i b = _mm512_xor_si512(
+        _mm512_sll_epi64(_mm512_loadu_si512((const void *)(B + 8 * c)), S), F);
+    __mmask8 k;
+    switch (kind) {
+    case C_EQ: k = _mm512_cmpeq_epi64_mask(a, b); break;
+    case C_NE: k = _mm512_cmpneq_epi64_mask(a, b); break;
+    case C_LT: k = _mm512_cmplt_epi64_mask(a, b); break;
+    case C_LE: k = _mm512_cmple_epi64_mask(a, b); break;
+    case C_GT: k = _mm512_cmpgt_epi64_mask(a, b); break;
+    default: k = _mm512_cmpge_epi64_mask(a, b);
+    }
+    v |= (uint32_t)k << (8 * c);
+  }
+  return v;
+}
+#elif defined(__AVX2__)
+static ALWAYS_INLINE uint32_t setp_bits(const uint64_t *A, const uint64_t *B,
+                                        unsigned sh, uint64_t flip,
+                                        int kind) {
+  __m256i F = _mm256_set1_epi64x((long long)flip);
+  __m128i S = _mm_cvtsi32_si128((int)sh);
+  uint32_t v = 0;
+  for (int c = 0; c < 8; c++) {
+    __m256i a = _mm256_xor_si256(
+        _mm256_sll_epi64(_mm256_loadu_si256((const void *)(A + 4 * c)), S), F);
+    __m256i b = _mm256_xor_si256(
+        _mm256_sll_epi64(_mm256_loadu_si256((const void *)(B + 4 * c)), S), F);
+    __m256i m;
+    unsigned flipbits = 0;
+    switch (kind) {
+    case C_EQ: m = _mm256_cmpeq_epi64(a, b); break;
+    case C_NE: m = _mm256_cmpeq_epi64(a, b), flipbits = 0xf; break;
+    case C_LT: m = _mm256_cmpgt_epi64(b, a); break;
+    case C_LE: m = _mm256_cmpgt_epi64(a, b), flipbits = 0xf; break;
+    case C_GT: m = _mm256_cmpgt_epi64(a, b); break;
+    default: m = _mm256_cmpgt_epi64(b, a), flipbits = 0xf;
+    }
+    unsigned bits = (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(m));
+    v |= (bits ^ flipbits) << (4 * c);
+  }
+  return v;
+}
+#endif
+#define SETP_KEY(X) ((int64_t)(((X) << sh_) ^ flip_))
+#ifdef __AVX2__
+#define SETP_FAST(OP, KIND)                                                 \
+  setp_write(wp, in, em, setp_bits(A, B, 64 - in->tb,                      \
+                                   in->tk == K_S ? 0 : 1ull << 63, KIND))
+#else /* the lanes of em, one by one */
+#define SETP_FAST(OP, KIND)                                                 \
   do {                                                                      \
+    unsigned sh_ = 64 - in->tb;                                             \
+    uint64_t flip_ = in->tk == K_S ? 0 : 1ull << 63;                        \
+    uint32_t v_ = 0;                                                        \
     if (em == ALL)                                                          \
       for (int l = 31; l >= 0; l--)                                         \
-        v = v << 1 | (uint32_t)((T)A[l] OP (T)B[l]);                        \
+        v_ = v_ << 1 | (uint32_t)(SETP_KEY(A[l]) OP SETP_KEY(B[l]));        \
     else                                                                    \
       for (uint32_t m_ = em; m_; m_ &= m_ - 1) {                            \
         int l = __builtin_ctz(m_);                                          \
-        v |= (uint32_t)((T)A[l] OP (T)B[l]) << l;                           \
+        v_ |= (uint32_t)(SETP_KEY(A[l]) OP SETP_KEY(B[l])) << l;            \
       }                                                                     \
+    setp_write(wp, in, em, v_);                                             \
   } while (0)
-#define SETP_INT(T)                                                         \
-  do {                                                                      \
-    switch (in->cmp) {                                                      \
-    case C_EQ: SETP_LANES(T, ==); break;                                    \
-    case C_NE: SETP_LANES(T, !=); break;                                    \
-    case C_LT: case C_LO: SETP_LANES(T, <); break;                          \
-    case C_LE: case C_LS: SETP_LANES(T, <=); break;                         \
-    case C_GT: case C_HI: SETP_LANES(T, >); break;                          \
-    default: SETP_LANES(T, >=);                                             \
-    }                                                                       \
-  } while (0)
+#endif
 
 /* Runs in if it is a value instruction: 1, else 0 (the loop's other
    cases, or an instruction it does not run). */

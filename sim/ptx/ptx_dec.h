@@ -54,8 +54,10 @@ typedef struct dec {
   size_t nlabels, clabels;
   fixup *fix;
   size_t nfix, cfix;
-  size_t ccode, cconst;
+  size_t ccode, cconst, clocs;
   func *fn;
+  loc at;                     /* the last .loc: the instructions' line */
+  int has_loc;                /* a .loc was seen */
 } dec;
 
 #define PUSH(d, v, n, c) dec_grow((void **)&(v), &(c), (n), sizeof *(v))
@@ -115,6 +117,11 @@ int dec_find_reg(dec *d, const tok *t, int *pred);
 sym *dec_find_sym(sym *v, size_t n, const tok *t);
 int dec_operand(dec *d, opnd *o);
 int dec_src_slot(dec *d, const opnd *o, int k, int bits, const char *what);
+
+/* ptx_decode.c */
+/* .loc file line [column][, ...] and .file index "name"[, ...], the
+   directive's token t already read; the rest of its line skipped. */
+int dec_loc(dec *d, const tok *t);
 
 /* ptx_decl.c */
 int dec_decl_reg(dec *d, const tok *dir);

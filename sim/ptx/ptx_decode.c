@@ -17,6 +17,47 @@ static void skip_line(dec *d, int line) {
   while (d->i < d->nt && d->t[d->i].line == line) d->i++;
 }
 
+/* A number token of t's line, or -1. */
+static long line_number(dec *d, const tok *t) {
+  tok *n = peek(d);
+  uint64_t v;
+  int isf;
+  if (!n || n->line != t->line || !dec_parse_number(n, 0, &v, &isf) || isf ||
+      v > 0x7fffffff)
+    return -1;
+  next(d);
+  return (long)v;
+}
+
+int dec_loc(dec *d, const tok *t) {
+  long idx = line_number(d, t);
+  if (is(t, ".loc")) {
+    long line = line_number(d, t);
+    if (idx >= 0 && line >= 0) {
+      d->at = (loc){(int32_t)idx, (int32_t)line};
+      d->has_loc = 1;
+    }
+  } else if (idx >= 0 && idx < 65536 && peek(d) && peek(d)->line == t->line &&
+             peek(d)->s[0] == '"' && peek(d)->len >= 2) {
+    tok *name = next(d);
+    sim_module *m = d->m;
+    if ((size_t)idx >= m->nfiles) {
+      char **v = realloc(m->files, ((size_t)idx + 1) * sizeof *v);
+      if (!v) return dec_fail(d, t->line, "out of memory");
+      memset(v + m->nfiles, 0, ((size_t)idx + 1 - m->nfiles) * sizeof *v);
+      m->files = v;
+      m->nfiles = (size_t)idx + 1;
+    }
+    free(m->files[idx]);
+    if (!(m->files[idx] = malloc((size_t)name->len - 1)))
+      return dec_fail(d, t->line, "out of memory");
+    memcpy(m->files[idx], name->s + 1, (size_t)name->len - 2);
+    m->files[idx][name->len - 2] = '\0';
+  }
+  skip_line(d, t->line);
+  return 1;
+}
+
 /* Places a function's parameters (formals and call-site .param
    declarations) in the module's parameter frame. */
 static int64_t place_fparam(dec *d, size_t size, size_t align) {
@@ -50,7 +91,10 @@ static int body(dec *d, func *f) {
       if (!dec_decl_reg(d, t)) return 0;
       continue;
     }
-    if (is(t, ".loc") || is(t, ".file")) { skip_line(d, t->line); continue; }
+    if (is(t, ".loc") || is(t, ".file")) {
+      if (!dec_loc(d, t)) return 0;
+      continue;
+    }
     if (is(t, ".pragma")) { skip_statement(d); continue; }
     if (is(t, ".shared")) { /* laid out already; measured for the
                                function's %total_smem_size */
@@ -143,6 +187,7 @@ static int function(dec *d, int entry, int ext) {
   f->start = f->end = -1;
   d->nlsyms = d->nregs = d->nlabels = d->nfix = 0;
   d->fn = f;
+  d->at = (loc){0, 0};
   size_t *osize = NULL, *oalign = NULL, *isize = NULL, *ialign = NULL;
   int nout = 0, nin = 0;
   if (!entry && !dec_param_list(d, f, 1, &osize, &oalign, &nout)) goto bad;
@@ -228,6 +273,9 @@ void sim_unload(sim_module *m) {
     free(m->vars[i].data);
   }
   free(m->vars);
+  for (size_t i = 0; i < m->nfiles; i++) free(m->files[i]);
+  free(m->files);
+  free(m->locs);
   free(m->code);
   free(m->consts);
   free(m);
@@ -333,7 +381,7 @@ sim_module *sim_load(const char *ptx, char *err, size_t nerr) {
       if (!ext) d.outer_shared = 1;
       if (dec_decl_var(&d, &size, &align, &name, &init)) free(init);
     } else if (is(t, ".file") || is(t, ".loc")) {
-      skip_line(&d, t->line);
+      dec_loc(&d, t);
     } else if (is(t, ".section")) {
       while (d.i < d.nt && !is(&d.t[d.i], "}")) d.i++;
       d.i++;
@@ -365,6 +413,10 @@ sim_module *sim_load(const char *ptx, char *err, size_t nerr) {
         if (*f[j] >= CONST_MARK) *f[j] = *f[j] - CONST_MARK + m->const_base;
     }
     if (!dec_fast_forms(m)) dec_fail(&d, 0, "out of memory");
+  }
+  if (!d.has_loc) { /* no source lines: none kept */
+    free(m->locs);
+    m->locs = NULL;
   }
 out:
   if (!d.failed && !d.t) d.failed = 0;

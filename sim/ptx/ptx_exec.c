@@ -1,7 +1,15 @@
 /* The interpreter's loop: a warp's group of lanes, instruction by
    instruction, each over the group's lanes; control flow moves the group
-   or splits it, and the scheduler picks the next. */
+   or splits it, and the scheduler picks the next. Built for any CPU, and
+   again with EXEC_VARIANT for x86-64 CPUs with AVX2 (exec_run_avx2) and
+   AVX-512 (exec_run_avx512), whose lane loops vectorize wider (the
+   Makefile's SIM_VARIANTS); sim_run picks the widest the host runs. */
 #define _GNU_SOURCE
+#ifdef EXEC_VARIANT
+#define EXEC_CAT2(a, b) a##_##b
+#define EXEC_CAT(a, b) EXEC_CAT2(a, b)
+#define exec_run EXEC_CAT(exec_run, EXEC_VARIANT)
+#endif
 #include "ptx_alu.h"
 #include "ptx_half.h"
 #include "ptx_mem.h"
@@ -9,15 +17,79 @@
 
 #include <limits.h>
 
+#ifndef EXEC_VARIANT
+int exec_read(worker *w, warp *wp, int lane, const ins *in, uint64_t p,
+              void *v, size_t n) {
+  const unsigned char *h = addr_of(w, wp, lane, in, SP_GENERIC, p,
+                                   (unsigned)n, 0);
+  if (h) memcpy(v, h, n);
+  return h != NULL;
+}
+#endif
+
 /* -- the interpreter ------------------------------------------------------ */
+
+/* The bit of each lane, for loops the compiler vectorizes. */
+static const uint32_t lane_bit32[32] = {
+  1u << 0, 1u << 1, 1u << 2, 1u << 3, 1u << 4, 1u << 5, 1u << 6, 1u << 7,
+  1u << 8, 1u << 9, 1u << 10, 1u << 11, 1u << 12, 1u << 13, 1u << 14,
+  1u << 15, 1u << 16, 1u << 17, 1u << 18, 1u << 19, 1u << 20, 1u << 21,
+  1u << 22, 1u << 23, 1u << 24, 1u << 25, 1u << 26, 1u << 27, 1u << 28,
+  1u << 29, 1u << 30, 1u << 31,
+};
+
+/* The expanded masks of the lanes of m (the warp's cache k): all ones a
+   word where m's bit is set. */
+static inline const uint64_t *lane_masks(warp *wp, int k, uint32_t m) {
+  if (wp->kmask[k] != m) {
+    for (int l = 0; l < 32; l++)
+      wp->km[k][l] = 0 - (uint64_t)((m & lane_bit32[l]) != 0);
+    wp->kmask[k] = m;
+  }
+  return wp->km[k];
+}
+
+/* D[l] = EXPR for each lane l of em, in the fast forms: every lane's is
+   computed (no fast form traps or writes anything else; a lane outside
+   em computes from what its registers hold), and written when all (no
+   lane of the warp but em's is left to run: the others exited), else
+   em's kept, so that the loop has no branch a lane and vectorizes
+   whatever em is; without AVX2, whose blend costs more than it saves,
+   only em's lanes are visited. */
+#if defined(__AVX2__)
+#define VLOOP_AS(ALL_, EXPR)                                                \
+  do {                                                                      \
+    if (ALL_) {                                                             \
+      for (int l = 0; l < 32; l++) D[l] = (EXPR);                           \
+    } else {                                                                \
+      const uint64_t *K_ = lane_masks(wp, 0, em);                           \
+      for (int l = 0; l < 32; l++) D[l] = ((EXPR) & K_[l]) | (D[l] & ~K_[l]); \
+    }                                                                       \
+  } while (0)
+#else
+#define VLOOP_AS(ALL_, EXPR)                                                \
+  do {                                                                      \
+    if (ALL_) {                                                             \
+      for (int l = 0; l < 32; l++) D[l] = (EXPR);                           \
+    } else {                                                                \
+      LOOP(D[l] = (EXPR));                                                  \
+    }                                                                       \
+  } while (0)
+#endif
+#ifdef __AVX2__
+#define EVERY_LANE (em == counted && whole)
+#else
+#define EVERY_LANE (em == ALL)
+#endif
+#define VLOOP(EXPR) VLOOP_AS(EVERY_LANE, EXPR)
 
 #ifdef SIM_X86_FMA
 /* fma.rn.f32 of the lanes of em with the host's FMA instruction (where
    rc->fma says it has one): rounded once, as fmaf. */
 __attribute__((target("fma"))) static void fma_f32_host(
-    uint32_t em, uint64_t *D, const uint64_t *A, const uint64_t *B,
-    const uint64_t *C) {
-  LOOP(D[l] = gpu_f32(__builtin_fmaf(f32(A[l]), f32(B[l]), f32(C[l]))));
+    warp *wp, int all, uint32_t em, uint64_t *D, const uint64_t *A,
+    const uint64_t *B, const uint64_t *C) {
+  VLOOP_AS(all, gpu_f32(__builtin_fmaf(f32(A[l]), f32(B[l]), f32(C[l]))));
 }
 #endif
 
@@ -31,7 +103,36 @@ static inline unsigned lanes(uint32_t x) {
 
 /* Moves lanes of the group aside and picks the next group: the runnable
    lanes (not waiting at a barrier) at the lowest PC, lanes parked there
-   joining them; parked lanes wait while others can run. */
+   joining them; parked lanes wait while others can run. With AVX2 each
+   step is a loop over all 32 lanes, with no branch a lane (the lanes of
+   a mask selected, not visited), which the compiler vectorizes. */
+#ifdef __AVX2__
+static void schedule(frame *f, uint32_t wait) {
+  uint32_t group = f->mask;
+  int at = f->pc, *pcs = f->pcs;
+  for (int l = 0; l < 32; l++) pcs[l] = group & lane_bit32[l] ? at : pcs[l];
+  uint32_t run = f->live & ~wait, go = run & ~f->park;
+  f->release = run && !go;
+  if (f->release) go = run;
+  int min = INT_MAX;
+  for (int l = 0; l < 32; l++) {
+    int p = go & lane_bit32[l] ? pcs[l] : INT_MAX;
+    min = p < min ? p : min;
+  }
+  uint32_t mask = 0;
+  int other = INT_MAX;
+  for (int l = 0; l < 32; l++) {
+    int here = pcs[l] == min;
+    mask |= run & lane_bit32[l] & (0u - (uint32_t)here);
+    int p = go & lane_bit32[l] && !here ? pcs[l] : INT_MAX;
+    other = p < other ? p : other;
+  }
+  f->park &= ~mask;
+  f->mask = mask;
+  f->pc = min;
+  f->other = other;
+}
+#else
 static void schedule(frame *f, uint32_t wait) {
   for (uint32_t m = f->mask; m; m &= m - 1) f->pcs[__builtin_ctz(m)] = f->pc;
   uint32_t run = f->live & ~wait, go = run & ~f->park;
@@ -54,6 +155,7 @@ static void schedule(frame *f, uint32_t wait) {
   f->pc = min;
   f->other = other;
 }
+#endif
 
 static void cond_call(worker *w, warp *wp, int lane, const ins *in) {
   run_ctx *rc = w->rc;
@@ -73,7 +175,8 @@ static void cond_call(worker *w, warp *wp, int lane, const ins *in) {
 /* A .sync warp instruction's wait for its member masks (warp_wait): the
    group parks, and the scheduler runs others. */
 #define SYNC_WAIT()                                                         \
-  (in->e >= 0 && warp_wait(wp, f, code, in, &em, depth ? 0 : wp->wait))
+  (in->e >= 0 &&                                                            \
+   (f->pc = pc, warp_wait(wp, f, code, in, &em, depth ? 0 : wp->wait)))
 
 /* Runs the group of frame f until every lane of f has left it (RUN_DONE),
    or, at depth 0, every lane left waits at a barrier (RUN_BLOCKED). */
@@ -83,29 +186,50 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
   uint64_t executed = 0;
   uint32_t counted = ALL; /* the group's lanes: lanes(counted) */
   unsigned nlanes = 32;
+#ifdef __AVX2__
+  int whole = 1; /* no lane of the warp left to run is outside counted */
+#endif
   int result = RUN_DONE;
   if (f->mask & (depth ? 0 : wp->wait)) return RUN_BLOCKED; /* held at a
                                                                barrier */
+  int pc = f->pc; /* f->pc, kept in a register: written back where the
+                     frame is read elsewhere (SYNC, schedule) or left */
   for (;;) {
-    if (f->pc >= f->other || !f->mask) {
+    if (pc >= f->other || !f->mask) {
       f->live &= ~wp->exited;
       f->mask &= ~wp->exited;
+      f->pc = pc;
       schedule(f, depth ? 0 : wp->wait);
+      pc = f->pc;
       if (!f->mask) {
         result = f->live ? RUN_BLOCKED : RUN_DONE;
         break;
       }
     }
-    const ins *in = &code[f->pc];
+    const ins *in = &code[pc];
     uint32_t em = f->mask;
-    if (f->mask != counted) counted = f->mask, nlanes = lanes(counted);
+    if (f->mask != counted) {
+      counted = f->mask;
+      nlanes = lanes(counted);
+#ifdef __AVX2__
+      whole = counted == ALL ||
+              (!depth && !(f->live & ~counted & ~wp->exited));
+#endif
+    }
     executed += nlanes;
     if (in->pre) {
       if (in->guard >= 0)
         em &= in->gneg ? ~wp->p[in->guard] : wp->p[in->guard];
       if (in->inval) span_forget(wp, in);
     }
-    switch (in->x) { /* the fast forms; a break runs the general code */
+    /* the fast forms, each its own case; a break runs the general code */
+#define OPS                                                                 \
+    uint64_t *D = R(in->d[0]);                                              \
+    const uint64_t *A = R(in->a), *B = R(in->b < 0 ? in->a : in->b)
+#define NEXT                                                                \
+    pc++;                                                                   \
+    continue
+    switch (in->x) {
     case X_NONE:
       break;
     /* each form its own case, for the width and space known in it */
@@ -113,25 +237,27 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
     case X: {                                                               \
       const uint64_t *Bs = R(in->base);                                     \
       uint64_t off = (uint64_t)in->off, *D = R(in->d[0]);                   \
-      if (SH ? !span_ok(wp, in, em, Bs, off, N, 0, w->rc->nshared)          \
-             : !global_span_ok(w, wp, in, em, Bs, off, N))                  \
+      int64_t mn_, mx_;                                                     \
+      if (SH ? !span_ok(wp, in, em, Bs, off, N, 0, w->rc->nshared, &mn_,    \
+                        &mx_)                                               \
+             : !global_span_ok(w, wp, in, em, Bs, off, N, 0))               \
         break;                                                              \
       uintptr_t h = (SH ? (uintptr_t)w->shared : 0) + (uintptr_t)off;      \
       LD_LANES(h, N, SGN);                                                  \
-      f->pc++;                                                              \
-      continue;                                                             \
+      NEXT;                                                                 \
     }
 #define FAST_ST(X, SH, N)                                                   \
     case X: {                                                               \
       const uint64_t *Bs = R(in->base), *V = R(in->d[0]);                   \
       uint64_t off = (uint64_t)in->off;                                     \
-      if (SH ? !span_ok(wp, in, em, Bs, off, N, 0, w->rc->nshared)          \
-             : !global_span_ok(w, wp, in, em, Bs, off, N))                  \
+      int64_t mn_, mx_;                                                     \
+      if (SH ? !span_ok(wp, in, em, Bs, off, N, 0, w->rc->nshared, &mn_,    \
+                        &mx_)                                               \
+             : !global_span_ok(w, wp, in, em, Bs, off, N, 1))               \
         break;                                                              \
       uintptr_t h = (SH ? (uintptr_t)w->shared : 0) + (uintptr_t)off;      \
       ST_LANES(h, N);                                                       \
-      f->pc++;                                                              \
-      continue;                                                             \
+      NEXT;                                                                 \
     }
     FAST_LD(X_LD_SH4, 1, 4, 0)
     FAST_LD(X_LD_SH4S, 1, 4, 1)
@@ -145,100 +271,145 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
     FAST_ST(X_ST_GL8, 0, 8)
 #undef FAST_LD
 #undef FAST_ST
-    case X_SETP_S32: case X_SETP_U32: case X_SETP_S64: case X_SETP_U64: {
-      const uint64_t *A = R(in->a), *B = R(in->b);
-      uint32_t v = 0;
-      if (in->x == X_SETP_S32) SETP_INT(int32_t);
-      else if (in->x == X_SETP_U32) SETP_INT(uint32_t);
-      else if (in->x == X_SETP_S64) SETP_INT(int64_t);
-      else SETP_INT(uint64_t);
-      setp_write(wp, in, em, v);
-      f->pc++;
-      continue;
-    }
-    default: {
-      uint64_t *D = R(in->d[0]);
-      const uint64_t *A = R(in->a), *B = R(in->b < 0 ? in->a : in->b);
-      switch (in->x) {
-      case X_FMA_F32: {
-        const uint64_t *C = R(in->c);
+    case X_SETP_EQ: { OPS; (void)D; SETP_FAST(==, C_EQ); NEXT; }
+    case X_SETP_NE: { OPS; (void)D; SETP_FAST(!=, C_NE); NEXT; }
+    case X_SETP_LT: { OPS; (void)D; SETP_FAST(<, C_LT); NEXT; }
+    case X_SETP_LE: { OPS; (void)D; SETP_FAST(<=, C_LE); NEXT; }
+    case X_SETP_GT: { OPS; (void)D; SETP_FAST(>, C_GT); NEXT; }
+    case X_SETP_GE: { OPS; (void)D; SETP_FAST(>=, C_GE); NEXT; }
+    case X_FMA_F32: {
+      OPS;
+      const uint64_t *C = R(in->c);
 #ifdef SIM_X86_FMA
-        if (w->rc->fma) {
-          if (em != ALL || !exec_fma_f32_x86(D, A, B, C))
-            fma_f32_host(em, D, A, B, C);
-          break;
-        }
+      if (w->rc->fma) {
+        if (em != ALL || !exec_fma_f32_x86(D, A, B, C))
+          fma_f32_host(wp, EVERY_LANE, em, D, A, B, C);
+        NEXT;
+      }
 #endif
-        LOOP(D[l] = gpu_f32(fmaf(f32(A[l]), f32(B[l]), f32(C[l]))));
-        break;
+      LOOP(D[l] = gpu_f32(fmaf(f32(A[l]), f32(B[l]), f32(C[l]))));
+      NEXT;
+    }
+    case X_ADD_F32: { OPS; VLOOP(gpu_f32(f32(A[l]) + f32(B[l]))); NEXT; }
+    case X_SUB_F32: { OPS; VLOOP(gpu_f32(f32(A[l]) - f32(B[l]))); NEXT; }
+    case X_MUL_F32: { OPS; VLOOP(gpu_f32(f32(A[l]) * f32(B[l]))); NEXT; }
+    case X_ADD_I: { OPS; uint64_t mk = zx(~0ull, in->tb); VLOOP((A[l] + B[l]) & mk); NEXT; }
+    case X_SUB_I: { OPS; uint64_t mk = zx(~0ull, in->tb); VLOOP((A[l] - B[l]) & mk); NEXT; }
+    case X_MUL_LO: { /* of 32 bits: the product of the low halves */
+      OPS;
+      if (in->tb == 32) VLOOP((uint32_t)((uint64_t)(uint32_t)A[l] * (uint32_t)B[l]));
+      else VLOOP((A[l] * B[l]) & zx(~0ull, in->tb));
+      NEXT;
+    }
+    case X_MUL_WIDE_S32:
+      { OPS; VLOOP((uint64_t)((int64_t)(int32_t)A[l] * (int32_t)B[l])); NEXT; }
+    case X_MUL_WIDE_U32:
+      { OPS; VLOOP((uint64_t)(uint32_t)A[l] * (uint32_t)B[l]); NEXT; }
+    /* shifts: by an immediate (the same in every lane), or each lane's */
+    case X_SHL_I: {
+      OPS;
+      unsigned bits = in->tb;
+      uint64_t mk = zx(~0ull, in->tb);
+      if (in->b >= m->const_base) {
+        uint32_t n = (uint32_t)B[0];
+        if (n >= bits) mk = 0;
+        n &= 63;
+        VLOOP((A[l] << n) & mk);
+      } else {
+        VLOOP((uint32_t)B[l] >= bits ? 0 : (A[l] << ((uint32_t)B[l] & 63)) & mk);
       }
-      case X_ADD_F32: LOOP(D[l] = gpu_f32(f32(A[l]) + f32(B[l]))); break;
-      case X_SUB_F32: LOOP(D[l] = gpu_f32(f32(A[l]) - f32(B[l]))); break;
-      case X_MUL_F32: LOOP(D[l] = gpu_f32(f32(A[l]) * f32(B[l]))); break;
-      case X_ADD_I: {
-        uint64_t mk = zx(~0ull, in->tb);
-        LOOP(D[l] = (A[l] + B[l]) & mk);
-        break;
+      NEXT;
+    }
+    case X_MAD_LO: {
+      OPS;
+      const uint64_t *C = R(in->c);
+      if (in->tb == 32)
+        VLOOP((uint32_t)((uint64_t)(uint32_t)A[l] * (uint32_t)B[l] + C[l]));
+      else
+        VLOOP((A[l] * B[l] + C[l]) & zx(~0ull, in->tb));
+      NEXT;
+    }
+    case X_SHR_U: {
+      OPS;
+      unsigned bits = in->tb;
+      uint64_t mk = zx(~0ull, in->tb);
+      if (in->b >= m->const_base) {
+        uint32_t n = (uint32_t)B[0];
+        if (n >= bits) mk = 0;
+        n &= 63;
+        VLOOP((A[l] & mk) >> n);
+      } else {
+        VLOOP((uint32_t)B[l] >= bits ? 0 : (A[l] & mk) >> ((uint32_t)B[l] & 63));
       }
-      case X_SUB_I: {
-        uint64_t mk = zx(~0ull, in->tb);
-        LOOP(D[l] = (A[l] - B[l]) & mk);
-        break;
+      NEXT;
+    }
+    case X_SHR_S: {
+      OPS;
+      int bits = in->tb;
+      uint64_t mk = zx(~0ull, in->tb);
+      VLOOP((uint64_t)(sx(A[l], bits) >> ((uint32_t)B[l] >= (unsigned)bits
+                                         ? bits - 1 : (int)(uint32_t)B[l])) & mk);
+      NEXT;
+    }
+    case X_SELP: {
+      OPS;
+      uint32_t c = in->e ? ~wp->p[in->c] : wp->p[in->c];
+#ifdef __AVX2__
+      VLOOP(c & lane_bit[l] ? A[l] : B[l]);
+#else /* (no branch a lane) */
+      VLOOP(B[l] ^ ((A[l] ^ B[l]) & (0 - (uint64_t)(c >> l & 1))));
+#endif
+      NEXT;
+    }
+    case X_AND_I: { OPS; VLOOP(A[l] & B[l]); NEXT; }
+    case X_OR_I: { OPS; VLOOP(A[l] | B[l]); NEXT; }
+    case X_MOV: { OPS; (void)B; VLOOP(A[l]); NEXT; }
+    case X_CVT_S64_S32: { OPS; (void)B; VLOOP((uint64_t)(int64_t)(int32_t)A[l]); NEXT; }
+    case X_CVT_U64_U32: case X_CVT_TO32:
+      { OPS; (void)B; VLOOP((uint64_t)(uint32_t)A[l]); NEXT; }
+    case X_BRA: { /* (every bra) */
+      int back = in->target <= pc;
+      if (em == f->mask) {
+        pc = in->target;
+      } else if (!em) {
+        pc++;
+      } else { /* the group splits: the taken lanes and the others */
+        for (uint32_t q = em; q; q &= q - 1) f->pcs[__builtin_ctz(q)] = in->target;
+        for (uint32_t q = f->mask & ~em; q; q &= q - 1)
+          f->pcs[__builtin_ctz(q)] = pc + 1;
+        f->mask = 0;
       }
-      case X_MUL_LO: {
-        uint64_t mk = zx(~0ull, in->tb);
-        LOOP(D[l] = (A[l] * B[l]) & mk);
-        break;
+      if (back && em && ++w->backs % SIM_BACKS == 0) {
+        if (exec_late(w->rc)) {
+          exec_fault(w, wp, __builtin_ctz(em), in, SIM_LAUNCH_TIMEOUT,
+                     "still running after CUDA_SIM_TIMEOUT (%g s): a loop "
+                     "that waits on another block's write?",
+                     w->rc->timeout);
+          goto fault;
+        }
+        if (exec_stopped(w->rc)) {
+          w->fault = SIM_STOPPED;
+          goto fault;
+        }
+        if (!depth && w->nwarps > 1) { /* the others of the block go on */
+          w->executed += executed;
+          f->pc = pc;
+          return RUN_YIELD;
+        }
       }
-      case X_MUL_WIDE_S32:
-        LOOP(D[l] = (uint64_t)((int64_t)(int32_t)A[l] * (int32_t)B[l]));
-        break;
-      case X_MUL_WIDE_U32:
-        LOOP(D[l] = (uint64_t)(uint32_t)A[l] * (uint32_t)B[l]);
-        break;
-      case X_SHL_I: {
-        unsigned bits = in->tb;
-        uint64_t mk = zx(~0ull, in->tb);
-        LOOP(uint32_t s_ = (uint32_t)B[l];
-             D[l] = s_ >= bits ? 0 : (A[l] << s_) & mk);
-        break;
-      }
-      case X_MAD_LO: {
-        const uint64_t *C = R(in->c);
-        uint64_t mk = zx(~0ull, in->tb);
-        LOOP(D[l] = (A[l] * B[l] + C[l]) & mk);
-        break;
-      }
-      case X_SHR_U: {
-        unsigned bits = in->tb;
-        uint64_t mk = zx(~0ull, in->tb);
-        LOOP(uint32_t s_ = (uint32_t)B[l];
-             D[l] = s_ >= bits ? 0 : (A[l] & mk) >> s_);
-        break;
-      }
-      case X_SHR_S: {
-        int bits = in->tb;
-        uint64_t mk = zx(~0ull, in->tb);
-        LOOP(uint32_t s_ = (uint32_t)B[l];
-             D[l] = (uint64_t)(sx(A[l], bits)
-                               >> (s_ >= (unsigned)bits ? bits - 1 : (int)s_)) & mk);
-        break;
-      }
-      case X_SELP: {
-        uint32_t c = in->e ? ~wp->p[in->c] : wp->p[in->c];
-        LOOP(D[l] = (c >> l & 1) ? A[l] : B[l]);
-        break;
-      }
-      case X_AND_I: LOOP(D[l] = A[l] & B[l]); break;
-      case X_OR_I: LOOP(D[l] = A[l] | B[l]); break;
-      case X_MOV: LOOP(D[l] = A[l]); break;
-      case X_CVT_S64_S32: LOOP(D[l] = (uint64_t)(int64_t)(int32_t)A[l]); break;
-      case X_CVT_U64_U32: case X_CVT_TO32: LOOP(D[l] = (uint32_t)A[l]); break;
-      }
-      f->pc++;
       continue;
     }
+    case X_PLOGIC: { /* and, or, xor of predicates (either negated) */
+      uint32_t x = wp->p[in->a], y = wp->p[in->b], v;
+      if (in->bop & 1) x = ~x;
+      if (in->bop & 2) y = ~y;
+      v = in->op == OP_AND ? x & y : in->op == OP_OR ? x | y : x ^ y;
+      wp->p[in->d[0]] = (wp->p[in->d[0]] & ~em) | (v & em);
+      NEXT;
     }
+    }
+#undef OPS
+#undef NEXT
     uint64_t *D = in->d[0] >= 0 ? R(in->d[0]) : NULL;
     const uint64_t *A = in->a >= 0 ? R(in->a) : NULL;
     const uint64_t *B = in->b >= 0 ? R(in->b) : NULL;
@@ -328,6 +499,12 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
     case OP_SETCOND:
       LOOP(cond_call(w, wp, l, in); if (w->fault) goto fault);
       break;
+    case OP_PRINTF:
+      if (exec_printf(w, wp, in, em)) goto fault;
+      break;
+    case OP_ASSERT:
+      if (em && exec_assert(w, wp, in, em)) goto fault;
+      break;
     case OP_TRAP:
       if (em) {
         exec_fault(w, wp, __builtin_ctz(em), in, SIM_LAUNCH_FAILED, "trap");
@@ -344,57 +521,26 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
         w->red_all &= pv == em;
       }
       wp->wait |= em;
-      f->pc++;
+      pc++;
       if (em == f->live) { /* the whole frame waits, as one group */
         w->executed += executed;
+        f->pc = pc;
         return RUN_BLOCKED;
       }
       if (em == f->mask) {
         f->mask = 0; /* schedule afresh */
-        for (uint32_t q = em; q; q &= q - 1) f->pcs[__builtin_ctz(q)] = f->pc;
+        for (uint32_t q = em; q; q &= q - 1) f->pcs[__builtin_ctz(q)] = pc;
       } else {
         /* the guarded-off lanes go on; the waiting ones step aside */
-        for (uint32_t q = em; q; q &= q - 1) f->pcs[__builtin_ctz(q)] = f->pc;
+        for (uint32_t q = em; q; q &= q - 1) f->pcs[__builtin_ctz(q)] = pc;
         f->mask &= ~em;
       }
       continue;
-    case OP_BRA: {
-      int back = in->target <= f->pc;
-      if (em == f->mask) {
-        f->pc = in->target;
-      } else if (!em) {
-        f->pc++;
-      } else {
-        for (uint32_t q = em; q; q &= q - 1) f->pcs[__builtin_ctz(q)] = in->target;
-        for (uint32_t q = f->mask & ~em; q; q &= q - 1)
-          f->pcs[__builtin_ctz(q)] = f->pc + 1;
-        f->mask = 0;
-      }
-      if (dir) fesetround(FE_TONEAREST);
-      if (back && em && ++w->backs % SIM_BACKS == 0) {
-        if (exec_late(w->rc)) {
-          exec_fault(w, wp, __builtin_ctz(em), in, SIM_LAUNCH_TIMEOUT,
-                     "still running after CUDA_SIM_TIMEOUT (%g s): a loop "
-                     "that waits on another block's write?",
-                     w->rc->timeout);
-          goto fault;
-        }
-        if (exec_stopped(w->rc)) {
-          w->fault = SIM_STOPPED;
-          goto fault;
-        }
-        if (!depth && w->nwarps > 1) { /* the others of the block go on */
-          w->executed += executed;
-          return RUN_YIELD;
-        }
-      }
-      continue;
-    }
     case OP_EXIT:
       wp->exited |= em;
       f->live &= ~em;
       f->mask &= ~em;
-      f->pc++;
+      pc++;
       continue;
     case OP_RET:
       if (!depth) {
@@ -402,7 +548,7 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
       }
       f->live &= ~em;
       f->mask &= ~em;
-      f->pc++;
+      pc++;
       continue;
     case OP_CALL: {
       if (!em) break;
@@ -443,11 +589,12 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
     if (dir) fesetround(FE_TONEAREST);
     if ((in->flags & F_SAT) && isf32 && in->op != OP_CVT) /* .sat: [0, 1] */
       LOOP(D[l] = bf(sat32(f32(D[l]))));
-    f->pc++;
+    pc++;
     continue;
-  fault:
-    if (dir) fesetround(FE_TONEAREST);
+  fault: /* (from a fast form too, before dir is known) */
+    fesetround(FE_TONEAREST);
     w->executed += executed;
+    f->pc = pc;
     return RUN_FAULT;
   }
   w->executed += executed;

@@ -69,16 +69,33 @@ typedef struct warp {
   uint32_t wait, exited;
   uint32_t carry;       /* each lane's carry flag (add.cc, addc, ...) */
   span spans[SIM_SPANS];
+  /* lane masks expanded, one word a lane (all ones where the bit is set):
+     of the group running (ptx_exec.c's lane_masks) */
+  uint64_t km[1][32];
+  uint32_t kmask[1];
+
   int done, index;
 } warp;
 
 typedef struct run_ctx run_ctx;
+typedef struct worker worker;
+/* Runs the group of frame f of warp wp of w's block (ptx_exec.c). */
+typedef int exec_fn(worker *w, warp *wp, frame *f, int depth);
 
 /* Allocations a worker keeps as found live (a kernel reads and writes
    several in turn). */
 enum { SIM_RANGES = 4 };
 
-typedef struct worker {
+/* A record of printf's or assert's text: the lane's block and thread
+   (key), its order among the worker's records, stderr or stdout, where
+   in the worker's text. */
+typedef struct sim_rec {
+  uint64_t key;
+  uint32_t seq, err;
+  size_t off, len;
+} sim_rec;
+
+struct worker {
   run_ctx *rc;
   warp *warps;
   uint64_t *regs;
@@ -90,13 +107,23 @@ typedef struct worker {
   uint64_t lo[SIM_RANGES], hi[SIM_RANGES]; /* the allocations last found
                            live, the next replaced at lo[nextr] */
   unsigned nextr;
+  /* where the launch read ([0]) and wrote ([1]) in each of them, while
+     the caller follows accesses (touch): [lo, hi), empty when lo >= hi */
+  uint64_t tlo[2][SIM_RANGES], thi[2][SIM_RANGES];
+  int touch;
+  /* printf's and assert's text (ptx_print.c) */
+  char *out;
+  size_t nout, cout, out_total;
+  sim_rec *recs;
+  size_t nrecs, crecs;
+  uint32_t seq;
   uint64_t executed;
   unsigned backs;       /* backward branches taken */
   int red;              /* a bar.red at the barrier: the threads whose */
   unsigned red_count;   /* predicate holds, and whether none or all */
   int red_none, red_all;
   int fault;
-} worker;
+};
 
 struct run_ctx {
   const func *k;
@@ -107,6 +134,7 @@ struct run_ctx {
   uint64_t nblocks, next;
   int fault;            /* set once, by the first fault */
   int fma;              /* the host has FMA and AVX2 (x86-64) */
+  exec_fn *run;         /* exec_run, or the variant the host runs */
   double timeout;       /* CUDA_SIM_TIMEOUT, seconds; 0: none */
   double deadline;      /* CLOCK_MONOTONIC seconds when it times out */
   pthread_mutex_t mu;
@@ -191,8 +219,12 @@ enum { RUN_DONE, RUN_BLOCKED, RUN_FAULT, RUN_YIELD };
 /* Backward branches of a worker between a yield and a look at the clock. */
 enum { SIM_BACKS = 4096 };
 
-/* ptx_exec.c */
-int exec_run(worker *w, warp *wp, frame *f, int depth);
+/* ptx_exec.c, and its variants for wider vectors (the Makefile builds
+   them on x86-64) */
+exec_fn exec_run;
+#ifdef SIM_X86_FMA
+exec_fn exec_run_avx2, exec_run_avx512;
+#endif
 /* Whether the launch has run past its deadline. */
 int exec_late(const run_ctx *rc);
 /* Whether the caller wants the launch stopped (sim_launch.stop); then it
@@ -206,7 +238,24 @@ int exec_fma_f32_x86(uint64_t *D, const uint64_t *A, const uint64_t *B,
                      const uint64_t *C);
 #endif
 
+/* ptx_print.c: vprintf and __assertfail for the lanes of em (1: the
+   launch stops: a fault, or the assertion); the records handed over once
+   the launch is over. */
+int exec_printf(worker *w, warp *wp, const ins *in, uint32_t em);
+int exec_assert(worker *w, warp *wp, const ins *in, uint32_t em);
+void exec_print_all(worker *ws, unsigned n, sim_launch *l);
+
+/* ptx_exec.c: reads n bytes at generic address p for a lane (0 after a
+   fault). */
+int exec_read(worker *w, warp *wp, int lane, const ins *in, uint64_t p,
+              void *v, size_t n);
+
 /* ptx_launch.c */
+/* The thread index of a lane of warp warp_index of w's block. */
+void exec_thread_of(const worker *w, int warp_index, int lane, unsigned t[3]);
+/* Gives the caller (touch) where w's launch read and wrote allocation i,
+   and forgets it. */
+void exec_touch_flush(worker *w, unsigned i);
 /* The value of special register s (S_READ and after) for the block w
    runs, clock the worker's count of thread-instructions so far. */
 uint64_t exec_sreg(const worker *w, int s, uint64_t clock);

@@ -229,14 +229,24 @@ static int fast_form(const ins *in) {
   case OP_SELP:
     return X_SELP;
   case OP_AND: case OP_OR:
-    return k == K_PRED ? X_NONE : op == OP_AND ? X_AND_I : X_OR_I;
+    return k == K_PRED ? X_PLOGIC : op == OP_AND ? X_AND_I : X_OR_I;
+  case OP_XOR:
+    return k == K_PRED ? X_PLOGIC : X_NONE;
+  case OP_BRA:
+    return X_BRA;
   case OP_MOV:
     return k == K_PRED ? X_NONE : X_MOV;
   case OP_SETP: /* signed: the signed comparisons only */
     if (!integer || (b != 32 && b != 64) || in->flags) return X_NONE;
     if (k == K_S ? in->cmp > C_GE : in->cmp > C_HS) return X_NONE;
-    return k == K_S ? (b == 32 ? X_SETP_S32 : X_SETP_S64)
-                    : (b == 32 ? X_SETP_U32 : X_SETP_U64);
+    switch (in->cmp) {
+    case C_EQ: return X_SETP_EQ;
+    case C_NE: return X_SETP_NE;
+    case C_LT: case C_LO: return X_SETP_LT;
+    case C_LE: case C_LS: return X_SETP_LE;
+    case C_GT: case C_HI: return X_SETP_GT;
+    default: return X_SETP_GE;
+    }
   case OP_CVTA:
     return sp == SP_GLOBAL || sp == SP_CONST ? X_MOV : X_NONE;
   case OP_CVT: {
@@ -266,7 +276,7 @@ int dec_fast_forms(sim_module *m) {
   for (size_t i = 0; i < m->ncode; i++) { /* d[]: slots written (a
                                              predicate's index too) */
     ins *in = &m->code[i];
-    for (int j = 0; j < 4 && in->op != OP_CALL; j++)
+    for (int j = 0; j < 4 && in->op != OP_CALL && in->op != OP_ASSERT; j++)
       if (in->d[j] >= 0 && in->d[j] < m->nslots && base[in->d[j]])
         in->inval = 1;
     in->pre = in->inval || in->guard >= 0;

@@ -190,8 +190,10 @@ static int parse_mods(dec *d, const tok *t, mods *md) {
 
 int dec_add_ins(dec *d, ins **out) {
   sim_module *m = d->m;
-  if (!dec_grow((void **)&m->code, &d->ccode, m->ncode, sizeof *m->code))
+  if (!dec_grow((void **)&m->code, &d->ccode, m->ncode, sizeof *m->code) ||
+      !dec_grow((void **)&m->locs, &d->clocs, m->ncode, sizeof *m->locs))
     return dec_fail(d, line_now(d), "out of memory");
+  m->locs[m->ncode] = d->at;
   *out = &m->code[m->ncode++];
   memset(*out, 0, sizeof **out);
   (*out)->guard = -1;
@@ -639,6 +641,25 @@ int dec_call(dec *d, tok *t, int guard, int gneg) {
     in->op = OP_SETCOND;
     in->a = (int32_t)args->ps[0]->addr;
     in->b = (int32_t)args->ps[1]->addr;
+    return 1;
+  }
+  /* the device runtime's printf and assert: the parameters' offsets in
+     the caller's frame (vprintf: format and arguments in a and b, the
+     result in c; __assertfail: message, file, line, function in d[]) */
+  if (!strcmp(callee->name, "vprintf") && callee->start < 0) {
+    if (!args || args->nv != 2 || (ret && ret->nv != 1))
+      return dec_fail(d, t->line, "malformed call of vprintf");
+    in->op = OP_PRINTF;
+    in->a = (int32_t)args->ps[0]->addr;
+    in->b = (int32_t)args->ps[1]->addr;
+    in->c = ret ? (int32_t)ret->ps[0]->addr : -1;
+    return 1;
+  }
+  if (!strcmp(callee->name, "__assertfail") && callee->start < 0) {
+    if (!args || args->nv != 5 || ret)
+      return dec_fail(d, t->line, "malformed call of __assertfail");
+    in->op = OP_ASSERT;
+    for (int i = 0; i < 4; i++) in->d[i] = (int32_t)args->ps[i]->addr;
     return 1;
   }
   if ((args ? args->nv : 0) != callee->nin || (ret ? ret->nv : 0) != callee->nout)

@@ -17,6 +17,7 @@ enum {
   OP_SETCOND, OP_PACK, OP_UNPACK, OP_ISSPACEP, OP_MUL24, OP_MAD24, OP_SAD,
   OP_LOP3, OP_REDUX, OP_WSYNC, OP_SREG, OP_SET, OP_HALF, OP_BMSK, OP_SZEXT,
   OP_CARRY, OP_TEX, OP_SULD, OP_SUST,
+  OP_PRINTF, OP_ASSERT, /* calls of vprintf and __assertfail */
 };
 
 /* Fast forms: the commonest instructions in one form each, run by the
@@ -34,8 +35,11 @@ enum {
   X_SHL_I, X_SHR_U, X_SHR_S, X_AND_I, X_OR_I, X_SELP,
   X_MOV,                          /* mov, cvta.to, cvt of one 64-bit value */
   X_CVT_S64_S32, X_CVT_U64_U32, X_CVT_TO32,
-  X_SETP_S32, X_SETP_U32, X_SETP_S64, X_SETP_U64, /* eq ne lt le gt ge,
-                                    lo ls hi hs of integers of 32, 64 bits */
+  X_SETP_EQ, X_SETP_NE, X_SETP_LT, X_SETP_LE, X_SETP_GT, X_SETP_GE,
+                                  /* setp of integers of 32 and 64 bits
+                                     (lo ls hi hs: LT LE GT GE) */
+  X_PLOGIC,                       /* and, or, xor of predicates */
+  X_BRA,                          /* every bra */
 };
 
 /* Generic addresses of shared and local memory: a tag in the top bits
@@ -158,6 +162,9 @@ struct sim_kernel {
   struct sim_module *m;
 };
 
+/* The source line of an instruction (.loc): file index, line (0: none). */
+typedef struct loc { int32_t file, line; } loc;
+
 typedef struct var {          /* a module variable in global or const space */
   char *name;
   unsigned char *data;
@@ -180,6 +187,9 @@ struct sim_module {
   size_t pframe;             /* .param frames of all functions */
   var *vars;
   size_t nvars;
+  loc *locs;                 /* of each instruction; NULL without .loc */
+  char **files;              /* .file names by index (NULL: none) */
+  size_t nfiles;
 };
 
 /* Calls nested deeper than this end the launch (each takes host stack, of

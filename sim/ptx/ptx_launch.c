@@ -12,12 +12,29 @@
 
 /* -- faults --------------------------------------------------------------- */
 
-static void thread_of(const worker *w, int warp_index, int lane, unsigned t[3]) {
+void exec_thread_of(const worker *w, int warp_index, int lane, unsigned t[3]) {
   const unsigned *b = w->rc->l->block;
   unsigned i = (unsigned)warp_index * 32 + (unsigned)lane;
   t[0] = i % b[0];
   t[1] = i / b[0] % b[1];
   t[2] = i / (b[0] * b[1]);
+}
+
+/* "file:line, " of in's source line, where the PTX has one (.loc): the
+   file named as NVRTC wrote it (a script's own name, from the #line that
+   cuda.compile puts before its source), relative to the working folder
+   when under it; else "". */
+static void source_of(const sim_module *m, const ins *in, char *buf,
+                      size_t n) {
+  buf[0] = '\0';
+  const loc *at = m->locs ? &m->locs[in - m->code] : NULL;
+  if (!at || at->line <= 0) return;
+  const char *f = at->file >= 0 && (size_t)at->file < m->nfiles &&
+                  m->files[at->file] ? m->files[at->file] : "?";
+  char cwd[512];
+  size_t k = getcwd(cwd, sizeof cwd) ? strlen(cwd) : 0;
+  if (k && !strncmp(f, cwd, k) && f[k] == '/') f += k + 1;
+  snprintf(buf, n, "%s:%d, ", f, at->line);
 }
 
 /* Records the launch's first fault with its diagnostic. */
@@ -33,10 +50,12 @@ void exec_fault(worker *w, const warp *wp, int lane, const ins *in,
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
     unsigned t[3];
-    thread_of(w, wp->index, lane, t);
-    snprintf(rc->diag, rc->ndiag, "kernel %s: %s (PTX line %d), thread "
-             "(%u,%u,%u) of block (%u,%u,%u)", rc->k->name, what, in->line,
-             t[0], t[1], t[2], w->bid[0], w->bid[1], w->bid[2]);
+    char src[300];
+    exec_thread_of(w, wp->index, lane, t);
+    source_of(rc->m, in, src, sizeof src);
+    snprintf(rc->diag, rc->ndiag, "kernel %s: %s (%sPTX line %d), thread "
+             "(%u,%u,%u) of block (%u,%u,%u)", rc->k->name, what, src,
+             in->line, t[0], t[1], t[2], w->bid[0], w->bid[1], w->bid[2]);
     __atomic_store_n(&rc->fault, code, __ATOMIC_SEQ_CST);
   }
   pthread_mutex_unlock(&rc->mu);
@@ -130,6 +149,8 @@ static void start_warp(worker *w, warp *wp, unsigned index) {
   wp->index = (int)index;
   wp->wait = 0;
   wp->carry = 0;
+  memset(wp->km, 0, sizeof wp->km); /* the masks of no lane */
+  wp->kmask[0] = 0;
   for (int i = 0; i < SIM_SPANS; i++) wp->spans[i].slot = -1;
   wp->exited = ~live;
   wp->done = !live;
@@ -179,7 +200,7 @@ static int run_block(worker *w) {
     for (unsigned i = 0; i < w->nwarps; i++) {
       warp *wp = &w->warps[i];
       if (wp->done) continue;
-      int r = exec_run(w, wp, &wp->top, 0);
+      int r = w->rc->run(w, wp, &wp->top, 0);
       if (r == RUN_FAULT) return 1;
       if (r == RUN_DONE) wp->done = 1;
       else if (r == RUN_YIELD) yielded = 1;
@@ -212,7 +233,23 @@ static void *work(void *arg) {
   return NULL;
 }
 
+void exec_touch_flush(worker *w, unsigned i) {
+  const sim_launch *l = w->rc->l;
+  for (int k = 0; k < 2; k++) {
+    if (w->touch && w->tlo[k][i] < w->thi[k][i]) {
+      pthread_mutex_lock(&w->rc->mu);
+      l->touch(l->ud, w->lo[i], w->tlo[k][i], w->thi[k][i], k);
+      pthread_mutex_unlock(&w->rc->mu);
+    }
+    w->tlo[k][i] = UINT64_MAX;
+    w->thi[k][i] = 0;
+  }
+}
+
 static void free_worker(worker *w) {
+  for (unsigned i = 0; i < SIM_RANGES; i++) exec_touch_flush(w, i);
+  free(w->out);
+  free(w->recs);
   free(w->warps);
   free(w->regs);
   free(w->preds);
@@ -224,6 +261,9 @@ static void free_worker(worker *w) {
 static int init_worker(worker *w, run_ctx *rc) {
   memset(w, 0, sizeof *w);
   w->rc = rc;
+  w->touch = rc->l->touch != NULL;
+  for (unsigned i = 0; i < SIM_RANGES; i++) /* nothing touched */
+    for (int k = 0; k < 2; k++) w->tlo[k][i] = UINT64_MAX;
   const sim_module *m = rc->m;
   unsigned nt = rc->l->block[0] * rc->l->block[1] * rc->l->block[2];
   w->nwarps = (nt + 31) / 32;
@@ -289,13 +329,43 @@ static double launch_timeout(void) {
   return e && *e && (*end || !(v >= 0)) ? 600 : v;
 }
 
+/* The interpreter's variant for the host: the widest vectors it has, or
+   fewer where CUDA_SIM_ISA says (generic, avx2, avx512: for tests and
+   measurements); *fma: the host has FMA and AVX2. */
+static exec_fn *pick_run(int *fma) {
+  *fma = 0;
+#ifdef SIM_X86_FMA
+  const char *e = getenv("CUDA_SIM_ISA");
+  int cap = !e || !*e ? 2 : !strcmp(e, "avx512") ? 2 : !strcmp(e, "avx2") ? 1
+          : 0;
+  __builtin_cpu_init();
+  *fma = __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2");
+  int avx2 = *fma && __builtin_cpu_supports("bmi") &&
+             __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("popcnt");
+  int avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
+               __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vl") &&
+               __builtin_cpu_supports("avx512cd");
+  if (avx512 && cap >= 2) return exec_run_avx512;
+  if (avx2 && cap >= 1) return exec_run_avx2;
+#endif
+  return exec_run;
+}
+
+const char *sim_isa(void) {
+  int fma;
+  exec_fn *run = pick_run(&fma);
+#ifdef SIM_X86_FMA
+  if (run == exec_run_avx512) return "avx512";
+  if (run == exec_run_avx2) return "avx2";
+#endif
+  return run == exec_run ? "generic" : "?";
+}
+
 int sim_run(const sim_kernel *k, sim_launch *l, char *diag, size_t ndiag) {
   run_ctx rc;
   memset(&rc, 0, sizeof rc);
-#ifdef SIM_X86_FMA
-  __builtin_cpu_init();
-  rc.fma = __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2");
-#endif
+  rc.run = pick_run(&rc.fma);
   rc.timeout = launch_timeout();
   rc.deadline = now() + rc.timeout;
   rc.k = k;
@@ -329,6 +399,7 @@ int sim_run(const sim_kernel *k, sim_launch *l, char *diag, size_t ndiag) {
       if (joined[i]) pthread_join(th[i], NULL);
   }
   free(joined);
+  exec_print_all(ws, made, l);
   for (unsigned i = 0; i < made; i++) {
     l->executed += ws[i].executed;
     free_worker(&ws[i]);

@@ -18,8 +18,17 @@ static const char *space_name(int s) {
 
 /* The host address of an n-byte global access at p, or NULL after a
    fault. */
+/* Widens what the launch read or wrote (write) in allocation i to hold
+   [a, b), while the caller follows accesses. */
+static inline void touch(worker *w, unsigned i, int write, uint64_t a,
+                         uint64_t b) {
+  if (a < w->tlo[write][i]) w->tlo[write][i] = a;
+  if (b > w->thi[write][i]) w->thi[write][i] = b;
+}
+
 static unsigned char *global_slow(worker *w, warp *wp, int lane,
-                                  const ins *in, uint64_t p, unsigned n) {
+                                  const ins *in, uint64_t p, unsigned n,
+                                  int write) {
   if (p % n) {
     exec_fault(w, wp, lane, in, SIM_MISALIGNED, "misaligned %s access of %u "
                "bytes at 0x%llx", space_name(in->space), n,
@@ -36,7 +45,9 @@ static unsigned char *global_slow(worker *w, warp *wp, int lane,
   uint64_t lo, hi;
   if (l->live && l->live(l->ud, p, n, &lo, &hi)) {
     unsigned i = w->nextr++ % SIM_RANGES;
+    exec_touch_flush(w, i); /* what was read and written where it was */
     w->lo[i] = lo, w->hi[i] = hi;
+    if (w->touch) touch(w, i, write, p, p + n);
     return (unsigned char *)(uintptr_t)p;
   }
   exec_fault(w, wp, lane, in, SIM_ILLEGAL_ADDRESS, "out-of-bounds %s access of "
@@ -46,17 +57,20 @@ static unsigned char *global_slow(worker *w, warp *wp, int lane,
 }
 
 static inline unsigned char *global_at(worker *w, warp *wp, int lane,
-                                       const ins *in, uint64_t p, unsigned n) {
+                                       const ins *in, uint64_t p, unsigned n,
+                                       int write) {
   for (int i = 0; i < SIM_RANGES; i++)
-    if (p >= w->lo[i] && p < w->hi[i] && w->hi[i] - p >= n && !(p & (n - 1)))
+    if (p >= w->lo[i] && p < w->hi[i] && w->hi[i] - p >= n && !(p & (n - 1))) {
+      if (w->touch) touch(w, (unsigned)i, write, p, p + n);
       return (unsigned char *)(uintptr_t)p;
-  return global_slow(w, wp, lane, in, p, n);
+    }
+  return global_slow(w, wp, lane, in, p, n, write);
 }
 
-/* The host address of an n-byte access at p in space sp for a lane, or
-   NULL after a fault. */
+/* The host address of an n-byte access at p in space sp for a lane (a
+   store or an atomic: write), or NULL after a fault. */
 static unsigned char *addr_of(worker *w, warp *wp, int lane, const ins *in,
-                              int sp, uint64_t p, unsigned n) {
+                              int sp, uint64_t p, unsigned n, int write) {
   const run_ctx *rc = w->rc;
   if (sp == SP_GENERIC) {
     if (p >= GEN_SHARED) sp = SP_SHARED, p -= GEN_SHARED;
@@ -65,7 +79,7 @@ static unsigned char *addr_of(worker *w, warp *wp, int lane, const ins *in,
   }
   switch (sp) {
   case SP_GLOBAL: case SP_CONST:
-    return global_at(w, wp, lane, in, p, n);
+    return global_at(w, wp, lane, in, p, n, write);
   case SP_SHARED:
     if (p > rc->nshared || n > rc->nshared - p) break;
     if (p % n) goto misaligned;
@@ -242,13 +256,16 @@ static uint64_t atomic_op(const ins *in, unsigned char *h, uint64_t a,
    bits. */
 static ALWAYS_INLINE int span_ok(warp *wp, const ins *in, uint32_t em,
                                  const uint64_t *Bs, uint64_t off, unsigned n,
-                                 uint64_t lo, uint64_t hi) {
+                                 uint64_t lo, uint64_t hi, int64_t *amn,
+                                 int64_t *amx) {
   if (!em) return 1;
   if (hi < lo || hi - lo < n || (lo & (n - 1))) return 0;
   uint64_t last = hi - lo - n, from = off - lo, any = 0;
   span *s = &wp->spans[(uint32_t)in->base % SIM_SPANS];
   if (s->slot == in->base && !(em & ~s->mask) && s->lo == lo) {
     int64_t delta = (int64_t)(from - s->from);
+    *amn = s->mn + delta;
+    *amx = s->mx + delta;
     return last < INT64_MAX && delta >= -s->mn
            && delta <= (int64_t)last - s->mx
            && !((s->any | (uint64_t)delta) & (n - 1));
@@ -266,6 +283,8 @@ static ALWAYS_INLINE int span_ok(warp *wp, const ins *in, uint32_t em,
     s->lo = lo, s->from = from, s->any = any;
     s->mn = mn, s->mx = mx;
   }
+  *amn = mn;
+  *amx = mx;
   return (uint64_t)mx <= last && !(any & (n - 1));
 }
 
@@ -284,15 +303,20 @@ static inline int range_of(const worker *w, uint64_t p) {
   return -1;
 }
 
-/* span_ok for a global access: in the allocation found live that holds
-   the first lane's address. */
-static ALWAYS_INLINE int global_span_ok(const worker *w, warp *wp,
-                                        const ins *in, uint32_t em,
-                                        const uint64_t *Bs, uint64_t off,
-                                        unsigned n) {
+/* span_ok for a global access (a store: write): in the allocation found
+   live that holds the first lane's address. */
+static ALWAYS_INLINE int global_span_ok(worker *w, warp *wp, const ins *in,
+                                        uint32_t em, const uint64_t *Bs,
+                                        uint64_t off, unsigned n, int write) {
   if (!em) return 1;
   int i = range_of(w, Bs[__builtin_ctz(em)] + off);
-  return i >= 0 && span_ok(wp, in, em, Bs, off, n, w->lo[i], w->hi[i]);
+  int64_t mn, mx;
+  if (i < 0 || !span_ok(wp, in, em, Bs, off, n, w->lo[i], w->hi[i], &mn, &mx))
+    return 0;
+  if (w->touch)
+    touch(w, (unsigned)i, write, w->lo[i] + (uint64_t)mn,
+          w->lo[i] + (uint64_t)mx + n);
+  return 1;
 }
 
 /* The fast forms' loads and stores of n bytes at host address H + Bs[l]
@@ -367,7 +391,7 @@ static ALWAYS_INLINE int ins_ld(worker *w, warp *wp, const ins *in, uint32_t em,
   const uint64_t *Bs = in->base >= 0 ? R(in->base) : NULL;
   if (sp == SP_PARAM && !Bs) { /* a kernel parameter: one value */
     const unsigned char *h = addr_of(w, wp, 0, in, sp, (uint64_t)in->off,
-                                     n * in->vec);
+                                     n * in->vec, 0);
     if (!h) return 1;
     for (int i = 0; i < in->vec; i++) {
       uint64_t v = load(h + i * n, n, sgn), *E = R(in->d[i]);
@@ -377,7 +401,7 @@ static ALWAYS_INLINE int ins_ld(worker *w, warp *wp, const ins *in, uint32_t em,
   }
   if (sp == SP_GLOBAL && in->vec == 1) {
     uint64_t off = (uint64_t)in->off;
-    LOOP(const unsigned char *h = global_at(w, wp, l, in, Bs[l] + off, n);
+    LOOP(const unsigned char *h = global_at(w, wp, l, in, Bs[l] + off, n, 0);
          if (!h) return 1;
          D[l] = load(h, n, sgn));
     return 0;
@@ -386,14 +410,14 @@ static ALWAYS_INLINE int ins_ld(worker *w, warp *wp, const ins *in, uint32_t em,
     uint64_t off = (uint64_t)in->off, top = w->rc->nshared;
     LOOP(uint64_t a = Bs[l] + off;
          if (a >= top || top - a < n || (a & (n - 1))) {
-           addr_of(w, wp, l, in, sp, a, n); /* the fault */
+           addr_of(w, wp, l, in, sp, a, n, 0); /* the fault */
            return 1;
          }
          D[l] = load(w->shared + a, n, sgn));
     return 0;
   }
   LOOP(uint64_t a = (Bs ? Bs[l] : 0) + (uint64_t)in->off;
-       const unsigned char *h = addr_of(w, wp, l, in, sp, a, n * in->vec);
+       const unsigned char *h = addr_of(w, wp, l, in, sp, a, n * in->vec, 0);
        if (!h) return 1;
        for (int i = 0; i < in->vec; i++)
          R(in->d[i])[l] = load(h + i * n, n, sgn));
@@ -409,7 +433,7 @@ static ALWAYS_INLINE int ins_st(worker *w, warp *wp, const ins *in,
   if (sp == SP_GLOBAL && in->vec == 1) {
     uint64_t off = (uint64_t)in->off;
     const uint64_t *V = R(in->d[0]);
-    LOOP(unsigned char *h = global_at(w, wp, l, in, Bs[l] + off, n);
+    LOOP(unsigned char *h = global_at(w, wp, l, in, Bs[l] + off, n, 1);
          if (!h) return 1;
          store(h, n, V[l]));
     return 0;
@@ -419,7 +443,7 @@ static ALWAYS_INLINE int ins_st(worker *w, warp *wp, const ins *in,
     const uint64_t *V = R(in->d[0]);
     LOOP(uint64_t a = Bs[l] + off;
          if (a >= top || top - a < n || (a & (n - 1))) {
-           addr_of(w, wp, l, in, sp, a, n); /* the fault */
+           addr_of(w, wp, l, in, sp, a, n, 1); /* the fault */
            return 1;
          }
          store(w->shared + a, n, V[l]));
@@ -431,7 +455,7 @@ static ALWAYS_INLINE int ins_st(worker *w, warp *wp, const ins *in,
     return 1;
   }
   LOOP(uint64_t a = (Bs ? Bs[l] : 0) + (uint64_t)in->off;
-       unsigned char *h = addr_of(w, wp, l, in, sp, a, n * in->vec);
+       unsigned char *h = addr_of(w, wp, l, in, sp, a, n * in->vec, 1);
        if (!h) return 1;
        for (int i = 0; i < in->vec; i++)
          store(h + i * n, n, R(in->d[i])[l]));
@@ -445,7 +469,7 @@ static ALWAYS_INLINE int ins_atom(worker *w, warp *wp, const ins *in,
   unsigned n = in->tb / 8;
   const uint64_t *Bs = R(in->base);
   LOOP(uint64_t a = Bs[l] + (uint64_t)in->off;
-       unsigned char *h = addr_of(w, wp, l, in, in->space, a, n);
+       unsigned char *h = addr_of(w, wp, l, in, in->space, a, n, 1);
        if (!h) return 1;
        int global = in->space == SP_GLOBAL
                     || (in->space == SP_GENERIC && a < GEN_LOCAL);

@@ -37,6 +37,17 @@ typedef int sim_surf_fn(void *ud, uint64_t handle, int dims, int64_t x,
    SIM_STOPPED); polled from any worker thread. */
 typedef int sim_stop_fn(void *arg);
 
+/* What a launch's printf and assert wrote: n bytes of text, for stdout
+   (err 0) or stderr (an assertion's message), once the launch is over, in
+   the order of the threads (block by block, thread by thread). */
+typedef void sim_print_fn(void *ud, const char *text, size_t n, int err);
+/* The span [lo, hi) of a launch's global reads (write 0) or writes (1,
+   atomics too) in the live allocation that begins at base, once the
+   launch is over (or a worker lets the allocation go). Calls are
+   serialized. */
+typedef void sim_touch_fn(void *ud, uint64_t base, uint64_t lo, uint64_t hi,
+                          int write);
+
 typedef struct sim_launch {
   unsigned grid[3], block[3];
   unsigned dynamic_shared;      /* bytes of dynamic shared memory */
@@ -53,6 +64,8 @@ typedef struct sim_launch {
   sim_stop_fn *stop;            /* polled at every block and every 4096 */
   void *stop_arg;               /* backward branches of a warp (NULL: the
                                    launch runs to its end) */
+  sim_print_fn *print;          /* printf's output (NULL: dropped) */
+  sim_touch_fn *touch;          /* the accesses (NULL: not followed) */
 } sim_launch;
 
 /* Fault kinds sim_run returns (they are the driver's codes). */
@@ -63,6 +76,7 @@ enum {
   SIM_LAUNCH_TIMEOUT = 702,
   SIM_MISALIGNED = 716,
   SIM_ILLEGAL_INSTRUCTION = 715,
+  SIM_ASSERT = 710,    /* a failed assert: its message went to print */
   SIM_OUT_OF_MEMORY = 2,
   SIM_STOPPED = 909,   /* the caller's stop said so (CUDA_ERROR_TIMEOUT):
                           not a fault of the kernel, and no diagnostic */
@@ -81,8 +95,12 @@ int sim_global(const sim_module *m, size_t i, const char **name, void **data,
 /* Bytes of static shared memory the entry's module declares. */
 size_t sim_static_shared(const sim_kernel *k);
 /* Runs a launch to its end or its first fault: SIM_OK or a fault code, with
-   a diagnostic naming kernel, PTX line, thread and block in diag. */
+   a diagnostic naming kernel, source line (where the PTX has .loc lines:
+   NVRTC's -lineinfo), PTX line, thread and block in diag. */
 int sim_run(const sim_kernel *k, sim_launch *l, char *diag, size_t ndiag);
+/* The interpreter's variant sim_run uses on this host: "avx512", "avx2"
+   or "generic" (CUDA_SIM_ISA caps it). */
+const char *sim_isa(void);
 /* The PTX image inside a fatbin of nbytes: a malloc'd NUL-terminated copy,
    NULL with the reason in err ("no PTX in this image; ..."). */
 char *sim_fatbin_ptx(const unsigned char *fatbin, size_t nbytes, char *err,

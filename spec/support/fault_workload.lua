@@ -80,6 +80,7 @@ local function workload()
   local block = add:block_size()                           -- ...WithPriority; occupancy
   assert(add:occupancy(block) >= 1)
   add:config { cooperative = true, cluster = 1 }            -- cuLaunchKernelEx
+  urgent:wait(s) -- saxpy and add on s write y first
   add:launch(urgent, 1, N, y, a, N)
   add:config {}
   urgent:synchronize()
@@ -125,6 +126,7 @@ local function workload()
   local dot = os.tmpname()
   g:dot(dot)           -- labelled from the capture's records
   g:dot(dot, true)     -- the driver's own
+  s:wait(side) -- the profile runs on s, after g's launches on side
   local p = g:profile { n = 1, trace = dot } -- a copy with event nodes
   assert(#p.nodes == 5 and p.lines[1])
   os.remove(dot)

@@ -8,6 +8,9 @@ H.double = os.getenv("CUGRAPH_LUA_LIBCUDA")   -- nil on a real GPU
 H.gpu = H.double == nil
 --- The PTX simulator (build/libcuda-sim.so) runs the kernels themselves.
 H.sim = H.double ~= nil and H.double:find("libcuda%-sim") ~= nil
+--- Its strict mode (docs/simulator.md): work runs when something waits for
+-- it, and missing synchronization is an error.
+H.strict = H.sim and os.getenv("CUDA_SIM_STRICT") ~= "0"
 
 local peer, peer_why
 --- The other API of the external-memory specs (spec/support/peer.c): memfds

@@ -311,6 +311,15 @@ static inline void cg_work_bound(cg_ctx *ctx) {
 }
 void cg_interrupt(void);
 int cg_work_stopped(CUresult r);
+/* The simulator's reports name the Lua line of each call that sends work
+   (cuSimSetLuaLine): the script's line nearest the top of the stack, past
+   the front end's frames, given when it changes. Called where every path
+   to the driver passes (an object's checks, the context's); on a GPU one
+   compare. */
+void cg_sim_line_(lua_State *L);
+static inline void cg_sim_line(lua_State *L) {
+  if (cg_drv.cuSimSetLuaLine) cg_sim_line_(L);
+}
 int cg_error_stopped(lua_State *L, cg_ctx *ctx, const char *api, int why,
                      CUstream s);
 
@@ -372,6 +381,7 @@ void cg_collected(void); /* a finalizer ran */
    current on this thread), inline: for an object known by its address. */
 void cg_ready_slow(lua_State *L, cg_obj *o);
 static inline void cg_ready(lua_State *L, cg_obj *o) {
+  cg_sim_line(L);
   if (!o->open || o->scoped || o->ctx->poison || o->ctx->cu != cg_bound)
     cg_ready_slow(L, o);
 }

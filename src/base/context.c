@@ -66,6 +66,32 @@ void cg_lua_line(lua_State *L, char *buf, size_t size) {
     }
 }
 
+/* The Lua line of the calls this thread last gave the simulator, hashed. */
+static _Thread_local uint64_t sim_line_sent;
+
+/* Whether a function's source is the Lua front end (cugraph/init.lua). */
+static int front_end(const lua_Debug *ar) {
+  const char *slash = strrchr(ar->source, '/');
+  return ar->source[0] == '@' && slash && slash - ar->source >= 8 &&
+         !strncmp(slash - 8, "/cugraph/", 9);
+}
+
+void cg_sim_line_(lua_State *L) {
+  lua_Debug ar;
+  char buf[300];
+  buf[0] = 0;
+  for (int lv = 1; lua_getstack(L, lv, &ar); lv++)
+    if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0 && !front_end(&ar)) {
+      snprintf(buf, sizeof buf, "%s:%d", ar.short_src, ar.currentline);
+      break;
+    }
+  uint64_t h = 1469598103934665603u;
+  for (const char *p = buf; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211u;
+  if (h != sim_line_sent &&
+      cg_drv.cuSimSetLuaLine(buf[0] ? buf : NULL) == CUDA_SUCCESS)
+    sim_line_sent = h;
+}
+
 static int error_stopped(lua_State *L, cg_ctx *ctx, const char *api, int why,
                          const char *busy);
 
@@ -158,6 +184,7 @@ static void start(lua_State *L, cg_ctx *ctx) {
 }
 
 static cg_ctx *ready(lua_State *L, cg_ctx *ctx) {
+  cg_sim_line(L);
   if (ctx->poison) cg_error_poisoned(L, ctx);
   if (ctx->root->closed) luaL_error(L, "cugraph is closed");
   if (!ctx->ready) start(L, ctx);
@@ -425,10 +452,11 @@ static int error_stopped(lua_State *L, cg_ctx *ctx, const char *api, int why,
     return luaL_error(L, "interrupted! (the software driver stopped the "
                       "work of %s%s)", api, busy);
   lua_pushfstring(L, "the work ran %f s inside the call (the software "
-                  "driver runs work when it is launched), past the bound of "
-                  "every wait (CUGRAPH_LUA_TIMEOUT), and was stopped%s; the "
-                  "device stays usable, its memory as the work left it",
-                  cg_work_limit, busy);
+                  "driver runs work inside the call that launches it or, in "
+                  "the simulator's strict mode, that waits for it), past the "
+                  "bound of every wait (CUGRAPH_LUA_TIMEOUT), and was "
+                  "stopped%s; the device stays usable, its memory as the "
+                  "work left it", cg_work_limit, busy);
   cg_pusherror(L, api, (int)CUDA_ERROR_TIMEOUT, "CUDA_ERROR_TIMEOUT",
                lua_tostring(L, -1));
   return lua_error(L);
@@ -442,8 +470,14 @@ int cg_error_stopped(lua_State *L, cg_ctx *ctx, const char *api, int why,
 }
 
 /* Polls query (a stream's or an event's) until it is not NOT_READY or t
-   seconds passed: the result, or NOT_READY. */
+   seconds passed: the result, or NOT_READY. The simulator's strict mode
+   runs the work inside the query: bounded by t (and stopped there). */
 static CUresult poll(CUresult (*query)(void *), void *h, double t) {
+  if (cg_drv.cuSimSetWorkLimit && cg_drv.cuSimSetWorkLimit(t) == CUDA_SUCCESS) {
+    CUresult r = query(h);
+    cg_drv.cuSimSetWorkLimit(cg_work_limit);
+    if (r != CUDA_ERROR_NOT_READY) return r;
+  }
   double end = now() + t;
   struct timespec nap = { 0, 20000 };
   for (int i = 0;; i++) {
@@ -464,12 +498,23 @@ static void hung_over(lua_State *L, cg_ctx *ctx, int over);
 static CUresult stream_query(void *h) { return cg_drv.cuStreamQuery(h); }
 static CUresult event_query(void *h) { return cg_drv.cuEventQuery(h); }
 
+/* A wait whose work the software driver ran and stopped (the simulator's
+   strict mode): its error, naming what ran on s (NULL: the device). */
+static void check_stopped(lua_State *L, cg_ctx *ctx, const char *api,
+                          CUresult r, CUstream s) {
+  int why = cg_work_stopped(r);
+  if (why) cg_error_stopped(L, ctx, api, why, s);
+}
+
 void cg_wait_stream(lua_State *L, cg_ctx *ctx, CUstream s, double t) {
   if (t <= 0) {
-    CU(L, ctx, cuStreamSynchronize, s);
+    CUresult r = cg_drv.cuStreamSynchronize(s);
+    check_stopped(L, ctx, "cuStreamSynchronize", r, s);
+    cg_check(L, ctx, "cuStreamSynchronize", r);
     return;
   }
   CUresult r = poll(stream_query, s, t);
+  check_stopped(L, ctx, "cuStreamSynchronize", r, s);
   if (r == CUDA_ERROR_NOT_READY) {
     ctx->hung_stream = s;
     ctx->hung_event = NULL;
@@ -481,10 +526,13 @@ void cg_wait_stream(lua_State *L, cg_ctx *ctx, CUstream s, double t) {
 
 void cg_wait_event(lua_State *L, cg_ctx *ctx, CUevent e, double t) {
   if (t <= 0) {
-    CU(L, ctx, cuEventSynchronize, e);
+    CUresult r = cg_drv.cuEventSynchronize(e);
+    check_stopped(L, ctx, "cuEventSynchronize", r, NULL);
+    cg_check(L, ctx, "cuEventSynchronize", r);
     return;
   }
   CUresult r = poll(event_query, e, t);
+  check_stopped(L, ctx, "cuEventSynchronize", r, NULL);
   if (r == CUDA_ERROR_NOT_READY) {
     ctx->hung_event = e;
     timed_out(L, ctx, "cuEventSynchronize", NULL, t);
@@ -510,6 +558,8 @@ struct cg_ctxwait {
   CUcontext cu;
   CUresult r;
   int done, refs;
+  double limit;  /* the simulator runs the work in the waiter: its bound */
+  int why;       /* and why it stopped it (cuSimStopReason) */
 };
 
 static void drop_wait(cg_ctxwait *w) {
@@ -525,9 +575,12 @@ static void drop_wait(cg_ctxwait *w) {
 static void *waiter(void *arg) {
   cg_ctxwait *w = arg;
   CUresult r = cg_make_current(w->cu);
+  if (cg_drv.cuSimSetWorkLimit) cg_drv.cuSimSetWorkLimit(w->limit);
   if (r == CUDA_SUCCESS) r = cg_drv.cuCtxSynchronize();
+  int why = cg_work_stopped(r);
   pthread_mutex_lock(&w->lock);
   w->r = r;
+  w->why = why;
   w->done = 1;
   pthread_cond_signal(&w->done_cond);
   pthread_mutex_unlock(&w->lock);
@@ -536,9 +589,15 @@ static void *waiter(void *arg) {
 }
 
 /* cuCtxSynchronize, bounded: NOT_READY after t seconds, the wait then in
-   *left (the caller's reference). */
-static CUresult ctx_synchronize(cg_ctx *ctx, double t, cg_ctxwait **left) {
-  if (t <= 0) return cg_drv.cuCtxSynchronize();
+   *left (the caller's reference); *why: why the software driver stopped
+   its work (0: it did not). */
+static CUresult ctx_synchronize(cg_ctx *ctx, double t, cg_ctxwait **left,
+                                int *why) {
+  if (t <= 0) {
+    CUresult r = cg_drv.cuCtxSynchronize();
+    *why = cg_work_stopped(r);
+    return r;
+  }
   cg_ctxwait *w = calloc(1, sizeof *w);
   pthread_t th;
   pthread_attr_t attr;
@@ -547,6 +606,7 @@ static CUresult ctx_synchronize(cg_ctx *ctx, double t, cg_ctxwait **left) {
   pthread_cond_init(&w->done_cond, NULL);
   w->cu = ctx->cu;
   w->refs = 2;
+  w->limit = ctx->root->timeout; /* the work goes on past t, as on a GPU */
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   int bad = pthread_create(&th, &attr, waiter, w);
@@ -562,6 +622,7 @@ static CUresult ctx_synchronize(cg_ctx *ctx, double t, cg_ctxwait **left) {
          pthread_cond_timedwait(&w->done_cond, &w->lock, &end) == 0) {}
   int done = w->done;
   CUresult r = done ? w->r : CUDA_ERROR_NOT_READY;
+  *why = done ? w->why : 0;
   pthread_mutex_unlock(&w->lock);
   if (done) drop_wait(w);
   else *left = w;
@@ -627,7 +688,9 @@ void cg_sync_for(lua_State *L, cg_ctx *ctx, double t) {
                       "stream (s:synchronize)");
   cg_ctxwait *left = NULL;
   double rest = t > 0 ? t - (now() - t0) : 0; /* what the gate left of t */
-  CUresult r = ctx_synchronize(ctx, t > 0 && rest < 1e-6 ? 1e-6 : rest, &left);
+  int why = 0;
+  CUresult r = ctx_synchronize(ctx, t > 0 && rest < 1e-6 ? 1e-6 : rest, &left,
+                               &why);
   pthread_mutex_lock(&gate_lock);
   if (g) g->waiting--;
   pthread_cond_broadcast(&gate_cond);
@@ -637,6 +700,7 @@ void cg_sync_for(lua_State *L, cg_ctx *ctx, double t) {
     ctx->hung_wait = left;
     timed_out(L, ctx, "cuCtxSynchronize", NULL, t);
   }
+  if (why) cg_error_stopped(L, ctx, "cuCtxSynchronize", why, NULL);
   cg_check(L, ctx, "cuCtxSynchronize", r);
   hung_over(L, ctx, 1);
 }

@@ -264,12 +264,18 @@ const char *cg_capture_rule(CUresult r, const char **fix) {
 }
 
 void cg_driver_pusherror(lua_State *L, const char *api, CUresult r) {
-  char buf[CG_ERRNAME];
+  char buf[CG_ERRNAME], report[1600];
   const char *s = NULL, *fix = NULL, *rule = cg_capture_rule(r, &fix);
   if (!cg_drv.cuGetErrorString || cg_drv.cuGetErrorString(r, &s) != CUDA_SUCCESS
       || !s)
     s = "unknown error";
+  /* the simulator's report of the work behind the error: a race between
+     streams, or a fault's kernel, source line, thread and Lua lines */
+  int told = cg_drv.cuSimTakeReport &&
+             cg_drv.cuSimTakeReport(report, sizeof report) == CUDA_SUCCESS;
+  if (told) s = lua_pushfstring(L, "%s: %s", s, report);
   cg_pusherror(L, api, (int)r, cg_driver_errname(r, buf), s);
+  if (told) lua_remove(L, -2);
   if (rule) {
     lua_pushstring(L, rule);
     lua_setfield(L, -2, "rule");

@@ -11,6 +11,7 @@
 #include "base/loader.h"
 #include "base/sticky.h"
 #include "base/simstop.h"
+#include "base/simcheck.h"
 
 /* The simulator's own entry point (sim/driver/double.h): the thread-
    instructions its kernels had run when the event was last recorded. */
@@ -73,6 +74,7 @@ CUresult CUDAAPI cuSimEventInstructions(CUevent hEvent,
   X(cuGraphChildGraphNodeGetGraph) X(cuGraphNodeFindInClone) \
   X(cuGraphAddDependencies) X(cuSimEventInstructions) \
   X(cuSimSetWorkLimit) X(cuSimInterrupt) X(cuSimStopReason) \
+  X(cuSimSetLuaLine) X(cuSimHostAccess) X(cuSimTakeReport) \
   X(cuArray3DCreate) X(cuArrayDestroy) X(cuArray3DGetDescriptor) \
   X(cuTexObjectCreate) X(cuTexObjectDestroy) X(cuSurfObjectCreate) \
   X(cuSurfObjectDestroy) X(cuImportExternalMemory) \

@@ -110,6 +110,7 @@ void cg_check_open(lua_State *L, const cg_obj *o) {
 /* A poisoned context raises the sticky error again; the context is made
    current on this thread. */
 static void sane(lua_State *L, cg_obj *o) {
+  cg_sim_line(L);
   if (o->ctx->poison) cg_error_poisoned(L, o->ctx);
   cg_current(L, o->ctx);
 }

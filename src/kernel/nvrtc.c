@@ -518,7 +518,12 @@ static int l_compile(lua_State *L) {
   lua_newtable(L);                 /* LIST */
   lua_pushliteral(L, "kernel.cu"); /* NAME */
   lua_newtable(L);                 /* NAMES */
-  if (lua_istable(L, OPTS)) cache = cg_nvrtc_options(L, &n);
+  if (lua_istable(L, OPTS)) {
+    cache = cg_nvrtc_options(L, &n);
+  } else if (cg_nvrtc_lineinfo()) {
+    lua_pushliteral(L, "-lineinfo");
+    lua_rawseti(L, LIST, ++n);
+  }
   if (lua_rawgeti(L, LIST, 1) == LUA_TNIL) {
     cg_nvrtc_device_arch(L, module);
     lua_rawseti(L, LIST, 1);

@@ -11,6 +11,8 @@ enum { SRC = 1, OPTS, LIST, NAME, NAMES };
 
 /* Fills LIST, NAME and NAMES from the table at OPTS (n options so far);
    returns opts.cache. */
+/* Whether -lineinfo is the default (on the simulator). */
+int cg_nvrtc_lineinfo(void);
 int cg_nvrtc_options(lua_State *L, int *n);
 /* Pushes the -arch option of the current device (a real architecture), or
    raises why there is none. */

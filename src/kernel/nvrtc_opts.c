@@ -256,6 +256,12 @@ void cg_nvrtc_device_arch(lua_State *L, int module) {
   lua_pushfstring(L, "-arch=sm_%d%d", major, minor);
 }
 
+/* lineinfo is on by default on the simulator: its faults name the
+   source line (the Lua file's, through cuda.compile's #line). */
+int cg_nvrtc_lineinfo(void) {
+  return !cg_driver_load() && cg_drv.cuSimSetLuaLine;
+}
+
 /* Fills LIST and NAME from the table at OPTS; returns opts.cache. */
 int cg_nvrtc_options(lua_State *L, int *n) {
   static const char *const known[] = {
@@ -278,7 +284,7 @@ int cg_nvrtc_options(lua_State *L, int *n) {
   lua_pop(L, 1);
   opt_defines(L, n);
   opt_array(L, "include", "-I", n);
-  if (opt_bool(L, "lineinfo", 0)) {
+  if (opt_bool(L, "lineinfo", cg_nvrtc_lineinfo())) {
     lua_pushliteral(L, "-lineinfo");
     opt_add(L, n);
   }

@@ -10,6 +10,18 @@
 
 static cg_hostbuf *check(lua_State *L) { return cg_checkobj(L, 1, CG_HOSTBUF); }
 
+/* Raises the simulator's error when count elements from at may not be
+   read (or written) now: work still to run copies into (out of) them. */
+static void check_settled(lua_State *L, cg_hostbuf *h, size_t at,
+                          size_t count, int write) {
+  char why[1200];
+  size_t es = cg_type_size[h->type];
+  if (cg_drv.cuSimHostAccess &&
+      cg_drv.cuSimHostAccess((char *)h->h.drv.host + at * es, count * es,
+                             write, why, sizeof why) != CUDA_SUCCESS)
+    luaL_error(L, "%s", why);
+}
+
 /* h:set(table | string [, offset]): elements from offset (0-based) on. */
 static int hostbuf_set(lua_State *L) {
   cg_hostbuf *h = check(L);
@@ -29,6 +41,7 @@ static int hostbuf_set(lua_State *L) {
     luaL_error(L, "set: %I elements at offset %I do not fit in %s[%I] "
                "(offsets are 0-based)", (LUAI_UACINT)count, (LUAI_UACINT)off,
                cg_type_names[h->type], (LUAI_UACINT)h->n);
+  check_settled(L, h, (size_t)off, count, 1);
   if (len) { /* no allocation between the check and the copy */
     memcpy((char *)h->h.drv.host + (size_t)off * es, lua_tostring(L, 2), len);
     lua_settop(L, 1);
@@ -95,8 +108,9 @@ static size_t checkindex(lua_State *L, cg_hostbuf *h) {
 static int hostbuf_index(lua_State *L) {
   if (lua_type(L, 2) != LUA_TNUMBER) return cg_index(L);
   cg_hostbuf *h = check(L);
-  size_t es = cg_type_size[h->type];
-  cg_pushbits(L, h->type, (char *)h->h.drv.host + checkindex(L, h) * es);
+  size_t es = cg_type_size[h->type], i = checkindex(L, h);
+  check_settled(L, h, i, 1, 0);
+  cg_pushbits(L, h->type, (char *)h->h.drv.host + i * es);
   return 1;
 }
 
@@ -109,6 +123,7 @@ static int hostbuf_newindex(lua_State *L) {
   size_t i = checkindex(L, h), es = cg_type_size[h->type];
   uint64_t v;
   cg_tobits(L, 3, h->type, &v, NULL);
+  check_settled(L, h, i, 1, 1);
   memcpy((char *)h->h.drv.host + i * es, &v, es);
   return 0;
 }
@@ -122,6 +137,7 @@ static int hostbuf_len(lua_State *L) {
 static int hostbuf_totable(lua_State *L) {
   cg_hostbuf *h = check(L);
   size_t es = cg_type_size[h->type];
+  check_settled(L, h, 0, h->n, 0);
   lua_createtable(L, (int)(h->n < INT32_MAX ? h->n : INT32_MAX), 0);
   for (size_t i = 0; i < h->n; i++) {
     cg_check_open(L, &h->h); /* a finalizer may have freed it */
@@ -134,6 +150,7 @@ static int hostbuf_totable(lua_State *L) {
 /* h:tostring(): the contents as a binary string */
 static int hostbuf_contents(lua_State *L) {
   cg_hostbuf *h = check(L);
+  check_settled(L, h, 0, h->n, 0);
   lua_pushlstring(L, h->h.drv.host, h->n * cg_type_size[h->type]);
   return 1;
 }
