@@ -52,6 +52,7 @@ void dbl_free_graph(CUgraph g) {
     free(o->args);
     free(g->nodes.v[i]->argv);
     free(g->nodes.v[i]->deps.v);
+    free(g->nodes.v[i]->prog.v);
     free(g->nodes.v[i]);
   }
   free(g->nodes.v);
@@ -95,7 +96,8 @@ int dbl_make_edges(CUgraph g, edges *e) {
   for (size_t i = 0; i < n; i++) {
     const nodeset *d = &g->nodes.v[i]->deps;
     size_t *out = e->dep + e->start[i];
-    for (size_t j = 0; j < d->n; j++) out[j] = d->v[j]->idx;
+    for (size_t j = 0; j < d->n; j++)
+      out[j] = d->v[j]->idx * 2 + set_has(&g->nodes.v[i]->prog, d->v[j]);
     qsort(out, d->n, sizeof *out, cmp_size);
     e->start[i + 1] = e->start[i] + d->n;
   }
@@ -137,12 +139,35 @@ int dbl_nodes_of(CUgraph g, const CUgraphNode *v, size_t n) {
   return 1;
 }
 
-/* Edge data the double has: none, or all default. */
+/* Edge data that is all default (or none). */
 int dbl_default_edges(const CUgraphEdgeData *d, size_t n) {
   static const CUgraphEdgeData zero;
   for (size_t i = 0; d && i < n; i++)
     if (memcmp(&d[i], &zero, sizeof zero)) return 0;
   return 1;
+}
+
+void dbl_edge_data(CUgraphNode node, CUgraphNode dep, CUgraphEdgeData *d) {
+  memset(d, 0, sizeof *d);
+  if (set_has(&node->prog, dep)) {
+    d->from_port = CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC;
+    d->type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
+  }
+}
+
+/* An edge the double takes: default (0), programmatic between kernel
+   nodes from their programmatic port (1); else -1. The launch order port
+   is not modelled. */
+static int edge_kind(const CUgraphEdgeData *d, CUgraphNode from,
+                     CUgraphNode to) {
+  static const CUgraphEdgeData zero;
+  if (!d || !memcmp(d, &zero, sizeof zero)) return 0;
+  CUgraphEdgeData prog = zero;
+  prog.from_port = CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC;
+  prog.type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
+  return !memcmp(d, &prog, sizeof prog) &&
+         from->op.type == CU_GRAPH_NODE_TYPE_KERNEL &&
+         to->op.type == CU_GRAPH_NODE_TYPE_KERNEL ? 1 : -1;
 }
 
 CUresult CUDAAPI cuGraphDestroy(CUgraph hGraph) {
@@ -211,6 +236,11 @@ static CUgraph clone_graph(CUgraph g, CUgraph parent) {
       bad = !(o.bodies[j] = clone_graph(from->op.bodies[j], c));
     CUgraphNode n = bad ? NULL : dbl_add_node(c, &o, &deps);
     free(deps.v);
+    for (size_t j = 0; n && j < from->prog.n; j++)
+      if (dbl_set_push(&n->prog, c->nodes.v[from->prog.v[j]->idx], 0)) {
+        dbl_free_graph(c); /* n, its op and bodies with it */
+        return NULL;
+      }
     if (!n) {
       for (unsigned j = 0; o.bodies && j < o.nbodies; j++)
         if (o.bodies[j]) dbl_free_graph(o.bodies[j]);
@@ -414,9 +444,9 @@ static int resort(CUgraph g) {
   return bad;
 }
 
-/* Edges from[i] -> to[i]: the nodes are renumbered to keep each after its
-   dependencies; an edge that would close a cycle is refused, with none of
-   them added. */
+/* Edges from[i] -> to[i], default or programmatic (between kernel nodes):
+   the nodes are renumbered to keep each after its dependencies; an edge
+   that would close a cycle is refused, with none of them added. */
 CUresult CUDAAPI cuGraphAddDependencies(CUgraph hGraph, const CUgraphNode *from,
                                         const CUgraphNode *to,
                                         const CUgraphEdgeData *edgeData,
@@ -427,28 +457,33 @@ CUresult CUDAAPI cuGraphAddDependencies(CUgraph hGraph, const CUgraphNode *from,
   if (!hGraph) return CUDA_ERROR_INVALID_HANDLE;
   if (numDependencies && (!from || !to)) return CUDA_ERROR_INVALID_VALUE;
   for (size_t k = 0; k < numDependencies; k++)
-    if (!set_has(&hGraph->nodes, from[k]) || !set_has(&hGraph->nodes, to[k]))
+    if (!set_has(&hGraph->nodes, from[k]) || !set_has(&hGraph->nodes, to[k])
+        || edge_kind(edgeData ? &edgeData[k] : NULL, from[k], to[k]) < 0)
       return CUDA_ERROR_INVALID_VALUE;
-  if (!dbl_default_edges(edgeData, numDependencies))
-    return CUDA_ERROR_NOT_SUPPORTED;
-  size_t *had = malloc((numDependencies ? numDependencies : 1) * sizeof *had);
+  size_t *had = malloc((numDependencies ? numDependencies : 1) * 2 *
+                       sizeof *had);
   if (!had) return CUDA_ERROR_OUT_OF_MEMORY;
   size_t i = 0;
   for (; i < numDependencies; i++) {
     if (from[i] == to[i]) break;
-    had[i] = to[i]->deps.n;
+    had[2 * i] = to[i]->deps.n;
+    had[2 * i + 1] = to[i]->prog.n;
     if (dbl_set_push(&to[i]->deps, from[i], 0)) break;
+    if (edge_kind(edgeData ? &edgeData[i] : NULL, from[i], to[i]) &&
+        dbl_set_push(&to[i]->prog, from[i], 0)) {
+      i++;
+      break;
+    }
   }
   int bad = i < numDependencies;
   if (!bad && resort(hGraph)) bad = 1;
   if (bad) /* take back what was added, last first */
-    while (i-- > 0) to[i]->deps.n = had[i];
+    while (i-- > 0) to[i]->deps.n = had[2 * i], to[i]->prog.n = had[2 * i + 1];
   free(had);
   return bad ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }
 
-/* Every edge (dependency -> node), in node order. The double keeps no
-   edge data: it reads as default edges. */
+/* Every edge (dependency -> node), in node order, with its data. */
 CUresult CUDAAPI cuGraphGetEdges(CUgraph hGraph, CUgraphNode *from,
                                  CUgraphNode *to, CUgraphEdgeData *edgeData,
                                  size_t *numEdges) {
@@ -465,7 +500,7 @@ CUresult CUDAAPI cuGraphGetEdges(CUgraph hGraph, CUgraphNode *from,
       if (!from || n >= *numEdges) continue;
       from[n] = node->deps.v[j];
       to[n] = node;
-      if (edgeData) memset(&edgeData[n], 0, sizeof *edgeData);
+      if (edgeData) dbl_edge_data(node, node->deps.v[j], &edgeData[n]);
     }
   }
   if (from)
@@ -494,7 +529,8 @@ CUresult CUDAAPI cuGraphNodeGetDependencies(CUgraphNode hNode,
   }
   for (size_t i = 0; i < *numDependencies; i++) {
     dependencies[i] = i < n ? hNode->deps.v[i] : NULL;
-    if (edgeData) memset(&edgeData[i], 0, sizeof *edgeData);
+    if (edgeData && i < n) dbl_edge_data(hNode, hNode->deps.v[i], &edgeData[i]);
+    else if (edgeData) memset(&edgeData[i], 0, sizeof *edgeData);
   }
   if (n < *numDependencies) *numDependencies = n;
   return CUDA_SUCCESS;

@@ -286,6 +286,7 @@ static void allocs(lua_State *L, cg_graph *gr, int after, CUstream st) {
 
 void cg_graph_launch(lua_State *L, cg_graph *gr, CUstream st) {
   int t = -1;
+  gr->h.ctx->root->stream_clock++; /* the stream's last work: a graph */
   if (gr->h.ctx->root->trace) {
     char name[24];
     snprintf(name, sizeof name, "graph #%u", gr->id);
