@@ -508,9 +508,30 @@ describe("programmatic launches", function()
     local _, programmatic = dot:gsub('%-> n%d+ %[label="programmatic", style=bold%]', "")
     assert.same({ 3, 1 }, { edges, programmatic })
     assert.matches('n0 %-> n1 %[label="programmatic"', dot)
+    local _, detail = g:nodes("detail")
+    assert.same({ false, true, false, false }, {
+      detail[1].programmatic == true, detail[2].programmatic == true,
+      detail[3].programmatic == true, detail[4].programmatic == true })
     g:launch()
     s:synchronize()
     assert.equals(6 * N, z:download()[N])
+  end)
+
+  it("stay as they are through g:update, which refuses to change them", function()
+    local k = forms.safe:config { programmatic = true }
+    local function chain(a)
+      k:launch(s, 1, 128, x, y, a, N)
+      k:launch(s, 1, 128, y, z, 3.0, N)
+    end
+    local g = s:capture(function() chain(2.0) end)
+    g:update(function() chain(4.0) end) -- the same edges
+    k:config {}
+    assert.error_matches(function() g:update(function() chain(5.0) end) end,
+      "the update of cugraph%.Graph #%d+ changes its programmatic edges, which an update cannot change safely: "
+      .. "capture a new graph")
+    g:launch()
+    s:synchronize()
+    assert.equals(12 * N, z:download()[N])
   end)
 
   it("end a capture with the error after a kernel that writes after its trigger", function()

@@ -244,16 +244,16 @@ static int programmatic(lua_State *L, cg_kernel *k, cg_stream *s,
   if (!p) return 0;
   if (!p->pdl.producer) unsafe_pair(L, k, p, where);
   if (ctx->capture) {
-    k->graphed |= CG_PDL_CONSUMER;
-    p->graphed |= CG_PDL_PRODUCER;
+    k->pdl_graphs |= CG_PDL_CONSUMER;
+    p->pdl_graphs |= CG_PDL_PRODUCER;
   }
   k->pdl_launches++;
   return 1;
 }
 
-void cg_launch_ex(lua_State *L, cg_kernel *k, cg_stream *st,
-                  const unsigned grid[3], const unsigned block[3],
-                  const char *where) {
+int cg_launch_ex(lua_State *L, cg_kernel *k, cg_stream *st,
+                 const unsigned grid[3], const unsigned block[3],
+                 const char *where) {
   CUstream s = st->h.drv.stream;
   if (k->cluster[0])
     for (int i = 0; i < 3; i++)
@@ -285,10 +285,12 @@ void cg_launch_ex(lua_State *L, cg_kernel *k, cg_stream *st,
   memcpy(a, k->attrs, sizeof k->attrs);
   c.attrs = a;
   c.numAttrs = k->nattrs;
-  if (programmatic(L, k, st, where)) {
+  int prog = programmatic(L, k, st, where);
+  if (prog) {
     memset(&a[c.numAttrs], 0, sizeof a[0]);
     a[c.numAttrs].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
     a[c.numAttrs++].value.programmaticStreamSerializationAllowed = 1;
   }
   CU(L, k->h.ctx, cuLaunchKernelEx, &c, k->f, k->argp, NULL);
+  return prog;
 }

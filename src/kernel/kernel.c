@@ -273,16 +273,16 @@ static inline int dim(lua_State *L, int idx, int lim, unsigned out[3]) {
 static _Thread_local const void *self_seen;
 static _Thread_local unsigned self_epoch;
 
-/* Records the launch just made on the capture stream s: the kernel, the
-   stream and the arguments at kidx, kidx + 1 and kidx + 4 on, each slot's
-   object in seen. */
+/* Records the launch just made on the capture stream s (programmatic or
+   not): the kernel, the stream and the arguments at kidx, kidx + 1 and
+   kidx + 4 on, each slot's object in seen. */
 static void note(lua_State *L, cg_kernel *k, CUstream s,
                  const unsigned grid[3], const unsigned block[3], int kidx,
-                 cg_obj **seen) {
+                 cg_obj **seen, int prog) {
   cg_launchnote n = { &k->h, k->f, k->nparams, k->params, k->argp,
                       k->nwords, seen, kidx + 4, kidx + 1, kidx,
                       {grid[0], grid[1], grid[2]},
-                      {block[0], block[1], block[2]}, k->shared };
+                      {block[0], block[1], block[2]}, k->shared, prog };
   cg_note_kernel(L, k->h.ctx, s, &n);
 }
 
@@ -393,16 +393,17 @@ static int kernel_launch(lua_State *L) {
     setarg(L, k, i + 1, idx, s->h.drv.stream); /* every other case, and the errors */
   }
   if (recording) { /* noted, not sent */
-    note(L, k, s->h.drv.stream, grid, block, 1, k->seen);
+    note(L, k, s->h.drv.stream, grid, block, 1, k->seen, 0);
     return 0;
   }
-  int t = cg_trace_begin(L, ctx, s->h.drv.stream, "kernel", k->name);
-  if (k->nattrs || k->programmatic) cg_launch_ex(L, k, s, grid, block, NULL);
+  int t = cg_trace_begin(L, ctx, s->h.drv.stream, "kernel", k->name), prog = 0;
+  if (k->nattrs || k->programmatic)
+    prog = cg_launch_ex(L, k, s, grid, block, NULL);
   else CU(L, ctx, cuLaunchKernel, k->f, grid[0], grid[1], grid[2], block[0],
           block[1], block[2], k->shared, s->h.drv.stream, k->argp, NULL);
   cg_trace_end(L, ctx, t);
   if (ctx->capture) {
-    note(L, k, s->h.drv.stream, grid, block, 1, k->seen);
+    note(L, k, s->h.drv.stream, grid, block, 1, k->seen, prog);
   } else { /* the stream's last work, for a programmatic launch after it */
     s->last = k;
     s->clock = ctx->root->stream_clock;
@@ -430,15 +431,16 @@ void cg_kernel_replay(lua_State *L, const cg_recs *r, const cg_rec *e,
   if (k->nwords) memcpy(k->argp[0], r->words + e->word0, k->nwords * 8);
   unsigned shared = k->shared;
   k->shared = e->shared;
+  int prog = 0;
   if (k->nattrs || k->programmatic) {
     char where[160] = "";
     if (e->src) snprintf(where, sizeof where, "%s:%d", cg_recs_text(r, e->src),
                          e->line);
-    cg_launch_ex(L, k, s, e->grid, e->block, where);
+    prog = cg_launch_ex(L, k, s, e->grid, e->block, where);
   } else CU(L, ctx, cuLaunchKernel, k->f, e->grid[0], e->grid[1], e->grid[2],
           e->block[0], e->block[1], e->block[2], e->shared, s->h.drv.stream,
           k->argp, NULL);
-  note(L, k, s->h.drv.stream, e->grid, e->block, kidx, objs);
+  note(L, k, s->h.drv.stream, e->grid, e->block, kidx, objs, prog);
   k->shared = shared;
 }
 

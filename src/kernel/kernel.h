@@ -43,8 +43,9 @@ typedef struct cg_kernel {
   unsigned char cooperative;
   unsigned char programmatic; /* its launches take programmatic edges from
                                  the kernel before them, where safe */
-  unsigned char graphed;      /* CG_PDL_*: a graph has such an edge into
-                                 it, or out of it (m:reload keeps them) */
+  unsigned char pdl_graphs;   /* CG_PDL_*: a graph was captured with such
+                                 an edge into it, or out of it (m:reload
+                                 keeps its code safe for them) */
   unsigned cluster[3];  /* 0: none */
   unsigned pdl_launches; /* launches made programmatic */
   ptx_pdl pdl;          /* what its code allows, from its module's PTX */
@@ -78,10 +79,11 @@ int cg_kernel_block_size(lua_State *L); /* k:block_size([shared]) */
    the grid resident at once; clusters: the grid a whole number of them),
    and programmatic when k asks for it and the edge from the work before
    it is proven safe (raising when that work is a kernel whose code is
-   not). where: the Lua line a recording noted the launch at, or NULL. */
-void cg_launch_ex(lua_State *L, cg_kernel *k, cg_stream *s,
-                  const unsigned grid[3], const unsigned block[3],
-                  const char *where);
+   not): then 1 is returned. where: the Lua line a recording noted the
+   launch at, or NULL. */
+int cg_launch_ex(lua_State *L, cg_kernel *k, cg_stream *s,
+                 const unsigned grid[3], const unsigned block[3],
+                 const char *where);
 
 /* The values at idx.. into the slots of the kernel at kidx, checked as a
    launch checks them (count, types, ranges); no pin, no scalar flush. */

@@ -509,10 +509,10 @@ static void keep_edges(lua_State *L, const char *name, const cg_kernel *k,
   ptx_pdl none;
   if (!p) cg_pdl_none(&none), p = &none;
   const char *why = NULL, *what = NULL;
-  if ((k->programmatic || (k->graphed & CG_PDL_CONSUMER)) && !p->consumer)
+  if ((k->programmatic || (k->pdl_graphs & CG_PDL_CONSUMER)) && !p->consumer)
     why = p->consumer_why, what = k->programmatic ? "has k:config{"
           "programmatic = true}" : "had a programmatic edge into it in a graph";
-  else if ((k->graphed & CG_PDL_PRODUCER) && !p->producer)
+  else if ((k->pdl_graphs & CG_PDL_PRODUCER) && !p->producer)
     why = p->producer_why,
     what = "had a programmatic edge out of it in a graph";
   if (why)
