@@ -512,6 +512,7 @@ describe("programmatic launches", function()
     assert.same({ false, true, false, false }, {
       detail[1].programmatic == true, detail[2].programmatic == true,
       detail[3].programmatic == true, detail[4].programmatic == true })
+    assert.equals(4, #g:profile(1).nodes) -- a copy with event nodes
     g:launch()
     s:synchronize()
     assert.equals(6 * N, z:download()[N])

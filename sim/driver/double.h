@@ -4,7 +4,8 @@
    src/base/driver.h under the versioned symbols that cuda.h maps them to,
    and follows the real driver's documented behaviour for what it covers: one
    device whose memory is host memory, streams that run work at once, stream
-   capture into graphs, instantiated graphs, graph clones and kernel nodes
+   capture into graphs (programmatic edges from launches with programmatic
+   stream serialization), instantiated graphs, graph clones and kernel nodes
    whose function and parameters change (kernel reload), sticky errors, and
    host versions of the kernels of spec/kernels/kernels.cu
    (spec/support/twins.c) and of the built-in condition setters of

@@ -139,7 +139,8 @@ int dbl_nodes_of(CUgraph g, const CUgraphNode *v, size_t n) {
   return 1;
 }
 
-/* Edge data that is all default (or none). */
+/* Edge data that is all default (or none): what the double takes but from
+   captures, which make programmatic edges too. */
 int dbl_default_edges(const CUgraphEdgeData *d, size_t n) {
   static const CUgraphEdgeData zero;
   for (size_t i = 0; d && i < n; i++)
@@ -153,21 +154,6 @@ void dbl_edge_data(CUgraphNode node, CUgraphNode dep, CUgraphEdgeData *d) {
     d->from_port = CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC;
     d->type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
   }
-}
-
-/* An edge the double takes: default (0), programmatic between kernel
-   nodes from their programmatic port (1); else -1. The launch order port
-   is not modelled. */
-static int edge_kind(const CUgraphEdgeData *d, CUgraphNode from,
-                     CUgraphNode to) {
-  static const CUgraphEdgeData zero;
-  if (!d || !memcmp(d, &zero, sizeof zero)) return 0;
-  CUgraphEdgeData prog = zero;
-  prog.from_port = CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC;
-  prog.type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
-  return !memcmp(d, &prog, sizeof prog) &&
-         from->op.type == CU_GRAPH_NODE_TYPE_KERNEL &&
-         to->op.type == CU_GRAPH_NODE_TYPE_KERNEL ? 1 : -1;
 }
 
 CUresult CUDAAPI cuGraphDestroy(CUgraph hGraph) {
@@ -444,9 +430,9 @@ static int resort(CUgraph g) {
   return bad;
 }
 
-/* Edges from[i] -> to[i], default or programmatic (between kernel nodes):
-   the nodes are renumbered to keep each after its dependencies; an edge
-   that would close a cycle is refused, with none of them added. */
+/* Edges from[i] -> to[i]: the nodes are renumbered to keep each after its
+   dependencies; an edge that would close a cycle is refused, with none of
+   them added. */
 CUresult CUDAAPI cuGraphAddDependencies(CUgraph hGraph, const CUgraphNode *from,
                                         const CUgraphNode *to,
                                         const CUgraphEdgeData *edgeData,
@@ -457,28 +443,22 @@ CUresult CUDAAPI cuGraphAddDependencies(CUgraph hGraph, const CUgraphNode *from,
   if (!hGraph) return CUDA_ERROR_INVALID_HANDLE;
   if (numDependencies && (!from || !to)) return CUDA_ERROR_INVALID_VALUE;
   for (size_t k = 0; k < numDependencies; k++)
-    if (!set_has(&hGraph->nodes, from[k]) || !set_has(&hGraph->nodes, to[k])
-        || edge_kind(edgeData ? &edgeData[k] : NULL, from[k], to[k]) < 0)
+    if (!set_has(&hGraph->nodes, from[k]) || !set_has(&hGraph->nodes, to[k]))
       return CUDA_ERROR_INVALID_VALUE;
-  size_t *had = malloc((numDependencies ? numDependencies : 1) * 2 *
-                       sizeof *had);
+  if (!dbl_default_edges(edgeData, numDependencies))
+    return CUDA_ERROR_NOT_SUPPORTED;
+  size_t *had = malloc((numDependencies ? numDependencies : 1) * sizeof *had);
   if (!had) return CUDA_ERROR_OUT_OF_MEMORY;
   size_t i = 0;
   for (; i < numDependencies; i++) {
     if (from[i] == to[i]) break;
-    had[2 * i] = to[i]->deps.n;
-    had[2 * i + 1] = to[i]->prog.n;
+    had[i] = to[i]->deps.n;
     if (dbl_set_push(&to[i]->deps, from[i], 0)) break;
-    if (edge_kind(edgeData ? &edgeData[i] : NULL, from[i], to[i]) &&
-        dbl_set_push(&to[i]->prog, from[i], 0)) {
-      i++;
-      break;
-    }
   }
   int bad = i < numDependencies;
   if (!bad && resort(hGraph)) bad = 1;
   if (bad) /* take back what was added, last first */
-    while (i-- > 0) to[i]->deps.n = had[2 * i], to[i]->prog.n = had[2 * i + 1];
+    while (i-- > 0) to[i]->deps.n = had[i];
   free(had);
   return bad ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }
