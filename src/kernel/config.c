@@ -225,30 +225,22 @@ static cg_kernel *captured_producer(lua_State *L, cg_ctx *ctx, CUstream s) {
   return NULL;
 }
 
-/* Whether k's launch on s is made programmatic: k asks for it and the
-   work before it is a kernel whose code is safe as a producer (raising
-   when it is a kernel whose code is not). */
-static int programmatic(lua_State *L, cg_kernel *k, cg_stream *s,
-                        const char *where) {
+/* The producer of k's launch on s when it is made programmatic: k asks
+   for it (its code a consumer, k:config and m:reload saw to it) and the
+   work before it is a kernel whose code is a producer; raising when it is
+   a kernel whose code is not. NULL: an ordinary launch. */
+static cg_kernel *producer(lua_State *L, cg_kernel *k, cg_stream *s,
+                           const char *where) {
   cg_ctx *ctx = k->h.ctx;
-  if (!k->programmatic) return 0;
-  if (!k->pdl.consumer) /* new code since k:config, of a failed reload */
-    luaL_error(L, "%s: a programmatic launch is refused: %s", k->name,
-               k->pdl.consumer_why);
   cg_kernel *p = NULL;
+  if (!k->programmatic) return NULL;
   if (ctx->capture)
     p = captured_producer(L, ctx, s->h.drv.stream);
   else if (s->last && s->clock == ctx->root->stream_clock && s->h.owned &&
            !s->lent)
-    p = (cg_kernel *)s->last;
-  if (!p) return 0;
-  if (!p->pdl.producer) unsafe_pair(L, k, p, where);
-  if (ctx->capture) {
-    k->pdl_graphs |= CG_PDL_CONSUMER;
-    p->pdl_graphs |= CG_PDL_PRODUCER;
-  }
-  k->pdl_launches++;
-  return 1;
+    p = s->last;
+  if (p && !p->pdl.producer) unsafe_pair(L, k, p, where);
+  return p;
 }
 
 int cg_launch_ex(lua_State *L, cg_kernel *k, cg_stream *st,
@@ -285,12 +277,18 @@ int cg_launch_ex(lua_State *L, cg_kernel *k, cg_stream *st,
   memcpy(a, k->attrs, sizeof k->attrs);
   c.attrs = a;
   c.numAttrs = k->nattrs;
-  int prog = programmatic(L, k, st, where);
-  if (prog) {
+  cg_kernel *p = producer(L, k, st, where);
+  if (p) {
     memset(&a[c.numAttrs], 0, sizeof a[0]);
     a[c.numAttrs].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
     a[c.numAttrs++].value.programmaticStreamSerializationAllowed = 1;
   }
   CU(L, k->h.ctx, cuLaunchKernelEx, &c, k->f, k->argp, NULL);
-  return prog;
+  if (!p) return 0;
+  k->pdl_launches++;
+  if (k->h.ctx->capture) { /* m:reload keeps their code safe for the edge */
+    k->pdl_graphs |= CG_PDL_CONSUMER;
+    p->pdl_graphs |= CG_PDL_PRODUCER;
+  }
+  return 1;
 }

@@ -309,15 +309,31 @@ static const char *read_body(cur *c, body *b, int calls_trigger) {
   }
 }
 
+/* [p, p + n) into out (room for 72), white space runs as one space and
+   other control bytes as '?', cut with "..." past 68 bytes. */
+static void printable(char *out, const char *p, size_t n) {
+  size_t k = 0;
+  for (size_t i = 0; i < n && k < 68; i++) {
+    unsigned char ch = (unsigned char)p[i];
+    if (is_space(ch)) {
+      if (k && out[k - 1] != ' ') out[k++] = ' ';
+    } else {
+      out[k++] = ch < 32 || ch == 127 ? '?' : (char)ch;
+    }
+  }
+  while (k && out[k - 1] == ' ') k--;
+  if (k == 68) memcpy(out + k, "...", 3), k += 3;
+  out[k] = '\0';
+}
+
 static int label_cmp(const char *s, const label *a, const label *b) {
   size_t n = a->len < b->len ? a->len : b->len;
   int r = memcmp(s + a->at, s + b->at, n);
   return r ? r : (a->len > b->len) - (a->len < b->len);
 }
 
-/* Sorts the labels by name (insertion into runs of a merge sort would be
-   quicker; a body's labels are few next to its instructions) and gives
-   every jump its target's instruction. NULL, or why not. */
+/* Sorts the labels by name and gives every jump its target's instruction.
+   NULL, or why not (in why). */
 static const char *resolve(const char *s, body *b, char *why, size_t whylen) {
   label *l = b->l;
   size_t n = b->nl;
@@ -346,8 +362,10 @@ static const char *resolve(const char *s, body *b, char *why, size_t whylen) {
       else hi = mid;
     }
     if (lo == n || label_cmp(s, &l[lo], &key)) {
-      snprintf(why, whylen, "a branch to '%.*s', a label it does not have",
-               (int)(x->tlen > 60 ? 60 : x->tlen), s + x->tat);
+      char name[72];
+      printable(name, s + x->tat, x->tlen);
+      snprintf(why, whylen, "a branch to '%s', a label it does not have",
+               name);
       return why;
     }
     x->target = l[lo].insn;
@@ -393,23 +411,6 @@ static const char *file_name(const char *s, const files *f, unsigned num,
       return s + at;
     }
   return NULL;
-}
-
-/* [p, p + n) into out (room for 72), white space runs as one space and
-   other control bytes as '?', cut with "..." past 68 bytes. */
-static void printable(char *out, const char *p, size_t n) {
-  size_t k = 0;
-  for (size_t i = 0; i < n && k < 68; i++) {
-    unsigned char ch = (unsigned char)p[i];
-    if (is_space(ch)) {
-      if (k && out[k - 1] != ' ') out[k++] = ' ';
-    } else {
-      out[k++] = ch < 32 || ch == 127 ? '?' : (char)ch;
-    }
-  }
-  while (k && out[k - 1] == ' ') k--;
-  if (k == 68) memcpy(out + k, "...", 3), k += 3;
-  out[k] = '\0';
 }
 
 /* Appends to out "<instruction> (PTX line n[, file:line])". */
