@@ -347,13 +347,23 @@ static CUresult programmatic_edges(lua_State *L, CUgraph g, size_t **out,
 CUresult cg_edges_changed(lua_State *L, CUgraph a, const cg_recs *ra,
                           CUgraph b, const cg_recs *rb, int *changed,
                           const char **api) {
+  /* the launches made programmatic, in the order the nodes were made (the
+     order an update pairs them in), then the driver's own edges */
+  size_t na = ra ? ra->n : 0, nb = rb ? rb->n : 0, i = 0, j = 0;
   int any = 0;
-  for (size_t i = 0; ra && i < ra->n; i++) any |= ra->v[i].programmatic;
-  for (size_t i = 0; rb && i < rb->n; i++) any |= rb->v[i].programmatic;
   *changed = 0;
   *api = NULL;
-  if (!any) return CUDA_SUCCESS; /* no edge of either is programmatic */
-  size_t *ea, *eb, na, nb;
+  for (;; i++, j++) {
+    while (i < na && ra->v[i].kind != NK_KERNEL) i++;
+    while (j < nb && rb->v[j].kind != NK_KERNEL) j++;
+    if (i == na || j == nb) break;
+    any |= ra->v[i].programmatic | rb->v[j].programmatic;
+    *changed |= ra->v[i].programmatic != rb->v[j].programmatic;
+  }
+  for (; i < na; i++) any |= ra->v[i].programmatic;
+  for (; j < nb; j++) any |= rb->v[j].programmatic;
+  if (!any || *changed) return CUDA_SUCCESS;
+  size_t *ea, *eb;
   int pushed = 1;
   CUresult r = programmatic_edges(L, a, &ea, &na, api);
   if (r == CUDA_SUCCESS) r = programmatic_edges(L, b, &eb, &nb, api), pushed++;
