@@ -186,7 +186,7 @@ describe("launch attributes, occupancy and stream priorities", function()
   it("check k:config's options before any launch", function()
     local k = fresh()
     assert.error_matches(function() k:config { coop = true } end,
-      "k:config: unknown option 'coop' %(valid: cooperative, cluster, priority, serialize%)")
+      "k:config: unknown option 'coop' %(valid: cooperative, cluster, priority, programmatic%)")
     assert.error_matches(function() k:config { cluster = { 4, 4 } } end,
       "inc_i32: a cluster of 16 blocks; at most 8 %(the portable cluster size%)")
     assert.error_matches(function() k:config { cluster = { 0 } } end,

@@ -249,6 +249,7 @@ local recipes = {
   ["Kernel:config"] = function(F) return cuda.module(F.ptx).saxpy, { priority = 0 } end,
   ["Kernel:occupancy"] = function(F) return F.m.saxpy, 128, 0 end,
   ["Kernel:block_size"] = function(F) return F.m.saxpy, 0 end,
+  ["Kernel:programmatic"] = function(F) return F.m.saxpy end,
   ["Kernel:signature"] = function(F) return F.m.saxpy end,
   ["Kernel:params"] = function(F) return F.m.saxpy end,
   ["Kernel:shared"] = function(F) return cuda.module(F.ptx).shared_u32, 64 end,

@@ -189,5 +189,7 @@ CUarray cugraph_checkarray(lua_State *L, int idx) {
 }
 
 CUstream cugraph_checkstream(lua_State *L, int idx) {
-  return ((cg_stream *)cg_checkobj(L, idx, CG_STREAM))->h.drv.stream;
+  cg_stream *s = cg_checkobj(L, idx, CG_STREAM);
+  s->lent = 1; /* C may send work to it unseen */
+  return s->h.drv.stream;
 }

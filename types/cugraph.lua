@@ -77,6 +77,14 @@ local cuda = {}
 ---@field base string the demangled function name
 ---@field typed boolean the parameter types are C types
 ---@field params string[] parameter type texts
+---@field programmatic cugraph.Programmatic what its code allows of programmatic edges
+
+---@class cugraph.Programmatic
+---@field consumer boolean it waits (griddepcontrol.wait) before any global access and before it ends, on every path
+---@field producer boolean no global write can follow its block's griddepcontrol.launch_dependents
+---@field consumer_why? string the instruction that breaks the consumer's rule, its PTX and source lines
+---@field producer_why? string the instruction that breaks the producer's rule
+---@field launches? integer k:programmatic(): its launches made programmatic
 
 ---@class cugraph.Error
 ---@field api string the call that failed, e.g. "cuMemAlloc"
@@ -687,9 +695,12 @@ function Kernel:launch(stream, grid, block, ...) end
 ---@return string entry the PTX entry (the lowered name)
 function Kernel:name() end
 --- Launch attributes of later launches; {} takes them away.
----@param opts {cooperative?: boolean, cluster?: integer|integer[], priority?: integer, serialize?: boolean}
+---@param opts {cooperative?: boolean, cluster?: integer|integer[], priority?: integer, programmatic?: boolean}
 ---@return cugraph.Kernel self
 function Kernel:config(opts) end
+--- What its code allows of programmatic edges, and its launches made so.
+---@return cugraph.Programmatic
+function Kernel:programmatic() end
 ---@param block integer threads a block
 ---@param shared? integer dynamic shared memory, bytes
 ---@return integer per_sm blocks one SM holds

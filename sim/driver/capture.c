@@ -68,10 +68,16 @@ CUresult dbl_legacy_blocked(int invalidate) {
 }
 
 /* Records o as a node of s's capture, after s's tips, which it becomes; the
-   node takes o->args. */
+   node takes o->args. A kernel launched with programmatic stream
+   serialization gets programmatic edges from the kernel nodes among the
+   tips (from their programmatic port), as the driver records it. */
 CUresult dbl_capture_op(CUstream s, const op *o) {
   CUgraphNode n = dbl_add_node(s->cap->g, o, &s->tips);
   if (!n) return CUDA_ERROR_OUT_OF_MEMORY;
+  for (size_t i = 0; o->prog && i < s->tips.n; i++)
+    if (s->tips.v[i]->op.type == CU_GRAPH_NODE_TYPE_KERNEL &&
+        dbl_set_push(&n->prog, s->tips.v[i], 0))
+      return CUDA_ERROR_OUT_OF_MEMORY;
   s->tips.n = 0;
   dbl_set_push(&s->tips, n, 0); /* cannot fail: tips has room for one */
   return CUDA_SUCCESS;

@@ -4,7 +4,8 @@
    src/base/driver.h under the versioned symbols that cuda.h maps them to,
    and follows the real driver's documented behaviour for what it covers: one
    device whose memory is host memory, streams that run work at once, stream
-   capture into graphs, instantiated graphs, graph clones and kernel nodes
+   capture into graphs (programmatic edges from launches with programmatic
+   stream serialization), instantiated graphs, graph clones and kernel nodes
    whose function and parameters change (kernel reload), sticky errors, and
    host versions of the kernels of spec/kernels/kernels.cu
    (spec/support/twins.c) and of the built-in condition setters of
@@ -366,6 +367,9 @@ typedef struct op {
   CUhostFn fn;              /* HOST: cuLaunchHostFunc's function and data */
   void *data;
   struct CUevent_st *event; /* EVENT_RECORD: the event it records */
+  unsigned char prog;       /* KERNEL: launched with programmatic stream
+                               serialization (a capture makes its edges
+                               from kernel nodes programmatic) */
   uint64_t id;              /* a node's CUPTI id: its graph's id << 32 |
                                its position there; an instantiated graph's
                                copies are renumbered as its own nodes
@@ -463,6 +467,8 @@ struct CUgraphNode_st {
   op op;
   struct CUgraph_st *graph; /* the graph it belongs to */
   nodeset deps;   /* nodes of the same graph, each added before this one */
+  nodeset prog;   /* those of deps whose edge is programmatic: a kernel
+                     node's, from its programmatic port */
   size_t idx;     /* position in the graph */
   void **argv;    /* a kernel's parameters as cuGraphKernelNodeGetParams
                      gives them: pointers into op.args, made on demand */
@@ -491,7 +497,8 @@ struct CUgraph_st {
 };
 
 /* Dependencies of every node as sorted indices: node i's are
-   dep[start[i] .. start[i + 1]). */
+   dep[start[i] .. start[i + 1]), each index times two, plus one for a
+   programmatic edge. */
 typedef struct edges { size_t *start, *dep; } edges;
 
 void dbl_free_graph(CUgraph g);
@@ -501,6 +508,8 @@ CUgraphNode dbl_add_node(CUgraph g, const op *o, const nodeset *deps);
 int dbl_make_edges(CUgraph g, edges *e);
 int dbl_nodes_of(CUgraph g, const CUgraphNode *v, size_t n);
 int dbl_default_edges(const CUgraphEdgeData *d, size_t n);
+/* The data of the edge from dep into node: default, or programmatic. */
+void dbl_edge_data(CUgraphNode node, CUgraphNode dep, CUgraphEdgeData *d);
 
 void dbl_free_exec(CUgraphExec x);
 op *dbl_exec_op(CUgraphExec x, CUgraphNode hNode);

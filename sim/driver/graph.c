@@ -52,6 +52,7 @@ void dbl_free_graph(CUgraph g) {
     free(o->args);
     free(g->nodes.v[i]->argv);
     free(g->nodes.v[i]->deps.v);
+    free(g->nodes.v[i]->prog.v);
     free(g->nodes.v[i]);
   }
   free(g->nodes.v);
@@ -96,7 +97,8 @@ int dbl_make_edges(CUgraph g, edges *e) {
   for (size_t i = 0; i < n; i++) {
     const nodeset *d = &g->nodes.v[i]->deps;
     size_t *out = e->dep + e->start[i];
-    for (size_t j = 0; j < d->n; j++) out[j] = d->v[j]->idx;
+    for (size_t j = 0; j < d->n; j++)
+      out[j] = d->v[j]->idx * 2 + set_has(&g->nodes.v[i]->prog, d->v[j]);
     qsort(out, d->n, sizeof *out, cmp_size);
     e->start[i + 1] = e->start[i] + d->n;
   }
@@ -138,12 +140,21 @@ int dbl_nodes_of(CUgraph g, const CUgraphNode *v, size_t n) {
   return 1;
 }
 
-/* Edge data the double has: none, or all default. */
+/* Edge data that is all default (or none): what the double takes but from
+   captures, which make programmatic edges too. */
 int dbl_default_edges(const CUgraphEdgeData *d, size_t n) {
   static const CUgraphEdgeData zero;
   for (size_t i = 0; d && i < n; i++)
     if (memcmp(&d[i], &zero, sizeof zero)) return 0;
   return 1;
+}
+
+void dbl_edge_data(CUgraphNode node, CUgraphNode dep, CUgraphEdgeData *d) {
+  memset(d, 0, sizeof *d);
+  if (set_has(&node->prog, dep)) {
+    d->from_port = CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC;
+    d->type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
+  }
 }
 
 CUresult CUDAAPI cuGraphDestroy(CUgraph hGraph) {
@@ -212,6 +223,11 @@ static CUgraph clone_graph(CUgraph g, CUgraph parent) {
       bad = !(o.bodies[j] = clone_graph(from->op.bodies[j], c));
     CUgraphNode n = bad ? NULL : dbl_add_node(c, &o, &deps);
     free(deps.v);
+    for (size_t j = 0; n && j < from->prog.n; j++)
+      if (dbl_set_push(&n->prog, c->nodes.v[from->prog.v[j]->idx], 0)) {
+        dbl_free_graph(c); /* n, its op and bodies with it */
+        return NULL;
+      }
     if (!n) {
       for (unsigned j = 0; o.bodies && j < o.nbodies; j++)
         if (o.bodies[j]) dbl_free_graph(o.bodies[j]);
@@ -448,8 +464,7 @@ CUresult CUDAAPI cuGraphAddDependencies(CUgraph hGraph, const CUgraphNode *from,
   return bad ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }
 
-/* Every edge (dependency -> node), in node order. The double keeps no
-   edge data: it reads as default edges. */
+/* Every edge (dependency -> node), in node order, with its data. */
 CUresult CUDAAPI cuGraphGetEdges(CUgraph hGraph, CUgraphNode *from,
                                  CUgraphNode *to, CUgraphEdgeData *edgeData,
                                  size_t *numEdges) {
@@ -466,7 +481,7 @@ CUresult CUDAAPI cuGraphGetEdges(CUgraph hGraph, CUgraphNode *from,
       if (!from || n >= *numEdges) continue;
       from[n] = node->deps.v[j];
       to[n] = node;
-      if (edgeData) memset(&edgeData[n], 0, sizeof *edgeData);
+      if (edgeData) dbl_edge_data(node, node->deps.v[j], &edgeData[n]);
     }
   }
   if (from)
@@ -495,7 +510,8 @@ CUresult CUDAAPI cuGraphNodeGetDependencies(CUgraphNode hNode,
   }
   for (size_t i = 0; i < *numDependencies; i++) {
     dependencies[i] = i < n ? hNode->deps.v[i] : NULL;
-    if (edgeData) memset(&edgeData[i], 0, sizeof *edgeData);
+    if (edgeData && i < n) dbl_edge_data(hNode, hNode->deps.v[i], &edgeData[i]);
+    else if (edgeData) memset(&edgeData[i], 0, sizeof *edgeData);
   }
   if (n < *numDependencies) *numDependencies = n;
   return CUDA_SUCCESS;

@@ -52,7 +52,7 @@ static int order_events(plan *p) {
       if (done[i]) continue;
       int ready = 1;
       for (size_t d = p->e.start[i]; ready && d < p->e.start[i + 1]; d++)
-        ready = done[p->e.dep[d]];
+        ready = done[p->e.dep[d] / 2];
       if (!ready) continue;
       if (p->ops[i].type == CU_GRAPH_NODE_TYPE_EVENT_RECORD) {
         pick = i;
@@ -474,7 +474,7 @@ static int same_shape(const plan *p, CUgraph g,
     info->errorNode = v->v[i];
     for (size_t j = 0; na == nb && !info->errorFromNode; j++)
       if (old->dep[a + j] != e.dep[b + j]) /* the first that differs */
-        info->errorFromNode = v->v[e.dep[b + j]];
+        info->errorFromNode = v->v[e.dep[b + j] / 2];
   }
   free(e.start);
   free(e.dep);

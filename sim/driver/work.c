@@ -252,10 +252,12 @@ CUresult dbl_prepare_launch(op *o, void **params, void **extra) {
   return CUDA_SUCCESS;
 }
 
-/* A launch that fails its checks also breaks the capture it was sent to. */
+/* A launch that fails its checks also breaks the capture it was sent to.
+   prog: with programmatic stream serialization. */
 static CUresult launch(CUfunction f, const unsigned grid[3],
                        const unsigned block[3], unsigned sharedMemBytes,
-                       CUstream hStream, void **kernelParams, void **extra) {
+                       CUstream hStream, void **kernelParams, void **extra,
+                       int prog) {
   unsigned gridDimX = grid[0], gridDimY = grid[1], gridDimZ = grid[2];
   unsigned blockDimX = block[0], blockDimY = block[1], blockDimZ = block[2];
   CUresult r;
@@ -265,7 +267,7 @@ static CUresult launch(CUfunction f, const unsigned grid[3],
   op o = {.type = CU_GRAPH_NODE_TYPE_KERNEL, .f = f,
           .grid = {gridDimX, gridDimY, gridDimZ},
           .block = {blockDimX, blockDimY, blockDimZ},
-          .shared = sharedMemBytes};
+          .shared = sharedMemBytes, .prog = (unsigned char)(prog != 0)};
   if ((r = dbl_prepare_launch(&o, kernelParams, extra))) {
     if (s && s->cap) s->cap->invalid = 1;
     return r;
@@ -284,12 +286,14 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX,
   if (r) return r;
   unsigned grid[3] = {gridDimX, gridDimY, gridDimZ};
   unsigned block[3] = {blockDimX, blockDimY, blockDimZ};
-  return launch(f, grid, block, sharedMemBytes, hStream, kernelParams, extra);
+  return launch(f, grid, block, sharedMemBytes, hStream, kernelParams, extra,
+                0);
 }
 
 /* The attributes the runtime sets: a cooperative grid must be resident at
    once, a grid a whole number of clusters of at most 8 blocks; priority
-   and programmatic serialization change nothing here. */
+   changes nothing here, nor programmatic serialization eagerly (work runs
+   in order, at once); a capture makes the launch's edges programmatic. */
 CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f,
                                   void **kernelParams, void **extra) {
   ENTRY(cuLaunchKernelEx);
@@ -301,6 +305,7 @@ CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f,
   unsigned grid[3] = {config->gridDimX, config->gridDimY, config->gridDimZ};
   unsigned block[3] = {config->blockDimX, config->blockDimY,
                        config->blockDimZ};
+  int prog = 0;
   for (unsigned i = 0; i < config->numAttrs; i++) {
     const CUlaunchAttribute *a = &config->attrs[i];
     switch (a->id) {
@@ -321,14 +326,16 @@ CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f,
       break;
     }
     case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+      break;
     case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
+      prog = a->value.programmaticStreamSerializationAllowed != 0;
       break;
     default:
       return CUDA_ERROR_NOT_SUPPORTED;
     }
   }
   return launch(f, grid, block, config->sharedMemBytes, config->hStream,
-                kernelParams, extra);
+                kernelParams, extra, prog);
 }
 
 /* The synchronous forms an embedding host may call itself: work of the

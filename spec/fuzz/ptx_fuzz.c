@@ -1,12 +1,13 @@
-/* libFuzzer harness for src/kernel/ptx.c, demangle.c and base/ctype.c: the
-   bytes go to ptx_parse and ptx_globals as they are (not NUL-terminated),
-   and as a C string (whole, then line by line) to cg_signature and
-   ptx_demangle, with full-size and tiny outputs. Any result must keep the
-   documented invariants; a broken one aborts.
+/* libFuzzer harness for src/kernel/ptx.c, pdl.c, demangle.c and
+   base/ctype.c: the bytes go to ptx_parse, ptx_pdl_scan and ptx_globals as
+   they are (not NUL-terminated), and as a C string (whole, then line by
+   line) to cg_signature and ptx_demangle, with full-size and tiny
+   outputs. Any result must keep the documented invariants; a broken one
+   aborts.
 
    clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
-     spec/fuzz/ptx_fuzz.c src/kernel/ptx.c src/kernel/demangle.c \
-     src/base/ctype.c -o /tmp/ptx_fuzz
+     spec/fuzz/ptx_fuzz.c src/kernel/ptx.c src/kernel/pdl.c \
+     src/kernel/demangle.c src/base/ctype.c -o /tmp/ptx_fuzz
    mkdir -p /tmp/corpus_work
    /tmp/ptx_fuzz -max_total_time=60 /tmp/corpus_work spec/fuzz/corpus */
 #include <stdint.h>
@@ -39,6 +40,17 @@ static void run_parse(const uint8_t *data, size_t size) {
     return;
   }
   if (n < 0) abort();
+  ptx_pdl_scan((const char *)data, size, e, n);
+  for (i = 0; i < n; i++) {
+    const ptx_pdl *p = &e[i].pdl;
+    if (!memchr(p->consumer_why, '\0', sizeof p->consumer_why) ||
+        !memchr(p->producer_why, '\0', sizeof p->producer_why) ||
+        p->read > 1 || p->consumer > 1 || p->producer > 1 ||
+        (!p->read && (p->consumer || p->producer)) ||
+        !p->consumer != (p->consumer_why[0] != '\0') ||
+        !p->producer != (p->producer_why[0] != '\0'))
+      abort();
+  }
   for (i = 0; i < n; i++) {
     if (!memchr(e[i].name, '\0', sizeof e[i].name) ||
         !memchr(e[i].base, '\0', sizeof e[i].base) || e[i].nparams < 0 ||

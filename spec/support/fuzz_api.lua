@@ -254,7 +254,7 @@ local methods = {
   Event = { "record", "synchronize", "query", "elapsed", "free", "close" },
   Module = { "kernel", "kernels", "free", "close", "saxpy", "noop", "inc_i32", "bogus", "reload",
              "global" },
-  Kernel = { "launch", "shared", "name", "signature", "params", "free", "close", "config" },
+  Kernel = { "launch", "shared", "name", "signature", "params", "free", "close", "config", "programmatic" },
   Graph = { "launch", "replay", "upload", "nodes", "dot", "update", "launches", "id", "free", "close",
             "rebind", "node", "handle", "profile", "memory" },
   Comm = { "all_reduce", "reduce", "broadcast", "all_gather", "reduce_scatter", "send", "recv",

@@ -1,6 +1,7 @@
-/* Host twins of the spec kernels (spec/kernels/kernels.cu) for the test
-   double, found by entry name: each body runs one thread of a launch,
-   reading its arguments and global and shared memory through the double
+/* Host twins of the spec kernels (spec/kernels/kernels.cu, and the
+   programmatic kernels spec/75 compiles) for the test double, found by
+   entry name: each body runs one thread of a launch, reading its
+   arguments and global and shared memory through the double
    (driver/double.h). The simulator runs these kernels from their PTX and
    is built without them. */
 #include "driver/double.h"
@@ -238,6 +239,23 @@ static void k_count_to(dbl_kctx *c) {
   dbl_set_conditional(c, h, v < limit);
 }
 
+/* pdl_scale: y[i] = a * x[i]; spec/75 compiles it in several forms, their
+   griddepcontrol instructions placed well and badly (work here runs in
+   order: they change nothing) */
+static void k_pdl_scale(dbl_kctx *c) {
+  uint64_t x, y;
+  float a, v;
+  int n, i = flat_x(c);
+  dbl_arg(c, 0, &x, 8), dbl_arg(c, 1, &y, 8), dbl_arg(c, 2, &a, 4);
+  dbl_arg(c, 3, &n, 4);
+  if (i >= n) return;
+  uint64_t o = at_index(i, 4);
+  if (dbl_ld(c, x + o, &v, 4)) {
+    v *= a;
+    dbl_st(c, y + o, &v, 4);
+  }
+}
+
 /* set_cond: cond = *v (one thread) */
 static void k_set_cond(dbl_kctx *c) {
   uint64_t h, p;
@@ -266,6 +284,7 @@ const dbl_kimpl dbl_twins[] = {
   {"oob_write", {k_oob_write, NULL}, 1, {8}},
   {"pair_sum", {k_pair_sum, NULL}, 2, {8, 16}},
   {"noop", {NULL, NULL}, 0, {0}},
+  {"pdl_scale", {k_pdl_scale, NULL}, 4, {8, 8, 4, 4}},
 };
 
 const size_t dbl_ntwins = sizeof dbl_twins / sizeof *dbl_twins;

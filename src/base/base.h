@@ -165,6 +165,9 @@ struct cg_ctx {
   int mapped;           /* root: GLResource map scopes open (a capture can
                            pin a scoped buffer only inside one) */
   unsigned graph_ids, captures;
+  unsigned stream_clock; /* root: advanced by every use of a stream object
+                            but k:launch's, and whatever else may make a
+                            stream's last kernel (types.h) stale */
   const void *mt[CG_NKINDS]; /* metatable identities, for fast type tests */
   int mtref[CG_NKINDS]; /* root: the metatables' registry references */
   cg_releaser release[CG_NKINDS]; /* of each kind, from cg_newtype */

@@ -65,9 +65,16 @@ static void remember(const void *u) {
   }
 }
 
+/* A stream an API door takes may get work other than k:launch's: the
+   stream's last kernel (types.h) no longer holds. */
+static inline cg_obj *used(cg_obj *o) {
+  if (o->kind == CG_STREAM) o->ctx->root->stream_clock++;
+  return o;
+}
+
 void *cg_testobj(lua_State *L, int idx, cg_kind kind) {
   cg_obj *o = known_obj(L, idx, lua_touserdata(L, idx));
-  if (o) return o->kind == kind ? o : NULL;
+  if (o) return o->kind == kind ? used(o) : NULL;
   cg_ctx *ctx = cg_sentinel(L);
   if (!lua_getmetatable(L, idx)) return NULL;
   const void *mt = lua_topointer(L, -1);
@@ -75,19 +82,20 @@ void *cg_testobj(lua_State *L, int idx, cg_kind kind) {
   if (mt != ctx->mt[kind]) return NULL;
   o = lua_touserdata(L, idx);
   remember(o);
-  return o;
+  return used(o);
 }
 
 cg_obj *cg_toany(lua_State *L, const cg_ctx *ctx, int idx) {
   void *u = lua_touserdata(L, idx);
   cg_obj *o = known_obj(L, idx, u);
-  if (o || !ctx || !u || !lua_getmetatable(L, idx)) return o;
+  if (o) return used(o);
+  if (!ctx || !u || !lua_getmetatable(L, idx)) return NULL;
   const void *mt = lua_topointer(L, -1);
   lua_pop(L, 1);
   for (int k = 0; k < CG_NKINDS; k++)
     if (mt == ctx->mt[k]) {
       remember(u);
-      return u;
+      return used(u);
     }
   return NULL;
 }
@@ -119,7 +127,7 @@ void *cg_checkobj(lua_State *L, int idx, cg_kind kind) {
   cg_obj *o = luaL_checkudata(L, idx, cg_kind_names[kind]);
   cg_check_open(L, o);
   sane(L, o);
-  return o;
+  return used(o);
 }
 
 void cg_ready_slow(lua_State *L, cg_obj *o) {
@@ -144,14 +152,14 @@ void *cg_checkself_keep(lua_State *L, cg_kind kind) {
   if (!o->open || o->scoped) cg_check_open(L, o);
   sane(L, o);
   remember(o);
-  return o;
+  return used(o);
 }
 
 void *cg_checkself(lua_State *L, cg_kind kind) {
   cg_obj *o = known_obj(L, 1, lua_touserdata(L, 1));
   if (o && o->kind == kind) {
     cg_ready(L, o);
-    return o;
+    return used(o);
   }
   o = cg_checkself_keep(L, kind);
   lua_pop(L, 1);

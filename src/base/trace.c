@@ -154,6 +154,7 @@ int cg_trace_begin_(lua_State *L, cg_ctx *ctx, CUstream s, const char *what,
                     const char *name) {
   cg_trace *t = ctx->root->trace;
   char at[80];
+  ctx->root->stream_clock++; /* its events go between kernels */
   where(L, at, sizeof at);
   int tok = -1;
   pop_open(t); /* the last call raised before its end */

@@ -192,6 +192,8 @@ typedef struct cg_rec {
   unsigned char dirty;  /* changed in the exec only: the graph follows on
                            demand (cg_graph_sync) */
   unsigned char hit;    /* g:rebind's scratch: uses one of the olds */
+  unsigned char programmatic; /* NK_KERNEL: launched programmatic (its
+                                 edge from the kernel before it) */
   int depth;            /* 0: a node of the top graph; n: in a body */
   int line;             /* of the Lua code that made it; 0: unknown */
   size_t src, label;    /* offsets in text + 1; 0: none */
@@ -247,6 +249,7 @@ typedef struct cg_launchnote {
   int streamidx;        /* ... of the stream object, and of the kernel */
   int kernelidx;
   unsigned grid[3], block[3], shared;
+  int programmatic;     /* made with a programmatic edge */
 } cg_launchnote;
 
 /* Notes the node that work just sent to s (a capture's stream) made. */

@@ -471,6 +471,7 @@ void cg_note_kernel(lua_State *L, cg_ctx *ctx, CUstream s,
   memcpy(e->block, k->block, sizeof e->block);
   e->shared = k->shared;
   e->nargs = k->nparams;
+  e->programmatic = (unsigned char)k->programmatic;
   e->arg0 = r->nobjs;
   e->word0 = r->nwords;
   if (nw) memcpy(r->words + r->nwords, k->argp[0], nw * 8);

@@ -286,6 +286,7 @@ static void allocs(lua_State *L, cg_graph *gr, int after, CUstream st) {
 
 void cg_graph_launch(lua_State *L, cg_graph *gr, CUstream st) {
   int t = -1;
+  gr->h.ctx->root->stream_clock++; /* the stream's last work: a graph */
   if (gr->h.ctx->root->trace) {
     char name[24];
     snprintf(name, sizeof name, "graph #%u", gr->id);
@@ -482,13 +483,16 @@ static int graph_update(lua_State *L) {
   }
   CUgraphExecUpdateResultInfo info;
   memset(&info, 0, sizeof info);
-  int semvals = count_semvals(recs);
+  int semvals = count_semvals(recs), edges = 0;
+  const char *api = NULL; /* the edges' check failed in this call */
   CUresult r = !gr->h.open ? CUDA_ERROR_INVALID_HANDLE
              : conds || semvals ? CUDA_ERROR_NOT_SUPPORTED
-             : cg_drv.cuGraphExecUpdate(gr->h.drv.exec, g, &info);
+             : cg_edges_changed(L, gr->g, gr->recs, g, recs, &edges, &api);
+  if (r == CUDA_SUCCESS && !edges)
+    r = cg_drv.cuGraphExecUpdate(gr->h.drv.exec, g, &info);
   if (r == CUDA_SUCCESS && gr->allocs != cg_recs_allocs(recs))
     r = CUDA_ERROR_NOT_SUPPORTED;
-  if (r != CUDA_SUCCESS) {
+  if (r != CUDA_SUCCESS || edges) {
     cg_recs_release(ctx, recs);
     cg_unpin_set(L, ctx, 6, gr->id, 0);
     if (gr->h.open) cg_stamp_set(L, ctx, 5, gr->id);
@@ -505,6 +509,11 @@ static int graph_update(lua_State *L) {
                         "semaphore nodes whose value is a cugraph.Scalar's, "
                         "which an update cannot keep: capture a new graph",
                         (int)gr->id);
+    if (api) cg_check(L, ctx, api, r);
+    if (edges)
+      return luaL_error(L, "the update of cugraph.Graph #%d changes its "
+                        "programmatic edges, which an update cannot change "
+                        "safely: capture a new graph", (int)gr->id);
     if (r == CUDA_ERROR_NOT_SUPPORTED)
       return luaL_error(L, "the update of cugraph.Graph #%d allocates memory "
                         "it does not free in another way than its capture: "

@@ -137,6 +137,13 @@ CUresult cg_rec_apply(cg_ctx *ctx, const cg_recs *r, const cg_rec *e,
                       CUgraphExec x, cg_obj *const *olds,
                       cg_obj *const *news, int np, const uint64_t *argw,
                       const char **api);
+/* Whether an update of a graph from driver graph a (records ra) to b (rb)
+   would change its programmatic edges, which the instantiated graph keeps
+   while its nodes take b's kernels, proven only for b's edges (*changed).
+   A driver call's failure is returned, its name in *api (else NULL). */
+CUresult cg_edges_changed(lua_State *L, CUgraph a, const cg_recs *ra,
+                          CUgraph b, const cg_recs *rb, int *changed,
+                          const char **api);
 /* Whether record e, or any record of r, uses object o. */
 int cg_rec_uses(const cg_recs *r, const cg_rec *e, const cg_obj *o);
 int cg_recs_use(const cg_recs *r, const cg_obj *o);

@@ -212,6 +212,10 @@ void cg_push_record(lua_State *L, const cg_recs *r, size_t i) {
   lua_setfield(L, -2, "depth");
   lua_pushboolean(L, e->enabled);
   lua_setfield(L, -2, "enabled");
+  if (e->programmatic) {
+    lua_pushboolean(L, 1);
+    lua_setfield(L, -2, "programmatic");
+  }
 }
 
 /* Pushes record i of gr as a table; map: pointers to objects. */

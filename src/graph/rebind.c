@@ -1,8 +1,10 @@
 /* Changing an instantiated graph in place through its capture's records:
    g:rebind swaps buffers and scalars in every node that uses them
    (cuGraphExec*NodeSetParams), without a new capture; the graph's own
-   nodes follow on demand (cg_graph_sync). */
+   nodes follow on demand (cg_graph_sync). And what g:update must keep:
+   the programmatic edges its instantiated graph has. */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include "graph/graph.h"
 
@@ -303,4 +305,72 @@ void rebind_open(lua_State *L) {
   lua_pushcclosure(L, graph_rebind, 1);
   lua_setfield(L, -2, "rebind");
   lua_pop(L, 2);
+}
+
+static int cmp_size(const void *a, const void *b) {
+  size_t x = *(const size_t *)a, y = *(const size_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* The programmatic edges of g as its nodes' positions (from * (n + 1) +
+   to), sorted, in a userdata pushed (*out, *k of them). */
+static CUresult programmatic_edges(lua_State *L, CUgraph g, size_t **out,
+                                   size_t *k, const char **api) {
+  size_t n = 0, ne = 0;
+  *api = "cuGraphGetNodes";
+  CUresult r = cg_drv.cuGraphGetNodes(g, NULL, &n);
+  if (r == CUDA_SUCCESS)
+    *api = "cuGraphGetEdges", r = cg_drv.cuGraphGetEdges(g, NULL, NULL, NULL,
+                                                          &ne);
+  CUgraphNode *v = lua_newuserdatauv(L, (n + 2 * ne + 1) * sizeof *v +
+                                     (ne + 1) * (sizeof(CUgraphEdgeData) +
+                                                 sizeof **out), 0);
+  CUgraphEdgeData *d = (CUgraphEdgeData *)(void *)(v + n + 2 * ne + 1);
+  *out = (size_t *)(void *)(d + ne + 1);
+  *k = 0;
+  if (r == CUDA_SUCCESS)
+    *api = "cuGraphGetNodes", r = cg_drv.cuGraphGetNodes(g, v, &n);
+  if (r == CUDA_SUCCESS && ne) /* the driver refuses arrays for no edges */
+    *api = "cuGraphGetEdges", r = cg_drv.cuGraphGetEdges(g, v + n, v + n + ne,
+                                                          d, &ne);
+  for (size_t i = 0; r == CUDA_SUCCESS && i < ne; i++) {
+    if (d[i].type != CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC) continue;
+    size_t from = 0, to = 0;
+    while (from < n && v[from] != v[n + i]) from++;
+    while (to < n && v[to] != v[n + ne + i]) to++;
+    (*out)[(*k)++] = from * (n + 1) + to;
+  }
+  qsort(*out, *k, sizeof **out, cmp_size);
+  return r;
+}
+
+CUresult cg_edges_changed(lua_State *L, CUgraph a, const cg_recs *ra,
+                          CUgraph b, const cg_recs *rb, int *changed,
+                          const char **api) {
+  /* the launches made programmatic, in the order the nodes were made (the
+     order an update pairs them in), then the driver's own edges */
+  size_t na = ra ? ra->n : 0, nb = rb ? rb->n : 0, i = 0, j = 0;
+  int any = 0;
+  *changed = 0;
+  *api = NULL;
+  for (;; i++, j++) {
+    while (i < na && ra->v[i].kind != NK_KERNEL) i++;
+    while (j < nb && rb->v[j].kind != NK_KERNEL) j++;
+    if (i == na || j == nb) break;
+    any |= ra->v[i].programmatic | rb->v[j].programmatic;
+    *changed |= ra->v[i].programmatic != rb->v[j].programmatic;
+  }
+  for (; i < na; i++) any |= ra->v[i].programmatic;
+  for (; j < nb; j++) any |= rb->v[j].programmatic;
+  if (!any || *changed) return CUDA_SUCCESS;
+  size_t *ea, *eb;
+  int pushed = 1;
+  CUresult r = programmatic_edges(L, a, &ea, &na, api);
+  if (r == CUDA_SUCCESS) r = programmatic_edges(L, b, &eb, &nb, api), pushed++;
+  if (r == CUDA_SUCCESS) {
+    *api = NULL;
+    *changed = na != nb || (na && memcmp(ea, eb, na * sizeof *ea));
+  }
+  lua_pop(L, pushed);
+  return r;
 }

@@ -22,7 +22,7 @@ static void add(dotbuf *d, const char *s) {
 }
 
 static void addf(dotbuf *d, const char *fmt, size_t a, size_t b) {
-  char line[80];
+  char line[128];
   snprintf(line, sizeof line, fmt, a, b);
   add(d, line);
 }
@@ -61,11 +61,13 @@ static void dotgraph(dotbuf *d, cg_graph *gr, CUgraph g, int pidx,
   size_t n = 0, ne = 0;
   CU(L, ctx, cuGraphGetNodes, g, NULL, &n);
   CU(L, ctx, cuGraphGetEdges, g, NULL, NULL, NULL, &ne);
-  CUgraphNode *v = lua_newuserdatauv(L, (n + 2 * ne + 1) * sizeof *v, 0);
+  CUgraphNode *v = lua_newuserdatauv(L, (n + 2 * ne + 1) * sizeof *v +
+                                     (ne + 1) * sizeof(CUgraphEdgeData), 0);
+  CUgraphEdgeData *ed = (CUgraphEdgeData *)(void *)(v + n + 2 * ne + 1);
   cg_check_open(L, &gr->h);
   CU(L, ctx, cuGraphGetNodes, g, v, &n);
   if (ne) /* the driver refuses arrays for no edges */
-    CU(L, ctx, cuGraphGetEdges, g, v + n, v + n + ne, NULL, &ne);
+    CU(L, ctx, cuGraphGetEdges, g, v + n, v + n + ne, ed, &ne);
   size_t base = *id;
   *id += n;
   cg_graph_resolve(L, gr);
@@ -130,8 +132,10 @@ static void dotgraph(dotbuf *d, cg_graph *gr, CUgraph g, int pidx,
       if (v[j] == v[n + i]) from = j;
       if (v[j] == v[n + ne + i]) to = j;
     }
-    if (from < n && to < n) addf(d, "  n%zu -> n%zu;\n", base + from,
-                                 base + to);
+    if (from < n && to < n)
+      addf(d, ed[i].type == CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC
+           ? "  n%zu -> n%zu [label=\"programmatic\", style=bold];\n"
+           : "  n%zu -> n%zu;\n", base + from, base + to);
   }
   lua_pop(L, 1); /* the node arrays */
 }

@@ -1,8 +1,19 @@
 /* Kernels' launch attributes (k:config: cooperative launches, thread
-   block clusters, priority, programmatic stream serialization), launched
-   through cuLaunchKernelEx, eagerly and under capture; and occupancy
+   block clusters, priority, programmatic launches), launched through
+   cuLaunchKernelEx, eagerly and under capture; and occupancy
    (k:occupancy, k:block_size). A kernel without attributes launches
-   through cuLaunchKernel (kernel.c), the hot path. */
+   through cuLaunchKernel (kernel.c), the hot path.
+
+   A programmatic edge lets a kernel start before the kernel before it
+   ends. It is made only between two kernels whose PTX proves it safe
+   (kernel/pdl.c): the consumer (asking with k:config{programmatic =
+   true}) waits before touching global memory, the producer triggers
+   after its last global write. Eagerly the producer is the kernel that
+   k:launch sent last to the stream, while nothing else has used it (the
+   stream's last kernel, types.h); in a capture it is the single kernel
+   node the stream's next work depends on, found among the capture's
+   records by its function. Otherwise the launch is made as any other. */
+#include <stdio.h>
 #include <string.h>
 #include "kernel/kernel.h"
 
@@ -46,19 +57,26 @@ bad:
              "integers from 1 to 64", k->name);
 }
 
+void cg_pdl_none(ptx_pdl *p) {
+  memset(p, 0, sizeof *p);
+  snprintf(p->consumer_why, sizeof p->consumer_why, "no PTX to check (a "
+           "cubin or fatbin module loaded without its PTX)");
+  memcpy(p->producer_why, p->consumer_why, sizeof p->consumer_why);
+}
+
 /* k:config(opts): the attributes of later launches, each checked against
    the device here; {} takes them all away. */
 int cg_kernel_config(lua_State *L) {
   static const char *const keys[] = { "cooperative", "cluster", "priority",
-                                      "serialize", NULL };
+                                      "programmatic", NULL };
   cg_kernel *k = cg_checkself(L, CG_KERNEL);
   luaL_checktype(L, 2, LUA_TTABLE);
   cg_check_options(L, 2, "k:config", keys);
   check_module(L, k);
   cg_ctx *ctx = k->h.ctx;
-  CUlaunchAttribute a[4];
+  CUlaunchAttribute a[3];
   unsigned n = 0, cluster[3] = { 0, 0, 0 };
-  int coop = 0;
+  int coop = 0, prog = 0;
   memset(a, 0, sizeof a);
   if (lua_getfield(L, 2, "cooperative") != LUA_TNIL) {
     luaL_argexpected(L, lua_isboolean(L, -1), 2, "opts.cooperative: a boolean");
@@ -92,20 +110,23 @@ int cg_kernel_config(lua_State *L) {
     a[n].id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
     a[n++].value.priority = (int)p;
   }
-  if (lua_getfield(L, 2, "serialize") != LUA_TNIL) {
-    luaL_argexpected(L, lua_isboolean(L, -1), 2, "opts.serialize: a boolean");
-    if (lua_toboolean(L, -1)) {
-      a[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-      a[n++].value.programmaticStreamSerializationAllowed = 1;
-    }
+  if (lua_getfield(L, 2, "programmatic") != LUA_TNIL) {
+    luaL_argexpected(L, lua_isboolean(L, -1), 2,
+                     "opts.programmatic: a boolean");
+    if ((prog = lua_toboolean(L, -1)) && !k->pdl.consumer)
+      return luaL_error(L, "%s: k:config{programmatic = true} refused: it "
+                        "cannot start before the kernel before it ends: %s",
+                        k->name, k->pdl.consumer_why);
   }
-  if (n) need(L, k, cg_drv.cuLaunchKernelEx != NULL, "cuLaunchKernelEx");
+  if (n || prog) need(L, k, cg_drv.cuLaunchKernelEx != NULL,
+                      "cuLaunchKernelEx");
   if (coop)
     need(L, k, cg_drv.cuOccupancyMaxActiveBlocksPerMultiprocessor != NULL,
          "occupancy queries");
   memcpy(k->attrs, a, sizeof a);
   k->nattrs = n;
   k->cooperative = (unsigned char)coop;
+  k->programmatic = (unsigned char)prog;
   memcpy(k->cluster, cluster, sizeof cluster);
   lua_settop(L, 1);
   return 1;
@@ -160,8 +181,72 @@ int cg_kernel_block_size(lua_State *L) {
   return 2;
 }
 
-void cg_launch_ex(lua_State *L, cg_kernel *k, CUstream s,
-                  const unsigned grid[3], const unsigned block[3]) {
+/* k:programmatic() -> {consumer =, producer =, consumer_why =,
+   producer_why =, launches =} */
+int cg_kernel_programmatic(lua_State *L) {
+  cg_kernel *k = cg_checkself(L, CG_KERNEL);
+  cg_pushpdl(L, &k->pdl);
+  lua_pushinteger(L, k->pdl_launches);
+  lua_setfield(L, -2, "launches");
+  return 1;
+}
+
+/* Raises: consumer k's launch after producer p, whose code is unsafe. */
+static int unsafe_pair(lua_State *L, const cg_kernel *k, const cg_kernel *p,
+                       const char *where) {
+  int at = where && *where;
+  return luaL_error(L, "%s: a programmatic launch after %s%s%s%s is "
+                    "refused: %s could still be writing what %s reads: %s",
+                    k->name, p->name, at ? " (recorded at " : "",
+                    at ? where : "", at ? ")" : "", p->name, k->name,
+                    p->pdl.producer_why);
+}
+
+/* The kernel node that the next work of capture stream s depends on,
+   alone, found among the capture's records by its function (a kernel of
+   this state); NULL when there is none or another dependency. */
+static cg_kernel *captured_producer(lua_State *L, cg_ctx *ctx, CUstream s) {
+  CUstreamCaptureStatus st;
+  const CUgraphNode *deps = NULL;
+  size_t nd = 0;
+  if (!cg_drv.cuStreamGetCaptureInfo) return NULL;
+  CU(L, ctx, cuStreamGetCaptureInfo, s, &st, NULL, NULL, &deps, NULL, &nd);
+  if (st != CU_STREAM_CAPTURE_STATUS_ACTIVE || nd != 1) return NULL;
+  CUgraphNode node = deps[0];
+  CUgraphNodeType t;
+  CU(L, ctx, cuGraphNodeGetType, node, &t);
+  if (t != CU_GRAPH_NODE_TYPE_KERNEL) return NULL;
+  CUDA_KERNEL_NODE_PARAMS kp;
+  CU(L, ctx, cuGraphKernelNodeGetParams, node, &kp);
+  const cg_recs *r = ctx->capture->top->recs;
+  for (size_t i = r ? r->n : 0; i-- > 0;)
+    if (r->v[i].kind == NK_KERNEL && r->v[i].f == kp.func)
+      return (cg_kernel *)r->v[i].kernel;
+  return NULL;
+}
+
+/* The producer of k's launch on s when it is made programmatic: k asks
+   for it (its code a consumer, k:config and m:reload saw to it) and the
+   work before it is a kernel whose code is a producer; raising when it is
+   a kernel whose code is not. NULL: an ordinary launch. */
+static cg_kernel *producer(lua_State *L, cg_kernel *k, cg_stream *s,
+                           const char *where) {
+  cg_ctx *ctx = k->h.ctx;
+  cg_kernel *p = NULL;
+  if (!k->programmatic) return NULL;
+  if (ctx->capture)
+    p = captured_producer(L, ctx, s->h.drv.stream);
+  else if (s->last && s->clock == ctx->root->stream_clock && s->h.owned &&
+           !s->lent)
+    p = s->last;
+  if (p && !p->pdl.producer) unsafe_pair(L, k, p, where);
+  return p;
+}
+
+int cg_launch_ex(lua_State *L, cg_kernel *k, cg_stream *st,
+                 const unsigned grid[3], const unsigned block[3],
+                 const char *where) {
+  CUstream s = st->h.drv.stream;
   if (k->cluster[0])
     for (int i = 0; i < 3; i++)
       if (grid[i] % k->cluster[i])
@@ -188,7 +273,22 @@ void cg_launch_ex(lua_State *L, cg_kernel *k, CUstream s,
   c.blockDimZ = block[2];
   c.sharedMemBytes = k->shared;
   c.hStream = s;
-  c.attrs = k->attrs;
+  CUlaunchAttribute a[4];
+  memcpy(a, k->attrs, sizeof k->attrs);
+  c.attrs = a;
   c.numAttrs = k->nattrs;
+  cg_kernel *p = producer(L, k, st, where);
+  if (p) {
+    memset(&a[c.numAttrs], 0, sizeof a[0]);
+    a[c.numAttrs].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    a[c.numAttrs++].value.programmaticStreamSerializationAllowed = 1;
+  }
   CU(L, k->h.ctx, cuLaunchKernelEx, &c, k->f, k->argp, NULL);
+  if (!p) return 0;
+  k->pdl_launches++;
+  if (k->h.ctx->capture) { /* m:reload keeps their code safe for the edge */
+    k->pdl_graphs |= CG_PDL_CONSUMER;
+    p->pdl_graphs |= CG_PDL_PRODUCER;
+  }
+  return 1;
 }

@@ -43,7 +43,8 @@ static void crosscheck(lua_State *L, cg_kernel *k) {
 }
 
 cg_kernel *cg_kernel_new(lua_State *L, cg_module *m, const char *entry,
-                         const char *label, const cg_param *ps, int n) {
+                         const char *label, const cg_param *ps, int n,
+                         const ptx_pdl *pdl) {
   size_t slots = 0;
   for (int i = 0; i < n; i++) slots += (ps[i].size + 7) / 8;
   size_t size = sizeof(cg_kernel) + (size_t)n * sizeof(cg_param);
@@ -57,6 +58,8 @@ cg_kernel *cg_kernel_new(lua_State *L, cg_module *m, const char *entry,
   snprintf(k->entry, sizeof k->entry, "%s", entry);
   k->params = (cg_param *)(k + 1);
   memcpy(k->params, ps, (size_t)n * sizeof *ps);
+  if (pdl) k->pdl = *pdl;
+  else cg_pdl_none(&k->pdl);
   k->argp = (void **)((char *)k + size);
   k->seen = (cg_obj **)(k->argp + n);
   uint64_t *slot = (uint64_t *)(k->seen + n);
@@ -78,8 +81,14 @@ cg_kernel *cg_kernel_new(lua_State *L, cg_module *m, const char *entry,
   return k;
 }
 
-static int kernel_free(lua_State *L) { return cg_close(L, CG_KERNEL, 0); }
-static int kernel_gc(lua_State *L) { return cg_close(L, CG_KERNEL, 1); }
+/* A stream's last kernel (types.h) may be this one: it is known no more. */
+static int kernel_close(lua_State *L, int collected) {
+  cg_kernel *k = cg_toobj(L, 1, CG_KERNEL);
+  k->h.ctx->root->stream_clock++;
+  return cg_close(L, CG_KERNEL, collected);
+}
+static int kernel_free(lua_State *L) { return kernel_close(L, 0); }
+static int kernel_gc(lua_State *L) { return kernel_close(L, 1); }
 
 /* Raises "saxpy: argument 3 (f32): msg". */
 static int argerror(lua_State *L, cg_kernel *k, int arg, const char *msg) {
@@ -264,16 +273,16 @@ static inline int dim(lua_State *L, int idx, int lim, unsigned out[3]) {
 static _Thread_local const void *self_seen;
 static _Thread_local unsigned self_epoch;
 
-/* Records the launch just made on the capture stream s: the kernel, the
-   stream and the arguments at kidx, kidx + 1 and kidx + 4 on, each slot's
-   object in seen. */
+/* Records the launch just made on the capture stream s (programmatic or
+   not): the kernel, the stream and the arguments at kidx, kidx + 1 and
+   kidx + 4 on, each slot's object in seen. */
 static void note(lua_State *L, cg_kernel *k, CUstream s,
                  const unsigned grid[3], const unsigned block[3], int kidx,
-                 cg_obj **seen) {
+                 cg_obj **seen, int prog) {
   cg_launchnote n = { &k->h, k->f, k->nparams, k->params, k->argp,
                       k->nwords, seen, kidx + 4, kidx + 1, kidx,
                       {grid[0], grid[1], grid[2]},
-                      {block[0], block[1], block[2]}, k->shared };
+                      {block[0], block[1], block[2]}, k->shared, prog };
   cg_note_kernel(L, k->h.ctx, s, &n);
 }
 
@@ -384,15 +393,21 @@ static int kernel_launch(lua_State *L) {
     setarg(L, k, i + 1, idx, s->h.drv.stream); /* every other case, and the errors */
   }
   if (recording) { /* noted, not sent */
-    note(L, k, s->h.drv.stream, grid, block, 1, k->seen);
+    note(L, k, s->h.drv.stream, grid, block, 1, k->seen, 0);
     return 0;
   }
-  int t = cg_trace_begin(L, ctx, s->h.drv.stream, "kernel", k->name);
-  if (k->nattrs) cg_launch_ex(L, k, s->h.drv.stream, grid, block);
+  int t = cg_trace_begin(L, ctx, s->h.drv.stream, "kernel", k->name), prog = 0;
+  if (k->nattrs || k->programmatic)
+    prog = cg_launch_ex(L, k, s, grid, block, NULL);
   else CU(L, ctx, cuLaunchKernel, k->f, grid[0], grid[1], grid[2], block[0],
           block[1], block[2], k->shared, s->h.drv.stream, k->argp, NULL);
   cg_trace_end(L, ctx, t);
-  if (ctx->capture) note(L, k, s->h.drv.stream, grid, block, 1, k->seen);
+  if (ctx->capture) {
+    note(L, k, s->h.drv.stream, grid, block, 1, k->seen, prog);
+  } else { /* the stream's last work, for a programmatic launch after it */
+    s->last = k;
+    s->clock = ctx->root->stream_clock;
+  }
   return 0;
 }
 
@@ -416,11 +431,16 @@ void cg_kernel_replay(lua_State *L, const cg_recs *r, const cg_rec *e,
   if (k->nwords) memcpy(k->argp[0], r->words + e->word0, k->nwords * 8);
   unsigned shared = k->shared;
   k->shared = e->shared;
-  if (k->nattrs) cg_launch_ex(L, k, s->h.drv.stream, e->grid, e->block);
-  else CU(L, ctx, cuLaunchKernel, k->f, e->grid[0], e->grid[1], e->grid[2],
+  int prog = 0;
+  if (k->nattrs || k->programmatic) {
+    char where[160] = "";
+    if (e->src) snprintf(where, sizeof where, "%s:%d", cg_recs_text(r, e->src),
+                         e->line);
+    prog = cg_launch_ex(L, k, s, e->grid, e->block, where);
+  } else CU(L, ctx, cuLaunchKernel, k->f, e->grid[0], e->grid[1], e->grid[2],
           e->block[0], e->block[1], e->block[2], e->shared, s->h.drv.stream,
           k->argp, NULL);
-  note(L, k, s->h.drv.stream, e->grid, e->block, kidx, objs);
+  note(L, k, s->h.drv.stream, e->grid, e->block, kidx, objs, prog);
   k->shared = shared;
 }
 
@@ -506,6 +526,7 @@ void kernel_open(lua_State *L) {
     {"launch", kernel_launch}, {"name", kernel_name},
     {"signature", kernel_signature}, {"params", kernel_params},
     {"shared", kernel_shared}, {"config", cg_kernel_config},
+    {"programmatic", cg_kernel_programmatic},
     {"occupancy", cg_kernel_occupancy}, {"block_size", cg_kernel_block_size},
     {"free", kernel_free}, {"close", kernel_free},
     {NULL, NULL}

@@ -37,12 +37,21 @@ typedef struct cg_kernel {
   cg_param *params;     /* the rest of the userdata: params, then argp, */
   void **argp;          /* then seen, then one 8-aligned slot per argument */
   /* k:config: launch attributes of later launches (cuLaunchKernelEx);
-     none: cuLaunchKernel */
-  CUlaunchAttribute attrs[4];
+     none, and not programmatic: cuLaunchKernel */
+  CUlaunchAttribute attrs[3];
   unsigned nattrs;
   unsigned char cooperative;
+  unsigned char programmatic; /* its launches take programmatic edges from
+                                 the kernel before them, where safe */
+  unsigned char pdl_graphs;   /* CG_PDL_*: a graph was captured with such
+                                 an edge into it, or out of it (m:reload
+                                 keeps its code safe for them) */
   unsigned cluster[3];  /* 0: none */
+  unsigned pdl_launches; /* launches made programmatic */
+  ptx_pdl pdl;          /* what its code allows, from its module's PTX */
 } cg_kernel;
+
+enum { CG_PDL_CONSUMER = 1, CG_PDL_PRODUCER = 2 };
 
 /* A recording's kernel launch e (of records r) made again under the
    capture in progress: the kernel, its stream, two values (for grid and
@@ -51,18 +60,30 @@ typedef struct cg_kernel {
 void cg_kernel_replay(lua_State *L, const cg_recs *r, const cg_rec *e,
                       int kidx);
 /* A kernel of `module` at 1 for entry `entry` with parameters ps[n],
-   labelled `label` in messages: pushed. */
+   labelled `label` in messages, its code judged pdl (NULL: no PTX):
+   pushed. */
 cg_kernel *cg_kernel_new(lua_State *L, cg_module *m, const char *entry,
-                         const char *label, const cg_param *ps, int n);
+                         const char *label, const cg_param *ps, int n,
+                         const ptx_pdl *pdl);
+/* What a kernel without PTX (a cubin or fatbin module) allows: nothing. */
+void cg_pdl_none(ptx_pdl *p);
+/* {consumer =, producer =, consumer_why =, producer_why =}, pushed. */
+void cg_pushpdl(lua_State *L, const ptx_pdl *p);
 /* -- launch attributes and occupancy (config.c) --------------------------- */
 
 int cg_kernel_config(lua_State *L);     /* k:config(opts) */
+int cg_kernel_programmatic(lua_State *L); /* k:programmatic() */
 int cg_kernel_occupancy(lua_State *L);  /* k:occupancy(block [, shared]) */
 int cg_kernel_block_size(lua_State *L); /* k:block_size([shared]) */
-/* Launches k with its attributes, checked first (cooperative: the grid
-   resident at once; clusters: the grid a whole number of them). */
-void cg_launch_ex(lua_State *L, cg_kernel *k, CUstream s,
-                  const unsigned grid[3], const unsigned block[3]);
+/* Launches k on stream s with its attributes, checked first (cooperative:
+   the grid resident at once; clusters: the grid a whole number of them),
+   and programmatic when k asks for it and the edge from the work before
+   it is proven safe (raising when that work is a kernel whose code is
+   not): then 1 is returned. where: the Lua line a recording noted the
+   launch at, or NULL. */
+int cg_launch_ex(lua_State *L, cg_kernel *k, cg_stream *s,
+                 const unsigned grid[3], const unsigned block[3],
+                 const char *where);
 
 /* The values at idx.. into the slots of the kernel at kidx, checked as a
    launch checks them (count, types, ranges); no pin, no scalar flush. */

@@ -42,7 +42,24 @@ void cg_pushsignature(lua_State *L, const char *name, const cg_param *ps,
   luaL_pushresult(&b);
 }
 
-/* cuda.entries(ptx) -> { {name=, base=, typed=, params={...}}, ... } */
+void cg_pushpdl(lua_State *L, const ptx_pdl *p) {
+  lua_createtable(L, 0, 4);
+  lua_pushboolean(L, p->consumer);
+  lua_setfield(L, -2, "consumer");
+  lua_pushboolean(L, p->producer);
+  lua_setfield(L, -2, "producer");
+  if (!p->consumer) {
+    lua_pushstring(L, p->consumer_why);
+    lua_setfield(L, -2, "consumer_why");
+  }
+  if (!p->producer) {
+    lua_pushstring(L, p->producer_why);
+    lua_setfield(L, -2, "producer_why");
+  }
+}
+
+/* cuda.entries(ptx) -> { {name=, base=, typed=, params={...},
+   programmatic={...}}, ... } */
 static int entries(lua_State *L) {
   size_t len;
   const char *src = luaL_checklstring(L, 1, &len);
@@ -50,9 +67,10 @@ static int entries(lua_State *L) {
   int n;
   ptx_entry *e = ptx_parse(src, len, &n, err, sizeof err);
   if (!e) return luaL_error(L, "%s", err);
+  ptx_pdl_scan(src, len, e, n);
   lua_createtable(L, n, 0);
   for (int i = 0; i < n; i++) {
-    lua_createtable(L, 0, 4);
+    lua_createtable(L, 0, 5);
     lua_pushstring(L, e[i].name);
     lua_setfield(L, -2, "name");
     lua_pushstring(L, e[i].base);
@@ -65,6 +83,8 @@ static int entries(lua_State *L) {
       lua_rawseti(L, -2, j + 1);
     }
     lua_setfield(L, -2, "params");
+    cg_pushpdl(L, &e[i].pdl);
+    lua_setfield(L, -2, "programmatic");
     lua_rawseti(L, -2, i + 1);
   }
   free(e);
@@ -195,6 +215,7 @@ int cg_module_new(lua_State *L) {
                         name);
     ptx_entry *parsed = ptx_parse(text, len, &n, err, sizeof err);
     if (!parsed) return luaL_error(L, "%s: %s", name, err);
+    ptx_pdl_scan(text, len, parsed, n);
     ptx_global *gs = ptx_globals(text, len, &ng, err, sizeof err);
     if (!gs) {
       free(parsed);
@@ -325,12 +346,14 @@ static int module_kernel(lua_State *L) {
                           sizeof err);
     if (n < 0) return luaL_argerror(L, 3, err);
     const char *entry = name;
+    const ptx_pdl *pdl = NULL;
     if (m->entries) {
       const ptx_entry *e = find(L, m, name);
       ptxcheck(L, name, e, ps, n);
       entry = e->name;
+      pdl = &e->pdl;
     }
-    cg_kernel_new(L, m, entry, name, ps, n);
+    cg_kernel_new(L, m, entry, name, ps, n, pdl);
     return 1;
   }
   if (!m->entries)
@@ -344,7 +367,7 @@ static int module_kernel(lua_State *L) {
   const ptx_entry *e = find(L, m, name);
   if (lua_getfield(L, 3, e->name) == LUA_TNIL ||
       !((cg_obj *)lua_touserdata(L, -1))->open) {
-    cg_kernel_new(L, m, e->name, label(e), e->params, e->nparams);
+    cg_kernel_new(L, m, e->name, label(e), e->params, e->nparams, &e->pdl);
     lua_pushvalue(L, -1);
     lua_setfield(L, 3, e->name);
   }
@@ -469,12 +492,35 @@ static int same_params(const cg_param *a, int na, const cg_param *b, int nb) {
   return 1;
 }
 
-/* The plan of a reload: the kernels that switch, and their swaps. */
+/* The plan of a reload: the kernels that switch, their swaps, and what
+   the new code allows of programmatic edges (NULL: no PTX). */
 typedef struct plan {
   int n;
   cg_swap *sw;
   cg_kernel **ks;
+  const ptx_pdl **pdl;
 } plan;
+
+/* Refuses new code (judged p) for kernel k when it breaks a programmatic
+   edge that k takes (k:config) or that a graph captured with it has had
+   (whether that graph is still live is not tracked). */
+static void keep_edges(lua_State *L, const char *name, const cg_kernel *k,
+                       const ptx_pdl *p) {
+  ptx_pdl none;
+  if (!p) cg_pdl_none(&none), p = &none;
+  const char *why = NULL, *what = NULL;
+  if ((k->programmatic || (k->pdl_graphs & CG_PDL_CONSUMER)) && !p->consumer)
+    why = p->consumer_why, what = k->programmatic ? "has k:config{"
+          "programmatic = true}" : "had a programmatic edge into it in a graph";
+  else if ((k->pdl_graphs & CG_PDL_PRODUCER) && !p->producer)
+    why = p->producer_why,
+    what = "had a programmatic edge out of it in a graph";
+  if (why)
+    luaL_error(L, "%s: reload: kernel %s %s, and the new code %s: %s; the old "
+               "code stays", name, k->name, what,
+               p == &none ? "has no PTX to check" : "would make it unsafe",
+               why);
+}
 
 int cg_reload_plan(lua_State *L, int midx, int iidx, int nidx, cg_swap **sw) {
   cg_module *m = cg_checkobj(L, midx, CG_MODULE);
@@ -499,11 +545,12 @@ int cg_reload_plan(lua_State *L, int midx, int iidx, int nidx, cg_swap **sw) {
     if (k) n++, nparams += k->nparams;
   }
   plan *p = lua_newuserdatauv(L, sizeof *p + (size_t)n * (sizeof *p->sw +
-                              sizeof *p->ks) + (size_t)nparams *
-                              sizeof(unsigned), 0);
+                              sizeof *p->ks + sizeof *p->pdl) +
+                              (size_t)nparams * sizeof(unsigned), 0);
   p->sw = (cg_swap *)(p + 1);
   p->ks = (cg_kernel **)(p->sw + n);
-  unsigned *size = (unsigned *)(p->ks + n);
+  p->pdl = (const ptx_pdl **)(p->ks + n);
+  unsigned *size = (unsigned *)(p->pdl + n);
   p->n = 0;
   lua_pushnil(L);
   while (lua_next(L, kidx)) {
@@ -511,6 +558,7 @@ int cg_reload_plan(lua_State *L, int midx, int iidx, int nidx, cg_swap **sw) {
     cg_kernel *k = cg_testobj(L, -1, CG_KERNEL);
     if (!k || p->n == n) continue;
     const char *entry = k->name;
+    const ptx_pdl *pdl = NULL;
     if (nm->entries) {
       const ptx_entry *e = lookup(nm, k->name);
       if (!e)
@@ -524,7 +572,9 @@ int cg_reload_plan(lua_State *L, int midx, int iidx, int nidx, cg_swap **sw) {
                    lua_tostring(L, -2), lua_tostring(L, -1));
       }
       entry = e->name;
+      pdl = &e->pdl;
     }
+    keep_edges(L, name, k, pdl);
     cg_swap *s = &p->sw[p->n];
     CU(L, ctx, cuModuleGetFunction, &s->to, nm->h.drv.module, entry);
     if ((int)k->shared > ctx->max_shared)
@@ -534,6 +584,7 @@ int cg_reload_plan(lua_State *L, int midx, int iidx, int nidx, cg_swap **sw) {
     s->nparams = k->nparams;
     s->size = size;
     for (int j = 0; j < k->nparams; j++) *size++ = k->params[j].size;
+    p->pdl[p->n] = pdl;
     p->ks[p->n++] = k;
   }
   lua_remove(L, kidx); /* the plan stays, above the new module */
@@ -545,7 +596,12 @@ int cg_reload_plan(lua_State *L, int midx, int iidx, int nidx, cg_swap **sw) {
 void cg_reload_commit(lua_State *L, int midx, int nmidx, int planidx) {
   cg_module *m = lua_touserdata(L, midx), *nm = lua_touserdata(L, nmidx);
   plan *p = lua_touserdata(L, planidx);
-  for (int j = 0; j < p->n; j++) p->ks[j]->f = p->sw[j].to;
+  for (int j = 0; j < p->n; j++) {
+    p->ks[j]->f = p->sw[j].to;
+    if (p->pdl[j]) p->ks[j]->pdl = *p->pdl[j];
+    else cg_pdl_none(&p->ks[j]->pdl);
+  }
+  m->h.ctx->root->stream_clock++; /* a stream's last kernel: other code */
   CUmodule old = m->h.drv.module;
   ptx_entry *entries = m->entries;
   int nentries = m->nentries;

@@ -1,11 +1,25 @@
 /* Kernel signatures: PTX .entry parameters (ptx.c) and Itanium-mangled C++
-   names (demangle.c); module variables (ptx.c); signature strings:
+   names (demangle.c); module variables (ptx.c); what an entry's code
+   allows of programmatic dependent launch (pdl.c); signature strings:
    base/ctype.h. Pure C, no CUDA and no Lua, so it can be fuzzed alone. */
 #ifndef CUGRAPH_PTX_H
 #define CUGRAPH_PTX_H
 
 #include <stddef.h>
 #include "base/ctype.h"
+
+/* Whether an entry's code may take either side of a programmatic edge
+   (pdl.c has the rules): as its consumer, it waits (griddepcontrol.wait)
+   on every path before anything that may touch global memory and before
+   it ends; as its producer, no global write can follow its block's first
+   griddepcontrol.launch_dependents. Each why names the instruction that
+   breaks the rule, its PTX line and its source line (.loc), or why the
+   body could not be read; "" where the rule holds. */
+typedef struct ptx_pdl {
+  unsigned char read;     /* the body was found and read */
+  unsigned char consumer, producer;
+  char consumer_why[320], producer_why[400];
+} ptx_pdl;
 
 typedef struct ptx_entry {
   char name[256];         /* entry name as written in the PTX */
@@ -15,6 +29,7 @@ typedef struct ptx_entry {
   int typed;              /* 1: C types from the mangled name; 0: PTX only */
   int nparams;
   cg_param params[CG_MAX_PARAMS];
+  ptx_pdl pdl;            /* from ptx_pdl_scan; zero from ptx_parse */
 } ptx_entry;
 
 /* Parses every .entry of a PTX text (len bytes, need not be NUL-terminated).
@@ -22,6 +37,11 @@ typedef struct ptx_entry {
    a message in err: not PTX, truncated, malformed, too many parameters. */
 ptx_entry *ptx_parse(const char *src, size_t len, int *n, char *err,
                      size_t errlen);
+
+/* Fills e[i].pdl for the n entries ptx_parse found in the same text (len
+   bytes): reads each .entry body once. Never fails: an entry whose body
+   cannot be read (or memory runs out) holds neither side, and says why. */
+void ptx_pdl_scan(const char *src, size_t len, ptx_entry *e, int n);
 
 /* A module variable in global or constant memory (`.global`/`.const` at
    module scope), for m:global. */

@@ -11,6 +11,7 @@ static cg_scalar *check(lua_State *L) { return cg_checkobj(L, 1, CG_SCALAR); }
 void cg_scalar_flush(lua_State *L, cg_scalar *sc, CUstream s) {
   if (!sc->pending) return;
   const char *api;
+  sc->h.ctx->root->stream_clock++; /* a copy on s */
   CUresult r = cg_memset_value(sc->h.drv.mem, sc->bits,
                                cg_type_size[sc->type], s, &api);
   cg_check(L, sc->h.ctx, api, r);

@@ -148,10 +148,12 @@ CUstream cg_optstream(lua_State *L, int idx, cg_ctx *ctx) {
   return s->h.drv.stream;
 }
 
-/* s:handle(): the CUstream as an integer, for foreign code */
+/* s:handle(): the CUstream as an integer, for foreign code (which may
+   send work to it unseen: the stream's last kernel is never known again) */
 static int stream_handle(lua_State *L) {
-  lua_pushinteger(L, (lua_Integer)(intptr_t)
-                  ((cg_stream *)cg_checkself(L, CG_STREAM))->h.drv.stream);
+  cg_stream *s = cg_checkself(L, CG_STREAM);
+  s->lent = 1;
+  lua_pushinteger(L, (lua_Integer)(intptr_t)s->h.drv.stream);
   return 1;
 }
 

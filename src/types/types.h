@@ -11,6 +11,14 @@ typedef struct cg_stream {
   cg_obj h;
   CUevent join;         /* private event for s2:wait(s1), made on demand */
   int priority;         /* as made (0: the default, the lowest) */
+  /* The kernel (a cg_kernel) that k:launch sent last, eagerly: the
+     stream's last work while the root's stream_clock stands at clock
+     (any other use of a stream object, a kernel's close and a reload
+     advance it). lent: its handle went to foreign code (s:handle(),
+     cugraph_checkstream), which may send work the runtime never sees. */
+  void *last;
+  unsigned clock;
+  unsigned char lent;
 } cg_stream;
 
 /* cugraph.Event: h.drv.event. */

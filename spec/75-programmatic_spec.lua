@@ -1,0 +1,597 @@
+-- Programmatic dependent launch, decided from the PTX: every entry's code
+-- judged as a consumer (griddepcontrol.wait before any global access and
+-- before its end, on every path) and as a producer (no global write after
+-- its block's griddepcontrol.launch_dependents), with the instruction
+-- that breaks each rule (cuda.entries and k:programmatic, on every
+-- platform); k:config{programmatic = true} refused on a kernel that is no
+-- consumer; eager and captured launches made programmatic only right after
+-- a producer, refused after a kernel that is none, with the Lua line and
+-- the access; m:reload keeping the edges safe.
+local H = require "support.helper"
+local cuda = H.cuda
+
+local THIS = debug.getinfo(1, "S").short_src
+-- This file as a pattern: NVRTC names it by its absolute path
+local FILE = ".-" .. THIS:match("[^/]*$"):gsub("%p", "%%%0")
+
+-- The line of text (this file when nil) that holds marker (once).
+local function line_of(marker, text)
+  local n = 0
+  for l in text and (text .. "\n"):gmatch("([^\n]*)\n") or io.lines(THIS) do
+    n = n + 1
+    if l:find(marker, 1, true) then return n end
+  end
+  error("no line holds " .. marker)
+end
+
+-- The verdicts of every entry of a CUDA C text written in this file
+-- (cuda.ptx maps its lines to this file's with lineinfo), by name.
+local function judge(src)
+  local out = {}
+  for _, e in ipairs(cuda.entries(cuda.ptx(src, { arch = "sm_90", lineinfo = true }))) do
+    out[e.name] = e.programmatic
+  end
+  return out
+end
+
+-- The same for a PTX text, and the text.
+local function judge_ptx(body)
+  local ptx = ".version 8.0\n.target sm_90\n.address_size 64\n" .. body
+  local out = {}
+  for _, e in ipairs(cuda.entries(ptx)) do out[e.name] = e.programmatic end
+  return out, ptx
+end
+
+local KERNELS = [[
+#define WAIT() asm volatile("griddepcontrol.wait;" ::: "memory")
+#define TRIGGER() asm volatile("griddepcontrol.launch_dependents;" ::: "memory")
+extern "C" {
+__global__ void safe(const float *x, float *y, float a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  WAIT();
+  if (i < n) y[i] = a * x[i];
+  __syncthreads();
+  TRIGGER();
+}
+__global__ void prologue(const float *x, float *y, float a, int n) {
+  __shared__ float s[32];
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  s[threadIdx.x % 32] = 2 * a;       // parameters and shared memory: no wait
+  WAIT();
+  if (i < n) y[i] = s[threadIdx.x % 32] * x[i];
+}
+__global__ void read_early(const float *x, float *y, float a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  float v = i < n ? x[i] : 0;        // READ BEFORE WAIT
+  WAIT();
+  if (i < n) y[i] = a * v;
+}
+__global__ void write_early(const float *x, float *y, float a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a;               // WRITE BEFORE WAIT
+  WAIT();
+}
+__global__ void one_path(const float *x, float *y, float a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  float v = 0;
+  if (n > 100) v = x[n - 1];         // ONE PATH READS EARLY
+  WAIT();
+  if (i < n) y[i] = v;
+}
+__global__ void early_return(const float *x, float *y, float a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  WAIT();
+  y[i] = a * x[i];
+}
+__global__ void loop_late(const float *x, float *y, float a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  float s = 0;
+  for (int k = 0; k < n; k++) {
+    s += x[k];                       // READ IN LOOP
+    WAIT();
+  }
+  WAIT();
+  if (i < n) y[i] = s;
+}
+__global__ void loop_after(const float *x, float *y, float a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  WAIT();
+  float s = 0;
+  for (int k = 0; k < n; k++) s += x[k];
+  if (i < n) y[i] = s;
+}
+__global__ void late_write(const float *x, float *y, float a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  WAIT();
+  TRIGGER();
+  if (i < n) y[i] = a * x[i];        // WRITE AFTER TRIGGER
+}
+__global__ void no_barrier(const float *x, float *y, float a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  WAIT();
+  if (i < n) y[i] = a * x[i];        // WRITE WITHOUT BARRIER
+  TRIGGER();
+}
+__global__ void loop_trigger(const float *x, float *y, float a, int n) {
+  WAIT();
+  for (int k = 0; k < n; k++) {
+    y[k] = a;                        // WRITE IN TRIGGER LOOP
+    __syncthreads();
+    TRIGGER();
+  }
+}
+__global__ void branch_trigger(const float *x, float *y, float a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  WAIT();
+  if (threadIdx.x == 0) TRIGGER();
+  else if (i < n) y[i] = a;          // WRITE BESIDE TRIGGER
+}
+__global__ void no_trigger(const float *x, float *y, float a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  WAIT();
+  if (i < n) y[i] = a * x[i];
+}
+__global__ void empty() {}
+__global__ void atomic_early(int *c) {
+  atomicAdd(c, 1);                   // ATOMIC BEFORE WAIT
+  WAIT();
+}
+}
+]]
+
+describe("the PTX of each kernel, judged", function()
+  local v
+  setup(function() v = judge(KERNELS) end)
+
+  it("takes a wait before every global access and a trigger after a block's last write as both sides", function()
+    for _, name in ipairs { "safe", "prologue", "loop_after" } do
+      assert.is_true(v[name].consumer, name .. ": " .. tostring(v[name].consumer_why))
+      assert.is_nil(v[name].consumer_why)
+    end
+    assert.same({ consumer = true, producer = true }, v.safe)
+    assert.is_true(v.no_trigger.producer) -- its dependents start at its end
+  end)
+
+  it("names the read, the write or the atomic before the wait, with its PTX and source lines", function()
+    local function check(name, marker, what)
+      local why = v[name].consumer_why
+      assert.is_false(v[name].consumer)
+      assert.matches("%(PTX line %d+, " .. FILE .. ":" .. line_of(marker) .. "%) may "
+                     .. what .. " global memory before griddepcontrol%.wait$", why)
+    end
+    check("read_early", "READ BEFORE WAIT", "read")
+    assert.matches("^ld%.global", v.read_early.consumer_why)
+    check("write_early", "WRITE BEFORE WAIT", "write")
+    assert.matches("^st%.global", v.write_early.consumer_why)
+    check("atomic_early", "ATOMIC BEFORE WAIT", "write")
+    assert.matches("^atom%.global", v.atomic_early.consumer_why)
+  end)
+
+  it("follows branches and loops: one path that reads early, a loop that waits after its first read", function()
+    assert.is_false(v.one_path.consumer)
+    assert.matches(":" .. line_of("ONE PATH READS EARLY") .. "%) may read", v.one_path.consumer_why)
+    assert.is_false(v.loop_late.consumer)
+    assert.matches(":" .. line_of("READ IN LOOP") .. "%) may read", v.loop_late.consumer_why)
+  end)
+
+  it("wants the wait before the end on every path: an early return, or no wait at all", function()
+    assert.is_false(v.early_return.consumer)
+    assert.matches("^ret .* can end the thread before griddepcontrol%.wait: its grid would complete "
+                   .. "before its producer$", v.early_return.consumer_why)
+    assert.is_false(v.empty.consumer)
+    assert.matches("before griddepcontrol%.wait %(it has none%)", v.empty.consumer_why)
+    assert.is_true(v.empty.producer)
+  end)
+
+  it("names a write after the trigger, in its thread or in another of the block", function()
+    assert.is_true(v.late_write.consumer)
+    assert.is_false(v.late_write.producer)
+    assert.matches("^st%.global.*:" .. line_of("WRITE AFTER TRIGGER")
+                   .. "%) may write global memory after griddepcontrol%.launch_dependents %(PTX line %d+%)$",
+                   v.late_write.producer_why)
+    assert.is_false(v.no_barrier.producer)
+    assert.matches(":" .. line_of("WRITE WITHOUT BARRIER") .. "%) may write global memory after another "
+                   .. "thread of its block ran griddepcontrol%.launch_dependents %(PTX line %d+%): no "
+                   .. "bar%.sync of the whole block comes between$", v.no_barrier.producer_why)
+    assert.is_false(v.loop_trigger.producer)
+    assert.matches(":" .. line_of("WRITE IN TRIGGER LOOP") .. "%) may write", v.loop_trigger.producer_why)
+    assert.is_false(v.branch_trigger.producer)
+    assert.matches(":" .. line_of("WRITE BESIDE TRIGGER") .. "%) may write", v.branch_trigger.producer_why)
+  end)
+end)
+
+describe("the PTX rules on hand-written PTX", function()
+  it("count guarded waits as none, and brx.idx as a jump to any label", function()
+    local v, ptx = judge_ptx [[
+.visible .entry guarded(.param .u64 p, .param .u32 c)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<3>;
+  .reg .b64 %rd<3>;
+  ld.param.u64 %rd1, [p];
+  ld.param.u32 %r1, [c];
+  setp.ne.s32 %p1, %r1, 0;
+  @%p1 griddepcontrol.wait;
+  ld.global.u32 %r2, [%rd1];
+  griddepcontrol.wait;
+  ret;
+}
+.visible .entry jumps(.param .u64 p, .param .u32 c)
+{
+  .reg .b32 %r<3>;
+  .reg .b64 %rd<3>;
+  ts: .branchtargets L1, L2;
+  ld.param.u64 %rd1, [p];
+  ld.param.u32 %r1, [c];
+  griddepcontrol.wait;
+  brx.idx %r1, ts;
+L1:
+  st.global.u32 [%rd1], %r1;
+  ret;
+L2:
+  griddepcontrol.launch_dependents;
+  bra.uni L1;
+}
+]]
+    assert.is_false(v.guarded.consumer)
+    assert.equals("ld.global.u32 %r2, [%rd1] (PTX line " .. line_of("ld.global.u32 %r2", ptx)
+                  .. ") may read global memory before griddepcontrol.wait", v.guarded.consumer_why)
+    assert.is_true(v.jumps.consumer)
+    assert.is_false(v.jumps.producer)
+    assert.equals("st.global.u32 [%rd1], %r1 (PTX line " .. line_of("st.global.u32", ptx)
+                  .. ") may write global memory after griddepcontrol.launch_dependents (PTX line "
+                  .. line_of("launch_dependents", ptx) .. ")", v.jumps.producer_why)
+  end)
+
+  it("take .shared, .local, .const and .param for safe, and generic, texture, async copy and call for global", function()
+    local function before_wait(insn, decl)
+      return ([[
+.visible .entry k(.param .u64 p)
+{
+  .reg .b32 %%r<4>;
+  .reg .f32 %%f<5>;
+  .reg .b64 %%rd<4>;
+  %s
+  ld.param.u64 %%rd1, [p];
+  %s
+  griddepcontrol.wait;
+  ret;
+}
+]]):format(decl or "", insn)
+    end
+    local safe = {
+      { "ld.shared.u32 %r1, [s];", ".shared .align 4 .b8 s[16];" },
+      { "st.local.u32 [l], %r1;", ".local .align 4 .b8 l[16];" },
+      { "ld.const.u32 %r1, [c];" },
+      { "mbarrier.arrive.shared::cta.b64 %rd2, [s];", ".shared .align 8 .b8 s[16];" },
+      { "cvta.to.global.u64 %rd2, %rd1;" },
+    }
+    for _, case in ipairs(safe) do
+      local src = before_wait(case[1], case[2])
+      if case[1]:find("ld.const", 1, true) then
+        src = ".const .align 4 .b8 c[16];\n" .. src
+      end
+      local p = judge_ptx(src).k
+      assert.is_true(p.consumer, case[1] .. ": " .. tostring(p.consumer_why))
+    end
+    local global = {
+      "ld.u32 %r1, [%rd1];",                                    -- generic: may be global
+      "ld.global.nc.f32 %f1, [%rd1];",
+      "tex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd1, {%f1, %f2}];",
+      "cp.async.ca.shared.global [s], [%rd1], 16;",
+      "red.global.add.u32 [%rd1], 1;",
+      "prefetch.global.L2 [%rd1];",
+    }
+    for _, insn in ipairs(global) do
+      local p = judge_ptx(before_wait(insn, ".shared .align 16 .b8 s[16];")).k
+      assert.is_false(p.consumer, insn)
+      assert.equals(1, select(2, p.consumer_why:find(insn:sub(1, -2), 1, true)) and 1, p.consumer_why)
+    end
+    local call = judge_ptx([[
+.func f()
+{
+  ret;
+}
+]] .. before_wait("call.uni f, ();")).k
+    assert.matches("^call%.uni f, %(%) %(PTX line %d+%) may write global memory", call.consumer_why)
+  end)
+
+  it("count a call as a trigger when a function of the text triggers", function()
+    local src = [[
+.func %s()
+{
+  %s
+  ret;
+}
+.visible .entry k(.param .u64 p)
+{
+  .reg .b32 %%r<2>;
+  .reg .b64 %%rd<2>;
+  ld.param.u64 %%rd1, [p];
+  griddepcontrol.wait;
+  bar.sync 0;
+  call.uni f, ();
+  st.global.u32 [%%rd1], %%r1;
+  ret;
+}
+]]
+    assert.is_true(judge_ptx(src:format("f", "")).k.producer)
+    local p = judge_ptx(src:format("f", "griddepcontrol.launch_dependents;")).k
+    assert.is_false(p.producer)
+    assert.matches("^call%.uni f, %(%) %(PTX line %d+%) may write global memory after another thread of its "
+                   .. "block ran a call %(of a function that may run griddepcontrol%.launch_dependents%)", p.producer_why)
+  end)
+
+  it("reads .loc with the .file table after the entries, and proves nothing of a body it cannot follow", function()
+    local v, ptx = judge_ptx [[
+.visible .entry located(.param .u64 p)
+{
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<2>;
+  .loc 1 7 3
+  ld.param.u64 %rd1, [p];
+  .loc 1 9 5
+  ld.global.u32 %r1, [%rd1];
+  griddepcontrol.wait;
+  ret;
+}
+.visible .entry lost(.param .u64 p)
+{
+  griddepcontrol.wait;
+  bra.uni nowhere;
+}
+	.file	1 "/src/model.cu"
+]]
+    assert.equals("ld.global.u32 %r1, [%rd1] (PTX line " .. line_of("ld.global", ptx) .. ", /src/model.cu:9) "
+                  .. "may read global memory before griddepcontrol.wait", v.located.consumer_why)
+    assert.same({ consumer = false, producer = false,
+                  consumer_why = "its PTX body could not be read: a branch to 'nowhere', a label it does not have",
+                  producer_why = "its PTX body could not be read: a branch to 'nowhere', a label it does not have" },
+                v.lost)
+    local cut = judge_ptx(".visible .entry cut(.param .u64 p)\n{\n  griddepcontrol.wait;\n  ret\n").cut
+    assert.is_false(cut.consumer or cut.producer)
+    assert.equals("its PTX body could not be read: the text ends inside an instruction", cut.consumer_why)
+  end)
+end)
+
+-- The kernels the launches below use: y = a * x in pdl_scale (the double
+-- has its host twin), its two instructions placed well (safe), or the
+-- trigger before the store (late: no producer), or the read before the
+-- wait (early: no consumer).
+local FORMS = {
+  safe = [[
+extern "C" __global__ void pdl_scale(const float *x, float *y, float a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  if (i < n) y[i] = a * x[i];
+  __syncthreads();
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}]],
+  late = [[
+extern "C" __global__ void pdl_scale(const float *x, float *y, float a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  if (i < n) y[i] = a * x[i];       // LATE STORE
+}]],
+  early = [[
+extern "C" __global__ void pdl_scale(const float *x, float *y, float a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  float v = i < n ? x[i] : 0;       // EARLY LOAD
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  if (i < n) y[i] = a * v;
+}]],
+}
+
+-- The simulator's decoder does not run griddepcontrol (docs/simulator.md):
+-- where it refuses a module that has one, the launches are not tried.
+local function loadable()
+  if not H.sim then return true end
+  return (pcall(cuda.module, ".version 8.0\n.target sm_90\n.address_size 64\n"
+                .. ".visible .entry w()\n{\n  griddepcontrol.wait;\n  ret;\n}\n"))
+end
+
+describe("programmatic launches", function()
+  if not loadable() then
+    it("need modules with griddepcontrol loaded", function()
+      pending("the simulator's decoder does not run griddepcontrol yet")
+    end)
+    return
+  end
+  local N = 100
+  local s, x, y, z, forms
+  setup(function()
+    forms = {}
+    for name, src in pairs(FORMS) do
+      forms[name] = cuda.compile(src, { arch = "sm_90", lineinfo = true }).pdl_scale
+    end
+  end)
+  before_each(function()
+    s = cuda.stream()
+    local xs = {}
+    for i = 1, N do xs[i] = i end
+    x, y, z = cuda.buffer("f32", xs), cuda.buffer("f32", N):fill(0), cuda.buffer("f32", N):fill(0)
+    for _, k in pairs(forms) do k:config {} end
+  end)
+
+  -- Runs fn with the collector stopped (a finalizer between two launches,
+  -- any kernel's close, would make the stream's last kernel unknown), and
+  -- returns how many launches of k it made programmatic.
+  local function count(k, fn)
+    local before = k:programmatic().launches
+    collectgarbage()
+    collectgarbage("stop")
+    local ok, err = pcall(fn)
+    collectgarbage("restart")
+    if not ok then error(err, 0) end
+    return k:programmatic().launches - before
+  end
+
+  -- "<this file>:<line of marker>: "
+  local function at(marker) return "^" .. FILE .. ":" .. line_of(marker) .. ": " end
+
+  it("are refused for a kernel that reads before its wait, naming the line and the load", function()
+    local early = forms.early
+    local ok, err = pcall(function()
+      early:config { programmatic = true } -- REFUSED CONFIG
+    end)
+    assert.is_false(ok)
+    assert.matches(at("REFUSED CONFIG") .. "pdl_scale: k:config{programmatic = true} refused: it cannot start "
+                   .. "before the kernel before it ends: ld%.global%.f32 .*%(PTX line %d+, " .. FILE .. ":"
+                   .. line_of("EARLY LOAD") .. "%) may read global memory before griddepcontrol%.wait$", err)
+    assert.equals(0, early:programmatic().launches)
+    assert.error_matches(function() forms.safe:config { programmatic = 1 } end, "opts%.programmatic: a boolean")
+    assert.error_matches(function() forms.safe:config { serialize = true } end,
+      "unknown option 'serialize' %(valid: cooperative, cluster, priority, programmatic%)")
+  end)
+
+  it("follow a producer on the same stream eagerly, and compute the same", function()
+    local k = forms.safe:config { programmatic = true }
+    assert.equals(1, count(k, function()
+      k:launch(s, 1, 128, x, y, 2.0, N) -- the first on the stream: no kernel before it
+      k:launch(s, 1, 128, y, z, 3.0, N) -- after a producer: programmatic
+    end))
+    local out = z:download()
+    assert.same({ 6, 6 * N }, { out[1], out[N] })
+    local s2 = cuda.stream()
+    assert.equals(1, count(k, function()
+      k:launch(s, 1, 128, x, y, 2.0, N)  -- s's last work is k's: programmatic
+      y:fill(1, s)                       -- other work in between: an ordinary launch
+      k:launch(s, 1, 128, y, z, 3.0, N)
+      k:launch(s2, 1, 128, x, y, 2.0, N) -- the first on another stream
+    end))
+    assert.equals(3, z:download()[N])
+    k:config {}
+    assert.equals(0, count(k, function()
+      k:launch(s, 1, 128, x, y, 2.0, N)
+      k:launch(s, 1, 128, y, z, 3.0, N)
+    end))
+  end)
+
+  it("are refused after a kernel that writes after its trigger, naming the line and the store", function()
+    local k, late = forms.safe:config { programmatic = true }, forms.late
+    local ok, err = pcall(count, k, function()
+      late:launch(s, 1, 128, x, y, 2.0, N)
+      k:launch(s, 1, 128, y, z, 3.0, N) -- REFUSED EAGER
+    end)
+    assert.is_false(ok)
+    assert.matches(at("REFUSED EAGER") .. "pdl_scale: a programmatic launch after pdl_scale is refused: pdl_scale "
+                   .. "could still be writing what pdl_scale reads: st%.global%.f32 .*" .. FILE .. ":"
+                   .. line_of("LATE STORE") .. "%) may write global memory after "
+                   .. "griddepcontrol%.launch_dependents %(PTX line %d+%)$", err)
+    assert.equals(0, z:download()[N]) -- nothing was launched
+    assert.equals(0, count(k, function() -- other work between them: an ordinary launch
+      late:launch(s, 1, 128, x, y, 2.0, N)
+      s:wait(cuda.event():record(s))
+      k:launch(s, 1, 128, y, z, 3.0, N)
+    end))
+    assert.equals(6 * N, z:download()[N])
+  end)
+
+  it("make programmatic edges between kernel nodes in a capture", function()
+    local k = forms.safe:config { programmatic = true }
+    local g
+    assert.equals(1, count(k, function()
+      g = s:capture(function()
+        k:launch(s, 1, 128, x, y, 2.0, N)
+        k:launch(s, 1, 128, y, z, 3.0, N)
+        z:fill(0, s)
+        k:launch(s, 1, 128, y, z, 3.0, N) -- after a fill: an ordinary edge
+      end)
+    end))
+    local path = os.tmpname()
+    g:dot(path)
+    local dot = assert(io.open(path)):read("a")
+    os.remove(path)
+    local _, edges = dot:gsub("%->", "")
+    local _, programmatic = dot:gsub('%-> n%d+ %[label="programmatic", style=bold%]', "")
+    assert.same({ 3, 1 }, { edges, programmatic })
+    assert.matches('n0 %-> n1 %[label="programmatic"', dot)
+    local _, detail = g:nodes("detail")
+    assert.same({ false, true, false, false }, {
+      detail[1].programmatic == true, detail[2].programmatic == true,
+      detail[3].programmatic == true, detail[4].programmatic == true })
+    assert.equals(4, #g:profile(1).nodes) -- a copy with event nodes
+    g:launch()
+    s:synchronize()
+    assert.equals(6 * N, z:download()[N])
+  end)
+
+  it("stay as they are through g:update, which refuses to change them", function()
+    local k = forms.safe:config { programmatic = true }
+    local function chain(a)
+      k:launch(s, 1, 128, x, y, a, N)
+      k:launch(s, 1, 128, y, z, 3.0, N)
+    end
+    local g = s:capture(function() chain(2.0) end)
+    g:update(function() chain(4.0) end) -- the same edges
+    k:config {}
+    assert.error_matches(function() g:update(function() chain(5.0) end) end,
+      "the update of cugraph%.Graph #%d+ changes its programmatic edges, which an update cannot change safely: "
+      .. "capture a new graph")
+    g:launch()
+    s:synchronize()
+    assert.equals(12 * N, z:download()[N])
+  end)
+
+  it("end a capture with the error after a kernel that writes after its trigger", function()
+    local k, late = forms.safe:config { programmatic = true }, forms.late
+    local ok, err = pcall(s.capture, s, function()
+      late:launch(s, 1, 128, x, y, 2.0, N)
+      y:fill(0, s)
+      late:launch(s, 1, 128, x, y, 2.0, N)
+      k:launch(s, 1, 128, y, z, 3.0, N) -- REFUSED IN CAPTURE
+    end)
+    assert.is_false(ok)
+    assert.matches(at("REFUSED IN CAPTURE") .. "pdl_scale: a programmatic launch after pdl_scale is refused: .*"
+                   .. FILE .. ":" .. line_of("LATE STORE") .. "%) may write", tostring(err))
+    k:launch(s, 1, 128, x, z, 1.0, N) -- the stream is usable
+    s:synchronize()
+    assert.equals(N, z:download()[N])
+  end)
+
+  it("are decided when a graphed function builds its graph, the recorded line named", function()
+    local k, late, first = forms.safe:config { programmatic = true }, forms.late, forms.early
+    local f = cuda.graphed(function(st, a, b, c)
+      first:launch(st, 1, 128, a, b, 2.0, N) -- a producer: it never triggers
+      k:launch(st, 1, 128, b, c, 3.0, N)
+    end)
+    assert.equals(1, count(k, function() f(s, x, y, z) end))
+    s:synchronize()
+    assert.equals(6 * N, z:download()[N])
+    local bad = cuda.graphed(function(st, a, b, c)
+      late:launch(st, 1, 128, a, b, 2.0, N)
+      k:launch(st, 1, 128, b, c, 3.0, N) -- REFUSED GRAPHED
+    end)
+    local ok, err = pcall(bad, s, x, y, z)
+    assert.is_false(ok)
+    assert.matches("^pdl_scale: a programmatic launch after pdl_scale %(recorded at " .. FILE .. ":"
+                   .. line_of("REFUSED GRAPHED") .. "%) is refused", err)
+  end)
+
+  it("keep their code safe through m:reload", function()
+    local early, late = cuda.ptx(FORMS.early, { arch = "sm_90" }), cuda.ptx(FORMS.late, { arch = "sm_90" })
+    local m = cuda.compile(FORMS.safe, { arch = "sm_90" })
+    local k = m.pdl_scale:config { programmatic = true }
+    assert.error_matches(function() m:reload(early) end,
+      "reload: kernel pdl_scale has k:config{programmatic = true}, and the new code would make it unsafe: "
+      .. "ld%.global%.f32 .* may read global memory before griddepcontrol%.wait; the old code stays")
+    assert.is_true(k:programmatic().consumer)
+    k:config {}
+    m:reload(early)                     -- nothing needs it to wait
+    assert.is_false(k:programmatic().consumer)
+    local m2 = cuda.compile(FORMS.safe, { arch = "sm_90" })
+    local p = m2.pdl_scale
+    local g = s:capture(function()
+      p:launch(s, 1, 128, x, y, 2.0, N) -- the producer of the next
+      forms.safe:config { programmatic = true }:launch(s, 1, 128, y, z, 3.0, N)
+    end)
+    assert.error_matches(function() m2:reload(late) end,
+      "reload: kernel pdl_scale had a programmatic edge out of it in a graph, and the new code would make it "
+      .. "unsafe: st%.global%.f32 .* may write global memory after griddepcontrol%.launch_dependents")
+    g:launch()
+    s:synchronize()
+    assert.equals(6 * N, z:download()[N]) -- on the old code
+  end)
+end)
