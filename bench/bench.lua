@@ -6,6 +6,7 @@
 --   build/cugraph-lua bench/bench.lua [--quick] [--markdown] [--only KEYS]
 -- BENCH_QUICK=1 is --quick (a smoke run: few short pairs, numbers
 -- meaningless); BENCH_CPU=n pins to CPU n instead of the current one;
+-- BENCH_ANCHORS=0 leaves the CuPy and PyTorch rows out;
 -- --only eager,capture10 runs those paired cases alone (the keys of
 -- results.json; no solver, compile or cold start rows; CuPy and PyTorch
 -- only for those keys), in this one process and in that order. A full run gives each paired case
@@ -813,7 +814,7 @@ end
 -- Each library's rows, from anchors.py in its own process; other output
 -- (a library's warnings, a failure) becomes notes, 5 lines at most.
 local anchors = {cupy = {}, torch = {}}
-do -- under --only, the rows run only
+if os.getenv("BENCH_ANCHORS") ~= "0" then -- under --only, the rows run only
   local by_key, keys = {}, {}
   for _, r in ipairs(rows) do by_key[r.key], keys[#keys + 1] = r, r.key end
   for _, lib in ipairs {"cupy", "torch"} do
