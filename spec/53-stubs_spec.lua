@@ -388,10 +388,10 @@ local recipes = {
     return function(st) F.m.inc_i32:launch(st, 1, 4, F.buf(4, "i32"), 4) end,
            { graphs = 2, key = function() return 1 end, stream = F.s, eager = false }
   end,
-  ["Graphed:graphs"] = function(F) return cuda.graphed(function() end) end,
-  ["Graphed:stats"] = function(F) return cuda.graphed(function() end) end,
-  ["Graphed:free"] = function(F) return cuda.graphed(function() end) end,
-  ["Graphed:close"] = function(F) return cuda.graphed(function() end) end,
+  ["Graphed:graphs"] = function() return cuda.graphed(function() end) end,
+  ["Graphed:stats"] = function() return cuda.graphed(function() end) end,
+  ["Graphed:free"] = function() return cuda.graphed(function() end) end,
+  ["Graphed:close"] = function() return cuda.graphed(function() end) end,
 }
 
 -- Calls that launch kernels of the runtime's own (the test double runs

@@ -384,7 +384,8 @@ describe("environment variables", function()
       assert.is_falsy(out:find(name .. " is '", 1, true), name .. "=" .. how.good .. ": " .. out)
       local bads = { "abc", "12abc", "-1", "nan", "1e999", "1 2", table.unpack(how.bad) }
       for _, bad in ipairs(bads) do
-        code, out = H.script(how.script, env .. H.quote(bad))
+        local _, bad_out = H.script(how.script, env .. H.quote(bad))
+        out = bad_out
         local said = out:find(name .. " is '" .. bad .. "', not a", 1, true)
         assert.is_truthy(said, ("%s=%s: %s"):format(name, bad, out))
       end

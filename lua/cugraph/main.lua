@@ -171,9 +171,9 @@ function cuda.info()
   i.reason = why
   i.device_count = ok and core.device_count() or 0
   for d = 0, i.device_count - 1 do
-    local got, dev = pcall(core.device, d)
-    i.devices[#i.devices + 1] = got and dev or { ordinal = d, error = tostring(dev) }
-    if got then i.driver = ("%d.%d"):format(dev.driver_version // 1000, dev.driver_version % 1000 // 10) end
+    local ok_d, dev = pcall(core.device, d)
+    i.devices[#i.devices + 1] = ok_d and dev or { ordinal = d, error = tostring(dev) }
+    if ok_d then i.driver = ("%d.%d"):format(dev.driver_version // 1000, dev.driver_version % 1000 // 10) end
   end
   i.nvrtc, i.nvrtc_error = nvrtc_version()
   i.simulator = core.simulator_path()

@@ -1,3 +1,7 @@
+-- luacheck: ignore 212/self 212/F 431/F
+-- (every recipe takes the fixtures as F, used or not; F also names their
+-- class, whose makers need no self)
+
 -- A call that works for every function and method of the module, for the
 -- specs that enumerate them from the runtime (spec/65: a finalizer at every
 -- allocation inside every call; spec/66: every bad address at every door).
@@ -572,7 +576,7 @@ return function(cuda, H)
     local list, seen = {}, {}
     local function add(v, depth)
       if type(v) == "table" and depth < 2 and not getmetatable(v) then
-        for _, x in pairs(v) do add(x, depth + 1) end
+        for _, e in pairs(v) do add(e, depth + 1) end
       elseif type(v) == "userdata" or (type(v) == "table" and getmetatable(v)) then
         if seen[v] or not pcall(function() return v.free end) or not v.free then return end
         seen[v], list[#list + 1] = true, v

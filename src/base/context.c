@@ -184,11 +184,12 @@ static void start(lua_State *L, cg_ctx *ctx) {
 }
 
 static cg_ctx *ready(lua_State *L, cg_ctx *ctx) {
-  cg_sim_line(L);
   if (ctx->poison) cg_error_poisoned(L, ctx);
   if (ctx->root->closed) luaL_error(L, "cugraph is closed");
   if (!ctx->ready) start(L, ctx);
   else current(L, ctx);
+  cg_sim_line(L); /* after start: the driver's entry points are read once
+                     it is loaded (another thread may be loading it) */
   return ctx;
 }
 
