@@ -158,6 +158,43 @@ CUdeviceptr cugraph_checkbuffer(lua_State *L, int idx, const char **type,
    valid while the Lua object is open. */
 CUstream cugraph_checkstream(lua_State *L, int idx);
 
+/* -- frame fences -----------------------------------------------------------
+
+   A script's graph can wait for an engine's counter and write one back
+   (s:wait_value(counter, v [, op]), s:write_value(counter, v): the
+   driver's stream memory operations, captured as batch memory operation
+   nodes). The counter is a u32 or u64 element of device memory (a Buffer
+   from cugraph_pushbuffer, a Scalar) or of page-locked host memory, which
+   the engine writes and reads with plain stores and loads; the value may
+   be a Scalar of the counter's type, read at every launch, which C sets
+   with cugraph_scalar_set before cugraph_graph_launch:
+
+     cugraph_pushhostbuffer(L, fences, "u64", 2);   // the engine's pinned
+     lua_setglobal(L, "fences");                     // go and done counters
+     ...                                   // the script captures its frame:
+                                           // s:wait_value(go, frame)
+                                           // ... s:write_value(done, frame)
+     __atomic_store_n(&fences[0], n, __ATOMIC_RELEASE); // frame n may start
+     cugraph_scalar_set(frame, &n);
+     cugraph_graph_launch(g, stream);
+     while (__atomic_load_n(&fences[1], __ATOMIC_ACQUIRE) < n - 2) ...;
+
+   Pushes a borrowed HostBuffer of n elements of type ("u64", ...) over the
+   engine's page-locked memory at ptr (cuMemHostAlloc, or registered with
+   cuMemHostRegister) of the state's current device: checked to be such
+   (cuMemHostGetDevicePointer) before anything is pushed. Its :free() only
+   detaches the Lua object; the engine frees the memory after the state
+   and the C graphs that use it. */
+void cugraph_pushhostbuffer(lua_State *L, void *ptr, const char *type,
+                            size_t n);
+
+/* The host address of the HostBuffer at idx (raises unless it is an open
+   HostBuffer), with its element type and count when type and n are not
+   NULL; valid while the Lua object is open, or while a C graph that pins
+   it lives. */
+void *cugraph_checkhostbuffer(lua_State *L, int idx, const char **type,
+                              size_t *n);
+
 /* Pushes a borrowed Array (the engine's CUarray, of the state's current
    device): its shape and format are read from the driver
    (cuArray3DGetDescriptor), which must be one of the formats cuda.array

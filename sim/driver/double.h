@@ -44,8 +44,13 @@
    called, to path at exit. CUDA_DOUBLE_WAIT_LIMIT=seconds bounds a wait on
    an external semaphore (30; 0: fail at once when not signalled).
 
+   Stream memory operations (memops.c) write and wait for 32- and 64-bit
+   values in device or page-locked host memory, eager or as batch memory
+   operation nodes; a wait polls as a semaphore's does.
+
    Any thread may call: every entry point holds one lock for its whole body,
-   but for the polls of a semaphore wait.
+   but for the polls of a wait for memory (a semaphore's, a memory
+   operation's).
    The current context is per thread, as with the driver.
 
    Built with -DCUDA_SIM it is the simulator (build/libcuda-sim.so): the
@@ -202,6 +207,11 @@ typedef struct dbl_work { double deadline; unsigned seen; int why; } dbl_work;
 dbl_work *dbl_work_begin(void);
 dbl_work *dbl_work_now(void);
 CUresult dbl_work_check(dbl_work *w);
+/* Work that waits for memory: polls ready(arg) (the lock given back
+   between polls) while it answers CUDA_ERROR_NOT_READY, as long as the
+   work's bound and the watchdog (CUDA_DOUBLE_WAIT_LIMIT) allow; its
+   answer, or why the wait ended. */
+CUresult dbl_poll(CUresult (*ready)(void *arg), void *arg);
 
 /* -- device memory (memory.c) ---------------------------------------------- */
 
@@ -210,6 +220,10 @@ extern int dbl_capture_check;
 /* The host address of [p, p + n) when one allocation holds it, else NULL.
    Pure: a host kernel's load and store of one address look it up once. */
 void *dbl_dev_range(CUdeviceptr p, size_t n) __attribute__((pure));
+/* The host address of [p, p + n) where a stream memory operation may
+   reach it: device memory but managed memory, or page-locked host memory
+   (whose device address is its host address); else NULL. */
+void *dbl_memop_range(CUdeviceptr p, size_t n);
 int dbl_dev_of(CUdeviceptr p, size_t n);
 void dbl_free_all_memory(int dev);
 #ifdef CUDA_SIM
@@ -341,7 +355,9 @@ typedef struct op {
   unsigned grid[3], block[3], shared;
   unsigned char *args;      /* owned copy of f->argbytes parameter bytes;
                                EXT_SEMAS_*: of the semaphores and params */
-  unsigned nsems;           /* EXT_SEMAS_SIGNAL and _WAIT: how many */
+  unsigned nsems;           /* EXT_SEMAS_SIGNAL and _WAIT: how many;
+                               BATCH_MEM_OP: its operations (args: a
+                               CUstreamBatchMemOpParams each) */
   CUdeviceptr dst, src;     /* memcpy and memset: device memory, unless */
   void *hdst;               /* memcpy: ... host memory takes a side; it is */
   const void *hsrc;         /* read and written when the copy runs */
@@ -375,6 +391,7 @@ void dbl_activity_launch(void); /* a graph's launch begins */
 
 CUresult dbl_run_op(const op *o, int dry);
 int dbl_copy_op(op *dst, const op *src);
+size_t dbl_op_bytes(const op *o); /* the bytes of its args */
 CUresult dbl_prepare_launch(op *o, void **params, void **extra);
 /* Runs a kernel: SUCCESS, or CUDA_ERROR_TIMEOUT when its work was stopped
    (dbl_work_check); a fault is sticky, not returned. */
@@ -425,6 +442,15 @@ CUresult dbl_semas_op(op *o, CUgraphNodeType type,
 size_t dbl_semas_bytes(const op *o);
 /* Signals, or waits (polling, the lock given back), unless dry. */
 CUresult dbl_run_semas(const op *o, int dry);
+
+/* -- stream memory operations (memops.c) ----------------------------------- */
+
+/* A BATCH_MEM_OP op of the n operations at ops (checked; a copy in its
+   args), and what it does: checks their memory and, unless dry, writes
+   and waits (polling, the lock given back), in order. */
+CUresult dbl_memops_op(op *o, const CUstreamBatchMemOpParams *ops,
+                       unsigned n);
+CUresult dbl_run_memops(const op *o, int dry);
 
 /* -- texture and surface objects (textures.c) ------------------------------ */
 

@@ -37,6 +37,7 @@ typedef struct span {
                            while CUDA maps the buffer */
   unsigned holders;     /* SPAN_GRAPH: graphs and execs with its node */
   int dev;              /* the device whose memory it is */
+  int managed;          /* cuMemAllocManaged's */
 } span;
 enum { SPAN_PLAIN, SPAN_POOL, SPAN_GRAPH, SPAN_EXT_BUFFER, SPAN_GL,
        SPAN_MODULE, SPAN_ARRAY, SPAN_EXT_ARRAY, SPAN_KINDS };
@@ -82,9 +83,28 @@ void *dbl_dev_range(CUdeviceptr p, size_t n) {
 
 /* Page-locked host memory (cuMemHostAlloc): plain host memory, each block
    listed so that freeing anything else fails, as on the driver. Like device
-   memory it belongs to the context and goes with it. */
-static void **hosts;
+   memory it belongs to the context and goes with it. Its device address
+   is its host address (unified addressing). */
+typedef struct hostblock { void *p; size_t n; } hostblock;
+static hostblock *hosts;
 static size_t nhosts, chosts;
+
+/* The page-locked block that holds [p, p + n), or NULL. */
+static const hostblock *host_of(uintptr_t p, size_t n) {
+  for (size_t i = 0; i < nhosts; i++) {
+    uintptr_t b = (uintptr_t)hosts[i].p;
+    if (p >= b && p - b < hosts[i].n && n <= hosts[i].n - (p - b))
+      return &hosts[i];
+  }
+  return NULL;
+}
+
+void *dbl_memop_range(CUdeviceptr p, size_t n) {
+  size_t i = spans_upto((uintptr_t)p);
+  void *h = dbl_dev_range(p, n);
+  if (h) return spans[i - 1].managed ? NULL : h;
+  return host_of((uintptr_t)p, n) ? (void *)(uintptr_t)p : NULL;
+}
 
 /* Frees the memory of device dev; page-locked host memory goes with the
    last context. */
@@ -100,7 +120,7 @@ void dbl_free_all_memory(int dev) {
   free(spans);
   spans = NULL;
   nspans = cspans = 0;
-  for (size_t i = 0; i < nhosts; i++) free(hosts[i]);
+  for (size_t i = 0; i < nhosts; i++) free(hosts[i].p);
   free(hosts);
   hosts = NULL;
   nhosts = chosts = 0;
@@ -171,7 +191,7 @@ static CUresult alloc_span(CUdeviceptr *dptr, size_t bytesize, int kind) {
   size_t i = spans_upto((uintptr_t)p);
   memmove(spans + i + 1, spans + i, (nspans - i) * sizeof *spans);
   int later = kind == SPAN_GRAPH || kind == SPAN_GL; /* mapped later */
-  spans[i] = (span){(uintptr_t)p, bytesize, kind, !later, 0, dbl_cur_dev()};
+  spans[i] = (span){(uintptr_t)p, bytesize, kind, !later, 0, dbl_cur_dev(), 0};
   nspans++;
   if (!external(kind)) mem_used[dbl_cur_dev()] += bytesize;
   if (!later) map_span(&spans[i], 1);
@@ -250,7 +270,9 @@ CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize,
                              flags != CU_MEM_ATTACH_HOST))
     return CUDA_ERROR_INVALID_VALUE;
   if ((r = dbl_unsafe_call())) return r;
-  return alloc_span(dptr, bytesize, SPAN_PLAIN);
+  if ((r = alloc_span(dptr, bytesize, SPAN_PLAIN))) return r;
+  spans[span_at(*dptr)].managed = 1;
+  return CUDA_SUCCESS;
 }
 
 /* A range of one live allocation, and a location the device knows. */
@@ -310,7 +332,7 @@ CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t bytesize,
   if ((r = dbl_unsafe_call())) return r;
   if (nhosts == chosts) {
     size_t cap = chosts ? 2 * chosts : 16;
-    void **v = realloc(hosts, cap * sizeof *v);
+    hostblock *v = realloc(hosts, cap * sizeof *v);
     if (!v) return CUDA_ERROR_OUT_OF_MEMORY;
     hosts = v;
     chosts = cap;
@@ -318,8 +340,19 @@ CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t bytesize,
   void *p = malloc(bytesize);
   if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
   memset(p, 0xCD, bytesize); /* not zeroed */
-  hosts[nhosts++] = p;
+  hosts[nhosts++] = (hostblock){p, bytesize};
   *pp = p;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemHostGetDevicePointer(CUdeviceptr *pdptr, void *p,
+                                           unsigned int Flags) {
+  ENTRY(cuMemHostGetDevicePointer);
+  CUresult r = dbl_enter();
+  if (r) return r;
+  if (!pdptr || Flags || !host_of((uintptr_t)p, 1))
+    return CUDA_ERROR_INVALID_VALUE;
+  *pdptr = (CUdeviceptr)(uintptr_t)p;
   return CUDA_SUCCESS;
 }
 
@@ -329,7 +362,7 @@ CUresult CUDAAPI cuMemFreeHost(void *p) {
   if (r) return r;
   if ((r = dbl_unsafe_call())) return r;
   for (size_t i = 0; i < nhosts; i++)
-    if (hosts[i] == p) {
+    if (hosts[i].p == p) {
       free(p);
       hosts[i] = hosts[--nhosts];
       return CUDA_SUCCESS;

@@ -33,6 +33,8 @@ CUresult dbl_run_op(const op *o, int dry) {
   if (o->type == CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL
       || o->type == CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT)
     return dbl_run_semas(o, dry);
+  if (o->type == CU_GRAPH_NODE_TYPE_BATCH_MEM_OP)
+    return dbl_run_memops(o, dry);
   if (o->type == CU_GRAPH_NODE_TYPE_MEMCPY && o->height) { /* a box */
     for (size_t z = 0; z < o->depth; z++)
       for (size_t y = 0; y < o->height; y++) {
@@ -64,10 +66,16 @@ CUresult dbl_run_op(const op *o, int dry) {
   return CUDA_SUCCESS;
 }
 
+size_t dbl_op_bytes(const op *o) {
+  if (o->type == CU_GRAPH_NODE_TYPE_KERNEL) return o->f->argbytes;
+  if (o->type == CU_GRAPH_NODE_TYPE_BATCH_MEM_OP)
+    return o->nsems * sizeof(CUstreamBatchMemOpParams);
+  return dbl_semas_bytes(o);
+}
+
 int dbl_copy_op(op *dst, const op *src) {
   *dst = *src;
-  size_t n = src->type == CU_GRAPH_NODE_TYPE_KERNEL ? src->f->argbytes
-             : dbl_semas_bytes(src);
+  size_t n = dbl_op_bytes(src);
   if (!n) return 0;
   if (!(dst->args = malloc(n))) return 1;
   memcpy(dst->args, src->args, n);

@@ -51,6 +51,14 @@
                            capi.scalar(sc) -> a C scalar (cugraph_toscalar),
                            capi.set(cs, v) sets its u64 value
                            (cugraph_scalar_set), released at the end.
+                           Host memory: capi.hostmem(type, n [, pageable])
+                           pushes the host's page-locked memory
+                           (cuMemHostAlloc, freed by the host at the end,
+                           which checks it could), or malloc's, as a
+                           borrowed HostBuffer (cugraph_pushhostbuffer);
+                           capi.store(h, i, v) and capi.load(h, i) write
+                           and read its u64 element i through
+                           cugraph_checkhostbuffer, as an engine does.
 
    Prints one line per failed check and "capi: all passed" (or "capi:
    FAILED"); exits 0 only if all passed. */
@@ -106,7 +114,8 @@ static int checks(const char *lua_dir) {
   X(cuMemGetInfo) X(cuMemcpyDtoH) X(cuGetErrorName) X(cuMemAlloc) \
   X(cuMemFree) X(cuMemsetD32) X(cuArray3DCreate) X(cuArrayDestroy) \
   X(cuImportExternalMemory) X(cuDestroyExternalMemory) \
-  X(cuImportExternalSemaphore) X(cuDestroyExternalSemaphore)
+  X(cuImportExternalSemaphore) X(cuDestroyExternalSemaphore) \
+  X(cuMemHostAlloc) X(cuMemFreeHost)
 
 #define FIELD(f) __typeof__(f) *f;
 static struct { HOST_FUNCS(FIELD) } cu;
@@ -598,6 +607,49 @@ static int l_set(lua_State *L) {
   return 0;
 }
 
+enum { MAXHOSTS = 8 };
+static void *hosts[MAXHOSTS + 1]; /* the last: pageable, for a refusal */
+static int nhosts;
+
+static int l_hostmem(lua_State *L) {
+  const char *type = luaL_checkstring(L, 1);
+  size_t n = (size_t)luaL_checkinteger(L, 2);
+  int pageable = lua_toboolean(L, 3);
+  if (nhosts == MAXHOSTS) return luaL_error(L, "too many host blocks");
+  void *p = NULL;
+  if (pageable) {
+    free(hosts[MAXHOSTS]);
+    p = hosts[MAXHOSTS] = calloc(n, 8);
+  } else if (cu.cuMemHostAlloc(&p, n * 8, 0) == CUDA_SUCCESS) {
+    memset(p, 0, n * 8);
+    hosts[nhosts++] = p;
+  }
+  if (!p) return luaL_error(L, "no host memory");
+  cugraph_pushhostbuffer(L, p, type, n);
+  return 1;
+}
+
+static uint64_t *element(lua_State *L) {
+  const char *type;
+  size_t n;
+  uint64_t *p = cugraph_checkhostbuffer(L, 1, &type, &n);
+  size_t i = (size_t)luaL_checkinteger(L, 2);
+  luaL_argcheck(L, !strcmp(type, "u64") && i < n, 2, "not a u64 element");
+  return p + i;
+}
+
+static int l_store(lua_State *L) {
+  uint64_t v = (uint64_t)luaL_checkinteger(L, 3);
+  __atomic_store_n(element(L), v, __ATOMIC_RELEASE);
+  return 0;
+}
+
+static int l_load(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)__atomic_load_n(element(L),
+                                                  __ATOMIC_ACQUIRE));
+  return 1;
+}
+
 static int script(const char *lua_dir, const char *path) {
   CUdevice dev;
   CUcontext ctx;
@@ -618,7 +670,8 @@ static int script(const char *lua_dir, const char *path) {
     {"take", l_take}, {"give", l_give}, {"read", l_read}, {"keep", l_keep},
     {"pushslot", l_pushslot}, {"array", l_array}, {"same", l_same},
     {"extmem", l_extmem}, {"extsem", l_extsem}, {"scalar", l_scalar},
-    {"set", l_set}, {NULL, NULL}
+    {"set", l_set}, {"hostmem", l_hostmem}, {"store", l_store},
+    {"load", l_load}, {NULL, NULL}
   };
   luaL_newlib(L, funcs);
   lua_setglobal(L, "capi");
@@ -637,6 +690,10 @@ static int script(const char *lua_dir, const char *path) {
     if (cu.cuDestroyExternalSemaphore(extsems[i]))
       fail("external", "the host could not destroy its semaphore");
   check_tensors();
+  for (int i = 0; i < nhosts; i++)
+    if (cu.cuMemFreeHost(hosts[i]))
+      fail("host memory", "the host could not free its page-locked memory");
+  free(hosts[MAXHOSTS]);
   for (int i = 0; i < narrays; i++)
     if (cu.cuArrayDestroy(arrays[i]))
       fail("arrays", "the host could not destroy its array");

@@ -157,6 +157,8 @@ struct cg_ctx {
   CUcontext cu;
   CUstream stream;      /* default stream for calls that name none */
   int max_threads, max_block[3], max_grid[3], max_shared, max_shared_optin;
+  signed char memops64; /* 64-bit stream memory operations: 1 the device has
+                           them, -1 not, 0 not asked yet */
   cg_capture *capture;  /* the capture in progress, or NULL */
   /* root: the first call of the capture in progress that the driver
      refused with a capture error (cg_fail), for the errors after it */

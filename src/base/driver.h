@@ -48,7 +48,8 @@ CUresult CUDAAPI cuSimEventInstructions(CUevent hEvent,
    to cuGraphAddNode_v2, cuStreamUpdateCaptureDependencies to its _v2.
    Rebinding needs the exec setters (cuGraphExecKernelNodeSetParams_v2),
    stream-ordered and graph memory the calls from cuMemAllocAsync on; several
-   devices the peer calls. */
+   devices the peer calls; frame fences the stream memory operations from
+   cuStreamWaitValue32 on. */
 #define CG_DRIVER_OPTIONAL(X) X(cuFuncGetParamInfo) X(cuGraphClone) \
   X(cuModuleGetGlobal) X(cuLaunchKernelEx) \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
@@ -82,7 +83,10 @@ CUresult CUDAAPI cuSimEventInstructions(CUevent hEvent,
   X(cuDestroyExternalSemaphore) X(cuSignalExternalSemaphoresAsync) \
   X(cuWaitExternalSemaphoresAsync) \
   X(cuGraphExecExternalSemaphoresSignalNodeSetParams) \
-  X(cuGraphExecExternalSemaphoresWaitNodeSetParams)
+  X(cuGraphExecExternalSemaphoresWaitNodeSetParams) \
+  X(cuStreamWaitValue32) X(cuStreamWaitValue64) X(cuStreamWriteValue32) \
+  X(cuStreamWriteValue64) X(cuGraphExecBatchMemOpNodeSetParams) \
+  X(cuMemHostGetDevicePointer)
 
 #define CG_FIELD(f) __typeof__(f) *f;
 typedef struct cg_driver {

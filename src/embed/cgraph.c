@@ -27,8 +27,8 @@ struct cugraph_graph {
                            once at a time and copies none of them) */
   size_t npins, nscalars;
   cg_share **pins;      /* the scalars first */
-  int nsemvals;
-  cg_semval *semvals;   /* value: a scalar's share among pins */
+  int nvalnodes;
+  cg_valnode *valnodes;   /* value: a scalar's share among pins */
 };
 
 /* Writes a value C set on stream s, before a launch that reads it. */
@@ -110,21 +110,21 @@ static void graph_destroy(cugraph_graph *h) {
   if (h->retained) cg_destroy(CG_H_PRIMARY, (cg_handle){ .dev = h->dev });
   pthread_mutex_destroy(&h->lock);
   free(h->pins);
-  free(h->semvals);
+  free(h->valnodes);
   free(h);
 }
 
 /* The Lua graph's semaphore nodes set from scalars, as nodes of h's exec
    (its copy's, found in the clone) and the scalars' shares. */
-static CUresult copy_semvals(cugraph_graph *h, const cg_graph *gr,
+static CUresult copy_valnodes(cugraph_graph *h, const cg_graph *gr,
                              const char **api) {
-  if (!gr->nsemvals) return CUDA_SUCCESS;
+  if (!gr->nvalnodes) return CUDA_SUCCESS;
   *api = "cugraph_tograph";
-  h->semvals = malloc((size_t)gr->nsemvals * sizeof *h->semvals);
-  if (!h->semvals) return CUDA_ERROR_OUT_OF_MEMORY;
-  for (int i = 0; i < gr->nsemvals; i++) {
-    cg_semval *v = &h->semvals[h->nsemvals];
-    *v = gr->semvals[i];
+  h->valnodes = malloc((size_t)gr->nvalnodes * sizeof *h->valnodes);
+  if (!h->valnodes) return CUDA_ERROR_OUT_OF_MEMORY;
+  for (int i = 0; i < gr->nvalnodes; i++) {
+    cg_valnode *v = &h->valnodes[h->nvalnodes];
+    *v = gr->valnodes[i];
     v->value = ((cg_obj *)v->value)->share; /* made by share_pins */
     v->known = 0; /* the copy's node holds the capture's value */
     if (!v->value) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -132,11 +132,11 @@ static CUresult copy_semvals(cugraph_graph *h, const cg_graph *gr,
       *api = "cuGraphNodeFindInClone";
       CUresult r = cg_drv.cuGraphNodeFindInClone
                    ? cg_drv.cuGraphNodeFindInClone(&v->node,
-                                                   gr->semvals[i].node, h->g)
+                                                   gr->valnodes[i].node, h->g)
                    : CUDA_ERROR_NOT_SUPPORTED;
       if (r != CUDA_SUCCESS) return r;
     }
-    h->nsemvals++;
+    h->nvalnodes++;
   }
   return CUDA_SUCCESS;
 }
@@ -235,7 +235,7 @@ cugraph_graph *cugraph_tograph(lua_State *L, int idx) {
   int ok = r != CUDA_SUCCESS || share_pins(L, h, pins, 1, n);
   h->nscalars = h->npins;
   ok = ok && (r != CUDA_SUCCESS || share_pins(L, h, pins, 0, n));
-  if (ok && r == CUDA_SUCCESS) r = copy_semvals(h, gr, &api);
+  if (ok && r == CUDA_SUCCESS) r = copy_valnodes(h, gr, &api);
   lua_pop(L, 1);
   if (r == CUDA_SUCCESS && ok) return h;
   graph_destroy(h);
@@ -275,15 +275,15 @@ CUresult cugraph_graph_launch(cugraph_graph *h, CUstream stream) {
   pthread_mutex_lock(&h->lock);
   for (size_t i = 0; i < h->nscalars && r == CUDA_SUCCESS; i++)
     r = scalar_flush(h->pins[i], stream);
-  for (int i = 0; i < h->nsemvals && r == CUDA_SUCCESS; i++) {
-    cg_semval *v = &h->semvals[i];
+  for (int i = 0; i < h->nvalnodes && r == CUDA_SUCCESS; i++) {
+    cg_valnode *v = &h->valnodes[i];
     cg_share *sc = v->value;
     const char *api;
     pthread_mutex_lock(&sc->lock);
     uint64_t bits = sc->bits;
     pthread_mutex_unlock(&sc->lock);
     if (v->known && bits == v->last) continue;
-    r = cg_semval_set(h->exec, v, bits, &api);
+    r = cg_valnode_set(h->exec, v, bits, &api);
     v->last = bits;
     v->known = !h->shared; /* a shared exec: the Lua graph sets it too */
   }

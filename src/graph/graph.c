@@ -44,10 +44,26 @@ static void collect(lua_State *L, cg_graph *gr, int idx, int n) {
   }
 }
 
-CUresult cg_semval_set(CUgraphExec x, const cg_semval *v, uint64_t bits,
-                       const char **api) {
+CUresult cg_valnode_set(CUgraphExec x, const cg_valnode *v, uint64_t bits,
+                        const char **api) {
+  if (v->kind == NK_MEMWAIT || v->kind == NK_MEMWRITE) {
+    CUstreamBatchMemOpParams m;
+    memset(&m, 0, sizeof m);
+    m.operation = v->kind == NK_MEMWAIT
+                  ? (v->wide ? CU_STREAM_MEM_OP_WAIT_VALUE_64
+                             : CU_STREAM_MEM_OP_WAIT_VALUE_32)
+                  : (v->wide ? CU_STREAM_MEM_OP_WRITE_VALUE_64
+                             : CU_STREAM_MEM_OP_WRITE_VALUE_32);
+    m.waitValue.address = v->addr; /* a write's at the same place */
+    if (v->wide) m.waitValue.value64 = bits;
+    else m.waitValue.value = (cuuint32_t)bits;
+    m.waitValue.flags = v->flags;
+    CUDA_BATCH_MEM_OP_NODE_PARAMS p = { v->cu, 1, &m, 0 };
+    *api = "cuGraphExecBatchMemOpNodeSetParams";
+    return cg_drv.cuGraphExecBatchMemOpNodeSetParams(x, v->node, &p);
+  }
   CUexternalSemaphore sem = v->sem;
-  if (v->wait) {
+  if (v->kind == NK_EXTWAIT) {
     CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS wp;
     memset(&wp, 0, sizeof wp);
     wp.params.fence.value = bits;
@@ -65,35 +81,70 @@ CUresult cg_semval_set(CUgraphExec x, const cg_semval *v, uint64_t bits,
                                                                  &p);
 }
 
-/* How many semaphore nodes of r take their value from a Scalar. */
-static int count_semvals(const cg_recs *r) {
+static int memop(const cg_rec *e) {
+  return e->kind == NK_MEMWAIT || e->kind == NK_MEMWRITE;
+}
+
+static int valued(const cg_rec *e) {
+  return (e->kind == NK_EXTWAIT || e->kind == NK_EXTSIGNAL || memop(e)) &&
+         e->obj[1];
+}
+
+/* How many nodes of r take their value from a Scalar; *memops: how many
+   of them are memory operations. */
+static int count_valnodes(const cg_recs *r, int *memops) {
   int n = 0;
-  for (size_t i = 0; r && i < r->n; i++)
-    n += (r->v[i].kind == NK_EXTWAIT || r->v[i].kind == NK_EXTSIGNAL) &&
-         r->v[i].obj[1];
+  *memops = 0;
+  for (size_t i = 0; r && i < r->n; i++) {
+    n += valued(&r->v[i]);
+    *memops += valued(&r->v[i]) && memop(&r->v[i]);
+  }
   return n;
 }
 
+/* What the valued nodes of r are, for messages. */
+static const char *valued_kinds(const cg_recs *r) {
+  int memops, n = count_valnodes(r, &memops);
+  return memops == n ? "stream memory operation (s:wait_value, s:write_value)"
+       : memops ? "external semaphore and stream memory operation"
+       : "external semaphore";
+}
+
 /* Those nodes, in a new array (*n of them; NULL when none). */
-static cg_semval *semvals_of(lua_State *L, const cg_recs *r, int *n) {
-  if (!(*n = count_semvals(r))) return NULL;
-  if (!cg_drv.cuGraphExecExternalSemaphoresWaitNodeSetParams ||
-      !cg_drv.cuGraphExecExternalSemaphoresSignalNodeSetParams)
+static cg_valnode *valnodes_of(lua_State *L, const cg_recs *r, int *n) {
+  int memops;
+  if (!(*n = count_valnodes(r, &memops))) return NULL;
+  if (*n > memops &&
+      (!cg_drv.cuGraphExecExternalSemaphoresWaitNodeSetParams ||
+       !cg_drv.cuGraphExecExternalSemaphoresSignalNodeSetParams))
     luaL_error(L, "a semaphore value from a cugraph.Scalar needs the "
                "driver's cuGraphExecExternalSemaphores*NodeSetParams");
-  cg_semval *a = malloc((size_t)*n * sizeof *a);
+  if (memops && !cg_drv.cuGraphExecBatchMemOpNodeSetParams)
+    luaL_error(L, "a wait_value or write_value value from a cugraph.Scalar "
+               "needs the driver's cuGraphExecBatchMemOpNodeSetParams");
+  cg_valnode *a = malloc((size_t)*n * sizeof *a);
   if (!a) luaL_error(L, "out of host memory");
   int k = 0;
   for (size_t i = 0; i < r->n; i++) {
     const cg_rec *e = &r->v[i];
-    if ((e->kind != NK_EXTWAIT && e->kind != NK_EXTSIGNAL) || !e->obj[1])
-      continue;
-    a[k].node = e->node;
-    a[k].sem = e->obj[0]->drv.extsem;
-    a[k].value = e->obj[1];
-    a[k].last = e->off; /* the node's, from the capture */
-    a[k].known = 1;
-    a[k++].wait = e->kind == NK_EXTWAIT;
+    if (!valued(e)) continue;
+    cg_valnode *v = &a[k++];
+    memset(v, 0, sizeof *v);
+    v->node = e->node;
+    v->kind = e->kind;
+    v->value = e->obj[1];
+    v->last = e->off; /* the node's, from the capture */
+    v->known = 1;
+    if (memop(e)) {
+      const cg_obj *c = e->obj[0];
+      v->cu = c->ctx->cu;
+      v->flags = e->value;
+      v->wide = ((const cg_scalar *)e->obj[1])->type == CG_U64;
+      v->addr = c->kind == CG_HOSTBUF ? ((const cg_hostbuf *)c)->dev
+                                      : c->drv.mem;
+    } else {
+      v->sem = e->obj[0]->drv.extsem;
+    }
   }
   return a;
 }
@@ -126,9 +177,9 @@ static void close_graph(lua_State *L, cg_graph *gr, int idx) {
   free(gr->scalars);
   gr->scalars = NULL;
   gr->nscalars = 0;
-  free(gr->semvals);
-  gr->semvals = NULL;
-  gr->nsemvals = 0;
+  free(gr->valnodes);
+  gr->valnodes = NULL;
+  gr->nvalnodes = 0;
   cg_recs_release(gr->h.ctx, gr->recs);
   gr->recs = NULL;
   if (lua_getiuservalue(L, idx, 1) == LUA_TTABLE)
@@ -189,7 +240,7 @@ static int stream_capture(lua_State *L) {
   lua_pushvalue(L, 2);
   lua_setiuservalue(L, 4, 3);
   collect(L, gr, 5, scalars);
-  gr->semvals = semvals_of(L, recs, &gr->nsemvals);
+  gr->valnodes = valnodes_of(L, recs, &gr->nvalnodes);
   if (cg_graph_over_cap(L, gr)) { /* before the driver */
     close_graph(L, gr, 4);
     lua_error(L);
@@ -293,13 +344,13 @@ void cg_graph_launch(lua_State *L, cg_graph *gr, CUstream st) {
   }
   for (int i = 0; i < gr->nscalars; i++)
     cg_scalar_flush(L, gr->scalars[i], st);
-  for (int i = 0; i < gr->nsemvals; i++) {
-    cg_semval *v = &gr->semvals[i];
+  for (int i = 0; i < gr->nvalnodes; i++) {
+    cg_valnode *v = &gr->valnodes[i];
     uint64_t bits = ((const cg_scalar *)v->value)->bits;
     const char *api;
     if (bits == v->last && v->known && !gr->h.share) continue; /* a C
       graph that lends this exec may have set it */
-    CUresult r = cg_semval_set(gr->h.drv.exec, v, bits, &api);
+    CUresult r = cg_valnode_set(gr->h.drv.exec, v, bits, &api);
     cg_check(L, gr->h.ctx, api, r);
     v->last = bits;
   }
@@ -459,10 +510,10 @@ static int graph_update(lua_State *L) {
   if (gr->conds)
     luaL_error(L, "cugraph.Graph #%d has conditional nodes, which the driver "
                "cannot update: capture a new graph", (int)gr->id);
-  if (gr->nsemvals)
-    luaL_error(L, "cugraph.Graph #%d has external semaphore nodes whose "
-               "value is a cugraph.Scalar's, which an update cannot keep: "
-               "capture a new graph", (int)gr->id);
+  if (gr->nvalnodes)
+    luaL_error(L, "cugraph.Graph #%d has %s nodes whose value is a "
+               "cugraph.Scalar's, which an update cannot keep: capture a new "
+               "graph", (int)gr->id, valued_kinds(gr->recs));
   cg_hold(L);                 /* 3: no finalizer until it is done */
   lua_getiuservalue(L, 1, 2); /* 4: the capture stream */
   lua_getiuservalue(L, 1, 1); /* 5: the pins in use */
@@ -481,9 +532,9 @@ static int graph_update(lua_State *L) {
   }
   CUgraphExecUpdateResultInfo info;
   memset(&info, 0, sizeof info);
-  int semvals = count_semvals(recs);
+  int memops, valnodes = count_valnodes(recs, &memops);
   CUresult r = !gr->h.open ? CUDA_ERROR_INVALID_HANDLE
-             : conds || semvals ? CUDA_ERROR_NOT_SUPPORTED
+             : conds || valnodes ? CUDA_ERROR_NOT_SUPPORTED
              : cg_drv.cuGraphExecUpdate(gr->h.drv.exec, g, &info);
   if (r == CUDA_SUCCESS && gr->allocs != cg_recs_allocs(recs))
     r = CUDA_ERROR_NOT_SUPPORTED;
@@ -499,11 +550,12 @@ static int graph_update(lua_State *L) {
       return luaL_error(L, "the update of cugraph.Graph #%d made conditional "
                         "nodes, which the driver cannot add to it: capture a "
                         "new graph", (int)gr->id);
-    if (semvals)
-      return luaL_error(L, "the update of cugraph.Graph #%d made external "
-                        "semaphore nodes whose value is a cugraph.Scalar's, "
-                        "which an update cannot keep: capture a new graph",
-                        (int)gr->id);
+    if (valnodes)
+      return luaL_error(L, "the update of cugraph.Graph #%d made %s nodes "
+                        "whose value is a cugraph.Scalar's, which an update "
+                        "cannot keep: capture a new graph", (int)gr->id,
+                        memops < valnodes ? "external semaphore"
+                                          : "stream memory operation");
     if (r == CUDA_ERROR_NOT_SUPPORTED)
       return luaL_error(L, "the update of cugraph.Graph #%d allocates memory "
                         "it does not free in another way than its capture: "

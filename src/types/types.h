@@ -114,6 +114,7 @@ typedef struct cg_hostbuf {
   cg_obj h;
   size_t n;
   cg_type type;
+  CUdeviceptr dev;      /* its device address, once asked for (0: not yet) */
 } cg_hostbuf;
 
 /* cugraph.Scalar: 8 bytes of device memory, h.drv.mem. */
@@ -207,6 +208,10 @@ void buffer_open(lua_State *L);
 void managed_open(lua_State *L);
 void pitched_open(lua_State *L);
 void hostbuf_open(lua_State *L);
+/* Pushes a borrowed HostBuffer of n elements of type t over the engine's
+   page-locked memory at p, checked to be such (cugraph_pushhostbuffer). */
+void cg_push_hostbuf(lua_State *L, cg_ctx *ctx, void *p, cg_type t,
+                     size_t n);
 void array_open(lua_State *L);
 /* Pushes a borrowed Array over the engine's a (cugraph_pusharray). */
 void cg_push_array(lua_State *L, cg_ctx *ctx, CUarray a);
@@ -234,6 +239,7 @@ void cg_push_extmem(lua_State *L, cg_ctx *ctx, CUexternalMemory m,
                     size_t size);
 void cg_push_extsem(lua_State *L, cg_ctx *ctx, CUexternalSemaphore s,
                     int timeline);
+void fence_open(lua_State *L); /* s:wait_value, s:write_value */
 void scalar_open(lua_State *L);
 void condition_open(lua_State *L);
 void graphmem_open(lua_State *L);

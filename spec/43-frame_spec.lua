@@ -1,0 +1,199 @@
+-- An engine's frame as one graph: frame fences on the engine's own
+-- counters (s:wait_value, s:write_value), eager and as batch memory
+-- operation nodes whose value a Scalar gives at every launch, from Lua and
+-- from C.
+local H = require "support.helper"
+local cuda = H.cuda
+
+describe("frame fences", function()
+  it("write and wait for 32- and 64-bit counters in host, device and scalar memory", function()
+    local s = cuda.stream()
+    local h = cuda.host_buffer("u32", 2)
+    local b = cuda.buffer("u64", 4):fill(0)
+    local sc = cuda.scalar("u32", 0)
+    assert.equals(s, s:write_value(h, 7))
+    s:write_value(b:view(2, 1), 0x123456789ab):write_value(sc, 4000000000)
+    s:synchronize()
+    assert.equals(7, h[0])
+    assert.equals(0, h[1])
+    assert.same({ 0, 0, 0x123456789ab, 0 }, b:download("table"))
+    assert.equals(4000000000, sc:get())
+    -- satisfied waits pass: a cyclic >= (a counter that wrapped is past a
+    -- value just below it), ==, a bit in common, no bit in common with
+    -- either
+    assert.equals(s, s:wait_value(h, 7))
+    s:wait_value(h, 6, "geq"):wait_value(h, 7, "eq"):wait_value(h, 5, "and")
+    s:wait_value(h, 0xfffffff0, "nor")
+    h[0] = 1
+    s:wait_value(h, 0xfffffff0) -- 1 - 0xfffffff0 is 17, cyclicly
+    s:wait_value(b:view(2, 1), 0x123456789ab, "eq"):wait_value(sc, 4000000000, "eq")
+    sc:set(9) -- a scalar counter's host value comes first
+    s:wait_value(sc, 9, "eq")
+    s:synchronize()
+  end)
+
+  it("take the value from a scalar of the counter's type at every launch", function()
+    local s = cuda.stream()
+    local go, done = cuda.host_buffer("u64", 1), cuda.host_buffer("u64", 1)
+    local frame = cuda.scalar("u64", 0)
+    local y = cuda.buffer("i32", 256):fill(0)
+    local inc = H.kernels().inc_i32
+    local g = s:capture(function()
+      s:wait_value(go, frame)
+      inc:launch(s, 1, 256, y, 256)
+      s:write_value(done, frame)
+    end)
+    local n, nodes = g:nodes("detail")
+    assert.equals(3, n)
+    assert.equals("wait value", nodes[1].kind)
+    assert.equals(go, nodes[1].counter)
+    assert.equals(frame, nodes[1].value)
+    assert.equals("geq", nodes[1].op)
+    assert.equals("write value", nodes[3].kind)
+    assert.equals(done, nodes[3].counter)
+    assert.matches("43%-frame_spec", nodes[1].source)
+    for f = 1, 4 do
+      go[0] = f
+      frame:set(f)
+      g:launch()
+      s:synchronize()
+      assert.equals(f, done[0])
+    end
+    assert.equals(4, y:download()[256])
+    -- an integer value is the node's own
+    local g2 = s:capture(function() s:write_value(done, 77) end)
+    g2:launch()
+    s:synchronize()
+    assert.equals(77, done[0])
+    local _, n2 = g2:nodes("detail")
+    assert.equals(77, n2[1].value)
+  end)
+
+  it("refuse what the driver's memory operations cannot take, before the driver", function()
+    local s = cuda.stream()
+    local h = cuda.host_buffer("u32", 1)
+    local function refused(pattern, ...)
+      local args = table.pack(...)
+      assert.error_matches(function() s:wait_value(table.unpack(args, 1, args.n)) end,
+                           pattern, nil, true)
+    end
+    refused("the counter must be u32 or u64, not f32", cuda.buffer("f32", 1), 1)
+    refused("the counter must be u32 or u64, not i64", cuda.scalar("i64"), 1)
+    refused("the counter is managed memory", cuda.managed("u32", 1), 1)
+    refused("(the counter) expected, got number", 3, 1)
+    refused("the value must be an integer or a u32 cugraph.Scalar, got string", h, "5")
+    refused("the value: -1 is out of range for u32", h, -1)
+    refused("the value: 4294967296 is out of range for u32", h, 1 << 32)
+    refused("the value's cugraph.Scalar must be u32 like the counter, not u64", h, cuda.scalar("u64"))
+    refused("invalid option 'lt' (expected geq, eq, and or nor)", h, 1, "lt")
+    refused("takes a counter, a value and a comparison, got 4 arguments", h, 1, "eq", 2)
+    assert.error_matches(function() s:write_value(h, 1, "eq") end,
+                         "takes a counter, a value, got 3 arguments", nil, true)
+    local b = cuda.buffer("u32", 1)
+    b:free()
+    refused("attempt to use a freed cugraph.Buffer", b, 1)
+    local hb = cuda.host_buffer("u32", 1)
+    hb:free()
+    refused("attempt to use a freed cugraph.HostBuffer", hb, 1)
+    -- a value a launch sets exists only in the top graph
+    local c, v = cuda.condition(1), cuda.scalar("u32", 1)
+    assert.error_matches(function()
+      s:capture(function() s:loop_while(c, function() s:write_value(h, v) end) end)
+    end, "a cugraph.Scalar value is set per launch in the top graph only", nil, true)
+    assert.is_nil(cuda.status().poisoned)
+  end)
+
+  it("hold the stream while the counter says no, within the wait's bound", function()
+    -- On a GPU the wait returns and the stream waits, until a bounded wait
+    -- for the stream ends; the software drivers wait inside the call,
+    -- bounded the same. Writing the counter then lets the stream go on.
+    local code, out = H.script([[
+      local cuda = require "cugraph"
+      local s = cuda.stream()
+      local h = cuda.host_buffer("u32", 1)
+      local function blocked(counter, v, op)
+        h[0] = counter
+        local ok, err = pcall(function() s:wait_value(h, v, op); s:synchronize(0.2) end)
+        print(op, ok, cuda.is_error(err) and err.name, cuda.is_error(err) and err.api)
+        h[0] = v -- satisfies each of them
+        s:synchronize()
+      end
+      blocked(6, 7, "geq")
+      blocked(6, 5, "eq")
+      blocked(6, 1, "and")
+      blocked(6, 0xfffffff9, "nor")
+      local frame = cuda.scalar("u32", 3)
+      local g = s:capture(function() s:wait_value(h, frame) end)
+      h[0] = 2
+      local ok, err = pcall(function() g:launch(); s:synchronize(0.2) end)
+      print("graph", ok, cuda.is_error(err) and err.name, tostring(err):match("cugraph.Graph #%d+"))
+      h[0] = 3
+      s:synchronize()
+      print("usable", cuda.status().poisoned)
+    ]], "CUGRAPH_LUA_TIMEOUT=0.2 timeout 120", { plain = true })
+    assert.equals(0, code, out)
+    local api = H.gpu and "cuStreamSynchronize" or "cuStreamWaitValue32"
+    for _, op in ipairs { "geq", "eq", "and", "nor" } do
+      assert.matches(op .. "\tfalse\tCUDA_ERROR_TIMEOUT\t" .. api, out)
+    end
+    assert.matches("graph\tfalse\tCUDA_ERROR_TIMEOUT\tcugraph.Graph #1", out)
+    assert.matches("usable\tnil", out)
+  end)
+
+  it("run a frame graph from C with the values C sets, on the engine's counters", function()
+    H.capi_passes([[
+      local cuda = require "cugraph"
+      package.path = os.getenv("CUGRAPH_LUA_SPEC") .. "/?.lua;" .. package.path
+      local H = require "support.helper"
+      local fences = capi.hostmem("u64", 2) -- the engine's page-locked counters
+      assert(tostring(fences):find("borrowed"), tostring(fences))
+      local go, done = fences, capi.hostmem("u64", 1)
+      local frame = cuda.scalar("u64", 0)
+      local y = cuda.buffer("i32", 256):fill(0)
+      local s, inc = cuda.stream(), H.kernels().inc_i32
+      local g = s:capture(function()
+        s:wait_value(go, frame)
+        inc:launch(s, 1, 256, y, 256)
+        s:write_value(done, frame)
+      end)
+      local h, cf = capi.tograph(g), capi.scalar(frame)
+      g:free(); frame:free() -- C keeps what it needs
+      collectgarbage(); collectgarbage()
+      for f = 1, 3 do
+        capi.store(go, 0, f)
+        capi.set(cf, f)
+        local err = capi.launch(h)
+        assert(err == nil, tostring(err))
+        assert(capi.load(done, 0) == f, "frame " .. f .. ": done " .. capi.load(done, 0))
+        assert(done[0] == f)
+      end
+      assert(y:download()[256] == 3, "three launches, three higher")
+      capi.release(h)
+      -- only page-locked memory is taken
+      local ok, err = pcall(capi.hostmem, "u64", 1, true)
+      assert(not ok and err:find("is not page%-locked memory of device 0"), err)
+      ok, err = pcall(capi.hostmem, "float4", 1)
+      assert(not ok and err:find("cugraph_pushhostbuffer: unknown element type 'float4'"), err)
+      print("script done")
+    ]])
+  end)
+
+  it("are recorded by graphed functions and made again in their graphs", function()
+    local s = cuda.stream()
+    local h = cuda.host_buffer("u32", 1)
+    local y = cuda.buffer("i32", 64):fill(0)
+    local inc = H.kernels().inc_i32
+    local f = cuda.graphed(function(st, v)
+      st:wait_value(h, v)
+      inc:launch(st, 1, 64, y, 64)
+      st:write_value(h, v + 1)
+    end)
+    for v = 0, 3 do
+      f(s, v)
+      s:synchronize()
+      assert.equals(v + 1, h[0])
+    end
+    assert.equals(4, y:download()[1])
+    assert.is_true(#f:graphs() >= 1)
+  end)
+end)
