@@ -236,6 +236,13 @@ SPEC_BINS = $(SPEC_HOSTS:%=$(BUILD)/%)
 $(SPEC_BINS): $(BUILD)/%: spec/hosts/%.c spec/hosts/devmem.h $(LIB_A)
 	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -pthread -o $@ $< $(LIB_A) $(LUA_LIBS) -ldl -lm
 
+# A C host function the specs give s:host (spec/support/hostfn.c): its
+# cugraph_pushhostfn comes from build/cugraph-lua, which exports it.
+HOSTFN = $(BUILD)/hostfn.so
+$(HOSTFN): spec/support/hostfn.c src/cugraph.h
+	@mkdir -p $(@D)
+	$(call say,CC,$@)$(CC) $(SIM_BUILD_CFLAGS) $(LUA_CFLAGS) -shared -o $@ $<
+
 # A pseudo-terminal that types into the REPL (spec/50's line editing).
 PTY = $(BUILD)/pty
 $(PTY): spec/support/pty.c
@@ -244,7 +251,7 @@ $(PTY): spec/support/pty.c
 
 # Everything the specs need, for make test and its kin, and for plain
 # `busted` in a checkout (spec/support/busted-lua makes spec-needs).
-SPEC_NEEDS = all $(DOUBLE) $(NCCL_DOUBLE) $(BLAS_DOUBLE) $(FFT_DOUBLE) $(NVRTC_FAULT) $(NVTX_TOOL) $(PEER) $(KERNELS) \
+SPEC_NEEDS = all $(DOUBLE) $(NCCL_DOUBLE) $(BLAS_DOUBLE) $(FFT_DOUBLE) $(NVRTC_FAULT) $(NVTX_TOOL) $(PEER) $(HOSTFN) $(KERNELS) \
   $(SPEC_BINS) $(PTY)
 ## spec-needs: build what the specs need (plain busted in the checkout does it itself)
 spec-needs: $(SPEC_NEEDS)
@@ -287,7 +294,7 @@ test-sim: $(SPEC_NEEDS) $(SIM)
 	$(call specs,$(SIM))
 
 # What the GPU suites need: the specs' hosts, kernels and stand-ins.
-GPU_NEEDS = all $(KERNELS) $(SPEC_BINS) $(NVRTC_FAULT) $(NVTX_TOOL) $(PEER) $(PTY)
+GPU_NEEDS = all $(KERNELS) $(SPEC_BINS) $(NVRTC_FAULT) $(NVTX_TOOL) $(PEER) $(HOSTFN) $(PTY)
 ## test-gpu: the specs on the real driver and GPU
 test-gpu: $(GPU_NEEDS)
 	$(call specs,)

@@ -1,7 +1,7 @@
 -- An engine's frame as one graph: frame fences on the engine's own
 -- counters (s:wait_value, s:write_value), eager and as batch memory
 -- operation nodes whose value a Scalar gives at every launch, from Lua and
--- from C.
+-- from C; host hooks (s:host) of C functions, under the driver's rule.
 local H = require "support.helper"
 local cuda = H.cuda
 
@@ -95,11 +95,12 @@ describe("frame fences", function()
     local hb = cuda.host_buffer("u32", 1)
     hb:free()
     refused("attempt to use a freed cugraph.HostBuffer", hb, 1)
-    -- a value a launch sets exists only in the top graph
-    local c, v = cuda.condition(1), cuda.scalar("u32", 1)
+    -- a conditional node's body takes no memory operation
+    local c = cuda.condition(1)
     assert.error_matches(function()
-      s:capture(function() s:loop_while(c, function() s:write_value(h, v) end) end)
-    end, "a cugraph.Scalar value is set per launch in the top graph only", nil, true)
+      s:capture(function() s:loop_while(c, function() s:write_value(h, 1) end) end)
+    end, "s:write_value inside the body of a conditional node: the driver takes only kernel, "
+         .. "memset, memcpy, child graph and conditional nodes there", nil, true)
     assert.is_nil(cuda.status().poisoned)
   end)
 
@@ -195,5 +196,85 @@ describe("frame fences", function()
     end
     assert.equals(4, y:download()[1])
     assert.is_true(#f:graphs() >= 1)
+  end)
+end)
+
+describe("host hooks", function()
+  it("call C's function in stream order, eagerly and at every launch of a graph", function()
+    H.capi_passes([[
+      local cuda = require "cugraph"
+      package.path = os.getenv("CUGRAPH_LUA_SPEC") .. "/?.lua;" .. package.path
+      local H = require "support.helper"
+      local fn, data = capi.hostfn()
+      local s = cuda.stream()
+      assert(s:host(fn, data) == s)
+      s:synchronize()
+      assert(capi.hooked() == 1, "eager: " .. capi.hooked())
+      local y = cuda.buffer("i32", 64):fill(0)
+      local inc = H.kernels().inc_i32
+      local g = s:capture(function()
+        s:host(fn, data)
+        inc:launch(s, 1, 64, y, 64)
+        s:host(fn, data)
+      end)
+      local n, nodes = g:nodes("detail")
+      assert(n == 3 and nodes[1].kind == "host" and nodes[3].kind == "host", nodes[1].kind)
+      g:replay(3)
+      s:synchronize()
+      assert(capi.hooked() == 7, "graph: " .. capi.hooked())
+      local h = capi.tograph(g) -- a C graph's copy calls it too
+      assert(capi.launch(h) == nil)
+      assert(capi.hooked() == 9, "C graph: " .. capi.hooked())
+      capi.release(h)
+      local f = cuda.graphed(function(st) st:host(fn, data); inc:launch(st, 1, 64, y, 64) end)
+      f(s); f(s)
+      s:synchronize()
+      assert(capi.hooked() == 11, "graphed: " .. capi.hooked())
+      assert(y:download()[1] == 6)
+      -- only functions C registered, with a light userdata or nil for data
+      local ok, err = pcall(s.host, s, data)
+      assert(not ok and err:find("is no host function C registered"), err)
+      ok, err = pcall(s.host, s, fn, 5)
+      assert(not ok and err:find("light userdata %(the host function's data%) or nil expected"), err)
+      s:host(fn) -- no data: NULL
+      s:synchronize()
+      print("script done")
+    ]])
+  end)
+
+  it("refuse a Lua function, saying why, and hooks in a conditional body", function()
+    local s = cuda.stream()
+    assert.error_matches(function() s:host(function() end) end,
+      "a Lua function cannot be a host function: the driver calls host functions on a thread "
+      .. "of its own, where this lua_State may not run", nil, true)
+    assert.error_matches(function() s:host(cuda.buffer("u8", 1)) end,
+                         "host function (cugraph_pushhostfn) expected", nil, true)
+    assert.error_matches(function() s:host() end, "got no value", nil, true)
+    local c = cuda.condition(1)
+    assert.error_matches(function()
+      s:capture(function() s:loop_while(c, function() s:host(function() end) end) end)
+    end, "a Lua function cannot be a host function", nil, true)
+  end)
+
+  it("keep the driver's rule: no CUDA call inside a host function", function()
+    if H.gpu then
+      return pending("a GPU's driver may refuse such a call or deadlock; the software "
+                     .. "driver refuses it always (CUDA_ERROR_NOT_PERMITTED)")
+    end
+    H.capi_passes([[
+      local cuda = require "cugraph"
+      local fn, data = capi.hostfn(true) -- calls cuMemGetInfo inside
+      local s = cuda.stream()
+      s:host(fn, data):synchronize()
+      local calls, inside = capi.hooked()
+      assert(calls == 1 and inside == "CUDA_ERROR_NOT_PERMITTED", tostring(inside))
+      local g = s:capture(function() s:host(fn, data) end)
+      g:launch()
+      s:synchronize()
+      calls, inside = capi.hooked()
+      assert(calls == 2 and inside == "CUDA_ERROR_NOT_PERMITTED", tostring(inside))
+      assert(cuda.status().poisoned == nil)
+      print("script done")
+    ]])
   end)
 end)

@@ -105,9 +105,11 @@ describe("the fault sweep", function()
     -- counts (the simulator's), C graphs' copies, an engine's arrays (C
     -- only: spec/41), peers (two devices: the NCCL and devices specs); and
     -- the software driver's bounds on simulated work, which take no lock
-    -- and count no call (a signal handler calls one)
+    -- and count no call (a signal handler calls one); host functions (a C
+    -- function's: spec/43)
     local beside = {
       cuGetErrorName = true, cuGetErrorString = true, cuGraphClone = true,
+      cuLaunchHostFunc = true,
       cuModuleGetGlobal = true, cuSimEventInstructions = true,
       cuSimSetWorkLimit = true, cuSimInterrupt = true, cuSimStopReason = true,
       cuDeviceCanAccessPeer = true, cuArray3DGetDescriptor = true,

@@ -195,6 +195,27 @@ void cugraph_pushhostbuffer(lua_State *L, void *ptr, const char *type,
 void *cugraph_checkhostbuffer(lua_State *L, int idx, const char **type,
                               size_t *n);
 
+/* -- host hooks -------------------------------------------------------------
+
+   s:host(fn [, data]) has the driver call a C function of the engine's in
+   stream order, between the GPU work before it and after it
+   (cuLaunchHostFunc; a host node when captured, called at every launch).
+   The driver calls it on a thread of its own, so it may neither make a
+   CUDA call (the driver's rule: the call may fail with
+   CUDA_ERROR_NOT_PERMITTED or deadlock; the software driver always
+   refuses it so) nor use the lua_State, nor call a function of this API
+   that makes CUDA calls (cugraph_graph_launch, the releases); it should
+   return soon, as the stream waits for it. A Lua function is refused for
+   these reasons: a script that wants to run Lua after GPU work has the
+   stream write a counter (s:write_value) and reads it on its own thread.
+
+   Pushes fn as a light userdata, registered in this state as a host
+   function, which s:host takes (any other light userdata is refused);
+   data is passed to s:host as a light userdata (or nil: NULL), and the
+   engine keeps what it points to alive while a graph that calls fn with it
+   lives. */
+void cugraph_pushhostfn(lua_State *L, CUhostFn fn);
+
 /* Pushes a borrowed Array (the engine's CUarray, of the state's current
    device): its shape and format are read from the driver
    (cuArray3DGetDescriptor), which must be one of the formats cuda.array

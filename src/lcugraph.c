@@ -205,6 +205,11 @@ void *cugraph_checkhostbuffer(lua_State *L, int idx, const char **type,
   return h->h.drv.host;
 }
 
+void cugraph_pushhostfn(lua_State *L, CUhostFn fn) {
+  context(L);
+  cg_push_hostfn(L, fn);
+}
+
 CUarray cugraph_checkarray(lua_State *L, int idx) {
   return ((cg_array *)cg_checkobj(L, idx, CG_ARRAY))->h.drv.array;
 }

@@ -127,6 +127,11 @@ function Stream:wait_value(counter, value, op) end
 ---@param value integer|cugraph.Scalar an integer, or a Scalar of the counter's type read at each graph launch
 ---@return cugraph.Stream self
 function Stream:write_value(counter, value) end
+--- Has the driver call a C function of the host's in stream order (cuLaunchHostFunc); a host node when captured. Never a Lua function.
+---@param fn lightuserdata a C host function, from cugraph_pushhostfn
+---@param data? lightuserdata its argument (nil: NULL)
+---@return cugraph.Stream self
+function Stream:host(fn, data) end
 function Stream:synchronize() end
 ---@return boolean done
 function Stream:query() end

@@ -110,8 +110,15 @@ extern CUresult dbl_sticky;
    another entry point. */
 extern _Thread_local char dbl_refusal[256];
 
+/* The lock, or NULL on a thread that runs a callback of the driver's (a
+   host function, a user object's destructor): the entry point then
+   refuses the call, as the driver forbids CUDA calls there. */
 pthread_mutex_t *dbl_take_lock(void);
 void dbl_drop_lock(pthread_mutex_t **held);
+/* Calls fn(data) as the driver calls a callback: the lock, which the
+   caller holds, given back meanwhile (the driver's thread would not hold
+   it), and CUDA calls of this thread refused. */
+void dbl_callback(CUhostFn fn, void *data);
 /* Sleeps us microseconds with the lock, which the caller holds, given back
    meanwhile: other threads' calls run, and may change anything. */
 void dbl_nap(long us);
@@ -124,6 +131,7 @@ CUresult dbl_called(dbl_site *s, const char *func);
 #define ENTRY_AT(name)                                                      \
   pthread_mutex_t *held_ __attribute__((cleanup(dbl_drop_lock), unused)) = \
     dbl_take_lock();                                                        \
+  if (!held_) return CUDA_ERROR_NOT_PERMITTED;                              \
   static dbl_site site_ = {name, 0, NULL};                                  \
   CUresult fault_ = dbl_called(&site_, __func__)
 #define ENTRY_THEN(name) ENTRY_AT(#name)

@@ -225,8 +225,8 @@ static CUgraph clone_graph(CUgraph g, CUgraph parent) {
 
 /* Adds a conditional node (with new, empty body graphs, given back in
    phGraph_out), a child graph node (a copy of the graph), an event
-   record node, an external semaphore signal or wait node or a batch
-   memory operation node; the other types are not modelled. */
+   record node, an external semaphore signal or wait node, a batch memory
+   operation node or a host node; the other types are not modelled. */
 CUresult CUDAAPI cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph,
                                 const CUgraphNode *dependencies,
                                 const CUgraphEdgeData *dependencyData,
@@ -281,6 +281,9 @@ CUresult CUDAAPI cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph,
     if ((r = dbl_semas_op(&o, o.type, p->extSemArray, p->paramsArray,
                           p->numExtSems)))
       return r;
+  } else if (o.type == CU_GRAPH_NODE_TYPE_HOST) {
+    if (!(o.fn = nodeParams->host.fn)) return CUDA_ERROR_INVALID_VALUE;
+    o.data = nodeParams->host.userData;
   } else if (o.type == CU_GRAPH_NODE_TYPE_BATCH_MEM_OP) {
     const CUDA_BATCH_MEM_OP_NODE_PARAMS_v2 *p = &nodeParams->memOp;
     if (!dbl_is_primary(p->ctx) || p->flags) return CUDA_ERROR_INVALID_VALUE;

@@ -23,7 +23,7 @@ CUresult dbl_run_op(const op *o, int dry) {
     return r;
   }
   if (o->type == CU_GRAPH_NODE_TYPE_HOST) {
-    if (!dry) o->fn(o->data);
+    if (!dry) dbl_callback(o->fn, o->data);
     return CUDA_SUCCESS;
   }
   if (o->type == CU_GRAPH_NODE_TYPE_EVENT_RECORD) {
@@ -179,7 +179,8 @@ CUresult CUDAAPI cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext,
 /* -- host functions -------------------------------------------------------- */
 
 /* fn(userData) runs in stream order: at once here, or as a host node of the
-   graph a capture records. */
+   graph a capture records; as on the driver's own thread, it may make no
+   CUDA call (dbl_callback). */
 CUresult CUDAAPI cuLaunchHostFunc(CUstream hStream, CUhostFn fn,
                                   void *userData) {
   ENTRY(cuLaunchHostFunc);

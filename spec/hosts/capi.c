@@ -59,6 +59,12 @@
                            capi.store(h, i, v) and capi.load(h, i) write
                            and read its u64 element i through
                            cugraph_checkhostbuffer, as an engine does.
+                           Host hooks: capi.hostfn([probe]) -> fn, data
+                           (cugraph_pushhostfn, for s:host(fn, data)): a C
+                           function that counts its calls and, with probe,
+                           makes a CUDA call (cuMemGetInfo) inside;
+                           capi.hooked() -> its calls, and the name of what
+                           the CUDA call inside returned last (or nil).
 
    Prints one line per failed check and "capi: all passed" (or "capi:
    FAILED"); exits 0 only if all passed. */
@@ -650,6 +656,41 @@ static int l_load(lua_State *L) {
   return 1;
 }
 
+static struct hook {
+  atomic_int calls;
+  int probe;
+  atomic_int inside;    /* what the CUDA call inside returned, + 1 */
+} hooks[2];
+
+static void CUDA_CB hook(void *data) {
+  struct hook *h = data ? data : &hooks[0]; /* s:host(fn): no data */
+  atomic_fetch_add(&h->calls, 1);
+  if (h->probe) {
+    size_t fr, total;
+    atomic_store(&h->inside, (int)cu.cuMemGetInfo(&fr, &total) + 1);
+  }
+}
+
+static int l_hostfn(lua_State *L) {
+  struct hook *h = &hooks[lua_toboolean(L, 1)];
+  h->probe = h == &hooks[1];
+  cugraph_pushhostfn(L, hook);
+  lua_pushlightuserdata(L, h);
+  return 2;
+}
+
+static int l_hooked(lua_State *L) {
+  int calls = 0, inside = 0;
+  for (int i = 0; i < 2; i++) {
+    calls += atomic_load(&hooks[i].calls);
+    if (atomic_load(&hooks[i].inside)) inside = atomic_load(&hooks[i].inside);
+  }
+  lua_pushinteger(L, calls);
+  if (inside) lua_pushstring(L, errname((CUresult)(inside - 1)));
+  else lua_pushnil(L);
+  return 2;
+}
+
 static int script(const char *lua_dir, const char *path) {
   CUdevice dev;
   CUcontext ctx;
@@ -671,7 +712,8 @@ static int script(const char *lua_dir, const char *path) {
     {"pushslot", l_pushslot}, {"array", l_array}, {"same", l_same},
     {"extmem", l_extmem}, {"extsem", l_extsem}, {"scalar", l_scalar},
     {"set", l_set}, {"hostmem", l_hostmem}, {"store", l_store},
-    {"load", l_load}, {NULL, NULL}
+    {"load", l_load}, {"hostfn", l_hostfn}, {"hooked", l_hooked},
+    {NULL, NULL}
   };
   luaL_newlib(L, funcs);
   lua_setglobal(L, "capi");

@@ -138,6 +138,11 @@ return function(cuda, H)
     function(F) return F:stream(), F:mem("u64", 2), 5 end,
     function(F) return F:stream(), F:scalar("u32", 0), F:scalar("u32", 7) end,
   })
+  def("Stream:host", function(F)
+    local fn, data = H.hostfn()
+    if not fn then return nil, data end
+    return F:stream(), fn, data
+  end)
   def("Stream:synchronize", function(F) return F:stream() end)
   def("Stream:query", function(F) return F:stream() end)
   def("Stream:priority", function(F) return F:stream() end)

@@ -49,7 +49,7 @@ CUresult CUDAAPI cuSimEventInstructions(CUevent hEvent,
    Rebinding needs the exec setters (cuGraphExecKernelNodeSetParams_v2),
    stream-ordered and graph memory the calls from cuMemAllocAsync on; several
    devices the peer calls; frame fences the stream memory operations from
-   cuStreamWaitValue32 on. */
+   cuStreamWaitValue32 on, host hooks cuLaunchHostFunc. */
 #define CG_DRIVER_OPTIONAL(X) X(cuFuncGetParamInfo) X(cuGraphClone) \
   X(cuModuleGetGlobal) X(cuLaunchKernelEx) \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
@@ -86,7 +86,7 @@ CUresult CUDAAPI cuSimEventInstructions(CUevent hEvent,
   X(cuGraphExecExternalSemaphoresWaitNodeSetParams) \
   X(cuStreamWaitValue32) X(cuStreamWaitValue64) X(cuStreamWriteValue32) \
   X(cuStreamWriteValue64) X(cuGraphExecBatchMemOpNodeSetParams) \
-  X(cuMemHostGetDevicePointer)
+  X(cuMemHostGetDevicePointer) X(cuLaunchHostFunc)
 
 #define CG_FIELD(f) __typeof__(f) *f;
 typedef struct cg_driver {

@@ -181,7 +181,7 @@ void cg_note_vals(lua_State *L, cg_ctx *ctx, CUstream s, const int *idx,
 
 enum { NK_KERNEL, NK_FILL, NK_COPY, NK_ALLOC, NK_FREE, NK_COND, NK_GRAPH,
        NK_HOSTCOPY, NK_COPY3D, NK_EXTWAIT, NK_EXTSIGNAL, NK_MEMWAIT,
-       NK_MEMWRITE, NK_CALL };
+       NK_MEMWRITE, NK_HOST, NK_CALL };
 extern const char *const cg_nk_names[];
 
 typedef struct cg_rec {
@@ -279,8 +279,8 @@ void cg_note_extsem(lua_State *L, cg_ctx *ctx, CUgraphNode node, int wait,
    Scalar value holds, with the wait's comparison flags */
 void cg_note_memop(lua_State *L, cg_ctx *ctx, CUgraphNode node, int wait,
                    cg_obj *c, cg_obj *value, uint64_t v, unsigned flags);
-/* a node made with cuGraphAddNode: a child graph or conditional node (an
-   external semaphore's and a memory operation's are noted by
+/* a node made with cuGraphAddNode: a child graph, conditional or host
+   node (an external semaphore's and a memory operation's are noted by
    cg_note_extsem and cg_note_memop) */
 void cg_note_node(lua_State *L, cg_ctx *ctx, CUgraphNode node,
                   const CUgraphNodeParams *p);

@@ -14,9 +14,9 @@
 const char *const cg_nk_names[] = {
   "kernel", "fill", "copy", "alloc", "free", "conditional", "graph",
   "host copy", "copy 3d", "semaphore wait", "semaphore signal",
-  "wait value", "write value"
+  "wait value", "write value", "host"
 };
-_Static_assert(sizeof cg_nk_names / sizeof *cg_nk_names == NK_MEMWRITE + 1,
+_Static_assert(sizeof cg_nk_names / sizeof *cg_nk_names == NK_HOST + 1,
                "a name for every kind of record");
 
 void cg_recs_free(cg_recs *r) {
@@ -596,9 +596,10 @@ void cg_note_node(lua_State *L, cg_ctx *ctx, CUgraphNode node,
       p->type == CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL ||
       p->type == CU_GRAPH_NODE_TYPE_BATCH_MEM_OP)
     return; /* cg_note_extsem and cg_note_memop know their objects */
-  int graph = p->type == CU_GRAPH_NODE_TYPE_GRAPH;
-  cg_rec *e = newrec(L, ctx, recs_of(L, ctx), node, graph ? NK_GRAPH : NK_COND);
-  if (!graph) e->value = (unsigned)p->conditional.type;
+  int kind = p->type == CU_GRAPH_NODE_TYPE_GRAPH ? NK_GRAPH
+           : p->type == CU_GRAPH_NODE_TYPE_HOST ? NK_HOST : NK_COND;
+  cg_rec *e = newrec(L, ctx, recs_of(L, ctx), node, kind);
+  if (kind == NK_COND) e->value = (unsigned)p->conditional.type;
 }
 
 void cg_note_extsem(lua_State *L, cg_ctx *ctx, CUgraphNode node, int wait,

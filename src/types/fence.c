@@ -1,4 +1,5 @@
-/* Frame fences: the Stream methods s:wait_value and s:write_value, the
+/* Frame fences and hooks: the Stream methods s:wait_value and
+   s:write_value, the
    driver's stream memory operations (cuStreamWaitValue32/64,
    cuStreamWriteValue32/64) on a 32- or 64-bit counter in device memory
    (a Buffer's element, a Scalar) or page-locked host memory (a
@@ -7,7 +8,11 @@
    counter's type: a graph then waits for or writes the value the scalar
    holds at each launch (the launch sets the node first, as it does for
    external semaphores), so one captured frame serves every frame, whether
-   the script or C (cugraph_scalar_set) sets it. */
+   the script or C (cugraph_scalar_set) sets it. And s:host(fn [, data]):
+   a C function of the engine's, called in stream order by the driver
+   (cuLaunchHostFunc, a host node in a capture) on a thread of its own,
+   where no CUDA call may be made and no lua_State used: only functions C
+   registered (cugraph_pushhostfn) are taken, never a Lua function. */
 #include <string.h>
 #include "types/types.h"
 
@@ -95,6 +100,16 @@ static uint64_t value_of(lua_State *L, int idx, cg_type t, const char *what,
   return bits;
 }
 
+/* Raises inside the body of a conditional node, which takes none of the
+   nodes of this file. */
+static void check_top(lua_State *L, cg_ctx *ctx, const char *what) {
+  if (ctx->capture->depth)
+    luaL_error(L, "%s inside the body of a conditional node: the driver "
+               "takes only kernel, memset, memcpy, child graph and "
+               "conditional nodes there; call it before or after the "
+               "conditional node", what);
+}
+
 /* s:wait_value(counter, v [, op]) and s:write_value(counter, v) */
 static int fence(lua_State *L, int wait) {
   const char *what = wait ? "s:wait_value" : "s:write_value";
@@ -126,10 +141,7 @@ static int fence(lua_State *L, int wait) {
     return luaL_error(L, "%s: this CUDA driver has no stream memory "
                       "operations", what);
   if (ctx->capture && cg_capturing_on(L, ctx, st)) {
-    if (sc && ctx->capture->depth)
-      return luaL_error(L, "%s: a cugraph.Scalar value is set per launch in "
-                        "the top graph only, not in the body of a "
-                        "conditional node: give an integer there", what);
+    check_top(L, ctx, what);
     cg_pinobj(L, ctx, &s->h, 1); /* pins allocate: handles are read after */
     cg_pinobj(L, ctx, c, 2);
     if (sc) cg_pinobj(L, ctx, &sc->h, 3);
@@ -173,6 +185,94 @@ static int fence(lua_State *L, int wait) {
 static int stream_wait_value(lua_State *L) { return fence(L, 1); }
 static int stream_write_value(lua_State *L) { return fence(L, 0); }
 
+/* The registry's set of the host functions C registered (light userdata
+   keys), made on first use. */
+static const char hostfns_key = 'h';
+
+static void push_hostfns(lua_State *L) {
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &hostfns_key) == LUA_TTABLE) return;
+  lua_pop(L, 1);
+  lua_newtable(L);
+  lua_pushvalue(L, -1);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &hostfns_key);
+}
+
+_Static_assert(sizeof(CUhostFn) == sizeof(void *),
+               "a host function travels as a light userdata");
+
+void cg_push_hostfn(lua_State *L, CUhostFn fn) {
+  if (!fn) luaL_error(L, "cugraph_pushhostfn: null function");
+  void *p;
+  memcpy(&p, &fn, sizeof p);
+  push_hostfns(L);
+  lua_pushlightuserdata(L, p);
+  lua_pushboolean(L, 1);
+  lua_rawset(L, -3);
+  lua_pop(L, 1);
+  lua_pushlightuserdata(L, p);
+}
+
+/* The host function at idx: one C registered. */
+static CUhostFn hostfn_at(lua_State *L, int idx) {
+  if (lua_isfunction(L, idx))
+    luaL_error(L, "s:host: a Lua function cannot be a host function: the "
+               "driver calls host functions on a thread of its own, where "
+               "this lua_State may not run (one thread at a time) and no "
+               "CUDA call may be made; give a C function (cugraph_pushhostfn), "
+               "or have the stream write a counter (s:write_value) or record "
+               "an event that the script reads on its own thread");
+  if (lua_type(L, idx) != LUA_TLIGHTUSERDATA)
+    luaL_typeerror(L, idx, "host function (cugraph_pushhostfn)");
+  push_hostfns(L);
+  lua_pushvalue(L, idx);
+  int known = lua_rawget(L, -2) == LUA_TBOOLEAN;
+  lua_pop(L, 2);
+  if (!known)
+    luaL_error(L, "s:host: the light userdata %p is no host function C "
+               "registered (cugraph_pushhostfn)", lua_touserdata(L, idx));
+  CUhostFn fn;
+  void *p = lua_touserdata(L, idx);
+  memcpy(&fn, &p, sizeof fn);
+  return fn;
+}
+
+/* s:host(fn [, data]) */
+static int stream_host(lua_State *L) {
+  const char *what = "s:host";
+  cg_stream *s = cg_checkobj(L, 1, CG_STREAM);
+  cg_ctx *ctx = s->h.ctx;
+  if (lua_gettop(L) > 3)
+    return luaL_error(L, "%s: takes a host function and its data, got %d "
+                      "arguments", what, lua_gettop(L) - 1);
+  CUhostFn fn = hostfn_at(L, 2);
+  int t = lua_type(L, 3);
+  if (t != LUA_TNONE && t != LUA_TNIL && t != LUA_TLIGHTUSERDATA)
+    luaL_typeerror(L, 3, "light userdata (the host function's data) or nil");
+  void *data = lua_touserdata(L, 3);
+  CUstream st = s->h.drv.stream;
+  if (cg_recording(ctx)) { /* made again when the graph is built */
+    cg_record_call(L, ctx, st, lua_gettop(L));
+    lua_settop(L, 1);
+    return 1;
+  }
+  if (!cg_drv.cuLaunchHostFunc)
+    return luaL_error(L, "%s: this CUDA driver has no host functions", what);
+  if (ctx->capture && cg_capturing_on(L, ctx, st)) {
+    check_top(L, ctx, what);
+    cg_pinobj(L, ctx, &s->h, 1);
+    CUgraphNodeParams p;
+    memset(&p, 0, sizeof p);
+    p.type = CU_GRAPH_NODE_TYPE_HOST;
+    p.host.fn = fn;
+    p.host.userData = data;
+    cg_capture_node(L, ctx, st, &p);
+  } else {
+    CU(L, ctx, cuLaunchHostFunc, st, fn, data);
+  }
+  lua_settop(L, 1);
+  return 1;
+}
+
 void fence_open(lua_State *L) {
   luaL_getmetatable(L, cg_kind_names[CG_STREAM]);
   lua_getfield(L, -1, "methods");
@@ -180,5 +280,7 @@ void fence_open(lua_State *L) {
   lua_setfield(L, -2, "wait_value");
   lua_pushcfunction(L, stream_write_value);
   lua_setfield(L, -2, "write_value");
+  lua_pushcfunction(L, stream_host);
+  lua_setfield(L, -2, "host");
   lua_pop(L, 2);
 }
