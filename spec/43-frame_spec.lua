@@ -278,3 +278,107 @@ describe("host hooks", function()
     ]])
   end)
 end)
+
+describe("lifetime through the driver", function()
+  -- A launch in flight: on a GPU one held by a wait for a counter the
+  -- script writes later; the software drivers run the work inside the
+  -- launch, and CUDA_DOUBLE_BUSY keeps the device busy 2 s after it, as
+  -- work that takes a while does. A free that waited for it (cuMemFree
+  -- synchronizes) would take those seconds, or hang on the GPU.
+  local script = [[
+    local cuda = require "cugraph"
+    local m = cuda.load_module(os.getenv("CUGRAPH_LUA_BUILD") .. "/kernels.ptx")
+    local gpu = not os.getenv("CUGRAPH_LUA_LIBCUDA")
+    local N = 1 << 20
+    cuda.synchronize()
+    local base = cuda.device().free_memory
+    local s = cuda.stream()
+    local go = cuda.host_buffer("u32", 1)
+    local x = cuda.buffer("i32", N):fill(0)
+    local sc = cuda.scalar("u32", 1)
+    local h = cuda.host_buffer("i32", N)
+    local g = s:capture(function()
+      if gpu then s:wait_value(go, 1) end
+      m.inc_i32:launch(s, 1, 256, x, 256)
+      x:download_into(h, s)
+      s:write_value(sc, 2)
+    end)
+    g:launch()
+    local t0 = os.time()
+    g:free()
+    x:free()
+    sc, h = nil, nil -- and finalizers
+    collectgarbage()
+    collectgarbage()
+    print("waited", os.time() - t0 <= 1)
+    print("held", cuda.device().free_memory <= base - N * 4)
+    go[0] = 1
+    s:synchronize()
+    for _ = 1, 200 do -- and the frees the driver's release made (a while
+      cuda.synchronize() -- under valgrind)
+      if cuda.device().free_memory == base then break end
+    end
+    print("freed", cuda.device().free_memory == base)
+    print("status", cuda.status().poisoned, cuda.status().finalizer_errors)
+  ]]
+
+  it("frees what a graph used once its launch is over, never waiting for it nor freeing early", function()
+    local code, out = H.script(script, "CUDA_DOUBLE_BUSY=2500 timeout 60")
+    assert.equals(0, code, out)
+    assert.matches("waited\ttrue", out)
+    assert.matches("held\ttrue", out)
+    assert.matches("freed\ttrue", out)
+    assert.matches("status\tnil\t0", out)
+  end)
+
+  it("frees what a graph that never ran used at once, and a launched one's by cuda.synchronize()", function()
+    local s = cuda.stream()
+    cuda.synchronize()
+    local base = cuda.device().free_memory
+    local inc = H.kernels().inc_i32
+    for _, launched in ipairs { false, true } do
+      local x = cuda.buffer("i32", 1 << 20):fill(0)
+      local g = s:capture(function() inc:launch(s, 1, 256, x, 256) end)
+      if launched then g:launch() end
+      g:free()
+      x:free()
+      if launched then cuda.synchronize() end
+      assert.equals(base, cuda.device().free_memory, launched and "launched" or "not launched")
+    end
+  end)
+
+  it("keeps a C graph's memory past its release until its launch is over", function()
+    H.capi_passes([[
+      local cuda = require "cugraph"
+      local m = cuda.load_module(os.getenv("CUGRAPH_LUA_BUILD") .. "/kernels.ptx")
+      local gpu = not os.getenv("CUGRAPH_LUA_LIBCUDA")
+      local N = 1 << 20
+      cuda.synchronize()
+      local base = cuda.device().free_memory
+      local s = cuda.stream()
+      local go = capi.hostmem("u64", 1)
+      local x = cuda.buffer("i32", N):fill(0)
+      local g = s:capture(function()
+        if gpu then s:wait_value(go, 1) end
+        m.inc_i32:launch(s, 1, 256, x, 256)
+      end)
+      local h = capi.tograph(g)
+      g:free(); x:free()
+      assert(cuda.device().free_memory <= base - N * 4, "the C graph holds x")
+      capi.start(h, s)      -- launched, not waited for
+      local t0 = os.time()
+      capi.release(h)       -- the last reference, in flight
+      assert(os.time() - t0 <= 1, "the release waited for the launch")
+      assert(cuda.device().free_memory <= base - N * 4, "freed under the launch")
+      capi.store(go, 0, 1)
+      -- a thread of the runtime frees it: cuda.synchronize waits for it a
+      -- while, which a slow run (valgrind) may outlast
+      for _ = 1, 200 do
+        cuda.synchronize()
+        if cuda.device().free_memory == base then break end
+      end
+      assert(cuda.device().free_memory == base, "freed after it")
+      print("script done")
+    ]], "CUDA_DOUBLE_BUSY=2500")
+  end)
+end)

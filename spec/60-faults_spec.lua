@@ -24,6 +24,7 @@ local DESTROY = {
   cuMemFreeHost = true, cuGraphicsUnregisterResource = true, cuArrayDestroy = true,
   cuTexObjectDestroy = true, cuSurfObjectDestroy = true, cuDestroyExternalMemory = true,
   cuDestroyExternalSemaphore = true, cuMipmappedArrayDestroy = true,
+  cuDevicePrimaryCtxRelease = true, -- a share's, when its object frees it
 }
 
 -- Calls per entry point of one run of the workload: name -> count.
@@ -106,10 +107,10 @@ describe("the fault sweep", function()
     -- only: spec/41), peers (two devices: the NCCL and devices specs); and
     -- the software driver's bounds on simulated work, which take no lock
     -- and count no call (a signal handler calls one); host functions (a C
-    -- function's: spec/43)
+    -- function's: spec/43); the release of a user object a graph refused
     local beside = {
       cuGetErrorName = true, cuGetErrorString = true, cuGraphClone = true,
-      cuLaunchHostFunc = true,
+      cuLaunchHostFunc = true, cuUserObjectRelease = true,
       cuModuleGetGlobal = true, cuSimEventInstructions = true,
       cuSimSetWorkLimit = true, cuSimInterrupt = true, cuSimStopReason = true,
       cuDeviceCanAccessPeer = true, cuArray3DGetDescriptor = true,

@@ -331,7 +331,11 @@ cugraph_graph *cugraph_tograph(lua_State *L, int idx);
 void cugraph_graph_retain(cugraph_graph *h);
 
 /* Drops a reference; the last one frees the executable graph and lets go
-   of its pins. NULL is ignored. Any thread; not concurrently with a launch
+   of its pins, never waiting for a launch in flight: the memory its nodes
+   use (buffers, scalars, host buffers the script allocated) is freed by a
+   thread of the runtime once the driver says the last launch is over (a
+   CUDA user object the graph's copy holds), and at once when it was never
+   launched. NULL is ignored. Any thread; not concurrently with a launch
    of the same handle by the holder of that last reference. */
 void cugraph_graph_release(cugraph_graph *h);
 

@@ -171,6 +171,7 @@ void dbl_keep_busy(void) {
 }
 
 int dbl_busy(void) { return busy_for > 0 && mono() < busy_until; }
+double dbl_busy_until(void) { return busy_until; }
 
 void dbl_wait_busy(pthread_mutex_t *held) {
   while (dbl_busy()) {

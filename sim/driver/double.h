@@ -44,6 +44,11 @@
    called, to path at exit. CUDA_DOUBLE_WAIT_LIMIT=seconds bounds a wait on
    an external semaphore (30; 0: fail at once when not signalled).
 
+   User objects (userobj.c) are held by graphs, their copies and their
+   instantiations, and released once the last launch is over; their
+   destructors run on a thread of the driver's own, where a CUDA call is
+   refused, as it is inside a host function.
+
    Stream memory operations (memops.c) write and wait for 32- and 64-bit
    values in device or page-locked host memory, eager or as batch memory
    operation nodes; a wait polls as a semaphore's does.
@@ -119,6 +124,9 @@ void dbl_drop_lock(pthread_mutex_t **held);
    caller holds, given back meanwhile (the driver's thread would not hold
    it), and CUDA calls of this thread refused. */
 void dbl_callback(CUhostFn fn, void *data);
+/* The calling thread is one of the driver's own from now on: its CUDA
+   calls are refused (the user objects' destructors'). */
+void dbl_callback_thread(void);
 /* Sleeps us microseconds with the lock, which the caller holds, given back
    meanwhile: other threads' calls run, and may change anything. */
 void dbl_nap(long us);
@@ -163,6 +171,7 @@ void dbl_wait_forever(pthread_mutex_t *held);
    meanwhile). */
 void dbl_keep_busy(void);
 int dbl_busy(void);
+double dbl_busy_until(void); /* CLOCK_MONOTONIC seconds */
 void dbl_wait_busy(pthread_mutex_t *held);
 extern size_t dbl_mem_limit; /* device memory of each device, bytes */
 extern struct CUctx_st dbl_primary[MAX_DEVICES];
@@ -476,6 +485,20 @@ void dbl_drop_module_memory(void *p);
    allocated then (memory.c). */
 void dbl_hold_graph_memory(const op *o, int delta);
 
+/* -- user objects (userobj.c) ---------------------------------------------- */
+
+/* References to user objects that a graph or an instantiated graph holds. */
+typedef struct uoref { struct CUuserObject_st *o; unsigned n; } uoref;
+typedef struct uorefs { uoref *v; size_t n, cap; } uorefs;
+/* to holds the references from holds, as new ones. Nonzero when out of
+   memory. */
+int dbl_uo_copy(uorefs *to, const uorefs *from);
+/* Lets go of r's references once the work in flight is over: at time done
+   (CLOCK_MONOTONIC seconds; 0: at once, as dbl_work_done says). */
+void dbl_uo_release(uorefs *r, double done);
+/* When the device's work sent so far is over: 0 (it is), or a time. */
+double dbl_work_done(void);
+
 /* -- graphs (graph.c, graph_exec.c) ---------------------------------------- */
 
 /* A set of graph nodes in insertion order. */
@@ -514,6 +537,7 @@ struct CUgraph_st {
   struct CUgraph_st *origin; /* cuGraphClone's copy: the graph copied */
   cond *conds;              /* handles made in this graph */
   size_t nconds;
+  uorefs uos;               /* user objects it holds */
 };
 
 /* Dependencies of every node as sorted indices: node i's are

@@ -221,6 +221,8 @@ void dbl_drop_lock(pthread_mutex_t **held) {
   if (*held) pthread_mutex_unlock(*held);
 }
 
+void dbl_callback_thread(void) { in_callback = 1; }
+
 void dbl_callback(CUhostFn fn, void *data) {
   in_callback++;
   pthread_mutex_unlock(&lock);

@@ -56,6 +56,7 @@ void dbl_free_graph(CUgraph g) {
   }
   free(g->nodes.v);
   free(g->conds);
+  dbl_uo_release(&g->uos, 0);
   dbl_forget_graph(g);
   dbl_free_obj(g);
 }
@@ -184,7 +185,8 @@ static cond *find_cond(CUgraph g, CUgraphConditionalHandle h) {
 }
 
 /* A copy of g as a body of parent (NULL: a graph of its own), nodes,
-   edges, bodies and condition handles alike. */
+   edges, bodies, condition handles and references to user objects
+   alike. */
 static CUgraph clone_graph(CUgraph g, CUgraph parent) {
   CUgraph c = dbl_new_obj(sizeof *c, O_GRAPH);
   if (!c) return NULL;
@@ -195,6 +197,10 @@ static CUgraph clone_graph(CUgraph g, CUgraph parent) {
   }
   if (g->nconds) memcpy(c->conds, g->conds, g->nconds * sizeof *c->conds);
   c->nconds = g->nconds;
+  if (dbl_uo_copy(&c->uos, &g->uos)) { /* a copy holds its own */
+    dbl_free_graph(c);
+    return NULL;
+  }
   for (size_t i = 0; i < g->nodes.n; i++) {
     const CUgraphNode from = g->nodes.v[i];
     nodeset deps = {NULL, 0, 0};

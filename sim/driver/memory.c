@@ -311,12 +311,15 @@ CUresult CUDAAPI cuMemAdvise(CUdeviceptr devPtr, size_t count,
   return check_range(devPtr, count, location);
 }
 
-/* Frees any kind of device memory, graph allocations too. */
+/* Frees any kind of device memory, graph allocations too. As on a GPU,
+   where the free synchronizes, it waits while the device is busy
+   (CUDA_DOUBLE_BUSY). */
 CUresult CUDAAPI cuMemFree(CUdeviceptr dptr) {
   ENTRY(cuMemFree);
   CUresult r = dbl_enter();
   if (r || !dptr) return r;
   if ((r = dbl_unsafe_call())) return r;
+  dbl_wait_busy(held_);
   return free_span(dptr);
 }
 
@@ -361,6 +364,7 @@ CUresult CUDAAPI cuMemFreeHost(void *p) {
   CUresult r = dbl_enter();
   if (r) return r;
   if ((r = dbl_unsafe_call())) return r;
+  dbl_wait_busy(held_); /* as cuMemFree */
   for (size_t i = 0; i < nhosts; i++)
     if (hosts[i].p == p) {
       free(p);

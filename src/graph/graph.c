@@ -166,9 +166,41 @@ static void check_scoped(lua_State *L, cg_graph *gr, int idx) {
   lua_pop(L, 1);
 }
 
+/* Hands the driver graph g a keep of the memory the pins at pidx hold
+   (cg_keep_*, base.h): gr->keep, or NULL when the driver has no user
+   objects; the failure, its api in *api (NULL: out of host memory).
+   Calls no Lua. */
+static CUresult keep_pins(lua_State *L, cg_graph *gr, int pidx, CUgraph g,
+                          cg_keep **keep, const char **api) {
+  *keep = NULL;
+  if (!cg_drv.cuUserObjectCreate || !cg_drv.cuGraphRetainUserObject ||
+      !cg_drv.cuUserObjectRelease)
+    return CUDA_SUCCESS;
+  cg_keep *k = cg_keep_new(gr->h.ctx);
+  int ok = k != NULL;
+  CUresult r = CUDA_SUCCESS;
+  lua_pushnil(L);
+  while (ok && lua_next(L, pidx)) {
+    lua_pop(L, 1);
+    cg_obj *o = cg_toany(L, gr->h.ctx, -1);
+    if (o && (r = cg_keep_add(k, o, api)) != CUDA_SUCCESS) ok = 0;
+  }
+  if (!ok) {
+    if (k) lua_pop(L, 1); /* the key the loop stopped at */
+    cg_keep_free(k);
+    if (r == CUDA_SUCCESS) *api = NULL;
+    return r == CUDA_SUCCESS ? CUDA_ERROR_OUT_OF_MEMORY : r;
+  }
+  r = cg_keep_attach(k, g, api);
+  if (r == CUDA_SUCCESS) *keep = k;
+  return r;
+}
+
 /* Releases the graph (at idx) and its pins; idempotent. */
 static void close_graph(lua_State *L, cg_graph *gr, int idx) {
   if (!gr->h.open) return;
+  if (gr->keep) cg_keep_leave(gr->keep, !gr->last_launch);
+  gr->keep = NULL;
   gr->h.open = 0;
   cg_untrack_graph(gr);
   cg_release_obj(L, &gr->h);
@@ -245,15 +277,20 @@ static int stream_capture(lua_State *L) {
     close_graph(L, gr, 4);
     lua_error(L);
   }
-  const char *api = "cuGraphInstantiate";
-  CUresult r = cg_drv.cuGraphInstantiate(&gr->h.drv.exec, g, auto_free
-      ? CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH : 0);
+  const char *api;
+  CUresult r = keep_pins(L, gr, 5, g, &gr->keep, &api);
+  if (r == CUDA_SUCCESS) {
+    api = "cuGraphInstantiate";
+    r = cg_drv.cuGraphInstantiate(&gr->h.drv.exec, g, auto_free
+        ? CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH : 0);
+  }
   if (r == CUDA_SUCCESS && upload) {
     api = "cuGraphUpload";
     r = cg_drv.cuGraphUpload(gr->h.drv.exec, gr->stream);
   }
   if (r != CUDA_SUCCESS) { /* the graph never reaches the user: undo */
     close_graph(L, gr, 4);
+    if (!api) luaL_error(L, "out of host memory");
     cg_check(L, ctx, api, r);
   }
   lua_settop(L, 4);
@@ -337,6 +374,7 @@ static void allocs(lua_State *L, cg_graph *gr, int after, CUstream st) {
 
 void cg_graph_launch(lua_State *L, cg_graph *gr, CUstream st) {
   int t = -1;
+  cg_keep_drain(L, gr->h.ctx); /* what launches that ended let go of */
   if (gr->h.ctx->root->trace) {
     char name[24];
     snprintf(name, sizeof name, "graph #%u", gr->id);
@@ -533,12 +571,18 @@ static int graph_update(lua_State *L) {
   CUgraphExecUpdateResultInfo info;
   memset(&info, 0, sizeof info);
   int memops, valnodes = count_valnodes(recs, &memops);
+  cg_keep *keep = NULL; /* the new graph's */
+  const char *kapi = "";
+  CUresult kr = CUDA_SUCCESS;
   CUresult r = !gr->h.open ? CUDA_ERROR_INVALID_HANDLE
              : conds || valnodes ? CUDA_ERROR_NOT_SUPPORTED
-             : cg_drv.cuGraphExecUpdate(gr->h.drv.exec, g, &info);
+             : (kr = keep_pins(L, gr, 6, g, &keep, &kapi));
+  if (r == CUDA_SUCCESS)
+    r = cg_drv.cuGraphExecUpdate(gr->h.drv.exec, g, &info);
   if (r == CUDA_SUCCESS && gr->allocs != cg_recs_allocs(recs))
     r = CUDA_ERROR_NOT_SUPPORTED;
   if (r != CUDA_SUCCESS) {
+    if (keep) cg_keep_leave(keep, 1); /* no launch took it */
     cg_recs_release(ctx, recs);
     cg_unpin_set(L, ctx, 6, gr->id, 0);
     if (gr->h.open) cg_stamp_set(L, ctx, 5, gr->id);
@@ -546,6 +590,8 @@ static int graph_update(lua_State *L) {
     if (!gr->h.open)
       return luaL_error(L, "cugraph.Graph #%d was freed inside its own "
                         "update", (int)gr->id);
+    if (kr != CUDA_SUCCESS && !kapi) return luaL_error(L, "out of host memory");
+    if (kr != CUDA_SUCCESS) cg_check(L, ctx, kapi, kr);
     if (conds)
       return luaL_error(L, "the update of cugraph.Graph #%d made conditional "
                         "nodes, which the driver cannot add to it: capture a "
@@ -573,6 +619,9 @@ static int graph_update(lua_State *L) {
   lua_setiuservalue(L, 1, 1);
   lua_pushvalue(L, 2);
   lua_setiuservalue(L, 1, 3);
+  if (gr->keep) /* the exec lets go of it after the launches of before */
+    cg_keep_leave(gr->keep, !gr->last_launch);
+  gr->keep = keep;
   cg_unpin_spare(L, ctx, 5, gr->id);
   cg_release(L, ctx, CG_H_GRAPH, (cg_handle){ .graph = gr->g });
   gr->g = g;
