@@ -382,3 +382,28 @@ describe("lifetime through the driver", function()
     ]], "CUDA_DOUBLE_BUSY=2500")
   end)
 end)
+
+describe("the frame loop", function()
+  it("replays a 50-node frame graph from C and from Lua, allocating nothing a frame", function()
+    -- examples/embed/frameloop.c, an engine's loop: it checks its counters,
+    -- the kernels' work and the allocations itself, and exits 0
+    local frames = H.sim and 400 or 2000
+    local p = assert(io.popen(H.plain(("%s %d %s 2>&1"):format(
+      H.quote(H.build .. "/examples/frameloop"), frames, H.quote(H.build .. "/../lua")))))
+    local out = p:read("a")
+    local ok = p:close()
+    assert.is_true(ok, out)
+    assert.matches(frames .. " frames of a 50%-node frame graph", out)
+    local ways = 0
+    for line in out:gmatch("[^\n]+") do
+      if line:find("replay") then
+        ways = ways + 1
+        assert.matches("p50 [%d.]+ us, p99 [%d.]+ us, p99%.9 [%d.]+ us a frame", line)
+        assert.is_truthy(line:find("0.00 bytes a frame by the runtime, 0.00 by Lua", 1, true)
+                         or line:find("0.00 bytes a frame by Lua", 1, true), line)
+      end
+    end
+    assert.equals(2, ways, out)
+    assert.matches("all checks passed", out)
+  end)
+end)
