@@ -107,10 +107,12 @@ describe("the fault sweep", function()
     -- only: spec/41), peers (two devices: the NCCL and devices specs); and
     -- the software driver's bounds on simulated work, which take no lock
     -- and count no call (a signal handler calls one); host functions (a C
-    -- function's: spec/43); the release of a user object a graph refused
+    -- function's: spec/43); the release of a user object a graph refused;
+    -- an engine's page-locked memory (C only: spec/43)
     local beside = {
       cuGetErrorName = true, cuGetErrorString = true, cuGraphClone = true,
       cuLaunchHostFunc = true, cuUserObjectRelease = true,
+      cuMemHostGetDevicePointer = true,
       cuModuleGetGlobal = true, cuSimEventInstructions = true,
       cuSimSetWorkLimit = true, cuSimInterrupt = true, cuSimStopReason = true,
       cuDeviceCanAccessPeer = true, cuArray3DGetDescriptor = true,

@@ -180,9 +180,10 @@ CUstream cugraph_checkstream(lua_State *L, int idx);
      while (__atomic_load_n(&fences[1], __ATOMIC_ACQUIRE) < n - 2) ...;
 
    Pushes a borrowed HostBuffer of n elements of type ("u64", ...) over the
-   engine's page-locked memory at ptr (cuMemHostAlloc, or registered with
-   cuMemHostRegister) of the state's current device: checked to be such
-   (cuMemHostGetDevicePointer) before anything is pushed. Its :free() only
+   engine's mapped page-locked memory at ptr (cuMemHostAlloc, or registered
+   with cuMemHostRegister, with the DEVICEMAP flag) of the state's current
+   device: checked to be such, and its device address taken
+   (cuMemHostGetDevicePointer), before anything is pushed. Its :free() only
    detaches the Lua object; the engine frees the memory after the state
    and the C graphs that use it. */
 void cugraph_pushhostbuffer(lua_State *L, void *ptr, const char *type,

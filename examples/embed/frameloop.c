@@ -297,7 +297,8 @@ int main(int argc, char **argv) {
   size_t half = (size_t)n / 2, rest = (size_t)n - half;
   double *t = malloc((size_t)n * sizeof *t);
   int ok = t && CHECK(cu.cuCtxSetCurrent(ctx)) &&
-           CHECK(cu.cuMemHostAlloc(&fences, 2 * sizeof(uint64_t), 0)) &&
+           CHECK(cu.cuMemHostAlloc(&fences, 2 * sizeof(uint64_t),
+                                   CU_MEMHOSTALLOC_DEVICEMAP)) &&
            CHECK(cu.cuStreamCreate(&e.stream, CU_STREAM_NON_BLOCKING));
   lua_State *L = ok ? lua_newstate(lua_alloc, NULL) : NULL;
   if (ok && L) {

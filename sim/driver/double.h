@@ -36,6 +36,8 @@
    CUDA_DOUBLE_DEVICES=n (1 to 8) gives n devices, each with its primary
    context, its own memory and handles; any two may access each other's
    memory (cuDeviceCanAccessPeer) unless CUDA_DOUBLE_NO_PEER=1.
+   CUDA_DOUBLE_NARROW_MEMOPS=1 takes the 64-bit stream memory operations
+   and their NOR comparison from the device's attributes.
    CUDA_DOUBLE_FAULT=name:n:code[,...] makes the n-th call of an entry point
    (its plain name, cuMemAlloc, or the versioned symbol, cuMemAlloc_v2) fail
    with code, before it does anything; a sticky code also breaks the device

@@ -637,7 +637,8 @@ static int l_hostmem(lua_State *L) {
   if (pageable) {
     free(hosts[MAXHOSTS]);
     p = hosts[MAXHOSTS] = calloc(n, 8);
-  } else if (cu.cuMemHostAlloc(&p, n * 8, 0) == CUDA_SUCCESS) {
+  } else if (cu.cuMemHostAlloc(&p, n * 8, CU_MEMHOSTALLOC_DEVICEMAP) ==
+             CUDA_SUCCESS) {
     memset(p, 0, n * 8);
     hosts[nhosts++] = p;
   }

@@ -60,8 +60,8 @@ local function workload()
   at:set(3)
   gs:launch(s) -- cuGraphExecExternalSemaphores{Signal,Wait}NodeSetParams
   local fence, at32 = keep(cuda.host_buffer("u32", 1)), keep(cuda.scalar("u32", 1))
-  s:write_value(fence, 1):wait_value(fence, 1) -- cuMemHostGetDevicePointer,
-  local c64 = keep(cuda.buffer("u64", 1))     -- cuStream{Write,Wait}Value32/64
+  s:write_value(fence, 1):wait_value(fence, 1) -- cuStream{Write,Wait}Value32/64
+  local c64 = keep(cuda.buffer("u64", 1))
   s:write_value(c64, 2):wait_value(c64, 2, "eq")
   local gf = keep(s:capture(function() s:write_value(fence, at32); s:wait_value(fence, at32) end))
   at32:set(2)

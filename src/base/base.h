@@ -158,8 +158,8 @@ struct cg_ctx {
   CUcontext cu;
   CUstream stream;      /* default stream for calls that name none */
   int max_threads, max_block[3], max_grid[3], max_shared, max_shared_optin;
-  signed char memops64; /* 64-bit stream memory operations: 1 the device has
-                           them, -1 not, 0 not asked yet */
+  unsigned char memops; /* the device's stream memory operations, once
+                           asked (CG_MEMOPS_*) */
   cg_capture *capture;  /* the capture in progress, or NULL */
   /* root: the first call of the capture in progress that the driver
      refused with a capture error (cg_fail), for the errors after it */
@@ -188,6 +188,8 @@ struct cg_ctx {
   cg_keepq *keepq;      /* root: its graphs' keeps the driver released, for
                            its thread to drop (release.c), or NULL */
 };
+
+enum { CG_MEMOPS_KNOWN = 1, CG_MEMOPS_64 = 2, CG_MEMOPS_NOR = 4 };
 
 /* Header of every object. open == 0 once freed; the handle is then gone.
    An object that uses another's handle or records (a view its buffer's

@@ -22,6 +22,22 @@ static const unsigned op_flags[] = {
   CU_STREAM_WAIT_VALUE_NOR
 };
 
+/* Whether device ctx has the memory operations of bit (the attributes
+   are asked once). */
+static int can(lua_State *L, cg_ctx *ctx, int bit) {
+  if (!(ctx->memops & CG_MEMOPS_KNOWN)) {
+    int wide = 0, nor = 0;
+    CU(L, ctx, cuDeviceGetAttribute, &wide,
+       CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, ctx->dev);
+    CU(L, ctx, cuDeviceGetAttribute, &nor,
+       CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR, ctx->dev);
+    ctx->memops = (unsigned char)(CG_MEMOPS_KNOWN |
+                                  (wide ? CG_MEMOPS_64 : 0) |
+                                  (nor ? CG_MEMOPS_NOR : 0));
+  }
+  return (ctx->memops & bit) != 0;
+}
+
 /* The counter at idx: its object, element type (u32 or u64) and, once
    the checks passed, its device address. Every bad kind of memory is
    refused here, before the driver: the door's (cg_check_mem), managed
@@ -55,26 +71,16 @@ static cg_obj *counter_of(lua_State *L, cg_ctx *ctx, int idx,
   } else {
     cg_check_mem(L, ctx, o, what);
   }
-  if (*t == CG_U64 && !ctx->memops64) {
-    int v = 0;
-    CU(L, ctx, cuDeviceGetAttribute, &v,
-       CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, ctx->dev);
-    ctx->memops64 = v ? 1 : -1;
-  }
-  if (*t == CG_U64 && ctx->memops64 < 0)
+  if (*t == CG_U64 && !can(L, ctx, CG_MEMOPS_64))
     luaL_error(L, "%s: device %d has no 64-bit stream memory operations "
                "(CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS): use a "
                "u32 counter", what, ctx->ordinal);
   return o;
 }
 
-/* The device address of counter o: a host buffer's is asked for once. */
-static CUdeviceptr address_of(lua_State *L, cg_ctx *ctx, cg_obj *o) {
-  if (o->kind != CG_HOSTBUF) return o->drv.mem;
-  cg_hostbuf *h = (cg_hostbuf *)o;
-  if (!h->dev)
-    CU(L, ctx, cuMemHostGetDevicePointer, &h->dev, h->h.drv.host, 0);
-  return h->dev;
+/* The device address of counter o. */
+static CUdeviceptr address_of(const cg_obj *o) {
+  return o->kind == CG_HOSTBUF ? ((const cg_hostbuf *)o)->dev : o->drv.mem;
 }
 
 /* The value at idx, as bits of type t, and the Scalar it came from (or
@@ -121,6 +127,10 @@ static int fence(lua_State *L, int wait) {
                       what, wait ? " and a comparison" : "",
                       lua_gettop(L) - 1);
   unsigned flags = wait ? op_flags[cg_checkoption(L, 4, "geq", ops)] : 0;
+  if (flags == CU_STREAM_WAIT_VALUE_NOR && !can(L, ctx, CG_MEMOPS_NOR))
+    return luaL_error(L, "%s: device %d has no \"nor\" comparison "
+                      "(CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR)",
+                      what, ctx->ordinal);
   cg_type t = CG_U32;
   cg_obj *c = counter_of(L, ctx, 2, what, &t);
   cg_scalar *sc;
@@ -152,7 +162,7 @@ static int fence(lua_State *L, int wait) {
                                : CU_STREAM_MEM_OP_WAIT_VALUE_32)
                        : (wide ? CU_STREAM_MEM_OP_WRITE_VALUE_64
                                : CU_STREAM_MEM_OP_WRITE_VALUE_32);
-    m.waitValue.address = address_of(L, ctx, c); /* at the same place */
+    m.waitValue.address = address_of(c); /* at the same place */
     if (wide) m.waitValue.value64 = v;            /* in a write's */
     else m.waitValue.value = (cuuint32_t)v;
     m.waitValue.flags = flags;
@@ -169,7 +179,7 @@ static int fence(lua_State *L, int wait) {
   }
   if (c->kind == CG_SCALAR) /* a value set on the host comes first */
     cg_scalar_flush(L, (cg_scalar *)c, st);
-  CUdeviceptr addr = address_of(L, ctx, c);
+  CUdeviceptr addr = address_of(c);
   cg_work_bound(ctx); /* the software driver waits inside the call */
   if (wait && wide)
     CU(L, ctx, cuStreamWaitValue64, st, addr, v, flags);

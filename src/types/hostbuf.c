@@ -64,6 +64,7 @@ static int hostbuf_new(lua_State *L) {
   h->type = t;
   h->n = n;
   CU(L, ctx, cuMemHostAlloc, &h->h.drv.host, n * cg_type_size[t], 0);
+  h->dev = (CUdeviceptr)(uintptr_t)h->h.drv.host;
   h->h.open = 1;
   if (!init) {
     memset(h->h.drv.host, 0, n * cg_type_size[t]);
@@ -169,10 +170,11 @@ void cg_push_hostbuf(lua_State *L, cg_ctx *ctx, void *p, cg_type t,
   CUdeviceptr dev = 0;
   CUresult r = cg_drv.cuMemHostGetDevicePointer(&dev, p, 0);
   if (r != CUDA_SUCCESS) /* its device address says it is page-locked */
-    luaL_error(L, "%s: %p is not page-locked memory of device %d "
+    luaL_error(L, "%s: %p is not mapped page-locked memory of device %d "
                "(cuMemHostGetDevicePointer: %s); allocate it with "
-               "cuMemHostAlloc or register it with cuMemHostRegister", what,
-               p, ctx->ordinal, cg_driver_errname(r, (char[CG_ERRNAME]){0}));
+               "cuMemHostAlloc or register it with cuMemHostRegister, with "
+               "the DEVICEMAP flag", what, p, ctx->ordinal,
+               cg_driver_errname(r, (char[CG_ERRNAME]){0}));
   cg_hostbuf *h = cg_newobj(L, ctx, sizeof *h, CG_HOSTBUF);
   h->h.drv.host = p;
   h->type = t;

@@ -114,7 +114,9 @@ typedef struct cg_hostbuf {
   cg_obj h;
   size_t n;
   cg_type type;
-  CUdeviceptr dev;      /* its device address, once asked for (0: not yet) */
+  CUdeviceptr dev;      /* its device address: its host address for the
+                           runtime's (cuMemHostAlloc's rule with unified
+                           addressing), the driver's for an engine's */
 } cg_hostbuf;
 
 /* cugraph.Scalar: 8 bytes of device memory, h.drv.mem. */
