@@ -314,7 +314,8 @@ describe("lifetime through the driver", function()
     local cuda = require "cugraph"
     local m = cuda.load_module(os.getenv("CUGRAPH_LUA_BUILD") .. "/kernels.ptx")
     local gpu = not os.getenv("CUGRAPH_LUA_LIBCUDA")
-    local N = 1 << 20
+    local N, MB = 1 << 22, 1 << 20 -- 16 MiB; a GPU's driver keeps some of its own
+    local slack = gpu and 4 * MB or 0
     cuda.synchronize()
     local base = cuda.device().free_memory
     local s = cuda.stream()
@@ -336,14 +337,14 @@ describe("lifetime through the driver", function()
     collectgarbage()
     collectgarbage()
     print("waited", os.time() - t0 <= 1)
-    print("held", cuda.device().free_memory <= base - N * 4)
+    print("held", cuda.device().free_memory <= base - N * 4 + slack)
     go[0] = 1
     s:synchronize()
     for _ = 1, 200 do -- and the frees the driver's release made (a while
       cuda.synchronize() -- under valgrind)
-      if cuda.device().free_memory == base then break end
+      if cuda.device().free_memory >= base - slack then break end
     end
-    print("freed", cuda.device().free_memory == base)
+    print("freed", cuda.device().free_memory >= base - slack)
     print("status", cuda.status().poisoned, cuda.status().finalizer_errors)
   ]]
 
@@ -360,15 +361,16 @@ describe("lifetime through the driver", function()
     local s = cuda.stream()
     cuda.synchronize()
     local base = cuda.device().free_memory
+    local slack = H.gpu and 4 << 20 or 0 -- a GPU's driver keeps some of its own
     local inc = H.kernels().inc_i32
     for _, launched in ipairs { false, true } do
-      local x = cuda.buffer("i32", 1 << 20):fill(0)
+      local x = cuda.buffer("i32", 1 << 22):fill(0) -- 16 MiB
       local g = s:capture(function() inc:launch(s, 1, 256, x, 256) end)
       if launched then g:launch() end
       g:free()
       x:free()
       if launched then cuda.synchronize() end
-      assert.equals(base, cuda.device().free_memory, launched and "launched" or "not launched")
+      assert.is_true(cuda.device().free_memory >= base - slack, launched and "launched" or "not launched")
     end
   end)
 
@@ -377,7 +379,8 @@ describe("lifetime through the driver", function()
       local cuda = require "cugraph"
       local m = cuda.load_module(os.getenv("CUGRAPH_LUA_BUILD") .. "/kernels.ptx")
       local gpu = not os.getenv("CUGRAPH_LUA_LIBCUDA")
-      local N = 1 << 20
+      local N, MB = 1 << 22, 1 << 20 -- 16 MiB; a GPU's driver keeps some of its own
+      local slack = gpu and 4 * MB or 0
       cuda.synchronize()
       local base = cuda.device().free_memory
       local s = cuda.stream()
@@ -389,20 +392,20 @@ describe("lifetime through the driver", function()
       end)
       local h = capi.tograph(g)
       g:free(); x:free()
-      assert(cuda.device().free_memory <= base - N * 4, "the C graph holds x")
+      assert(cuda.device().free_memory <= base - N * 4 + slack, "the C graph holds x")
       capi.start(h, s)      -- launched, not waited for
       local t0 = os.time()
       capi.release(h)       -- the last reference, in flight
       assert(os.time() - t0 <= 1, "the release waited for the launch")
-      assert(cuda.device().free_memory <= base - N * 4, "freed under the launch")
+      assert(cuda.device().free_memory <= base - N * 4 + slack, "freed under the launch")
       capi.store(go, 0, 1)
       -- a thread of the runtime frees it: cuda.synchronize waits for it a
       -- while, which a slow run (valgrind) may outlast
       for _ = 1, 200 do
         cuda.synchronize()
-        if cuda.device().free_memory == base then break end
+        if cuda.device().free_memory >= base - slack then break end
       end
-      assert(cuda.device().free_memory == base, "freed after it")
+      assert(cuda.device().free_memory >= base - slack, "freed after it")
       print("script done")
     ]], "CUDA_DOUBLE_BUSY=2500")
   end)
