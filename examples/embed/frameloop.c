@@ -54,14 +54,16 @@
    own allocator does the work. */
 static _Thread_local int counting;
 static size_t mine_bytes, mine_calls, theirs_bytes, theirs_calls;
-extern void *__libc_realloc(void *, size_t);
 #ifdef __SANITIZE_ADDRESS__ /* AddressSanitizer owns malloc: not counted */
 enum { C_COUNTED = 0 };
+static void *raw_realloc(void *p, size_t n) { return realloc(p, n); }
 #else
 enum { C_COUNTED = 1 };
 extern char __executable_start, etext; /* this program's code */
 extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+static void *raw_realloc(void *p, size_t n) { return __libc_realloc(p, n); }
 
 static void count(void *caller, size_t n) {
   if ((char *)caller >= &__executable_start && (char *)caller < &etext) {
@@ -102,7 +104,7 @@ static void *lua_alloc(void *ud, void *p, size_t osize, size_t nsize) {
     lua_bytes += nsize;
     lua_calls++;
   }
-  return __libc_realloc(p, nsize);
+  return raw_realloc(p, nsize);
 }
 
 /* -- the driver, the engine's own calls ------------------------------------ */

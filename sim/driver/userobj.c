@@ -21,6 +21,8 @@
 #include <time.h>
 
 struct CUuserObject_st {
+  struct CUuserObject_st *prev, *next; /* the live ones (under th.lock): an
+                           object a failed release leaves stays reachable */
   unsigned refs;
   void *ptr;
   CUhostFn destroy;
@@ -41,8 +43,9 @@ static struct {
   pthread_cond_t work, over;
   release *queue;
   int started;
+  struct CUuserObject_st *live;
 } th = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
-         PTHREAD_COND_INITIALIZER, NULL, 0 };
+         PTHREAD_COND_INITIALIZER, NULL, 0, NULL };
 
 static double mono(void) {
   struct timespec t;
@@ -94,6 +97,9 @@ static void *destructors(void *arg) {
         release *r = ran;
         ran = r->next;
         if (r->done) *r->done = 1;
+        if (r->o->prev) r->o->prev->next = r->o->next;
+        else th.live = r->o->next;
+        if (r->o->next) r->o->next->prev = r->o->prev;
         free(r->o);
         free(r);
       }
@@ -191,7 +197,11 @@ CUresult CUDAAPI cuUserObjectCreate(CUuserObject *object_out, void *ptr,
     return CUDA_ERROR_INVALID_VALUE;
   CUuserObject o = malloc(sizeof *o);
   if (!o) return CUDA_ERROR_OUT_OF_MEMORY;
-  *o = (struct CUuserObject_st){initialRefcount, ptr, destroy};
+  pthread_mutex_lock(&th.lock);
+  *o = (struct CUuserObject_st){NULL, th.live, initialRefcount, ptr, destroy};
+  if (th.live) th.live->prev = o;
+  th.live = o;
+  pthread_mutex_unlock(&th.lock);
   *object_out = o;
   return CUDA_SUCCESS;
 }
