@@ -253,6 +253,17 @@ SPEC_BINS = $(SPEC_HOSTS:%=$(BUILD)/%)
 $(SPEC_BINS): $(BUILD)/%: spec/hosts/%.c spec/hosts/devmem.h $(LIB_A)
 	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -pthread -o $@ $< $(LIB_A) $(LUA_LIBS) -ldl -lm
 
+# A C host function the specs give s:host (spec/support/hostfn.c): its
+# cugraph_pushhostfn comes from build/cugraph-lua, which exports it.
+HOSTFN = $(BUILD)/hostfn.so
+$(HOSTFN): spec/support/hostfn.c src/cugraph.h
+	@mkdir -p $(@D)
+	$(call say,CC,$@)$(CC) $(SIM_BUILD_CFLAGS) $(LUA_CFLAGS) -shared -o $@ $<
+
+# The embedding example that spec/43 runs: an engine's frame loop
+# (examples/examples.mk builds it).
+FRAMELOOP = $(BUILD)/examples/frameloop
+
 # A pseudo-terminal that types into the REPL (spec/50's line editing).
 PTY = $(BUILD)/pty
 $(PTY): spec/support/pty.c
@@ -261,8 +272,8 @@ $(PTY): spec/support/pty.c
 
 # Everything the specs need, for make test and its kin, and for plain
 # `busted` in a checkout (spec/support/busted-lua makes spec-needs).
-SPEC_NEEDS = all $(DOUBLE) $(NCCL_DOUBLE) $(BLAS_DOUBLE) $(FFT_DOUBLE) $(NVRTC_FAULT) $(NVTX_TOOL) $(PEER) $(KERNELS) \
-  $(SPEC_BINS) $(PTY)
+SPEC_NEEDS = all $(DOUBLE) $(NCCL_DOUBLE) $(BLAS_DOUBLE) $(FFT_DOUBLE) $(NVRTC_FAULT) $(NVTX_TOOL) $(PEER) $(HOSTFN) $(KERNELS) \
+  $(SPEC_BINS) $(PTY) $(FRAMELOOP)
 ## spec-needs: build what the specs need (plain busted in the checkout does it itself)
 spec-needs: $(SPEC_NEEDS)
 
@@ -304,7 +315,8 @@ test-sim: $(SPEC_NEEDS) $(SIM)
 	$(call specs,$(SIM))
 
 # What the GPU suites need: the specs' hosts, kernels and stand-ins.
-GPU_NEEDS = all $(KERNELS) $(SPEC_BINS) $(NVRTC_FAULT) $(NVTX_TOOL) $(PEER) $(PTY)
+GPU_NEEDS = all $(KERNELS) $(SPEC_BINS) $(NVRTC_FAULT) $(NVTX_TOOL) $(PEER) $(HOSTFN) $(PTY) \
+  $(FRAMELOOP)
 ## test-gpu: the specs on the real driver and GPU
 test-gpu: $(GPU_NEEDS)
 	$(call specs,)
@@ -448,7 +460,8 @@ sanitize-gpu: $(GPU_NEEDS) examples
 	     echo "p run examples/model.lua"; \
 	     echo "p run examples/graph.lua $(BUILD)/examples/graph.dot"; \
 	     echo "p run examples/particles.lua $(BUILD)/examples/frames 40 65536"; \
-	     echo "p bin $(BUILD)/examples/engine"; fi; } > $(BUILD)/sanitize/list
+	     echo "p bin $(BUILD)/examples/engine"; \
+	     echo "p bin $(BUILD)/examples/frameloop"; fi; } > $(BUILD)/sanitize/list
 	@sed -n 's/^p //p' $(BUILD)/sanitize/list | \
 	 xargs -r -P $(SANITIZE_JOBS) -L 1 $(SANITIZE_ONE) || true
 	@sed -n 's/^a //p' $(BUILD)/sanitize/list | xargs -r -L 1 $(SANITIZE_ONE) || true

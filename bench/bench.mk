@@ -74,6 +74,15 @@ bench-nccl: all $(BUILD)/bench/clock.so $(BUILD)/bench/nccl_ref.so
 soak: all $(BUILD)/kernels.ptx
 	CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) $(BUILD)/cugraph-lua bench/soak.lua $(SOAK_ARGS)
 
+# An engine's frame loop (examples/embed/frameloop.c): the host time of
+# the runtime's calls a frame (p50, p99, p99.9) for a 50-node frame graph
+# fenced by the engine's counters, replayed from C and from Lua, and the
+# bytes allocated a frame (the runtime's, Lua's, the driver's).
+# FRAME_ARGS: frames (10000).
+## bench-frame: an engine's frame loop: host time and allocations a frame (GPU, or the software drivers)
+bench-frame: all $(BUILD)/examples/frameloop
+	$(BUILD)/examples/frameloop $(FRAME_ARGS)
+
 # The cost of g:profile's event nodes (bench/profile.lua).
 ## bench-profile: what a g:profile stamp and event node cost (GPU)
 bench-profile: all
@@ -85,7 +94,7 @@ bench-profile: all
 bench-ir: all $(DOUBLE) $(KERNELS) $(BUILD)/bench/ref.so
 	CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) $(BUILD)/cugraph-lua bench/ir.lua $(IR_CASES)
 
-.PHONY: bench bench-nccl bench-decode soak bench-profile bench-ir
+.PHONY: bench bench-nccl bench-decode soak bench-profile bench-ir bench-frame
 
 # The PTX simulator's speed on model.lua's MLP kernels (one host thread, and
 # all), on a reduction and a divergent kernel beside the same kernels built

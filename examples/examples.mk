@@ -3,6 +3,9 @@
 #
 #   make examples      $(BUILD)/examples/hello (the smallest embedding host),
 #                      $(BUILD)/examples/engine (the embedding demo),
+#                      $(BUILD)/examples/frameloop (an engine's frame loop:
+#                      a 50-node frame graph fenced by the engine's counters,
+#                      its per-frame host time and allocations),
 #                      $(BUILD)/examples/dlpack (tensors traded with a script),
 #                      $(BUILD)/examples/render (the engine with C-owned graphs,
 #                      kernel reload and OpenGL through EGL; GPU only),
@@ -29,6 +32,7 @@ VULKAN_EXAMPLE = $(if $(VULKAN_H),$(BUILD)/examples/vulkan)
 
 ## examples: build the examples' native parts (C hosts, png.so)
 examples: $(BUILD)/examples/hello $(BUILD)/examples/engine $(BUILD)/examples/dlpack \
+  $(BUILD)/examples/frameloop \
   $(BUILD)/examples/render $(VULKAN_EXAMPLE) $(BUILD)/examples/png.so
 
 $(BUILD)/examples/png.so: examples/png.c
@@ -43,6 +47,14 @@ $(BUILD)/examples/engine: examples/embed/engine.c $(LIB_A) src/cugraph.h
 	@mkdir -p $(@D)
 	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -DCUGRAPH_LUA_DIR='"$(CURDIR)/lua"' \
 	  -DENGINE_SCRIPT='"$(CURDIR)/examples/embed/frame.lua"' -o $@ $< \
+	  $(LIB_A) $(LUA_LIBS) -pthread -ldl -lm
+
+# The frame loop counts malloc, calloc and realloc by who calls them: it
+# defines them over glibc's.
+$(BUILD)/examples/frameloop: examples/embed/frameloop.c $(LIB_A) src/cugraph.h
+	@mkdir -p $(@D)
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -DCUGRAPH_LUA_DIR='"$(CURDIR)/lua"' \
+	  -DFRAMELOOP_SCRIPT='"$(CURDIR)/examples/embed/frameloop.lua"' -o $@ $< \
 	  $(LIB_A) $(LUA_LIBS) -pthread -ldl -lm
 
 $(BUILD)/examples/dlpack: examples/embed/dlpack.c $(LIB_A) src/cugraph.h

@@ -85,6 +85,7 @@ local function is(v, t)
   if t:sub(-2) == "[]" then return type(v) == "table" end
   if t == "any" or t == "T" or t == "..." then return true end
   if t == "integer" then return math.type(v) == "integer" end
+  if t == "lightuserdata" then return type(v) == "userdata" and not debug.getmetatable(v) end
   if t:match('^".*"$') then return v == t:sub(2, -2) end
   local class = t:match("^cugraph%.(%w+)$")
   if class then
@@ -230,6 +231,12 @@ local recipes = {
   ["Stream:wait_external@overload"] = function(F) return F.s, ext_semaphore("binary", true) end,
   ["Stream:signal_external"] = function(F) return F.s, ext_semaphore("timeline"), cuda.scalar("u64", 3) end,
   ["Stream:signal_external@overload"] = function(F) return F.s, ext_semaphore("binary") end,
+  ["Stream:host"] = function(F)
+    local fn, data = H.hostfn()
+    return F.s, assert(fn, data), data
+  end,
+  ["Stream:wait_value"] = function(F) return F.s, cuda.host_buffer("u32", 1), 0, "geq" end,
+  ["Stream:write_value"] = function(F) return F.s, cuda.scalar("u64"), cuda.scalar("u64", 3) end,
   ["Array:free"] = function() return cuda.array("f32", 2) end,
   ["Array:close"] = function() return cuda.array("f32", 2) end,
   ["Scalar:set"] = function() return cuda.scalar("f32"), 2 end,

@@ -24,6 +24,7 @@ local DESTROY = {
   cuMemFreeHost = true, cuGraphicsUnregisterResource = true, cuArrayDestroy = true,
   cuTexObjectDestroy = true, cuSurfObjectDestroy = true, cuDestroyExternalMemory = true,
   cuDestroyExternalSemaphore = true, cuMipmappedArrayDestroy = true,
+  cuDevicePrimaryCtxRelease = true, -- a share's, when its object frees it
 }
 
 -- Calls per entry point of one run of the workload: name -> count.
@@ -105,10 +106,14 @@ describe("the fault sweep", function()
     -- counts (the simulator's), C graphs' copies, an engine's arrays (C
     -- only: spec/41), peers (two devices: the NCCL and devices specs); and
     -- the software driver's bounds on simulated work, which take no lock
-    -- and count no call (a signal handler calls one), and the simulator's
-    -- checks, which count no call (they are no part of the work)
+    -- and count no call (a signal handler calls one); the simulator's
+    -- checks, which count no call (they are no part of the work); host
+    -- functions (a C function's: spec/43); the release of a user object a
+    -- graph refused; an engine's page-locked memory (C only: spec/43)
     local beside = {
       cuGetErrorName = true, cuGetErrorString = true, cuGraphClone = true,
+      cuLaunchHostFunc = true, cuUserObjectRelease = true,
+      cuMemHostGetDevicePointer = true,
       cuModuleGetGlobal = true, cuSimEventInstructions = true,
       cuSimSetWorkLimit = true, cuSimInterrupt = true, cuSimStopReason = true,
       cuSimSetLuaLine = true, cuSimHostAccess = true, cuSimTakeReport = true,

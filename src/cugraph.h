@@ -158,6 +158,65 @@ CUdeviceptr cugraph_checkbuffer(lua_State *L, int idx, const char **type,
    valid while the Lua object is open. */
 CUstream cugraph_checkstream(lua_State *L, int idx);
 
+/* -- frame fences -----------------------------------------------------------
+
+   A script's graph can wait for an engine's counter and write one back
+   (s:wait_value(counter, v [, op]), s:write_value(counter, v): the
+   driver's stream memory operations, captured as batch memory operation
+   nodes). The counter is a u32 or u64 element of device memory (a Buffer
+   from cugraph_pushbuffer, a Scalar) or of page-locked host memory, which
+   the engine writes and reads with plain stores and loads; the value may
+   be a Scalar of the counter's type, read at every launch, which C sets
+   with cugraph_scalar_set before cugraph_graph_launch:
+
+     cugraph_pushhostbuffer(L, fences, "u64", 2);   // the engine's pinned
+     lua_setglobal(L, "fences");                     // go and done counters
+     ...                                   // the script captures its frame:
+                                           // s:wait_value(go, frame)
+                                           // ... s:write_value(done, frame)
+     __atomic_store_n(&fences[0], n, __ATOMIC_RELEASE); // frame n may start
+     cugraph_scalar_set(frame, &n);
+     cugraph_graph_launch(g, stream);
+     while (__atomic_load_n(&fences[1], __ATOMIC_ACQUIRE) < n - 2) ...;
+
+   Pushes a borrowed HostBuffer of n elements of type ("u64", ...) over the
+   engine's mapped page-locked memory at ptr (cuMemHostAlloc, or registered
+   with cuMemHostRegister, with the DEVICEMAP flag) of the state's current
+   device: checked to be such, and its device address taken
+   (cuMemHostGetDevicePointer), before anything is pushed. Its :free() only
+   detaches the Lua object; the engine frees the memory after the state
+   and the C graphs that use it. */
+void cugraph_pushhostbuffer(lua_State *L, void *ptr, const char *type,
+                            size_t n);
+
+/* The host address of the HostBuffer at idx (raises unless it is an open
+   HostBuffer), with its element type and count when type and n are not
+   NULL; valid while the Lua object is open, or while a C graph that pins
+   it lives. */
+void *cugraph_checkhostbuffer(lua_State *L, int idx, const char **type,
+                              size_t *n);
+
+/* -- host hooks -------------------------------------------------------------
+
+   s:host(fn [, data]) has the driver call a C function of the engine's in
+   stream order, between the GPU work before it and after it
+   (cuLaunchHostFunc; a host node when captured, called at every launch).
+   The driver calls it on a thread of its own, so it may neither make a
+   CUDA call (the driver's rule: the call may fail with
+   CUDA_ERROR_NOT_PERMITTED or deadlock; the software driver always
+   refuses it so) nor use the lua_State, nor call a function of this API
+   that makes CUDA calls (cugraph_graph_launch, the releases); it should
+   return soon, as the stream waits for it. A Lua function is refused for
+   these reasons: a script that wants to run Lua after GPU work has the
+   stream write a counter (s:write_value) and reads it on its own thread.
+
+   Pushes fn as a light userdata, registered in this state as a host
+   function, which s:host takes (any other light userdata is refused);
+   data is passed to s:host as a light userdata (or nil: NULL), and the
+   engine keeps what it points to alive while a graph that calls fn with it
+   lives. */
+void cugraph_pushhostfn(lua_State *L, CUhostFn fn);
+
 /* Pushes a borrowed Array (the engine's CUarray, of the state's current
    device): its shape and format are read from the driver
    (cuArray3DGetDescriptor), which must be one of the formats cuda.array
@@ -273,7 +332,11 @@ cugraph_graph *cugraph_tograph(lua_State *L, int idx);
 void cugraph_graph_retain(cugraph_graph *h);
 
 /* Drops a reference; the last one frees the executable graph and lets go
-   of its pins. NULL is ignored. Any thread; not concurrently with a launch
+   of its pins, never waiting for a launch in flight: the memory its nodes
+   use (buffers, scalars, host buffers the script allocated) is freed by a
+   thread of the runtime once the driver says the last launch is over (a
+   CUDA user object the graph's copy holds), and at once when it was never
+   launched. NULL is ignored. Any thread; not concurrently with a launch
    of the same handle by the holder of that last reference. */
 void cugraph_graph_release(cugraph_graph *h);
 

@@ -193,12 +193,16 @@ static int enable_peer_access(lua_State *L) {
   return 0;
 }
 
-/* cuda.synchronize([timeout_s]): waits for all work on the device */
+/* cuda.synchronize([timeout_s]): waits for all work on the device, and
+   then, briefly (CG_KEEP_SETTLE: the driver's own thread releases them
+   once the work is over), for the frees of what graphs let go of while
+   their launches ran (cg_keep_*) */
 static int synchronize(lua_State *L) {
   double t = cg_opttimeout(L, 1);
   cg_ctx *ctx = cg_context(L);
   cg_check_outside(L, ctx, "cuda.synchronize()", "synchronize after the capture");
   cg_sync_for(L, ctx, t);
+  cg_keep_settle(L, ctx, t > 0 && t < CG_KEEP_SETTLE ? t : CG_KEEP_SETTLE);
   return 0;
 }
 

@@ -58,6 +58,7 @@ int luaopen_cugraph_core(lua_State *L) {
   surface_open(L);
   extmem_open(L);
   extsem_open(L);
+  fence_open(L);
   pitched_open(L);
   scalar_open(L);
   graphmem_open(L);
@@ -122,14 +123,20 @@ static cg_ctx *context(lua_State *L) {
   return cg_context(L);
 }
 
-void cugraph_pushbuffer(lua_State *L, CUdeviceptr ptr, const char *type,
-                        size_t n) {
-  cg_ctx *ctx = context(L);
+/* The element type named type, or an error naming the C function. */
+static cg_type type_of(lua_State *L, const char *type, const char *what) {
   int t = 0;
   while (cg_type_names[t] && strcmp(cg_type_names[t], type ? type : "")) t++;
   if (!cg_type_names[t])
-    luaL_error(L, "cugraph_pushbuffer: unknown element type '%s'",
+    luaL_error(L, "%s: unknown element type '%s'", what,
                type ? type : "(null)");
+  return (cg_type)t;
+}
+
+void cugraph_pushbuffer(lua_State *L, CUdeviceptr ptr, const char *type,
+                        size_t n) {
+  cg_ctx *ctx = context(L);
+  int t = type_of(L, type, "cugraph_pushbuffer");
   if (!ptr || !n) luaL_error(L, "cugraph_pushbuffer: null pointer or size 0");
   if (n > SIZE_MAX / cg_type_size[t] || n > (size_t)INT64_MAX / 8)
     luaL_error(L, "cugraph_pushbuffer: the size in bytes of the %s buffer "
@@ -182,6 +189,25 @@ void cugraph_pushexternalmemory(lua_State *L, CUexternalMemory mem,
 void cugraph_pushexternalsemaphore(lua_State *L, CUexternalSemaphore sem,
                                    int timeline) {
   cg_push_extsem(L, context(L), sem, timeline);
+}
+
+void cugraph_pushhostbuffer(lua_State *L, void *ptr, const char *type,
+                            size_t n) {
+  cg_ctx *ctx = context(L);
+  cg_push_hostbuf(L, ctx, ptr, type_of(L, type, "cugraph_pushhostbuffer"), n);
+}
+
+void *cugraph_checkhostbuffer(lua_State *L, int idx, const char **type,
+                              size_t *n) {
+  cg_hostbuf *h = cg_checkobj(L, idx, CG_HOSTBUF);
+  if (type) *type = cg_type_names[h->type];
+  if (n) *n = h->n;
+  return h->h.drv.host;
+}
+
+void cugraph_pushhostfn(lua_State *L, CUhostFn fn) {
+  context(L);
+  cg_push_hostfn(L, fn);
 }
 
 CUarray cugraph_checkarray(lua_State *L, int idx) {

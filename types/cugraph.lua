@@ -123,6 +123,23 @@ function Stream:wait_external(sem, value) end
 ---@return cugraph.Stream self
 ---@overload fun(self: cugraph.Stream, sem: cugraph.ExternalSemaphore): cugraph.Stream
 function Stream:signal_external(sem, value) end
+---@alias cugraph.WaitOp "geq"|"eq"|"and"|"nor"
+--- Work after it waits until the counter compares with value as op says (cuStreamWaitValue32/64); a batch memory operation node when captured.
+---@param counter cugraph.Buffer|cugraph.HostBuffer|cugraph.Scalar a u32 or u64 counter: a buffer's first element, or a scalar
+---@param value integer|cugraph.Scalar an integer, or a Scalar of the counter's type read at each graph launch
+---@param op? cugraph.WaitOp "geq" (the default: a cyclic >=), "eq", "and" (any bit of value set), "nor"
+---@return cugraph.Stream self
+function Stream:wait_value(counter, value, op) end
+--- Writes value to the counter once the work before it is done (cuStreamWriteValue32/64); a batch memory operation node when captured.
+---@param counter cugraph.Buffer|cugraph.HostBuffer|cugraph.Scalar a u32 or u64 counter: a buffer's first element, or a scalar
+---@param value integer|cugraph.Scalar an integer, or a Scalar of the counter's type read at each graph launch
+---@return cugraph.Stream self
+function Stream:write_value(counter, value) end
+--- Has the driver call a C function of the host's in stream order (cuLaunchHostFunc); a host node when captured. Never a Lua function.
+---@param fn lightuserdata a C host function, from cugraph_pushhostfn
+---@param data? lightuserdata its argument (nil: NULL)
+---@return cugraph.Stream self
+function Stream:host(fn, data) end
 function Stream:synchronize() end
 ---@return boolean done
 function Stream:query() end

@@ -19,6 +19,10 @@
 const unsigned dbl_max_block[3] = {1024, 1024, 64};
 const unsigned dbl_max_grid[3] = {2147483647u, 65535, 65535};
 
+/* CUDA_DOUBLE_NARROW_MEMOPS=1: the device's stream memory operations lack
+   64-bit values and the NOR comparison, as some devices' do. */
+static int narrow_memops;
+
 int dbl_attribute(CUdevice_attribute a) {
   switch (a) {
   case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: return MAX_THREADS;
@@ -40,6 +44,8 @@ int dbl_attribute(CUdevice_attribute a) {
   case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: return 2048;
   case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR: return 32;
   case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: return 9;
+  case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS: return !narrow_memops;
+  case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR: return !narrow_memops;
   /* an H200's limits on arrays (texels) */
   case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_WIDTH: return 131072;
   case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_WIDTH: return 131072;
@@ -171,6 +177,7 @@ void dbl_keep_busy(void) {
 }
 
 int dbl_busy(void) { return busy_for > 0 && mono() < busy_until; }
+double dbl_busy_until(void) { return busy_until; }
 
 void dbl_wait_busy(pthread_mutex_t *held) {
   while (dbl_busy()) {
@@ -208,6 +215,8 @@ CUresult CUDAAPI cuInit(unsigned int Flags) {
   dbl_ndevices = n && *n && !*end && v >= 1 && v <= MAX_DEVICES ? (int)v : 1;
   const char *np = getenv("CUDA_DOUBLE_NO_PEER");
   no_peer = np && *np && strcmp(np, "0");
+  const char *nm = getenv("CUDA_DOUBLE_NARROW_MEMOPS");
+  narrow_memops = nm && *nm && strcmp(nm, "0");
   const char *hang = getenv("CUDA_DOUBLE_HANG");
   v = hang && *hang ? strtoull(hang, &end, 10) : 0;
   dbl_hang = hang && *hang && !*end ? (unsigned long)v : 0;

@@ -37,6 +37,8 @@
    CUDA_DOUBLE_DEVICES=n (1 to 8) gives n devices, each with its primary
    context, its own memory and handles; any two may access each other's
    memory (cuDeviceCanAccessPeer) unless CUDA_DOUBLE_NO_PEER=1.
+   CUDA_DOUBLE_NARROW_MEMOPS=1 takes the 64-bit stream memory operations
+   and their NOR comparison from the device's attributes.
    CUDA_DOUBLE_FAULT=name:n:code[,...] makes the n-th call of an entry point
    (its plain name, cuMemAlloc, or the versioned symbol, cuMemAlloc_v2) fail
    with code, before it does anything; a sticky code also breaks the device
@@ -45,8 +47,18 @@
    called, to path at exit. CUDA_DOUBLE_WAIT_LIMIT=seconds bounds a wait on
    an external semaphore (30; 0: fail at once when not signalled).
 
+   User objects (userobj.c) are held by graphs, their copies and their
+   instantiations, and released once the last launch is over; their
+   destructors run on a thread of the driver's own, where a CUDA call is
+   refused, as it is inside a host function.
+
+   Stream memory operations (memops.c) write and wait for 32- and 64-bit
+   values in device or page-locked host memory, eager or as batch memory
+   operation nodes; a wait polls as a semaphore's does.
+
    Any thread may call: every entry point holds one lock for its whole body,
-   but for the polls of a semaphore wait.
+   but for the polls of a wait for memory (a semaphore's, a memory
+   operation's).
    The current context is per thread, as with the driver.
 
    Built with -DCUDA_SIM it is the simulator (build/libcuda-sim.so): the
@@ -108,8 +120,18 @@ extern CUresult dbl_sticky;
    another entry point. */
 extern _Thread_local char dbl_refusal[256];
 
+/* The lock, or NULL on a thread that runs a callback of the driver's (a
+   host function, a user object's destructor): the entry point then
+   refuses the call, as the driver forbids CUDA calls there. */
 pthread_mutex_t *dbl_take_lock(void);
 void dbl_drop_lock(pthread_mutex_t **held);
+/* Calls fn(data) as the driver calls a callback: the lock, which the
+   caller holds, given back meanwhile (the driver's thread would not hold
+   it), and CUDA calls of this thread refused. */
+void dbl_callback(CUhostFn fn, void *data);
+/* The calling thread is one of the driver's own from now on: its CUDA
+   calls are refused (the user objects' destructors'). */
+void dbl_callback_thread(void);
 /* Sleeps us microseconds with the lock, which the caller holds, given back
    meanwhile: other threads' calls run, and may change anything. */
 void dbl_nap(long us);
@@ -122,6 +144,7 @@ CUresult dbl_called(dbl_site *s, const char *func);
 #define ENTRY_AT(name)                                                      \
   pthread_mutex_t *held_ __attribute__((cleanup(dbl_drop_lock), unused)) = \
     dbl_take_lock();                                                        \
+  if (!held_) return CUDA_ERROR_NOT_PERMITTED;                              \
   static dbl_site site_ = {name, 0, NULL};                                  \
   CUresult fault_ = dbl_called(&site_, __func__)
 #define ENTRY_THEN(name) ENTRY_AT(#name)
@@ -153,6 +176,7 @@ void dbl_wait_forever(pthread_mutex_t *held);
    meanwhile). */
 void dbl_keep_busy(void);
 int dbl_busy(void);
+double dbl_busy_until(void); /* CLOCK_MONOTONIC seconds */
 void dbl_wait_busy(pthread_mutex_t *held);
 extern size_t dbl_mem_limit; /* device memory of each device, bytes */
 extern struct CUctx_st dbl_primary[MAX_DEVICES];
@@ -205,6 +229,11 @@ typedef struct dbl_work { double deadline; unsigned seen; int why; } dbl_work;
 dbl_work *dbl_work_begin(void);
 dbl_work *dbl_work_now(void);
 CUresult dbl_work_check(dbl_work *w);
+/* Work that waits for memory: polls ready(arg) (the lock given back
+   between polls) while it answers CUDA_ERROR_NOT_READY, as long as the
+   work's bound and the watchdog (CUDA_DOUBLE_WAIT_LIMIT) allow; its
+   answer, or why the wait ended. */
+CUresult dbl_poll(CUresult (*ready)(void *arg), void *arg);
 
 /* -- device memory (memory.c) ---------------------------------------------- */
 
@@ -213,6 +242,10 @@ extern int dbl_capture_check;
 /* The host address of [p, p + n) when one allocation holds it, else NULL.
    Pure: a host kernel's load and store of one address look it up once. */
 void *dbl_dev_range(CUdeviceptr p, size_t n) __attribute__((pure));
+/* The host address of [p, p + n) where a stream memory operation may
+   reach it: device memory but managed memory, or page-locked host memory
+   (whose device address is its host address); else NULL. */
+void *dbl_memop_range(CUdeviceptr p, size_t n);
 int dbl_dev_of(CUdeviceptr p, size_t n);
 void dbl_free_all_memory(int dev);
 /* The allocation (device memory) or page-locked host block (cuMemHostAlloc)
@@ -348,7 +381,9 @@ typedef struct op {
   unsigned grid[3], block[3], shared;
   unsigned char *args;      /* owned copy of f->argbytes parameter bytes;
                                EXT_SEMAS_*: of the semaphores and params */
-  unsigned nsems;           /* EXT_SEMAS_SIGNAL and _WAIT: how many */
+  unsigned nsems;           /* EXT_SEMAS_SIGNAL and _WAIT: how many;
+                               BATCH_MEM_OP: its operations (args: a
+                               CUstreamBatchMemOpParams each) */
   CUdeviceptr dst, src;     /* memcpy and memset: device memory, unless */
   void *hdst;               /* memcpy: ... host memory takes a side; it is */
   const void *hsrc;         /* read and written when the copy runs */
@@ -387,6 +422,7 @@ void dbl_activity_launch(void); /* a graph's launch begins */
 
 CUresult dbl_run_op(const op *o, int dry);
 int dbl_copy_op(op *dst, const op *src);
+size_t dbl_op_bytes(const op *o); /* the bytes of its args */
 CUresult dbl_prepare_launch(op *o, void **params, void **extra);
 /* Runs a kernel: SUCCESS, or CUDA_ERROR_TIMEOUT when its work was stopped
    (dbl_work_check); a fault is sticky, not returned. */
@@ -438,6 +474,15 @@ size_t dbl_semas_bytes(const op *o);
 /* Signals, or waits (polling, the lock given back), unless dry. */
 CUresult dbl_run_semas(const op *o, int dry);
 
+/* -- stream memory operations (memops.c) ----------------------------------- */
+
+/* A BATCH_MEM_OP op of the n operations at ops (checked; a copy in its
+   args), and what it does: checks their memory and, unless dry, writes
+   and waits (polling, the lock given back), in order. */
+CUresult dbl_memops_op(op *o, const CUstreamBatchMemOpParams *ops,
+                       unsigned n);
+CUresult dbl_run_memops(const op *o, int dry);
+
 /* -- texture and surface objects (textures.c) ------------------------------ */
 
 void dbl_free_sampler(void *s);
@@ -453,6 +498,20 @@ void dbl_drop_module_memory(void *p);
    instantiated graph; the memory goes when the last leaves, unless it is
    allocated then (memory.c). */
 void dbl_hold_graph_memory(const op *o, int delta);
+
+/* -- user objects (userobj.c) ---------------------------------------------- */
+
+/* References to user objects that a graph or an instantiated graph holds. */
+typedef struct uoref { struct CUuserObject_st *o; unsigned n; } uoref;
+typedef struct uorefs { uoref *v; size_t n, cap; } uorefs;
+/* to holds the references from holds, as new ones. Nonzero when out of
+   memory. */
+int dbl_uo_copy(uorefs *to, const uorefs *from);
+/* Lets go of r's references once the work in flight is over: at time done
+   (CLOCK_MONOTONIC seconds; 0: at once, as dbl_work_done says). */
+void dbl_uo_release(uorefs *r, double done);
+/* When the device's work sent so far is over: 0 (it is), or a time. */
+double dbl_work_done(void);
 
 /* -- graphs (graph.c, graph_exec.c) ---------------------------------------- */
 
@@ -494,6 +553,7 @@ struct CUgraph_st {
   struct CUgraph_st *origin; /* cuGraphClone's copy: the graph copied */
   cond *conds;              /* handles made in this graph */
   size_t nconds;
+  uorefs uos;               /* user objects it holds */
 };
 
 /* Dependencies of every node as sorted indices: node i's are

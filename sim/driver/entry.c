@@ -209,13 +209,27 @@ static struct fault { char name[64]; unsigned long n; CUresult code; }
 static int nfaults, configured;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static _Thread_local int in_callback;
 
 pthread_mutex_t *dbl_take_lock(void) {
+  if (in_callback) return NULL;
   pthread_mutex_lock(&lock);
   return &lock;
 }
 
-void dbl_drop_lock(pthread_mutex_t **held) { pthread_mutex_unlock(*held); }
+void dbl_drop_lock(pthread_mutex_t **held) {
+  if (*held) pthread_mutex_unlock(*held);
+}
+
+void dbl_callback_thread(void) { in_callback = 1; }
+
+void dbl_callback(CUhostFn fn, void *data) {
+  in_callback++;
+  pthread_mutex_unlock(&lock);
+  fn(data);
+  pthread_mutex_lock(&lock);
+  in_callback--;
+}
 
 void dbl_nap(long us) {
   struct timespec t = {us / 1000000, us % 1000000 * 1000};

@@ -43,7 +43,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 struct CUextMemory_st {
@@ -350,20 +349,6 @@ CUresult dbl_semas_op(op *o, CUgraphNodeType type,
   return CUDA_SUCCESS;
 }
 
-static double seconds(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-/* CUDA_DOUBLE_WAIT_LIMIT, seconds (30 unless a number >= 0). */
-static double wait_limit(void) {
-  const char *e = getenv("CUDA_DOUBLE_WAIT_LIMIT");
-  char *end = NULL;
-  double v = e && *e ? strtod(e, &end) : -1;
-  return end && !*end && v >= 0 ? v : 30;
-}
-
 /* Whether s is signalled for value; a binary one is then unsignalled. */
 static int take(CUexternalSemaphore s, uint64_t value) {
   uint64_t v = __atomic_load_n(s->counter, __ATOMIC_ACQUIRE);
@@ -375,24 +360,24 @@ static int take(CUexternalSemaphore s, uint64_t value) {
   return 0;
 }
 
+/* One semaphore of a wait and its value, as dbl_poll asks. */
+typedef struct awaited { CUexternalSemaphore sem; uint64_t value; } awaited;
+
+static CUresult taken(void *arg) {
+  const awaited *a = arg;
+  if (!live(a->sem, O_EXTSEM)) return CUDA_ERROR_INVALID_HANDLE;
+  return take(a->sem, a->value) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
 /* Waits for each semaphore in turn (sems and params: a copy of o's, which
    other threads may change meanwhile), or until the work is stopped. */
 static CUresult wait_all(const op *o, const CUexternalSemaphore *sems,
                          const unsigned char *params) {
-  double end = seconds() + wait_limit();
-  dbl_work *w = dbl_work_now();
-  for (unsigned i = 0; i < o->nsems; i++)
-    for (;;) {
-      CUresult r = dbl_enter(); /* a device broken, a context gone */
-      if (r || (r = dbl_work_check(w))) return r;
-      if (!live(sems[i], O_EXTSEM)) return CUDA_ERROR_INVALID_HANDLE;
-      if (take(sems[i], fence(o, params, i))) break;
-      if (seconds() >= end) { /* the watchdog's */
-        if (!dbl_sticky) dbl_sticky = CUDA_ERROR_LAUNCH_TIMEOUT;
-        return dbl_sticky;
-      }
-      dbl_nap(50);
-    }
+  for (unsigned i = 0; i < o->nsems; i++) {
+    awaited a = {sems[i], fence(o, params, i)};
+    CUresult r = dbl_poll(taken, &a);
+    if (r) return r;
+  }
   return CUDA_SUCCESS;
 }
 

@@ -57,6 +57,7 @@ void dbl_free_graph(CUgraph g) {
   }
   free(g->nodes.v);
   free(g->conds);
+  dbl_uo_release(&g->uos, 0);
   dbl_forget_graph(g);
   dbl_free_obj(g);
 }
@@ -196,7 +197,8 @@ static cond *find_cond(CUgraph g, CUgraphConditionalHandle h) {
 }
 
 /* A copy of g as a body of parent (NULL: a graph of its own), nodes,
-   edges, bodies and condition handles alike. */
+   edges, bodies, condition handles and references to user objects
+   alike. */
 static CUgraph clone_graph(CUgraph g, CUgraph parent) {
   CUgraph c = dbl_new_obj(sizeof *c, O_GRAPH);
   if (!c) return NULL;
@@ -207,6 +209,10 @@ static CUgraph clone_graph(CUgraph g, CUgraph parent) {
   }
   if (g->nconds) memcpy(c->conds, g->conds, g->nconds * sizeof *c->conds);
   c->nconds = g->nconds;
+  if (dbl_uo_copy(&c->uos, &g->uos)) { /* a copy holds its own */
+    dbl_free_graph(c);
+    return NULL;
+  }
   for (size_t i = 0; i < g->nodes.n; i++) {
     const CUgraphNode from = g->nodes.v[i];
     nodeset deps = {NULL, 0, 0};
@@ -242,8 +248,8 @@ static CUgraph clone_graph(CUgraph g, CUgraph parent) {
 
 /* Adds a conditional node (with new, empty body graphs, given back in
    phGraph_out), a child graph node (a copy of the graph), an event
-   record node or an external semaphore signal or wait node; the other
-   types are not modelled. */
+   record node, an external semaphore signal or wait node, a batch memory
+   operation node or a host node; the other types are not modelled. */
 CUresult CUDAAPI cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph,
                                 const CUgraphNode *dependencies,
                                 const CUgraphEdgeData *dependencyData,
@@ -298,6 +304,13 @@ CUresult CUDAAPI cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph,
     if ((r = dbl_semas_op(&o, o.type, p->extSemArray, p->paramsArray,
                           p->numExtSems)))
       return r;
+  } else if (o.type == CU_GRAPH_NODE_TYPE_HOST) {
+    if (!(o.fn = nodeParams->host.fn)) return CUDA_ERROR_INVALID_VALUE;
+    o.data = nodeParams->host.userData;
+  } else if (o.type == CU_GRAPH_NODE_TYPE_BATCH_MEM_OP) {
+    const CUDA_BATCH_MEM_OP_NODE_PARAMS_v2 *p = &nodeParams->memOp;
+    if (!dbl_is_primary(p->ctx) || p->flags) return CUDA_ERROR_INVALID_VALUE;
+    if ((r = dbl_memops_op(&o, p->paramArray, p->count))) return r;
   } else {
     return CUDA_ERROR_NOT_SUPPORTED;
   }

@@ -112,6 +112,8 @@ struct CUgraphExec_st {
   int doomed;     /* destroyed in flight: freed when the launch ends */
   plan *retired;  /* plans replaced in flight: freed when it ends */
   size_t nretired;
+  uorefs uos;     /* user objects of its graph, bodies and children */
+  double done;    /* when its last launch is over (dbl_work_done) */
 };
 
 /* Whether p (its bodies too) has an op that type says: semaphore nodes
@@ -179,7 +181,20 @@ void dbl_free_exec(CUgraphExec x) {
   free(x->retired);
   free_plan(&x->p);
   free(x->conds);
+  dbl_uo_release(&x->uos, x->done);
   dbl_free_obj(x);
+}
+
+/* Adds the user objects g and its bodies hold to *u. Nonzero when out of
+   memory. */
+static int gather_uos(CUgraph g, uorefs *u) {
+  if (dbl_uo_copy(u, &g->uos)) return 1;
+  for (size_t i = 0; i < g->nodes.n; i++) {
+    const op *o = &g->nodes.v[i]->op;
+    for (unsigned j = 0; j < o->nbodies; j++)
+      if (gather_uos(o->bodies[j], u)) return 1;
+  }
+  return 0;
 }
 
 /* Appends the handles of g and of its bodies to *v (n of them, room for
@@ -272,7 +287,8 @@ CUresult CUDAAPI cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph,
   size_t cap = 0;
   if (x) x->cupti_id = dbl_graph_id();
   if (!x || build_plan(&x->p, hGraph) || number_exec(&x->p, hGraph, x->cupti_id)
-      || gather_conds(hGraph, &x->conds, &x->nconds, &cap)) {
+      || gather_conds(hGraph, &x->conds, &x->nconds, &cap)
+      || gather_uos(hGraph, &x->uos)) {
     if (x) dbl_free_exec(x);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
@@ -415,8 +431,9 @@ CUresult dbl_graph_run(CUgraphExec hGraphExec) {
   for (size_t i = 0; i < hGraphExec->nretired; i++)
     free_plan(&hGraphExec->retired[i]);
   hGraphExec->nretired = 0;
-  if (hGraphExec->doomed) dbl_free_exec(hGraphExec);
   dbl_keep_busy();
+  hGraphExec->done = dbl_work_done();
+  if (hGraphExec->doomed) dbl_free_exec(hGraphExec);
   return r;
 }
 
@@ -509,13 +526,20 @@ CUresult CUDAAPI cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph,
   size_t nconds = 0, cap = 0;
   if (same_shape(&hGraphExec->p, hGraph, &info)) return CUDA_ERROR_OUT_OF_MEMORY;
   if (!info.result) { /* all or none */
+    uorefs uos = {NULL, 0, 0};
     if (build_plan(&p, hGraph)) return CUDA_ERROR_OUT_OF_MEMORY;
     if (number_exec(&p, hGraph, hGraphExec->cupti_id) ||
-        gather_conds(hGraph, &conds, &nconds, &cap)) {
+        gather_conds(hGraph, &conds, &nconds, &cap) ||
+        gather_uos(hGraph, &uos)) {
       free_plan(&p);
       free(conds);
+      dbl_uo_release(&uos, 0);
       return CUDA_ERROR_OUT_OF_MEMORY;
     }
+    /* the new graph's replace the old's, held until the launches of
+       before are over */
+    dbl_uo_release(&hGraphExec->uos, hGraphExec->done);
+    hGraphExec->uos = uos;
     if (hGraphExec->inflight) { /* the launch runs the old one to its end */
       plan *v = realloc(hGraphExec->retired,
                         (hGraphExec->nretired + 1) * sizeof *v);

@@ -37,6 +37,7 @@ typedef struct span {
                            while CUDA maps the buffer */
   unsigned holders;     /* SPAN_GRAPH: graphs and execs with its node */
   int dev;              /* the device whose memory it is */
+  int managed;          /* cuMemAllocManaged's */
 } span;
 enum { SPAN_PLAIN, SPAN_POOL, SPAN_GRAPH, SPAN_EXT_BUFFER, SPAN_GL,
        SPAN_MODULE, SPAN_ARRAY, SPAN_EXT_ARRAY, SPAN_KINDS };
@@ -82,21 +83,28 @@ void *dbl_dev_range(CUdeviceptr p, size_t n) {
 
 /* Page-locked host memory (cuMemHostAlloc): plain host memory, each block
    listed so that freeing anything else fails, as on the driver. Like device
-   memory it belongs to the context and goes with it. */
+   memory it belongs to the context and goes with it. Its device address
+   is its host address (unified addressing). */
 typedef struct hostblock { void *p; size_t size; } hostblock;
 static hostblock *hosts;
 static size_t nhosts, chosts;
 
-int dbl_host_block(uint64_t p, uint64_t *base, uint64_t *size) {
+/* The page-locked block that holds [p, p + n), or NULL. */
+static const hostblock *host_of(uintptr_t p, size_t n) {
   for (size_t i = 0; i < nhosts; i++) {
-    uint64_t b = (uint64_t)(uintptr_t)hosts[i].p;
-    if (p >= b && p - b < hosts[i].size) {
-      *base = b;
-      *size = hosts[i].size;
-      return 1;
-    }
+    uintptr_t b = (uintptr_t)hosts[i].p;
+    if (p >= b && p - b < hosts[i].size && n <= hosts[i].size - (p - b))
+      return &hosts[i];
   }
-  return 0;
+  return NULL;
+}
+
+int dbl_host_block(uint64_t p, uint64_t *base, uint64_t *size) {
+  const hostblock *h = host_of((uintptr_t)p, 1);
+  if (!h) return 0;
+  *base = (uint64_t)(uintptr_t)h->p;
+  *size = h->size;
+  return 1;
 }
 
 int dbl_device_block(uint64_t p, uint64_t *base, uint64_t *size) {
@@ -105,6 +113,13 @@ int dbl_device_block(uint64_t p, uint64_t *base, uint64_t *size) {
   *base = spans[i - 1].base;
   *size = spans[i - 1].size;
   return 1;
+}
+
+void *dbl_memop_range(CUdeviceptr p, size_t n) {
+  size_t i = spans_upto((uintptr_t)p);
+  void *h = dbl_dev_range(p, n);
+  if (h) return spans[i - 1].managed ? NULL : h;
+  return host_of((uintptr_t)p, n) ? (void *)(uintptr_t)p : NULL;
 }
 
 /* Frees the memory of device dev; page-locked host memory goes with the
@@ -199,7 +214,7 @@ static CUresult alloc_span(CUdeviceptr *dptr, size_t bytesize, int kind) {
   size_t i = spans_upto((uintptr_t)p);
   memmove(spans + i + 1, spans + i, (nspans - i) * sizeof *spans);
   int later = kind == SPAN_GRAPH || kind == SPAN_GL; /* mapped later */
-  spans[i] = (span){(uintptr_t)p, bytesize, kind, !later, 0, dbl_cur_dev()};
+  spans[i] = (span){(uintptr_t)p, bytesize, kind, !later, 0, dbl_cur_dev(), 0};
   nspans++;
   if (!external(kind)) mem_used[dbl_cur_dev()] += bytesize;
   if (!later) map_span(&spans[i], 1);
@@ -279,7 +294,9 @@ CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize,
                              flags != CU_MEM_ATTACH_HOST))
     return CUDA_ERROR_INVALID_VALUE;
   if ((r = dbl_unsafe_call())) return r;
-  return alloc_span(dptr, bytesize, SPAN_PLAIN);
+  if ((r = alloc_span(dptr, bytesize, SPAN_PLAIN))) return r;
+  spans[span_at(*dptr)].managed = 1;
+  return CUDA_SUCCESS;
 }
 
 /* A range of one live allocation, and a location the device knows. */
@@ -318,13 +335,16 @@ CUresult CUDAAPI cuMemAdvise(CUdeviceptr devPtr, size_t count,
   return check_range(devPtr, count, location);
 }
 
-/* Frees any kind of device memory, graph allocations too. */
+/* Frees any kind of device memory, graph allocations too. As on a GPU,
+   where the free synchronizes, it waits while the device is busy
+   (CUDA_DOUBLE_BUSY). */
 CUresult CUDAAPI cuMemFree(CUdeviceptr dptr) {
   ENTRY(cuMemFree);
   CUresult r = dbl_enter();
   if (r || !dptr) return r;
   if ((r = dbl_unsafe_call())) return r;
   if ((r = dbl_settle())) return r; /* as the driver: the work before runs first */
+  dbl_wait_busy(held_);
   return free_span(dptr);
 }
 
@@ -353,12 +373,24 @@ CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t bytesize,
   return CUDA_SUCCESS;
 }
 
+CUresult CUDAAPI cuMemHostGetDevicePointer(CUdeviceptr *pdptr, void *p,
+                                           unsigned int Flags) {
+  ENTRY(cuMemHostGetDevicePointer);
+  CUresult r = dbl_enter();
+  if (r) return r;
+  if (!pdptr || Flags || !host_of((uintptr_t)p, 1))
+    return CUDA_ERROR_INVALID_VALUE;
+  *pdptr = (CUdeviceptr)(uintptr_t)p;
+  return CUDA_SUCCESS;
+}
+
 CUresult CUDAAPI cuMemFreeHost(void *p) {
   ENTRY(cuMemFreeHost);
   CUresult r = dbl_enter();
   if (r) return r;
   if ((r = dbl_unsafe_call())) return r;
   if ((r = dbl_settle())) return r; /* copies of it still to run run */
+  dbl_wait_busy(held_); /* as cuMemFree */
   for (size_t i = 0; i < nhosts; i++)
     if (hosts[i].p == p) {
       dbl_forget_block((uint64_t)(uintptr_t)p);

@@ -15,9 +15,16 @@
    far as it got; the device is not broken (nothing sticky), as a GPU's
    work seen by a wait that timed out is not. Work polls at every turn of
    a while loop, every node and block, and a simulated warp every 4096
-   backward branches (dbl_work_check). */
+   backward branches (dbl_work_check).
+
+   Work that waits for memory the host or another stream writes (a wait
+   on an external semaphore, a stream memory operation's wait) polls it
+   with the driver's lock given back (dbl_poll): bounded the same, and by
+   CUDA_DOUBLE_WAIT_LIMIT seconds (30) past which the device stops as the
+   watchdog stops an endless loop (CUDA_ERROR_LAUNCH_TIMEOUT, sticky). */
 #include "double.h"
 
+#include <stdlib.h>
 #include <time.h>
 
 static _Thread_local double limit;  /* seconds; 0: none */
@@ -65,4 +72,27 @@ CUresult dbl_work_check(dbl_work *w) {
   if (!why) return CUDA_SUCCESS;
   __atomic_store_n(&w->why, why, __ATOMIC_RELAXED);
   return CUDA_ERROR_TIMEOUT;
+}
+
+/* CUDA_DOUBLE_WAIT_LIMIT, seconds (30 unless a number >= 0). */
+static double wait_limit(void) {
+  const char *e = getenv("CUDA_DOUBLE_WAIT_LIMIT");
+  char *end = NULL;
+  double v = e && *e ? strtod(e, &end) : -1;
+  return end && !*end && v >= 0 ? v : 30;
+}
+
+CUresult dbl_poll(CUresult (*ready)(void *arg), void *arg) {
+  double end = mono() + wait_limit();
+  dbl_work *w = dbl_work_now();
+  for (;;) {
+    CUresult r = dbl_enter(); /* a device broken, a context gone */
+    if (r || (r = dbl_work_check(w))) return r;
+    if ((r = ready(arg)) != CUDA_ERROR_NOT_READY) return r;
+    if (mono() >= end) { /* the watchdog's */
+      if (!dbl_sticky) dbl_sticky = CUDA_ERROR_LAUNCH_TIMEOUT;
+      return dbl_sticky;
+    }
+    dbl_nap(50);
+  }
 }

@@ -24,7 +24,7 @@ CUresult dbl_run_op(const op *o, int dry) {
     return r;
   }
   if (o->type == CU_GRAPH_NODE_TYPE_HOST) {
-    if (!dry) o->fn(o->data);
+    if (!dry) dbl_callback(o->fn, o->data);
     return CUDA_SUCCESS;
   }
   if (o->type == CU_GRAPH_NODE_TYPE_EVENT_RECORD) {
@@ -34,6 +34,8 @@ CUresult dbl_run_op(const op *o, int dry) {
   if (o->type == CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL
       || o->type == CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT)
     return dbl_run_semas(o, dry);
+  if (o->type == CU_GRAPH_NODE_TYPE_BATCH_MEM_OP)
+    return dbl_run_memops(o, dry);
   if (o->type == CU_GRAPH_NODE_TYPE_MEMCPY && o->height) { /* a box */
     for (size_t z = 0; z < o->depth; z++)
       for (size_t y = 0; y < o->height; y++) {
@@ -65,10 +67,16 @@ CUresult dbl_run_op(const op *o, int dry) {
   return CUDA_SUCCESS;
 }
 
+size_t dbl_op_bytes(const op *o) {
+  if (o->type == CU_GRAPH_NODE_TYPE_KERNEL) return o->f->argbytes;
+  if (o->type == CU_GRAPH_NODE_TYPE_BATCH_MEM_OP)
+    return o->nsems * sizeof(CUstreamBatchMemOpParams);
+  return dbl_semas_bytes(o);
+}
+
 int dbl_copy_op(op *dst, const op *src) {
   *dst = *src;
-  size_t n = src->type == CU_GRAPH_NODE_TYPE_KERNEL ? src->f->argbytes
-             : dbl_semas_bytes(src);
+  size_t n = dbl_op_bytes(src);
   if (!n) return 0;
   if (!(dst->args = malloc(n))) return 1;
   memcpy(dst->args, src->args, n);
@@ -172,7 +180,8 @@ CUresult CUDAAPI cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext,
 /* -- host functions -------------------------------------------------------- */
 
 /* fn(userData) runs in stream order: at once here, or as a host node of the
-   graph a capture records. */
+   graph a capture records; as on the driver's own thread, it may make no
+   CUDA call (dbl_callback). */
 CUresult CUDAAPI cuLaunchHostFunc(CUstream hStream, CUhostFn fn,
                                   void *userData) {
   ENTRY(cuLaunchHostFunc);

@@ -5,7 +5,9 @@
                            a refusal or "name: ok"
      capi LUA_DIR SCRIPT   runs SCRIPT in a state that has a global `capi`:
                            capi.tograph(g) -> handle, capi.launch(h) ->
-                           nil | error name, capi.release(h), and
+                           nil | error name (waiting for the device),
+                           capi.start(h, s) the same on the Stream s, not
+                           waiting, capi.release(h), and
                            capi.after(h, address, n, type, value): after
                            lua_close the host launches h, reads n elements
                            of type ("f32" or "i32") at address and checks
@@ -51,6 +53,20 @@
                            capi.scalar(sc) -> a C scalar (cugraph_toscalar),
                            capi.set(cs, v) sets its u64 value
                            (cugraph_scalar_set), released at the end.
+                           Host memory: capi.hostmem(type, n [, pageable])
+                           pushes the host's page-locked memory
+                           (cuMemHostAlloc, freed by the host at the end,
+                           which checks it could), or malloc's, as a
+                           borrowed HostBuffer (cugraph_pushhostbuffer);
+                           capi.store(h, i, v) and capi.load(h, i) write
+                           and read its u64 element i through
+                           cugraph_checkhostbuffer, as an engine does.
+                           Host hooks: capi.hostfn([probe]) -> fn, data
+                           (cugraph_pushhostfn, for s:host(fn, data)): a C
+                           function that counts its calls and, with probe,
+                           makes a CUDA call (cuMemGetInfo) inside;
+                           capi.hooked() -> its calls, and the name of what
+                           the CUDA call inside returned last (or nil).
 
    Prints one line per failed check and "capi: all passed" (or "capi:
    FAILED"); exits 0 only if all passed. */
@@ -106,7 +122,8 @@ static int checks(const char *lua_dir) {
   X(cuMemGetInfo) X(cuMemcpyDtoH) X(cuGetErrorName) X(cuMemAlloc) \
   X(cuMemFree) X(cuMemsetD32) X(cuArray3DCreate) X(cuArrayDestroy) \
   X(cuImportExternalMemory) X(cuDestroyExternalMemory) \
-  X(cuImportExternalSemaphore) X(cuDestroyExternalSemaphore)
+  X(cuImportExternalSemaphore) X(cuDestroyExternalSemaphore) \
+  X(cuMemHostAlloc) X(cuMemFreeHost)
 
 #define FIELD(f) __typeof__(f) *f;
 static struct { HOST_FUNCS(FIELD) } cu;
@@ -166,6 +183,15 @@ static const char *errname(CUresult r) {
 static int l_launch(lua_State *L) {
   CUresult r = cugraph_graph_launch(handle_at(L, 1)->g, NULL);
   if (r == CUDA_SUCCESS) r = cu.cuCtxSynchronize();
+  if (r == CUDA_SUCCESS) return 0;
+  lua_pushstring(L, errname(r));
+  return 1;
+}
+
+/* capi.start(h, s): launches h on the Stream s, waiting for nothing */
+static int l_start(lua_State *L) {
+  CUresult r = cugraph_graph_launch(handle_at(L, 1)->g,
+                                    cugraph_checkstream(L, 2));
   if (r == CUDA_SUCCESS) return 0;
   lua_pushstring(L, errname(r));
   return 1;
@@ -598,6 +624,85 @@ static int l_set(lua_State *L) {
   return 0;
 }
 
+enum { MAXHOSTS = 8 };
+static void *hosts[MAXHOSTS + 1]; /* the last: pageable, for a refusal */
+static int nhosts;
+
+static int l_hostmem(lua_State *L) {
+  const char *type = luaL_checkstring(L, 1);
+  size_t n = (size_t)luaL_checkinteger(L, 2);
+  int pageable = lua_toboolean(L, 3);
+  if (nhosts == MAXHOSTS) return luaL_error(L, "too many host blocks");
+  void *p = NULL;
+  if (pageable) {
+    free(hosts[MAXHOSTS]);
+    p = hosts[MAXHOSTS] = calloc(n, 8);
+  } else if (cu.cuMemHostAlloc(&p, n * 8, CU_MEMHOSTALLOC_DEVICEMAP) ==
+             CUDA_SUCCESS) {
+    memset(p, 0, n * 8);
+    hosts[nhosts++] = p;
+  }
+  if (!p) return luaL_error(L, "no host memory");
+  cugraph_pushhostbuffer(L, p, type, n);
+  return 1;
+}
+
+static uint64_t *element(lua_State *L) {
+  const char *type;
+  size_t n;
+  uint64_t *p = cugraph_checkhostbuffer(L, 1, &type, &n);
+  size_t i = (size_t)luaL_checkinteger(L, 2);
+  luaL_argcheck(L, !strcmp(type, "u64") && i < n, 2, "not a u64 element");
+  return p + i;
+}
+
+static int l_store(lua_State *L) {
+  uint64_t v = (uint64_t)luaL_checkinteger(L, 3);
+  __atomic_store_n(element(L), v, __ATOMIC_RELEASE);
+  return 0;
+}
+
+static int l_load(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)__atomic_load_n(element(L),
+                                                  __ATOMIC_ACQUIRE));
+  return 1;
+}
+
+static struct hook {
+  atomic_int calls;
+  int probe;
+  atomic_int inside;    /* what the CUDA call inside returned, + 1 */
+} hooks[2];
+
+static void CUDA_CB hook(void *data) {
+  struct hook *h = data ? data : &hooks[0]; /* s:host(fn): no data */
+  atomic_fetch_add(&h->calls, 1);
+  if (h->probe) {
+    size_t fr, total;
+    atomic_store(&h->inside, (int)cu.cuMemGetInfo(&fr, &total) + 1);
+  }
+}
+
+static int l_hostfn(lua_State *L) {
+  struct hook *h = &hooks[lua_toboolean(L, 1)];
+  h->probe = h == &hooks[1];
+  cugraph_pushhostfn(L, hook);
+  lua_pushlightuserdata(L, h);
+  return 2;
+}
+
+static int l_hooked(lua_State *L) {
+  int calls = 0, inside = 0;
+  for (int i = 0; i < 2; i++) {
+    calls += atomic_load(&hooks[i].calls);
+    if (atomic_load(&hooks[i].inside)) inside = atomic_load(&hooks[i].inside);
+  }
+  lua_pushinteger(L, calls);
+  if (inside) lua_pushstring(L, errname((CUresult)(inside - 1)));
+  else lua_pushnil(L);
+  return 2;
+}
+
 static int script(const char *lua_dir, const char *path) {
   CUdevice dev;
   CUcontext ctx;
@@ -612,13 +717,16 @@ static int script(const char *lua_dir, const char *path) {
   luaL_openlibs(L);
   cugraph_openlibs(L, lua_dir);
   static const luaL_Reg funcs[] = {
-    {"tograph", l_tograph}, {"launch", l_launch}, {"release", l_release},
+    {"tograph", l_tograph}, {"launch", l_launch}, {"start", l_start},
+    {"release", l_release},
     {"after", l_after}, {"baseline", l_baseline}, {"tensor", l_tensor},
     {"push", l_push}, {"deleted", l_deleted}, {"delete", l_delete},
     {"take", l_take}, {"give", l_give}, {"read", l_read}, {"keep", l_keep},
     {"pushslot", l_pushslot}, {"array", l_array}, {"same", l_same},
     {"extmem", l_extmem}, {"extsem", l_extsem}, {"scalar", l_scalar},
-    {"set", l_set}, {NULL, NULL}
+    {"set", l_set}, {"hostmem", l_hostmem}, {"store", l_store},
+    {"load", l_load}, {"hostfn", l_hostfn}, {"hooked", l_hooked},
+    {NULL, NULL}
   };
   luaL_newlib(L, funcs);
   lua_setglobal(L, "capi");
@@ -637,12 +745,16 @@ static int script(const char *lua_dir, const char *path) {
     if (cu.cuDestroyExternalSemaphore(extsems[i]))
       fail("external", "the host could not destroy its semaphore");
   check_tensors();
+  for (int i = 0; i < nhosts; i++)
+    if (cu.cuMemFreeHost(hosts[i]))
+      fail("host memory", "the host could not free its page-locked memory");
+  free(hosts[MAXHOSTS]);
   for (int i = 0; i < narrays; i++)
     if (cu.cuArrayDestroy(arrays[i]))
       fail("arrays", "the host could not destroy its array");
   size_t slack = getenv("CUGRAPH_LUA_LIBCUDA") ? 0 : 4 << 20;
   cu.cuCtxSynchronize();
-  size_t used1 = devmem_used(cu.cuMemGetInfo, dev, &ok);
+  size_t used1 = devmem_settled(cu.cuMemGetInfo, dev, used0 + slack, &ok);
   if (!ok || used1 > used0 + slack) {
     char msg[96];
     snprintf(msg, sizeof msg, "%zu bytes of device memory still in use",

@@ -8,6 +8,7 @@
 
 #include <dlfcn.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 #include <cuda.h>
 
@@ -71,6 +72,20 @@ static size_t devmem_used(CUresult (*meminfo)(size_t *, size_t *),
     return 0;
   }
   return total - fr;
+}
+
+/* Bytes in use once they are at most target, or after 10 s: the memory a
+   released graph used is freed by a thread of the runtime once the
+   driver says its last launch is over, after the release returned. */
+static size_t devmem_settled(CUresult (*meminfo)(size_t *, size_t *),
+                             CUdevice dev, size_t target, int *ok) {
+  size_t used = devmem_used(meminfo, dev, ok);
+  for (int i = 0; *ok && used > target && i < 1000; i++) {
+    struct timespec ms10 = { 0, 10000000 };
+    nanosleep(&ms10, NULL);
+    used = devmem_used(meminfo, dev, ok);
+  }
+  return used;
 }
 
 #endif

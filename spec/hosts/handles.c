@@ -229,7 +229,7 @@ int main(int argc, char **argv) {
     fail("(c) release", "the graph's buffer is not held after lua_close");
   cugraph_scalar_release(rp.k);
   cugraph_graph_release(rp.g);
-  used1 = devmem_used(cu.cuMemGetInfo, dev, &ok);
+  used1 = devmem_settled(cu.cuMemGetInfo, dev, used0 + slack, &ok);
   if (!ok || used1 > used0 + slack)
     fail("(c) release", "device memory still in use after the last release");
   else if (!failures)

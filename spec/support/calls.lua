@@ -134,6 +134,19 @@ return function(cuda, H)
     if not e then return nil, no_peer end
     return F:stream(), e
   end)
+  def("Stream:wait_value", {
+    function(F) return F:stream(), F:mem("u32", 2), 0 end, -- any filled value
+    function(F) return F:stream(), F:host("u64", 1), F:scalar("u64", 0), "eq" end,
+  })
+  def("Stream:write_value", {
+    function(F) return F:stream(), F:mem("u64", 2), 5 end,
+    function(F) return F:stream(), F:scalar("u32", 0), F:scalar("u32", 7) end,
+  })
+  def("Stream:host", function(F)
+    local fn, data = H.hostfn()
+    if not fn then return nil, data end
+    return F:stream(), fn, data
+  end)
   def("Stream:synchronize", function(F) return F:stream() end)
   def("Stream:query", function(F) return F:stream() end)
   def("Stream:priority", function(F) return F:stream() end)

@@ -59,6 +59,13 @@ local function workload()
   local gs = keep(s:capture(function() s:signal_external(es, at); s:wait_external(es, at) end))
   at:set(3)
   gs:launch(s) -- cuGraphExecExternalSemaphores{Signal,Wait}NodeSetParams
+  local fence, at32 = keep(cuda.host_buffer("u32", 1)), keep(cuda.scalar("u32", 1))
+  s:write_value(fence, 1):wait_value(fence, 1) -- cuStream{Write,Wait}Value32/64
+  local c64 = keep(cuda.buffer("u64", 1))
+  s:write_value(c64, 2):wait_value(c64, 2, "eq")
+  local gf = keep(s:capture(function() s:write_value(fence, at32); s:wait_value(fence, at32) end))
+  at32:set(2)
+  gf:launch(s) -- cuGraphExecBatchMemOpNodeSetParams
   local mm = keep(cuda.managed("f32", N))     -- cuMemAllocManaged
   mm:advise("read_mostly"):prefetch()         -- cuMemAdvise, cuMemPrefetchAsync
   local gl = keep(cuda.gl_buffer(2, "f32")) -- the software driver's GL stand-in

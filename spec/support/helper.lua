@@ -31,6 +31,20 @@ function H.peer()
   return peer or nil, peer_why
 end
 
+local hostfn
+--- A C host function for s:host (spec/support/hostfn.c): fn, data, and
+-- calls() counting its calls; nil and why where it cannot be loaded (a
+-- Lua that does not export cugraph_pushhostfn).
+function H.hostfn()
+  if hostfn == nil then
+    local open = package.loadlib(H.build .. "/hostfn.so", "luaopen_hostfn")
+    hostfn = open and open() or false
+  end
+  if not hostfn then return nil, "no C host function here (" .. H.build .. "/hostfn.so)" end
+  local fn, data = hostfn.fn()
+  return fn, data, hostfn.calls
+end
+
 local kernels
 --- The module of spec/kernels/kernels.cu (PTX built by make).
 function H.kernels()

@@ -116,6 +116,7 @@ typedef struct cg_capstate cg_capstate;     /* capture/: per state */
 typedef struct cg_graphstate cg_graphstate; /* graph/: per state */
 typedef struct cg_ctxwait cg_ctxwait;       /* context.c */
 typedef struct cg_trace cg_trace;           /* trace.c */
+typedef struct cg_keepq cg_keepq;           /* release.c */
 
 /* What a type frees beside its handle (a stream's private event, a view's
    count in its parent), when the object closes; NULL for nothing. */
@@ -157,6 +158,8 @@ struct cg_ctx {
   CUcontext cu;
   CUstream stream;      /* default stream for calls that name none */
   int max_threads, max_block[3], max_grid[3], max_shared, max_shared_optin;
+  unsigned char memops; /* the device's stream memory operations, once
+                           asked (CG_MEMOPS_*) */
   cg_capture *capture;  /* the capture in progress, or NULL */
   /* root: the first call of the capture in progress that the driver
      refused with a capture error (cg_fail), for the errors after it */
@@ -185,7 +188,11 @@ struct cg_ctx {
      wait that timed out: the graph layer's */
   void (*busy)(lua_State *L, cg_ctx *ctx, CUstream s);
   cg_trace *trace;      /* root: the script's trace and NVTX ranges, or NULL */
+  cg_keepq *keepq;      /* root: its graphs' keeps the driver released, for
+                           its thread to drop (release.c), or NULL */
 };
+
+enum { CG_MEMOPS_KNOWN = 1, CG_MEMOPS_64 = 2, CG_MEMOPS_NOR = 4 };
 
 /* Header of every object. open == 0 once freed; the handle is then gone.
    An object that uses another's handle or records (a view its buffer's
@@ -296,6 +303,13 @@ double cg_opttimeout(lua_State *L, int idx);
 int cg_gate_enter(cg_ctx *ctx);
 void cg_gate_leave(cg_ctx *ctx);
 int cg_error_gate(lua_State *L, cg_ctx *ctx);
+/* For a thread of the runtime's own (no state): waits until no capture
+   of context cu is open and holds new ones back (as a whole-device wait
+   does) until cg_gate_open; no Lua, no timeout. */
+void cg_gate_shut(CUcontext cu);
+void cg_gate_open(CUcontext cu);
+/* Whether a capture of context cu is open, in any state of the process. */
+int cg_gate_capturing(CUcontext cu);
 
 /* Simulated work: the software driver runs a kernel's or a graph's work
    inside the call that launches it, so that call is a wait too, bounded by
@@ -479,10 +493,12 @@ struct cg_share {
   cg_handle h;          /* the handle the last holder frees (0: gone) */
   CUdevice dev;
   CUcontext cu;
-  /* a scalar's (the cugraph_scalar): the value C set, not yet written */
+  /* a scalar's (the cugraph_scalar): the value C set, not yet written,
+     once C took it (seeded: its bits and type are the script's then) */
   uint64_t bits;
   int pending;
   cg_type type;
+  unsigned char seeded;
   /* a module's: the C graphs that launch its code (graph/cgraph.c) */
   void **users;
   size_t nusers, cusers;
@@ -497,6 +513,67 @@ cg_share *cg_share_of(cg_obj *o);
 /* Drops one reference; the last frees the handle and the share. Any
    thread; driver errors are dropped (there may be no state left). */
 void cg_share_drop(cg_share *sh);
+/* The share of o made on first use, with one more reference, or NULL:
+   out of host memory (*r CUDA_SUCCESS), or cuDevicePrimaryCtxRetain
+   failed with *r. */
+cg_share *cg_share_try(cg_obj *o, CUresult *r);
+
+/* What a graph's nodes use, kept until its last launch is over: a keep
+   holds a reference to the share of each object whose memory the graph
+   reads or writes (owned device memory: Buffers, Scalars, Conditions'
+   cells; page-locked host memory: HostBuffers), and the driver holds the
+   keep through a user object that the graph retains (cuUserObjectCreate,
+   cuGraphRetainUserObject): the executable graphs instantiated from it,
+   and copies of it in other graphs, hold references of their own, which
+   the driver lets go when the last launch that uses them is over. Its
+   destructor runs on a thread of the driver's, which may make no CUDA
+   call: it hands the keep to its state, whose thread drops the shares at
+   its next free (cg_keep_drain: the last holder frees the memory as any
+   free, held back during a capture, errors recorded), or, for a C graph
+   or after lua_close, to the reaper, a thread of the runtime that drops
+   them once no capture of the device is open (a free would break a
+   global-mode capture). So freeing a graph, and then what it used, while
+   its launch is in flight neither waits for the launch nor frees the
+   memory under it. */
+typedef struct cg_keep cg_keep;
+/* A new keep, empty, of ctx's state (NULL: a C graph's, for the reaper);
+   NULL when out of host memory. */
+cg_keep *cg_keep_new(cg_ctx *ctx);
+/* Adds a reference to the share of o's handle when o is memory a graph
+   keeps (made on first use, as cg_share_of); the same share twice, once.
+   On o's state's thread. The failure, its api in *api (NULL: out of host
+   memory). */
+CUresult cg_keep_add(cg_keep *k, cg_obj *o, const char **api);
+/* The same for a share held already (a C graph's pins): one reference
+   more, when it is memory's. 0 when out of host memory. */
+int cg_keep_share(cg_keep *k, cg_share *sh);
+/* Hands k to the driver, retained by graph g (whose instantiations then
+   hold it); on failure the failing call's result (*api names it), k then
+   the driver's or freed. Without user objects in the driver,
+   CUDA_ERROR_NOT_SUPPORTED and k is left to the caller. */
+CUresult cg_keep_attach(cg_keep *k, CUgraph g, const char **api);
+/* The runtime lets go of the graph k is attached to. With drop set no
+   launch of it can be in flight (none was made): the shares go now (the
+   driver frees k later); else the driver's release of k, once the last
+   launch is over, hands them to the state or the reaper. */
+void cg_keep_leave(cg_keep *k, int drop);
+/* Frees a keep that is not attached, its shares dropped now. */
+void cg_keep_free(cg_keep *k);
+/* On the state's thread: drops the keeps the driver released (cheap when
+   there are none: every free calls it). */
+void cg_keep_drain(lua_State *L, cg_ctx *ctx);
+/* Waits up to t seconds for the driver to release the keeps the state
+   let go of, then drains, and for the reaper to finish what it has; 0
+   when some were still out. The driver's thread
+   releases them as soon as the work is over: cuda.synchronize() and
+   lua_close wait CG_KEEP_SETTLE seconds at most (a keep whose graph could
+   not be destroyed never comes). */
+enum { CG_KEEP_SETTLE_MS = 250 };
+#define CG_KEEP_SETTLE (CG_KEEP_SETTLE_MS / 1000.0)
+int cg_keep_settle(lua_State *L, cg_ctx *ctx, double t);
+/* At lua_close (the sentinel's finalizer): the keeps released within
+   CG_KEEP_SETTLE are dropped here, later ones go to the reaper. */
+void cg_keep_close(lua_State *L, cg_ctx *root);
 
 /* -- values (value.c) ----------------------------------------------------- */
 

@@ -370,6 +370,32 @@ void cg_gate_leave(cg_ctx *ctx) {
   pthread_mutex_unlock(&gate_lock);
 }
 
+void cg_gate_shut(CUcontext cu) {
+  pthread_mutex_lock(&gate_lock);
+  struct gate *g = gate_of(cu);
+  if (g) {
+    g->waiting++;
+    while (g->open) gate_wait(NULL);
+  }
+  pthread_mutex_unlock(&gate_lock);
+}
+
+void cg_gate_open(CUcontext cu) {
+  pthread_mutex_lock(&gate_lock);
+  struct gate *g = gate_of(cu);
+  if (g && g->waiting) g->waiting--;
+  pthread_cond_broadcast(&gate_cond);
+  pthread_mutex_unlock(&gate_lock);
+}
+
+int cg_gate_capturing(CUcontext cu) {
+  pthread_mutex_lock(&gate_lock);
+  struct gate *g = gate_of(cu);
+  int open = !g || g->open; /* past 64 contexts: not known */
+  pthread_mutex_unlock(&gate_lock);
+  return open;
+}
+
 /* -- bounded waits --------------------------------------------------------- */
 
 static double now(void) {
@@ -745,6 +771,7 @@ static void close_device(lua_State *L, cg_ctx *ctx) {
 
 static int sentinel_gc(lua_State *L) {
   cg_ctx *ctx = lua_touserdata(L, 1);
+  cg_keep_close(L, ctx);
   for (int i = 0; i < ctx->nclosers; i++) ctx->closers[i](L, ctx);
   for (cg_ctx *d = ctx->next; d; d = d->next) close_device(L, d);
   close_device(L, ctx);

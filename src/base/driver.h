@@ -49,7 +49,9 @@ CUresult CUDAAPI cuSimEventInstructions(CUevent hEvent,
    to cuGraphAddNode_v2, cuStreamUpdateCaptureDependencies to its _v2.
    Rebinding needs the exec setters (cuGraphExecKernelNodeSetParams_v2),
    stream-ordered and graph memory the calls from cuMemAllocAsync on; several
-   devices the peer calls. */
+   devices the peer calls; frame fences the stream memory operations from
+   cuStreamWaitValue32 on, host hooks cuLaunchHostFunc, the release of what
+   a graph uses after its last launch the user object calls. */
 #define CG_DRIVER_OPTIONAL(X) X(cuFuncGetParamInfo) X(cuGraphClone) \
   X(cuModuleGetGlobal) X(cuLaunchKernelEx) \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
@@ -84,7 +86,11 @@ CUresult CUDAAPI cuSimEventInstructions(CUevent hEvent,
   X(cuDestroyExternalSemaphore) X(cuSignalExternalSemaphoresAsync) \
   X(cuWaitExternalSemaphoresAsync) \
   X(cuGraphExecExternalSemaphoresSignalNodeSetParams) \
-  X(cuGraphExecExternalSemaphoresWaitNodeSetParams)
+  X(cuGraphExecExternalSemaphoresWaitNodeSetParams) \
+  X(cuStreamWaitValue32) X(cuStreamWaitValue64) X(cuStreamWriteValue32) \
+  X(cuStreamWriteValue64) X(cuGraphExecBatchMemOpNodeSetParams) \
+  X(cuMemHostGetDevicePointer) X(cuLaunchHostFunc) \
+  X(cuUserObjectCreate) X(cuUserObjectRelease) X(cuGraphRetainUserObject)
 
 #define CG_FIELD(f) __typeof__(f) *f;
 typedef struct cg_driver {

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "base/base.h"
 #include "base/nccl.h"
 #include "base/blas.h"
@@ -160,6 +161,7 @@ static int may_destroy(cg_ctx *ctx, cg_hkind hk) {
 }
 
 void cg_release(lua_State *L, cg_ctx *ctx, cg_hkind hk, cg_handle h) {
+  cg_keep_drain(L, ctx); /* what launches that ended let go of */
   if (hk == CG_H_NONE || !h.p) return;
   if (!may_destroy(ctx, hk)) {
     forget(hk, h);
@@ -276,8 +278,9 @@ int cg_shareable(const cg_obj *o) {
   return kinds[o->kind].shared && o->owned && !o->graphmem && o->open;
 }
 
-/* Frees the share and its handle (if still there). */
-static void share_free(cg_share *sh) {
+/* Frees the share and its handle (if still there); the result of letting
+   go of the primary context. */
+static CUresult share_free(cg_share *sh) {
   const char *api;
   if (sh->h.p && (cg_make_current(sh->cu) == CUDA_SUCCESS ||
                   sh->hk == CG_H_DLPACK))
@@ -285,10 +288,12 @@ static void share_free(cg_share *sh) {
   else if (sh->h.p)
     forget((cg_hkind)sh->hk, sh->h);
   cg_fft_unload(); /* with no plan left: cuFFT's own memory goes first */
-  destroy(CG_H_PRIMARY, (cg_handle){ .dev = sh->dev }, 0, &api);
+  CUresult r = (CUresult)destroy(CG_H_PRIMARY, (cg_handle){ .dev = sh->dev },
+                                 0, &api);
   pthread_mutex_destroy(&sh->lock);
   free(sh->users);
   free(sh);
+  return r;
 }
 
 /* One reference fewer; 1 when it was the last. */
@@ -304,11 +309,17 @@ void cg_share_drop(cg_share *sh) {
 }
 
 cg_share *cg_share_of(cg_obj *o) {
+  CUresult r;
+  return cg_share_try(o, &r);
+}
+
+cg_share *cg_share_try(cg_obj *o, CUresult *r) {
   cg_share *sh = o->share;
+  *r = CUDA_SUCCESS;
   if (!sh) {
     CUcontext cu;
     if (!(sh = calloc(1, sizeof *sh))) return NULL;
-    if (cg_drv.cuDevicePrimaryCtxRetain(&cu, o->ctx->dev) != CUDA_SUCCESS) {
+    if ((*r = cg_drv.cuDevicePrimaryCtxRetain(&cu, o->ctx->dev))) {
       free(sh);
       return NULL;
     }
@@ -326,18 +337,317 @@ cg_share *cg_share_of(cg_obj *o) {
   return sh;
 }
 
+/* Drops a reference to sh on the thread of ctx's state: the last frees
+   the handle as cg_release frees (held back during a capture, failures
+   recorded), then the share. */
+static void let_go(lua_State *L, cg_ctx *ctx, cg_share *sh) {
+  if (!unref(sh)) return;
+  cg_release(L, ctx, (cg_hkind)sh->hk, sh->h);
+  sh->h.p = NULL;
+  CUresult r = share_free(sh);
+  if (r != CUDA_SUCCESS && r != CUDA_ERROR_DEINITIALIZED) { /* as */
+    char buf[CG_ERRNAME];                                  /* destroy_now */
+    cg_poison(ctx, "cuDevicePrimaryCtxRelease", r);
+    cg_record(L, ctx, "cuDevicePrimaryCtxRelease", cg_driver_errname(r, buf));
+  }
+}
+
 void cg_release_obj(lua_State *L, cg_obj *o) {
   cg_share *sh = o->share;
   cg_hkind hk = kinds[o->kind].hk;
   if (sh) { /* the last holder frees; on this thread, as a release */
     o->share = NULL;
-    if (unref(sh)) {
-      cg_release(L, o->ctx, (cg_hkind)sh->hk, sh->h);
-      sh->h.p = NULL;
-      share_free(sh);
-    }
+    let_go(L, o->ctx, sh);
   } else if (o->owned) {
     cg_release(L, o->ctx, hk, o->drv);
   }
   memset(&o->drv, 0, sizeof o->drv);
+}
+
+/* -- what graphs keep until their last launch is over --------------------- */
+
+/* A state's keeps that the driver holds: released ones wait here for the
+   state's thread, which drops them as it frees anything (cg_keep_drain).
+   It outlives the state while a keep names it: a keep released after
+   lua_close goes to the reaper. */
+struct cg_keepq {
+  pthread_mutex_t lock;
+  pthread_cond_t came;
+  unsigned refs;        /* the state's, and one a keep that names it */
+  int alive;            /* the state is open */
+  unsigned out;         /* left to the driver, not released yet */
+  cg_keep *list;        /* released, not dropped yet */
+  atomic_int pending;   /* list is not empty (read without the lock) */
+};
+
+struct cg_keep {
+  cg_keep *next;        /* on a released list */
+  cg_keepq *q;          /* its state's (NULL: a C graph's, the reaper's) */
+  int out;              /* counted in q->out (let go, not released yet) */
+  size_t n, cap;
+  cg_share **sh;        /* a reference each */
+};
+
+/* The reaper: a thread of the process, made on first use, that drops the
+   shares of the keeps the driver released when no state takes them (a C
+   graph's, or after lua_close). Process-wide, as the driver's user objects
+   are. Its frees' errors are not reported (there is no state). */
+static struct {
+  pthread_mutex_t lock;
+  pthread_cond_t work, idle;
+  cg_keep *list;
+  unsigned busy;        /* keeps queued or being reaped */
+  int started;
+} reaper = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
+             PTHREAD_COND_INITIALIZER, NULL, 0, 0 };
+
+static void queue_unref(cg_keepq *q) {
+  pthread_mutex_lock(&q->lock);
+  int last = --q->refs == 0;
+  pthread_mutex_unlock(&q->lock);
+  if (!last) return;
+  pthread_mutex_destroy(&q->lock);
+  pthread_cond_destroy(&q->came);
+  free(q);
+}
+
+cg_keep *cg_keep_new(cg_ctx *ctx) {
+  cg_keep *k = calloc(1, sizeof *k);
+  cg_ctx *root = ctx ? ctx->root : NULL;
+  if (!k || !root) return k;
+  if (!root->keepq) {
+    cg_keepq *q = calloc(1, sizeof *q);
+    if (!q) {
+      free(k);
+      return NULL;
+    }
+    pthread_mutex_init(&q->lock, NULL);
+    pthread_cond_init(&q->came, NULL);
+    q->refs = 1;
+    q->alive = 1;
+    root->keepq = q;
+  }
+  k->q = root->keepq;
+  pthread_mutex_lock(&k->q->lock);
+  k->q->refs++;
+  pthread_mutex_unlock(&k->q->lock);
+  return k;
+}
+
+CUresult cg_keep_add(cg_keep *k, cg_obj *o, const char **api) {
+  cg_hkind hk = kinds[o->kind].hk;
+  *api = NULL;
+  if ((hk != CG_H_MEM && hk != CG_H_HOST) || !cg_shareable(o))
+    return CUDA_SUCCESS;
+  for (size_t i = 0; i < k->n; i++)
+    if (k->sh[i] == o->share) return CUDA_SUCCESS;
+  if (k->n == k->cap) {
+    size_t c = k->cap ? 2 * k->cap : 8;
+    cg_share **v = realloc(k->sh, c * sizeof *v);
+    if (!v) return CUDA_ERROR_OUT_OF_MEMORY;
+    k->sh = v;
+    k->cap = c;
+  }
+  CUresult r;
+  cg_share *sh = cg_share_try(o, &r);
+  if (!sh) {
+    if (r == CUDA_SUCCESS) return CUDA_ERROR_OUT_OF_MEMORY; /* host's */
+    *api = "cuDevicePrimaryCtxRetain";
+    return r;
+  }
+  k->sh[k->n++] = sh;
+  return CUDA_SUCCESS;
+}
+
+int cg_keep_share(cg_keep *k, cg_share *sh) {
+  if (sh->hk != CG_H_MEM && sh->hk != CG_H_HOST) return 1;
+  for (size_t i = 0; i < k->n; i++)
+    if (k->sh[i] == sh) return 1;
+  if (k->n == k->cap) {
+    size_t c = k->cap ? 2 * k->cap : 8;
+    cg_share **v = realloc(k->sh, c * sizeof *v);
+    if (!v) return 0;
+    k->sh = v;
+    k->cap = c;
+  }
+  pthread_mutex_lock(&sh->lock);
+  sh->refs++;
+  pthread_mutex_unlock(&sh->lock);
+  k->sh[k->n++] = sh;
+  return 1;
+}
+
+static void drop_shares(cg_keep *k) {
+  for (size_t i = 0; i < k->n; i++) cg_share_drop(k->sh[i]);
+  k->n = 0;
+}
+
+void cg_keep_free(cg_keep *k) {
+  if (!k) return;
+  drop_shares(k);
+  if (k->q) queue_unref(k->q);
+  free(k->sh);
+  free(k);
+}
+
+static void *reaper_main(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&reaper.lock);
+  for (;;) {
+    while (!reaper.list) pthread_cond_wait(&reaper.work, &reaper.lock);
+    cg_keep *k = reaper.list;
+    reaper.list = k->next;
+    pthread_mutex_unlock(&reaper.lock);
+    for (size_t i = 0; i < k->n; i++) { /* a free breaks a global capture */
+      CUcontext cu = k->sh[i]->cu;
+      cg_gate_shut(cu);
+      cg_share_drop(k->sh[i]);
+      cg_gate_open(cu);
+    }
+    k->n = 0;
+    cg_keep_free(k);
+    pthread_mutex_lock(&reaper.lock);
+    if (!--reaper.busy) pthread_cond_broadcast(&reaper.idle);
+  }
+  return NULL;
+}
+
+/* Hands k to the reaper; a keep it cannot take (no thread could be made)
+   is left, its shares with it, to the process's end. */
+static void to_reaper(cg_keep *k) {
+  pthread_mutex_lock(&reaper.lock);
+  if (!reaper.started) {
+    pthread_t th;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    reaper.started = pthread_create(&th, &attr, reaper_main, NULL) == 0;
+    pthread_attr_destroy(&attr);
+  }
+  if (reaper.started) {
+    k->next = reaper.list;
+    reaper.list = k;
+    reaper.busy++;
+    pthread_cond_signal(&reaper.work);
+  }
+  pthread_mutex_unlock(&reaper.lock);
+}
+
+/* The user object's destructor, on the driver's thread: no CUDA call. */
+static void CUDA_CB keep_released(void *p) {
+  cg_keep *k = p;
+  cg_keepq *q = k->q;
+  if (q) {
+    pthread_mutex_lock(&q->lock);
+    int alive = q->alive;
+    if (alive) {
+      k->next = q->list;
+      q->list = k;
+      atomic_store(&q->pending, 1);
+    }
+    if (k->out) q->out--;
+    pthread_cond_broadcast(&q->came);
+    pthread_mutex_unlock(&q->lock);
+    if (alive) return;
+  }
+  to_reaper(k);
+}
+
+CUresult cg_keep_attach(cg_keep *k, CUgraph g, const char **api) {
+  CUuserObject uo;
+  if (!cg_drv.cuUserObjectCreate || !cg_drv.cuGraphRetainUserObject ||
+      !cg_drv.cuUserObjectRelease)
+    return CUDA_ERROR_NOT_SUPPORTED;
+  *api = "cuUserObjectCreate";
+  CUresult r = cg_drv.cuUserObjectCreate(&uo, k, keep_released, 1,
+                                         CU_USER_OBJECT_NO_DESTRUCTOR_SYNC);
+  if (r != CUDA_SUCCESS) {
+    cg_keep_free(k);
+    return r;
+  }
+  *api = "cuGraphRetainUserObject";
+  r = cg_drv.cuGraphRetainUserObject(g, uo, 1, CU_GRAPH_USER_OBJECT_MOVE);
+  if (r != CUDA_SUCCESS) /* ours: its destructor takes k */
+    cg_drv.cuUserObjectRelease(uo, 1);
+  return r;
+}
+
+void cg_keep_leave(cg_keep *k, int drop) {
+  if (drop) { /* before the graph goes: the driver cannot release k yet */
+    drop_shares(k);
+    return;
+  }
+  if (!k->q) return;
+  pthread_mutex_lock(&k->q->lock);
+  k->q->out++;
+  k->out = 1;
+  pthread_mutex_unlock(&k->q->lock);
+}
+
+void cg_keep_drain(lua_State *L, cg_ctx *ctx) {
+  cg_ctx *root = ctx->root;
+  cg_keepq *q = root->keepq;
+  if (!q || !atomic_load_explicit(&q->pending, memory_order_relaxed)) return;
+  pthread_mutex_lock(&q->lock);
+  cg_keep *list = q->list;
+  q->list = NULL;
+  atomic_store(&q->pending, 0);
+  pthread_mutex_unlock(&q->lock);
+  while (list) {
+    cg_keep *k = list;
+    list = k->next;
+    for (size_t i = 0; i < k->n; i++) {
+      cg_ctx *d = root;
+      while (d && d->cu != k->sh[i]->cu) d = d->next;
+      if (d) let_go(L, d, k->sh[i]);
+      else cg_share_drop(k->sh[i]);
+    }
+    k->n = 0;
+    cg_keep_free(k);
+  }
+}
+
+static void deadline_in(struct timespec *ts, double t) {
+  clock_gettime(CLOCK_REALTIME, ts);
+  double s = (double)ts->tv_sec + ts->tv_nsec * 1e-9 + t;
+  ts->tv_sec = (time_t)s;
+  ts->tv_nsec = (long)((s - (double)ts->tv_sec) * 1e9);
+}
+
+int cg_keep_settle(lua_State *L, cg_ctx *ctx, double t) {
+  cg_keepq *q = ctx->root->keepq;
+  struct timespec end;
+  deadline_in(&end, t);
+  int all = 1;
+  if (q) {
+    pthread_mutex_lock(&q->lock);
+    while (q->out && pthread_cond_timedwait(&q->came, &q->lock, &end) == 0) {}
+    all = !q->out;
+    pthread_mutex_unlock(&q->lock);
+    cg_keep_drain(L, ctx);
+  }
+  pthread_mutex_lock(&reaper.lock); /* and C graphs' */
+  while (reaper.busy && pthread_cond_timedwait(&reaper.idle, &reaper.lock,
+                                               &end) == 0) {}
+  all = all && !reaper.busy;
+  pthread_mutex_unlock(&reaper.lock);
+  return all;
+}
+
+void cg_keep_close(lua_State *L, cg_ctx *root) {
+  cg_keepq *q = root->keepq;
+  if (!q) return;
+  if (cg_alive(root)) /* the graphs' finalizers ran: their keeps come */
+    cg_keep_settle(L, root, CG_KEEP_SETTLE);
+  pthread_mutex_lock(&q->lock);
+  q->alive = 0;                 /* from here a keep goes to the reaper */
+  cg_keep *list = q->list;
+  q->list = NULL;
+  pthread_mutex_unlock(&q->lock);
+  for (cg_keep *k = list, *next; k; k = next) {
+    next = k->next;
+    to_reaper(k);
+  }
+  root->keepq = NULL;
+  queue_unref(q);
 }

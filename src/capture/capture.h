@@ -180,7 +180,8 @@ void cg_note_vals(lua_State *L, cg_ctx *ctx, CUstream s, const int *idx,
 /* -- records (records.c) -------------------------------------------------- */
 
 enum { NK_KERNEL, NK_FILL, NK_COPY, NK_ALLOC, NK_FREE, NK_COND, NK_GRAPH,
-       NK_HOSTCOPY, NK_COPY3D, NK_EXTWAIT, NK_EXTSIGNAL, NK_CALL };
+       NK_HOSTCOPY, NK_COPY3D, NK_EXTWAIT, NK_EXTSIGNAL, NK_MEMWAIT,
+       NK_MEMWRITE, NK_HOST, NK_CALL };
 extern const char *const cg_nk_names[];
 
 typedef struct cg_rec {
@@ -202,13 +203,16 @@ typedef struct cg_rec {
   const cg_param *params;
   cg_obj *obj[2];       /* FILL: dst; COPY: dst, src; ALLOC, FREE: buffer;
                            EXTWAIT, EXTSIGNAL: the semaphore, its value's
-                           Scalar (or NULL: the value is off) */
+                           Scalar (or NULL: the value is off); MEMWAIT,
+                           MEMWRITE: the counter, the value's Scalar (or
+                           NULL: the value is off) */
   unsigned grid[3], block[3], shared;
   int nargs;            /* NK_KERNEL: its arguments' objects from objs[arg0] */
   size_t arg0, word0;   /* and their bytes from words[word0], 8-aligned */
   size_t off, bytes, width, height, pitch; /* FILL: off and shape; COPY */
   size_t soff;          /* COPY: the source's byte offset (off: dst's) */
-  unsigned value, elem;  /* FILL; COND: value is the CUgraphConditionalNodeType */
+  unsigned value, elem;  /* FILL; COND: value is the CUgraphConditionalNodeType;
+                            MEMWAIT: value is the comparison's flags */
   /* a recording's: the stream the work went to, its Lua values (vals[v0],
      ... vals[v0 + nvals - 1]: a kernel's stream and arguments, a fill's
      stream and buffer, a copy's stream, destination and source; a CALL's
@@ -273,8 +277,14 @@ void cg_note_hostcopy(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *dev,
    of semaphore sem, for value v, or the one the Scalar value holds */
 void cg_note_extsem(lua_State *L, cg_ctx *ctx, CUgraphNode node, int wait,
                     cg_obj *sem, cg_obj *value, uint64_t v);
-/* a node made with cuGraphAddNode: a child graph or conditional node (an
-   external semaphore's is noted by cg_note_extsem) */
+/* a stream memory operation's node (s:wait_value, s:write_value): on
+   counter c (a Buffer, HostBuffer or Scalar), for value v or the one the
+   Scalar value holds, with the wait's comparison flags */
+void cg_note_memop(lua_State *L, cg_ctx *ctx, CUgraphNode node, int wait,
+                   cg_obj *c, cg_obj *value, uint64_t v, unsigned flags);
+/* a node made with cuGraphAddNode: a child graph, conditional or host
+   node (an external semaphore's and a memory operation's are noted by
+   cg_note_extsem and cg_note_memop) */
 void cg_note_node(lua_State *L, cg_ctx *ctx, CUgraphNode node,
                   const CUgraphNodeParams *p);
 /* an allocation node of buffer b, and a free node of it */

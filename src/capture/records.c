@@ -13,9 +13,10 @@
 
 const char *const cg_nk_names[] = {
   "kernel", "fill", "copy", "alloc", "free", "conditional", "graph",
-  "host copy", "copy 3d", "semaphore wait", "semaphore signal"
+  "host copy", "copy 3d", "semaphore wait", "semaphore signal",
+  "wait value", "write value", "host"
 };
-_Static_assert(sizeof cg_nk_names / sizeof *cg_nk_names == NK_EXTSIGNAL + 1,
+_Static_assert(sizeof cg_nk_names / sizeof *cg_nk_names == NK_HOST + 1,
                "a name for every kind of record");
 
 void cg_recs_free(cg_recs *r) {
@@ -593,11 +594,13 @@ void cg_note_hostcopy(lua_State *L, cg_ctx *ctx, CUstream s, cg_obj *dev,
 void cg_note_node(lua_State *L, cg_ctx *ctx, CUgraphNode node,
                   const CUgraphNodeParams *p) {
   if (p->type == CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT ||
-      p->type == CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL)
-    return; /* cg_note_extsem knows its objects */
-  int graph = p->type == CU_GRAPH_NODE_TYPE_GRAPH;
-  cg_rec *e = newrec(L, ctx, recs_of(L, ctx), node, graph ? NK_GRAPH : NK_COND);
-  if (!graph) e->value = (unsigned)p->conditional.type;
+      p->type == CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL ||
+      p->type == CU_GRAPH_NODE_TYPE_BATCH_MEM_OP)
+    return; /* cg_note_extsem and cg_note_memop know their objects */
+  int kind = p->type == CU_GRAPH_NODE_TYPE_GRAPH ? NK_GRAPH
+           : p->type == CU_GRAPH_NODE_TYPE_HOST ? NK_HOST : NK_COND;
+  cg_rec *e = newrec(L, ctx, recs_of(L, ctx), node, kind);
+  if (kind == NK_COND) e->value = (unsigned)p->conditional.type;
 }
 
 void cg_note_extsem(lua_State *L, cg_ctx *ctx, CUgraphNode node, int wait,
@@ -607,6 +610,16 @@ void cg_note_extsem(lua_State *L, cg_ctx *ctx, CUgraphNode node, int wait,
   e->obj[0] = sem;
   e->obj[1] = value;
   e->off = (size_t)v;
+}
+
+void cg_note_memop(lua_State *L, cg_ctx *ctx, CUgraphNode node, int wait,
+                   cg_obj *c, cg_obj *value, uint64_t v, unsigned flags) {
+  cg_rec *e = newrec(L, ctx, recs_of(L, ctx), node,
+                     wait ? NK_MEMWAIT : NK_MEMWRITE);
+  e->obj[0] = c;
+  e->obj[1] = value;
+  e->off = (size_t)v;
+  e->value = flags;
 }
 
 int cg_recs_launch(const cg_recs *r, const cg_obj *mod) {

@@ -27,8 +27,11 @@ struct cugraph_graph {
                            once at a time and copies none of them) */
   size_t npins, nscalars;
   cg_share **pins;      /* the scalars first */
-  int nsemvals;
-  cg_semval *semvals;   /* value: a scalar's share among pins */
+  cg_keep *keep;        /* the memory among them, which the driver holds
+                           until g's last launch is over (cg_keep_*) */
+  int launched;         /* since made: a launch may be in flight */
+  int nvalnodes;
+  cg_valnode *valnodes;   /* value: a scalar's share among pins */
 };
 
 /* Writes a value C set on stream s, before a launch that reads it. */
@@ -45,15 +48,20 @@ static CUresult scalar_flush(cg_share *sc, CUstream s) {
 }
 
 /* The share of o with one more reference; a scalar's starts from the
-   script's value, which flush_scalar wrote (C then sets its own). */
+   script's value, which flush_scalar wrote (C then sets its own), when C
+   takes it first (a graph's keep may have made the share before). */
 static cg_share *share_of(cg_obj *o) {
-  int made = o->share == NULL;
   cg_share *sh = cg_share_of(o);
-  if (sh && made && o->kind == CG_SCALAR) {
+  if (sh && o->kind == CG_SCALAR) {
     const cg_scalar *sc = (const cg_scalar *)o;
-    sh->bits = sc->bits;
-    sh->pending = sc->pending;
-    sh->type = sc->type;
+    pthread_mutex_lock(&sh->lock);
+    if (!sh->seeded) {
+      sh->bits = sc->bits;
+      sh->pending = sc->pending;
+      sh->type = sc->type;
+      sh->seeded = 1;
+    }
+    pthread_mutex_unlock(&sh->lock);
   }
   return sh;
 }
@@ -62,7 +70,7 @@ static cg_share *share_of(cg_obj *o) {
    pending, the script's next flush (a launch, sc:get()) would write that
    older value over what C launches wrote. 1 when it wrote. */
 static int flush_scalar(lua_State *L, cg_scalar *sc) {
-  if (!sc->pending || sc->h.share) return 0;
+  if (!sc->pending || (sc->h.share && sc->h.share->seeded)) return 0;
   cg_scalar_flush(L, sc, sc->h.ctx->stream);
   return 1;
 }
@@ -96,10 +104,12 @@ static int add_user(cg_share *m, cugraph_graph *h) {
   return ok;
 }
 
-/* Frees a C graph, whole or partly made; its reload entries go first. */
+/* Frees a C graph, whole or partly made; its reload entries go first.
+   The memory it used goes once its last launch is over (its keep). */
 static void graph_destroy(cugraph_graph *h) {
   for (size_t i = 0; i < h->npins; i++)
     if (h->pins[i]->hk == CG_H_MODULE) remove_user(h->pins[i], h);
+  if (h->keep) cg_keep_leave(h->keep, !h->launched);
   if (cg_make_current(h->cu) == CUDA_SUCCESS) {
     if (h->exec && !h->shared)
       cg_destroy(CG_H_EXEC, (cg_handle){ .exec = h->exec });
@@ -110,21 +120,21 @@ static void graph_destroy(cugraph_graph *h) {
   if (h->retained) cg_destroy(CG_H_PRIMARY, (cg_handle){ .dev = h->dev });
   pthread_mutex_destroy(&h->lock);
   free(h->pins);
-  free(h->semvals);
+  free(h->valnodes);
   free(h);
 }
 
 /* The Lua graph's semaphore nodes set from scalars, as nodes of h's exec
    (its copy's, found in the clone) and the scalars' shares. */
-static CUresult copy_semvals(cugraph_graph *h, const cg_graph *gr,
+static CUresult copy_valnodes(cugraph_graph *h, const cg_graph *gr,
                              const char **api) {
-  if (!gr->nsemvals) return CUDA_SUCCESS;
+  if (!gr->nvalnodes) return CUDA_SUCCESS;
   *api = "cugraph_tograph";
-  h->semvals = malloc((size_t)gr->nsemvals * sizeof *h->semvals);
-  if (!h->semvals) return CUDA_ERROR_OUT_OF_MEMORY;
-  for (int i = 0; i < gr->nsemvals; i++) {
-    cg_semval *v = &h->semvals[h->nsemvals];
-    *v = gr->semvals[i];
+  h->valnodes = malloc((size_t)gr->nvalnodes * sizeof *h->valnodes);
+  if (!h->valnodes) return CUDA_ERROR_OUT_OF_MEMORY;
+  for (int i = 0; i < gr->nvalnodes; i++) {
+    cg_valnode *v = &h->valnodes[h->nvalnodes];
+    *v = gr->valnodes[i];
     v->value = ((cg_obj *)v->value)->share; /* made by share_pins */
     v->known = 0; /* the copy's node holds the capture's value */
     if (!v->value) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -132,11 +142,11 @@ static CUresult copy_semvals(cugraph_graph *h, const cg_graph *gr,
       *api = "cuGraphNodeFindInClone";
       CUresult r = cg_drv.cuGraphNodeFindInClone
                    ? cg_drv.cuGraphNodeFindInClone(&v->node,
-                                                   gr->semvals[i].node, h->g)
+                                                   gr->valnodes[i].node, h->g)
                    : CUDA_ERROR_NOT_SUPPORTED;
       if (r != CUDA_SUCCESS) return r;
     }
-    h->nsemvals++;
+    h->nvalnodes++;
   }
   return CUDA_SUCCESS;
 }
@@ -162,6 +172,25 @@ static int share_pins(lua_State *L, cugraph_graph *h, int idx, int scalars,
     }
   }
   return 1;
+}
+
+/* Hands h's copy a keep of the memory among its pins (without user
+   objects in the driver: none). */
+static CUresult keep_pins(cugraph_graph *h, const char **api) {
+  if (!cg_drv.cuUserObjectCreate || !cg_drv.cuGraphRetainUserObject ||
+      !cg_drv.cuUserObjectRelease)
+    return CUDA_SUCCESS;
+  cg_keep *k = cg_keep_new(NULL);
+  int ok = k != NULL;
+  for (size_t i = 0; ok && i < h->npins; i++) ok = cg_keep_share(k, h->pins[i]);
+  if (!ok) {
+    cg_keep_free(k);
+    *api = "cugraph_tograph";
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  CUresult r = cg_keep_attach(k, h->g, api);
+  if (r == CUDA_SUCCESS) h->keep = k;
+  return r;
 }
 
 cugraph_graph *cugraph_tograph(lua_State *L, int idx) {
@@ -227,15 +256,16 @@ cugraph_graph *cugraph_tograph(lua_State *L, int idx) {
     api = "cuGraphClone";
     r = cg_drv.cuGraphClone ? cg_drv.cuGraphClone(&h->g, g)
                             : CUDA_ERROR_NOT_SUPPORTED;
-    if (r == CUDA_SUCCESS) {
-      api = "cuGraphInstantiate";
-      r = cg_drv.cuGraphInstantiate(&h->exec, h->g, 0);
-    }
   }
   int ok = r != CUDA_SUCCESS || share_pins(L, h, pins, 1, n);
   h->nscalars = h->npins;
   ok = ok && (r != CUDA_SUCCESS || share_pins(L, h, pins, 0, n));
-  if (ok && r == CUDA_SUCCESS) r = copy_semvals(h, gr, &api);
+  if (ok && r == CUDA_SUCCESS && h->g) r = keep_pins(h, &api);
+  if (ok && r == CUDA_SUCCESS && h->g) {
+    api = "cuGraphInstantiate";
+    r = cg_drv.cuGraphInstantiate(&h->exec, h->g, 0);
+  }
+  if (ok && r == CUDA_SUCCESS) r = copy_valnodes(h, gr, &api);
   lua_pop(L, 1);
   if (r == CUDA_SUCCESS && ok) return h;
   graph_destroy(h);
@@ -275,19 +305,20 @@ CUresult cugraph_graph_launch(cugraph_graph *h, CUstream stream) {
   pthread_mutex_lock(&h->lock);
   for (size_t i = 0; i < h->nscalars && r == CUDA_SUCCESS; i++)
     r = scalar_flush(h->pins[i], stream);
-  for (int i = 0; i < h->nsemvals && r == CUDA_SUCCESS; i++) {
-    cg_semval *v = &h->semvals[i];
+  for (int i = 0; i < h->nvalnodes && r == CUDA_SUCCESS; i++) {
+    cg_valnode *v = &h->valnodes[i];
     cg_share *sc = v->value;
     const char *api;
     pthread_mutex_lock(&sc->lock);
     uint64_t bits = sc->bits;
     pthread_mutex_unlock(&sc->lock);
     if (v->known && bits == v->last) continue;
-    r = cg_semval_set(h->exec, v, bits, &api);
+    r = cg_valnode_set(h->exec, v, bits, &api);
     v->last = bits;
     v->known = !h->shared; /* a shared exec: the Lua graph sets it too */
   }
   if (r == CUDA_SUCCESS) r = cg_drv.cuGraphLaunch(h->exec, stream);
+  h->launched = 1;
   pthread_mutex_unlock(&h->lock);
   return r;
 }

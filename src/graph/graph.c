@@ -44,10 +44,26 @@ static void collect(lua_State *L, cg_graph *gr, int idx, int n) {
   }
 }
 
-CUresult cg_semval_set(CUgraphExec x, const cg_semval *v, uint64_t bits,
-                       const char **api) {
+CUresult cg_valnode_set(CUgraphExec x, const cg_valnode *v, uint64_t bits,
+                        const char **api) {
+  if (v->kind == NK_MEMWAIT || v->kind == NK_MEMWRITE) {
+    CUstreamBatchMemOpParams m;
+    memset(&m, 0, sizeof m);
+    m.operation = v->kind == NK_MEMWAIT
+                  ? (v->wide ? CU_STREAM_MEM_OP_WAIT_VALUE_64
+                             : CU_STREAM_MEM_OP_WAIT_VALUE_32)
+                  : (v->wide ? CU_STREAM_MEM_OP_WRITE_VALUE_64
+                             : CU_STREAM_MEM_OP_WRITE_VALUE_32);
+    m.waitValue.address = v->addr; /* a write's at the same place */
+    if (v->wide) m.waitValue.value64 = bits;
+    else m.waitValue.value = (cuuint32_t)bits;
+    m.waitValue.flags = v->flags;
+    CUDA_BATCH_MEM_OP_NODE_PARAMS p = { v->cu, 1, &m, 0 };
+    *api = "cuGraphExecBatchMemOpNodeSetParams";
+    return cg_drv.cuGraphExecBatchMemOpNodeSetParams(x, v->node, &p);
+  }
   CUexternalSemaphore sem = v->sem;
-  if (v->wait) {
+  if (v->kind == NK_EXTWAIT) {
     CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS wp;
     memset(&wp, 0, sizeof wp);
     wp.params.fence.value = bits;
@@ -65,35 +81,70 @@ CUresult cg_semval_set(CUgraphExec x, const cg_semval *v, uint64_t bits,
                                                                  &p);
 }
 
-/* How many semaphore nodes of r take their value from a Scalar. */
-static int count_semvals(const cg_recs *r) {
+static int memop(const cg_rec *e) {
+  return e->kind == NK_MEMWAIT || e->kind == NK_MEMWRITE;
+}
+
+static int valued(const cg_rec *e) {
+  return (e->kind == NK_EXTWAIT || e->kind == NK_EXTSIGNAL || memop(e)) &&
+         e->obj[1];
+}
+
+/* How many nodes of r take their value from a Scalar; *memops: how many
+   of them are memory operations. */
+static int count_valnodes(const cg_recs *r, int *memops) {
   int n = 0;
-  for (size_t i = 0; r && i < r->n; i++)
-    n += (r->v[i].kind == NK_EXTWAIT || r->v[i].kind == NK_EXTSIGNAL) &&
-         r->v[i].obj[1];
+  *memops = 0;
+  for (size_t i = 0; r && i < r->n; i++) {
+    n += valued(&r->v[i]);
+    *memops += valued(&r->v[i]) && memop(&r->v[i]);
+  }
   return n;
 }
 
+/* What the valued nodes of r are, for messages. */
+static const char *valued_kinds(const cg_recs *r) {
+  int memops, n = count_valnodes(r, &memops);
+  return memops == n ? "stream memory operation (s:wait_value, s:write_value)"
+       : memops ? "external semaphore and stream memory operation"
+       : "external semaphore";
+}
+
 /* Those nodes, in a new array (*n of them; NULL when none). */
-static cg_semval *semvals_of(lua_State *L, const cg_recs *r, int *n) {
-  if (!(*n = count_semvals(r))) return NULL;
-  if (!cg_drv.cuGraphExecExternalSemaphoresWaitNodeSetParams ||
-      !cg_drv.cuGraphExecExternalSemaphoresSignalNodeSetParams)
+static cg_valnode *valnodes_of(lua_State *L, const cg_recs *r, int *n) {
+  int memops;
+  if (!(*n = count_valnodes(r, &memops))) return NULL;
+  if (*n > memops &&
+      (!cg_drv.cuGraphExecExternalSemaphoresWaitNodeSetParams ||
+       !cg_drv.cuGraphExecExternalSemaphoresSignalNodeSetParams))
     luaL_error(L, "a semaphore value from a cugraph.Scalar needs the "
                "driver's cuGraphExecExternalSemaphores*NodeSetParams");
-  cg_semval *a = malloc((size_t)*n * sizeof *a);
+  if (memops && !cg_drv.cuGraphExecBatchMemOpNodeSetParams)
+    luaL_error(L, "a wait_value or write_value value from a cugraph.Scalar "
+               "needs the driver's cuGraphExecBatchMemOpNodeSetParams");
+  cg_valnode *a = malloc((size_t)*n * sizeof *a);
   if (!a) luaL_error(L, "out of host memory");
   int k = 0;
   for (size_t i = 0; i < r->n; i++) {
     const cg_rec *e = &r->v[i];
-    if ((e->kind != NK_EXTWAIT && e->kind != NK_EXTSIGNAL) || !e->obj[1])
-      continue;
-    a[k].node = e->node;
-    a[k].sem = e->obj[0]->drv.extsem;
-    a[k].value = e->obj[1];
-    a[k].last = e->off; /* the node's, from the capture */
-    a[k].known = 1;
-    a[k++].wait = e->kind == NK_EXTWAIT;
+    if (!valued(e)) continue;
+    cg_valnode *v = &a[k++];
+    memset(v, 0, sizeof *v);
+    v->node = e->node;
+    v->kind = e->kind;
+    v->value = e->obj[1];
+    v->last = e->off; /* the node's, from the capture */
+    v->known = 1;
+    if (memop(e)) {
+      const cg_obj *c = e->obj[0];
+      v->cu = c->ctx->cu;
+      v->flags = e->value;
+      v->wide = ((const cg_scalar *)e->obj[1])->type == CG_U64;
+      v->addr = c->kind == CG_HOSTBUF ? ((const cg_hostbuf *)c)->dev
+                                      : c->drv.mem;
+    } else {
+      v->sem = e->obj[0]->drv.extsem;
+    }
   }
   return a;
 }
@@ -115,9 +166,41 @@ static void check_scoped(lua_State *L, cg_graph *gr, int idx) {
   lua_pop(L, 1);
 }
 
+/* Hands the driver graph g a keep of the memory the pins at pidx hold
+   (cg_keep_*, base.h): gr->keep, or NULL when the driver has no user
+   objects; the failure, its api in *api (NULL: out of host memory).
+   Calls no Lua. */
+static CUresult keep_pins(lua_State *L, cg_graph *gr, int pidx, CUgraph g,
+                          cg_keep **keep, const char **api) {
+  *keep = NULL;
+  if (!cg_drv.cuUserObjectCreate || !cg_drv.cuGraphRetainUserObject ||
+      !cg_drv.cuUserObjectRelease)
+    return CUDA_SUCCESS;
+  cg_keep *k = cg_keep_new(gr->h.ctx);
+  int ok = k != NULL;
+  CUresult r = CUDA_SUCCESS;
+  lua_pushnil(L);
+  while (ok && lua_next(L, pidx)) {
+    lua_pop(L, 1);
+    cg_obj *o = cg_toany(L, gr->h.ctx, -1);
+    if (o && (r = cg_keep_add(k, o, api)) != CUDA_SUCCESS) ok = 0;
+  }
+  if (!ok) {
+    if (k) lua_pop(L, 1); /* the key the loop stopped at */
+    cg_keep_free(k);
+    if (r == CUDA_SUCCESS) *api = NULL;
+    return r == CUDA_SUCCESS ? CUDA_ERROR_OUT_OF_MEMORY : r;
+  }
+  r = cg_keep_attach(k, g, api);
+  if (r == CUDA_SUCCESS) *keep = k;
+  return r;
+}
+
 /* Releases the graph (at idx) and its pins; idempotent. */
 static void close_graph(lua_State *L, cg_graph *gr, int idx) {
   if (!gr->h.open) return;
+  if (gr->keep) cg_keep_leave(gr->keep, !gr->last_launch);
+  gr->keep = NULL;
   gr->h.open = 0;
   cg_untrack_graph(gr);
   cg_release_obj(L, &gr->h);
@@ -126,9 +209,9 @@ static void close_graph(lua_State *L, cg_graph *gr, int idx) {
   free(gr->scalars);
   gr->scalars = NULL;
   gr->nscalars = 0;
-  free(gr->semvals);
-  gr->semvals = NULL;
-  gr->nsemvals = 0;
+  free(gr->valnodes);
+  gr->valnodes = NULL;
+  gr->nvalnodes = 0;
   cg_recs_release(gr->h.ctx, gr->recs);
   gr->recs = NULL;
   if (lua_getiuservalue(L, idx, 1) == LUA_TTABLE)
@@ -189,20 +272,25 @@ static int stream_capture(lua_State *L) {
   lua_pushvalue(L, 2);
   lua_setiuservalue(L, 4, 3);
   collect(L, gr, 5, scalars);
-  gr->semvals = semvals_of(L, recs, &gr->nsemvals);
+  gr->valnodes = valnodes_of(L, recs, &gr->nvalnodes);
   if (cg_graph_over_cap(L, gr)) { /* before the driver */
     close_graph(L, gr, 4);
     lua_error(L);
   }
-  const char *api = "cuGraphInstantiate";
-  CUresult r = cg_drv.cuGraphInstantiate(&gr->h.drv.exec, g, auto_free
-      ? CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH : 0);
+  const char *api;
+  CUresult r = keep_pins(L, gr, 5, g, &gr->keep, &api);
+  if (r == CUDA_SUCCESS) {
+    api = "cuGraphInstantiate";
+    r = cg_drv.cuGraphInstantiate(&gr->h.drv.exec, g, auto_free
+        ? CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH : 0);
+  }
   if (r == CUDA_SUCCESS && upload) {
     api = "cuGraphUpload";
     r = cg_drv.cuGraphUpload(gr->h.drv.exec, gr->stream);
   }
   if (r != CUDA_SUCCESS) { /* the graph never reaches the user: undo */
     close_graph(L, gr, 4);
+    if (!api) luaL_error(L, "out of host memory");
     cg_check(L, ctx, api, r);
   }
   lua_settop(L, 4);
@@ -287,6 +375,7 @@ static void allocs(lua_State *L, cg_graph *gr, int after, CUstream st) {
 void cg_graph_launch(lua_State *L, cg_graph *gr, CUstream st) {
   int t = -1;
   gr->h.ctx->root->stream_clock++; /* the stream's last work: a graph */
+  cg_keep_drain(L, gr->h.ctx); /* what launches that ended let go of */
   if (gr->h.ctx->root->trace) {
     char name[24];
     snprintf(name, sizeof name, "graph #%u", gr->id);
@@ -294,13 +383,13 @@ void cg_graph_launch(lua_State *L, cg_graph *gr, CUstream st) {
   }
   for (int i = 0; i < gr->nscalars; i++)
     cg_scalar_flush(L, gr->scalars[i], st);
-  for (int i = 0; i < gr->nsemvals; i++) {
-    cg_semval *v = &gr->semvals[i];
+  for (int i = 0; i < gr->nvalnodes; i++) {
+    cg_valnode *v = &gr->valnodes[i];
     uint64_t bits = ((const cg_scalar *)v->value)->bits;
     const char *api;
     if (bits == v->last && v->known && !gr->h.share) continue; /* a C
       graph that lends this exec may have set it */
-    CUresult r = cg_semval_set(gr->h.drv.exec, v, bits, &api);
+    CUresult r = cg_valnode_set(gr->h.drv.exec, v, bits, &api);
     cg_check(L, gr->h.ctx, api, r);
     v->last = bits;
   }
@@ -461,10 +550,10 @@ static int graph_update(lua_State *L) {
   if (gr->conds)
     luaL_error(L, "cugraph.Graph #%d has conditional nodes, which the driver "
                "cannot update: capture a new graph", (int)gr->id);
-  if (gr->nsemvals)
-    luaL_error(L, "cugraph.Graph #%d has external semaphore nodes whose "
-               "value is a cugraph.Scalar's, which an update cannot keep: "
-               "capture a new graph", (int)gr->id);
+  if (gr->nvalnodes)
+    luaL_error(L, "cugraph.Graph #%d has %s nodes whose value is a "
+               "cugraph.Scalar's, which an update cannot keep: capture a new "
+               "graph", (int)gr->id, valued_kinds(gr->recs));
   cg_hold(L);                 /* 3: no finalizer until it is done */
   lua_getiuservalue(L, 1, 2); /* 4: the capture stream */
   lua_getiuservalue(L, 1, 1); /* 5: the pins in use */
@@ -483,16 +572,21 @@ static int graph_update(lua_State *L) {
   }
   CUgraphExecUpdateResultInfo info;
   memset(&info, 0, sizeof info);
-  int semvals = count_semvals(recs), edges = 0;
-  const char *api = NULL; /* the edges' check failed in this call */
+  int memops, valnodes = count_valnodes(recs, &memops), edges = 0;
+  cg_keep *keep = NULL; /* the new graph's */
+  const char *kapi = "", *api = NULL; /* api: the edges' check failed */
+  CUresult kr = CUDA_SUCCESS;
   CUresult r = !gr->h.open ? CUDA_ERROR_INVALID_HANDLE
-             : conds || semvals ? CUDA_ERROR_NOT_SUPPORTED
+             : conds || valnodes ? CUDA_ERROR_NOT_SUPPORTED
              : cg_edges_changed(L, gr->g, gr->recs, g, recs, &edges, &api);
+  if (r == CUDA_SUCCESS && !edges)
+    r = kr = keep_pins(L, gr, 6, g, &keep, &kapi);
   if (r == CUDA_SUCCESS && !edges)
     r = cg_drv.cuGraphExecUpdate(gr->h.drv.exec, g, &info);
   if (r == CUDA_SUCCESS && gr->allocs != cg_recs_allocs(recs))
     r = CUDA_ERROR_NOT_SUPPORTED;
   if (r != CUDA_SUCCESS || edges) {
+    if (keep) cg_keep_leave(keep, 1); /* no launch took it */
     cg_recs_release(ctx, recs);
     cg_unpin_set(L, ctx, 6, gr->id, 0);
     if (gr->h.open) cg_stamp_set(L, ctx, 5, gr->id);
@@ -500,15 +594,18 @@ static int graph_update(lua_State *L) {
     if (!gr->h.open)
       return luaL_error(L, "cugraph.Graph #%d was freed inside its own "
                         "update", (int)gr->id);
+    if (kr != CUDA_SUCCESS && !kapi) return luaL_error(L, "out of host memory");
+    if (kr != CUDA_SUCCESS) cg_check(L, ctx, kapi, kr);
     if (conds)
       return luaL_error(L, "the update of cugraph.Graph #%d made conditional "
                         "nodes, which the driver cannot add to it: capture a "
                         "new graph", (int)gr->id);
-    if (semvals)
-      return luaL_error(L, "the update of cugraph.Graph #%d made external "
-                        "semaphore nodes whose value is a cugraph.Scalar's, "
-                        "which an update cannot keep: capture a new graph",
-                        (int)gr->id);
+    if (valnodes)
+      return luaL_error(L, "the update of cugraph.Graph #%d made %s nodes "
+                        "whose value is a cugraph.Scalar's, which an update "
+                        "cannot keep: capture a new graph", (int)gr->id,
+                        memops < valnodes ? "external semaphore"
+                                          : "stream memory operation");
     if (api) cg_check(L, ctx, api, r);
     if (edges)
       return luaL_error(L, "the update of cugraph.Graph #%d changes its "
@@ -531,6 +628,9 @@ static int graph_update(lua_State *L) {
   lua_setiuservalue(L, 1, 1);
   lua_pushvalue(L, 2);
   lua_setiuservalue(L, 1, 3);
+  if (gr->keep) /* the exec lets go of it after the launches of before */
+    cg_keep_leave(gr->keep, !gr->last_launch);
+  gr->keep = keep;
   cg_unpin_spare(L, ctx, 5, gr->id);
   cg_release(L, ctx, CG_H_GRAPH, (cg_handle){ .graph = gr->g });
   gr->g = g;

@@ -11,18 +11,24 @@
 
 typedef struct cg_graph cg_graph;
 
-/* An external semaphore node of the top graph whose value is a u64
-   Scalar's: set in the exec before a launch when the scalar changed. */
-typedef struct cg_semval {
+/* A node of the top graph whose value is a Scalar's (an external
+   semaphore's wait or signal, a stream memory operation's wait or write):
+   set in the exec before a launch when the scalar changed. */
+typedef struct cg_valnode {
   CUgraphNode node;
-  CUexternalSemaphore sem;
+  unsigned char kind;   /* NK_EXTWAIT, NK_EXTSIGNAL, NK_MEMWAIT, NK_MEMWRITE */
+  unsigned char known;  /* the exec holds last */
+  unsigned char wide;   /* a memory operation on a 64-bit counter */
+  unsigned flags;       /* a memory operation's wait: its comparison */
+  CUexternalSemaphore sem; /* a semaphore node's */
+  CUdeviceptr addr;     /* a memory operation's counter, in context cu */
+  CUcontext cu;
   void *value;          /* the cg_scalar (graph.c), or its cg_share (cgraph.c) */
   uint64_t last;        /* the value the exec holds, when known is set */
-  unsigned char wait, known;
-} cg_semval;
-/* Sets node v of exec x to value bits (a wait's or a signal's). */
-CUresult cg_semval_set(CUgraphExec x, const cg_semval *v, uint64_t bits,
-                       const char **api);
+} cg_valnode;
+/* Sets node v of exec x to value bits. */
+CUresult cg_valnode_set(CUgraphExec x, const cg_valnode *v, uint64_t bits,
+                        const char **api);
 
 /* cugraph.Graph: h.drv.exec, and the driver graph it was made from. Its
    user values: 1 the set of pins, 2 its capture stream, 3 the closure it
@@ -37,9 +43,12 @@ struct cg_graph {
   unsigned conds;       /* conditional nodes, at any depth */
   int nscalars;
   cg_scalar **scalars;  /* pinned scalars, flushed before each launch */
-  int nsemvals;
-  cg_semval *semvals;   /* semaphore nodes set from scalars at each launch */
+  int nvalnodes;
+  cg_valnode *valnodes; /* nodes set from scalars at each launch */
   cg_recs *recs;        /* the nodes its capture recorded */
+  cg_keep *keep;        /* what g's nodes use, which the driver holds until
+                           the last launch is over (NULL: the driver has no
+                           user objects) */
   unsigned allocs;      /* allocation nodes whose memory it does not free */
   unsigned scoped;      /* pinned buffers of a map scope (cg_obj.scoped) */
   unsigned char auto_free; /* instantiated with AUTO_FREE_ON_LAUNCH */

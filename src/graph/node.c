@@ -245,6 +245,17 @@ static void pushrec(lua_State *L, cg_graph *gr, size_t i, int map) {
       lua_pushinteger(L, (lua_Integer)e->off);
     else lua_pushnil(L);
     lua_setfield(L, -2, "value");
+  } else if (e->kind == NK_MEMWAIT || e->kind == NK_MEMWRITE) {
+    static const char *const cmps[] = { "geq", "eq", "and", "nor" };
+    pushobj(L, map, e->obj[0]);
+    lua_setfield(L, -2, "counter");
+    if (e->obj[1]) pushobj(L, map, e->obj[1]);
+    else lua_pushinteger(L, (lua_Integer)e->off);
+    lua_setfield(L, -2, "value");
+    if (e->kind == NK_MEMWAIT) {
+      lua_pushstring(L, cmps[e->value & 3]);
+      lua_setfield(L, -2, "op");
+    }
   } else if (e->obj[0]) {
     pushobj(L, map, e->obj[0]);
     lua_setfield(L, -2, e->kind == NK_COPY || e->kind == NK_COPY3D ? "dst"

@@ -148,6 +148,10 @@ int cg_profile_stamps(lua_State *L, cg_graph *gr, CUstream st,
       lua_pushliteral(L, "its copy would wait on or signal its external "
                       "semaphores");
       return 0;
+    } else if (r->v[i].kind == NK_MEMWAIT || r->v[i].kind == NK_MEMWRITE) {
+      lua_pushliteral(L, "its copy would wait for or write its counters "
+                      "(s:wait_value, s:write_value)");
+      return 0;
     }
   if (!n) { /* its nodes came from C, which the runtime does not see */
     lua_pushliteral(L, "its capture recorded none of its nodes");

@@ -77,6 +77,7 @@ static int hostbuf_new(lua_State *L) {
   h->type = t;
   h->n = n;
   CU(L, ctx, cuMemHostAlloc, &h->h.drv.host, n * cg_type_size[t], 0);
+  h->dev = (CUdeviceptr)(uintptr_t)h->h.drv.host;
   h->h.open = 1;
   if (!init) {
     memset(h->h.drv.host, 0, n * cg_type_size[t]);
@@ -169,8 +170,35 @@ static int hostbuf_bytes(lua_State *L) {
 
 static int hostbuf_tostring(lua_State *L) {
   cg_hostbuf *h = cg_toobj(L, 1, CG_HOSTBUF);
-  return cg_tostring(L, &h->h, " %s[%I] (%p, pinned)", cg_type_names[h->type],
-                     (LUAI_UACINT)h->n, h->h.drv.host);
+  return cg_tostring(L, &h->h, " %s[%I] (%p, pinned%s)",
+                     cg_type_names[h->type], (LUAI_UACINT)h->n, h->h.drv.host,
+                     h->h.owned ? "" : ", borrowed");
+}
+
+void cg_push_hostbuf(lua_State *L, cg_ctx *ctx, void *p, cg_type t,
+                     size_t n) {
+  const char *what = "cugraph_pushhostbuffer";
+  if (!p || !n) luaL_error(L, "%s: null pointer or size 0", what);
+  if (n > SIZE_MAX / cg_type_size[t] || n > (size_t)INT64_MAX / 8)
+    luaL_error(L, "%s: the size in bytes of the %s buffer overflows", what,
+               cg_type_names[t]);
+  if (!cg_drv.cuMemHostGetDevicePointer)
+    luaL_error(L, "%s: this CUDA driver lacks cuMemHostGetDevicePointer", what);
+  CUdeviceptr dev = 0;
+  CUresult r = cg_drv.cuMemHostGetDevicePointer(&dev, p, 0);
+  if (r != CUDA_SUCCESS) /* its device address says it is page-locked */
+    luaL_error(L, "%s: %p is not mapped page-locked memory of device %d "
+               "(cuMemHostGetDevicePointer: %s); allocate it with "
+               "cuMemHostAlloc or register it with cuMemHostRegister, with "
+               "the DEVICEMAP flag", what, p, ctx->ordinal,
+               cg_driver_errname(r, (char[CG_ERRNAME]){0}));
+  cg_hostbuf *h = cg_newobj(L, ctx, sizeof *h, CG_HOSTBUF);
+  h->h.drv.host = p;
+  h->type = t;
+  h->n = n;
+  h->dev = dev;
+  h->h.owned = 0;
+  h->h.open = 1;
 }
 
 void hostbuf_open(lua_State *L) {

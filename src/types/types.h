@@ -122,6 +122,9 @@ typedef struct cg_hostbuf {
   cg_obj h;
   size_t n;
   cg_type type;
+  CUdeviceptr dev;      /* its device address: its host address for the
+                           runtime's (cuMemHostAlloc's rule with unified
+                           addressing), the driver's for an engine's */
 } cg_hostbuf;
 
 /* cugraph.Scalar: 8 bytes of device memory, h.drv.mem. */
@@ -215,6 +218,10 @@ void buffer_open(lua_State *L);
 void managed_open(lua_State *L);
 void pitched_open(lua_State *L);
 void hostbuf_open(lua_State *L);
+/* Pushes a borrowed HostBuffer of n elements of type t over the engine's
+   page-locked memory at p, checked to be such (cugraph_pushhostbuffer). */
+void cg_push_hostbuf(lua_State *L, cg_ctx *ctx, void *p, cg_type t,
+                     size_t n);
 void array_open(lua_State *L);
 /* Pushes a borrowed Array over the engine's a (cugraph_pusharray). */
 void cg_push_array(lua_State *L, cg_ctx *ctx, CUarray a);
@@ -242,6 +249,10 @@ void cg_push_extmem(lua_State *L, cg_ctx *ctx, CUexternalMemory m,
                     size_t size);
 void cg_push_extsem(lua_State *L, cg_ctx *ctx, CUexternalSemaphore s,
                     int timeline);
+void fence_open(lua_State *L); /* s:wait_value, s:write_value, s:host */
+/* Pushes C's host function fn (a light userdata), which s:host then takes
+   (cugraph_pushhostfn). */
+void cg_push_hostfn(lua_State *L, CUhostFn fn);
 void scalar_open(lua_State *L);
 void condition_open(lua_State *L);
 void graphmem_open(lua_State *L);
