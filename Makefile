@@ -247,8 +247,10 @@ deps:
 # C from other threads, before and after lua_close (handles LUA_DIR PTX); a
 # host that closes its lua_State at exit, after the driver's teardown
 # (late_close); free and taken TCP ports for the rendezvous specs (port);
-# states on threads that take turns (turns LUA_DIR A.lua B.lua ...).
-SPEC_HOSTS = late_close capi threads handles port modes turns
+# states on threads that take turns (turns LUA_DIR A.lua B.lua ...);
+# programmatic launches made straight through the driver (pdl PTX MODE
+# STEP...).
+SPEC_HOSTS = late_close capi threads handles port modes turns pdl
 SPEC_BINS = $(SPEC_HOSTS:%=$(BUILD)/%)
 $(SPEC_BINS): $(BUILD)/%: spec/hosts/%.c spec/hosts/devmem.h $(LIB_A)
 	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -pthread -o $@ $< $(LIB_A) $(LUA_LIBS) -ldl -lm

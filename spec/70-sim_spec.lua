@@ -1696,6 +1696,8 @@ describe("the PTX simulator's loader and faults", function()
       "cvt.rs.f16x2.f32 %r1, %f1, %f2, %r2;", "vabsdiff4.u32.u32.u32 %r1, %r2, %r3, %r4;",
       "dp4a.u32.u32 %r1, %r2, %r3, %r4;", "ld.global.b128 %q1, [%rd1];",
       "atom.global.cas.b128 %q1, [%rd1], %q0, %q1;", "elect.sync %r1|%p1, -1;",
+      "griddepcontrol ;", "griddepcontrol.wait.launch_dependents ;",  -- one action
+      "griddepcontrol.wait %r1;",
     } do
       local err = H.error_of(cuda.module, head .. "\t" .. form .. "\n\tret;\n}\n", "form.ptx")
       assert.equals("CUDA_ERROR_INVALID_PTX", err.name)

@@ -384,21 +384,7 @@ extern "C" __global__ void pdl_scale(const float *x, float *y, float a, int n) {
 }]],
 }
 
--- The simulator's decoder does not run griddepcontrol (docs/simulator.md):
--- where it refuses a module that has one, the launches are not tried.
-local function loadable()
-  if not H.sim then return true end
-  return (pcall(cuda.module, ".version 8.0\n.target sm_90\n.address_size 64\n"
-                .. ".visible .entry w()\n{\n  griddepcontrol.wait;\n  ret;\n}\n"))
-end
-
 describe("programmatic launches", function()
-  if not loadable() then
-    it("need modules with griddepcontrol loaded", function()
-      pending("the simulator's decoder does not run griddepcontrol yet")
-    end)
-    return
-  end
   local N = 100
   local s, x, y, z, forms
   setup(function()
@@ -454,14 +440,14 @@ describe("programmatic launches", function()
     end))
     local out = z:download()
     assert.same({ 6, 6 * N }, { out[1], out[N] })
-    local s2 = cuda.stream()
+    local s2, w = cuda.stream(), cuda.buffer("f32", N)
     assert.equals(1, count(k, function()
       k:launch(s, 1, 128, x, y, 2.0, N)  -- s's last work is k's: programmatic
       y:fill(1, s)                       -- other work in between: an ordinary launch
       k:launch(s, 1, 128, y, z, 3.0, N)
-      k:launch(s2, 1, 128, x, y, 2.0, N) -- the first on another stream
+      k:launch(s2, 1, 128, x, w, 2.0, N) -- the first on another stream
     end))
-    assert.equals(3, z:download()[N])
+    assert.same({ 3, 2 * N }, { z:download()[N], w:download()[N] })
     k:config {}
     assert.equals(0, count(k, function()
       k:launch(s, 1, 128, x, y, 2.0, N)
@@ -593,5 +579,187 @@ describe("programmatic launches", function()
     g:launch()
     s:synchronize()
     assert.equals(6 * N, z:download()[N]) -- on the old code
+  end)
+end)
+
+-- Kernels launched straight through the driver (spec/hosts/pdl.c), past
+-- the runtime's refusal: each takes (const float *in, float *out, int n).
+local RAW = [[
+#define WAIT() asm volatile("griddepcontrol.wait;" ::: "memory")
+#define TRIGGER() asm volatile("griddepcontrol.launch_dependents;" ::: "memory")
+extern "C" {
+__global__ void twice(const float *in, float *out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  WAIT();
+  if (i < n) out[i] = 2 * in[i];
+  __syncthreads();
+  TRIGGER();
+}
+__global__ void read_early(const float *in, float *out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  float v = i < n ? in[i] : 0;             // RAW READ BEFORE WAIT
+  WAIT();
+  if (i < n) out[i] = 3 * v;
+}
+__global__ void write_early(const float *in, float *out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = 1;                   // RAW WRITE BEFORE WAIT
+  WAIT();
+  if (i < n) out[i] += in[i];
+}
+__global__ void add_early(const float *in, float *out, int n) {
+  atomicAdd(out + n - 1, 1.0f);            // RAW ATOMIC BEFORE WAIT
+  WAIT();
+}
+__global__ void no_wait(const float *in, float *out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n && in[i] < 0) out[i] = 0;
+}
+__global__ void trigger_first(const float *in, float *out, int n) {
+  TRIGGER();
+  WAIT();
+}
+}
+]]
+
+describe("the simulator's check of programmatic launches made through the driver (spec/hosts/pdl.c)", function()
+  local path
+  setup(function()
+    path = os.tmpname()
+    local f = assert(io.open(path, "w"))
+    f:write(cuda.ptx(RAW, { arch = "sm_90", lineinfo = true }))
+    f:close()
+  end)
+  teardown(function() os.remove(path) end)
+
+  -- Runs the host on the steps (after env); its exit status and output.
+  local function pdl(mode, steps, env)
+    local p = assert(io.popen((env and env .. " " or "") .. H.sanitized(H.quote(H.build .. "/pdl")) .. " "
+                              .. H.quote(path) .. " " .. mode .. " " .. steps .. " 2>&1"))
+    local out = p:read("a")
+    local _, _, code = p:close()
+    return code, out
+  end
+
+  -- The kernels run from their PTX: the simulator and a GPU.
+  local function runs()
+    if H.sim or H.gpu then return true end
+    pending("the test double runs only the spec kernels' host twins")
+  end
+
+  -- The simulator's strict mode, which checks them (a GPU races).
+  local function checks()
+    if not runs() then return false end
+    if not H.strict then pending(H.gpu and "the simulator's check: a GPU races" or "the simulator's strict mode") end
+    return H.strict
+  end
+
+  -- The start of the report of a pre-wait race by kernel k at its step
+  -- (graph: its node's capture), with what and the bytes, at marker's line.
+  local function early(k, step, graph, what, from, to, marker)
+    local at = graph and ("its node captured at step " .. step .. ", in the graph launched at the launch")
+      or ("sent at step " .. step)
+    return "report: a race with the kernel before a programmatic launch: kernel '" .. k .. "', " .. at .. ", "
+      .. what .. " bytes " .. from .. " to " .. to .. " of the memory at 0x%x+ before its griddepcontrol%.wait, "
+      .. "in thread %(0,0,0%) of block %(0,0,0%) %(" .. FILE .. ":" .. line_of(marker) .. ", PTX line %d+%), which "
+  end
+
+  it("runs a safe pair with nothing to report, eagerly and as a graph's programmatic edge", function()
+    if not runs() then return end
+    for _, mode in ipairs { "eager", "graph" } do
+      local code, out = pdl(mode, "twice:0:1 +twice:1:2")
+      assert.equals(0, code, out)
+      assert.matches("sync: CUDA_SUCCESS\nb0: 1 256\nb1: 2 512\nb2: 4 1024\n", out, 1, true)
+      assert.not_matches("report", out)
+    end
+  end)
+
+  it("reports a read before the wait of what the kernel before it writes: the rule, the thread, both lines", function()
+    if not runs() then return end
+    for _, mode in ipairs { "eager", "graph" } do
+      local code, out = pdl(mode, "twice:0:1 +read_early:1:2")
+      assert.equals(0, code, out)
+      if H.strict then
+        assert.matches("sync: CUDA_ERROR_NOT_PERMITTED\n" .. early("read_early", 2, mode == "graph", "reads", 0, 4,
+          "RAW READ BEFORE WAIT") .. "kernel 'twice', " .. (mode == "graph" and "its node captured at step 1, in the "
+          .. "graph launched at the launch" or "sent at step 1") .. ", the kernel before it, writes: a programmatic "
+          .. "launch may start while the kernel before it runs, and only griddepcontrol%.wait waits for that kernel "
+          .. "to complete and its memory to be visible %(the programmatic launch rule: run griddepcontrol%.wait "
+          .. "before any access of global memory that the kernels before it may touch; CUDA_SIM_STRICT=0 turns "
+          .. "this check off%)\n", out)
+        assert.matches("b2: 6 1536\n", out, 1, true) -- the simulator's grids run one after the other
+      else
+        assert.matches("sync: CUDA_SUCCESS\n", out, 1, true) -- a GPU reads what the timing gives
+      end
+    end
+  end)
+
+  it("reports a write or an atomic before the wait of what the kernel before it reads or writes", function()
+    if not checks() then return end
+    local code, out = pdl("eager", "twice:0:1 +write_early:2:1")
+    assert.equals(0, code, out)
+    assert.matches(early("write_early", 2, false, "writes", 0, 4, "RAW WRITE BEFORE WAIT")
+                   .. "kernel 'twice', sent at step 1, the kernel before it, writes:", out)
+    code, out = pdl("graph", "twice:0:1 +add_early:3:0")
+    assert.equals(0, code, out)
+    assert.matches(early("add_early", 2, true, "writes", 1020, 1024, "RAW ATOMIC BEFORE WAIT")
+                   .. "kernel 'twice', its node captured at step 1, in the graph launched at the launch, the "
+                   .. "kernel before it, reads:", out)
+  end)
+
+  it("reports nothing where the launch is ordered after the kernel, or touches other memory", function()
+    if not runs() then return end
+    for _, steps in ipairs {
+      "twice:0:1 sync +read_early:1:2",     -- the host waited for it
+      "twice:0:1 fill:3 +read_early:1:2",   -- other work between them: an ordinary edge
+      "twice:0:1 read_early:1:2",           -- an ordinary launch
+      "twice:0:1 +read_early:2:3",          -- memory the kernel before it does not touch
+      "twice:0:1 +twice:3:3 +read_early:1:2", -- the one between waited before its trigger
+    } do
+      local code, out = pdl("eager", steps)
+      assert.equals(0, code, out)
+      assert.matches("\nsync: CUDA_SUCCESS\n", "\n" .. out, 1, true)
+      assert.not_matches("report", out)
+    end
+  end)
+
+  it("follows what a launch that triggers before its wait lets the next one reach", function()
+    if not checks() then return end
+    local code, out = pdl("eager", "twice:0:1 +trigger_first:3:3 +read_early:1:2")
+    assert.equals(0, code, out)
+    assert.matches(early("read_early", 3, false, "reads", 0, 4, "RAW READ BEFORE WAIT")
+                   .. "kernel 'twice', sent at step 1, writes, and kernel 'trigger_first', sent at step 2, between "
+                   .. "them, let the kernels after it start before it had waited for the kernel before it", out)
+  end)
+
+  it("reports the work after a programmatic launch that never waits, until the host waits", function()
+    if not checks() then return end
+    for _, mode in ipairs { "eager", "graph" } do
+      local at = mode == "graph" and ", in the graph launched at the launch" or ""
+      local sent = mode == "graph" and "its node captured at step " or "sent at step "
+      local code, out = pdl(mode, "twice:0:1 +no_wait:0:3 copy:1:2")
+      assert.equals(0, code, out)
+      assert.matches("report: a race after a programmatic launch: a copy, " .. sent .. "3" .. at .. ", reads bytes "
+                     .. "0 to 1024 of the memory at 0x%x+, which kernel 'twice', " .. sent .. "1" .. at .. ", writes, "
+                     .. "and nothing orders the two: kernel 'no_wait', " .. sent .. "2" .. at .. ", between them, "
+                     .. "was launched programmatic and ran no griddepcontrol%.wait, so it may complete before the "
+                     .. "kernel before it, and the work after it start %(the programmatic launch rule: a "
+                     .. "programmatic launch runs griddepcontrol%.wait before it ends;", out)
+    end
+    local code, out = pdl("eager", "twice:0:1 +no_wait:0:3 sync copy:1:2")
+    assert.equals(0, code, out)
+    assert.not_matches("report", out)
+    assert.matches("b2: 2 512\n", out, 1, true)
+  end)
+
+  it("is off with the rest of strict mode (CUDA_SIM_STRICT=0)", function()
+    if not H.sim then
+      pending("the simulator's")
+      return
+    end
+    local code, out = pdl("eager", "twice:0:1 +read_early:1:2", "CUDA_SIM_STRICT=0")
+    assert.equals(0, code, out)
+    assert.matches("sync: CUDA_SUCCESS\n", out, 1, true)
+    assert.not_matches("report", out)
   end)
 end)

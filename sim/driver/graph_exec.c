@@ -336,40 +336,56 @@ static unsigned cond_value(CUgraphConditionalHandle h) {
 
 #define WATCHDOG (1ul << 24) /* turns of a while loop */
 
-/* Runs a plan's nodes in order, bodies as their conditions say; a kernel's
-   fault stops the rest, as it stops a GPU, and so does a stop of the work
-   (checked at every node and turn). A loop past WATCHDOG turns stops the
-   device, unless the work is bounded (cuSimSetWorkLimit): then the bound
-   ends it. */
+static CUresult run_plan(const plan *p, dbl_work *w);
+
+/* Runs one node of a plan: its op, or its bodies as its condition says.
+   A loop past WATCHDOG turns stops the device, unless the work is bounded
+   (cuSimSetWorkLimit): then the bound ends it. */
+static CUresult run_node(const op *o, dbl_work *w) {
+  CUresult r = CUDA_SUCCESS;
+  unsigned long turns = 0;
+  unsigned v;
+  if (o->type == CU_GRAPH_NODE_TYPE_GRAPH) {
+    r = run_plan(&o->plans[0], w);
+  } else if (o->type != CU_GRAPH_NODE_TYPE_CONDITIONAL) {
+    r = dbl_run_op(o, 0);
+  } else if (o->ctype == CU_GRAPH_COND_TYPE_WHILE) {
+    while (!r && !dbl_sticky && !dbl_hung && cond_value(o->handle)) {
+      if (dbl_hang && turns >= dbl_hang) dbl_hung = 1;
+      else if (++turns > WATCHDOG && !w->deadline)
+        dbl_sticky = CUDA_ERROR_LAUNCH_TIMEOUT;
+      else if (!(r = dbl_work_check(w))) r = run_plan(&o->plans[0], w);
+    }
+  } else if ((v = cond_value(o->handle)), o->ctype == CU_GRAPH_COND_TYPE_IF) {
+    if (v || o->nbodies == 2) r = run_plan(&o->plans[v ? 0 : 1], w);
+  } else if (v < o->nbodies) {
+    r = run_plan(&o->plans[v], w);
+  }
+  return r;
+}
+
+/* Runs a plan's nodes in order; a kernel's fault stops the rest, as it
+   stops a GPU, and so does a stop of the work (checked at every node and
+   turn). Strict mode follows its programmatic edges (programmatic.c). */
 static CUresult run_plan(const plan *p, dbl_work *w) {
   CUresult r = CUDA_SUCCESS;
   CUgraphExec self = running; /* a wait lets other launches run meanwhile */
+  dbl_pplan pp;
+  int check = dbl_pplan_begin(&pp, p->n, p->e.start, p->e.dep);
   for (size_t k = 0; k < p->n && !dbl_sticky && !dbl_hung && !r; k++) {
-    const op *o = &p->ops[p->order ? p->order[k] : k];
-    unsigned long turns = 0;
-    unsigned v;
-    if ((r = dbl_work_check(w))) {
-      break;
-    } else if (o->disabled) {
-      continue;
-    } else if (o->type == CU_GRAPH_NODE_TYPE_GRAPH) {
-      r = run_plan(&o->plans[0], w);
-    } else if (o->type != CU_GRAPH_NODE_TYPE_CONDITIONAL) {
-      r = dbl_run_op(o, 0);
-      running = self;
-    } else if (o->ctype == CU_GRAPH_COND_TYPE_WHILE) {
-      while (!r && !dbl_sticky && !dbl_hung && cond_value(o->handle)) {
-        if (dbl_hang && turns >= dbl_hang) dbl_hung = 1;
-        else if (++turns > WATCHDOG && !w->deadline)
-          dbl_sticky = CUDA_ERROR_LAUNCH_TIMEOUT;
-        else if (!(r = dbl_work_check(w))) r = run_plan(&o->plans[0], w);
-      }
-    } else if ((v = cond_value(o->handle)), o->ctype == CU_GRAPH_COND_TYPE_IF) {
-      if (v || o->nbodies == 2) r = run_plan(&o->plans[v ? 0 : 1], w);
-    } else if (v < o->nbodies) {
-      r = run_plan(&o->plans[v], w);
-    }
+    size_t i = p->order ? p->order[k] : k;
+    const op *o = &p->ops[i];
+    if ((r = dbl_work_check(w))) break;
+    if (o->disabled) continue;
+    dbl_pctx c;
+    if (check)
+      dbl_pnode_begin(&pp, &c, i, o, p->e.start, p->e.dep,
+                      dbl_running_where());
+    r = run_node(o, w);
+    running = self;
+    if (check) dbl_pnode_end(&c);
   }
+  dbl_pplan_end(&pp);
   return r;
 }
 

@@ -249,11 +249,16 @@ static CUresult run_sim(const op *o) {
   }
   dbl_runner runner;
   int track = dbl_runner_now(&runner, o);
-  sim_launch l = {{o->grid[0], o->grid[1], o->grid[2]},
-                  {o->block[0], o->block[1], o->block[2]}, o->shared,
-                  o->args, o->f->argbytes, dbl_sim_live, sim_cond, &runner,
-                  0, 0, dbl_tex_fetch, dbl_surf_access, sim_stop,
-                  dbl_work_now(), sim_print, track ? dbl_track_kernel : NULL};
+  dbl_pctx *pdl = track ? runner.pdl : NULL;
+  sim_launch l = {.grid = {o->grid[0], o->grid[1], o->grid[2]},
+                  .block = {o->block[0], o->block[1], o->block[2]},
+                  .dynamic_shared = o->shared, .params = o->args,
+                  .nparams = o->f->argbytes, .live = dbl_sim_live,
+                  .cond = sim_cond, .ud = &runner, .tex = dbl_tex_fetch,
+                  .surf = dbl_surf_access, .stop = sim_stop,
+                  .stop_arg = dbl_work_now(), .print = sim_print,
+                  .touch = track ? dbl_track_kernel : NULL,
+                  .early = pdl && pdl->before.n ? dbl_pdl_early : NULL};
   char diag[600], full[1000];
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -262,6 +267,13 @@ static CUresult run_sim(const op *o) {
   sim_executed += l.executed;
   sim_seconds += (double)(t1.tv_sec - t0.tv_sec)
                  + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+  if (pdl) { /* a programmatic launch's pre-wait race, what it waited */
+    pdl->waited = l.waited;
+    pdl->wait_first = l.wait_first;
+    if (l.early_hit)
+      dbl_pdl_report_early(pdl, l.early_hit, l.early_p, l.early_n,
+                           l.early_write, l.early_at);
+  }
   if (code == SIM_STOPPED) return CUDA_ERROR_TIMEOUT;
   if (code) {
     const char *graph = dbl_running_where();

@@ -201,6 +201,7 @@ struct queue {
   unsigned host_seen;   /* host_version last joined */
   int busy;             /* a task of it runs (a semaphore wait naps) */
   int orphan;           /* its stream is destroyed */
+  dbl_porder po;        /* its kernels, for programmatic launches */
   struct queue *prev, *next; /* every queue, for the device's waits */
 };
 
@@ -267,9 +268,7 @@ static char report[1600];
 static int reported;
 static _Thread_local char *told;
 
-static void report_once(const char *fmt, ...)
-    __attribute__((format(printf, 1, 2)));
-static void report_once(const char *fmt, ...) {
+void dbl_report(const char *fmt, ...) {
   if (reported) return;
   va_list ap;
   va_start(ap, fmt);
@@ -311,11 +310,14 @@ static CUresult run_task(queue *q, task *t) {
   case T_RECORD:
     if (t->e) dbl_event_done(t->e);
     break;
-  case T_OP:
-    r = dbl_run_op(&t->o, 0);
+  case T_OP: case T_GRAPH: {
+    dbl_pctx c;
+    dbl_pdl_begin(&q->po, &c, t->kind == T_OP ? &t->o : NULL, t->seq,
+                  vc_get(t->vc, q->id));
+    r = t->kind == T_OP ? dbl_run_op(&t->o, 0) : dbl_graph_run(t->x);
+    dbl_pdl_end(&q->po, &c, t->seq);
     break;
-  default:
-    r = dbl_graph_run(t->x);
+  }
   }
   running = outer;
   running_q = outer_q;
@@ -606,6 +608,7 @@ void dbl_queue_free(queue *q) {
   }
   vc_drop(q->vc);
   vc_drop(q->done_vc);
+  dbl_porder_free(&q->po);
   q->prev->next = q->next;
   q->next->prev = q->prev;
   if (q->legacy) memset(q, 0, sizeof *q);
@@ -778,20 +781,20 @@ static void check_access(const task *t, const queue *q, const op *o, uint64_t ba
         vc_get(t->vc, e->q) >= e->seq)
       continue;
     uint64_t a = lo > e->lo ? lo : e->lo, b = hi < e->hi ? hi : e->hi;
-    report_once("a race between streams: %s, sent at %s, %s bytes %llu to "
-                "%llu of the memory at 0x%llx, which %s, sent at %s on "
-                "another stream, %s, and nothing orders the two (no event "
-                "recorded after one and waited for before the other, no "
-                "synchronization between them): on a GPU they may run at "
-                "once, and the data depends on the timing (the "
-                "synchronization rule: record an event after the first and "
-                "make the other stream wait on it, s2:wait(e), or "
-                "synchronize between them; CUDA_SIM_STRICT=0 turns this "
-                "check off)", what, where ? where : "(no Lua line)",
-                write ? "writes" : "reads", (unsigned long long)(a - base),
-                (unsigned long long)(b - base), (unsigned long long)base,
-                e->what, e->where ? e->where : "(no Lua line)",
-                e->write ? "writes" : "reads");
+    dbl_report("a race between streams: %s, sent at %s, %s bytes %llu to "
+               "%llu of the memory at 0x%llx, which %s, sent at %s on "
+               "another stream, %s, and nothing orders the two (no event "
+               "recorded after one and waited for before the other, no "
+               "synchronization between them): on a GPU they may run at "
+               "once, and the data depends on the timing (the "
+               "synchronization rule: record an event after the first and "
+               "make the other stream wait on it, s2:wait(e), or "
+               "synchronize between them; CUDA_SIM_STRICT=0 turns this "
+               "check off)", what, where ? where : "(no Lua line)",
+               write ? "writes" : "reads", (unsigned long long)(a - base),
+               (unsigned long long)(b - base), (unsigned long long)base,
+               e->what, e->where ? e->where : "(no Lua line)",
+               e->write ? "writes" : "reads");
     break;
   }
   for (unsigned i = 0; i < sh->n; i++) { /* the same queue's again */
@@ -815,6 +818,7 @@ static void access_at(const op *o, uint64_t p, uint64_t n, int write) {
              !dbl_host_block(p, &base, &size)))
     return;
   check_access(running, running_q, o, base, p, p + n, write);
+  if (dbl_pdl_now()) dbl_pdl_access(dbl_pdl_now(), base, p, p + n, write);
 }
 
 void dbl_track_op(const op *o) {
@@ -834,6 +838,7 @@ int dbl_runner_now(dbl_runner *r, const op *o) {
   r->task = running;
   r->queue = running_q;
   r->o = o;
+  r->pdl = dbl_pdl_now();
   return running && dbl_strict;
 }
 
@@ -841,4 +846,5 @@ void dbl_track_kernel(void *runner, uint64_t base, uint64_t lo, uint64_t hi,
                       int write) {
   const dbl_runner *r = runner;
   check_access(r->task, r->queue, r->o, base, lo, hi, write);
+  if (r->pdl) dbl_pdl_access(r->pdl, base, lo, hi, write);
 }

@@ -468,6 +468,9 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
     case OP_TEX: case OP_SULD: case OP_SUST:
       if (ins_texture(w, wp, in, em)) goto fault;
       break;
+    case OP_GRIDDEP:
+      if (em) exec_griddep(w, wp, in, em);
+      break;
     case OP_VOTE:
       if (SYNC_WAIT()) continue;
       ins_vote(wp, in, em, D);

@@ -67,6 +67,7 @@ typedef struct warp {
   unsigned char *local, *pf; /* per lane: local memory, parameter frames */
   frame top;
   uint32_t wait, exited;
+  uint32_t waited;      /* lanes that ran griddepcontrol.wait */
   uint32_t carry;       /* each lane's carry flag (add.cc, addc, ...) */
   span spans[SIM_SPANS];
   /* lane masks expanded, one word a lane (all ones where the bit is set):
@@ -111,6 +112,12 @@ struct worker {
      the caller follows accesses (touch): [lo, hi), empty when lo >= hi */
   uint64_t tlo[2][SIM_RANGES], thi[2][SIM_RANGES];
   int touch;
+  /* programmatic launches: whether accesses before griddepcontrol.wait
+     are checked (sim_launch.early); whether the block has run
+     griddepcontrol.launch_dependents, and had an early access reported;
+     whether a thread of the worker's blocks waited, and one did before
+     its block triggered */
+  int early, triggered, early_told, waited, wait_first;
   /* printf's and assert's text (ptx_print.c) */
   char *out;
   size_t nout, cout, out_total;
@@ -138,6 +145,7 @@ struct run_ctx {
   double timeout;       /* CUDA_SIM_TIMEOUT, seconds; 0: none */
   double deadline;      /* CLOCK_MONOTONIC seconds when it times out */
   pthread_mutex_t mu;
+  uint64_t early_block; /* the block of the early access recorded */
   char *diag;
   size_t ndiag;
 };
@@ -256,6 +264,16 @@ void exec_thread_of(const worker *w, int warp_index, int lane, unsigned t[3]);
 /* Gives the caller (touch) where w's launch read and wrote allocation i,
    and forgets it. */
 void exec_touch_flush(worker *w, unsigned i);
+/* griddepcontrol for the lanes of em (none: nothing): the grid before
+   this one has completed before it started (the simulator runs grids one
+   after another), so the wait returns at once; both are recorded for the
+   programmatic check. */
+void exec_griddep(worker *w, warp *wp, const ins *in, uint32_t em);
+/* An n-byte global access at p by a lane that has not run
+   griddepcontrol.wait, in a launch that checks them (w->early): given to
+   sim_launch.early, and the launch's first race described. */
+void exec_early(worker *w, const warp *wp, int lane, const ins *in,
+                uint64_t p, unsigned n, int write);
 /* The value of special register s (S_READ and after) for the block w
    runs, clock the worker's count of thread-instructions so far. */
 uint64_t exec_sreg(const worker *w, int s, uint64_t clock);

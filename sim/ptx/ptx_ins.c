@@ -57,6 +57,7 @@ static int op_of(const char *s, int len) {
     {"set", OP_SET}, {"bmsk", OP_BMSK}, {"szext", OP_SZEXT},
     {"addc", OP_ADD}, {"subc", OP_SUB}, {"madc", OP_MAD},
     {"tex", OP_TEX}, {"suld", OP_SULD}, {"sust", OP_SUST},
+    {"griddepcontrol", OP_GRIDDEP},
   };
   for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
     if (modw(s, len, ops[i].n)) return ops[i].op;
@@ -142,6 +143,10 @@ static int parse_mods(dec *d, const tok *t, mods *md) {
       else if (in->op != OP_TEX && modw(s, len, "trap")) in->bop = 0, done = 1;
       else if (in->op != OP_TEX && modw(s, len, "clamp")) in->bop = 1, done = 1;
       else if (in->op != OP_TEX && modw(s, len, "zero")) in->bop = 2, done = 1;
+    }
+    if (in->op == OP_GRIDDEP && !done && !in->cmp) { /* its one action */
+      if (modw(s, len, "wait")) in->cmp = GD_WAIT, done = 1;
+      else if (modw(s, len, "launch_dependents")) in->cmp = GD_LAUNCH, done = 1;
     }
     if (in->op == OP_PRMT && !done && len > 0)
       return dec_fail(d, t->line, "unsupported instruction '%.*s'", t->len,
@@ -602,6 +607,9 @@ int dec_instruction(dec *d, tok *t, int guard, int gneg) {
     in->vec = (uint8_t)nv;
     break;
   }
+  case OP_GRIDDEP: /* griddepcontrol.wait, .launch_dependents */
+    unsupported = n || !in->cmp;
+    break;
   case OP_CALL:
     break; /* the caller fills it in */
   default:

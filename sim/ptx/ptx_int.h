@@ -16,7 +16,7 @@ enum {
   OP_SQRT, OP_SIN, OP_COS, OP_TANH, OP_COPYSIGN, OP_TESTP, OP_TRAP,
   OP_SETCOND, OP_PACK, OP_UNPACK, OP_ISSPACEP, OP_MUL24, OP_MAD24, OP_SAD,
   OP_LOP3, OP_REDUX, OP_WSYNC, OP_SREG, OP_SET, OP_HALF, OP_BMSK, OP_SZEXT,
-  OP_CARRY, OP_TEX, OP_SULD, OP_SUST,
+  OP_CARRY, OP_TEX, OP_SULD, OP_SUST, OP_GRIDDEP,
   OP_PRINTF, OP_ASSERT, /* calls of vprintf and __assertfail */
 };
 
@@ -81,6 +81,8 @@ enum { V_ALL, V_ANY, V_UNI, V_BALLOT };
 /* bar: cmp the form, bop bar.red's reduction */
 enum { BAR_SYNC, BAR_WARP, BAR_RED };
 enum { BR_NONE, BR_POPC, BR_AND, BR_OR };
+/* griddepcontrol: cmp the action */
+enum { GD_NONE, GD_WAIT, GD_LAUNCH };
 enum { A_ADD, A_MIN, A_MAX, A_INC, A_DEC, A_AND, A_OR, A_XOR, A_EXCH,
        A_CAS };
 /* Boolean combination of setp (and, or, xor with a third predicate). */

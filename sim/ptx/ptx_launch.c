@@ -61,6 +61,46 @@ void exec_fault(worker *w, const warp *wp, int lane, const ins *in,
   pthread_mutex_unlock(&rc->mu);
 }
 
+/* -- programmatic launches ------------------------------------------------ */
+
+void exec_griddep(worker *w, warp *wp, const ins *in, uint32_t em) {
+  if (in->cmp == GD_LAUNCH) {
+    w->triggered = 1;
+    return;
+  }
+  wp->waited |= em;
+  w->waited = 1;
+  if (!w->triggered) w->wait_first = 1;
+}
+
+void exec_early(worker *w, const warp *wp, int lane, const ins *in,
+                uint64_t p, unsigned n, int write) {
+  run_ctx *rc = w->rc;
+  sim_launch *l = rc->l;
+  if (w->early_told) return; /* the block's first is recorded */
+  unsigned hit = l->early(l->ud, p, n, write);
+  if (!hit) return;
+  const unsigned *g = l->grid;
+  uint64_t b = ((uint64_t)w->bid[2] * g[1] + w->bid[1]) * g[0] + w->bid[0];
+  w->early_told = 1;
+  pthread_mutex_lock(&rc->mu);
+  if (b < rc->early_block) { /* the lowest block's, whichever worker ran it */
+    unsigned t[3];
+    char src[200];
+    exec_thread_of(w, wp->index, lane, t);
+    source_of(rc->m, in, src, sizeof src);
+    rc->early_block = b;
+    l->early_hit = hit;
+    l->early_p = p;
+    l->early_n = n;
+    l->early_write = write;
+    snprintf(l->early_at, sizeof l->early_at, "(%u,%u,%u) of block "
+             "(%u,%u,%u) (%sPTX line %d)", t[0], t[1], t[2], w->bid[0],
+             w->bid[1], w->bid[2], src, in->line);
+  }
+  pthread_mutex_unlock(&rc->mu);
+}
+
 /* -- blocks and launches -------------------------------------------------- */
 
 /* The kernel's user shared memory as %total_smem_size counts it, in
@@ -152,6 +192,7 @@ static void start_warp(worker *w, warp *wp, unsigned index) {
   memset(wp->km, 0, sizeof wp->km); /* the masks of no lane */
   wp->kmask[0] = 0;
   for (int i = 0; i < SIM_SPANS; i++) wp->spans[i].slot = -1;
+  wp->waited = 0;
   wp->exited = ~live;
   wp->done = !live;
   wp->top.pc = rc->k->start;
@@ -228,6 +269,7 @@ static void *work(void *arg) {
        can reach it) */
     size_t from = rc->m->reserved_smem ? 0 : SMEM_RESERVED;
     memset(w->shared + from, 0, rc->nshared - from);
+    w->triggered = w->early_told = 0;
     if (run_block(w)) break;
   }
   return NULL;
@@ -262,6 +304,7 @@ static int init_worker(worker *w, run_ctx *rc) {
   memset(w, 0, sizeof *w);
   w->rc = rc;
   w->touch = rc->l->touch != NULL;
+  w->early = rc->l->early != NULL;
   for (unsigned i = 0; i < SIM_RANGES; i++) /* nothing touched */
     for (int k = 0; k < 2; k++) w->tlo[k][i] = UINT64_MAX;
   const sim_module *m = rc->m;
@@ -376,7 +419,11 @@ int sim_run(const sim_kernel *k, sim_launch *l, char *diag, size_t ndiag) {
   rc.diag = diag;
   rc.ndiag = ndiag;
   if (ndiag) diag[0] = '\0';
+  rc.early_block = UINT64_MAX;
   l->executed = 0;
+  l->early_hit = 0;
+  l->early_at[0] = '\0';
+  l->waited = l->wait_first = 0;
   pthread_mutex_init(&rc.mu, NULL);
   unsigned n = host_threads(l, rc.nblocks);
   worker *ws = calloc(n, sizeof *ws);
@@ -402,6 +449,8 @@ int sim_run(const sim_kernel *k, sim_launch *l, char *diag, size_t ndiag) {
   exec_print_all(ws, made, l);
   for (unsigned i = 0; i < made; i++) {
     l->executed += ws[i].executed;
+    l->waited |= ws[i].waited;
+    l->wait_first |= ws[i].wait_first;
     free_worker(&ws[i]);
   }
   free(ws);

@@ -48,6 +48,8 @@ static unsigned char *global_slow(worker *w, warp *wp, int lane,
     exec_touch_flush(w, i); /* what was read and written where it was */
     w->lo[i] = lo, w->hi[i] = hi;
     if (w->touch) touch(w, i, write, p, p + n);
+    if (w->early && !(wp->waited >> lane & 1))
+      exec_early(w, wp, lane, in, p, n, write);
     return (unsigned char *)(uintptr_t)p;
   }
   exec_fault(w, wp, lane, in, SIM_ILLEGAL_ADDRESS, "out-of-bounds %s access of "
@@ -62,6 +64,8 @@ static inline unsigned char *global_at(worker *w, warp *wp, int lane,
   for (int i = 0; i < SIM_RANGES; i++)
     if (p >= w->lo[i] && p < w->hi[i] && w->hi[i] - p >= n && !(p & (n - 1))) {
       if (w->touch) touch(w, (unsigned)i, write, p, p + n);
+      if (w->early && !(wp->waited >> lane & 1))
+        exec_early(w, wp, lane, in, p, n, write);
       return (unsigned char *)(uintptr_t)p;
     }
   return global_slow(w, wp, lane, in, p, n, write);
@@ -316,6 +320,10 @@ static ALWAYS_INLINE int global_span_ok(worker *w, warp *wp, const ins *in,
   if (w->touch)
     touch(w, (unsigned)i, write, w->lo[i] + (uint64_t)mn,
           w->lo[i] + (uint64_t)mx + n);
+  for (uint32_t q = w->early ? em & ~wp->waited : 0; q; q &= q - 1) {
+    int l = __builtin_ctz(q); /* lanes before their wait, one by one */
+    exec_early(w, wp, l, in, Bs[l] + off, n, write);
+  }
   return 1;
 }
 

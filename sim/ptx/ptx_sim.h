@@ -47,6 +47,10 @@ typedef void sim_print_fn(void *ud, const char *text, size_t n, int err);
    serialized. */
 typedef void sim_touch_fn(void *ud, uint64_t base, uint64_t lo, uint64_t hi,
                           int write);
+/* A global access of [p, p + n) (write: a store or an atomic) by a thread
+   that has not run griddepcontrol.wait: nonzero (the caller's token) when
+   it is a race. Called from any worker, unserialized: it must only read. */
+typedef unsigned sim_early_fn(void *ud, uint64_t p, uint64_t n, int write);
 
 typedef struct sim_launch {
   unsigned grid[3], block[3];
@@ -66,6 +70,20 @@ typedef struct sim_launch {
                                    launch runs to its end) */
   sim_print_fn *print;          /* printf's output (NULL: dropped) */
   sim_touch_fn *touch;          /* the accesses (NULL: not followed) */
+  sim_early_fn *early;          /* a programmatic launch: its accesses
+                                   before griddepcontrol.wait (NULL: not
+                                   followed) */
+  /* out: the first race early found (the lowest block's first): its
+     token (0: none), the access, and where it was, "(x,y,z) of block
+     (x,y,z) (source line, PTX line)" */
+  unsigned early_hit;
+  uint64_t early_p, early_n;
+  int early_write;
+  char early_at[320];
+  /* out: whether a thread ran griddepcontrol.wait, and whether one did
+     before its block ran griddepcontrol.launch_dependents (the grids
+     after this one then start after the one before it ended) */
+  int waited, wait_first;
 } sim_launch;
 
 /* Fault kinds sim_run returns (they are the driver's codes). */

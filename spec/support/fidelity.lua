@@ -1026,6 +1026,7 @@ F.EXCLUDED = {
   bar = "control: barriers (spec/70)", barrier = "control: as bar",
   membar = "no value: a fence", fence = "no value: a fence",
   bra = "control", call = "control", ret = "control", exit = "control", trap = "control",
+  griddepcontrol = "control: programmatic launches (spec/75)",
   nanosleep = "no value", prefetch = "no value", prefetchu = "no value", pmevent = "no value",
   subc = "extended precision: in the sub.cc and subc.cc chains",
   addc = "extended precision: in the add.cc and addc.cc chains",
