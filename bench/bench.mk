@@ -50,12 +50,19 @@ bench: all $(BUILD)/kernels.ptx $(BUILD)/bench/kernels.ptx $(BUILD)/bench-ref \
 	CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) $(BUILD)/cugraph-lua bench/bench.lua $(BENCH_ARGS)
 	$(MAKE) -s bench-nccl
 	$(MAKE) -s bench-decode
+	$(MAKE) -s bench-pdl
 
 # The decoder rows: examples/decode.lua eager and captured against the same
 # model in PyTorch (bench/decode.lua; DECODE_BENCH_ARGS: runs and size).
 ## bench-decode: the decoder example against PyTorch (GPU)
 bench-decode: all
 	CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) $(BUILD)/cugraph-lua bench/decode.lua $(DECODE_BENCH_ARGS)
+
+# Programmatic dependent launch on replays (bench/pdl.lua): chains of
+# 10-1000 kernel nodes with and without programmatic edges.
+## bench-pdl: dependent chains with and without programmatic edges (GPU, or the simulator)
+bench-pdl: all
+	CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) $(BUILD)/cugraph-lua bench/pdl.lua $(PDL_BENCH_ARGS)
 
 # The all-reduce rows: one rank per GPU through the launcher, on 2 GPUs
 # (BENCH_NCCL_GPUS); skipped with a note on fewer. NCCL_BENCH_ARGS:
@@ -94,7 +101,7 @@ bench-profile: all
 bench-ir: all $(DOUBLE) $(KERNELS) $(BUILD)/bench/ref.so
 	CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) $(BUILD)/cugraph-lua bench/ir.lua $(IR_CASES)
 
-.PHONY: bench bench-nccl bench-decode soak bench-profile bench-ir bench-frame
+.PHONY: bench bench-nccl bench-decode bench-pdl soak bench-profile bench-ir bench-frame
 
 # The PTX simulator's speed on model.lua's MLP kernels (one host thread, and
 # all), on a reduction and a divergent kernel beside the same kernels built
