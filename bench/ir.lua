@@ -87,13 +87,16 @@ local CASES = {"bare", "eager", "replay1", "scalar", "rebind", "capture1",
 local LUA = build .. "/cugraph-lua"
 local DOUBLE = build .. "/libcuda-double.so"
 
--- Instructions callgrind collected for case c run n times (driver: only
--- inside the driver's entry points).
-local function collected(c, n, driver)
+-- Instructions callgrind collected for case c run n times (only: only
+-- inside the functions that pattern names, e.g. the driver's "cu*").
+local function collected(c, n, only)
+  local toggles = ""
+  for f in (only or ""):gmatch("%S+") do
+    toggles = toggles .. "--toggle-collect=" .. f .. " "
+  end
   local cmd = ("CUGRAPH_LUA_LIBCUDA=%s CUGRAPH_LUA_BUILD=%s valgrind "
     .. "--tool=callgrind --callgrind-out-file=/dev/null %s%s %s --run %s %d "
-    .. "2>&1"):format(q(DOUBLE), q(build), driver and "--toggle-collect=cu* "
-    or "", q(LUA), q(arg[0]), c, n)
+    .. "2>&1"):format(q(DOUBLE), q(build), toggles, q(LUA), q(arg[0]), c, n)
   local p = assert(io.popen(cmd))
   local out = p:read("a")
   p:close()
@@ -102,15 +105,34 @@ local function collected(c, n, driver)
   return tonumber(got)
 end
 
+-- Per iteration: the difference between N2 and N1 iterations.
+local function per(c, only)
+  return (collected(c, N2, only) - collected(c, N1, only)) / (N2 - N1)
+end
+
 local want = #arg > 0 and arg or CASES
 print(("%-12s %12s %12s %12s"):format("case", "all/it", "driver/it",
                                       "binding/it"))
+local binding = {}
 for _, c in ipairs(want) do
-  local per = {}
-  for _, driver in ipairs {false, true} do
-    per[#per + 1] = (collected(c, N2, driver) - collected(c, N1, driver))
-      / (N2 - N1)
-  end
-  print(("%-12s %12.0f %12.0f %12.0f"):format(c, per[1], per[2],
-                                             per[1] - per[2]))
+  local all, driver = per(c), per(c, "cu*")
+  binding[c] = all - driver
+  print(("%-12s %12.0f %12.0f %12.0f"):format(c, all, driver, all - driver))
+end
+
+-- Capture + instantiate, a node: the binding's instructions a node past
+-- the tenth (capture100 less capture10, over 90), less the interpreter's
+-- call (bare) and the line lookup (lua_getstack and lua_getinfo, which
+-- the capture calls once a node). What stays is the binding's own,
+-- argument reads included (inlined in the launch: callgrind cannot part
+-- them). Target: at most 400.
+if binding.capture10 and binding.capture100 and binding.bare then
+  local node = (binding.capture100 - binding.capture10) / 90
+  local lookup = (per("capture100", "lua_getstack lua_getinfo")
+    - per("capture10", "lua_getstack lua_getinfo")) / 90
+  local own = node - binding.bare - lookup
+  print(("capture, a node: %.0f binding instructions = %.0f the "
+    .. "interpreter's call + %.0f the line lookup + %.0f its own, argument "
+    .. "reads included (target at most 400: %s)"):format(node, binding.bare,
+    lookup, own, own <= 400 and "met" or "MISS"))
 end
