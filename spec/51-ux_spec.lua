@@ -640,6 +640,11 @@ describe("release files", function()
     for t in pairs(listed) do assert.is_true(phony[t], "make help lists " .. t .. ", not a target") end
   end)
 
+  it("keep the README to ten minutes of reading: under 400 lines", function()
+    local _, lines = read("README.md"):gsub("\n", "")
+    assert.is_true(lines < 400, ("README.md has %d lines: move detail to docs/"):format(lines))
+  end)
+
   it("take the version from VERSION", function()
     local v = read("VERSION"):match("^(%d+%.%d+%.%d+)\n$")
     assert.is_string(v)
