@@ -221,7 +221,8 @@ int cg_module_new(lua_State *L) {
       free(parsed);
       return luaL_error(L, "%s: %s", name, err);
     }
-    size_t eb = (size_t)(n ? n : 1) * sizeof *e;
+    size_t al = _Alignof(ptx_global); /* the globals follow the entries */
+    size_t eb = ((size_t)(n ? n : 1) * sizeof *e + al - 1) / al * al;
     e = lua_newuserdatauv(L, eb + (size_t)ng * sizeof *gs, 0);
     memcpy(e, parsed, (size_t)n * sizeof *e);
     g = (ptx_global *)(void *)((char *)e + eb);
