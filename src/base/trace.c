@@ -87,6 +87,13 @@ static void release_event(lua_State *L, cg_ctx *ctx, CUevent e) {
   if (e) cg_release(L, ctx, CG_H_EVENT, h);
 }
 
+/* The length of path without its file's extension. */
+static size_t stem_of(const char *path) {
+  const char *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
+  return dot && dot != path && (!slash || dot > slash + 1)
+             ? (size_t)(dot - path) : strlen(path);
+}
+
 /* The path a state's trace goes to: path for a process's first state, with
    "-k" before its extension for the k-th state opened after it, and
    "-rank<r>" before that in a job of several ranks (cuda.world). */
@@ -98,17 +105,26 @@ static char *claim_path(const char *path) {
   if (cg_world_read(&w, 1, err, sizeof err) == 0 && w.size > 1)
     snprintf(tag, sizeof tag, "-rank%d", w.rank);
   if (k) snprintf(tag + strlen(tag), sizeof tag - strlen(tag), "-%u", k);
-  size_t len = strlen(path);
+  size_t len = strlen(path), stem = stem_of(path);
   char *p = malloc(len + sizeof tag);
   if (!p) return NULL;
-  const char *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
-  size_t stem = dot && dot != path && (!slash || dot > slash + 1)
-                    ? (size_t)(dot - path) : len;
   snprintf(p, len + sizeof tag, "%.*s%s%s", (int)stem, path, tag, path + stem);
   return p;
 }
 
 static void trace_close(lua_State *L, cg_ctx *root);
+
+/* Room for one more of *n elements of size at *v (*cap of them): 0 when
+   out of host memory. */
+static int grow(void *v, size_t n, size_t *cap, size_t size, size_t first) {
+  if (n < *cap) return 1;
+  size_t c = *cap ? 2 * *cap : first;
+  void *p = realloc(*(void **)v, c * size);
+  if (!p) return 0;
+  *(void **)v = p;
+  *cap = c;
+  return 1;
+}
 
 /* The first graph handed over starts the reading of kernel records. */
 static void start_kernels(cg_trace *t) {
@@ -134,13 +150,7 @@ void cg_trace_graph(cg_ctx *ctx, CUgraphExec exec, unsigned graph,
     return;
   }
   if (t->kernels < 0) return;
-  if (t->nregs == t->cregs) {
-    size_t c = t->cregs ? 2 * t->cregs : 16;
-    treg *r = realloc(t->regs, c * sizeof *r);
-    if (!r) return;
-    t->regs = r;
-    t->cregs = c;
-  }
+  if (!grow(&t->regs, t->nregs, &t->cregs, sizeof *t->regs, 16)) return;
   treg *r = &t->regs[t->nregs];
   memset(r, 0, sizeof *r);
   r->graph = graph;
@@ -264,15 +274,9 @@ int cg_trace_begin_(lua_State *L, cg_ctx *ctx, CUstream s, const char *what,
     ref->host = now_us();
     CU(L, ctx, cuEventRecord, ref->ev, s);
   }
-  if (t->n == t->cap) {
-    size_t cap = t->cap ? 2 * t->cap : 256;
-    trec *v = realloc(t->v, cap * sizeof *v);
-    if (!v) {
-      t->dropped++;
-      return tok;
-    }
-    t->v = v;
-    t->cap = cap;
+  if (!grow(&t->v, t->n, &t->cap, sizeof *t->v, 256)) {
+    t->dropped++;
+    return tok;
   }
   trec *r = &t->v[t->n];
   memset(r, 0, sizeof *r);
@@ -471,10 +475,7 @@ static void write_nodes(const cg_trace *t) {
   size_t len = strlen(t->path);
   char *p = malloc(len + 16);
   if (!p) return;
-  const char *dot = strrchr(t->path, '.'), *slash = strrchr(t->path, '/');
-  size_t stem = dot && dot != t->path && (!slash || dot > slash + 1)
-                    ? (size_t)(dot - t->path) : len;
-  snprintf(p, len + 16, "%.*s-nodes.tsv", (int)stem, t->path);
+  snprintf(p, len + 16, "%.*s-nodes.tsv", (int)stem_of(t->path), t->path);
   FILE *f = fopen(p, "w");
   if (f) {
     fputs("graphNodeId\tgraphExecId\tposition\tgraph\tnode\tline\tkernel\n",
