@@ -913,7 +913,7 @@ print(y:download()[1])
   local function events(file)
     local ev = {}
     for line in assert(io.open(file)):lines() do
-      if line:find('"ph": "X"', 1, true) then
+      if line:find('"ph": "X"', 1, true) and not line:find('"graph kernel"', 1, true) then
         local e = {}
         e.name = line:match('"name": "([^"]*)"')
         e.cat = line:match('"cat": "([^"]*)"')

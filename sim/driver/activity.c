@@ -4,8 +4,9 @@
    node runs leaves a record of the fifth kernel record's layout (its kind,
    start and end in ns of CLOCK_MONOTONIC, the node's id), delivered through
    the registered buffer callbacks at a flush; the ids are those
-   cuptiGetGraphNodeId gives the nodes, which instantiated graphs, bodies and
-   clones' copies keep. These calls take no lock of the driver's: a flush
+   cuptiGetGraphNodeId gives the nodes, which bodies and clones' copies
+   keep, and for an instantiated graph's nodes its own id
+   (cuptiGetGraphExecId) << 32 | the node's position there. These calls take no lock of the driver's: a flush
    calls back into the runtime, which reads the records here. */
 #include "double.h"
 
@@ -152,6 +153,23 @@ CUptiResult cuptiGetGraphNodeId(CUgraphNode node, uint64_t *id);
 CUptiResult cuptiGetGraphNodeId(CUgraphNode node, uint64_t *id) {
   if (!node || !id) return INVALID_PARAMETER;
   *id = node->op.id;
+  return OK;
+}
+
+/* An instantiated graph's id: the one its nodes' records carry above
+   their positions (graph_exec.c numbers them). */
+CUptiResult cuptiGetGraphExecId(CUgraphExec exec, uint32_t *id);
+CUptiResult cuptiGetGraphExecId(CUgraphExec exec, uint32_t *id) {
+  if (!exec || !id) return INVALID_PARAMETER;
+  *id = dbl_exec_id(exec);
+  return OK;
+}
+
+/* The clock of the records' start and end. */
+CUptiResult cuptiGetTimestamp(uint64_t *ts);
+CUptiResult cuptiGetTimestamp(uint64_t *ts) {
+  if (!ts) return INVALID_PARAMETER;
+  *ts = dbl_activity_now();
   return OK;
 }
 

@@ -417,6 +417,7 @@ typedef struct op {
 int dbl_activity_on(void);
 uint64_t dbl_activity_now(void);
 uint32_t dbl_graph_id(void); /* the next CUPTI graph id */
+uint32_t dbl_exec_id(CUgraphExec x); /* an instantiated graph's */
 void dbl_activity_kernel(uint64_t node, uint64_t start, uint64_t end);
 void dbl_activity_launch(void); /* a graph's launch begins */
 

@@ -267,6 +267,8 @@ static int number_exec(plan *p, CUgraph g, uint32_t exec) {
   return 0;
 }
 
+uint32_t dbl_exec_id(CUgraphExec x) { return x->cupti_id; }
+
 /* -- instantiation and launch --------------------------------------------- */
 
 CUresult CUDAAPI cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph,

@@ -366,6 +366,21 @@ void cg_trace_raised(cg_ctx *ctx);
 /* A named NVTX range (s:label's scope) when a tool is attached. */
 void cg_trace_push(cg_ctx *ctx, const char *name);
 void cg_trace_pop(cg_ctx *ctx);
+/* A node of an instantiated graph as the trace names the kernels it runs
+   (a table of them by CUPTI's position, graph/positions.c). */
+typedef struct cg_trace_node {
+  unsigned rec;         /* its record's index + 1, as g:nodes numbers it;
+                           0: no record (a library call's node) */
+  char name[48], where[80]; /* the kernel's name ("fill", "copy" for
+                           those), the Lua line that captured it */
+} cg_trace_node;
+/* The trace names the kernel runs of exec, graph #graph's instantiation,
+   by v[position] (n of them, copied) from now on, and records CUPTI's
+   kernel activity from its first such call; v NULL: they go unnamed, for
+   the reason why. Called once an exec, and again when its nodes' lines
+   change (g:update). */
+void cg_trace_graph(cg_ctx *ctx, CUgraphExec exec, unsigned graph,
+                    const cg_trace_node *v, size_t n, const char *why);
 /* s as a JSON string, quoted and escaped. */
 void cg_json_string(FILE *f, const char *s);
 

@@ -267,7 +267,12 @@ cugraph_graph *cugraph_tograph(lua_State *L, int idx) {
   }
   if (ok && r == CUDA_SUCCESS) r = copy_valnodes(h, gr, &api);
   lua_pop(L, 1);
-  if (r == CUDA_SUCCESS && ok) return h;
+  if (r == CUDA_SUCCESS && ok) {
+    /* the trace names its launches' kernels (a shared exec: the graph's) */
+    if (ctx->root->trace && (h->g || !gr->traced))
+      cg_graph_trace(L, gr, idx, h->exec, h->g);
+    return h;
+  }
   graph_destroy(h);
   if (!ok) luaL_error(L, "cugraph_tograph: out of host memory");
   cg_check(L, ctx, api, r);

@@ -372,12 +372,13 @@ static void allocs(lua_State *L, cg_graph *gr, int after, CUstream st) {
   }
 }
 
-void cg_graph_launch(lua_State *L, cg_graph *gr, CUstream st) {
+void cg_graph_launch(lua_State *L, cg_graph *gr, int gidx, CUstream st) {
   int t = -1;
   gr->h.ctx->root->stream_clock++; /* the stream's last work: a graph */
   cg_keep_drain(L, gr->h.ctx); /* what launches that ended let go of */
   if (gr->h.ctx->root->trace) {
     char name[24];
+    if (!gr->traced) cg_graph_trace(L, gr, gidx, gr->h.drv.exec, NULL);
     snprintf(name, sizeof name, "graph #%u", gr->id);
     t = cg_trace_begin(L, gr->h.ctx, st, "graph", name);
   }
@@ -495,7 +496,7 @@ static int graph_launch(lua_State *L) {
   cg_graph *gr = cg_checkself(L, CG_GRAPH);
   if (gr->scoped) check_scoped(L, gr, 1);
   if (gr->h.ctx->capture) return embed(L, gr);
-  cg_graph_launch(L, gr, launchstream(L, gr, 2, "launch"));
+  cg_graph_launch(L, gr, 1, launchstream(L, gr, 2, "launch"));
   return 0;
 }
 
@@ -506,7 +507,7 @@ static int graph_replay(lua_State *L) {
   luaL_argcheck(L, n >= 0, 2, "count must not be negative");
   CUstream st = launchstream(L, gr, 3, "replay");
   if (gr->scoped) check_scoped(L, gr, 1);
-  for (lua_Integer i = 0; i < n; i++) cg_graph_launch(L, gr, st);
+  for (lua_Integer i = 0; i < n; i++) cg_graph_launch(L, gr, 1, st);
   return 0;
 }
 
@@ -637,6 +638,7 @@ static int graph_update(lua_State *L) {
   cg_recs_release(ctx, gr->recs);
   gr->recs = recs;
   gr->updated = 1; /* the exec's nodes stay those of the first capture */
+  gr->traced = 0; /* their lines may not */
   collect(L, gr, 6, scalars);
   lua_settop(L, 1);
   return 1;

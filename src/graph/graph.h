@@ -54,6 +54,7 @@ struct cg_graph {
   unsigned char auto_free; /* instantiated with AUTO_FREE_ON_LAUNCH */
   unsigned char updated;   /* g:update ran: exec's nodes are not recs' */
   unsigned char graphed;   /* a graphed function's: its calls set the nodes */
+  unsigned char traced;    /* its exec's nodes are the trace's (positions.c) */
   CUstream last_stream;    /* the stream of its latest launch, and that */
   unsigned long last_launch; /* launch's number in the state */
   cg_graph *prev, *next;   /* while open: the state's list (reload.c) */
@@ -117,15 +118,29 @@ void cg_unpin_spare(lua_State *L, cg_ctx *ctx, int idx, unsigned id);
 
 /* -- graphs (graph.c) ----------------------------------------------------- */
 
-/* One launch of gr on st, as g:launch makes it (its scalars written first,
-   its allocations' state kept); outside captures. */
-void cg_graph_launch(lua_State *L, cg_graph *gr, CUstream st);
+/* One launch of gr (the Graph at gidx) on st, as g:launch makes it (its
+   scalars written first, its allocations' state kept); outside captures. */
+void cg_graph_launch(lua_State *L, cg_graph *gr, int gidx, CUstream st);
 
 /* The driver graph and executable graph of the Graph at idx (NULL when it
    is freed), its nodes up to date with its exec. */
 void cg_graph_parts(lua_State *L, int idx, CUgraph *g, CUgraphExec *x);
 /* Collects the scalars among the pins of the graph at gidx again. */
 void cg_graph_rescan(lua_State *L, cg_graph *gr, int gidx);
+
+/* -- CUPTI's names of the nodes (positions.c) ---------------------------- */
+
+/* Each record's position + 1 in the instantiation of gr (the Graph at
+   gidx), or of copy, its clone, when not NULL, as CUPTI's kernel records
+   number its nodes (pos: a slot per record; 0: no node), and *total, the
+   positions: NULL, or why they cannot be known. */
+const char *cg_graph_positions(lua_State *L, cg_graph *gr, int gidx,
+                               CUgraph copy, size_t *pos, size_t *total);
+/* When the script's trace is on: hands it the names of exec's nodes, the
+   instantiation of gr (the Graph at gidx) or of copy, its clone
+   (cg_trace_graph); marks gr traced for its own exec. */
+void cg_graph_trace(lua_State *L, cg_graph *gr, int gidx, CUgraphExec exec,
+                    CUgraph copy);
 
 /* -- changes in place (rebind.c) ------------------------------------------ */
 

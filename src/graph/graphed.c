@@ -735,7 +735,8 @@ static int graphed_call(lua_State *L) {
   if (how == 0) gf->same++;
   variant *v = &gf->var[slot];
   v->used = gf->calls;
-  cg_graph_launch(L, v->gr, s->h.drv.stream);
+  lua_rawgeti(L, t, 2 * slot + 1);
+  cg_graph_launch(L, v->gr, -1, s->h.drv.stream);
   lua_settop(L, top);
   return nres;
 }

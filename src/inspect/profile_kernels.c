@@ -10,12 +10,8 @@
    last runs: the whole loop or branch; the median over the replays. Copies and fills are timed where the driver runs them as
    kernels (their records name their nodes), else not.
 
-   The records name the nodes of the instantiated graph, which the driver
-   numbers as CUPTI numbers the nodes of every graph: the graph's id << 32
-   | the node's position. An instantiated graph's own id goes with the
-   positions of the graph's nodes, graph by graph (the top, then its
-   bodies) in the order the graphs were made: a node's position there is
-   its position in its graph after the nodes of the graphs made before. */
+   The records name the nodes of the instantiated graph by position
+   (graph/positions.c). */
 #include <stdlib.h>
 #include <string.h>
 #include "inspect/inspect.h"
@@ -26,13 +22,12 @@
 /* What the recording holds, let go by its __close whatever happens. */
 typedef struct guard {
   cg_ctx *ctx;
-  int recording;
+  cg_cupti_reader rd;
   CUevent ev[2];
 } guard;
 
 static void guard_end(lua_State *L, guard *g) {
-  if (g->recording) cg_cupti_stop();
-  g->recording = 0;
+  cg_cupti_stop(&g->rd);
   for (int i = 0; i < 2; i++)
     if (g->ev[i])
       cg_release(L, g->ctx, CG_H_EVENT, (cg_handle){ .event = g->ev[i] });
@@ -62,74 +57,13 @@ int cg_profile_activity(lua_State *L, cg_graph *gr, int sidx, CUstream st,
     return 0;
   }
   cg_ctx *ctx = gr->h.ctx;
-  cg_graph_resolve(L, gr);
-  size_t n = cg_recs_count(gr->recs);
-  for (size_t i = 0; i < n; i++)
-    if (gr->recs->v[i].kind == NK_GRAPH) {
-      lua_pushliteral(L, "its child graph nodes' copies are numbered "
-                      "beside its bodies in a way CUPTI's ids do not show");
-      return 0;
-    }
-  /* the graphs: the top's id and size, then each body's (from the pins:
-     a conditional node's bodies, cond.c), by CUPTI's graph id */
-  enum { MAXG = 64 };
-  uint32_t gid[MAXG];
-  size_t gsize[MAXG], ng = 0;
-  lua_getiuservalue(L, 1, 1);
-  int pins = lua_gettop(L);
-  for (size_t i = 0; i <= n && ng < MAXG; i++) {
-    const cg_rec *e = i ? &gr->recs->v[i - 1] : NULL;
-    if (e && e->kind != NK_COND) continue;
-    for (int b = 1;; b++) {
-      CUgraph body = gr->g;
-      if (e) {
-        lua_pushlightuserdata(L, e->node);
-        lua_rawget(L, pins);
-        int t = lua_rawgeti(L, -1, b);
-        body = t == LUA_TLIGHTUSERDATA ? lua_touserdata(L, -1) : NULL;
-        lua_pop(L, 2);
-      } else if (b > 1) {
-        body = NULL;
-      }
-      if (!body) break;
-      size_t k = 0;
-      CU(L, ctx, cuGraphGetNodes, body, NULL, &k);
-      if (!k) continue;
-      CUgraphNode first;
-      size_t one = 1;
-      CU(L, ctx, cuGraphGetNodes, body, &first, &one);
-      uint64_t id = 0;
-      if (cg_cupti.cuptiGetGraphNodeId(first, &id) != CUPTI_SUCCESS ||
-          ng == MAXG) {
-        lua_pushliteral(L, "cuptiGetGraphNodeId failed");
-        return 0;
-      }
-      gid[ng] = (uint32_t)(id >> 32);
-      gsize[ng++] = k;
-    }
-  }
-  lua_pop(L, 1);
+  size_t n = cg_recs_count(gr->recs), total = 0;
   /* each record's position in the instantiated graph, + 1 (a fill or a
      copy the driver runs as a kernel has kernel records too) */
-  size_t *pos = cg_profile_temp(L, n, sizeof *pos), total = 0;
-  for (size_t k = 0; k < ng; k++) total += gsize[k];
-  for (size_t i = 0; i < n; i++) {
-    const cg_rec *e = &gr->recs->v[i];
-    if (!e->node) continue;
-    uint64_t id;
-    CUptiResult r = cg_cupti.cuptiGetGraphNodeId(e->node, &id);
-    if (r != CUPTI_SUCCESS) {
-      lua_pushfstring(L, "cuptiGetGraphNodeId: %d", r);
-      return 0;
-    }
-    size_t base = 0;
-    for (size_t k = 0; k < ng; k++)
-      if (gid[k] < (uint32_t)(id >> 32)) base += gsize[k];
-    pos[i] = base + (size_t)(id & 0xffffffffu) + 1;
-    if (pos[i] > total) {
-      lua_pushliteral(L, "CUPTI's node ids do not match the graph's nodes");
-      return 0;
-    }
+  size_t *pos = cg_profile_temp(L, n, sizeof *pos);
+  if ((why = cg_graph_positions(L, gr, 1, NULL, pos, &total))) {
+    lua_pushstring(L, why);
+    return 0;
   }
   /* the record of each position */
   size_t *at = cg_profile_temp(L, total + 1, sizeof *at);
@@ -149,23 +83,28 @@ int cg_profile_activity(lua_State *L, cg_graph *gr, int sidx, CUstream st,
   g->ctx = ctx;
   for (int i = 0; i < 2; i++)
     CU(L, ctx, cuEventCreate, &g->ev[i], CU_EVENT_DEFAULT);
-  if ((why = cg_cupti_start())) {
+  if ((why = cg_cupti_start(&g->rd))) {
     lua_pushstring(L, why);
     return 0;
   }
-  g->recording = 1;
   const cg_kernel_run *v;
   size_t nv;
-  replay(L, sidx, 1); /* not counted: it says which graph id is the exec's */
+  replay(L, sidx, 1); /* not counted: without cuptiGetGraphExecId, it says
+                         which graph id is the exec's (its first run's) */
   cg_wait_stream(L, ctx, st, ctx->root->timeout);
-  if ((why = cg_cupti_take(&v, &nv))) return luaL_error(L, "g:profile: %s", why);
-  uint64_t exec = 0; /* the graph id of its first kernel run */
+  if ((why = cg_cupti_take(&g->rd, &v, &nv, NULL)))
+    return luaL_error(L, "g:profile: %s", why);
+  uint32_t xid = 0;
+  uint64_t exec = 0;
+  if (cg_cupti.cuptiGetGraphExecId &&
+      cg_cupti.cuptiGetGraphExecId(gr->h.drv.exec, &xid) == CUPTI_SUCCESS)
+    exec = xid;
   for (size_t j = 0; j < nv && !exec; j++) exec = v[j].node >> 32;
   double *lastend = cg_profile_temp(L, (size_t)reps, sizeof *lastend); /* ns */
   for (lua_Integer k = 0; k < reps; k++) {
     replay(L, sidx, 1);
     cg_wait_stream(L, ctx, st, ctx->root->timeout);
-    if ((why = cg_cupti_take(&v, &nv)))
+    if ((why = cg_cupti_take(&g->rd, &v, &nv, NULL)))
       return luaL_error(L, "g:profile: %s", why);
 
     int last = k == reps - 1;
@@ -204,7 +143,6 @@ int cg_profile_activity(lua_State *L, cg_graph *gr, int sidx, CUstream st,
   float ms = 0;
   CU(L, ctx, cuEventElapsedTime, &ms, g->ev[0], g->ev[1]);
   double with = (double)ms / (double)reps;
-  cg_cupti_take(&v, &nv);
   guard_end(L, g); /* the recording ends before the tables are made */
 
   /* a conditional node's time: from the end of the work before it (the
