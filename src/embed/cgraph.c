@@ -193,6 +193,13 @@ static CUresult keep_pins(cugraph_graph *h, const char **api) {
   return r;
 }
 
+/* cg_graph_trace of the graph at 1 for the exec and copy at 2 and 3. */
+static int trace_graph(lua_State *L) {
+  cg_graph_trace(L, lua_touserdata(L, 1), 1, lua_touserdata(L, 2),
+                 lua_touserdata(L, 3));
+  return 0;
+}
+
 cugraph_graph *cugraph_tograph(lua_State *L, int idx) {
   idx = lua_absindex(L, idx);
   cg_graph *gr = cg_checkobj(L, idx, CG_GRAPH);
@@ -268,9 +275,18 @@ cugraph_graph *cugraph_tograph(lua_State *L, int idx) {
   if (ok && r == CUDA_SUCCESS) r = copy_valnodes(h, gr, &api);
   lua_pop(L, 1);
   if (r == CUDA_SUCCESS && ok) {
-    /* the trace names its launches' kernels (a shared exec: the graph's) */
-    if (ctx->root->trace && (h->g || !gr->traced))
-      cg_graph_trace(L, gr, idx, h->exec, h->g);
+    /* the trace names its launches' kernels (a shared exec: the graph's);
+       what raises there lets the new handle go first */
+    if (ctx->root->trace && (h->g || !gr->traced)) {
+      lua_pushcfunction(L, trace_graph);
+      lua_pushvalue(L, idx);
+      lua_pushlightuserdata(L, h->exec);
+      lua_pushlightuserdata(L, h->g);
+      if (lua_pcall(L, 3, 0, 0) != LUA_OK) {
+        graph_destroy(h);
+        lua_error(L);
+      }
+    }
     return h;
   }
   graph_destroy(h);
