@@ -150,6 +150,37 @@ print(x:download()[1])
     os.remove(trace); os.remove((trace:gsub("%.json$", "") .. "-nodes.tsv"))
   end)
 
+  it("by the library call and its line for a library's kernels", function()
+    local trace = os.tmpname() .. ".json"
+    local code, out = H.script([[
+      local cuda = require "cugraph"
+      local m = cuda.load_module(os.getenv("CUGRAPH_LUA_BUILD") .. "/kernels.ptx")
+      local s, x = cuda.stream(), cuda.buffer("i32", 64):fill(0)
+      local blas = cuda.blas(s)
+      local a, c = cuda.buffer("f32", 64 * 64):fill(1), cuda.buffer("f32", 64 * 64)
+      local g = s:capture(function()
+        m.inc_i32:launch(s, 1, 64, x, 64)
+        blas:gemm(a, a, c, { m = 64, n = 64, k = 64 })
+        m.inc_i32:launch(s, 1, 64, x, 64)
+      end)
+      g:launch(s); g:launch(s); s:synchronize()
+      print(c:download()[1], x:download()[1])
+    ]], "CUGRAPH_LUA_BUILD=" .. H.quote(H.build) .. " CUGRAPH_LUA_PROFILE=" .. H.quote(trace))
+    assert.equals(0, code, out)
+    assert.matches("64%.0\t4", out)
+    local a = tally(kernels(trace))
+    assert.equals(2, a["7 inc_i32"], out)
+    assert.equals(2, a["9 inc_i32"], out)
+    for k in pairs(a) do assert.matches("^%d+ ", k) end
+    a["7 inc_i32"], a["9 inc_i32"] = nil, nil
+    for k, runs in pairs(a) do -- the rest: cuBLAS's kernels, by the call
+      assert.equals("8 blas:gemm", k)
+      assert.is_true(runs >= 2)
+    end
+    if H.gpu then assert.is_not_nil(a["8 blas:gemm"], "no cuBLAS kernel named") end
+    os.remove(trace); os.remove((trace:gsub("%.json$", "") .. "-nodes.tsv"))
+  end)
+
   it("says why kernels go unnamed where CUPTI cannot be had", function()
     local trace = os.tmpname() .. ".json"
     local code, out = H.script([[

@@ -7,6 +7,16 @@
 #include "base/base.h"
 
 typedef struct cg_recs cg_recs;
+/* A library call (cuBLAS, cuFFT, NCCL) in a capture: its nodes are the
+   driver's, made by the library, and have no record; the first of them is
+   the first made in graph after the first nodes already there. The trace
+   names their kernels' runs by it. */
+typedef struct cg_libcall {
+  CUgraph graph;
+  size_t first;
+  size_t src, name;     /* offsets + 1 in the records' text (0: none) */
+  int line;
+} cg_libcall;
 typedef struct cg_follow cg_follow;
 
 /* A profiling capture's stamps (g:profile, graph/profile_stamps.c): after
@@ -237,6 +247,8 @@ struct cg_recs {
   size_t label;         /* while capturing: the label of nodes made now */
   size_t lazy;          /* lazy records not yet resolved */
   CUgraphNode tail;     /* the top stream's last node when they were */
+  cg_libcall *calls;    /* the library calls captured, in order */
+  size_t ncalls, ccalls;
 };
 
 /* A kernel launch as the kernel layer checked it: its parameters, the
@@ -314,6 +326,9 @@ void cg_recs_done(cg_ctx *ctx, const cg_recs *r);
    (function, shape, argument bytes); a graph's readers of nodes call it
    first. 0, or the failing call's result in *api. */
 void cg_recs_mark(lua_State *L, cg_ctx *ctx, CUstream s);
+/* Notes a library call what about to add its nodes on capturing stream s
+   (cg_libcall); nothing outside a capture or in a recording. */
+void cg_recs_libcall(lua_State *L, cg_ctx *ctx, CUstream s, const char *what);
 CUresult cg_recs_end(cg_ctx *ctx); /* whatever the stream, not raising */
 CUresult cg_recs_resolve(cg_recs *r, const char **api);
 /* Whether r's graph may launch a kernel of module mod: a kernel node does,

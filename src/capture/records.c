@@ -25,6 +25,7 @@ void cg_recs_free(cg_recs *r) {
   free(r->objs);
   free(r->words);
   free(r->text);
+  free(r->calls);
   free(r);
 }
 
@@ -40,7 +41,8 @@ void cg_recs_release(cg_ctx *ctx, cg_recs *r) {
 }
 
 void cg_recs_reset(cg_recs *r) {
-  r->n = r->nobjs = r->nwords = r->ntext = r->lazy = 0; /* the arrays stay */
+  r->n = r->nobjs = r->nwords = r->ntext = r->lazy = r->ncalls = 0; /* the
+    arrays stay */
   r->tail = NULL;
   r->lastsrc = r->label = 0;
   r->lastfn = NULL;
@@ -97,6 +99,10 @@ cg_recs *cg_recs_copy(lua_State *L, const cg_recs *from, cg_recs *to) {
   if (from->nobjs) memcpy(to->objs, from->objs, from->nobjs * sizeof *to->objs);
   if (from->nwords) memcpy(to->words, from->words, from->nwords * 8);
   if (from->ntext) memcpy(to->text, from->text, from->ntext);
+  to->calls = grow(L, to->calls, &to->ccalls, from->ncalls, sizeof *to->calls);
+  if (from->ncalls)
+    memcpy(to->calls, from->calls, from->ncalls * sizeof *to->calls);
+  to->ncalls = from->ncalls;
   to->n = from->n;
   to->nobjs = from->nobjs;
   to->nwords = from->nwords;
@@ -254,6 +260,24 @@ CUresult cg_recs_end(cg_ctx *ctx) {
     cg_recs_resolve(r, &ignored);
   }
   return res;
+}
+
+void cg_recs_libcall(lua_State *L, cg_ctx *ctx, CUstream s, const char *what) {
+  cg_capture *c = ctx->capture;
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  CUgraph g = NULL;
+  size_t k = 0;
+  if (!c || c->top->recording || !cg_drv.cuStreamGetCaptureInfo ||
+      cg_drv.cuStreamGetCaptureInfo(s, &st, NULL, &g, NULL, NULL, NULL) ||
+      !g || cg_drv.cuGraphGetNodes(g, NULL, &k))
+    return; /* its nodes go unnamed */
+  cg_recs *r = recs_of(L, ctx);
+  r->calls = grow(L, r->calls, &r->ccalls, r->ncalls + 1, sizeof *r->calls);
+  cg_rec at;
+  memset(&at, 0, sizeof at);
+  where(L, ctx, r, &at);
+  size_t name = addtext(L, r, what);
+  r->calls[r->ncalls++] = (cg_libcall){ g, k, at.src, name, at.line };
 }
 
 void cg_recs_mark(lua_State *L, cg_ctx *ctx, CUstream s) {

@@ -133,9 +133,12 @@ void cg_graph_rescan(lua_State *L, cg_graph *gr, int gidx);
 /* Each record's position + 1 in the instantiation of gr (the Graph at
    gidx), or of copy, its clone, when not NULL, as CUPTI's kernel records
    number its nodes (pos: a slot per record; 0: no node), and *total, the
-   positions: NULL, or why they cannot be known. */
+   positions; and, when callpos is not NULL, the position + 1 of each
+   library call's first node (a slot per call; 0: none): NULL, or why they
+   cannot be known. */
 const char *cg_graph_positions(lua_State *L, cg_graph *gr, int gidx,
-                               CUgraph copy, size_t *pos, size_t *total);
+                               CUgraph copy, size_t *pos, size_t *total,
+                               size_t *callpos);
 /* When the script's trace is on: hands it the names of exec's nodes, the
    instantiation of gr (the Graph at gidx) or of copy, its clone
    (cg_trace_graph); marks gr traced for its own exec. */

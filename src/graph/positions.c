@@ -17,7 +17,8 @@
 enum { MAXG = 64 };
 
 const char *cg_graph_positions(lua_State *L, cg_graph *gr, int gidx,
-                               CUgraph copy, size_t *pos, size_t *total) {
+                               CUgraph copy, size_t *pos, size_t *total,
+                               size_t *callpos) {
   const char *why = cg_cupti_load();
   if (why) return why;
   cg_ctx *ctx = gr->h.ctx;
@@ -32,6 +33,7 @@ const char *cg_graph_positions(lua_State *L, cg_graph *gr, int gidx,
      a conditional node's bodies, cond.c), by CUPTI's graph id */
   uint32_t gid[MAXG];
   size_t gsize[MAXG], ng = 0;
+  CUgraph gh[MAXG]; /* the graph captured into (the top: not its copy) */
   lua_getiuservalue(L, gidx, 1);
   int pins = lua_gettop(L);
   for (size_t i = 0; i <= n && ng < MAXG; i++) {
@@ -62,6 +64,7 @@ const char *cg_graph_positions(lua_State *L, cg_graph *gr, int gidx,
         return "cuptiGetGraphNodeId failed";
       }
       gid[ng] = (uint32_t)(id >> 32);
+      gh[ng] = e ? body : gr->g;
       gsize[ng++] = k;
     }
   }
@@ -86,6 +89,18 @@ const char *cg_graph_positions(lua_State *L, cg_graph *gr, int gidx,
     pos[i] = base + (size_t)(id & 0xffffffffu) + 1;
     if (pos[i] > *total) return "CUPTI's node ids do not match the graph's nodes";
   }
+  /* a library call's first node: the graph's nodes made before it on */
+  for (size_t c = 0; callpos && c < gr->recs->ncalls; c++) {
+    const cg_libcall *lc = &gr->recs->calls[c];
+    callpos[c] = 0;
+    for (size_t k = 0; k < ng; k++)
+      if (gh[k] == lc->graph && lc->first < gsize[k]) {
+        size_t base = 0;
+        for (size_t j = 0; j < ng; j++)
+          if (gid[j] < gid[k]) base += gsize[j];
+        callpos[c] = base + lc->first + 1;
+      }
+  }
   return NULL;
 }
 
@@ -100,6 +115,15 @@ static void name_of(const cg_recs *r, size_t i, cg_trace_node *t) {
              e->line);
 }
 
+/* What the trace names a library call's nodes by: the call and its line. */
+static void call_name(const cg_recs *r, size_t c, cg_trace_node *t) {
+  const cg_libcall *lc = &r->calls[c];
+  snprintf(t->name, sizeof t->name, "%.47s", cg_recs_text(r, lc->name));
+  if (lc->src)
+    snprintf(t->where, sizeof t->where, "%s:%d", cg_recs_text(r, lc->src),
+             lc->line);
+}
+
 void cg_graph_trace(lua_State *L, cg_graph *gr, int gidx, CUgraphExec exec,
                     CUgraph copy) {
   cg_ctx *ctx = gr->h.ctx;
@@ -107,14 +131,20 @@ void cg_graph_trace(lua_State *L, cg_graph *gr, int gidx, CUgraphExec exec,
   gidx = lua_absindex(L, gidx);
   if (!copy) gr->traced = 1; /* whatever follows: one try an exec */
   size_t n = cg_recs_count(gr->recs), total = 0;
-  size_t *pos = lua_newuserdatauv(L, (n ? n : 1) * sizeof *pos, 0);
-  const char *why = cg_graph_positions(L, gr, gidx, copy, pos, &total);
+  size_t nc = gr->recs ? gr->recs->ncalls : 0;
+  size_t *pos = lua_newuserdatauv(L, (n + nc + 1) * sizeof *pos, 0);
+  const char *why = cg_graph_positions(L, gr, gidx, copy, pos, &total,
+                                       pos + n);
   cg_trace_node *v = NULL;
   if (!why) {
     v = lua_newuserdatauv(L, (total ? total : 1) * sizeof *v, 0);
     memset(v, 0, (total ? total : 1) * sizeof *v);
     for (size_t i = 0; i < n; i++)
       if (pos[i]) name_of(gr->recs, i, &v[pos[i] - 1]);
+    for (size_t c = nc; c-- > 0;) /* a call's nodes: from its first on, */
+      for (size_t p = pos[n + c]; p && p <= total && !v[p - 1].rec && /* up */
+           !v[p - 1].name[0]; p++)    /* to the next named (the last call's */
+        call_name(gr->recs, c, &v[p - 1]);  /* first) */
   }
   cg_trace_graph(ctx, exec, gr->id, v, why ? 0 : total, why);
   lua_pop(L, why ? 1 : 2);

@@ -61,7 +61,7 @@ int cg_profile_activity(lua_State *L, cg_graph *gr, int sidx, CUstream st,
   /* each record's position in the instantiated graph, + 1 (a fill or a
      copy the driver runs as a kernel has kernel records too) */
   size_t *pos = cg_profile_temp(L, n, sizeof *pos);
-  if ((why = cg_graph_positions(L, gr, 1, NULL, pos, &total))) {
+  if ((why = cg_graph_positions(L, gr, 1, NULL, pos, &total, NULL))) {
     lua_pushstring(L, why);
     return 0;
   }

@@ -283,6 +283,7 @@ CUstream cg_blas_begin(lua_State *L, cg_blas *b, int sidx, int mode,
   for (int i = 1; i <= top; i++) cg_pin(L, ctx, i);
   CUstream st = cg_work_begin(L, ctx, lua_isnil(L, sidx) ? 0 : sidx, what);
   cg_recs_mark(L, ctx, st); /* cuBLAS may fork and join */
+  if (ctx->capture) cg_recs_libcall(L, ctx, st, what);
   for (int i = 1; i <= top; i++) { /* a finalizer may have run meanwhile */
     cg_obj *o = cg_toany(L, ctx, i);
     if (!o) continue;

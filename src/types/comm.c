@@ -210,6 +210,7 @@ static CUstream begin(lua_State *L, cg_comm *c, int sidx, const char *what) {
   if (ctx->capture) {
     cg_check_captured(L, ctx, s, lua_pushfstring(L, "comm:%s()", what));
     cg_recs_mark(L, ctx, s); /* NCCL may fork and join */
+    cg_recs_libcall(L, ctx, s, lua_tostring(L, -1));
   }
   for (int i = 1; i < sidx; i++) /* a finalizer may have run meanwhile */
     if (lua_type(L, i) == LUA_TUSERDATA) cg_check_open(L, lua_touserdata(L, i));

@@ -297,6 +297,9 @@ static int transform(lua_State *L, int dir) {
   cg_current(L, ctx);
   CUstream s = st ? st : ctx->stream;
   cg_recs_mark(L, ctx, s); /* cuFFT may fork and join */
+  if (ctx->capture)
+    cg_recs_libcall(L, ctx, s, dir == CUFFT_FORWARD ? "fft:forward"
+                                                    : "fft:inverse");
   cg_fft_res *r = RES(p);
   if (!p->bound || p->stream != s) {
     FFT(L, cufftSetStream, r->plan, s);
