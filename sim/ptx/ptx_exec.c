@@ -9,7 +9,6 @@
 #define EXEC_CAT2(a, b) a##_##b
 #define EXEC_CAT(a, b) EXEC_CAT2(a, b)
 #define exec_run EXEC_CAT(exec_run, EXEC_VARIANT)
-#define exec_gang EXEC_CAT(exec_gang, EXEC_VARIANT)
 #endif
 #include "ptx_alu.h"
 #include "ptx_half.h"
@@ -82,7 +81,7 @@ static inline const uint64_t *lane_masks(warp *wp, int k, uint32_t m) {
 #else
 #define EVERY_LANE (em == ALL)
 #endif
-#define VLOOP(EXPR) VLOOP_AS(all, EXPR)
+#define VLOOP(EXPR) VLOOP_AS(EVERY_LANE, EXPR)
 
 #ifdef SIM_X86_FMA
 /* fma.rn.f32 of the lanes of em with the host's FMA instruction (where
@@ -173,281 +172,6 @@ static void cond_call(worker *w, warp *wp, int lane, const ins *in) {
                "handle 0x%llx, not one of the running graph's", (unsigned long long)h);
 }
 
-/* Runs in's fast form (in->x: not X_NONE or X_BRA) for warps g[0..n-1],
-   each for the lanes ems[i] of its group, bit i of alls where every lane
-   may be written (EVERY_LANE): how many of them it ran, from the first;
-   the general code runs the others (a load or store whose addresses the
-   span check does not pass). */
-static ALWAYS_INLINE int fast_form(worker *w, warp *const *g, int n,
-                                   const ins *in, const uint32_t *ems,
-                                   uint32_t alls) {
-  const sim_module *m = w->rc->m;
-#define EACH                                                                \
-  for (int i_ = 0; i_ < n; i_++) {                                          \
-    warp *wp = g[i_];                                                       \
-    uint32_t em = ems[i_];                                                  \
-    int all = (int)(alls >> i_ & 1);                                        \
-    (void)all;
-#define OPS                                                                 \
-  EACH                                                                      \
-  uint64_t *D = R(in->d[0]);                                                \
-  const uint64_t *A = R(in->a), *B = R(in->b < 0 ? in->a : in->b)
-#define NEXT                                                                \
-  }                                                                         \
-  return n
-  switch (in->x) {
-  /* each form its own case, for the width and space known in it */
-#define FAST_LD(X, SH, N, SGN)                                              \
-  case X: {                                                                 \
-    EACH                                                                    \
-    const uint64_t *Bs = R(in->base);                                       \
-    uint64_t off = (uint64_t)in->off, *D = R(in->d[0]);                     \
-    int64_t mn_, mx_;                                                       \
-    if (SH ? !span_ok(wp, in, em, Bs, off, N, 0, w->rc->nshared, &mn_,      \
-                      &mx_)                                                 \
-           : !global_span_ok(w, wp, in, em, Bs, off, N, 0))                 \
-      return i_;                                                            \
-    uintptr_t h = (SH ? (uintptr_t)w->shared : 0) + (uintptr_t)off;         \
-    LD_LANES(h, N, SGN);                                                    \
-    NEXT;                                                                   \
-  }
-#define FAST_ST(X, SH, N)                                                   \
-  case X: {                                                                 \
-    EACH                                                                    \
-    const uint64_t *Bs = R(in->base), *V = R(in->d[0]);                     \
-    uint64_t off = (uint64_t)in->off;                                       \
-    int64_t mn_, mx_;                                                       \
-    if (SH ? !span_ok(wp, in, em, Bs, off, N, 0, w->rc->nshared, &mn_,      \
-                      &mx_)                                                 \
-           : !global_span_ok(w, wp, in, em, Bs, off, N, 1))                 \
-      return i_;                                                            \
-    uintptr_t h = (SH ? (uintptr_t)w->shared : 0) + (uintptr_t)off;         \
-    ST_LANES(h, N);                                                         \
-    NEXT;                                                                   \
-  }
-  FAST_LD(X_LD_SH4, 1, 4, 0)
-  FAST_LD(X_LD_SH4S, 1, 4, 1)
-  FAST_LD(X_LD_SH8, 1, 8, 0)
-  FAST_LD(X_LD_GL4, 0, 4, 0)
-  FAST_LD(X_LD_GL4S, 0, 4, 1)
-  FAST_LD(X_LD_GL8, 0, 8, 0)
-  FAST_ST(X_ST_SH4, 1, 4)
-  FAST_ST(X_ST_SH8, 1, 8)
-  FAST_ST(X_ST_GL4, 0, 4)
-  FAST_ST(X_ST_GL8, 0, 8)
-#undef FAST_LD
-#undef FAST_ST
-  case X_SETP_EQ: { OPS; (void)D; SETP_FAST(==, C_EQ); NEXT; }
-  case X_SETP_NE: { OPS; (void)D; SETP_FAST(!=, C_NE); NEXT; }
-  case X_SETP_LT: { OPS; (void)D; SETP_FAST(<, C_LT); NEXT; }
-  case X_SETP_LE: { OPS; (void)D; SETP_FAST(<=, C_LE); NEXT; }
-  case X_SETP_GT: { OPS; (void)D; SETP_FAST(>, C_GT); NEXT; }
-  case X_SETP_GE: { OPS; (void)D; SETP_FAST(>=, C_GE); NEXT; }
-  case X_FMA_F32: {
-    OPS;
-    const uint64_t *C = R(in->c);
-#ifdef SIM_X86_FMA
-    if (w->rc->fma) {
-      if (em != ALL || !exec_fma_f32_x86(D, A, B, C))
-        fma_f32_host(wp, all, em, D, A, B, C);
-      continue;
-    }
-#endif
-    LOOP(D[l] = gpu_f32(fmaf(f32(A[l]), f32(B[l]), f32(C[l]))));
-    NEXT;
-  }
-  case X_ADD_F32: { OPS; VLOOP(gpu_f32(f32(A[l]) + f32(B[l]))); NEXT; }
-  case X_SUB_F32: { OPS; VLOOP(gpu_f32(f32(A[l]) - f32(B[l]))); NEXT; }
-  case X_MUL_F32: { OPS; VLOOP(gpu_f32(f32(A[l]) * f32(B[l]))); NEXT; }
-  case X_ADD_I: { OPS; uint64_t mk = zx(~0ull, in->tb); VLOOP((A[l] + B[l]) & mk); NEXT; }
-  case X_SUB_I: { OPS; uint64_t mk = zx(~0ull, in->tb); VLOOP((A[l] - B[l]) & mk); NEXT; }
-  case X_MUL_LO: { /* of 32 bits: the product of the low halves */
-    OPS;
-    if (in->tb == 32) VLOOP((uint32_t)((uint64_t)(uint32_t)A[l] * (uint32_t)B[l]));
-    else VLOOP((A[l] * B[l]) & zx(~0ull, in->tb));
-    NEXT;
-  }
-  case X_MUL_WIDE_S32:
-    { OPS; VLOOP((uint64_t)((int64_t)(int32_t)A[l] * (int32_t)B[l])); NEXT; }
-  case X_MUL_WIDE_U32:
-    { OPS; VLOOP((uint64_t)(uint32_t)A[l] * (uint32_t)B[l]); NEXT; }
-  /* shifts: by an immediate (the same in every lane), or each lane's */
-  case X_SHL_I: {
-    OPS;
-    unsigned bits = in->tb;
-    uint64_t mk = zx(~0ull, in->tb);
-    if (in->b >= m->const_base) {
-      uint32_t sh = (uint32_t)B[0];
-      if (sh >= bits) mk = 0;
-      sh &= 63;
-      VLOOP((A[l] << sh) & mk);
-    } else {
-      VLOOP((uint32_t)B[l] >= bits ? 0 : (A[l] << ((uint32_t)B[l] & 63)) & mk);
-    }
-    NEXT;
-  }
-  case X_MAD_LO: {
-    OPS;
-    const uint64_t *C = R(in->c);
-    if (in->tb == 32)
-      VLOOP((uint32_t)((uint64_t)(uint32_t)A[l] * (uint32_t)B[l] + C[l]));
-    else
-      VLOOP((A[l] * B[l] + C[l]) & zx(~0ull, in->tb));
-    NEXT;
-  }
-  case X_SHR_U: {
-    OPS;
-    unsigned bits = in->tb;
-    uint64_t mk = zx(~0ull, in->tb);
-    if (in->b >= m->const_base) {
-      uint32_t sh = (uint32_t)B[0];
-      if (sh >= bits) mk = 0;
-      sh &= 63;
-      VLOOP((A[l] & mk) >> sh);
-    } else {
-      VLOOP((uint32_t)B[l] >= bits ? 0 : (A[l] & mk) >> ((uint32_t)B[l] & 63));
-    }
-    NEXT;
-  }
-  case X_SHR_S: {
-    OPS;
-    int bits = in->tb;
-    uint64_t mk = zx(~0ull, in->tb);
-    VLOOP((uint64_t)(sx(A[l], bits) >> ((uint32_t)B[l] >= (unsigned)bits
-                                       ? bits - 1 : (int)(uint32_t)B[l])) & mk);
-    NEXT;
-  }
-  case X_SELP: {
-    OPS;
-    uint32_t c = in->e ? ~wp->p[in->c] : wp->p[in->c];
-#ifdef __AVX2__
-    VLOOP(c & lane_bit[l] ? A[l] : B[l]);
-#else /* (no branch a lane) */
-    VLOOP(B[l] ^ ((A[l] ^ B[l]) & (0 - (uint64_t)(c >> l & 1))));
-#endif
-    NEXT;
-  }
-  case X_AND_I: { OPS; VLOOP(A[l] & B[l]); NEXT; }
-  case X_OR_I: { OPS; VLOOP(A[l] | B[l]); NEXT; }
-  case X_MOV: { OPS; (void)B; VLOOP(A[l]); NEXT; }
-  case X_CVT_S64_S32: { OPS; (void)B; VLOOP((uint64_t)(int64_t)(int32_t)A[l]); NEXT; }
-  case X_CVT_U64_U32: case X_CVT_TO32:
-    { OPS; (void)B; VLOOP((uint64_t)(uint32_t)A[l]); NEXT; }
-  case X_PLOGIC: { /* and, or, xor of predicates (either negated) */
-    EACH
-    uint32_t x = wp->p[in->a], y = wp->p[in->b], v;
-    if (in->bop & 1) x = ~x;
-    if (in->bop & 2) y = ~y;
-    v = in->op == OP_AND ? x & y : in->op == OP_OR ? x | y : x ^ y;
-    wp->p[in->d[0]] = (wp->p[in->d[0]] & ~em) | (v & em);
-    NEXT;
-  }
-  default:
-    break;
-  }
-#undef EACH
-#undef OPS
-#undef NEXT
-  return 0;
-}
-
-/* Whether the group runs in by itself, with plain_op: no control flow,
-   no wait on other lanes, no call. */
-static int plain(const ins *in) {
-  switch (in->op) {
-  case OP_REDUX: case OP_SHFL: case OP_VOTE: case OP_MATCH: case OP_WSYNC:
-  case OP_TEX: case OP_SULD: case OP_SUST: case OP_GRIDDEP: case OP_SETCOND:
-  case OP_PRINTF: case OP_ASSERT: case OP_TRAP: case OP_BAR: case OP_EXIT:
-  case OP_RET: case OP_CALL:
-    return 0;
-  default:
-    return 1;
-  }
-}
-
-/* Runs a plain instruction (plain) for the lanes em of wp's group in its
-   general form, clock the worker's thread-instructions so far: 1 after a
-   fault, else 0. */
-static ALWAYS_INLINE int plain_op(worker *w, warp *wp, const ins *in,
-                                  uint32_t em, uint64_t clock) {
-  uint64_t *D = in->d[0] >= 0 ? R(in->d[0]) : NULL;
-  const uint64_t *A = in->a >= 0 ? R(in->a) : NULL;
-  const uint64_t *B = in->b >= 0 ? R(in->b) : NULL;
-  const uint64_t *C = in->c >= 0 ? R(in->c) : A;
-  if (!B) B = A;
-  int k = in->tk, bits = in->tb;
-  int isf = k == K_F, isf32 = isf && bits == 32;
-  int dir = isf && (in->rnd == R_Z || in->rnd == R_M || in->rnd == R_P);
-  if (dir) fesetround(fe_mode(in->rnd));
-  switch (in->op) {
-  case OP_NOP:
-    break;
-  case OP_MOV:
-    if (k == K_PRED) {
-      uint32_t v = in->a == -2 ? 0 : in->a == -3 ? ALL
-                 : in->bop ? ~wp->p[in->a] : wp->p[in->a];
-      wp->p[in->d[0]] = (wp->p[in->d[0]] & ~em) | (v & em);
-    } else {
-      LOOP(D[l] = A[l]);
-    }
-    break;
-  case OP_CVTA: {
-    uint64_t tag = in->space == SP_SHARED ? GEN_SHARED
-                 : in->space == SP_LOCAL ? GEN_LOCAL : 0;
-    if (in->flags & F_TO) LOOP(D[l] = tag ? A[l] & GEN_OFFSET : A[l]);
-    else LOOP(D[l] = A[l] + tag);
-    break;
-  }
-  case OP_ISSPACEP: {
-    uint32_t v = 0;
-    LOOP(uint64_t a = A[l];
-         int r = in->space == SP_SHARED ? a >= GEN_SHARED
-               : in->space == SP_LOCAL ? a >= GEN_LOCAL && a < GEN_SHARED
-               : a < GEN_LOCAL;
-         v |= (uint32_t)r << l);
-    wp->p[in->d[0]] = (wp->p[in->d[0]] & ~em) | (v & em);
-    break;
-  }
-  case OP_LD:
-    if (ins_ld(w, wp, in, em, D)) goto fault;
-    break;
-  case OP_ST:
-    if (ins_st(w, wp, in, em)) goto fault;
-    break;
-  case OP_ATOM:
-    if (ins_atom(w, wp, in, em, D, A, B)) goto fault;
-    break;
-  case OP_HALF:
-    ins_half(wp, in, em, D, A, B, C);
-    break;
-  case OP_CARRY:
-    ins_carry(wp, in, em, D, A, B, C);
-    break;
-  case OP_SET:
-    ins_set(wp, in, em, D, A, B);
-    break;
-  case OP_SREG: {
-    uint64_t v = exec_sreg(w, in->d[0], clock);
-    LOOP(D[l] = v);
-    break;
-  }
-  case OP_ACTIVEMASK: /* predicated-off lanes are not active */
-    LOOP(D[l] = em);
-    break;
-  default:
-    if (exec_alu(wp, in, em, D, A, B, C)) break;
-    exec_fault(w, wp, 0, in, SIM_ILLEGAL_INSTRUCTION, "instruction not run");
-    goto fault;
-  }
-  if (dir) fesetround(FE_TONEAREST);
-  if ((in->flags & F_SAT) && isf32 && in->op != OP_CVT) /* .sat: [0, 1] */
-    LOOP(D[l] = bf(sat32(f32(D[l]))));
-  return 0;
-fault:
-  fesetround(FE_TONEAREST);
-  return 1;
-}
-
 /* A .sync warp instruction's wait for its member masks (warp_wait): the
    group parks, and the scheduler runs others. */
 #define SYNC_WAIT()                                                         \
@@ -455,8 +179,7 @@ fault:
    (f->pc = pc, warp_wait(wp, f, code, in, &em, depth ? 0 : wp->wait)))
 
 /* Runs the group of frame f until every lane of f has left it (RUN_DONE),
-   or, at depth 0, every lane left waits at a barrier (RUN_BLOCKED), or
-   the group, having run, is at w->stop or past it (RUN_STOP). */
+   or, at depth 0, every lane left waits at a barrier (RUN_BLOCKED). */
 int exec_run(worker *w, warp *wp, frame *f, int depth) {
   const sim_module *m = w->rc->m;
   const ins *code = m->code;
@@ -471,7 +194,6 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
                                                                barrier */
   int pc = f->pc; /* f->pc, kept in a register: written back where the
                      frame is read elsewhere (SYNC, schedule) or left */
-  int stop = depth ? INT_MAX : w->stop;
   for (;;) {
     if (pc >= f->other || !f->mask) {
       f->live &= ~wp->exited;
@@ -483,11 +205,6 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
         result = f->live ? RUN_BLOCKED : RUN_DONE;
         break;
       }
-    }
-    if (pc >= stop && executed) { /* where the block's other warps are */
-      f->pc = pc;
-      result = RUN_STOP;
-      break;
     }
     const ins *in = &code[pc];
     uint32_t em = f->mask;
@@ -505,9 +222,151 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
         em &= in->gneg ? ~wp->p[in->guard] : wp->p[in->guard];
       if (in->inval) span_forget(wp, in);
     }
+    /* the fast forms, each its own case; a break runs the general code */
+#define OPS                                                                 \
+    uint64_t *D = R(in->d[0]);                                              \
+    const uint64_t *A = R(in->a), *B = R(in->b < 0 ? in->a : in->b)
+#define NEXT                                                                \
+    pc++;                                                                   \
+    continue
     switch (in->x) {
     case X_NONE:
       break;
+    /* each form its own case, for the width and space known in it */
+#define FAST_LD(X, SH, N, SGN)                                              \
+    case X: {                                                               \
+      const uint64_t *Bs = R(in->base);                                     \
+      uint64_t off = (uint64_t)in->off, *D = R(in->d[0]);                   \
+      int64_t mn_, mx_;                                                     \
+      if (SH ? !span_ok(wp, in, em, Bs, off, N, 0, w->rc->nshared, &mn_,    \
+                        &mx_)                                               \
+             : !global_span_ok(w, wp, in, em, Bs, off, N, 0))               \
+        break;                                                              \
+      uintptr_t h = (SH ? (uintptr_t)w->shared : 0) + (uintptr_t)off;      \
+      LD_LANES(h, N, SGN);                                                  \
+      NEXT;                                                                 \
+    }
+#define FAST_ST(X, SH, N)                                                   \
+    case X: {                                                               \
+      const uint64_t *Bs = R(in->base), *V = R(in->d[0]);                   \
+      uint64_t off = (uint64_t)in->off;                                     \
+      int64_t mn_, mx_;                                                     \
+      if (SH ? !span_ok(wp, in, em, Bs, off, N, 0, w->rc->nshared, &mn_,    \
+                        &mx_)                                               \
+             : !global_span_ok(w, wp, in, em, Bs, off, N, 1))               \
+        break;                                                              \
+      uintptr_t h = (SH ? (uintptr_t)w->shared : 0) + (uintptr_t)off;      \
+      ST_LANES(h, N);                                                       \
+      NEXT;                                                                 \
+    }
+    FAST_LD(X_LD_SH4, 1, 4, 0)
+    FAST_LD(X_LD_SH4S, 1, 4, 1)
+    FAST_LD(X_LD_SH8, 1, 8, 0)
+    FAST_LD(X_LD_GL4, 0, 4, 0)
+    FAST_LD(X_LD_GL4S, 0, 4, 1)
+    FAST_LD(X_LD_GL8, 0, 8, 0)
+    FAST_ST(X_ST_SH4, 1, 4)
+    FAST_ST(X_ST_SH8, 1, 8)
+    FAST_ST(X_ST_GL4, 0, 4)
+    FAST_ST(X_ST_GL8, 0, 8)
+#undef FAST_LD
+#undef FAST_ST
+    case X_SETP_EQ: { OPS; (void)D; SETP_FAST(==, C_EQ); NEXT; }
+    case X_SETP_NE: { OPS; (void)D; SETP_FAST(!=, C_NE); NEXT; }
+    case X_SETP_LT: { OPS; (void)D; SETP_FAST(<, C_LT); NEXT; }
+    case X_SETP_LE: { OPS; (void)D; SETP_FAST(<=, C_LE); NEXT; }
+    case X_SETP_GT: { OPS; (void)D; SETP_FAST(>, C_GT); NEXT; }
+    case X_SETP_GE: { OPS; (void)D; SETP_FAST(>=, C_GE); NEXT; }
+    case X_FMA_F32: {
+      OPS;
+      const uint64_t *C = R(in->c);
+#ifdef SIM_X86_FMA
+      if (w->rc->fma) {
+        if (em != ALL || !exec_fma_f32_x86(D, A, B, C))
+          fma_f32_host(wp, EVERY_LANE, em, D, A, B, C);
+        NEXT;
+      }
+#endif
+      LOOP(D[l] = gpu_f32(fmaf(f32(A[l]), f32(B[l]), f32(C[l]))));
+      NEXT;
+    }
+    case X_ADD_F32: { OPS; VLOOP(gpu_f32(f32(A[l]) + f32(B[l]))); NEXT; }
+    case X_SUB_F32: { OPS; VLOOP(gpu_f32(f32(A[l]) - f32(B[l]))); NEXT; }
+    case X_MUL_F32: { OPS; VLOOP(gpu_f32(f32(A[l]) * f32(B[l]))); NEXT; }
+    case X_ADD_I: { OPS; uint64_t mk = zx(~0ull, in->tb); VLOOP((A[l] + B[l]) & mk); NEXT; }
+    case X_SUB_I: { OPS; uint64_t mk = zx(~0ull, in->tb); VLOOP((A[l] - B[l]) & mk); NEXT; }
+    case X_MUL_LO: { /* of 32 bits: the product of the low halves */
+      OPS;
+      if (in->tb == 32) VLOOP((uint32_t)((uint64_t)(uint32_t)A[l] * (uint32_t)B[l]));
+      else VLOOP((A[l] * B[l]) & zx(~0ull, in->tb));
+      NEXT;
+    }
+    case X_MUL_WIDE_S32:
+      { OPS; VLOOP((uint64_t)((int64_t)(int32_t)A[l] * (int32_t)B[l])); NEXT; }
+    case X_MUL_WIDE_U32:
+      { OPS; VLOOP((uint64_t)(uint32_t)A[l] * (uint32_t)B[l]); NEXT; }
+    /* shifts: by an immediate (the same in every lane), or each lane's */
+    case X_SHL_I: {
+      OPS;
+      unsigned bits = in->tb;
+      uint64_t mk = zx(~0ull, in->tb);
+      if (in->b >= m->const_base) {
+        uint32_t n = (uint32_t)B[0];
+        if (n >= bits) mk = 0;
+        n &= 63;
+        VLOOP((A[l] << n) & mk);
+      } else {
+        VLOOP((uint32_t)B[l] >= bits ? 0 : (A[l] << ((uint32_t)B[l] & 63)) & mk);
+      }
+      NEXT;
+    }
+    case X_MAD_LO: {
+      OPS;
+      const uint64_t *C = R(in->c);
+      if (in->tb == 32)
+        VLOOP((uint32_t)((uint64_t)(uint32_t)A[l] * (uint32_t)B[l] + C[l]));
+      else
+        VLOOP((A[l] * B[l] + C[l]) & zx(~0ull, in->tb));
+      NEXT;
+    }
+    case X_SHR_U: {
+      OPS;
+      unsigned bits = in->tb;
+      uint64_t mk = zx(~0ull, in->tb);
+      if (in->b >= m->const_base) {
+        uint32_t n = (uint32_t)B[0];
+        if (n >= bits) mk = 0;
+        n &= 63;
+        VLOOP((A[l] & mk) >> n);
+      } else {
+        VLOOP((uint32_t)B[l] >= bits ? 0 : (A[l] & mk) >> ((uint32_t)B[l] & 63));
+      }
+      NEXT;
+    }
+    case X_SHR_S: {
+      OPS;
+      int bits = in->tb;
+      uint64_t mk = zx(~0ull, in->tb);
+      VLOOP((uint64_t)(sx(A[l], bits) >> ((uint32_t)B[l] >= (unsigned)bits
+                                         ? bits - 1 : (int)(uint32_t)B[l])) & mk);
+      NEXT;
+    }
+    case X_SELP: {
+      OPS;
+      uint32_t c = in->e ? ~wp->p[in->c] : wp->p[in->c];
+#ifdef __AVX2__
+      VLOOP(c & lane_bit[l] ? A[l] : B[l]);
+#else /* (no branch a lane) */
+      VLOOP(B[l] ^ ((A[l] ^ B[l]) & (0 - (uint64_t)(c >> l & 1))));
+#endif
+      NEXT;
+    }
+    case X_AND_I: { OPS; VLOOP(A[l] & B[l]); NEXT; }
+    case X_OR_I: { OPS; VLOOP(A[l] | B[l]); NEXT; }
+    case X_MOV: { OPS; (void)B; VLOOP(A[l]); NEXT; }
+    case X_CVT_S64_S32: { OPS; (void)B; VLOOP((uint64_t)(int64_t)(int32_t)A[l]); NEXT; }
+    case X_CVT_U64_U32: case X_CVT_TO32:
+      { OPS; (void)B; VLOOP((uint64_t)(uint32_t)A[l]); NEXT; }
     case X_BRA: { /* (every bra) */
       int back = in->target <= pc;
       if (em == f->mask) {
@@ -540,18 +399,64 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
       }
       continue;
     }
-    default:
-      if (fast_form(w, &wp, 1, in, &em, EVERY_LANE)) {
-        pc++;
-        continue;
-      }
+    case X_PLOGIC: { /* and, or, xor of predicates (either negated) */
+      uint32_t x = wp->p[in->a], y = wp->p[in->b], v;
+      if (in->bop & 1) x = ~x;
+      if (in->bop & 2) y = ~y;
+      v = in->op == OP_AND ? x & y : in->op == OP_OR ? x | y : x ^ y;
+      wp->p[in->d[0]] = (wp->p[in->d[0]] & ~em) | (v & em);
+      NEXT;
     }
+    }
+#undef OPS
+#undef NEXT
     uint64_t *D = in->d[0] >= 0 ? R(in->d[0]) : NULL;
     const uint64_t *A = in->a >= 0 ? R(in->a) : NULL;
     const uint64_t *B = in->b >= 0 ? R(in->b) : NULL;
     const uint64_t *C = in->c >= 0 ? R(in->c) : A;
     if (!B) B = A;
+    int k = in->tk, bits = in->tb;
+    int isf = k == K_F, isf32 = isf && bits == 32;
+    int dir = isf && (in->rnd == R_Z || in->rnd == R_M || in->rnd == R_P);
+    if (dir) fesetround(fe_mode(in->rnd));
     switch (in->op) {
+    case OP_NOP:
+      break;
+    case OP_MOV:
+      if (k == K_PRED) {
+        uint32_t v = in->a == -2 ? 0 : in->a == -3 ? ALL
+                   : in->bop ? ~wp->p[in->a] : wp->p[in->a];
+        wp->p[in->d[0]] = (wp->p[in->d[0]] & ~em) | (v & em);
+      } else {
+        LOOP(D[l] = A[l]);
+      }
+      break;
+    case OP_CVTA: {
+      uint64_t tag = in->space == SP_SHARED ? GEN_SHARED
+                   : in->space == SP_LOCAL ? GEN_LOCAL : 0;
+      if (in->flags & F_TO) LOOP(D[l] = tag ? A[l] & GEN_OFFSET : A[l]);
+      else LOOP(D[l] = A[l] + tag);
+      break;
+    }
+    case OP_ISSPACEP: {
+      uint32_t v = 0;
+      LOOP(uint64_t a = A[l];
+           int r = in->space == SP_SHARED ? a >= GEN_SHARED
+                 : in->space == SP_LOCAL ? a >= GEN_LOCAL && a < GEN_SHARED
+                 : a < GEN_LOCAL;
+           v |= (uint32_t)r << l);
+      wp->p[in->d[0]] = (wp->p[in->d[0]] & ~em) | (v & em);
+      break;
+    }
+    case OP_LD:
+      if (ins_ld(w, wp, in, em, D)) goto fault;
+      break;
+    case OP_ST:
+      if (ins_st(w, wp, in, em)) goto fault;
+      break;
+    case OP_ATOM:
+      if (ins_atom(w, wp, in, em, D, A, B)) goto fault;
+      break;
     case OP_REDUX:
       if (SYNC_WAIT()) continue;
       ins_redux(wp, in, em, D, A);
@@ -576,6 +481,23 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
       break;
     case OP_WSYNC:
       if (SYNC_WAIT()) continue;
+      break;
+    case OP_HALF:
+      ins_half(wp, in, em, D, A, B, C);
+      break;
+    case OP_CARRY:
+      ins_carry(wp, in, em, D, A, B, C);
+      break;
+    case OP_SET:
+      ins_set(wp, in, em, D, A, B);
+      break;
+    case OP_SREG: {
+      uint64_t v = exec_sreg(w, in->d[0], w->executed + executed);
+      LOOP(D[l] = v);
+      break;
+    }
+    case OP_ACTIVEMASK: /* predicated-off lanes are not active */
+      LOOP(D[l] = em);
       break;
     case OP_SETCOND:
       LOOP(cond_call(w, wp, l, in); if (w->fault) goto fault);
@@ -663,8 +585,13 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
       break;
     }
     default:
-      if (plain_op(w, wp, in, em, w->executed + executed)) goto fault;
+      if (exec_alu(wp, in, em, D, A, B, C)) break;
+      exec_fault(w, wp, 0, in, SIM_ILLEGAL_INSTRUCTION, "instruction not run");
+      goto fault;
     }
+    if (dir) fesetround(FE_TONEAREST);
+    if ((in->flags & F_SAT) && isf32 && in->op != OP_CVT) /* .sat: [0, 1] */
+      LOOP(D[l] = bf(sat32(f32(D[l]))));
     pc++;
     continue;
   fault: /* (from a fast form too, before dir is known) */
@@ -673,184 +600,6 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
     f->pc = pc;
     return RUN_FAULT;
   }
-  w->executed += executed;
-  return result;
-}
-
-/* Schedules wp's top frame where its group has left (exec_run's step at
-   the top of its loop), unless the group is held at a barrier. */
-static void settle(warp *wp) {
-  frame *f = &wp->top;
-  if (f->mask & wp->wait) return;
-  if (f->pc >= f->other || !f->mask) {
-    f->live &= ~wp->exited;
-    f->mask &= ~wp->exited;
-    schedule(f, wp->wait);
-  }
-}
-
-#ifndef EXEC_VARIANT
-void exec_settle(warp *wp) { settle(wp); }
-#endif
-
-/* Runs the groups of the top frames of warps g[0..*n-1] of w's block, all
-   settled at one PC, in lock step: each instruction decoded once and run
-   for each group in turn, the block's warps in one dispatch where they
-   run the same code. Returns RUN_STOP once they part or reach stop (the
-   lowest PC of the block's other runnable warps), each frame's PC written
-   back; RUN_ALONE at an instruction each group runs by itself (exec_run),
-   the *n warps left at it; RUN_YIELD, RUN_FAULT as exec_run. */
-int exec_gang(worker *w, warp **g, int *np, int stop) {
-  const ins *code = w->rc->m->code;
-  int n = *np, pc = g[0]->top.pc, result;
-  uint64_t executed = 0;
-  for (;;) { /* a gang formed: its lanes, and where it stops */
-    int lim = stop;
-    unsigned nlanes = 0;
-    uint32_t whole = 0; /* bit i: as exec_run's whole, for g[i] */
-    for (int i = 0; i < n; i++) {
-      const frame *f = &g[i]->top;
-      if (f->other < lim) lim = f->other;
-      nlanes += lanes(f->mask);
-      whole |= (uint32_t)(f->mask == ALL ||
-                          !(f->live & ~f->mask & ~g[i]->exited)) << i;
-    }
-    for (;;) {
-      if (pc >= lim) {
-        result = RUN_STOP;
-        goto out;
-      }
-      const ins *in = &code[pc];
-      if (in->x == X_BRA) {
-        int back = in->target <= pc, next0 = 0, parted = 0, split = 0;
-        uint32_t any = 0;
-        executed += nlanes;
-        for (int i = 0; i < n; i++) {
-          warp *wp = g[i];
-          frame *f = &wp->top;
-          uint32_t em = f->mask;
-          if (in->guard >= 0)
-            em &= in->gneg ? ~wp->p[in->guard] : wp->p[in->guard];
-          int next = pc + 1;
-          if (em == f->mask) {
-            next = in->target;
-          } else if (em) { /* the group splits, as in exec_run */
-            for (uint32_t q = em; q; q &= q - 1)
-              f->pcs[__builtin_ctz(q)] = in->target;
-            for (uint32_t q = f->mask & ~em; q; q &= q - 1)
-              f->pcs[__builtin_ctz(q)] = pc + 1;
-            f->mask = 0;
-            settle(wp);
-            next = f->mask && !(f->mask & wp->wait) ? f->pc : -1;
-            split = 1;
-          }
-          if (next >= 0) f->pc = next;
-          if (!i) next0 = next;
-          parted |= next != next0;
-          any |= em;
-        }
-        if (back && any && ++w->backs % SIM_BACKS == 0) {
-          warp *wp = g[0];
-          if (exec_late(w->rc)) {
-            exec_fault(w, wp, __builtin_ctz(wp->top.mask ? wp->top.mask : 1),
-                       in, SIM_LAUNCH_TIMEOUT, "still running after "
-                       "CUDA_SIM_TIMEOUT (%g s): a loop that waits on "
-                       "another block's write?", w->rc->timeout);
-            w->executed += executed;
-            return RUN_FAULT;
-          }
-          if (exec_stopped(w->rc)) {
-            w->fault = SIM_STOPPED;
-            w->executed += executed;
-            return RUN_FAULT;
-          }
-          if (w->nwarps > 1) { /* the block's others go on */
-            w->executed += executed;
-            return RUN_YIELD;
-          }
-        }
-        pc = next0;
-        if (!parted && !split) continue;
-        if (!parted && next0 >= 0) break; /* the gang's lanes changed */
-        goto part;
-      }
-      if (in->x == X_NONE && !plain(in)) {
-        if (in->op != OP_EXIT && in->op != OP_RET) { /* (ret: exit, here) */
-          result = RUN_ALONE;
-          goto out;
-        }
-        executed += nlanes;
-        for (int i = 0; i < n; i++) {
-          warp *wp = g[i];
-          frame *f = &wp->top;
-          uint32_t em = f->mask;
-          if (in->guard >= 0)
-            em &= in->gneg ? ~wp->p[in->guard] : wp->p[in->guard];
-          wp->exited |= em;
-          f->live &= ~em;
-          f->mask &= ~em;
-          f->pc = pc + 1;
-        }
-        goto part;
-      }
-      executed += nlanes;
-      uint32_t ems[32], alls = 0;
-      for (int i = 0; i < n; i++) {
-        warp *wp = g[i];
-        const frame *f = &wp->top;
-        uint32_t em = f->mask;
-        if (in->pre) {
-          if (in->guard >= 0)
-            em &= in->gneg ? ~wp->p[in->guard] : wp->p[in->guard];
-          if (in->inval) span_forget(wp, in);
-        }
-        ems[i] = em;
-#ifdef __AVX2__
-        alls |= (uint32_t)(em == f->mask) << i;
-#else
-        alls |= (uint32_t)(em == ALL) << i;
-#endif
-      }
-#ifdef __AVX2__
-      alls &= whole;
-#endif
-      int i = in->x != X_NONE ? fast_form(w, g, n, in, ems, alls) : 0;
-      for (; i < n; i++)
-        if (plain_op(w, g[i], in, ems[i], w->executed + executed)) {
-          w->executed += executed;
-          for (int j = 0; j < n; j++) g[j]->top.pc = pc;
-          return RUN_FAULT;
-        }
-      pc++;
-    }
-    continue;
-  part: /* the groups moved apart: the gang goes on with those at the
-           lowest PC, the others wait for it there */
-    ;
-    int k = 0, min = INT_MAX;
-    for (int i = 0; i < n; i++) {
-      warp *wp = g[i];
-      settle(wp);
-      if (!wp->top.mask || (wp->top.mask & wp->wait)) continue;
-      if (wp->top.pc < min) min = wp->top.pc;
-    }
-    for (int i = 0; i < n; i++) {
-      warp *wp = g[i];
-      if (!wp->top.mask || (wp->top.mask & wp->wait)) continue;
-      if (wp->top.pc == min) g[k++] = wp;
-      else if (wp->top.pc < stop) stop = wp->top.pc;
-    }
-    n = k;
-    *np = n;
-    if (n < 2 || min >= stop) {
-      w->executed += executed;
-      return RUN_STOP;
-    }
-    pc = min;
-  }
-out:
-  for (int i = 0; i < n; i++) g[i]->top.pc = pc;
-  *np = n;
   w->executed += executed;
   return result;
 }

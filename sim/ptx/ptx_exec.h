@@ -82,8 +82,6 @@ typedef struct run_ctx run_ctx;
 typedef struct worker worker;
 /* Runs the group of frame f of warp wp of w's block (ptx_exec.c). */
 typedef int exec_fn(worker *w, warp *wp, frame *f, int depth);
-/* Runs the warps g[0..*n-1] of w's block in lock step (ptx_exec.c). */
-typedef int gang_fn(worker *w, warp **g, int *n, int stop);
 
 /* Allocations a worker keeps as found live (a kernel reads and writes
    several in turn). */
@@ -128,8 +126,6 @@ struct worker {
   uint32_t seq;
   uint64_t executed;
   unsigned backs;       /* backward branches taken */
-  int stop;             /* exec_run at depth 0 stops at this PC or past it */
-  warp **gang;          /* the warps running in lock step (nwarps) */
   int red;              /* a bar.red at the barrier: the threads whose */
   unsigned red_count;   /* predicate holds, and whether none or all */
   int red_none, red_all;
@@ -146,7 +142,6 @@ struct run_ctx {
   int fault;            /* set once, by the first fault */
   int fma;              /* the host has FMA and AVX2 (x86-64) */
   exec_fn *run;         /* exec_run, or the variant the host runs */
-  gang_fn *gang;        /* exec_gang, the same variant */
   double timeout;       /* CUDA_SIM_TIMEOUT, seconds; 0: none */
   double deadline;      /* CLOCK_MONOTONIC seconds when it times out */
   pthread_mutex_t mu;
@@ -228,24 +223,16 @@ static inline int fe_mode(int rnd) {
 
 /* RUN_YIELD: a warp that has taken many backward branches gives the
    others of its block a turn (one may be waiting on what another writes). */
-/* RUN_STOP: it reached the PC where the block's other warps are (it may
-   run with them in lock step); RUN_ALONE (exec_gang): at an instruction
-   each warp runs by itself. */
-enum { RUN_DONE, RUN_BLOCKED, RUN_FAULT, RUN_YIELD, RUN_STOP, RUN_ALONE };
+enum { RUN_DONE, RUN_BLOCKED, RUN_FAULT, RUN_YIELD };
 /* Backward branches of a worker between a yield and a look at the clock. */
 enum { SIM_BACKS = 4096 };
 
 /* ptx_exec.c, and its variants for wider vectors (the Makefile builds
    them on x86-64) */
 exec_fn exec_run;
-gang_fn exec_gang;
 #ifdef SIM_X86_FMA
 exec_fn exec_run_avx2, exec_run_avx512;
-gang_fn exec_gang_avx2, exec_gang_avx512;
 #endif
-/* Schedules the top frame of a warp that is not running where its group
-   has left (a frame is left so by exec_run and exec_gang). */
-void exec_settle(warp *wp);
 /* Whether the launch has run past its deadline. */
 int exec_late(const run_ctx *rc);
 /* Whether the caller wants the launch stopped (sim_launch.stop); then it

@@ -233,80 +233,24 @@ static void open_barrier(worker *w) {
   no_red(w);
 }
 
-/* Runs warp wp alone up to the PC stop (RUN_STOP) or its end, a barrier,
-   a yield: 1 after a fault. */
-static int run_alone(worker *w, warp *wp, int stop, int *yielded) {
-  w->stop = stop;
-  int r = w->rc->run(w, wp, &wp->top, 0);
-  if (r == RUN_FAULT) return 1;
-  if (r == RUN_DONE) wp->done = 1;
-  if (r == RUN_YIELD) *yielded = 1;
-  return 0;
-}
-
-/* Whether warp wp can run: its lanes left, not waiting at a barrier
-   (settled first); one with no lane left is done. */
-static int runnable(warp *wp) {
-  if (wp->done) return 0;
-  exec_settle(wp);
-  const frame *f = &wp->top;
-  if (!f->live) wp->done = 1;
-  return f->mask && !(f->mask & wp->wait);
-}
-
-/* Runs the block's warps as a warp runs its lanes: those at the lowest PC
-   in lock step (exec_gang; each alone at the instructions a warp runs by
-   itself), a lone one up to the PC of the next, until every warp waits at
-   the barrier, which opens, or is done. A yield (a warp that loops long)
-   lets each other warp run alone to its own end, barrier or yield: one
-   may be waiting on what another writes. */
 static int run_block(worker *w) {
   for (unsigned i = 0; i < w->nwarps; i++) start_warp(w, &w->warps[i], i);
   no_red(w);
-  warp **g = w->gang;
   for (;;) {
-    int n = 0, min = INT_MAX, other = INT_MAX, waiting = 0, yielded = 0;
+    int waiting = 0, yielded = 0;
     for (unsigned i = 0; i < w->nwarps; i++) {
       warp *wp = &w->warps[i];
-      if (!runnable(wp)) {
-        waiting |= !wp->done;
-        continue;
-      }
-      int pc = wp->top.pc;
-      if (pc > min) {
-        if (pc < other) other = pc;
-        continue;
-      }
-      if (pc < min) {
-        if (min < other) other = min;
-        min = pc;
-        n = 0;
-      }
-      g[n++] = wp;
+      if (wp->done) continue;
+      int r = w->rc->run(w, wp, &wp->top, 0);
+      if (r == RUN_FAULT) return 1;
+      if (r == RUN_DONE) wp->done = 1;
+      else if (r == RUN_YIELD) yielded = 1;
+      else waiting = 1;
+      if (__atomic_load_n(&w->rc->fault, __ATOMIC_RELAXED)) return 1;
     }
-    if (!n) {
-      if (!waiting) return 0;
-      open_barrier(w); /* every lane left waits */
-      continue;
-    }
-    int r = n > 1 ? w->rc->gang(w, g, &n, other) : RUN_ALONE;
-    if (r == RUN_FAULT) return 1;
-    if (r == RUN_YIELD) yielded = 1;
-    if (r == RUN_ALONE) {
-      int stop = n > 1 ? g[0]->top.pc : other; /* one instruction each */
-      for (int i = 0; i < n; i++)
-        if (run_alone(w, g[i], stop, &yielded)) return 1;
-    }
-    if (__atomic_load_n(&w->rc->fault, __ATOMIC_RELAXED)) return 1;
-    if (!yielded) continue;
-    for (unsigned i = 0; i < w->nwarps; i++) {
-      warp *wp = &w->warps[i];
-      int mine = 0;
-      for (int j = 0; j < n; j++) mine |= g[j] == wp;
-      if (!mine && runnable(wp) && run_alone(w, wp, INT_MAX, &yielded))
-        return 1;
-    }
-    if (__atomic_load_n(&w->rc->fault, __ATOMIC_RELAXED)) return 1;
+    if (yielded) continue; /* a barrier opens once no warp is running */
+    if (!waiting) return 0;
+    open_barrier(w); /* every lane left waits */
   }
 }
 
@@ -349,7 +293,6 @@ static void free_worker(worker *w) {
   free(w->out);
   free(w->recs);
   free(w->warps);
-  free(w->gang);
   free(w->regs);
   free(w->preds);
   free(w->shared);
@@ -369,13 +312,12 @@ static int init_worker(worker *w, run_ctx *rc) {
   w->nwarps = (nt + 31) / 32;
   size_t slots = (size_t)m->nslots * 32;
   w->warps = calloc(w->nwarps, sizeof *w->warps);
-  w->gang = calloc(w->nwarps, sizeof *w->gang);
   w->regs = calloc(slots * w->nwarps, sizeof *w->regs);
   w->preds = calloc((size_t)(m->npreds + 1) * w->nwarps, sizeof *w->preds);
   w->shared = malloc(rc->nshared ? rc->nshared : 1);
   w->local = calloc((size_t)w->nwarps * 32, m->local_size);
   w->pf = calloc((size_t)w->nwarps * 32, m->pframe);
-  if (!w->warps || !w->gang || !w->regs || !w->preds || !w->shared || !w->local || !w->pf) {
+  if (!w->warps || !w->regs || !w->preds || !w->shared || !w->local || !w->pf) {
     free_worker(w);
     return 0;
   }
@@ -467,11 +409,6 @@ int sim_run(const sim_kernel *k, sim_launch *l, char *diag, size_t ndiag) {
   run_ctx rc;
   memset(&rc, 0, sizeof rc);
   rc.run = pick_run(&rc.fma);
-  rc.gang = exec_gang;
-#ifdef SIM_X86_FMA
-  if (rc.run == exec_run_avx512) rc.gang = exec_gang_avx512;
-  if (rc.run == exec_run_avx2) rc.gang = exec_gang_avx2;
-#endif
   rc.timeout = launch_timeout();
   rc.deadline = now() + rc.timeout;
   rc.k = k;
