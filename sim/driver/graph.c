@@ -492,6 +492,8 @@ CUresult CUDAAPI cuGraphGetEdges(CUgraph hGraph, CUgraphNode *from,
     const CUgraphNode node = hGraph->nodes.v[i];
     for (size_t j = 0; j < node->deps.n; j++, n++) {
       if (!from || n >= *numEdges) continue;
+      if (!edgeData && set_has(&node->prog, node->deps.v[j]))
+        return CUDA_ERROR_LOSSY_QUERY; /* as the driver: an edge's type */
       from[n] = node->deps.v[j];
       to[n] = node;
       if (edgeData) dbl_edge_data(node, node->deps.v[j], &edgeData[n]);
@@ -522,6 +524,8 @@ CUresult CUDAAPI cuGraphNodeGetDependencies(CUgraphNode hNode,
     return CUDA_SUCCESS;
   }
   for (size_t i = 0; i < *numDependencies; i++) {
+    if (!edgeData && i < n && set_has(&hNode->prog, hNode->deps.v[i]))
+      return CUDA_ERROR_LOSSY_QUERY; /* would be lost */
     dependencies[i] = i < n ? hNode->deps.v[i] : NULL;
     if (edgeData && i < n) dbl_edge_data(hNode, hNode->deps.v[i], &edgeData[i]);
     else if (edgeData) memset(&edgeData[i], 0, sizeof *edgeData);

@@ -220,6 +220,8 @@ static int same_launch(const cg_recs *r, const cg_rec *e, CUgraphNode node,
 CUresult cg_recs_resolve(cg_recs *r, const char **api) {
   if (!r || !r->lazy) return CUDA_SUCCESS;
   CUgraphNode node = r->tail, deps[2];
+  CUgraphEdgeData ed[2]; /* asked for: a programmatic edge's type would be
+                            lost, which the driver refuses */
   size_t j = r->n;
   CUresult res = CUDA_SUCCESS;
   while (r->lazy && node) {
@@ -236,7 +238,7 @@ CUresult cg_recs_resolve(cg_recs *r, const char **api) {
     if (!r->lazy) break;
     size_t nd = 2;
     *api = "cuGraphNodeGetDependencies";
-    res = cg_drv.cuGraphNodeGetDependencies(node, deps, NULL, &nd);
+    res = cg_drv.cuGraphNodeGetDependencies(node, deps, ed, &nd);
     if (res != CUDA_SUCCESS) break;
     node = nd == 1 ? deps[0] : NULL; /* a join or the root: the walk ends */
   }

@@ -234,11 +234,14 @@ static void instrument(lua_State *L, scratch *s, CUgraph g, const size_t *m,
   size_t ne = 0;
   CU(L, ctx, cuGraphGetEdges, g, NULL, NULL, NULL, &ne);
   CUgraphNode *from = cg_profile_temp(L, 2 * ne + k, sizeof *from);
+  CUgraphEdgeData *ed = cg_profile_temp(L, ne + 1, sizeof *ed); /* asked
+    for, or the driver refuses a programmatic edge; the copy's events order
+    its nodes instead */
   CUgraphNode *to = from + ne, *deps = to + ne;
   size_t *at = cg_profile_temp(L, 2 * ne + 3 * k, sizeof *at);
   size_t *efrom = at, *eto = at + ne, *order = at + 2 * ne, *left = order + k;
   size_t *succ = left + k;
-  if (ne) CU(L, ctx, cuGraphGetEdges, g, from, to, NULL, &ne);
+  if (ne) CU(L, ctx, cuGraphGetEdges, g, from, to, ed, &ne);
   for (size_t e = 0; e < ne; e++) /* the edges as positions in m */
     for (size_t i = 0; i < k; i++) {
       if (s->u[m[i]].copy == from[e]) efrom[e] = i;
