@@ -79,8 +79,12 @@ return function(options)
       end
       local e = causes[c]
       e.n = e.n + 1
+      -- where pending was called, else (a helper's, busted's own) where
+      -- the test was declared
       local file = p.trace and p.trace.short_src
-      local num = file and file:match("spec/(%d%d)%-") or file
+      local it = p.element and p.element.trace and p.element.trace.short_src
+      local num = file and file:match("spec/(%d%d)%-")
+        or it and it:match("spec/(%d%d)%-") or file
       if num and not e.seen[num] then
         e.seen[num] = true
         e.files[#e.files + 1] = num
