@@ -55,8 +55,10 @@ static inline const uint64_t *lane_masks(warp *wp, int k, uint32_t m) {
    lane of the warp but em's is left to run: the others exited), else
    em's kept, so that the loop has no branch a lane and vectorizes
    whatever em is; without AVX2, whose blend costs more than it saves,
-   only em's lanes are visited. With AVX-512 the lanes of em are stored
-   under a mask register, the others neither read nor written. */
+   only em's lanes are visited. With AVX-512 em's lanes are blended in
+   under a mask register (no expanded masks to load), each vector stored
+   whole (a masked store would not forward to the next instruction's
+   loads). */
 #if defined(__AVX512F__)
 #define VLOOP_AS(ALL_, EXPR)                                                \
   do {                                                                      \
@@ -66,8 +68,9 @@ static inline const uint64_t *lane_masks(warp *wp, int k, uint32_t m) {
       uint64_t T_[32];                                                      \
       for (int l = 0; l < 32; l++) T_[l] = (EXPR);                          \
       for (int c_ = 0; c_ < 32; c_ += 8)                                    \
-        _mm512_mask_storeu_epi64(D + c_, (__mmask8)(em >> c_),              \
-                                 _mm512_loadu_si512((const void *)(T_ + c_))); \
+        _mm512_storeu_si512(D + c_, _mm512_mask_mov_epi64(                  \
+            _mm512_loadu_si512(D + c_), (__mmask8)(em >> c_),               \
+            _mm512_loadu_si512(T_ + c_)));                                  \
     }                                                                       \
   } while (0)
 #elif defined(__AVX2__)
