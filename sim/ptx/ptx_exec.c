@@ -55,8 +55,25 @@ static inline const uint64_t *lane_masks(warp *wp, int k, uint32_t m) {
    lane of the warp but em's is left to run: the others exited), else
    em's kept, so that the loop has no branch a lane and vectorizes
    whatever em is; without AVX2, whose blend costs more than it saves,
-   only em's lanes are visited. */
-#if defined(__AVX2__)
+   only em's lanes are visited. With AVX-512 em's lanes are blended in
+   under a mask register (no expanded masks to load), each vector stored
+   whole (a masked store would not forward to the next instruction's
+   loads). */
+#if defined(__AVX512F__)
+#define VLOOP_AS(ALL_, EXPR)                                                \
+  do {                                                                      \
+    if (ALL_) {                                                             \
+      for (int l = 0; l < 32; l++) D[l] = (EXPR);                           \
+    } else {                                                                \
+      uint64_t T_[32];                                                      \
+      for (int l = 0; l < 32; l++) T_[l] = (EXPR);                          \
+      for (int c_ = 0; c_ < 32; c_ += 8)                                    \
+        _mm512_storeu_si512(D + c_, _mm512_mask_mov_epi64(                  \
+            _mm512_loadu_si512(D + c_), (__mmask8)(em >> c_),               \
+            _mm512_loadu_si512(T_ + c_)));                                  \
+    }                                                                       \
+  } while (0)
+#elif defined(__AVX2__)
 #define VLOOP_AS(ALL_, EXPR)                                                \
   do {                                                                      \
     if (ALL_) {                                                             \
@@ -373,6 +390,16 @@ int exec_run(worker *w, warp *wp, frame *f, int depth) {
         pc = in->target;
       } else if (!em) {
         pc++;
+      } else if (back && in->target < f->other && !f->park) {
+        /* a loop's lanes leave it: the taken ones run on alone, the
+           lowest PC (what schedule would pick: no other lane of the
+           frame is before f->other, none parked) */
+        for (uint32_t q = f->mask & ~em; q; q &= q - 1)
+          f->pcs[__builtin_ctz(q)] = pc + 1;
+        if (pc + 1 < f->other) f->other = pc + 1;
+        f->mask = em;
+        f->release = 0;
+        pc = in->target;
       } else { /* the group splits: the taken lanes and the others */
         for (uint32_t q = em; q; q &= q - 1) f->pcs[__builtin_ctz(q)] = in->target;
         for (uint32_t q = f->mask & ~em; q; q &= q - 1)

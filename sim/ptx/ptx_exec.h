@@ -99,7 +99,7 @@ typedef struct sim_rec {
 struct worker {
   run_ctx *rc;
   warp *warps;
-  uint64_t *regs;
+  uint64_t *regs, *regs_mem; /* regs: regs_mem rounded up to 64 bytes */
   uint32_t *preds;
   unsigned char *shared, *local, *pf;
   unsigned nwarps;

@@ -293,7 +293,7 @@ static void free_worker(worker *w) {
   free(w->out);
   free(w->recs);
   free(w->warps);
-  free(w->regs);
+  free(w->regs_mem);
   free(w->preds);
   free(w->shared);
   free(w->local);
@@ -312,12 +312,15 @@ static int init_worker(worker *w, run_ctx *rc) {
   w->nwarps = (nt + 31) / 32;
   size_t slots = (size_t)m->nslots * 32;
   w->warps = calloc(w->nwarps, sizeof *w->warps);
-  w->regs = calloc(slots * w->nwarps, sizeof *w->regs);
+  /* a slot's 32 lanes on whole cache lines (256 bytes a slot) */
+  w->regs_mem = calloc(slots * w->nwarps + 8, sizeof *w->regs);
+  w->regs = (uint64_t *)(((uintptr_t)w->regs_mem + 63) & ~(uintptr_t)63);
   w->preds = calloc((size_t)(m->npreds + 1) * w->nwarps, sizeof *w->preds);
   w->shared = malloc(rc->nshared ? rc->nshared : 1);
   w->local = calloc((size_t)w->nwarps * 32, m->local_size);
   w->pf = calloc((size_t)w->nwarps * 32, m->pframe);
-  if (!w->warps || !w->regs || !w->preds || !w->shared || !w->local || !w->pf) {
+  if (!w->warps || !w->regs_mem || !w->preds || !w->shared || !w->local ||
+      !w->pf) {
     free_worker(w);
     return 0;
   }
