@@ -386,7 +386,9 @@ return function(cuda, H)
   function F:graphed()
     local x = self:buf("i32")
     local f = cuda.graphed(function(st, n) m.inc_i32:launch(st, 1, N, x, n) end)
-    f(self:stream(), N)
+    local s = self:stream()
+    f(s, N)
+    s:synchronize() -- the calls that follow use x on other streams
     return f
   end
   def("Graphed:__call", function(F) return F:graphed(), F:stream(), N end)

@@ -452,9 +452,12 @@ void cg_newtype(lua_State *L, cg_kind kind, const luaL_Reg *methods,
                 const luaL_Reg *meta, cg_releaser release);
 /* :free(), :close(), __close (collected = 0) and __gc (collected = 1) of
    every type: one idempotent function. An object a live graph uses is
-   refused, or when collected kept until the last graph lets it go. */
+   refused, or when collected kept until the last graph lets it go; one
+   with open views (its __gc run by hand) until the last view closes. */
 int cg_close(lua_State *L, cg_kind kind, int collected);
 void cg_unpinned(lua_State *L, cg_obj *o); /* uses fell to 0 */
+/* A view of parent closed: one fewer, and a parent kept for it goes. */
+void cg_unview(lua_State *L, cg_obj *parent);
 /* Closes o now, or when the last live graph that uses it lets go: for an
    object whose life ends with another's (a DLPack tensor with its Buffer). */
 void cg_close_later(lua_State *L, cg_obj *o);

@@ -383,13 +383,11 @@ int cg_close(lua_State *L, cg_kind kind, int collected) {
   cg_obj *o = cg_toobj(L, 1, kind);
   if (collected) cg_collected(); /* its address may now be reused */
   if (!o->open) return 0;
-  if (o->uses) {
-    if (collected) {
-      o->zombie = 1;
-      return 0;
-    }
-    cg_check_unused(L, o);
+  if (collected && (o->uses || o->views)) { /* by hand, or out of order */
+    o->zombie = 1;
+    return 0;
   }
+  cg_check_unused(L, o);
   release(L, o);
   if (collected) cg_collected(); /* what the release looked up, too */
   return 0;
@@ -397,14 +395,19 @@ int cg_close(lua_State *L, cg_kind kind, int collected) {
 
 void cg_close_later(lua_State *L, cg_obj *o) {
   if (!o->open) return;
-  if (o->uses) o->zombie = 1;
+  if (o->uses || o->views) o->zombie = 1;
   else release(L, o);
 }
 
 void cg_unpinned(lua_State *L, cg_obj *o) {
-  if (!o->zombie) return;
+  if (!o->zombie || o->uses || o->views) return;
   o->zombie = 0;
   release(L, o);
+}
+
+void cg_unview(lua_State *L, cg_obj *parent) {
+  parent->views--;
+  cg_unpinned(L, parent);
 }
 
 void cg_newtype(lua_State *L, cg_kind kind, const luaL_Reg *methods,

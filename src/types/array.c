@@ -199,8 +199,7 @@ static int array_gc(lua_State *L) { return cg_close(L, CG_ARRAY, 1); }
 
 /* One over external memory (its parent) is one view of it fewer. */
 static void array_release(lua_State *L, cg_obj *o) {
-  (void)L;
-  if (o->parent) o->parent->views--;
+  if (o->parent) cg_unview(L, o->parent);
 }
 
 /* a:shape() -> width [, height [, depth]]: as many as it has */

@@ -141,8 +141,7 @@ cg_sampler *cg_sampler_new(lua_State *L, cg_array *a, cg_kind kind,
 }
 
 void cg_sampler_release(lua_State *L, cg_obj *o) {
-  (void)L;
-  if (o->parent) o->parent->views--;
+  if (o->parent) cg_unview(L, o->parent);
 }
 
 int cg_sampler_arg(lua_State *L, cg_ctx *ctx, int idx, void *slot) {
