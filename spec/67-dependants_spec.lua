@@ -85,7 +85,8 @@ describe("objects that stand on another, after its __gc by hand", function()
   for _, f in ipairs(found) do
     it(("%s: %s on %s"):format(f.name, f.child, f.parent), function()
       local made, _, args = dependants(f.name, f.recipe)
-      local child, parent = table.unpack(assert(made[1], f.name .. " made no dependant this time"))
+      assert(made[1], f.name .. " made no dependant this time")
+      local child, parent = made[1][1], made[1][2]
       debug.getmetatable(parent).__gc(parent)
       collectgarbage()
       for _, m in ipairs(methods_of(f.child)) do
