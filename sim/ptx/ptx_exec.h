@@ -102,6 +102,10 @@ struct worker {
   uint64_t *regs, *regs_mem; /* regs: regs_mem rounded up to 64 bytes */
   uint32_t *preds;
   unsigned char *shared, *local, *pf;
+  uint64_t *first;      /* each warp index's special registers but the
+                           block's ids (S_READ slots), as a warp starts */
+  uint64_t *consts;     /* the immediates' slots, as a warp starts */
+  uint32_t *live;       /* each warp index's lanes that run */
   unsigned nwarps;
   unsigned id;          /* the worker's index: the block's %smid */
   unsigned bid[3];

@@ -146,29 +146,21 @@ uint64_t exec_sreg(const worker *w, int s, uint64_t clock) {
   }
 }
 
-static void start_warp(worker *w, warp *wp, unsigned index) {
-  run_ctx *rc = w->rc;
-  const sim_launch *l = rc->l;
-  const sim_module *m = rc->m;
+/* The special registers before S_READ of warp index of w's blocks, but
+   the block's own (S_CTAID_*), to r; the warp's lanes that run. */
+static uint32_t specials(const worker *w, uint64_t *r, unsigned index) {
+  const sim_launch *l = w->rc->l;
   unsigned nt = l->block[0] * l->block[1] * l->block[2];
-  for (int i = 0; i < m->nconst; i++) {
-    uint64_t *s = wp->r + (size_t)(m->const_base + i) * 32, v = m->consts[i];
-    for (int j = 0; j < 32; j++) s[j] = v;
-  }
   uint32_t live = 0;
   for (int j = 0; j < 32; j++) {
     unsigned t = index * 32 + (unsigned)j;
     if (t < nt) live |= 1u << j;
-    uint64_t *r = wp->r;
     r[S_TID_X * 32 + j] = t % l->block[0];
     r[S_TID_Y * 32 + j] = t / l->block[0] % l->block[1];
     r[S_TID_Z * 32 + j] = t / (l->block[0] * l->block[1]);
     r[S_NTID_X * 32 + j] = l->block[0];
     r[S_NTID_Y * 32 + j] = l->block[1];
     r[S_NTID_Z * 32 + j] = l->block[2];
-    r[S_CTAID_X * 32 + j] = w->bid[0];
-    r[S_CTAID_Y * 32 + j] = w->bid[1];
-    r[S_CTAID_Z * 32 + j] = w->bid[2];
     r[S_NCTAID_X * 32 + j] = l->grid[0];
     r[S_NCTAID_Y * 32 + j] = l->grid[1];
     r[S_NCTAID_Z * 32 + j] = l->grid[2];
@@ -186,6 +178,23 @@ static void start_warp(worker *w, warp *wp, unsigned index) {
     r[S_DYN_SMEM * 32 + j] = l->dynamic_shared;
     r[S_ZERO * 32 + j] = 0;
   }
+  return live;
+}
+
+/* A warp's registers start as the worker's copy of what every block's
+   warp index holds (init_worker), its block's ids written in (the
+   program may have written any register: all are set again). */
+static void start_warp(worker *w, warp *wp, unsigned index) {
+  const sim_module *m = w->rc->m;
+  size_t n = (size_t)S_READ * 32;
+  memcpy(wp->r, w->first + index * n, n * sizeof *wp->r);
+  memcpy(wp->r + (size_t)m->const_base * 32, w->consts,
+         (size_t)m->nconst * 32 * sizeof *wp->r);
+  for (int k = 0; k < 3; k++) {
+    uint64_t *s = wp->r + (size_t)(S_CTAID_X + k) * 32, v = w->bid[k];
+    for (int j = 0; j < 32; j++) s[j] = v;
+  }
+  uint32_t live = w->live[index];
   wp->index = (int)index;
   wp->wait = 0;
   wp->carry = 0;
@@ -195,7 +204,7 @@ static void start_warp(worker *w, warp *wp, unsigned index) {
   wp->waited = 0;
   wp->exited = ~live;
   wp->done = !live;
-  wp->top.pc = rc->k->start;
+  wp->top.pc = w->rc->k->start;
   wp->top.other = INT_MAX;
   wp->top.live = wp->top.mask = live;
   wp->top.park = 0;
@@ -298,11 +307,15 @@ static void free_worker(worker *w) {
   free(w->shared);
   free(w->local);
   free(w->pf);
+  free(w->first);
+  free(w->consts);
+  free(w->live);
 }
 
-static int init_worker(worker *w, run_ctx *rc) {
+static int init_worker(worker *w, run_ctx *rc, unsigned id) {
   memset(w, 0, sizeof *w);
   w->rc = rc;
+  w->id = id;
   w->touch = rc->l->touch != NULL;
   w->early = rc->l->early != NULL;
   for (unsigned i = 0; i < SIM_RANGES; i++) /* nothing touched */
@@ -319,11 +332,18 @@ static int init_worker(worker *w, run_ctx *rc) {
   w->shared = malloc(rc->nshared ? rc->nshared : 1);
   w->local = calloc((size_t)w->nwarps * 32, m->local_size);
   w->pf = calloc((size_t)w->nwarps * 32, m->pframe);
+  w->first = malloc((size_t)w->nwarps * S_READ * 32 * sizeof *w->first);
+  w->consts = malloc(((size_t)m->nconst + 1) * 32 * sizeof *w->consts);
+  w->live = malloc(w->nwarps * sizeof *w->live);
   if (!w->warps || !w->regs_mem || !w->preds || !w->shared || !w->local ||
-      !w->pf) {
+      !w->pf || !w->first || !w->consts || !w->live) {
     free_worker(w);
     return 0;
   }
+  for (unsigned i = 0; i < w->nwarps; i++)
+    w->live[i] = specials(w, w->first + (size_t)i * S_READ * 32, i);
+  for (int i = 0; i < m->nconst; i++)
+    for (int j = 0; j < 32; j++) w->consts[(size_t)i * 32 + j] = m->consts[i];
   for (unsigned i = 0; i < w->nwarps; i++) {
     warp *wp = &w->warps[i];
     wp->r = w->regs + slots * i;
@@ -435,8 +455,8 @@ int sim_run(const sim_kernel *k, sim_launch *l, char *diag, size_t ndiag) {
   int code = SIM_OK;
   if (!ws || !th) code = SIM_OUT_OF_MEMORY;
   for (unsigned i = 0; !code && i < n; i++) {
-    if (!init_worker(&ws[i], &rc)) code = SIM_OUT_OF_MEMORY;
-    else ws[i].id = made++;
+    if (!init_worker(&ws[i], &rc, made)) code = SIM_OUT_OF_MEMORY;
+    else made++;
   }
   unsigned char *joined = calloc(n, 1);
   if (!code && !joined) code = SIM_OUT_OF_MEMORY;
