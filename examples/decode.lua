@@ -9,11 +9,15 @@
 -- weights are random, drawn from the generator too: the tokens mean
 -- nothing, but every step does the work of a real decoder's.
 --
--- The same step runs three ways: eagerly (every kernel and cuBLAS call
+-- The same step runs four ways: eagerly (every kernel and cuBLAS call
 -- made from Lua each step), captured once, then `pos:set(t); g:launch()`
--- per token, and written as plain eager code with the position a number
--- (kernels that take it by value) and wrapped once with cuda.graphed, which
--- replays a graph per token with no capture and no DeviceScalar. All start
+-- per token, captured again with `sample` configured for programmatic
+-- launch (it waits on griddepcontrol.wait before it reads the draws, so
+-- it may start while the generator's kernel before it ends: the step's
+-- one pair of the runtime's kernels back to back), and written as plain
+-- eager code with the position a number (kernels that take it by value)
+-- and wrapped once with cuda.graphed, which replays a graph per token with
+-- no capture and no DeviceScalar. All start
 -- from the same generator state, so they must give the same tokens; the
 -- script checks that and prints tokens per second each way. Exits 1 when
 -- the tokens differ.
@@ -65,6 +69,7 @@ extern "C" __global__ void softmax_upto(float *s, const int *pos, int T,
 // holds the point of the cumulative sum that u[b] names finds the token.
 extern "C" __global__ void sample(int *tok, int *out, const float *logits,
                                   const float *u, const int *pos, int V, int T) {
+  asm volatile("griddepcontrol.wait;" ::: "memory"); // the draws are written
   const float *l = logits + blockIdx.x * V;
   int lane = threadIdx.x, per = (V + 31) / 32;
   int lo = min(lane * per, V), hi = min(lo + per, V);
@@ -151,7 +156,8 @@ local O_OUT = { m = V, n = B, k = d, transa = true, lda = d }
 -- row-major (rows x fan-in), so its column-major view is the transpose:
 -- transa makes op(W) the matrix itself. qkv's q of sequence b starts at
 -- column b of qkv (3d apart): the scores' batch reads it in place.
-local function step()
+-- smp: the sampling kernel (k.sample, or it configured).
+local function step_with(smp) return function()
   k.embed:launch(s, grid(d * B), 128, x, E, P, tok, pos, d, B)
   blas:gemm(Wqkv, x, qkv, O_QKV)
   k.store_kv:launch(s, grid(d * B), 128, K, Vc, qkv, pos, d, T, B)
@@ -163,8 +169,9 @@ local function step()
   blas:gemm(W2, hid, x, O_W2)                    -- x += W2 relu(W1 x)
   blas:gemm(Wout, x, logits, O_OUT)
   rng:uniform(u, 0, 1, s)
-  k.sample:launch(s, B, 32, tok, out, logits, u, pos, V, T)
-end
+  smp:launch(s, B, 32, tok, out, logits, u, pos, V, T)
+end end
+local step = step_with(k.sample)
 
 -- Runs every position once by run(t); returns the tokens and tokens/s.
 local function decode(run)
@@ -202,11 +209,16 @@ decode(function(t) pos:set(t); step() end)      -- warm-up: compiles, plans
 local eager, eager_rate = decode(function(t) pos:set(t); step() end)
 local g = s:capture(step)
 local replayed, graph_rate = decode(function(t) pos:set(t); g:launch() end)
+local gp = s:capture(step_with(k.sample:config { programmatic = true }))
+local pdl, pdl_rate = decode(function(t) pos:set(t); gp:launch() end)
+local edges = 0
+for _, n in ipairs(select(2, gp:nodes("detail"))) do edges = edges + (n.programmatic and 1 or 0) end
 decode(function(t) graphed_step(s, t) end)      -- warm-up: builds its graph
 local graphed, graphed_rate = decode(function(t) graphed_step(s, t) end)
 
 for i = 1, #eager do
-  for way, got in pairs { ["the graph"] = replayed, ["the graphed step"] = graphed } do
+  for way, got in pairs { ["the graph"] = replayed, ["the programmatic graph"] = pdl,
+                          ["the graphed step"] = graphed } do
     if eager[i] ~= got[i] then
       print(("FAILED: token %d of sequence %d is %d eager, %d from %s"):format(
         (i - 1) % T, (i - 1) // T, eager[i], got[i], way))
@@ -221,6 +233,8 @@ print(("decode: %d sequences x %d tokens, width %d, vocabulary %d, %d nodes a st
 print(("  sequence 0: %s ..."):format(table.concat(first, " ")))
 print(("  eager    %10.0f tokens/s"):format(eager_rate))
 print(("  captured %10.0f tokens/s  (%.2fx), the same tokens"):format(graph_rate, graph_rate / eager_rate))
+print(("  programmatic %6.0f tokens/s  (%.3fx of the captured), the same tokens, %d programmatic edge%s"):format(
+  pdl_rate, pdl_rate / graph_rate, edges, edges == 1 and "" or "s"))
 print(("  graphed  %10.0f tokens/s  (%.2fx of the captured), the same tokens, %d graph built"):format(
   graphed_rate, graphed_rate / graph_rate, graphed_step:stats().builds))
 

@@ -556,6 +556,17 @@ describe("programmatic launches", function()
                    .. line_of("REFUSED GRAPHED") .. "%) is refused", err)
   end)
 
+  it("make the decoder example's one eligible edge programmatic, with the same tokens", function()
+    if H.double and not H.sim then
+      return pending("the decoder's kernels compute: make test-sim, test-gpu")
+    end
+    -- the generator's kernel, a producer, then sample, a consumer
+    local code, out = H.run("examples/decode.lua 4 16 1")
+    assert.equals(0, code, out)
+    assert.matches("programmatic%s+%d+ tokens/s%s+%([%d.]+x of the captured%), the same tokens, "
+                   .. "1 programmatic edge\n", out)
+  end)
+
   it("keep their code safe through m:reload", function()
     local early, late = cuda.ptx(FORMS.early, { arch = "sm_90" }), cuda.ptx(FORMS.late, { arch = "sm_90" })
     local m = cuda.compile(FORMS.safe, { arch = "sm_90" })
