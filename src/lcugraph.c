@@ -58,7 +58,6 @@ int luaopen_cugraph_core(lua_State *L) {
   surface_open(L);
   extmem_open(L);
   extsem_open(L);
-  fence_open(L);
   pitched_open(L);
   scalar_open(L);
   graphmem_open(L);

@@ -249,7 +249,6 @@ void cg_push_extmem(lua_State *L, cg_ctx *ctx, CUexternalMemory m,
                     size_t size);
 void cg_push_extsem(lua_State *L, cg_ctx *ctx, CUexternalSemaphore s,
                     int timeline);
-void fence_open(lua_State *L); /* s:wait_value, s:write_value, s:host */
 /* Pushes C's host function fn (a light userdata), which s:host then takes
    (cugraph_pushhostfn). */
 void cg_push_hostfn(lua_State *L, CUhostFn fn);
