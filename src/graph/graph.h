@@ -185,4 +185,21 @@ void rebind_open(lua_State *L);
 void registry_open(lua_State *L);
 void graphed_open(lua_State *L); /* cuda.graphed (graphed.c) */
 
+/* -- cuda.graphed's keys and matches (graphed_match.c) ------------------- */
+
+uint64_t cg_mix(uint64_t h, uint64_t v);
+/* What of the value at idx changes a call's work (numbers: its value too,
+   for opts.key). */
+uint64_t cg_graphed_keyof(lua_State *L, cg_ctx *ctx, int idx, int numbers);
+/* How recording a (values at av) differs from recording b (at bv) of
+   graph gr: -1 in its work, 0 not at all, 1 only in parameters gr's nodes
+   take in place (ch[i] set for those records), 2 in what only a graph
+   built again takes. */
+int cg_graphed_differ(lua_State *L, const cg_recs *a, int av,
+                      const cg_recs *b, int bv, const cg_graph *gr,
+                      unsigned char *ch);
+/* The parameters recording r's nodes take (values at rv), hashed into h. */
+uint64_t cg_graphed_params(lua_State *L, const cg_recs *r, int rv,
+                           uint64_t h);
+
 #endif
