@@ -114,7 +114,7 @@ typedef struct cg_share cg_share;
 typedef struct cg_capture cg_capture;       /* capture/capture.h */
 typedef struct cg_capstate cg_capstate;     /* capture/: per state */
 typedef struct cg_graphstate cg_graphstate; /* graph/: per state */
-typedef struct cg_ctxwait cg_ctxwait;       /* context.c */
+typedef struct cg_ctxwait cg_ctxwait;       /* wait.c */
 typedef struct cg_trace cg_trace;           /* trace.c */
 typedef struct cg_keepq cg_keepq;           /* release.c */
 
@@ -258,6 +258,9 @@ CUresult cg_make_current(CUcontext cu);
 extern _Thread_local CUcontext cg_bound;
 int cg_alive(cg_ctx *ctx);                    /* finalizers may call driver */
 int cg_still_hung(cg_ctx *ctx); /* a timed-out wait's work still runs */
+/* Lets go of a whole-device wait left running (its thread keeps its
+   own reference). */
+void cg_drop_wait(cg_ctxwait *w);
 void cg_set_capture(cg_ctx *ctx, cg_capture *c); /* in every device's */
 /* Raises "what: objects of device a and device b" for work that must stay
    on one device. */
@@ -278,6 +281,8 @@ void cg_check_outside(lua_State *L, cg_ctx *ctx, const char *what,
 /* Registers what a layer frees when the state closes (at most
    CG_MAXCLOSERS). */
 void cg_at_close(cg_ctx *root, cg_closer fn);
+
+/* -- waits (wait.c) -------------------------------------------------------- */
 
 /* Waits for all work of the device (cuCtxSynchronize), checked. The driver
    refuses that while any stream of the context captures and breaks those
@@ -339,6 +344,9 @@ static inline void cg_sim_line(lua_State *L) {
 }
 int cg_error_stopped(lua_State *L, cg_ctx *ctx, const char *api, int why,
                      CUstream s);
+/* The same with what ran given (busy: a string after ": ", or ""). */
+int cg_error_stopped_busy(lua_State *L, cg_ctx *ctx, const char *api,
+                          int why, const char *busy);
 
 /* -- the script's trace (trace.c) ----------------------------------------- */
 
