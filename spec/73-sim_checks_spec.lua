@@ -198,6 +198,27 @@ describe("the simulator's strict mode", function()
     end
   end)
 
+  it("reports the race through a bounded whole-device wait, whose waiter thread runs the work", function()
+    if not runs_kernels() then return end
+    local src = KERNELS .. [[
+      m.produce:launch(s, 1, 4, x, 1.0)                 -- WRITER
+      m.consume:launch(s2, 1, 4, x, y)                  -- READER
+      local ok, err = pcall(cuda.synchronize, 30)
+      print("race", ok, err)
+      print("after", pcall(cuda.synchronize, 30))
+    ]]
+    local code, out = H.script(src)
+    assert.equals(0, code, out)
+    if H.strict then -- the report the waiter met, in the caller's error
+      assert.matches("race\tfalse\t[^\n]*cuCtxSynchronize: CUDA_ERROR_NOT_PERMITTED: [^\n]*" ..
+                     "a race between streams: kernel 'consume', sent at [^\n]*:" ..
+                     line_of(src, "-- READER"), out)
+      assert.matches("after\ttrue", out, 1, true) -- and in no later one
+    else
+      assert.matches("race\ttrue", out, 1, true)
+    end
+  end)
+
   it("finds no race where an event, a stream wait or a host wait orders the two", function()
     if not runs_kernels() then return end
     local code, out = H.script(KERNELS .. [[

@@ -263,8 +263,14 @@ const char *cg_capture_rule(CUresult r, const char **fix) {
   return rules[r - CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED][0];
 }
 
+static _Thread_local char handed[CG_REPORT];
+
+void cg_driver_hand_report(const char *text) {
+  snprintf(handed, sizeof handed, "%s", text);
+}
+
 void cg_driver_pusherror(lua_State *L, const char *api, CUresult r) {
-  char buf[CG_ERRNAME], report[1600];
+  char buf[CG_ERRNAME], report[CG_REPORT];
   const char *s = NULL, *fix = NULL, *rule = cg_capture_rule(r, &fix);
   if (!cg_drv.cuGetErrorString || cg_drv.cuGetErrorString(r, &s) != CUDA_SUCCESS
       || !s)
@@ -273,6 +279,11 @@ void cg_driver_pusherror(lua_State *L, const char *api, CUresult r) {
      streams, or a fault's kernel, source line, thread and Lua lines */
   int told = cg_drv.cuSimTakeReport &&
              cg_drv.cuSimTakeReport(report, sizeof report) == CUDA_SUCCESS;
+  if (!told && handed[0]) {
+    memcpy(report, handed, sizeof report);
+    told = 1;
+  }
+  handed[0] = '\0';
   if (told) s = lua_pushfstring(L, "%s: %s", s, report);
   cg_pusherror(L, api, (int)r, cg_driver_errname(r, buf), s);
   if (told) lua_remove(L, -2);

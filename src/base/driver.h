@@ -131,6 +131,12 @@ int cg_driver_error(lua_State *L, const char *api, CUresult r);
 /* Pushes the error object without raising it. */
 void cg_driver_pusherror(lua_State *L, const char *api, CUresult r);
 
+/* The simulator's report of an error that another thread's call met on
+   this thread's behalf (a bounded whole-device wait's waiter): the next
+   error object this thread pushes carries it (a report is its thread's). */
+enum { CG_REPORT = 1600 };
+void cg_driver_hand_report(const char *text);
+
 /* Pushes an error object of any origin (NVRTC too): a table with fields
    api, code, name, message, where (the "chunk:line" of the Lua code that
    made the call, when known) and the metatable "cugraph.Error", whose

@@ -291,6 +291,7 @@ struct cg_ctxwait {
   int done, refs;
   double limit;  /* the simulator runs the work in the waiter: its bound */
   int why;       /* and why it stopped it (cuSimStopReason) */
+  char report[CG_REPORT]; /* and its report of an error ("": none) */
 };
 
 void cg_drop_wait(cg_ctxwait *w) {
@@ -309,9 +310,14 @@ static void *waiter(void *arg) {
   if (cg_drv.cuSimSetWorkLimit) cg_drv.cuSimSetWorkLimit(w->limit);
   if (r == CUDA_SUCCESS) r = cg_drv.cuCtxSynchronize();
   int why = cg_work_stopped(r);
+  char report[CG_REPORT] = ""; /* this thread's: taken for the caller */
+  if (cg_drv.cuSimTakeReport &&
+      cg_drv.cuSimTakeReport(report, sizeof report) != CUDA_SUCCESS)
+    report[0] = '\0';
   pthread_mutex_lock(&w->lock);
   w->r = r;
   w->why = why;
+  memcpy(w->report, report, sizeof report);
   w->done = 1;
   pthread_cond_signal(&w->done_cond);
   pthread_mutex_unlock(&w->lock);
@@ -354,6 +360,8 @@ static CUresult ctx_synchronize(cg_ctx *ctx, double t, cg_ctxwait **left,
   int done = w->done;
   CUresult r = done ? w->r : CUDA_ERROR_NOT_READY;
   *why = done ? w->why : 0;
+  if (done && r != CUDA_SUCCESS && !w->why && w->report[0])
+    cg_driver_hand_report(w->report); /* for the error cg_check raises */
   pthread_mutex_unlock(&w->lock);
   if (done) cg_drop_wait(w);
   else *left = w;
