@@ -376,7 +376,7 @@ ASAN_FLAGS = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
   -fno-sanitize-recover=undefined
 ## test-asan: the specs built with ASan and UBSan into build-asan
 test-asan:
-	ASAN_OPTIONS=detect_leaks=1:intercept_tls_get_addr=0 \
+	ASAN_OPTIONS=detect_leaks=1:intercept_tls_get_addr=0:allocator_may_return_null=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	CUGRAPH_LUA_PRELOAD="$$($(CC) -print-file-name=libasan.so)" \
 	  $(MAKE) BUILD=build-asan CFLAGS="$(ASAN_FLAGS)" $(ASAN_GOAL)
@@ -507,13 +507,20 @@ fuzz-image: $(BUILD)/image_fuzz $(BUILD)/kernels.cubin $(BUILD)/kernels.fatbin
 fuzz: fuzz-ptx fuzz-image fuzz-api
 
 # Random calls of the whole API (spec/61-fuzz_spec.lua), FUZZ_API_COUNT
-# calls from seed FUZZ_API_SEED (a fresh one unless given; failures name it).
+# calls from seed FUZZ_API_SEED (a fresh one unless given; failures name it),
+# on the test double (FUZZ_API_SIM=1: on the simulator's driver).
 FUZZ_API_COUNT ?= 200000
 FUZZ_API_SEED ?= $(shell date +%s)
 ## fuzz-api: random calls of the whole API (FUZZ_API_COUNT from FUZZ_API_SEED)
 fuzz-api: $(SPEC_NEEDS)
-	$(call specs,$(DOUBLE),CUGRAPH_FUZZ_SEED=$(FUZZ_API_SEED) \
+	$(call specs,$(if $(FUZZ_API_SIM),$(SIM),$(DOUBLE)),CUGRAPH_FUZZ_SEED=$(FUZZ_API_SEED) \
 	  CUGRAPH_FUZZ_COUNT=$(FUZZ_API_COUNT),,spec/61-fuzz_spec.lua)
+## fuzz-api-asan: the same built with ASan and UBSan, on the test double and
+## on the simulator's driver (FUZZ_API_COUNT calls each)
+fuzz-api-asan:
+	$(MAKE) -s test-asan ASAN_GOAL=fuzz-api FUZZ_API_SEED=$(FUZZ_API_SEED)
+	$(MAKE) -s test-asan ASAN_GOAL=fuzz-api FUZZ_API_SEED=$(FUZZ_API_SEED) \
+	  FUZZ_API_SIM=1
 
 ## clean: remove build and build-asan
 clean:
@@ -528,7 +535,8 @@ help:
 	  sub(/^## [^:]*: /, ""); printf "  %-22s %s\n", t, $$0 }' $(MAKEFILE_LIST)
 
 .PHONY: FORCE help all deps spec-needs test test-sim test-gpu test-gcstress test-valgrind test-threads-helgrind \
-  test-asan fault-sweep sanitize-gpu fuzz fuzz-ptx fuzz-image fuzz-api run clean
+  test-asan fault-sweep sanitize-gpu fuzz fuzz-ptx fuzz-image fuzz-api \
+  fuzz-api-asan run clean
 
 # -- install ------------------------------------------------------------------
 LUA_LDIR ?= $(PREFIX)/share/lua/5.4

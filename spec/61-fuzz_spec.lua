@@ -27,11 +27,14 @@ describe("random calls of the whole API", function()
                   :format(1 << 26, seed, n)
       -- a chunk that runs on (status 124) fails with its seed too
       local status, out = H.run("spec/support/fuzz_api.lua", env .. " timeout 600")
+      local driver = (os.getenv("CUGRAPH_LUA_LIBCUDA") or "build/libcuda-double.so")
+                     :gsub("^.*/([^/]+/[^/]+)$", "%1")
       assert(status == 0 and out:find("FUZZ%-OK"),
              ("fuzz failed (exit status %s) at seed %d; reproduce with\n  %s %s "
-              .. "build/cugraph-lua spec/support/fuzz_api.lua\n(CUGRAPH_FUZZ_VERBOSE=1 "
+              .. "%s spec/support/fuzz_api.lua\n(CUGRAPH_FUZZ_VERBOSE=1 "
               .. "prints each call)\n%s"):format(tostring(status), seed, env,
-                                                 "CUGRAPH_LUA_LIBCUDA=build/libcuda-double.so", out))
+                                                 "CUGRAPH_LUA_LIBCUDA=" .. driver,
+                                                 driver:match("^[^/]+") .. "/cugraph-lua", out))
     end)
   end
 end)
