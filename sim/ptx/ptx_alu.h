@@ -157,6 +157,35 @@ static ALWAYS_INLINE uint32_t setp_bits(const uint64_t *A, const uint64_t *B,
   }
   return v;
 }
+/* The same of 32-bit integers: the low halves compared as 32-bit lanes
+   (the sign bit flipped for unsigned types; what is above them never
+   read), their results (the even bits) gathered. */
+static ALWAYS_INLINE uint32_t setp_bits32(const uint64_t *A,
+                                          const uint64_t *B, int sgn,
+                                          int kind) {
+  __m256i F = _mm256_set1_epi32(sgn || kind == C_EQ || kind == C_NE
+                                    ? 0 : (int)0x80000000u);
+  uint32_t v = 0;
+  for (int c = 0; c < 8; c++) {
+    __m256i a = _mm256_xor_si256(
+        _mm256_loadu_si256((const void *)(A + 4 * c)), F);
+    __m256i b = _mm256_xor_si256(
+        _mm256_loadu_si256((const void *)(B + 4 * c)), F);
+    __m256i m;
+    unsigned flipbits = 0;
+    switch (kind) {
+    case C_EQ: m = _mm256_cmpeq_epi32(a, b); break;
+    case C_NE: m = _mm256_cmpeq_epi32(a, b), flipbits = 0xf; break;
+    case C_LT: m = _mm256_cmpgt_epi32(b, a); break;
+    case C_LE: m = _mm256_cmpgt_epi32(a, b), flipbits = 0xf; break;
+    case C_GT: m = _mm256_cmpgt_epi32(a, b); break;
+    default: m = _mm256_cmpgt_epi32(b, a), flipbits = 0xf;
+    }
+    unsigned bits = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(m));
+    v |= (_pext_u32(bits, 0x55u) ^ flipbits) << (4 * c);
+  }
+  return v;
+}
 #endif
 #define SETP_KEY(X) ((int64_t)(((X) << sh_) ^ flip_))
 #if defined(__AVX512F__)
@@ -167,8 +196,10 @@ static ALWAYS_INLINE uint32_t setp_bits(const uint64_t *A, const uint64_t *B,
                                       in->tk == K_S ? 0 : 1ull << 63, KIND))
 #elif defined(__AVX2__)
 #define SETP_FAST(OP, KIND)                                                 \
-  setp_write(wp, in, em, setp_bits(A, B, 64 - in->tb,                      \
-                                   in->tk == K_S ? 0 : 1ull << 63, KIND))
+  setp_write(wp, in, em,                                                    \
+             in->tb == 32 ? setp_bits32(A, B, in->tk == K_S, KIND)          \
+                          : setp_bits(A, B, 64 - in->tb,                    \
+                                      in->tk == K_S ? 0 : 1ull << 63, KIND))
 #else /* the lanes of em, one by one */
 #define SETP_FAST(OP, KIND)                                                 \
   do {                                                                      \
