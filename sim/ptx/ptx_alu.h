@@ -188,13 +188,7 @@ static ALWAYS_INLINE uint32_t setp_bits32(const uint64_t *A,
 }
 #endif
 #define SETP_KEY(X) ((int64_t)(((X) << sh_) ^ flip_))
-#if defined(__AVX512F__)
-#define SETP_FAST(OP, KIND)                                                 \
-  setp_write(wp, in, em,                                                    \
-             in->tb == 32 ? setp_bits32(A, B, in->tk == K_S, KIND)          \
-                          : setp_bits(A, B, 64 - in->tb,                    \
-                                      in->tk == K_S ? 0 : 1ull << 63, KIND))
-#elif defined(__AVX2__)
+#ifdef __AVX2__
 #define SETP_FAST(OP, KIND)                                                 \
   setp_write(wp, in, em,                                                    \
              in->tb == 32 ? setp_bits32(A, B, in->tk == K_S, KIND)          \

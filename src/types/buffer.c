@@ -60,12 +60,8 @@ static void buffer_release(lua_State *L, cg_obj *o) {
   /* graph memory a launch allocated: freed after that launch */
   if (o->graphmem && cg_graphmem_release((cg_buffer *)o)) o->owned = 0;
   if (!o->parent) return;
-  if (o->parent->kind == CG_DLTENSOR) {
-    o->parent->views--;
-    cg_close_later(L, o->parent);
-  } else {
-    cg_unview(L, o->parent);
-  }
+  cg_unview(L, o->parent);
+  if (o->parent->kind == CG_DLTENSOR) cg_close_later(L, o->parent);
 }
 
 void cg_check_no_views(lua_State *L, const cg_buffer *b) {
