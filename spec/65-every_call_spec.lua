@@ -57,6 +57,22 @@ describe("every call under a finalizer at every allocation", function()
     assert.same({}, missing)
   end)
 
+  -- The script's trace (an NVTX tool attached, a CUGRAPH_LUA_PROFILE
+  -- file) makes calls that allocate nothing otherwise allocate (a graph's
+  -- first traced launch names its nodes): the same list again, in a child
+  -- with both on.
+  if not os.getenv("CUGRAPH_SPEC_TRACED") then
+    it("every call again with the script's trace on", function()
+      local trace = os.tmpname()
+      local code, out = H.run('"$(command -v busted)" --ignore-lua spec/65-every_call_spec.lua',
+        "CUGRAPH_SPEC_TRACED=1 CUGRAPH_LUA_PROFILE=" .. H.quote(trace)
+        .. " NVTX_INJECTION64_PATH=" .. H.quote(H.build .. "/libnvtx-tool.so"))
+      os.remove(trace)
+      assert.equals(0, code, out)
+      assert.matches("%d+ passed, %d+ pending[^\n]*, 0 failed", out)
+    end)
+  end
+
   for _, name in ipairs(list) do
     local variants = recipes(name) or {}
     for v, recipe in ipairs(variants) do

@@ -129,6 +129,9 @@ void cg_graph_trace(lua_State *L, cg_graph *gr, int gidx, CUgraphExec exec,
   cg_ctx *ctx = gr->h.ctx;
   if (!ctx->root->trace) return;
   gidx = lua_absindex(L, gidx);
+  int top = lua_gettop(L);
+  cg_hold(L); /* its allocations run no finalizer that could free gr: g:launch
+                 holds nothing, and only its first traced launch comes here */
   if (!copy) gr->traced = 1; /* whatever follows: one try an exec */
   size_t n = cg_recs_count(gr->recs), total = 0;
   size_t nc = gr->recs ? gr->recs->ncalls : 0;
@@ -147,5 +150,5 @@ void cg_graph_trace(lua_State *L, cg_graph *gr, int gidx, CUgraphExec exec,
         call_name(gr->recs, c, &v[p - 1]);  /* first) */
   }
   cg_trace_graph(ctx, exec, gr->id, v, why ? 0 : total, why);
-  lua_pop(L, why ? 1 : 2);
+  lua_settop(L, top); /* the guard closes: the collector runs again */
 }
