@@ -113,6 +113,7 @@ describe("threads", function()
       assert(await("open"))
       post("waiting")
       cuda.synchronize(10) -- holds captures back until the first one ends
+      post("waited")
     ]]
     local capturing = [[
       local cuda = require "cugraph"
@@ -126,7 +127,8 @@ describe("threads", function()
       print("capture", ok, err and err.name, err and err.api, now() - t0 < 2)
       print(tostring(err))
       post("tried")
-      local g = s:capture(function() x:fill(3, s) end) -- once the wait ended
+      assert(await("waited"), "the wait for the device did not end")
+      local g = s:capture(function() x:fill(3, s) end) -- the wait has ended
       g:launch(s)
       print("then", x:download()[1])
     ]]
