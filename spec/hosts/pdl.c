@@ -42,6 +42,7 @@ static CUresult (*p_load)(CUmodule *, const void *, unsigned, CUjit_option *,
                           void **);
 static CUresult (*p_function)(CUfunction *, CUmodule, const char *);
 static CUresult (*p_alloc)(CUdeviceptr *, size_t);
+static CUresult (*p_free)(CUdeviceptr);
 static CUresult (*p_htod)(CUdeviceptr, const void *, size_t, CUstream);
 static CUresult (*p_dtoh)(void *, CUdeviceptr, size_t);
 static CUresult (*p_dtod)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
@@ -121,6 +122,7 @@ int main(int argc, char **argv) {
   *(void **)&p_load = sym(h, "cuModuleLoadDataEx");
   *(void **)&p_function = sym(h, "cuModuleGetFunction");
   *(void **)&p_alloc = sym(h, "cuMemAlloc_v2");
+  *(void **)&p_free = sym(h, "cuMemFree_v2");
   *(void **)&p_htod = sym(h, "cuMemcpyHtoDAsync_v2");
   *(void **)&p_dtoh = sym(h, "cuMemcpyDtoH_v2");
   *(void **)&p_dtod = sym(h, "cuMemcpyDtoDAsync_v2");
@@ -229,5 +231,6 @@ int main(int argc, char **argv) {
     if (p_dtoh(v, b[i], sizeof v)) return 2;
     printf("b%d: %g %g\n", i, (double)v[0], (double)v[N - 1]);
   }
+  for (int i = 0; i < NBUF; i++) check(p_free(b[i]), "cuMemFree");
   return 0;
 }

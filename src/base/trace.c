@@ -234,7 +234,6 @@ int cg_trace_begin_(lua_State *L, cg_ctx *ctx, CUstream s, const char *what,
                     const char *name) {
   cg_trace *t = ctx->root->trace;
   char at[80];
-  ctx->root->stream_clock++; /* its events go between kernels */
   where(L, at, sizeof at);
   int tok = -1;
   pop_open(t); /* the last call raised before its end */
@@ -272,6 +271,7 @@ int cg_trace_begin_(lua_State *L, cg_ctx *ctx, CUstream s, const char *what,
     ref->ctx = ctx;
     t->nref++;
     ref->host = now_us();
+    ctx->root->stream_clock++; /* an event between kernels */
     CU(L, ctx, cuEventRecord, ref->ev, s);
   }
   if (!grow(&t->v, t->n, &t->cap, sizeof *t->v, 256)) {
@@ -289,6 +289,8 @@ int cg_trace_begin_(lua_State *L, cg_ctx *ctx, CUstream s, const char *what,
   CU(L, ctx, cuEventCreate, &r->e0, CU_EVENT_DEFAULT);
   t->n++; /* from here its events are the trace's to release */
   CU(L, ctx, cuEventCreate, &r->e1, CU_EVENT_DEFAULT);
+  ctx->root->stream_clock++; /* its events go between kernels; an NVTX
+                                 range alone leaves them adjacent */
   CU(L, ctx, cuEventRecord, r->e0, s);
   return (int)(t->n - 1);
 }
