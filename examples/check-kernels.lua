@@ -38,4 +38,4 @@ for _, name in ipairs(scripts) do
   end
 end
 print(("%d of %d scripts compile for sm_90"):format(#scripts - failed, #scripts))
-if failed > 0 then os.exit(1) end
+if failed > 0 then os.exit(1, true) end

@@ -270,5 +270,5 @@ else
 end
 graph:free()
 comm:free()
-if not ok then os.exit(1) end
+if not ok then os.exit(1, true) end
 say("ok")

@@ -222,7 +222,7 @@ for i = 1, #eager do
     if eager[i] ~= got[i] then
       print(("FAILED: token %d of sequence %d is %d eager, %d from %s"):format(
         (i - 1) % T, (i - 1) // T, eager[i], got[i], way))
-      os.exit(1)
+      os.exit(1, true)
     end
   end
 end

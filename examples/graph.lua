@@ -83,5 +83,5 @@ else
   print(("Graphviz not installed: render with `dot -Tpng %s -o %s`"):format(path, image))
 end
 
-if bad > 0 then os.exit(1) end
+if bad > 0 then os.exit(1, true) end
 print("ok")

@@ -275,5 +275,5 @@ for _, b in ipairs({ 0, NB - 1 }) do
   ok = ok and good
 end
 
-if not ok then os.exit(1) end
+if not ok then os.exit(1, true) end
 print("ok")

@@ -113,5 +113,5 @@ print(("%d frames of %d particles: %d sub-steps (%d..%d a frame), %.1f us a fram
           ms * 1e3 / FRAMES, err))
 if not ok or err > 1e-9 then
   print("FAILED: the device run differs from the Lua reference")
-  os.exit(1)
+  os.exit(1, true)
 end

@@ -373,4 +373,14 @@ void cugraph_scalar_set(cugraph_scalar *s, const void *bits);
 /* Drops a reference (NULL is ignored). Any thread. */
 void cugraph_scalar_release(cugraph_scalar *s);
 
+/* Waits at most seconds for what releases and lua_close left to the
+   runtime's threads: the memory of graphs whose last launch was in flight
+   when their last reference went (C graphs, and Lua graphs after
+   lua_close), freed once the driver says the launch is over, and the frees
+   a timed-out wait held back, made once the device's work ends. Returns 1
+   when nothing is left, 0 at the deadline. For a host that checks for
+   leaks before it exits (compute-sanitizer's leak check), or destroys the
+   context itself. Any thread, no lua_State. */
+int cugraph_settle(double seconds);
+
 #endif

@@ -66,6 +66,9 @@ if H.valgrind == "" then H.valgrind = nil end
 -- H.checker is whichever of the two checks the suite.
 H.sanitizer = os.getenv("CUGRAPH_LUA_SANITIZER")
 if H.sanitizer == "" then H.sanitizer = nil end
+--- Why CUPTI's records cannot be had here (nil where they can): the
+--- sanitizer is CUPTI's one subscriber in the processes it checks.
+H.no_cupti = H.sanitizer and "compute-sanitizer is CUPTI's one subscriber (make test-gpu runs it)"
 H.checker = H.valgrind or H.sanitizer
 
 -- A name no other spec process uses, for a child's sanitizer log.

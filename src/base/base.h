@@ -600,6 +600,10 @@ int cg_keep_settle(lua_State *L, cg_ctx *ctx, double t);
 /* At lua_close (the sentinel's finalizer): the keeps released within
    CG_KEEP_SETTLE are dropped here, later ones go to the reaper. */
 void cg_keep_close(lua_State *L, cg_ctx *root);
+/* Waits up to t seconds for the runtime's threads to finish what releases
+   and closes left them (keeps let go, not dropped yet; finishers); 0 when
+   some was left (cugraph_settle). */
+int cg_settle(double t);
 
 /* -- values (value.c) ----------------------------------------------------- */
 

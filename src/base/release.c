@@ -193,6 +193,34 @@ void cg_release(lua_State *L, cg_ctx *ctx, cg_hkind hk, cg_handle h) {
   destroy_now(L, ctx, hk, h);
 }
 
+/* What releases and closes left to the runtime's threads, not done yet:
+   keeps let go whose shares are not dropped, and finishers running.
+   cg_settle waits for none to be left. */
+static struct {
+  pthread_mutex_t lock;
+  pthread_cond_t done;
+  unsigned n;
+} loose = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0 };
+
+static void loose_add(int d) {
+  pthread_mutex_lock(&loose.lock);
+  loose.n += (unsigned)d;
+  if (!loose.n) pthread_cond_broadcast(&loose.done);
+  pthread_mutex_unlock(&loose.lock);
+}
+
+static void deadline_in(struct timespec *ts, double t);
+
+int cg_settle(double t) {
+  struct timespec end;
+  deadline_in(&end, t);
+  pthread_mutex_lock(&loose.lock);
+  while (loose.n && pthread_cond_timedwait(&loose.done, &loose.lock, &end) == 0) {}
+  int all = !loose.n;
+  pthread_mutex_unlock(&loose.lock);
+  return all;
+}
+
 /* What a device closing while work a timed-out wait left behind still runs
    lets go of: its held frees and its context, taken by a thread that
    waits for that work (cuCtxSynchronize) first. */
@@ -218,6 +246,7 @@ static void *finisher(void *arg) {
     }
   if (f->release) cg_destroy(CG_H_PRIMARY, (cg_handle){ .dev = f->dev });
   free(f);
+  loose_add(-1);
   return NULL;
 }
 
@@ -235,9 +264,13 @@ static int finish_later(cg_ctx *ctx, int release) {
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  loose_add(1);
   int bad = pthread_create(&th, &attr, finisher, f);
   pthread_attr_destroy(&attr);
-  if (bad) free(f);
+  if (bad) {
+    free(f);
+    loose_add(-1);
+  }
   return !bad;
 }
 
@@ -383,7 +416,8 @@ struct cg_keepq {
 struct cg_keep {
   cg_keep *next;        /* on a released list */
   cg_keepq *q;          /* its state's (NULL: a C graph's, the reaper's) */
-  int out;              /* counted in q->out (let go, not released yet) */
+  int out;              /* let go: counted in loose, and in q->out until
+                           the driver releases it */
   size_t n, cap;
   cg_share **sh;        /* a reference each */
 };
@@ -485,6 +519,7 @@ static void drop_shares(cg_keep *k) {
 void cg_keep_free(cg_keep *k) {
   if (!k) return;
   drop_shares(k);
+  if (k->out) loose_add(-1);
   if (k->q) queue_unref(k->q);
   free(k->sh);
   free(k);
@@ -577,7 +612,11 @@ void cg_keep_leave(cg_keep *k, int drop) {
     drop_shares(k);
     return;
   }
-  if (!k->q) return;
+  loose_add(1);
+  if (!k->q) {
+    k->out = 1;
+    return;
+  }
   pthread_mutex_lock(&k->q->lock);
   k->q->out++;
   k->out = 1;

@@ -320,6 +320,8 @@ void cugraph_graph_release(cugraph_graph *h) {
 
 CUgraphExec cugraph_graph_exec(cugraph_graph *h) { return h->exec; }
 
+int cugraph_settle(double seconds) { return cg_settle(seconds); }
+
 CUresult cugraph_graph_launch(cugraph_graph *h, CUstream stream) {
   CUresult r = cg_make_current(h->cu);
   if (r != CUDA_SUCCESS) return r;
