@@ -603,6 +603,12 @@ typedef struct capture {
 } capture;
 
 typedef struct queue queue; /* a stream's pending work (queue.c) */
+typedef struct task task;   /* one call's work in a queue */
+
+/* Whether [p, p + n) meets [a, a + m). */
+static inline int dbl_meets(uint64_t p, uint64_t n, uint64_t a, uint64_t m) {
+  return p < a + m && a < p + n;
+}
 
 struct CUstream_st {
   obj h;
@@ -700,6 +706,17 @@ int dbl_runner_now(dbl_runner *r, const op *o); /* 0: nothing followed */
 void dbl_track_kernel(void *runner, uint64_t base, uint64_t lo, uint64_t hi,
                       int write);
 void dbl_forget_block(uint64_t base); /* its memory is freed */
+/* Task t's (of queue q) access of [lo, hi) by its op o, in the block at
+   base: checked against the block's last accesses by other queues, and
+   kept (races.c). What it reads of them (queue.c): the queue's id, the
+   task's place in it, the place in queue qid of the last task there it
+   follows, and the Lua line to name for its op. */
+void dbl_race_check(const task *t, const queue *q, const op *o, uint64_t base,
+                    uint64_t lo, uint64_t hi, int write);
+unsigned dbl_queue_id(const queue *q);
+uint64_t dbl_task_seq(const task *t);
+uint64_t dbl_task_follows(const task *t, unsigned qid);
+const char *dbl_task_where(const task *t, const op *o);
 /* Writes what kernels' printf and assert left (stdout and stderr): at
    synchronization, as a GPU flushes its printf buffer (kernels.c). */
 void dbl_flush_output(void);

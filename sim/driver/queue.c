@@ -14,7 +14,8 @@
      memory, one of them a write, with nothing ordering them (an event
      recorded after one and waited for before the other, a host wait
      between them): the wait that runs the second returns
-     CUDA_ERROR_NOT_PERMITTED, with a report (cuSimTakeReport).
+     CUDA_ERROR_NOT_PERMITTED, with a report (cuSimTakeReport; the check
+     is races.c's).
 
    Order is followed with vector clocks: each queue's next task knows the
    tasks of other queues that its queue waited for (by an event, or by
@@ -34,46 +35,7 @@
 
 int dbl_strict;
 
-enum { QUEUE_MAX = 1024, SHADOW_N = 8 };
-
-/* -- names and Lua lines --------------------------------------------------- */
-
-/* Strings kept for the life of the process (Lua lines, kernel names):
-   few, and named by reports long after their calls. Open addressing. */
-static char **names;
-static size_t nnames, cnames;
-
-static size_t hash(const char *s) {
-  size_t h = 1469598103934665603u;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
-  return h;
-}
-
-const char *dbl_intern(const char *s) {
-  if (!s) return NULL;
-  if (2 * (nnames + 1) > cnames) {
-    size_t c = cnames ? 2 * cnames : 256;
-    char **v = calloc(c, sizeof *v);
-    if (!v) return NULL;
-    for (size_t i = 0; i < cnames; i++)
-      if (names[i]) {
-        size_t j = hash(names[i]) & (c - 1);
-        while (v[j]) j = (j + 1) & (c - 1);
-        v[j] = names[i];
-      }
-    free(names);
-    names = v;
-    cnames = c;
-  }
-  size_t j = hash(s) & (cnames - 1);
-  for (; names[j]; j = (j + 1) & (cnames - 1))
-    if (!strcmp(names[j], s)) return names[j];
-  size_t n = strlen(s) + 1;
-  if (!(names[j] = malloc(n))) return NULL;
-  memcpy(names[j], s, n);
-  nnames++;
-  return names[j];
-}
+enum { QUEUE_MAX = 1024 };
 
 /* The simulator's own entry points take the lock as every entry point
    does, but are neither counted nor failed on purpose (CUDA_DOUBLE_TRACE,
@@ -174,7 +136,7 @@ static unsigned host_version;
 
 enum { T_OP, T_GRAPH, T_WAIT, T_RECORD };
 
-typedef struct task {
+struct task {
   struct task *next;
   int kind;
   op o;                 /* T_OP: the work, owning its args */
@@ -186,7 +148,7 @@ typedef struct task {
   int host;             /* touches host memory: counted in host_tasks */
   vclock *vc;           /* what it follows */
   const char *where;    /* the Lua line of the call that sent it */
-} task;
+};
 
 struct queue {
   unsigned id;          /* in clocks; never 0 */
@@ -632,11 +594,6 @@ void dbl_queues_end(int dev) {
 
 /* -- host memory ----------------------------------------------------------- */
 
-/* Whether [p, p + n) meets [a, a + m). */
-static int meets(uint64_t p, uint64_t n, uint64_t a, uint64_t m) {
-  return p < a + m && a < p + n;
-}
-
 #ifdef CUDA_SIM
 /* The pending copy whose host side the access [p, p + n) breaks the rules
    of (write: the access writes), or NULL; *into: it writes that memory. */
@@ -654,13 +611,13 @@ static const task *host_conflict(uint64_t p, uint64_t n, int write,
       }
       if (t->kind != T_OP || !host_side(&t->o)) continue;
       const op *o = &t->o;
-      if (o->hdst && meets(p, n, (uint64_t)(uintptr_t)o->hdst,
-                           host_extent(o, 1))) {
+      if (o->hdst && dbl_meets(p, n, (uint64_t)(uintptr_t)o->hdst,
+                               host_extent(o, 1))) {
         *into = 1;
         return t;
       }
-      if (write && o->hsrc && meets(p, n, (uint64_t)(uintptr_t)o->hsrc,
-                                    host_extent(o, 0))) {
+      if (write && o->hsrc && dbl_meets(p, n, (uint64_t)(uintptr_t)o->hsrc,
+                                        host_extent(o, 0))) {
         *into = 0;
         return t;
       }
@@ -692,123 +649,13 @@ CUresult CUDAAPI cuSimHostAccess(const void *p, size_t n, int write,
 }
 #endif
 
-/* -- races between streams ------------------------------------------------- */
+/* -- what the race check (races.c) reads -------------------------------- */
 
-/* One access of a block of memory: its bytes, the task's queue and place,
-   and what and where it was, for the report. */
-typedef struct acc {
-  uint64_t lo, hi, seq;
-  unsigned q;
-  int write;
-  const char *where, *what;
-} acc;
-
-/* The last accesses of one allocation (or page-locked host block),
-   sorted by base. */
-typedef struct shadow {
-  uint64_t base;
-  acc a[SHADOW_N];
-  unsigned n, next;
-} shadow;
-
-static shadow *shadows;
-static size_t nshadows, cshadows;
-
-static size_t shadow_upto(uint64_t base) {
-  size_t lo = 0, hi = nshadows;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (shadows[mid].base < base) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
-static shadow *shadow_of(uint64_t base) {
-  size_t i = shadow_upto(base);
-  if (i < nshadows && shadows[i].base == base) return &shadows[i];
-  if (nshadows == cshadows) {
-    size_t c = cshadows ? 2 * cshadows : 64;
-    shadow *v = realloc(shadows, c * sizeof *v);
-    if (!v) return NULL;
-    shadows = v;
-    cshadows = c;
-  }
-  memmove(shadows + i + 1, shadows + i, (nshadows - i) * sizeof *shadows);
-  nshadows++;
-  memset(&shadows[i], 0, sizeof shadows[i]);
-  shadows[i].base = base;
-  return &shadows[i];
-}
-
-void dbl_forget_block(uint64_t base) {
-  size_t i = shadow_upto(base);
-  if (i >= nshadows || shadows[i].base != base) return;
-  memmove(shadows + i, shadows + i + 1, (nshadows - i - 1) * sizeof *shadows);
-  nshadows--;
-  if (!nshadows) {
-    free(shadows);
-    shadows = NULL;
-    cshadows = 0;
-  }
-}
-
-/* What a task's op is, for a report: "kernel 'k'", "a copy", ... */
-static const char *what_of(const op *o) {
-  char buf[200];
-  switch (o->type) {
-  case CU_GRAPH_NODE_TYPE_KERNEL:
-    snprintf(buf, sizeof buf, "kernel '%s'", o->f->name);
-    return dbl_intern(buf);
-  case CU_GRAPH_NODE_TYPE_MEMCPY: return "a copy";
-  case CU_GRAPH_NODE_TYPE_MEMSET: return "a fill";
-  default: return "work";
-  }
-}
-
-/* Task t's (of queue q) access of [lo, hi) by its op o (in the block at
-   base), checked against the block's last accesses by other queues. */
-static void check_access(const task *t, const queue *q, const op *o, uint64_t base,
-                   uint64_t lo, uint64_t hi, int write) {
-  shadow *sh = lo < hi ? shadow_of(base) : NULL;
-  if (!sh) return;
-  const char *what = what_of(o), *where = o->where ? o->where : t->where;
-  if (t->kind == T_GRAPH) where = t->where;
-  for (unsigned i = 0; i < sh->n; i++) {
-    const acc *e = &sh->a[i];
-    if (e->q == q->id || !(e->write || write) || !meets(lo, hi - lo, e->lo,
-                                                          e->hi - e->lo) ||
-        vc_get(t->vc, e->q) >= e->seq)
-      continue;
-    uint64_t a = lo > e->lo ? lo : e->lo, b = hi < e->hi ? hi : e->hi;
-    dbl_report("a race between streams: %s, sent at %s, %s bytes %llu to "
-               "%llu of the memory at 0x%llx, which %s, sent at %s on "
-               "another stream, %s, and nothing orders the two (no event "
-               "recorded after one and waited for before the other, no "
-               "synchronization between them): on a GPU they may run at "
-               "once, and the data depends on the timing (the "
-               "synchronization rule: record an event after the first and "
-               "make the other stream wait on it, s2:wait(e), or "
-               "synchronize between them; CUDA_SIM_STRICT=0 turns this "
-               "check off)", what, where ? where : "(no Lua line)",
-               write ? "writes" : "reads", (unsigned long long)(a - base),
-               (unsigned long long)(b - base), (unsigned long long)base,
-               e->what, e->where ? e->where : "(no Lua line)",
-               e->write ? "writes" : "reads");
-    break;
-  }
-  for (unsigned i = 0; i < sh->n; i++) { /* the same queue's again */
-    acc *e = &sh->a[i];
-    if (e->q == q->id && e->write == write && e->lo == lo && e->hi == hi) {
-      e->seq = t->seq;
-      e->where = where;
-      e->what = what;
-      return;
-    }
-  }
-  acc a = {lo, hi, t->seq, q->id, write, where, what};
-  if (sh->n < SHADOW_N) sh->a[sh->n++] = a;
-  else sh->a[sh->next++ % SHADOW_N] = a; /* the oldest goes */
+unsigned dbl_queue_id(const queue *q) { return q->id; }
+uint64_t dbl_task_seq(const task *t) { return t->seq; }
+uint64_t dbl_task_follows(const task *t, unsigned q) { return vc_get(t->vc, q); }
+const char *dbl_task_where(const task *t, const op *o) {
+  return t->kind == T_GRAPH || !o->where ? t->where : o->where;
 }
 
 /* An access of [p, p + n) by the running op o, where memory is followed. */
@@ -817,7 +664,7 @@ static void access_at(const op *o, uint64_t p, uint64_t n, int write) {
   if (!n || (!dbl_device_block(p, &base, &size) &&
              !dbl_host_block(p, &base, &size)))
     return;
-  check_access(running, running_q, o, base, p, p + n, write);
+  dbl_race_check(running, running_q, o, base, p, p + n, write);
   if (dbl_pdl_now()) dbl_pdl_access(dbl_pdl_now(), base, p, p + n, write);
 }
 
@@ -840,11 +687,4 @@ int dbl_runner_now(dbl_runner *r, const op *o) {
   r->o = o;
   r->pdl = dbl_pdl_now();
   return running && dbl_strict;
-}
-
-void dbl_track_kernel(void *runner, uint64_t base, uint64_t lo, uint64_t hi,
-                      int write) {
-  const dbl_runner *r = runner;
-  check_access(r->task, r->queue, r->o, base, lo, hi, write);
-  if (r->pdl) dbl_pdl_access(r->pdl, base, lo, hi, write);
 }
