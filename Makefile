@@ -431,9 +431,13 @@ SANITIZER = $(CUDA_HOME)/bin/compute-sanitizer $(SANITIZER_OPTS)
 # NVIDIA/warp#1406 is the same false positive, see H.settle in
 # spec/support/helper.lua; spec/35's graphed functions, captured on their
 # first call right after their buffers are made, at four at once on an
-# H100, 90 reports on buffers of 64 live elements).
+# H100, 90 reports on buffers of 64 live elements). spec/14's while loop
+# left running by a timed-out wait, beside three others on an H100 (2 runs
+# of 2), ended with its memory unfreeable: the tensor and the condition's
+# cell reported leaked, though the deleter ran once and the host's checks
+# passed, as a context lost to such a loop leaves them.
 SANITIZE_JOBS ?= 4
-SANITIZE_ALONE = 32 34 35 40
+SANITIZE_ALONE = 14 32 34 35 40
 # The devices spec (NCCL's ranks and the launcher's processes) and the
 # simulator comparisons (CPU-bound children) run without the sanitizer, and
 # so do communicators elsewhere (CUGRAPH_LUA_SANITIZER: NCCL's start-up
