@@ -433,9 +433,9 @@ SANITIZER = $(CUDA_HOME)/bin/compute-sanitizer $(SANITIZER_OPTS)
 # first call right after their buffers are made, at four at once on an
 # H100, 90 reports on buffers of 64 live elements). spec/14's while loop
 # left running by a timed-out wait, beside three others on an H100 (2 runs
-# of 2), ended with its memory unfreeable: the tensor and the condition's
-# cell reported leaked, though the deleter ran once and the host's checks
-# passed, as a context lost to such a loop leaves them.
+# of 2), ended with the tensor and the condition's cell reported leaked,
+# though the deleter ran once and the host's checks passed (a context lost
+# to such a loop would leave them so; not confirmed alone yet).
 SANITIZE_JOBS ?= 4
 SANITIZE_ALONE = 14 32 34 35 40
 # The devices spec (NCCL's ranks and the launcher's processes) and the

@@ -265,16 +265,18 @@ static int report(const char *way, double *t, size_t n) {
   printf("  %s: p50 %.2f us, p99 %.2f us, p99.9 %.2f us a frame; ", way,
          t[n / 2] * 1e6, t[p99 < n ? p99 : n - 1] * 1e6,
          t[p999 < n ? p999 : n - 1] * 1e6);
+  size_t counted = n - 1; /* the frames after the first */
+  double per = counted ? (double)counted : 1.0;
   if (C_COUNTED)
     printf("%.2f bytes a frame by the runtime, %.2f by Lua (%zu and %zu "
            "allocations in %zu frames after the first); the driver's own: "
-           "%.2f bytes a frame\n", (double)mine_bytes / (double)(n - 1),
-           (double)lua_bytes / (double)(n - 1), mine_calls, lua_calls, n - 1,
-           (double)theirs_bytes / (double)(n - 1));
+           "%.2f bytes a frame\n", (double)mine_bytes / per,
+           (double)lua_bytes / per, mine_calls, lua_calls, counted,
+           (double)theirs_bytes / per);
   else
     printf("%.2f bytes a frame by Lua (%zu allocations in %zu frames after "
            "the first); C's not counted under AddressSanitizer\n",
-           (double)lua_bytes / (double)(n - 1), lua_calls, n - 1);
+           (double)lua_bytes / per, lua_calls, counted);
   int clean = mine_bytes == 0 && lua_bytes == 0;
   mine_bytes = mine_calls = theirs_bytes = theirs_calls = 0;
   lua_bytes = lua_calls = 0;
