@@ -434,10 +434,13 @@ SANITIZER = $(CUDA_HOME)/bin/compute-sanitizer $(SANITIZER_OPTS)
 # H100, 90 reports on buffers of 64 live elements). spec/14's while loop
 # left running by a timed-out wait, beside three others on an H100 (2 runs
 # of 2), ended with the tensor and the condition's cell reported leaked,
-# though the deleter ran once and the host's checks passed (a context lost
-# to such a loop would leave them so; not confirmed alone yet).
+# though the deleter ran once and the host's checks passed; alone, clean
+# (a68c38a). spec/31's loops and branches under g:profile, beside three
+# others on an H100 (1 run of 2), read a condition's 4-byte cell "out of
+# bounds" at the very address of its live allocation, and the context was
+# lost in the spec and in one of its children at once.
 SANITIZE_JOBS ?= 4
-SANITIZE_ALONE = 14 32 34 35 40
+SANITIZE_ALONE = 14 31 32 34 35 40
 # The devices spec (NCCL's ranks and the launcher's processes) and the
 # simulator comparisons (CPU-bound children) run without the sanitizer, and
 # so do communicators elsewhere (CUGRAPH_LUA_SANITIZER: NCCL's start-up

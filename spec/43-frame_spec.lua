@@ -320,6 +320,9 @@ describe("lifetime through the driver", function()
     local gpu = not os.getenv("CUGRAPH_LUA_LIBCUDA")
     local N, MB = 1 << 22, 1 << 20 -- 16 MiB; a GPU's driver keeps some of its own
     local slack = gpu and 4 * MB or 0
+    -- compute-sanitizer's own device memory moves the count: it checks
+    -- the frees itself there (a use after free, a leak at exit)
+    local counted = not os.getenv("CUGRAPH_LUA_SANITIZER")
     cuda.synchronize()
     local base = cuda.device().free_memory
     local s = cuda.stream()
@@ -341,13 +344,13 @@ describe("lifetime through the driver", function()
     collectgarbage()
     collectgarbage()
     print("waited", os.time() - t0 <= 1)
-    print("held", cuda.device().free_memory <= base - N * 4 + slack)
+    print("held", not counted or cuda.device().free_memory <= base - N * 4 + slack)
     go[0] = 1
     s:synchronize()
     local t1 = os.time() -- and the frees the driver's release made (a
     repeat cuda.synchronize() -- while under valgrind)
-    until cuda.device().free_memory >= base - slack or os.time() - t1 > 20
-    print("freed", cuda.device().free_memory >= base - slack)
+    until not counted or cuda.device().free_memory >= base - slack or os.time() - t1 > 20
+    print("freed", not counted or cuda.device().free_memory >= base - slack)
     print("status", cuda.status().poisoned, cuda.status().finalizer_errors)
   ]]
 
