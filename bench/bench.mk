@@ -64,6 +64,16 @@ bench-decode: all
 bench-pdl: all
 	CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) $(BUILD)/cugraph-lua bench/pdl.lua $(PDL_BENCH_ARGS)
 
+# What a user object retained by a graph costs each launch (bench/userobj.c):
+# the keep of the memory a graph's nodes use rides on one (base.h).
+$(BUILD)/bench/userobj: bench/userobj.c | deps
+	@mkdir -p $(@D)
+	$(call say,CC,$@)$(CC) $(BENCH_CFLAGS) -o $@ $< -ldl
+
+## bench-userobj: a graph launch's device time with and without a user object (GPU)
+bench-userobj: $(BUILD)/bench/userobj
+	$(BUILD)/bench/userobj
+
 # The all-reduce rows: one rank per GPU through the launcher, on 2 GPUs
 # (BENCH_NCCL_GPUS); skipped with a note on fewer. NCCL_BENCH_ARGS:
 # --quick, --markdown, --max BYTES.
@@ -101,7 +111,8 @@ bench-profile: all
 bench-ir: all $(DOUBLE) $(KERNELS) $(BUILD)/bench/ref.so
 	CUGRAPH_LUA_BUILD=$(CURDIR)/$(BUILD) $(BUILD)/cugraph-lua bench/ir.lua $(IR_CASES)
 
-.PHONY: bench bench-nccl bench-decode bench-pdl soak bench-profile bench-ir bench-frame
+.PHONY: bench bench-nccl bench-decode bench-pdl soak bench-profile bench-ir bench-frame \
+        bench-userobj
 
 # The PTX simulator's speed on model.lua's MLP kernels (one host thread, and
 # all), on a reduction and a divergent kernel beside the same kernels built
