@@ -363,6 +363,39 @@ describe("lifetime through the driver", function()
     assert.matches("status\tnil\t0", out)
   end)
 
+  it("frees what a graph used when the stream of its last launch went first, and lets go of none inside a capture", function()
+    local inc = H.kernels().inc_i32
+    cuda.synchronize()
+    local base = cuda.device().free_memory
+    local slack = H.gpu and 4 << 20 or 0 -- a GPU's driver keeps some of its own
+    -- the last launch's stream freed before the graph: nothing waits on it
+    local s, s2 = cuda.stream(), cuda.stream()
+    local x = cuda.buffer("i32", 1 << 22):fill(0) -- 16 MiB
+    local g = s:capture(function() inc:launch(s, 1, 256, x, 256) end)
+    g:launch(s2)
+    s2:free()
+    g:free()
+    x:free()
+    cuda.synchronize()
+    assert.is_true(cuda.device().free_memory >= base - slack, "the stream went first")
+    -- a graph freed inside a capture on the stream of its last launch:
+    -- the capture records no work of the release's
+    local y = cuda.buffer("i32", 256):fill(0)
+    local g2 = s:capture(function() inc:launch(s, 1, 256, y, 256) end)
+    g2:launch()
+    local g3 = s:capture(function()
+      g2:free()
+      inc:launch(s, 1, 256, y, 256)
+    end)
+    assert.equals(1, (g3:nodes()))
+    g3:launch()
+    s:synchronize()
+    assert.equals(2, y:download()[1])
+    g3:free()
+    y:free()
+    assert.is_nil(cuda.status().poisoned)
+  end)
+
   it("frees what a graph that never ran used at once, and a launched one's by cuda.synchronize()", function()
     local s = cuda.stream()
     cuda.synchronize()

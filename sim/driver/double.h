@@ -513,6 +513,10 @@ int dbl_uo_copy(uorefs *to, const uorefs *from);
 void dbl_uo_release(uorefs *r, double done);
 /* When the device's work sent so far is over: 0 (it is), or a time. */
 double dbl_work_done(void);
+/* fn(data) on the destructors' thread at time at, as a host function
+   the driver runs once the work sent before it is over; CUDA_SUCCESS, or
+   out of memory (no thread could be made). */
+CUresult dbl_host_later(CUhostFn fn, void *data, double at);
 
 /* -- graphs (graph.c, graph_exec.c) ---------------------------------------- */
 

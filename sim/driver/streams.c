@@ -43,6 +43,9 @@ CUresult dbl_submit(CUstream s, op *o) {
   o->where = dbl_lua_line();
   if (!r && s && s->cap) {
     if (!(r = dbl_capture_op(s, o))) return CUDA_SUCCESS;
+  } else if (!r && o->type == CU_GRAPH_NODE_TYPE_HOST && dbl_work_done()) {
+    /* after work that still runs (CUDA_DOUBLE_BUSY, a hang): when it ends */
+    r = dbl_host_later(o->fn, o->data, dbl_work_done());
   } else if (!r && dbl_strict) {
     r = dbl_enqueue(s, o);
     dbl_keep_busy();

@@ -184,6 +184,20 @@ double dbl_work_done(void) {
   return dbl_busy() ? dbl_busy_until() : 0;
 }
 
+/* One reference to an object of the runtime's own whose destructor is
+   fn: released at at, it runs fn(data) there, on the thread and under the
+   rules of destructors. */
+CUresult dbl_host_later(CUhostFn fn, void *data, double at) {
+  CUuserObject o = malloc(sizeof *o);
+  if (!o) return CUDA_ERROR_OUT_OF_MEMORY;
+  pthread_mutex_lock(&th.lock);
+  *o = (struct CUuserObject_st){NULL, th.live, 1, data, fn};
+  if (th.live) th.live->prev = o;
+  th.live = o;
+  pthread_mutex_unlock(&th.lock);
+  return queue_release(o, 1, at) ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
 static int count_ok(unsigned n) { return n && n <= INT_MAX; }
 
 CUresult CUDAAPI cuUserObjectCreate(CUuserObject *object_out, void *ptr,

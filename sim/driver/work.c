@@ -179,7 +179,9 @@ CUresult CUDAAPI cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext,
 
 /* -- host functions -------------------------------------------------------- */
 
-/* fn(userData) runs in stream order: at once here, or as a host node of the
+/* fn(userData) runs in stream order: at once here, once the work sent
+   before it is over when that still runs (CUDA_DOUBLE_BUSY: on the thread
+   of user objects' destructors, dbl_host_later), or as a host node of the
    graph a capture records; as on the driver's own thread, it may make no
    CUDA call (dbl_callback). */
 CUresult CUDAAPI cuLaunchHostFunc(CUstream hStream, CUhostFn fn,

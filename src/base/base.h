@@ -187,6 +187,9 @@ struct cg_ctx {
   /* root: pushes what is still running on stream s (NULL: on any), for a
      wait that timed out: the graph layer's */
   void (*busy)(lua_State *L, cg_ctx *ctx, CUstream s);
+  /* root: told before a stream of ctx is destroyed, so that no graph's
+     keep waits on it later: the graph layer's */
+  void (*stream_gone)(cg_ctx *ctx, CUstream s);
   cg_trace *trace;      /* root: the script's trace and NVTX ranges, or NULL */
   cg_keepq *keepq;      /* root: its graphs' keeps the driver released, for
                            its thread to drop (release.c), or NULL */
@@ -547,12 +550,15 @@ cg_share *cg_share_try(cg_obj *o, CUresult *r);
 /* What a graph's nodes use, kept until its last launch is over: a keep
    holds a reference to the share of each object whose memory the graph
    reads or writes (owned device memory: Buffers, Scalars, Conditions'
-   cells; page-locked host memory: HostBuffers), and the driver holds the
-   keep through a user object that the graph retains (cuUserObjectCreate,
-   cuGraphRetainUserObject): the executable graphs instantiated from it,
-   and copies of it in other graphs, hold references of their own, which
-   the driver lets go when the last launch that uses them is over. Its
-   destructor runs on a thread of the driver's, which may make no CUDA
+   cells; page-locked host memory: HostBuffers). A Lua graph keeps its
+   keep and hands it over when it goes, behind its last launch
+   (cg_keep_after); a C graph, which an engine may launch unseen, has the
+   driver hold it through a user object that the graph retains
+   (cuUserObjectCreate, cuGraphRetainUserObject): the executable graphs
+   instantiated from it hold references of their own, which the driver
+   lets go when the last launch that uses them is over (a user object
+   costs each launch device time, which is why Lua graphs hold none).
+   Either release runs on a thread of the driver's, which may make no CUDA
    call: it hands the keep to its state, whose thread drops the shares at
    its next free (cg_keep_drain: the last holder frees the memory as any
    free, held back during a capture, errors recorded), or, for a C graph
@@ -583,6 +589,17 @@ CUresult cg_keep_attach(cg_keep *k, CUgraph g, const char **api);
    driver frees k later); else the driver's release of k, once the last
    launch is over, hands them to the state or the reaper. */
 void cg_keep_leave(cg_keep *k, int drop);
+/* The runtime lets go of a graph whose launches it made itself (a Lua
+   graph, which holds no user object: one costs every launch of it device
+   time), k not attached. The launches of one executable graph run in
+   order, so once the work queued on s, the stream of the last, is over,
+   so are they all: a host function the driver then runs on s hands k to
+   the state or the reaper, as a user object's release does. s NULL (no
+   launch made, or its stream destroyed since), a stream that is
+   capturing, or a driver that takes no host function: k goes to the
+   state at once, whose frees then wait for the device as cuMemFree
+   does. */
+void cg_keep_after(cg_keep *k, CUstream s);
 /* Frees a keep that is not attached, its shares dropped now. */
 void cg_keep_free(cg_keep *k);
 /* On the state's thread: drops the keeps the driver released (cheap when

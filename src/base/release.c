@@ -163,6 +163,8 @@ static int may_destroy(cg_ctx *ctx, cg_hkind hk) {
 void cg_release(lua_State *L, cg_ctx *ctx, cg_hkind hk, cg_handle h) {
   cg_keep_drain(L, ctx); /* what launches that ended let go of */
   if (hk == CG_H_NONE || !h.p) return;
+  if (hk == CG_H_STREAM && ctx->root->stream_gone)
+    ctx->root->stream_gone(ctx, h.stream);
   if (!may_destroy(ctx, hk)) {
     forget(hk, h);
     return;
@@ -621,6 +623,19 @@ void cg_keep_leave(cg_keep *k, int drop) {
   k->q->out++;
   k->out = 1;
   pthread_mutex_unlock(&k->q->lock);
+}
+
+static void CUDA_CB keep_after_run(void *p) { keep_released(p); }
+
+void cg_keep_after(cg_keep *k, CUstream s) {
+  cg_keep_leave(k, 0);
+  CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (s && cg_drv.cuLaunchHostFunc &&
+      cg_drv.cuStreamIsCapturing(s, &cs) == CUDA_SUCCESS &&
+      cs == CU_STREAM_CAPTURE_STATUS_NONE &&
+      cg_drv.cuLaunchHostFunc(s, keep_after_run, k) == CUDA_SUCCESS)
+    return;
+  keep_released(k);
 }
 
 void cg_keep_drain(lua_State *L, cg_ctx *ctx) {

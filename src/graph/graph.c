@@ -166,16 +166,13 @@ static void check_scoped(lua_State *L, cg_graph *gr, int idx) {
   lua_pop(L, 1);
 }
 
-/* Hands the driver graph g a keep of the memory the pins at pidx hold
-   (cg_keep_*, base.h): gr->keep, or NULL when the driver has no user
-   objects; the failure, its api in *api (NULL: out of host memory).
-   Calls no Lua. */
-static CUresult keep_pins(lua_State *L, cg_graph *gr, int pidx, CUgraph g,
+/* The keep of the memory the pins at pidx hold (cg_keep_*, base.h), for
+   the graph to hand over when it goes (cg_keep_after: no user object, so
+   its launches cost the device nothing more); the failure, its api in
+   *api (NULL: out of host memory). Calls no Lua. */
+static CUresult keep_pins(lua_State *L, cg_graph *gr, int pidx,
                           cg_keep **keep, const char **api) {
   *keep = NULL;
-  if (!cg_drv.cuUserObjectCreate || !cg_drv.cuGraphRetainUserObject ||
-      !cg_drv.cuUserObjectRelease)
-    return CUDA_SUCCESS;
   cg_keep *k = cg_keep_new(gr->h.ctx);
   int ok = k != NULL;
   CUresult r = CUDA_SUCCESS;
@@ -191,15 +188,29 @@ static CUresult keep_pins(lua_State *L, cg_graph *gr, int pidx, CUgraph g,
     if (r == CUDA_SUCCESS) *api = NULL;
     return r == CUDA_SUCCESS ? CUDA_ERROR_OUT_OF_MEMORY : r;
   }
-  r = cg_keep_attach(k, g, api);
-  if (r == CUDA_SUCCESS) *keep = k;
-  return r;
+  *keep = k;
+  return CUDA_SUCCESS;
+}
+
+/* Lets go of keep k of graph gr, once its last launch is over. */
+static void keep_leave(cg_graph *gr, cg_keep *k) {
+  if (!gr->last_launch) cg_keep_free(k); /* none made: nothing in flight */
+  else cg_keep_after(k, gr->last_stream);
+}
+
+/* A stream of ctx is about to be destroyed (ctx->stream_gone): no graph
+   waits on it later; a graph last launched on it lets its keep go at once
+   when it goes (its frees then wait for the device). */
+static void stream_gone(cg_ctx *ctx, CUstream s) {
+  cg_graphstate *gs = ctx->root->graphstate;
+  for (cg_graph *gr = gs ? gs->graphs : NULL; gr; gr = gr->next)
+    if (gr->last_stream == s) gr->last_stream = NULL;
 }
 
 /* Releases the graph (at idx) and its pins; idempotent. */
 static void close_graph(lua_State *L, cg_graph *gr, int idx) {
   if (!gr->h.open) return;
-  if (gr->keep) cg_keep_leave(gr->keep, !gr->last_launch);
+  if (gr->keep) keep_leave(gr, gr->keep);
   gr->keep = NULL;
   gr->h.open = 0;
   cg_untrack_graph(gr);
@@ -278,7 +289,7 @@ static int stream_capture(lua_State *L) {
     lua_error(L);
   }
   const char *api;
-  CUresult r = keep_pins(L, gr, 5, g, &gr->keep, &api);
+  CUresult r = keep_pins(L, gr, 5, &gr->keep, &api);
   if (r == CUDA_SUCCESS) {
     api = "cuGraphInstantiate";
     r = cg_drv.cuGraphInstantiate(&gr->h.drv.exec, g, auto_free
@@ -581,13 +592,13 @@ static int graph_update(lua_State *L) {
              : conds || valnodes ? CUDA_ERROR_NOT_SUPPORTED
              : cg_edges_changed(L, gr->g, gr->recs, g, recs, &edges, &api);
   if (r == CUDA_SUCCESS && !edges)
-    r = kr = keep_pins(L, gr, 6, g, &keep, &kapi);
+    r = kr = keep_pins(L, gr, 6, &keep, &kapi);
   if (r == CUDA_SUCCESS && !edges)
     r = cg_drv.cuGraphExecUpdate(gr->h.drv.exec, g, &info);
   if (r == CUDA_SUCCESS && gr->allocs != cg_recs_allocs(recs))
     r = CUDA_ERROR_NOT_SUPPORTED;
   if (r != CUDA_SUCCESS || edges) {
-    if (keep) cg_keep_leave(keep, 1); /* no launch took it */
+    cg_keep_free(keep); /* no launch took it */
     cg_recs_release(ctx, recs);
     cg_unpin_set(L, ctx, 6, gr->id, 0);
     if (gr->h.open) cg_stamp_set(L, ctx, 5, gr->id);
@@ -629,8 +640,8 @@ static int graph_update(lua_State *L) {
   lua_setiuservalue(L, 1, 1);
   lua_pushvalue(L, 2);
   lua_setiuservalue(L, 1, 3);
-  if (gr->keep) /* the exec lets go of it after the launches of before */
-    cg_keep_leave(gr->keep, !gr->last_launch);
+  if (gr->keep) /* the launches of before used it */
+    keep_leave(gr, gr->keep);
   gr->keep = keep;
   cg_unpin_spare(L, ctx, 5, gr->id);
   cg_release(L, ctx, CG_H_GRAPH, (cg_handle){ .graph = gr->g });
@@ -689,6 +700,7 @@ void graph_open(lua_State *L) {
   cg_newtype(L, CG_GRAPH, methods, meta, NULL);
   cg_graphstate_of(L, cg_sentinel(L));
   cg_sentinel(L)->busy = busy;
+  cg_sentinel(L)->stream_gone = stream_gone;
   luaL_getmetatable(L, cg_kind_names[CG_STREAM]);
   lua_getfield(L, -1, "methods");
   lua_pushvalue(L, -2); /* the metatable, as cg_checkself wants */
