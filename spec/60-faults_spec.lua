@@ -25,6 +25,7 @@ local DESTROY = {
   cuTexObjectDestroy = true, cuSurfObjectDestroy = true, cuDestroyExternalMemory = true,
   cuDestroyExternalSemaphore = true, cuMipmappedArrayDestroy = true,
   cuDevicePrimaryCtxRelease = true, -- a share's, when its object frees it
+  cuLaunchHostFunc = true, -- a launched graph's release, its keep behind it
 }
 
 -- Calls per entry point of one run of the workload: name -> count.
@@ -108,11 +109,12 @@ describe("the fault sweep", function()
     -- the software driver's bounds on simulated work, which take no lock
     -- and count no call (a signal handler calls one); the simulator's
     -- checks, which count no call (they are no part of the work); host
-    -- functions (a C function's: spec/43); the release of a user object a
-    -- graph refused; an engine's page-locked memory (C only: spec/43)
+    -- functions (a C function's: spec/43); user objects (C graphs' keeps:
+    -- spec/41, spec/43); an engine's page-locked memory (C only: spec/43)
     local beside = {
       cuGetErrorName = true, cuGetErrorString = true, cuGraphClone = true,
-      cuLaunchHostFunc = true, cuUserObjectRelease = true,
+      cuUserObjectCreate = true, cuGraphRetainUserObject = true,
+      cuUserObjectRelease = true,
       cuMemHostGetDevicePointer = true,
       cuModuleGetGlobal = true, cuSimEventInstructions = true,
       cuSimSetWorkLimit = true, cuSimInterrupt = true, cuSimStopReason = true,

@@ -595,11 +595,12 @@ void cg_keep_leave(cg_keep *k, int drop);
    order, so once the work queued on s, the stream of the last, is over,
    so are they all: a host function the driver then runs on s hands k to
    the state or the reaper, as a user object's release does. s NULL (no
-   launch made, or its stream destroyed since), a stream that is
-   capturing, or a driver that takes no host function: k goes to the
-   state at once, whose frees then wait for the device as cuMemFree
-   does. */
-void cg_keep_after(cg_keep *k, CUstream s);
+   launch made, or its stream destroyed since), a capture of ctx open (s
+   may be capturing), a context lost or closed, or a driver that takes no
+   host function: k goes to the state at once, whose frees then wait for
+   the device as cuMemFree does; a failed call is recorded (cg_record) as
+   a failed release is, never raised. */
+void cg_keep_after(lua_State *L, cg_ctx *ctx, cg_keep *k, CUstream s);
 /* Frees a keep that is not attached, its shares dropped now. */
 void cg_keep_free(cg_keep *k);
 /* On the state's thread: drops the keeps the driver released (cheap when

@@ -627,14 +627,23 @@ void cg_keep_leave(cg_keep *k, int drop) {
 
 static void CUDA_CB keep_after_run(void *p) { keep_released(p); }
 
-void cg_keep_after(cg_keep *k, CUstream s) {
+void cg_keep_after(lua_State *L, cg_ctx *ctx, cg_keep *k, CUstream s) {
   cg_keep_leave(k, 0);
-  CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
-  if (s && cg_drv.cuLaunchHostFunc &&
-      cg_drv.cuStreamIsCapturing(s, &cs) == CUDA_SUCCESS &&
-      cs == CU_STREAM_CAPTURE_STATUS_NONE &&
-      cg_drv.cuLaunchHostFunc(s, keep_after_run, k) == CUDA_SUCCESS)
-    return;
+  /* during a capture of the context the stream may be the one capturing,
+     where a host function would be recorded; frees are held back then */
+  if (s && cg_drv.cuLaunchHostFunc && may_destroy(ctx, CG_H_STREAM) &&
+      !ctx->capture) {
+    const char *api = "cuCtxSetCurrent";
+    CUresult r = cg_make_current(ctx->cu); /* a finalizer may run anywhere */
+    if (r == CUDA_SUCCESS) {
+      api = "cuLaunchHostFunc";
+      r = cg_drv.cuLaunchHostFunc(s, keep_after_run, k);
+    }
+    if (r == CUDA_SUCCESS) return;
+    char buf[CG_ERRNAME]; /* recorded as a failed release, never raised */
+    cg_poison(ctx, api, r);
+    cg_record(L, ctx, api, cg_driver_errname(r, buf));
+  }
   keep_released(k);
 }
 

@@ -193,9 +193,9 @@ static CUresult keep_pins(lua_State *L, cg_graph *gr, int pidx,
 }
 
 /* Lets go of keep k of graph gr, once its last launch is over. */
-static void keep_leave(cg_graph *gr, cg_keep *k) {
+static void keep_leave(lua_State *L, cg_graph *gr, cg_keep *k) {
   if (!gr->last_launch) cg_keep_free(k); /* none made: nothing in flight */
-  else cg_keep_after(k, gr->last_stream);
+  else cg_keep_after(L, gr->h.ctx, k, gr->last_stream);
 }
 
 /* A stream of ctx is about to be destroyed (ctx->stream_gone): no graph
@@ -210,7 +210,7 @@ static void stream_gone(cg_ctx *ctx, CUstream s) {
 /* Releases the graph (at idx) and its pins; idempotent. */
 static void close_graph(lua_State *L, cg_graph *gr, int idx) {
   if (!gr->h.open) return;
-  if (gr->keep) keep_leave(gr, gr->keep);
+  if (gr->keep) keep_leave(L, gr, gr->keep);
   gr->keep = NULL;
   gr->h.open = 0;
   cg_untrack_graph(gr);
@@ -641,7 +641,7 @@ static int graph_update(lua_State *L) {
   lua_pushvalue(L, 2);
   lua_setiuservalue(L, 1, 3);
   if (gr->keep) /* the launches of before used it */
-    keep_leave(gr, gr->keep);
+    keep_leave(L, gr, gr->keep);
   gr->keep = keep;
   cg_unpin_spare(L, ctx, 5, gr->id);
   cg_release(L, ctx, CG_H_GRAPH, (cg_handle){ .graph = gr->g });
