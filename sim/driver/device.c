@@ -198,6 +198,8 @@ void dbl_wait_forever(pthread_mutex_t *held) {
 
 /* -- initialization, device, context --------------------------------------- */
 
+static void tear_down(void) { atomic_store(&dbl_torn_down, 1); }
+
 CUresult CUDAAPI cuInit(unsigned int Flags) {
   ENTRY(cuInit);
   if (Flags) return CUDA_ERROR_INVALID_VALUE;
@@ -229,6 +231,7 @@ CUresult CUDAAPI cuInit(unsigned int Flags) {
   const char *strict = getenv("CUDA_SIM_STRICT");
   dbl_strict = !strict || strcmp(strict, "0");
 #endif
+  atexit(tear_down); /* as the driver: calls made after exit's turn fail */
   initialized = 1;
   return CUDA_SUCCESS;
 }

@@ -74,6 +74,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <cuda.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -114,6 +115,11 @@ typedef struct dbl_site {
 } dbl_site;
 
 extern CUresult dbl_sticky;
+/* Set by the teardown cuInit registers with atexit, as the driver does:
+   from then on every entry point but cuGetErrorName/String returns
+   CUDA_ERROR_DEINITIALIZED (finalizers that run later meet a driver that
+   is gone). */
+extern atomic_int dbl_torn_down;
 /* Why this thread's last call returned CUDA_ERROR_NOT_SUPPORTED, when the
    reason is this driver's own (a kernel the test double cannot run):
    cuGetErrorString gives it for that code until the thread's next call of

@@ -197,6 +197,7 @@ static const struct { CUresult code; const char *name, *text; } errors[] = {
    queries, cuCtxSetCurrent and freeing graphs still work after it; not even
    destroying the context clears it. */
 CUresult dbl_sticky;
+atomic_int dbl_torn_down;
 
 /* -- entry points: one lock, call counts, injected faults ------------------ */
 
@@ -287,6 +288,8 @@ CUresult dbl_called(dbl_site *s, const char *func) {
     s->next = sites;
     sites = s;
   }
+  if (atomic_load(&dbl_torn_down) && strncmp(s->name, "cuGetError", 10))
+    return CUDA_ERROR_DEINITIALIZED;
   for (int i = 0; i < nfaults; i++)
     if (faults[i].n == s->calls
         && (!strcmp(faults[i].name, s->name) || !strcmp(faults[i].name, func))) {

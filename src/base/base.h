@@ -506,6 +506,11 @@ int cg_drop_deferred(cg_ctx *ctx, int release);
 /* An error of a finalizer or :free(), "api: name": counted in cuda.status()
    and given as a warning, never raised. */
 void cg_record(lua_State *L, cg_ctx *ctx, const char *api, const char *name);
+/* A driver call of a release failed with r: a sticky code poisons, then it
+   is recorded as cg_record does, but for CUDA_ERROR_DEINITIALIZED (the
+   driver's own teardown at process exit ran first: what is left goes with
+   the process), which is skipped silently. */
+void cg_record_cu(lua_State *L, cg_ctx *ctx, const char *api, CUresult r);
 /* The object's own handle goes: its share lets go (the last holder frees),
    or it is released when owned. */
 void cg_release_obj(lua_State *L, cg_obj *o);
@@ -598,7 +603,7 @@ void cg_keep_leave(cg_keep *k, int drop);
    launch made, or its stream destroyed since), a capture of ctx open (s
    may be capturing), a context lost or closed, or a driver that takes no
    host function: k goes to the state at once, whose frees then wait for
-   the device as cuMemFree does; a failed call is recorded (cg_record) as
+   the device as cuMemFree does; a failed call is recorded (cg_record_cu) as
    a failed release is, never raised. */
 void cg_keep_after(lua_State *L, cg_ctx *ctx, cg_keep *k, CUstream s);
 /* Frees a keep that is not attached, its shares dropped now. */

@@ -135,18 +135,23 @@ void cg_record(lua_State *L, cg_ctx *ctx, const char *api, const char *name) {
   lua_warning(L, ctx->gc_error, 0);
 }
 
+void cg_record_cu(lua_State *L, cg_ctx *ctx, const char *api, CUresult r) {
+  if (r == CUDA_ERROR_DEINITIALIZED) return;
+  char buf[CG_ERRNAME];
+  cg_poison(ctx, api, r);
+  cg_record(L, ctx, api, cg_driver_errname(r, buf));
+}
+
 /* Destroys h now and records a failure (a driver error poisons as any). */
 static void destroy_now(lua_State *L, cg_ctx *ctx, cg_hkind hk, cg_handle h) {
   const char *api;
   int r = destroy(hk, h, ctx->poison != CUDA_SUCCESS, &api);
   if (r == 0) return;
-  char buf[CG_ERRNAME];
   if (hk == CG_H_COMM) {
     const char *name = cg_nccl_result_name(r);
     cg_record(L, ctx, api, name ? name : "ncclResult");
-  } else if (r != CUDA_ERROR_DEINITIALIZED) {
-    cg_poison(ctx, api, (CUresult)r);
-    cg_record(L, ctx, api, cg_driver_errname((CUresult)r, buf));
+  } else {
+    cg_record_cu(L, ctx, api, (CUresult)r);
   }
 }
 
@@ -185,8 +190,7 @@ void cg_release(lua_State *L, cg_ctx *ctx, cg_hkind hk, cg_handle h) {
   }
   CUresult r = cg_make_current(ctx->cu); /* a finalizer may run anywhere */
   if (r != CUDA_SUCCESS) {
-    char buf[CG_ERRNAME];
-    cg_record(L, ctx, "cuCtxSetCurrent", cg_driver_errname(r, buf));
+    cg_record_cu(L, ctx, "cuCtxSetCurrent", r);
     if (hk == CG_H_DLPACK) dlpack_delete(h.dlpack);
     forget(hk, h);
     return;
@@ -380,11 +384,7 @@ static void let_go(lua_State *L, cg_ctx *ctx, cg_share *sh) {
   cg_release(L, ctx, (cg_hkind)sh->hk, sh->h);
   sh->h.p = NULL;
   CUresult r = share_free(sh);
-  if (r != CUDA_SUCCESS && r != CUDA_ERROR_DEINITIALIZED) { /* as */
-    char buf[CG_ERRNAME];                                  /* destroy_now */
-    cg_poison(ctx, "cuDevicePrimaryCtxRelease", r);
-    cg_record(L, ctx, "cuDevicePrimaryCtxRelease", cg_driver_errname(r, buf));
-  }
+  if (r != CUDA_SUCCESS) cg_record_cu(L, ctx, "cuDevicePrimaryCtxRelease", r);
 }
 
 void cg_release_obj(lua_State *L, cg_obj *o) {
@@ -640,9 +640,7 @@ void cg_keep_after(lua_State *L, cg_ctx *ctx, cg_keep *k, CUstream s) {
       r = cg_drv.cuLaunchHostFunc(s, keep_after_run, k);
     }
     if (r == CUDA_SUCCESS) return;
-    char buf[CG_ERRNAME]; /* recorded as a failed release, never raised */
-    cg_poison(ctx, api, r);
-    cg_record(L, ctx, api, cg_driver_errname(r, buf));
+    cg_record_cu(L, ctx, api, r); /* as a failed release, never raised */
   }
   keep_released(k);
 }
