@@ -187,15 +187,23 @@ double dbl_work_done(void) {
 /* One reference to an object of the runtime's own whose destructor is
    fn: released at at, it runs fn(data) there, on the thread and under the
    rules of destructors. */
-CUresult dbl_host_later(CUhostFn fn, void *data, double at) {
+/* A live object of refs references whose destructor is fn(data); NULL
+   when out of memory. */
+static CUuserObject make_object(void *data, CUhostFn fn, unsigned refs) {
   CUuserObject o = malloc(sizeof *o);
-  if (!o) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (!o) return NULL;
   pthread_mutex_lock(&th.lock);
-  *o = (struct CUuserObject_st){NULL, th.live, 1, data, fn};
+  *o = (struct CUuserObject_st){NULL, th.live, refs, data, fn};
   if (th.live) th.live->prev = o;
   th.live = o;
   pthread_mutex_unlock(&th.lock);
-  return queue_release(o, 1, at) ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+  return o;
+}
+
+CUresult dbl_host_later(CUhostFn fn, void *data, double at) {
+  CUuserObject o = make_object(data, fn, 1);
+  return o && queue_release(o, 1, at) ? CUDA_SUCCESS
+                                      : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
 static int count_ok(unsigned n) { return n && n <= INT_MAX; }
@@ -209,13 +217,8 @@ CUresult CUDAAPI cuUserObjectCreate(CUuserObject *object_out, void *ptr,
   if (!object_out || !destroy || !count_ok(initialRefcount) ||
       flags != CU_USER_OBJECT_NO_DESTRUCTOR_SYNC)
     return CUDA_ERROR_INVALID_VALUE;
-  CUuserObject o = malloc(sizeof *o);
+  CUuserObject o = make_object(ptr, destroy, initialRefcount);
   if (!o) return CUDA_ERROR_OUT_OF_MEMORY;
-  pthread_mutex_lock(&th.lock);
-  *o = (struct CUuserObject_st){NULL, th.live, initialRefcount, ptr, destroy};
-  if (th.live) th.live->prev = o;
-  th.live = o;
-  pthread_mutex_unlock(&th.lock);
   *object_out = o;
   return CUDA_SUCCESS;
 }
