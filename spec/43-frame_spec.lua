@@ -413,43 +413,56 @@ describe("lifetime through the driver", function()
     end
   end)
 
-  it("keeps a C graph's memory past its release until its launch is over", function()
-    H.capi_passes([[
-      local cuda = require "cugraph"
-      local m = cuda.load_module(os.getenv("CUGRAPH_LUA_BUILD") .. "/kernels.ptx")
-      local gpu = not os.getenv("CUGRAPH_LUA_LIBCUDA")
-      local N, MB = 1 << 22, 1 << 20 -- 16 MiB; a GPU's driver keeps some of its own
-      local slack = gpu and 4 * MB or 0
-      -- compute-sanitizer's own device memory moves the count: it checks
-      -- the frees itself there (a use after free, a leak at exit)
-      local counted = not os.getenv("CUGRAPH_LUA_SANITIZER")
-      local function holds(cond, what) assert(cond or not counted, what) end
-      cuda.synchronize()
-      local base = cuda.device().free_memory
-      local s = cuda.stream()
-      local go = capi.hostmem("u64", 1)
-      local x = cuda.buffer("i32", N):fill(0)
-      local g = s:capture(function()
-        if gpu then s:wait_value(go, 1) end
-        m.inc_i32:launch(s, 1, 256, x, 256)
-      end)
-      local h = capi.tograph(g)
-      g:free(); x:free()
-      holds(cuda.device().free_memory <= base - N * 4 + slack, "the C graph holds x")
-      capi.start(h, s)      -- launched, not waited for
-      local t0 = os.time()
-      capi.release(h)       -- the last reference, in flight
-      assert(os.time() - t0 <= 1, "the release waited for the launch")
-      holds(cuda.device().free_memory <= base - N * 4 + slack, "freed under the launch")
-      assert(not capi.settle(0.1), "cugraph_settle found nothing left under the launch")
-      capi.store(go, 0, 1)
-      -- a thread of the runtime frees it once the launch is over:
-      -- cugraph_settle waits for that
-      assert(capi.settle(60), "cugraph_settle: not freed after the launch")
-      holds(cuda.device().free_memory >= base - slack, "freed after it")
-      print("script done")
-    ]], "CUDA_DOUBLE_BUSY=2500")
-  end)
+  -- a C graph launches a copy of the graph, or, with conditional nodes,
+  -- the Lua graph's own exec (the driver instantiates those once)
+  for _, way in ipairs { "a copy", "conditional nodes" } do
+    it("keeps a C graph's memory past its release until its launch is over: " .. way, function()
+      H.capi_passes(([[
+        local cuda = require "cugraph"
+        local m = cuda.load_module(os.getenv("CUGRAPH_LUA_BUILD") .. "/kernels.ptx")
+        local gpu = not os.getenv("CUGRAPH_LUA_LIBCUDA")
+        local looped = %s
+        local N, MB = 1 << 22, 1 << 20 -- 16 MiB; a GPU's driver keeps some of its own
+        local slack = gpu and 4 * MB or 0
+        -- compute-sanitizer's own device memory moves the count: it checks
+        -- the frees itself there (a use after free, a leak at exit)
+        local counted = not os.getenv("CUGRAPH_LUA_SANITIZER")
+        local function holds(cond, what) assert(cond or not counted, what) end
+        cuda.synchronize()
+        local base = cuda.device().free_memory
+        local s = cuda.stream()
+        local go = capi.hostmem("u64", 1)
+        local x = cuda.buffer("i32", N):fill(0)
+        local c = cuda.condition(1)
+        local g = s:capture(function()
+          if gpu then s:wait_value(go, 1) end
+          if not looped then return m.inc_i32:launch(s, 1, 256, x, 256) end
+          s:loop_while(c, function()
+            m.inc_i32:launch(s, 1, 256, x, 256)
+            c:count_down(s, 1)
+          end)
+        end)
+        local h = capi.tograph(g)
+        g:free(); x:free(); c:free()
+        holds(cuda.device().free_memory <= base - N * 4 + slack, "the C graph holds x")
+        capi.start(h, s)      -- launched, not waited for
+        local t0 = os.time()
+        capi.release(h)       -- the last reference, in flight
+        assert(os.time() - t0 <= 1, "the release waited for the launch")
+        holds(cuda.device().free_memory <= base - N * 4 + slack, "freed under the launch")
+        assert(not capi.settle(0.1), "cugraph_settle found nothing left under the launch")
+        capi.store(go, 0, 1)
+        -- once the launch is over, a thread of the runtime frees a copy's
+        -- memory (cugraph_settle waits for that); the Lua graph's keep,
+        -- which its shared exec held, goes to the state's thread, which
+        -- drops it at its next free or cuda.synchronize()
+        if looped then cuda.synchronize() end
+        assert(capi.settle(60), "cugraph_settle: not freed after the launch")
+        holds(cuda.device().free_memory >= base - slack, "freed after it")
+        print("script done")
+      ]]):format(tostring(way ~= "a copy")), "CUDA_DOUBLE_BUSY=2500")
+    end)
+  end
 end)
 
 describe("the frame loop", function()

@@ -109,8 +109,9 @@ describe("the fault sweep", function()
     -- the software driver's bounds on simulated work, which take no lock
     -- and count no call (a signal handler calls one); the simulator's
     -- checks, which count no call (they are no part of the work); host
-    -- functions (a C function's: spec/43); user objects (C graphs' keeps:
-    -- spec/41, spec/43); an engine's page-locked memory (C only: spec/43)
+    -- functions (a C function's: spec/43); user objects (the keeps of C
+    -- graphs and of graphs with conditional nodes: spec/41, spec/43); an
+    -- engine's page-locked memory (C only: spec/43)
     local beside = {
       cuGetErrorName = true, cuGetErrorString = true, cuGraphClone = true,
       cuUserObjectCreate = true, cuGraphRetainUserObject = true,

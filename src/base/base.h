@@ -557,12 +557,14 @@ cg_share *cg_share_try(cg_obj *o, CUresult *r);
    reads or writes (owned device memory: Buffers, Scalars, Conditions'
    cells; page-locked host memory: HostBuffers). A Lua graph keeps its
    keep and hands it over when it goes, behind its last launch
-   (cg_keep_after); a C graph, which an engine may launch unseen, has the
-   driver hold it through a user object that the graph retains
-   (cuUserObjectCreate, cuGraphRetainUserObject): the executable graphs
-   instantiated from it hold references of their own, which the driver
-   lets go when the last launch that uses them is over (a user object
-   costs each launch device time, which is why Lua graphs hold none).
+   (cg_keep_after); a C graph, which an engine may launch unseen, and a
+   Lua graph with conditional nodes, whose exec the C graphs made from it
+   share, have the driver hold it through a user object that the graph
+   retains (cuUserObjectCreate, cuGraphRetainUserObject): the executable
+   graphs instantiated from it hold references of their own, which the
+   driver lets go when the last launch that uses them is over (a user
+   object costs each launch device time, which is why other Lua graphs
+   hold none).
    Either release runs on a thread of the driver's, which may make no CUDA
    call: it hands the keep to its state, whose thread drops the shares at
    its next free (cg_keep_drain: the last holder frees the memory as any

@@ -166,11 +166,15 @@ static void check_scoped(lua_State *L, cg_graph *gr, int idx) {
   lua_pop(L, 1);
 }
 
-/* The keep of the memory the pins at pidx hold (cg_keep_*, base.h), for
-   the graph to hand over when it goes (cg_keep_after: no user object, so
-   its launches cost the device nothing more); the failure, its api in
-   *api (NULL: out of host memory). Calls no Lua. */
-static CUresult keep_pins(lua_State *L, cg_graph *gr, int pidx,
+/* The keep of the memory the pins at pidx hold (cg_keep_*, base.h): the
+   graph hands it over when it goes, behind its last launch (keep_leave:
+   no user object, so its launches cost the device nothing more), but for
+   a graph with conditional nodes, which lends its own exec to the C
+   graphs made from it (cugraph_tograph) for an engine to launch unseen:
+   the driver holds its keep through a user object retained by g, as a C
+   graph's. The failure, its api in *api (NULL: out of host memory).
+   Calls no Lua. */
+static CUresult keep_pins(lua_State *L, cg_graph *gr, int pidx, CUgraph g,
                           cg_keep **keep, const char **api) {
   *keep = NULL;
   cg_keep *k = cg_keep_new(gr->h.ctx);
@@ -188,13 +192,22 @@ static CUresult keep_pins(lua_State *L, cg_graph *gr, int pidx,
     if (r == CUDA_SUCCESS) *api = NULL;
     return r == CUDA_SUCCESS ? CUDA_ERROR_OUT_OF_MEMORY : r;
   }
+  if (gr->conds && (r = cg_keep_attach(k, g, api)) != CUDA_SUCCESS) {
+    if (r == CUDA_ERROR_NOT_SUPPORTED) { /* no user objects: still ours */
+      cg_keep_free(k);
+      *api = "cuUserObjectCreate";
+    }
+    return r;
+  }
   *keep = k;
   return CUDA_SUCCESS;
 }
 
-/* Lets go of keep k of graph gr, once its last launch is over. */
+/* Lets go of keep k of graph gr, once its last launch is over: the
+   driver's release of it, or a host function behind the last launch. */
 static void keep_leave(lua_State *L, cg_graph *gr, cg_keep *k) {
-  if (!gr->last_launch) cg_keep_free(k); /* none made: nothing in flight */
+  if (gr->conds) cg_keep_leave(k, 0); /* an engine's launches too */
+  else if (!gr->last_launch) cg_keep_free(k); /* none: nothing in flight */
   else cg_keep_after(L, gr->h.ctx, k, gr->last_stream);
 }
 
@@ -289,7 +302,7 @@ static int stream_capture(lua_State *L) {
     lua_error(L);
   }
   const char *api;
-  CUresult r = keep_pins(L, gr, 5, &gr->keep, &api);
+  CUresult r = keep_pins(L, gr, 5, g, &gr->keep, &api);
   if (r == CUDA_SUCCESS) {
     api = "cuGraphInstantiate";
     r = cg_drv.cuGraphInstantiate(&gr->h.drv.exec, g, auto_free
@@ -592,7 +605,7 @@ static int graph_update(lua_State *L) {
              : conds || valnodes ? CUDA_ERROR_NOT_SUPPORTED
              : cg_edges_changed(L, gr->g, gr->recs, g, recs, &edges, &api);
   if (r == CUDA_SUCCESS && !edges)
-    r = kr = keep_pins(L, gr, 6, &keep, &kapi);
+    r = kr = keep_pins(L, gr, 6, g, &keep, &kapi);
   if (r == CUDA_SUCCESS && !edges)
     r = cg_drv.cuGraphExecUpdate(gr->h.drv.exec, g, &info);
   if (r == CUDA_SUCCESS && gr->allocs != cg_recs_allocs(recs))

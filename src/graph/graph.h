@@ -46,9 +46,8 @@ struct cg_graph {
   int nvalnodes;
   cg_valnode *valnodes; /* nodes set from scalars at each launch */
   cg_recs *recs;        /* the nodes its capture recorded */
-  cg_keep *keep;        /* what g's nodes use, which the driver holds until
-                           the last launch is over (NULL: the driver has no
-                           user objects) */
+  cg_keep *keep;        /* what g's nodes use, kept until the last launch
+                           is over (keep_leave); NULL: none held */
   unsigned allocs;      /* allocation nodes whose memory it does not free */
   unsigned scoped;      /* pinned buffers of a map scope (cg_obj.scoped) */
   unsigned char auto_free; /* instantiated with AUTO_FREE_ON_LAUNCH */
