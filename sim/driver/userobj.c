@@ -184,9 +184,6 @@ double dbl_work_done(void) {
   return dbl_busy() ? dbl_busy_until() : 0;
 }
 
-/* One reference to an object of the runtime's own whose destructor is
-   fn: released at at, it runs fn(data) there, on the thread and under the
-   rules of destructors. */
 /* A live object of refs references whose destructor is fn(data); NULL
    when out of memory. */
 static CUuserObject make_object(void *data, CUhostFn fn, unsigned refs) {
@@ -200,6 +197,9 @@ static CUuserObject make_object(void *data, CUhostFn fn, unsigned refs) {
   return o;
 }
 
+/* One reference to an object of the runtime's own whose destructor is
+   fn: released at at, it runs fn(data) there, on the thread and under the
+   rules of destructors. */
 CUresult dbl_host_later(CUhostFn fn, void *data, double at) {
   CUuserObject o = make_object(data, fn, 1);
   return o && queue_release(o, 1, at) ? CUDA_SUCCESS
