@@ -29,6 +29,14 @@ typedef struct cg_valnode {
 /* Sets node v of exec x to value bits. */
 CUresult cg_valnode_set(CUgraphExec x, const cg_valnode *v, uint64_t bits,
                         const char **api);
+/* How many records of r take their value from a Scalar; *memops: how
+   many of them are memory operations. */
+int cg_count_valnodes(const cg_recs *r, int *memops);
+/* What the valued records of r are, for messages. */
+const char *cg_valued_kinds(const cg_recs *r);
+/* Their nodes, in a new array (*n of them; NULL when none); raises when
+   the driver cannot set them. */
+cg_valnode *cg_valnodes_of(lua_State *L, const cg_recs *r, int *n);
 
 /* cugraph.Graph: h.drv.exec, and the driver graph it was made from. Its
    user values: 1 the set of pins, 2 its capture stream, 3 the closure it
