@@ -493,9 +493,9 @@ sanitize-gpu: $(GPU_NEEDS) examples
 # (spec/fuzz/image-corpus) and the spec kernels' cubin and fatbin.
 FUZZ_TIME ?= 60
 FUZZ_CC = clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -I$(CUDA_HOME)/include
-PTX_FUZZ_SRC = src/kernel/ptx.c src/kernel/pdl.c src/kernel/demangle.c \
-  src/base/ctype.c
-$(BUILD)/ptx_fuzz: spec/fuzz/ptx_fuzz.c $(PTX_FUZZ_SRC) src/kernel/ptx.h
+PTX_FUZZ_SRC = src/kernel/ptx.c src/kernel/pdl.c src/kernel/pdl_read.c \
+  src/kernel/demangle.c src/base/ctype.c
+$(BUILD)/ptx_fuzz: spec/fuzz/ptx_fuzz.c $(PTX_FUZZ_SRC) src/kernel/ptx.h src/kernel/pdl.h
 	@mkdir -p $(@D)
 	$(call say,CC,$@)$(FUZZ_CC) -o $@ spec/fuzz/ptx_fuzz.c $(PTX_FUZZ_SRC)
 $(BUILD)/image_fuzz: spec/fuzz/image_fuzz.c src/kernel/image.c src/kernel/image.h

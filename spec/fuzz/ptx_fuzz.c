@@ -1,5 +1,5 @@
-/* libFuzzer harness for src/kernel/ptx.c, pdl.c, demangle.c and
-   base/ctype.c: the bytes go to ptx_parse, ptx_pdl_scan and ptx_globals as
+/* libFuzzer harness for src/kernel/ptx.c, pdl.c, pdl_read.c, demangle.c
+   and base/ctype.c: the bytes go to ptx_parse, ptx_pdl_scan and ptx_globals as
    they are (not NUL-terminated), and as a C string (whole, then line by
    line) to cg_signature and ptx_demangle, with full-size and tiny
    outputs. Any result must keep the documented invariants; a broken one
@@ -7,7 +7,8 @@
 
    clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
      spec/fuzz/ptx_fuzz.c src/kernel/ptx.c src/kernel/pdl.c \
-     src/kernel/demangle.c src/base/ctype.c -o /tmp/ptx_fuzz
+     src/kernel/pdl_read.c src/kernel/demangle.c src/base/ctype.c \
+     -o /tmp/ptx_fuzz
    mkdir -p /tmp/corpus_work
    /tmp/ptx_fuzz -max_total_time=60 /tmp/corpus_work spec/fuzz/corpus */
 #include <stdint.h>
