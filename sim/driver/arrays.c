@@ -3,6 +3,7 @@
    3-D, with the formats and channel counts of cuArray3DCreate; the levels
    of mipmapped arrays (external.c) are arrays too. */
 #include "double.h"
+#include "queue.h"
 
 #include <stdlib.h>
 

@@ -2,6 +2,7 @@
    the current context, peer access; the gates every call passes, and the
    ring of live handles that destroying a context frees. */
 #include "double.h"
+#include "queue.h"
 
 #include <stdio.h>
 #include <stdlib.h>

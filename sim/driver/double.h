@@ -67,7 +67,9 @@
 
    This header is what the driver's files share: the types of its handles
    and work, the gates and lock of its entry points, and the functions one
-   file calls in another (prefixed dbl_); the rest of each file is static. */
+   file calls in another (prefixed dbl_); queue.h adds the strict mode's
+   queues and race check, programmatic.h the programmatic launch check;
+   the rest of each file is static. */
 #ifndef DOUBLE_H
 #define DOUBLE_H
 
@@ -435,7 +437,12 @@ CUresult dbl_prepare_launch(op *o, void **params, void **extra);
    (dbl_work_check); a fault is sticky, not returned. */
 CUresult dbl_run_kernel(const op *o);
 CUresult dbl_run_memory_node(const op *o); /* memory.c */
-void dbl_free_resource(CUgraphicsResource res); /* a GL buffer's */
+void dbl_free_resource(CUgraphicsResource res); /* a GL buffer's (gl.c) */
+/* A GL buffer's stand-in memory: device memory kernels reach only while
+   it is mapped. */
+CUresult dbl_alloc_gl_memory(CUdeviceptr *p, size_t n);
+void dbl_map_gl_memory(CUdeviceptr p, int on);
+void dbl_free_gl_memory(CUdeviceptr p);
 /* A module variable's memory, which the module owns, as device memory. */
 CUresult dbl_add_module_memory(void *p, size_t n);
 /* A CUDA array's texels: device memory that only copies (and texture and
@@ -666,163 +673,6 @@ uint64_t dbl_sim_executed(void); /* thread-instructions so far (kernels.c) */
 #endif
 /* The record of e ran (or ran at once): its time taken. */
 void dbl_event_done(CUevent e);
-
-/* -- deferred work: strict mode (queue.c) ---------------------------------- */
-
-/* Whether work waits for a wait (the simulator, unless CUDA_SIM_STRICT=0;
-   never the test double). */
-extern int dbl_strict;
-/* A string kept for the process's life (NULL: out of memory). */
-const char *dbl_intern(const char *s);
-const char *dbl_lua_line(void);          /* this thread's (cuSimSetLuaLine) */
-queue *dbl_queue_new(int dev, int blocking);
-void dbl_queue_free(queue *q);           /* its work still to run goes */
-void dbl_queue_drop(queue *q);           /* its stream goes; the work stays */
-void dbl_queues_end(int dev);            /* the last context of dev goes */
-/* Sending: the op (whose args the queue takes either way), a graph's
-   launch, an event's record, a wait on an event. */
-CUresult dbl_enqueue(CUstream s, op *o);
-CUresult dbl_enqueue_graph(CUstream s, CUgraphExec x);
-CUresult dbl_enqueue_record(CUstream s, CUevent e);
-CUresult dbl_enqueue_wait(CUstream s, CUevent e);
-void dbl_forget_event(CUevent e);
-/* e recorded now, by the task running (a graph's event record node), or
-   at once: waits on it follow that task. */
-void dbl_event_ran(CUevent e);
-/* Waits that run the work they wait for; the host knows it done. A check
-   that failed meanwhile ends the wait with CUDA_ERROR_NOT_PERMITTED and its
-   report told to the thread (cuSimTakeReport). */
-CUresult dbl_wait_stream(CUstream s);
-CUresult dbl_wait_event(CUevent e);
-CUresult dbl_wait_device(void);
-/* Runs all pending work, before a free or a change of what it uses (as
-   the driver's implicit synchronization): the sticky error, if the work
-   faulted; a failed check is kept for the next wait. */
-CUresult dbl_settle(void);
-/* Tells text to this thread's next cuSimTakeReport. */
-void dbl_tell(const char *text);
-/* The Lua line of the graph launch running on this thread, or NULL. */
-const char *dbl_running_where(void);
-/* The accesses of the op running (copies and fills, and kernels through
-   sim_launch.touch with a runner as its ud): checked for races. */
-void dbl_track_op(const op *o);
-struct dbl_pctx;
-typedef struct dbl_runner {
-  void *task, *queue;
-  const op *o;
-  struct dbl_pctx *pdl; /* the programmatic check's view of it, or NULL */
-} dbl_runner;
-int dbl_runner_now(dbl_runner *r, const op *o); /* 0: nothing followed */
-void dbl_track_kernel(void *runner, uint64_t base, uint64_t lo, uint64_t hi,
-                      int write);
-void dbl_forget_block(uint64_t base); /* its memory is freed */
-/* Task t's (of queue q) access of [lo, hi) by its op o, in the block at
-   base: checked against the block's last accesses by other queues, and
-   kept (races.c). What it reads of them (queue.c): the queue's id, the
-   task's place in it, the place in queue qid of the last task there it
-   follows, and the Lua line to name for its op. */
-void dbl_race_check(const task *t, const queue *q, const op *o, uint64_t base,
-                    uint64_t lo, uint64_t hi, int write);
-unsigned dbl_queue_id(const queue *q);
-uint64_t dbl_task_seq(const task *t);
-uint64_t dbl_task_follows(const task *t, unsigned qid);
-const char *dbl_task_where(const task *t, const op *o);
-/* Writes what kernels' printf and assert left (stdout and stderr): at
-   synchronization, as a GPU flushes its printf buffer (kernels.c). */
-void dbl_flush_output(void);
-/* Records a failed check for the next wait, unless one is already
-   recorded (it then ends with CUDA_ERROR_NOT_PERMITTED and the report). */
-void dbl_report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* -- programmatic dependent launch, checked (programmatic.c) --------------- */
-
-/* Accesses of work, as spans of an allocation (base) read or written:
-   by whom ("kernel 'k', sent at script.lua:5") and, where the span
-   reaches past its kernel's end, the programmatic launch that let it
-   (via; NULL). Both interned. */
-typedef struct pacc {
-  uint64_t base, lo, hi;
-  int write;
-  const char *who, *via;
-} pacc;
-typedef struct pset { pacc *v; size_t n, cap; } pset;
-
-/* What a kernel's run leaves to the work after it: its accesses; and,
-   when it was a programmatic launch that let its dependents start before
-   it waited (reach), or that never waited (leak), the accesses it was not
-   ordered after, which are then not ordered before those either. */
-typedef struct pkernel { pset acc, reach, leak; } pkernel;
-
-/* The check's view of the op running (dbl_pdl_now): for a programmatic
-   launch (prog), what its accesses before griddepcontrol.wait may meet
-   (before: its producer's accesses and reach); what any of its accesses
-   may meet (open: what programmatic launches that never waited left
-   unordered before it); its record (out: a kernel's), whose run sets
-   waited and wait_first (sim_launch's); the first access that met open
-   (hit, its bytes and kind), reported when it ends. */
-typedef struct dbl_pctx {
-  pset before;
-  int prog;
-  const pset *open[2];
-  pkernel *out, rec;
-  const char *who;
-  int waited, wait_first;
-  pacc hit;
-  uint64_t hit_lo, hit_hi;
-  int hit_write;
-  struct dbl_pctx *saved; /* the view before this one */
-} dbl_pctx;
-
-/* A queue's order: its last kernel's record (last_seq: its task's
-   place), and the accesses left unordered since (open), until the host
-   knows the queue done past open_seq. */
-typedef struct dbl_porder {
-  pkernel last;
-  uint64_t last_seq;
-  pset open;
-  uint64_t open_seq;
-} dbl_porder;
-
-dbl_pctx *dbl_pdl_now(void);
-/* Task seq of a queue (its order po) runs op o (NULL: a graph's launch);
-   known: the queue's tasks the host knew done when it was sent. begin
-   makes *c the thread's view until end. */
-void dbl_pdl_begin(dbl_porder *po, dbl_pctx *c, const op *o, uint64_t seq,
-                   uint64_t known);
-void dbl_pdl_end(dbl_porder *po, dbl_pctx *c, uint64_t seq);
-void dbl_porder_free(dbl_porder *po);
-/* A run of a graph's plan: each node's record and what it found left
-   unordered before it (in), for the nodes after it; outer: what the
-   view of the work running the plan left unordered. */
-typedef struct dbl_pplan {
-  size_t n;
-  pkernel *k;
-  pset *in;
-  pset outer;
-  dbl_pctx *saved;
-} dbl_pplan;
-/* Nonzero when the plan's nodes are checked (the view of the work
-   running it has programmatic edges to follow in it, dep[start[i] ..
-   start[i + 1]) each node's dependencies as index * 2, + 1 for a
-   programmatic edge, or something unordered): each node is then run
-   between dbl_pnode_begin (graph: its graph's launch line) and
-   dbl_pnode_end. Else nothing is checked until dbl_pplan_end. */
-int dbl_pplan_begin(dbl_pplan *pp, size_t n, const size_t *start,
-                    const size_t *dep);
-void dbl_pplan_end(dbl_pplan *pp);
-void dbl_pnode_begin(dbl_pplan *pp, dbl_pctx *c, size_t i, const op *o,
-                     const size_t *start, const size_t *dep,
-                     const char *graph);
-void dbl_pnode_end(dbl_pctx *c);
-/* An access of [lo, hi) in the block at base by the op of view c:
-   recorded for the work after it and checked against open. */
-void dbl_pdl_access(dbl_pctx *c, uint64_t base, uint64_t lo, uint64_t hi,
-                    int write);
-/* sim_launch.early for a programmatic kernel (its runner's view), and the
-   report of the race it found. */
-unsigned dbl_pdl_early(void *runner, uint64_t p, uint64_t n, int write);
-void dbl_pdl_report_early(const dbl_pctx *c, unsigned hit, uint64_t p,
-                          uint64_t n, int write, const char *at);
 
 #pragma GCC visibility pop
 

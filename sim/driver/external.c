@@ -38,6 +38,7 @@
    (stop.c). In a capture a signal or wait is a graph node
    (EXT_SEMAS_SIGNAL, EXT_SEMAS_WAIT), as cuGraphAddNode makes them. */
 #include "double.h"
+#include "queue.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -2,6 +2,7 @@
    nodes with their handles and body graphs, child graph nodes, clones, and
    the Graphviz print. */
 #include "double.h"
+#include "queue.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -4,6 +4,8 @@
    gives the lock back while it polls: the graph is then in flight, and
    other threads' calls must leave what it runs in place. */
 #include "double.h"
+#include "queue.h"
+#include "programmatic.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -2,6 +2,8 @@
    condition setters here, the spec kernels' twins in spec/support/twins.c),
    thread by thread; or, in the simulator, its PTX (sim/ptx). */
 #include "double.h"
+#include "queue.h"
+#include "programmatic.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,6 +2,7 @@
    each function with its parameter layout and host version; the JIT's log
    of a failed load. */
 #include "double.h"
+#include "queue.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -26,6 +26,8 @@
    races between streams, and a consumer's pre-wait accesses are checked
    one by one against them. */
 #include "double.h"
+#include "queue.h"
+#include "programmatic.h"
 
 #include <stdarg.h>
 #include <stdio.h>

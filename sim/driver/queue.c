@@ -27,6 +27,8 @@
    pending calls, past which its oldest run, as a full queue makes a
    GPU's launches wait. */
 #include "double.h"
+#include "queue.h"
+#include "programmatic.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -6,6 +6,8 @@
    follow is reported (dbl_report) with both Lua lines. And the names the
    reports keep: strings interned for the life of the process. */
 #include "double.h"
+#include "queue.h"
+#include "programmatic.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,6 +2,7 @@
    node of the stream's capture (capture.c); waits and queries are refused
    where capture forbids them. */
 #include "double.h"
+#include "queue.h"
 
 #include <stdlib.h>
 #include <string.h>

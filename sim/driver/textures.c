@@ -5,6 +5,7 @@
    and normalized reads of 8- and 16-bit integers; surface loads and stores
    of whole texels, out of bounds a fault (the trap mode). */
 #include "double.h"
+#include "queue.h"
 #include "halfconv.h"
 
 #include <math.h>

@@ -1,6 +1,7 @@
 /* Work: kernel launches, copies, memsets and host functions, checked, then
    run at once or recorded by a capture (dbl_submit). */
 #include "double.h"
+#include "queue.h"
 
 #include <stdio.h>
 #include <stdlib.h>
