@@ -313,11 +313,14 @@ describe("lifetime through the driver", function()
   -- script writes later; the software drivers run the work inside the
   -- launch, and CUDA_DOUBLE_BUSY keeps the device busy 2 s after it, as
   -- work that takes a while does. A free that waited for it (cuMemFree
-  -- synchronizes) would take those seconds, or hang on the GPU.
+  -- synchronizes, and the driver's destroy of an instantiated graph with
+  -- conditional nodes waits for its launches) would take those seconds,
+  -- or hang on the GPU.
   local script = [[
     local cuda = require "cugraph"
     local m = cuda.load_module(os.getenv("CUGRAPH_LUA_BUILD") .. "/kernels.ptx")
     local gpu = not os.getenv("CUGRAPH_LUA_LIBCUDA")
+    local looped = %s
     local N, MB = 1 << 22, 1 << 20 -- 16 MiB; a GPU's driver keeps some of its own
     local slack = gpu and 4 * MB or 0
     -- compute-sanitizer's own device memory moves the count: it checks
@@ -330,9 +333,17 @@ describe("lifetime through the driver", function()
     local x = cuda.buffer("i32", N):fill(0)
     local sc = cuda.scalar("u32", 1)
     local h = cuda.host_buffer("i32", N)
+    local c = looped and cuda.condition(1)
     local g = s:capture(function()
       if gpu then s:wait_value(go, 1) end
-      m.inc_i32:launch(s, 1, 256, x, 256)
+      if looped then
+        s:loop_while(c, function()
+          m.inc_i32:launch(s, 1, 256, x, 256)
+          c:count_down(s, 1)
+        end)
+      else
+        m.inc_i32:launch(s, 1, 256, x, 256)
+      end
       x:download_into(h, s)
       s:write_value(sc, 2)
     end)
@@ -340,6 +351,7 @@ describe("lifetime through the driver", function()
     local t0 = os.time()
     g:free()
     x:free()
+    if c then c:free() end
     sc, h = nil, nil -- and finalizers
     collectgarbage()
     collectgarbage()
@@ -354,14 +366,17 @@ describe("lifetime through the driver", function()
     print("status", cuda.status().poisoned, cuda.status().finalizer_errors)
   ]]
 
-  it("frees what a graph used once its launch is over, never waiting for it nor freeing early", function()
-    local code, out = H.script(script, "CUDA_DOUBLE_BUSY=2500 timeout 60")
-    assert.equals(0, code, out)
-    assert.matches("waited\ttrue", out)
-    assert.matches("held\ttrue", out)
-    assert.matches("freed\ttrue", out)
-    assert.matches("status\tnil\t0", out)
-  end)
+  for _, way in ipairs { "", "with conditional nodes" } do
+    it("frees what a graph used once its launch is over, never waiting for it nor freeing early" ..
+       (way ~= "" and ": " .. way or ""), function()
+      local code, out = H.script(script:format(tostring(way ~= "")), "CUDA_DOUBLE_BUSY=2500 timeout 60")
+      assert.equals(0, code, out)
+      assert.matches("waited\ttrue", out)
+      assert.matches("held\ttrue", out)
+      assert.matches("freed\ttrue", out)
+      assert.matches("status\tnil\t0", out)
+    end)
+  end
 
   it("frees what a graph used when the stream of its last launch went first, and lets go of none inside a capture", function()
     local inc = H.kernels().inc_i32

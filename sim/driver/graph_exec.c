@@ -9,6 +9,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* An instantiated graph, or body: copies of the nodes' work and edges. */
 typedef struct plan {
@@ -393,6 +394,21 @@ static CUresult run_plan(const plan *p, dbl_work *w) {
   return r;
 }
 
+/* Waits, the lock given back meanwhile, while a launch of x runs or the
+   work sent with its last one may (CUDA_DOUBLE_BUSY, a hang: for ever). */
+static void wait_launches(CUgraphExec x) {
+  for (;;) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    double now = (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+    if (!x->inflight && !(x->done > 0 && dbl_work_done() > now)) return;
+    dbl_nap(1000);
+  }
+}
+
+/* As the driver (seen on 580.159.04, an H100), the destroy of an
+   instantiated graph with conditional nodes waits for its launches to end;
+   any other goes when its launch is over (dbl_free_exec). */
 CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec hGraphExec) {
   ENTRY(cuGraphExecDestroy);
   CUresult r = dbl_enter_context();
@@ -400,6 +416,7 @@ CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec hGraphExec) {
   if (!hGraphExec) return CUDA_ERROR_INVALID_HANDLE;
   if ((r = dbl_unsafe_call())) return r;
   dbl_settle(); /* its launches still to run run */
+  if (hGraphExec->nconds) wait_launches(hGraphExec);
   dbl_free_exec(hGraphExec);
   return CUDA_SUCCESS;
 }

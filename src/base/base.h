@@ -533,6 +533,10 @@ struct cg_share {
   int pending;
   cg_type type;
   unsigned char seeded;
+  /* an exec of a graph with conditional nodes, whose destroy the driver
+     makes wait for its launches: the last holder hands it to the reaper
+     (base/keep.c), so that no release waits for a launch */
+  unsigned char waits;
   /* a module's: the C graphs that launch its code (graph/cgraph.c) */
   void **users;
   size_t nusers, cusers;
@@ -608,6 +612,13 @@ void cg_keep_leave(cg_keep *k, int drop);
    the device as cuMemFree does; a failed call is recorded (cg_record_cu) as
    a failed release is, never raised. */
 void cg_keep_after(lua_State *L, cg_ctx *ctx, cg_keep *k, CUstream s);
+/* The handle of o (the exec of a graph with conditional nodes, whose
+   destroy the driver makes wait for its launches) is freed after its last
+   launch, on s: its share, made here, goes in a keep of its own, handed
+   over by cg_keep_after, and the state's thread frees it as it frees what
+   keeps let go of. A share that cannot be made (recorded as a failed
+   release) leaves the handle to the object's release. */
+void cg_keep_exec_after(lua_State *L, cg_ctx *ctx, cg_obj *o, CUstream s);
 /* Frees a keep that is not attached, its shares dropped now. */
 void cg_keep_free(cg_keep *k);
 /* On the state's thread: drops the keeps the driver released (cheap when

@@ -2,7 +2,9 @@
    the references a keep holds, the driver's release of it (a user
    object's destructor, or a host function behind a graph's last launch),
    the state's queue its thread drains, and the reaper, the thread that
-   drops what C graphs and closed states let go of. */
+   drops what C graphs and closed states let go of (and destroys the
+   executable graphs with conditional nodes that C graphs shared, whose
+   destroy waits for their launches). */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdlib.h>
@@ -135,8 +137,13 @@ void cg_keep_free(cg_keep *k) {
   free(k);
 }
 
+static _Thread_local int reaping; /* on the reaper's thread */
+
+int cg_reaping(void) { return reaping; }
+
 static void *reaper_main(void *arg) {
   (void)arg;
+  reaping = 1;
   pthread_mutex_lock(&reaper.lock);
   for (;;) {
     while (!reaper.list) pthread_cond_wait(&reaper.work, &reaper.lock);
@@ -158,8 +165,8 @@ static void *reaper_main(void *arg) {
 }
 
 /* Hands k to the reaper; a keep it cannot take (no thread could be made)
-   is left, its shares with it, to the process's end. */
-static void to_reaper(cg_keep *k) {
+   is left, its shares with it, to the process's end: 0 then. */
+static int to_reaper(cg_keep *k) {
   pthread_mutex_lock(&reaper.lock);
   if (!reaper.started) {
     pthread_t th;
@@ -175,7 +182,33 @@ static void to_reaper(cg_keep *k) {
     reaper.busy++;
     pthread_cond_signal(&reaper.work);
   }
+  int started = reaper.started;
   pthread_mutex_unlock(&reaper.lock);
+  return started;
+}
+
+/* The reaper frees the handle of sh as it drops a keep's share: a keep
+   holding sh alone, with the reference the caller's drop let go of. Its
+   wait for the launches keeps the reaper from other keeps meanwhile:
+   they go after it. */
+int cg_reap_share(cg_share *sh) {
+  cg_keep *k = cg_keep_new(NULL);
+  if (!k || !(k->sh = malloc(sizeof *k->sh))) {
+    cg_keep_free(k);
+    return 0;
+  }
+  pthread_mutex_lock(&sh->lock);
+  sh->refs = 1;
+  pthread_mutex_unlock(&sh->lock);
+  k->sh[0] = sh;
+  k->n = k->cap = 1;
+  k->out = 1; /* cg_settle waits for it */
+  cg_loose_add(1);
+  if (to_reaper(k)) return 1;
+  k->n = 0; /* no thread: the caller frees sh now */
+  sh->refs = 0;
+  cg_keep_free(k);
+  return 0;
 }
 
 /* The user object's destructor, on the driver's thread: no CUDA call. */
@@ -251,6 +284,21 @@ void cg_keep_after(lua_State *L, cg_ctx *ctx, cg_keep *k, CUstream s) {
     cg_record_cu(L, ctx, api, r); /* as a failed release, never raised */
   }
   keep_released(k);
+}
+
+void cg_keep_exec_after(lua_State *L, cg_ctx *ctx, cg_obj *o, CUstream s) {
+  CUresult r = CUDA_SUCCESS;
+  cg_keep *k = cg_keep_new(ctx);
+  cg_share *sh = k && (k->sh = malloc(sizeof *k->sh)) ? cg_share_try(o, &r)
+                                                       : NULL;
+  if (!sh) {
+    if (r != CUDA_SUCCESS) cg_record_cu(L, ctx, "cuDevicePrimaryCtxRetain", r);
+    cg_keep_free(k);
+    return;
+  }
+  k->sh[0] = sh; /* the reference cg_share_try gave */
+  k->n = k->cap = 1;
+  cg_keep_after(L, ctx, k, s);
 }
 
 void cg_keep_drain(lua_State *L, cg_ctx *ctx) {

@@ -328,6 +328,8 @@ int cg_shareable(const cg_obj *o) {
    go of the primary context. */
 static CUresult share_free(cg_share *sh) {
   const char *api;
+  if (sh->waits && sh->h.p && !cg_reaping() && cg_reap_share(sh))
+    return CUDA_SUCCESS;
   if (sh->h.p && (cg_make_current(sh->cu) == CUDA_SUCCESS ||
                   sh->hk == CG_H_DLPACK))
     destroy((cg_hkind)sh->hk, sh->h, 0, &api);
@@ -388,6 +390,10 @@ cg_share *cg_share_try(cg_obj *o, CUresult *r) {
    recorded), then the share. */
 void cg_let_go(lua_State *L, cg_ctx *ctx, cg_share *sh) {
   if (!unref(sh)) return;
+  if (sh->waits && cg_may_destroy(ctx, (cg_hkind)sh->hk)) {
+    cg_keep_drain(L, ctx); /* as cg_release */
+    if (cg_reap_share(sh)) return;
+  }
   cg_release(L, ctx, (cg_hkind)sh->hk, sh->h);
   sh->h.p = NULL;
   CUresult r = share_free(sh);

@@ -13,6 +13,11 @@ int cg_may_destroy(cg_ctx *ctx, cg_hkind hk);
 /* Drops a reference to sh on the thread of ctx's state: the last frees
    the handle as cg_release frees, then the share. */
 void cg_let_go(lua_State *L, cg_ctx *ctx, cg_share *sh);
+/* Hands sh, whose last reference was just dropped, to the reaper, whose
+   thread frees its handle and it (sh->waits); 0 when no thread could be
+   made: the caller frees it. cg_reaping: whether this is that thread. */
+int cg_reap_share(cg_share *sh);
+int cg_reaping(void);
 /* *ts: t seconds from now, on CLOCK_REALTIME (pthread_cond_timedwait's). */
 void cg_deadline_in(struct timespec *ts, double t);
 

@@ -257,8 +257,14 @@ cugraph_graph *cugraph_tograph(lua_State *L, int idx) {
   CUresult r = cg_drv.cuDevicePrimaryCtxRetain(&cu, ctx->dev);
   h->retained = r == CUDA_SUCCESS;
   if (r == CUDA_SUCCESS && gr->conds) {
-    if ((h->shared = cg_share_of(&gr->h))) h->exec = x;
-    else r = CUDA_ERROR_OUT_OF_MEMORY, api = "cugraph_tograph";
+    if ((h->shared = cg_share_of(&gr->h))) {
+      h->exec = x;
+      pthread_mutex_lock(&h->shared->lock);
+      h->shared->waits = 1; /* an engine may launch it unseen */
+      pthread_mutex_unlock(&h->shared->lock);
+    } else {
+      r = CUDA_ERROR_OUT_OF_MEMORY, api = "cugraph_tograph";
+    }
   } else if (r == CUDA_SUCCESS) {
     api = "cuGraphClone";
     r = cg_drv.cuGraphClone ? cg_drv.cuGraphClone(&h->g, g)
