@@ -468,9 +468,10 @@ describe("lifetime through the driver", function()
         assert(not capi.settle(0.1), "cugraph_settle found nothing left under the launch")
         capi.store(go, 0, 1)
         -- once the launch is over, a thread of the runtime frees a copy's
-        -- memory (cugraph_settle waits for that); the Lua graph's keep,
-        -- which its shared exec held, goes to the state's thread, which
-        -- drops it at its next free or cuda.synchronize()
+        -- memory, or destroys the shared exec, whose destroy the driver
+        -- makes wait for the launch (cugraph_settle waits for either); the
+        -- Lua graph's keep, which that exec held, goes to the state's
+        -- thread, which drops it at its next free or cuda.synchronize()
         if looped then cuda.synchronize() end
         assert(capi.settle(60), "cugraph_settle: not freed after the launch")
         holds(cuda.device().free_memory >= base - slack, "freed after it")
