@@ -613,12 +613,14 @@ void cg_keep_leave(cg_keep *k, int drop);
    a failed release is, never raised. */
 void cg_keep_after(lua_State *L, cg_ctx *ctx, cg_keep *k, CUstream s);
 /* The handle of o (the exec of a graph with conditional nodes, whose
-   destroy the driver makes wait for its launches) is freed after its last
-   launch, on s: its share, made here, goes in a keep of its own, handed
-   over by cg_keep_after, and the state's thread frees it as it frees what
-   keeps let go of. A share that cannot be made (recorded as a failed
-   release) leaves the handle to the object's release. */
-void cg_keep_exec_after(lua_State *L, cg_ctx *ctx, cg_obj *o, CUstream s);
+   destroy the driver makes wait for its launches) and the graph *g are
+   freed after its last launch, on s: o's share, made here, goes in a keep
+   of its own with the graph (*g is set to NULL), handed over by
+   cg_keep_after, and the state's thread frees them as it frees what keeps
+   let go of. A share that cannot be made (recorded as a failed release)
+   leaves both to the object's release. */
+void cg_keep_exec_after(lua_State *L, cg_ctx *ctx, cg_obj *o, CUgraph *g,
+                        CUstream s);
 /* Frees a keep that is not attached, its shares dropped now. */
 void cg_keep_free(cg_keep *k);
 /* On the state's thread: drops the keeps the driver released (cheap when

@@ -32,6 +32,8 @@ struct cg_keep {
                            until the driver releases it */
   size_t n, cap;
   cg_share **sh;        /* a reference each */
+  CUgraph graph;        /* with an exec's share alone: its graph, destroyed
+                           first (cg_keep_exec_after) */
 };
 
 /* The reaper: a thread of the process, made on first use, that drops the
@@ -150,6 +152,14 @@ static void *reaper_main(void *arg) {
     cg_keep *k = reaper.list;
     reaper.list = k->next;
     pthread_mutex_unlock(&reaper.lock);
+    if (k->graph) { /* its exec's share, which follows, holds the context */
+      CUcontext cu = k->sh[0]->cu;
+      cg_gate_shut(cu);
+      if (cg_make_current(cu) == CUDA_SUCCESS)
+        cg_destroy(CG_H_GRAPH, (cg_handle){ .graph = k->graph });
+      cg_gate_open(cu);
+      k->graph = NULL;
+    }
     for (size_t i = 0; i < k->n; i++) { /* a free breaks a global capture */
       CUcontext cu = k->sh[i]->cu;
       cg_gate_shut(cu);
@@ -286,7 +296,8 @@ void cg_keep_after(lua_State *L, cg_ctx *ctx, cg_keep *k, CUstream s) {
   keep_released(k);
 }
 
-void cg_keep_exec_after(lua_State *L, cg_ctx *ctx, cg_obj *o, CUstream s) {
+void cg_keep_exec_after(lua_State *L, cg_ctx *ctx, cg_obj *o, CUgraph *g,
+                        CUstream s) {
   CUresult r = CUDA_SUCCESS;
   cg_keep *k = cg_keep_new(ctx);
   cg_share *sh = k && (k->sh = malloc(sizeof *k->sh)) ? cg_share_try(o, &r)
@@ -298,6 +309,8 @@ void cg_keep_exec_after(lua_State *L, cg_ctx *ctx, cg_obj *o, CUstream s) {
   }
   k->sh[0] = sh; /* the reference cg_share_try gave */
   k->n = k->cap = 1;
+  k->graph = *g;
+  *g = NULL;
   cg_keep_after(L, ctx, k, s);
 }
 
@@ -313,6 +326,12 @@ void cg_keep_drain(lua_State *L, cg_ctx *ctx) {
   while (list) {
     cg_keep *k = list;
     list = k->next;
+    if (k->graph) { /* before its exec's share, which holds the context */
+      cg_ctx *d = root;
+      while (d && d->cu != k->sh[0]->cu) d = d->next;
+      if (d) cg_release(L, d, CG_H_GRAPH, (cg_handle){ .graph = k->graph });
+      k->graph = NULL;
+    }
     for (size_t i = 0; i < k->n; i++) {
       cg_ctx *d = root;
       while (d && d->cu != k->sh[i]->cu) d = d->next;

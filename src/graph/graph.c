@@ -123,10 +123,10 @@ static void close_graph(lua_State *L, cg_graph *gr, int idx) {
   gr->h.open = 0;
   cg_untrack_graph(gr);
   /* the driver's destroy of an exec with conditional nodes waits for its
-     launches: one that may be in flight goes after the last (one that C
-     graphs share, through the reaper: cg_share.waits) */
+     launches: one that may be in flight goes after the last, its graph
+     with it (one that C graphs share, through the reaper: cg_share.waits) */
   if (gr->conds && gr->last_launch && !gr->h.share)
-    cg_keep_exec_after(L, gr->h.ctx, &gr->h, gr->last_stream);
+    cg_keep_exec_after(L, gr->h.ctx, &gr->h, &gr->g, gr->last_stream);
   cg_release_obj(L, &gr->h);
   cg_release(L, gr->h.ctx, CG_H_GRAPH, (cg_handle){ .graph = gr->g });
   gr->g = NULL;
