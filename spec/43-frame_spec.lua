@@ -316,7 +316,11 @@ describe("lifetime through the driver", function()
   -- synchronizes, and the driver's destroy of an instantiated graph with
   -- conditional nodes waits for its launches) would take those seconds,
   -- or hang on the GPU.
-  local script = [[
+  --
+  -- Both scripts below (formatted with looped) begin with the work: x,
+  -- 16 MiB a captured work(go) increments once, or in a loop's one turn
+  -- (looped: a graph with conditional nodes), on a GPU once go says 1.
+  local prelude = [[
     local cuda = require "cugraph"
     local m = cuda.load_module(os.getenv("CUGRAPH_LUA_BUILD") .. "/kernels.ptx")
     local gpu = not os.getenv("CUGRAPH_LUA_LIBCUDA")
@@ -329,21 +333,23 @@ describe("lifetime through the driver", function()
     cuda.synchronize()
     local base = cuda.device().free_memory
     local s = cuda.stream()
-    local go = cuda.host_buffer("u32", 1)
     local x = cuda.buffer("i32", N):fill(0)
+    local c = looped and cuda.condition(1)
+    local function work(go)
+      if gpu then s:wait_value(go, 1) end
+      if not looped then return m.inc_i32:launch(s, 1, 256, x, 256) end
+      s:loop_while(c, function()
+        m.inc_i32:launch(s, 1, 256, x, 256)
+        c:count_down(s, 1)
+      end)
+    end
+  ]]
+  local script = prelude .. [[
+    local go = cuda.host_buffer("u32", 1)
     local sc = cuda.scalar("u32", 1)
     local h = cuda.host_buffer("i32", N)
-    local c = looped and cuda.condition(1)
     local g = s:capture(function()
-      if gpu then s:wait_value(go, 1) end
-      if looped then
-        s:loop_while(c, function()
-          m.inc_i32:launch(s, 1, 256, x, 256)
-          c:count_down(s, 1)
-        end)
-      else
-        m.inc_i32:launch(s, 1, 256, x, 256)
-      end
+      work(go)
       x:download_into(h, s)
       s:write_value(sc, 2)
     end)
@@ -432,33 +438,13 @@ describe("lifetime through the driver", function()
   -- the Lua graph's own exec (the driver instantiates those once)
   for _, way in ipairs { "a copy", "conditional nodes" } do
     it("keeps a C graph's memory past its release until its launch is over: " .. way, function()
-      H.capi_passes(([[
-        local cuda = require "cugraph"
-        local m = cuda.load_module(os.getenv("CUGRAPH_LUA_BUILD") .. "/kernels.ptx")
-        local gpu = not os.getenv("CUGRAPH_LUA_LIBCUDA")
-        local looped = %s
-        local N, MB = 1 << 22, 1 << 20 -- 16 MiB; a GPU's driver keeps some of its own
-        local slack = gpu and 4 * MB or 0
-        -- compute-sanitizer's own device memory moves the count: it checks
-        -- the frees itself there (a use after free, a leak at exit)
-        local counted = not os.getenv("CUGRAPH_LUA_SANITIZER")
+      H.capi_passes((prelude .. [[
         local function holds(cond, what) assert(cond or not counted, what) end
-        cuda.synchronize()
-        local base = cuda.device().free_memory
-        local s = cuda.stream()
         local go = capi.hostmem("u64", 1)
-        local x = cuda.buffer("i32", N):fill(0)
-        local c = cuda.condition(1)
-        local g = s:capture(function()
-          if gpu then s:wait_value(go, 1) end
-          if not looped then return m.inc_i32:launch(s, 1, 256, x, 256) end
-          s:loop_while(c, function()
-            m.inc_i32:launch(s, 1, 256, x, 256)
-            c:count_down(s, 1)
-          end)
-        end)
+        local g = s:capture(function() work(go) end)
         local h = capi.tograph(g)
-        g:free(); x:free(); c:free()
+        g:free(); x:free()
+        if c then c:free() end
         holds(cuda.device().free_memory <= base - N * 4 + slack, "the C graph holds x")
         capi.start(h, s)      -- launched, not waited for
         local t0 = os.time()
