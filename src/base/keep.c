@@ -197,21 +197,29 @@ static int to_reaper(cg_keep *k) {
   return started;
 }
 
+/* A keep of ctx's state (NULL: the reaper's) holding sh, with a reference
+   the caller gives it; NULL when out of host memory. */
+static cg_keep *keep_one(cg_ctx *ctx, cg_share *sh) {
+  cg_keep *k = cg_keep_new(ctx);
+  if (k && (k->sh = malloc(sizeof *k->sh))) {
+    k->sh[0] = sh;
+    k->n = k->cap = 1;
+    return k;
+  }
+  cg_keep_free(k);
+  return NULL;
+}
+
 /* The reaper frees the handle of sh as it drops a keep's share: a keep
    holding sh alone, with the reference the caller's drop let go of. Its
    wait for the launches keeps the reaper from other keeps meanwhile:
    they go after it. */
 int cg_reap_share(cg_share *sh) {
-  cg_keep *k = cg_keep_new(NULL);
-  if (!k || !(k->sh = malloc(sizeof *k->sh))) {
-    cg_keep_free(k);
-    return 0;
-  }
+  cg_keep *k = keep_one(NULL, sh);
+  if (!k) return 0;
   pthread_mutex_lock(&sh->lock);
   sh->refs = 1;
   pthread_mutex_unlock(&sh->lock);
-  k->sh[0] = sh;
-  k->n = k->cap = 1;
   k->out = 1; /* cg_settle waits for it */
   cg_loose_add(1);
   if (to_reaper(k)) return 1;
@@ -298,17 +306,14 @@ void cg_keep_after(lua_State *L, cg_ctx *ctx, cg_keep *k, CUstream s) {
 
 void cg_keep_exec_after(lua_State *L, cg_ctx *ctx, cg_obj *o, CUgraph *g,
                         CUstream s) {
-  CUresult r = CUDA_SUCCESS;
-  cg_keep *k = cg_keep_new(ctx);
-  cg_share *sh = k && (k->sh = malloc(sizeof *k->sh)) ? cg_share_try(o, &r)
-                                                       : NULL;
-  if (!sh) {
+  CUresult r;
+  cg_share *sh = cg_share_try(o, &r);
+  cg_keep *k = sh ? keep_one(ctx, sh) : NULL; /* the reference it gave */
+  if (!k) {
     if (r != CUDA_SUCCESS) cg_record_cu(L, ctx, "cuDevicePrimaryCtxRetain", r);
-    cg_keep_free(k);
+    cg_share_drop(sh); /* the object's stays */
     return;
   }
-  k->sh[0] = sh; /* the reference cg_share_try gave */
-  k->n = k->cap = 1;
   k->graph = *g;
   *g = NULL;
   cg_keep_after(L, ctx, k, s);

@@ -390,10 +390,8 @@ cg_share *cg_share_try(cg_obj *o, CUresult *r) {
    recorded), then the share. */
 void cg_let_go(lua_State *L, cg_ctx *ctx, cg_share *sh) {
   if (!unref(sh)) return;
-  if (sh->waits && cg_may_destroy(ctx, (cg_hkind)sh->hk)) {
-    cg_keep_drain(L, ctx); /* as cg_release */
-    if (cg_reap_share(sh)) return;
-  }
+  if (sh->waits && cg_may_destroy(ctx, (cg_hkind)sh->hk) && cg_reap_share(sh))
+    return;
   cg_release(L, ctx, (cg_hkind)sh->hk, sh->h);
   sh->h.p = NULL;
   CUresult r = share_free(sh);
